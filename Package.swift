@@ -1,0 +1,53 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+  .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+  name: "locationd",
+  platforms: [.macOS(.v15)],
+  products: [
+    .executable(name: "locationd", targets: ["locationd"]),
+    .executable(name: "locationctl", targets: ["locationctl"]),
+    .library(name: "NMEA", targets: ["NMEA"]),
+    .library(name: "LocationCore", targets: ["LocationCore"]),
+    .library(name: "MapState", targets: ["MapState"]),
+  ],
+  targets: [
+    // libgps through pkg-config; only GPSDBackend imports it.
+    .systemLibrary(name: "CGPS", pkgConfig: "libgps", providers: [.apt(["libgps-dev"])]),
+    // NMEA 0183 framing, parsing, fix assembly and encoding; pure, no I/O.
+    .target(name: "NMEA", swiftSettings: swiftSettings),
+    .target(name: "LocationCore", dependencies: ["NMEA"], swiftSettings: swiftSettings),
+    .target(name: "GPSDBackend", dependencies: ["CGPS", "LocationCore", "NMEA"], swiftSettings: swiftSettings),
+    .target(name: "MapState", dependencies: ["NMEA"], swiftSettings: swiftSettings),
+    .target(
+      name: "LocationServer",
+      dependencies: ["LocationCore", "MapState", "NMEA", "GPSDBackend"],
+      swiftSettings: swiftSettings),
+    .target(name: "LocationTestKit", dependencies: ["LocationCore", "NMEA"], swiftSettings: swiftSettings),
+    .executableTarget(name: "locationd", dependencies: ["LocationServer"], swiftSettings: swiftSettings),
+    .executableTarget(
+      name: "locationctl",
+      dependencies: ["NMEA", "LocationCore", "LocationServer", "GPSDBackend"],
+      swiftSettings: swiftSettings),
+    .executableTarget(name: "nmea-bench", dependencies: ["NMEA"], swiftSettings: swiftSettings),
+    .testTarget(name: "NMEATests", dependencies: ["NMEA", "LocationTestKit"], swiftSettings: swiftSettings),
+    .testTarget(
+      name: "LocationCoreTests", dependencies: ["LocationCore", "LocationTestKit", "NMEA"],
+      swiftSettings: swiftSettings),
+    .testTarget(name: "MapStateTests", dependencies: ["MapState", "NMEA"], swiftSettings: swiftSettings),
+    .testTarget(
+      name: "LocationServerTests",
+      dependencies: ["LocationServer", "LocationCore", "MapState", "LocationTestKit"],
+      swiftSettings: swiftSettings),
+    .testTarget(
+      name: "GPSDBackendTests", dependencies: ["GPSDBackend", "LocationCore", "LocationTestKit"],
+      swiftSettings: swiftSettings),
+    .testTarget(
+      name: "EndToEndTests", dependencies: ["LocationTestKit", "NMEA"],
+      swiftSettings: swiftSettings),
+  ]
+)
