@@ -1,0 +1,119 @@
+import Foundation
+import GPSDBackend
+import Glibc
+import LocationCore
+import LocationTestKit
+import NMEA
+import Testing
+
+/// Simulated GPS hardware -> real gpsd (private port) -> GPSDBackend.
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct GPSDEndToEndTests {
+  /// Starts the receiver writing the test route at 10 Hz, recording what it writes.
+  private func startReceiver(_ name: String, log: WriteLog, fix: (@Sendable (Int) -> Fix?)? = nil) throws
+    -> SimulatedReceiver
+  {
+    let receiver = try SimulatedReceiver(linkPath: temporaryLinkPath(name), onWrite: { log.record($0) })
+    let make = fix ?? { routeFix($0) }
+    try receiver.start(rate: 10) { elapsed in make(Int((elapsed * 10).rounded())) }
+    return receiver
+  }
+
+  @Test func fixesMatchTheWrittenRouteAndGpspipeSeesTheSame() async throws {
+    let log = WriteLog()
+    let receiver = try startReceiver("route", log: log)
+    defer { receiver.stop() }
+    let gpsd = try PrivateGPSD(device: receiver.linkPath)
+    try gpsd.start()
+    defer { gpsd.stop() }
+
+    let backend = try GPSDBackend(uri: "gpsd://127.0.0.1:\(gpsd.port)")
+    let collector = EventCollector(backend)
+    try await backend.start()
+    let gotFixes = await collector.wait(timeout: 10) { events in
+      events.filter { if case .location = $0.event { return true } else { return false } }.count >= 30
+    }
+    await backend.stop()
+    #expect(gotFixes, "30 fixes within 10 s; statuses: \(collector.statuses.map(\.status))")
+
+    let locations = collector.locations.map(\.location)
+    try #require(locations.count >= 30)
+    var previous: Int64 = .min
+    for location in locations {
+      let fix = location.fix
+      let time = try #require(fix.time)
+      #expect(time > previous, "one fix per epoch, in order")
+      previous = time
+      let written = try #require(log[time], "fix time \(time) was written")
+      let expected = try #require(written.fix.coordinate)
+      let coordinate = try #require(fix.coordinate)
+      #expect(abs(coordinate.latitude - expected.latitude) < 1e-6)
+      #expect(abs(coordinate.longitude - expected.longitude) < 1e-6)
+      #expect(fix.mode == .fix3D)
+      #expect(location.provenance.backend == "gpsd://127.0.0.1:\(gpsd.port)")
+      #expect(location.provenance.source == receiver.linkPath)
+      #expect(location.provenance.isSimulated == false)
+    }
+    // Beyond position: altitude, speed and course as written (NMEA field precision).
+    let last = try #require(locations.last?.fix)
+    let lastTime = try #require(last.time)
+    let written = try #require(log[lastTime]).fix
+    #expect(abs((last.altitudeMSL ?? .nan) - (written.altitudeMSL ?? 0)) < 0.006)
+    #expect(abs((last.speedOverGround ?? .nan) - 12.5) < 0.001)
+    #expect(abs((last.courseOverGround ?? .nan) - 45.0) < 0.006)
+    #expect(last.hdop == 0.9)
+    #expect(last.satellites.count == 5 && last.satellites.filter(\.used).count == 4)
+    // The status sequence starts connecting -> connected.
+    #expect(collector.statuses.prefix(2).map(\.status) == [.connecting, .connected])
+    #expect(collector.statuses.last?.status == .stopped)
+
+    // gpspipe on the same gpsd sees the same positions.
+    let tpvs = try gpspipeTPVs(port: gpsd.port, count: 40)
+    #expect(tpvs.count >= 10)
+    for tpv in tpvs {
+      let written = try #require(log[tpv.time], "gpspipe time \(tpv.time) was written")
+      let expected = try #require(written.fix.coordinate)
+      #expect(abs(tpv.latitude - expected.latitude) < 1e-6)
+      #expect(abs(tpv.longitude - expected.longitude) < 1e-6)
+    }
+  }
+}
+
+/// Runs `gpspipe -w -n COUNT localhost:PORT` and returns its TPVs with a position.
+func gpspipeTPVs(port: UInt16, count: Int) throws -> [(time: Int64, latitude: Double, longitude: Double)] {
+  let process = Process()
+  process.executableURL = URL(fileURLWithPath: "/usr/bin/gpspipe")
+  process.arguments = ["-w", "-n", String(count), "127.0.0.1:\(port)"]
+  let pipe = Pipe()
+  process.standardOutput = pipe
+  process.standardError = FileHandle.nullDevice
+  try process.run()
+  let data = pipe.fileHandleForReading.readDataToEndOfFile()
+  process.waitUntilExit()
+  var result: [(Int64, Double, Double)] = []
+  for line in data.split(separator: UInt8(ascii: "\n")) {
+    guard let object = try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any],
+      object["class"] as? String == "TPV", let latitude = object["lat"] as? Double,
+      let longitude = object["lon"] as? Double, let timeText = object["time"] as? String,
+      let time = parseISO8601Milliseconds(timeText)
+    else { continue }
+    result.append((time, latitude, longitude))
+  }
+  return result
+}
+
+/// Parses gpsd's `2026-03-14T12:00:00.100Z` into milliseconds since 1970.
+func parseISO8601Milliseconds(_ text: String) -> Int64? {
+  let parts = text.split(whereSeparator: { "-T:Z".contains($0) })
+  guard parts.count == 6, let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
+    let hour = Int(parts[3]), let minute = Int(parts[4]), let seconds = Double(parts[5])
+  else { return nil }
+  // days_from_civil (Howard Hinnant).
+  let y = month <= 2 ? year - 1 : year
+  let era = (y >= 0 ? y : y - 399) / 400
+  let yoe = y - era * 400
+  let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+  let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+  let days = Int64(era * 146_097 + doe - 719_468)
+  return days * 86_400_000 + Int64(hour * 3_600_000 + minute * 60_000) + Int64((seconds * 1000).rounded())
+}
