@@ -65,7 +65,7 @@ struct GPSDEndToEndTests {
     #expect(last.satellites.count == 5 && last.satellites.filter(\.used).count == 4)
     // The status sequence starts connecting -> connected.
     #expect(collector.statuses.prefix(2).map(\.status) == [.connecting, .connected])
-    #expect(collector.statuses.last?.status == .stopped)
+    #expect(await collector.wait(timeout: 1) { _ in collector.statuses.last?.status == .stopped })
 
     // gpspipe on the same gpsd sees the same positions.
     let tpvs = try gpspipeTPVs(port: gpsd.port, count: 40)
@@ -75,6 +75,154 @@ struct GPSDEndToEndTests {
       let expected = try #require(written.fix.coordinate)
       #expect(abs(tpv.latitude - expected.latitude) < 1e-6)
       #expect(abs(tpv.longitude - expected.longitude) < 1e-6)
+    }
+  }
+
+  @Test func gpsdRestartIsRecoveredWithoutClientActionAndWithoutSpinning() async throws {
+    let log = WriteLog()
+    let receiver = try startReceiver("restart", log: log)
+    defer { receiver.stop() }
+    let gpsd = try PrivateGPSD(device: receiver.linkPath)
+    try gpsd.start()
+    defer { gpsd.stop() }
+    let backend = try GPSDBackend(uri: "gpsd://127.0.0.1:\(gpsd.port)")
+    let collector = EventCollector(backend)
+    try await backend.start()
+    #expect(await collector.wait(timeout: 10) { _ in collector.locations.count >= 5 })
+
+    // Crash gpsd while the client watches.
+    let killedAt = SimulatedReceiver.monotonicNanoseconds()
+    gpsd.kill()
+    #expect(await collector.wait(timeout: 2) { _ in collector.statuses.contains { $0.status == .disconnected } })
+    let disconnectedAt = try #require(collector.statuses.first { $0.status == .disconnected }?.at)
+    #expect(disconnectedAt >= killedAt)
+    // Outage: measure this process's CPU time while gpsd is down (the backend retries, the
+    // simulated receiver keeps writing at 10 Hz).
+    let cpuBefore = processCPUSeconds()
+    let wallBefore = SimulatedReceiver.monotonicNanoseconds()
+    try await Task.sleep(for: .milliseconds(1500))
+    let cpuDuring = processCPUSeconds() - cpuBefore
+    let wallDuring = Double(SimulatedReceiver.monotonicNanoseconds() - wallBefore) / 1e9
+    #expect(cpuDuring < 0.15 * wallDuring, "CPU \(cpuDuring) s over a \(wallDuring) s outage")
+    let locationsBeforeRestart = collector.locations.count
+
+    try gpsd.start()
+    let restartedAt = SimulatedReceiver.monotonicNanoseconds()
+    let resumed = await collector.wait(timeout: 5) { _ in collector.locations.count > locationsBeforeRestart }
+    #expect(resumed)
+    let firstAfter = try #require(collector.locations.dropFirst(locationsBeforeRestart).first)
+    let resumeSeconds = Double(firstAfter.at - restartedAt) / 1e9
+    #expect(resumeSeconds < 2.0, "fixes resumed \(resumeSeconds) s after gpsd restarted")
+    // Status: ... connected, disconnected, (connected) ... in that order, and fixes are fresh.
+    let statuses = collector.statuses.map(\.status)
+    let disconnectIndex = try #require(statuses.firstIndex(of: .disconnected))
+    #expect(statuses[..<disconnectIndex].contains(.connected))
+    #expect(statuses[disconnectIndex...].contains(.connected))
+    let firstAfterTime = try #require(firstAfter.location.fix.time)
+    let written = try #require(log[firstAfterTime])
+    #expect(written.finishedAt > killedAt, "the first fix after the restart is a new epoch")
+    await backend.stop()
+  }
+
+  @Test func backendStartedBeforeGPSDConnectsWhenItAppears() async throws {
+    let log = WriteLog()
+    let receiver = try startReceiver("late", log: log)
+    defer { receiver.stop() }
+    let gpsd = try PrivateGPSD(device: receiver.linkPath)
+    defer { gpsd.stop() }
+    let backend = try GPSDBackend(uri: "gpsd://127.0.0.1:\(gpsd.port)")
+    let collector = EventCollector(backend)
+    try await backend.start()
+    #expect(await collector.wait(timeout: 2) { _ in collector.statuses.contains { $0.status == .disconnected } })
+    let cpuBefore = processCPUSeconds()
+    try await Task.sleep(for: .seconds(1))
+    #expect(processCPUSeconds() - cpuBefore < 0.15, "waiting for gpsd costs no CPU")
+    #expect(collector.locations.isEmpty)
+
+    try gpsd.start()
+    #expect(await collector.wait(timeout: 8) { _ in !collector.locations.isEmpty })
+    let statuses = collector.statuses.map(\.status)
+    #expect(statuses.first == .connecting)
+    #expect(Array(statuses.drop { $0 != .disconnected }.prefix(2)) == [.disconnected, .connected])
+    let fix = try #require(collector.locations.first?.location.fix)
+    let fixTime = try #require(fix.time)
+    let written = try #require(log[fixTime]).fix
+    #expect(fix.coordinate.map { abs($0.latitude - (written.coordinate?.latitude ?? 0)) < 1e-6 } == true)
+    await backend.stop()
+  }
+
+  @Test func stopReleasesTheWatchOnGPSD() async throws {
+    let log = WriteLog()
+    let receiver = try startReceiver("release", log: log)
+    defer { receiver.stop() }
+    let gpsd = try PrivateGPSD(device: receiver.linkPath)
+    try gpsd.start()
+    defer { gpsd.stop() }
+    // Let gpsd settle: the readiness probe's own connection must be gone.
+    #expect(await waitUntil(timeout: 2) { gpsd.clientConnectionCount() == 0 })
+
+    let backend = try GPSDBackend(uri: "gpsd://127.0.0.1:\(gpsd.port)")
+    let collector = EventCollector(backend)
+    try await backend.start()
+    #expect(await collector.wait(timeout: 10) { _ in collector.locations.count >= 3 })
+    #expect(gpsd.clientConnectionCount() == 1, "the backend watches gpsd")
+
+    await backend.stop()
+    // stop() returns after WATCH disable and gps_close: gpsd's side of the connection goes away.
+    #expect(await waitUntil(timeout: 2) { gpsd.clientConnectionCount() == 0 })
+    #expect(await collector.wait(timeout: 1) { _ in collector.statuses.last?.status == .stopped })
+    let countAfterStop = collector.locations.count
+    try await Task.sleep(for: .milliseconds(500))
+    #expect(collector.locations.count == countAfterStop, "no fixes after stop")
+
+    // Tracking again reconnects and watches again.
+    try await backend.start()
+    #expect(await collector.wait(timeout: 10) { _ in collector.locations.count >= countAfterStop + 3 })
+    #expect(gpsd.clientConnectionCount() == 1)
+    await backend.stop()
+    #expect(await waitUntil(timeout: 2) { gpsd.clientConnectionCount() == 0 })
+  }
+
+  @Test func tpvWithoutAltitudeSpeedOrClimbGivesUnknownNotZero() async throws {
+    let log = WriteLog()
+    // A receiver that knows neither altitude nor speed nor course: GGA without altitude, RMC and
+    // VTG with empty speed and course fields.
+    // Every other epoch is a no-fix epoch: gpsd derives a speed from two consecutive positions
+    // when the receiver sends none, and a no-fix epoch in between leaves it nothing to derive from.
+    let receiver = try startReceiver("sparse", log: log) { index in
+      var fix = routeFix(index)
+      if index % 2 == 1 {
+        var noFix = Fix(mode: .noFix)
+        noFix.time = fix.time
+        return noFix
+      }
+      fix.mode = .fix2D
+      fix.altitudeMSL = nil
+      fix.geoidSeparation = nil
+      fix.speedOverGround = nil
+      fix.courseOverGround = nil
+      return fix
+    }
+    defer { receiver.stop() }
+    let gpsd = try PrivateGPSD(device: receiver.linkPath)
+    try gpsd.start()
+    defer { gpsd.stop() }
+    let backend = try GPSDBackend(uri: "gpsd://127.0.0.1:\(gpsd.port)")
+    let collector = EventCollector(backend)
+    try await backend.start()
+    #expect(await collector.wait(timeout: 10) { _ in collector.locations.count >= 10 })
+    await backend.stop()
+    #expect(collector.statuses.contains { $0.status == .noFix }, "no-fix epochs are reported as status")
+    let fixes = collector.locations.map(\.location.fix)
+    try #require(fixes.count >= 10)
+    for fix in fixes {
+      #expect(fix.mode == .fix2D)
+      #expect(fix.coordinate != nil)
+      #expect(fix.altitudeMSL == nil)
+      #expect(fix.altitudeHAE == nil)
+      #expect(fix.climb == nil)
+      #expect(fix.speedOverGround == nil)
+      #expect(fix.courseOverGround == nil)
     }
   }
 }
@@ -116,4 +264,14 @@ func parseISO8601Milliseconds(_ text: String) -> Int64? {
   let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
   let days = Int64(era * 146_097 + doe - 719_468)
   return days * 86_400_000 + Int64(hour * 3_600_000 + minute * 60_000) + Int64((seconds * 1000).rounded())
+}
+
+/// Polls `condition` every 10 ms for at most `timeout` seconds.
+func waitUntil(timeout: Double, _ condition: () -> Bool) async -> Bool {
+  let deadline = SimulatedReceiver.monotonicNanoseconds() + UInt64(timeout * 1e9)
+  while SimulatedReceiver.monotonicNanoseconds() < deadline {
+    if condition() { return true }
+    try? await Task.sleep(for: .milliseconds(10))
+  }
+  return condition()
 }
