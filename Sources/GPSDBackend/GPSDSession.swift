@@ -115,6 +115,12 @@ public struct GPSDGST: Sendable, Hashable {
   public var time: Int64?
   /// The estimates, in the domain model's shape.
   public var estimates: ErrorEstimates
+
+  /// Creates a report.
+  public init(time: Int64?, estimates: ErrorEstimates) {
+    self.time = time
+    self.estimates = estimates
+  }
 }
 
 /// What one `gps_read` produced.
