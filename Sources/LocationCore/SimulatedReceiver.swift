@@ -45,8 +45,9 @@ public enum SimulatedReceiverError: Error, Equatable, Sendable, CustomStringConv
 /// power or signal sends nothing.
 ///
 /// Readers may come and go: the simulator keeps its own descriptor on the slave side, so the pty
-/// never hangs up, and a write that finds the buffer full (`EAGAIN`, nobody reading) drops that
-/// epoch and counts it in ``statistics``. Whatever the reader writes to the device (receiver
+/// never hangs up; what no reader took within one epoch is discarded, as a serial line with
+/// nobody listening loses it, so a new reader never gets a burst of stale epochs. A write that
+/// finds the buffer full (`EAGAIN`) drops that epoch and counts it in ``statistics``. Whatever the reader writes to the device (receiver
 /// configuration commands) is read and discarded. All I/O runs on one dedicated thread; the master
 /// descriptor is non-blocking.
 public final class SimulatedReceiver: Sendable {
@@ -60,6 +61,8 @@ public final class SimulatedReceiver: Sendable {
     public var epochsDropped = 0
     /// Bytes written to the master side.
     public var bytesWritten = 0
+    /// Bytes written but never read (no reader had the device open), discarded one epoch later.
+    public var bytesUnread = 0
     /// Bytes the reader sent to the device, read and discarded.
     public var bytesDiscarded = 0
   }
@@ -319,6 +322,7 @@ public final class SimulatedReceiver: Sendable {
     bytes.reserveCapacity(sentences.count * 80)
     for sentence in sentences { bytes.append(contentsOf: sentence.utf8) }
     drainInput()
+    discardUnread()
     let startedAt = Self.monotonicNanoseconds()
     var offset = 0
     var dropped = false
@@ -344,6 +348,19 @@ public final class SimulatedReceiver: Sendable {
     if !dropped {
       onWrite?(WrittenEpoch(fix: fix, sentences: sentences, startedAt: startedAt, finishedAt: finishedAt))
     }
+  }
+
+  /// Drops what the reader left unread since the previous epoch.
+  ///
+  /// The simulator holds the slave side open itself, so bytes written while no reader has the
+  /// device open would pile up and reach the next reader as a burst of stale epochs. A real UART
+  /// with nobody reading drops them; so does this: a reader such as gpsd empties the queue within
+  /// milliseconds, so anything still queued one epoch later has no reader.
+  private func discardUnread() {
+    var queued: Int32 = 0
+    guard ioctl(slave, UInt(FIONREAD), &queued) == 0, queued > 0 else { return }
+    tcflush(slave, TCIFLUSH)
+    state.withLock { $0.statistics.bytesUnread += Int(queued) }
   }
 
   /// Polls the master (reader wrote to the device) and the wake pipe for at most the timeout.
