@@ -2,8 +2,9 @@
 ///
 /// An epoch is the set of sentences that share one UTC time of day (GGA, RMC, GLL, GNS, ZDA and
 /// GST carry it); sentences without a time field (GSA, GSV, VTG) join the epoch in progress, or
-/// the next timed one if no time has been seen yet. An epoch ends when a sentence with another time
-/// arrives, or when a fix sentence without any time (a receiver with no fix) repeats.
+/// the next timed one if no time has been seen yet. An epoch ends when a fix sentence (GGA, RMC,
+/// GLL, GNS) with another time arrives, or when a fix sentence without any time (a receiver with no
+/// fix) repeats. ZDA and GST complete the epoch in progress even when their time differs slightly.
 ///
 /// - Date: from RMC or ZDA; carried to later epochs, and advanced by a day when the time of day
 ///   wraps past midnight with no new date. A date more than a day before the established one is
@@ -81,11 +82,13 @@ public struct FixAssembler: Sendable {
     }
     if let time {
       if let current = timeOfDay {
-        if current != time { flush(emit) }
+        // ZDA and GST report when they were sent, which some receivers (Trimble) stamp a few
+        // milliseconds after the epoch: they complete the epoch in progress, never start one.
+        if current != time && (timed || seen & Self.fixTypes == 0) { flush(emit) }
       } else if seen & Self.fixTypes != 0 {
         flush(emit)  // a time-less no-fix epoch ends where timed data begins
       }
-      timeOfDay = time
+      if timeOfDay == nil || timed { timeOfDay = time }
     } else if timed {
       // A fix sentence with an empty time field: a receiver without a fix.
       if timeOfDay != nil || seen & bit != 0 { flush(emit) }

@@ -23,6 +23,9 @@ public struct NMEAFramer: Sendable {
   /// 1-based number of the line the framer is reading (counts LF bytes).
   public private(set) var lineNumber = 1
 
+  /// Bytes of the sentence being framed (never more than ``maximumLineLength``).
+  var bufferedByteCount: Int { buffer.capacity > 4 * Self.maximumLineLength ? buffer.capacity : buffer.count }
+
   /// Creates a framer at the start of a stream.
   public init() { buffer.reserveCapacity(Self.maximumLineLength + 1) }
 
