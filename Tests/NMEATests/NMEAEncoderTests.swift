@@ -252,3 +252,78 @@ private func sampleFix() -> Fix {
     #expect(NMEAEncoder.padded(7, width: 3) == "007")
   }
 }
+
+/// Encoder -> ``NMEADecoder`` round trips: what the simulated hardware writes decodes back to
+/// the fix it was made from.
+@Suite struct NMEAEncoderDecoderRoundTripTests {
+  private func decode(_ fixes: [Fix], encoder: NMEAEncoder) -> [Fix] {
+    var bytes: [UInt8] = []
+    for fix in fixes { encoder.encode(fix, into: &bytes) }
+    var decoder = NMEADecoder()
+    var decoded: [Fix] = []
+    decoder.feed(bytes) { decoded.append($0.fix) }
+    decoder.finish { decoded.append($0.fix) }
+    #expect(decoder.statistics.rejectedTotal == 0)
+    return decoded
+  }
+
+  @Test(arguments: [NMEAEncoder.Talker.gps, .multiGNSS])
+  func seededRandomEpochsDecodeBackWithin1e7Degrees(_ talker: NMEAEncoder.Talker) throws {
+    var generator = SeededGenerator(state: 0x5EED_0000_0000_0001)
+    let fixes: [Fix] = (0..<500).map { index in
+      var fix = sampleFix()
+      fix.time = sampleTime + Int64(index) * 100
+      fix.coordinate = Coordinate(
+        latitude: Double.random(in: -89.9...89.9, using: &generator),
+        longitude: Double.random(in: -179.9...179.9, using: &generator))
+      fix.altitudeMSL = Double.random(in: -400...9000, using: &generator)
+      fix.speedOverGround = index % 3 == 0 ? nil : Double.random(in: 0...300, using: &generator)
+      fix.courseOverGround = index % 3 == 0 ? nil : Double.random(in: 0..<360, using: &generator)
+      return fix
+    }
+    let decoded = decode(fixes, encoder: NMEAEncoder(talker: talker, sentences: .all))
+    try #require(decoded.count == fixes.count)
+    for (original, back) in zip(fixes, decoded) {
+      #expect(back.time == original.time)
+      #expect(back.mode == .fix3D)
+      let a = try #require(original.coordinate)
+      let b = try #require(back.coordinate)
+      #expect(abs(a.latitude - b.latitude) < 1e-7 && abs(a.longitude - b.longitude) < 1e-7, "\(a) -> \(b)")
+      #expect(abs((back.altitudeMSL ?? .nan) - (original.altitudeMSL ?? 0)) <= 0.005 + 1e-9)
+      #expect(back.geoidSeparation == original.geoidSeparation)
+      if let speed = original.speedOverGround {
+        #expect(abs((back.speedOverGround ?? .nan) - speed) < 0.0006)
+        #expect(abs((back.courseOverGround ?? .nan) - (original.courseOverGround ?? 0)) <= 0.005 + 1e-9)
+      } else {
+        #expect(back.speedOverGround == nil && back.courseOverGround == nil, "unknown stays unknown")
+      }
+      #expect(back.hdop == original.hdop && back.vdop == original.vdop && back.pdop == original.pdop)
+      #expect(back.satellitesUsed == original.satellitesUsed)
+      #expect(back.magneticVariation == original.magneticVariation)
+      #expect(back.satellites.map(\.prn) == original.satellites.map(\.prn))
+      #expect(back.satellites.map(\.used) == original.satellites.map(\.used))
+    }
+  }
+
+  @Test func multiConstellationSkyViewDecodesBack() throws {
+    var fix = sampleFix()
+    fix.satellites += (65...70).map {
+      Satellite(constellation: .glonass, prn: $0, elevation: 12, azimuth: 300, snr: 33, used: $0 % 2 == 0)
+    }
+    fix.satellites.append(Satellite(constellation: .galileo, prn: 11, elevation: 50, azimuth: 10, snr: 45, used: true))
+    let back = try #require(decode([fix], encoder: NMEAEncoder(talker: .multiGNSS)).first)
+    let key = { (s: Satellite) in "\(s.constellation)-\(s.prn)-\(s.used)-\(s.elevation ?? -1)-\(s.snr ?? -1)" }
+    #expect(Set(back.satellites.map(key)) == Set(fix.satellites.map(key)))
+  }
+
+  @Test func twoDimensionalAndNoFixEpochsDecodeBack() throws {
+    var twoD = sampleFix()
+    twoD.mode = .fix2D
+    var none = Fix(mode: .noFix)
+    none.time = sampleTime + 1000
+    let decoded = decode([twoD, none], encoder: NMEAEncoder())
+    try #require(decoded.count == 2)
+    #expect(decoded[0].mode == .fix2D && decoded[0].altitudeMSL == nil && decoded[0].coordinate != nil)
+    #expect(decoded[1].mode == .noFix && decoded[1].coordinate == nil)
+  }
+}
