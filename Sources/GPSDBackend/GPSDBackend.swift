@@ -174,14 +174,12 @@ public final class GPSDBackend: LocationBackend {
   ///
   /// - Throws: ``GPSDBackendError/threadCreationFailed(errno:)`` when no thread can be created.
   public func start() async throws {
-    let worker = try running.withLock { current throws(GPSDBackendError) -> GPSDWorker? in
-      if current != nil { return nil }
+    try running.withLock { current throws(GPSDBackendError) in
+      guard current == nil else { return }
       let worker = GPSDWorker(endpoint: endpoint, uri: uri, options: options, continuation: continuation)
       try worker.launch()
       current = worker
-      return worker
     }
-    _ = worker
   }
 
   /// Stops: closes the watch (`?WATCH={"enable":false}`) and the connection, then reports

@@ -121,6 +121,8 @@ func runLatency(_ arguments: Arguments) async throws {
   var fromLastByte: [Double] = []
   var seen = 0
   var missing = 0
+  var missingExamples: [String] = []
+  var modes: [FixMode: Int] = [:]
   let wanted = arguments.fixes + arguments.warmup
   print("latency: \(arguments.fixes) fixes at \(format(rate, 0)) Hz after \(arguments.warmup) warm-up fixes (about \(Int(Double(wanted) / rate)) s)")
   for await event in backend.events {
@@ -128,8 +130,22 @@ func runLatency(_ arguments: Arguments) async throws {
     let receivedAt = SimulatedReceiver.monotonicNanoseconds()
     seen += 1
     if seen <= arguments.warmup { continue }
-    guard let time = location.fix.time, let write = written.withLock({ $0[time] }) else {
+    modes[location.fix.mode, default: 0] += 1
+    // The writer thread records an epoch just after write() returns; the fix can overtake that
+    // record (gpsd answers in a fraction of a millisecond), so give it a moment.
+    var record = location.fix.time.flatMap { time in written.withLock { $0[time] } }
+    var attempts = 0
+    while record == nil, let time = location.fix.time, attempts < 100 {
+      try await Task.sleep(for: .milliseconds(1))
+      record = written.withLock { $0[time] }
+      attempts += 1
+    }
+    guard let write = record else {
       missing += 1
+      if let time = location.fix.time, missingExamples.count < 5 {
+        let nearest = written.withLock { $0.keys.min { abs($0 - time) < abs($1 - time) } }
+        missingExamples.append("time \(time) (nearest written \(nearest.map { String($0 - time) } ?? "-") ms away)")
+      }
       continue
     }
     fromFirstByte.append(Double(receivedAt - write.start) / 1e6)
@@ -141,6 +157,8 @@ func runLatency(_ arguments: Arguments) async throws {
   fromLastByte.sort()
   let stats = receiver.statistics
   print("  epochs written \(stats.epochsWritten), dropped \(stats.epochsDropped); fixes without a matching epoch: \(missing)")
+  print("  fixes by mode: " + modes.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", "))
+  for example in missingExamples { print("  unmatched fix: \(example)") }
   for (name, values) in [("epoch written -> fix delivered (from last byte)", fromLastByte), ("epoch written -> fix delivered (from first byte)", fromFirstByte)] {
     print(
       "  \(name): n=\(values.count) median \(format(percentile(values, 50))) ms, p90 \(format(percentile(values, 90))) ms, "

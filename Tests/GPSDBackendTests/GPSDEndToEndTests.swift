@@ -228,6 +228,34 @@ struct GPSDEndToEndTests {
       #expect(fix.courseOverGround == nil)
     }
   }
+
+  @Test func silentReceiverIsReportedByTheNoFixTimeoutAndRecovers() async throws {
+    let log = WriteLog()
+    // Fixes for 1 s, silence for 2 s (gpsd stays connected), then fixes again.
+    let receiver = try startReceiver("silent", log: log) { index in (10..<30).contains(index) ? nil : routeFix(index) }
+    defer { receiver.stop() }
+    let gpsd = try PrivateGPSD(device: receiver.linkPath)
+    try gpsd.start()
+    defer { gpsd.stop() }
+    var options = GPSDBackend.Options()
+    options.noFixTimeout = .milliseconds(800)
+    let backend = try GPSDBackend(uri: "gpsd://127.0.0.1:\(gpsd.port)\(receiver.linkPath)", options: options)
+    let collector = EventCollector(backend)
+    try await backend.start()
+    #expect(await collector.wait(timeout: 10) { _ in collector.statuses.contains { $0.status == .noFix } })
+    let noFixAt = try #require(collector.statuses.first { $0.status == .noFix }?.at)
+    let lastBefore = try #require(collector.locations.last { $0.at < noFixAt })
+    let silence = Double(noFixAt - lastBefore.at) / 1e9
+    #expect(silence >= 0.75 && silence < 1.3, "noFix \(silence) s after the last fix")
+    #expect(!collector.statuses.contains { $0.status == .disconnected }, "gpsd itself stayed connected")
+    #expect(await collector.wait(timeout: 5) { _ in collector.locations.contains { $0.at > noFixAt } })
+    let statuses = collector.statuses.map(\.status)
+    #expect(Array(statuses.drop { $0 != .noFix }.prefix(2)) == [.noFix, .connected])
+    // Watching one device: locations name it.
+    #expect(collector.locations.allSatisfy { $0.location.provenance.source == receiver.linkPath })
+    #expect(collector.locations.first?.location.provenance.backend == "gpsd://127.0.0.1:\(gpsd.port)\(receiver.linkPath)")
+    await backend.stop()
+  }
 }
 
 /// Runs `gpspipe -w -n COUNT localhost:PORT` and returns its TPVs with a position.
