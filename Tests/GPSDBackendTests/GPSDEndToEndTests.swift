@@ -103,7 +103,7 @@ struct GPSDEndToEndTests {
     try await Task.sleep(for: .milliseconds(1500))
     let cpuDuring = processCPUSeconds() - cpuBefore
     let wallDuring = Double(SimulatedReceiver.monotonicNanoseconds() - wallBefore) / 1e9
-    #expect(cpuDuring < 0.15 * wallDuring, "CPU \(cpuDuring) s over a \(wallDuring) s outage")
+    #expect(cpuDuring < 0.05 * wallDuring, "CPU \(cpuDuring) s over a \(wallDuring) s outage")
     let locationsBeforeRestart = collector.locations.count
 
     let restartingAt = SimulatedReceiver.monotonicNanoseconds()
