@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-  import Glibc
-#elseif canImport(Darwin)
-  import Darwin
-#endif
+import Glibc
 import NMEA
 import Synchronization
 
@@ -111,10 +107,13 @@ public final class SimulatedReceiver: Sendable {
   ///     other existing file is left alone and ``SimulatedReceiverError/pathIsNotASymlink(path:)``
   ///     is thrown.
   ///   - encoder: the sentences and talker to write; GP talker with RMC, VTG, GGA, GSA, GSV by default.
+  ///   - deviceMode: permission bits for the pty slave (e.g. `0o666`), or `nil` to keep the
+  ///     system's (owner read/write, group write). gpsd started without `-n` drops privileges
+  ///     before it opens the device, so it needs read access as its own user.
   ///   - onWrite: called on the writer thread after each epoch is written (keep it short).
   /// - Throws: ``SimulatedReceiverError``.
   public init(
-    linkPath: String, encoder: NMEAEncoder = NMEAEncoder(),
+    linkPath: String, encoder: NMEAEncoder = NMEAEncoder(), deviceMode: mode_t? = nil,
     onWrite: (@Sendable (WrittenEpoch) -> Void)? = nil
   ) throws(SimulatedReceiverError) {
     var masterFD: Int32 = -1
@@ -132,6 +131,7 @@ public final class SimulatedReceiver: Sendable {
       _ = cfsetospeed(&attributes, speed_t(B9600))
       _ = tcsetattr(slaveFD, TCSANOW, &attributes)
     }
+    if let deviceMode { _ = fchmod(slaveFD, deviceMode) }
     _ = fcntl(masterFD, F_SETFL, fcntl(masterFD, F_GETFL) | O_NONBLOCK)
     _ = fcntl(masterFD, F_SETFD, FD_CLOEXEC)
     _ = fcntl(slaveFD, F_SETFD, FD_CLOEXEC)

@@ -43,8 +43,15 @@ public final class PrivateGPSD: @unchecked Sendable {
   private var process: Process?
   private var pids: Set<Int32> = []
 
+  /// Whether gpsd opens the device at start (`-n`) rather than when the first client watches.
+  public let pollsWithoutClients: Bool
+
   /// Prepares (does not start) a gpsd for `device` on a free loopback port.
-  public init(device: String, port: UInt16? = nil) throws {
+  ///
+  /// - Parameter pollsWithoutClients: `true` (default) runs gpsd with `-n`; `false` lets gpsd open
+  ///   the device only while a client watches, and close it when the last watcher leaves.
+  public init(device: String, port: UInt16? = nil, pollsWithoutClients: Bool = true) throws {
+    self.pollsWithoutClients = pollsWithoutClients
     executable = ProcessInfo.processInfo.environment["GPSD"] ?? "/usr/sbin/gpsd"
     guard FileManager.default.isExecutableFile(atPath: executable) else { throw Failure.notInstalled(executable) }
     self.device = device
@@ -67,7 +74,8 @@ public final class PrivateGPSD: @unchecked Sendable {
   public func start(timeout: Double = 5) throws {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = ["-N", "-n", "-b", "-S", String(port), "-F", controlSocket, device]
+    process.arguments =
+      ["-N"] + (pollsWithoutClients ? ["-n"] : []) + ["-b", "-S", String(port), "-F", controlSocket, device]
     var environment = ProcessInfo.processInfo.environment
     environment["GPSD_SHM_KEY"] = "0x" + String(sharedMemoryKey, radix: 16)
     process.environment = environment

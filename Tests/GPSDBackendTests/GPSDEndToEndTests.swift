@@ -10,10 +10,11 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct GPSDEndToEndTests {
   /// Starts the receiver writing the test route at 10 Hz, recording what it writes.
-  private func startReceiver(_ name: String, log: WriteLog, fix: (@Sendable (Int) -> Fix?)? = nil) throws
-    -> SimulatedReceiver
-  {
-    let receiver = try SimulatedReceiver(linkPath: temporaryLinkPath(name), onWrite: { log.record($0) })
+  private func startReceiver(
+    _ name: String, log: WriteLog, deviceMode: mode_t? = nil, fix: (@Sendable (Int) -> Fix?)? = nil
+  ) throws -> SimulatedReceiver {
+    let receiver = try SimulatedReceiver(
+      linkPath: temporaryLinkPath(name), deviceMode: deviceMode, onWrite: { log.record($0) })
     let make = fix ?? { routeFix($0) }
     try receiver.start(rate: 10) { elapsed in make(Int((elapsed * 10).rounded())) }
     return receiver
