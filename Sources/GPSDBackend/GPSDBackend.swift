@@ -67,7 +67,11 @@ public struct GPSDEndpoint: Sendable, Hashable {
       guard let close = authority.firstIndex(of: "]") else { throw .missingHost(uri) }
       host = authority[authority.index(after: authority.startIndex)..<close]
       let after = authority[authority.index(after: close)...]
-      if after.hasPrefix(":") { portText = after.dropFirst() } else if !after.isEmpty { throw .invalidPort(String(after)) }
+      if after.hasPrefix(":") {
+        portText = after.dropFirst()
+      } else if !after.isEmpty {
+        throw .invalidPort(String(after))
+      }
     } else if let colon = authority.lastIndex(of: ":") {
       host = authority[..<colon]
       portText = authority[authority.index(after: colon)...]
@@ -77,7 +81,9 @@ public struct GPSDEndpoint: Sendable, Hashable {
     if host.isEmpty { host = "localhost" }
     var port = Self.defaultPort
     if let portText {
-      guard let value = Int(portText), (1...65535).contains(value) else { throw .invalidPort(String(portText)) }
+      guard let value = Int(portText), (1...65535).contains(value) else {
+        throw .invalidPort(String(portText))
+      }
       port = UInt16(value)
     }
     if let device, device.count < 2 || device.contains("\0") { throw .invalidDevice(device) }
@@ -161,7 +167,8 @@ public final class GPSDBackend: LocationBackend {
     self.endpoint = try GPSDEndpoint(uri: uri)
     self.uri = uri
     self.options = options
-    (events, continuation) = AsyncStream.makeStream(of: BackendEvent.self, bufferingPolicy: .bufferingNewest(256))
+    (events, continuation) = AsyncStream.makeStream(
+      of: BackendEvent.self, bufferingPolicy: .bufferingNewest(256))
   }
 
   deinit {
@@ -176,7 +183,8 @@ public final class GPSDBackend: LocationBackend {
   public func start() async throws {
     try running.withLock { current throws(GPSDBackendError) in
       guard current == nil else { return }
-      let worker = GPSDWorker(endpoint: endpoint, uri: uri, options: options, continuation: continuation)
+      let worker = GPSDWorker(
+        endpoint: endpoint, uri: uri, options: options, continuation: continuation)
       try worker.launch()
       current = worker
     }
@@ -185,10 +193,12 @@ public final class GPSDBackend: LocationBackend {
   /// Stops: closes the watch (`?WATCH={"enable":false}`) and the connection, then reports
   /// ``BackendStatus/stopped``. Returns once the connection thread has finished. Idempotent.
   public func stop() async {
-    guard let worker = running.withLock({ current -> GPSDWorker? in
-      defer { current = nil }
-      return current
-    }) else { return }
+    guard
+      let worker = running.withLock({ current -> GPSDWorker? in
+        defer { current = nil }
+        return current
+      })
+    else { return }
     worker.requestStop()
     await worker.waitUntilFinished()
   }
@@ -269,7 +279,9 @@ public enum GPSDMapping {
   public static func fix(from tpv: GPSDTPV, sky: GPSDSky?, gst: GPSDGST?) -> Fix {
     var fix = Fix(mode: FixMode(rawValue: max(0, min(3, tpv.mode))) ?? .unknown)
     fix.time = tpv.time
-    if let time = tpv.time { fix.timeOfDay = Int32(((time % 86_400_000) + 86_400_000) % 86_400_000) }
+    if let time = tpv.time {
+      fix.timeOfDay = Int32(((time % 86_400_000) + 86_400_000) % 86_400_000)
+    }
     if fix.mode.hasPosition, let latitude = tpv.latitude, let longitude = tpv.longitude {
       let coordinate = Coordinate(latitude: latitude, longitude: longitude)
       if coordinate.isValid { fix.coordinate = coordinate }
@@ -301,7 +313,8 @@ public enum GPSDMapping {
       fix.satellites = sky.satellites.map { satellite in
         Satellite(
           constellation: Constellation(rawValue: satellite.gnssID) ?? .gps, prn: satellite.prn,
-          elevation: satellite.elevation, azimuth: satellite.azimuth, snr: satellite.snr, used: satellite.used)
+          elevation: satellite.elevation, azimuth: satellite.azimuth, snr: satellite.snr,
+          used: satellite.used)
       }
       let used = sky.satellites.filter(\.used).count
       fix.satellitesUsed = sky.satellitesUsed ?? (sky.satellites.isEmpty ? nil : used)
@@ -337,7 +350,8 @@ final class GPSDWorker: @unchecked Sendable {
   private let options: Options
   private let continuation: AsyncStream<BackendEvent>.Continuation
   private let stopRequested = Atomic<Bool>(false)
-  private let finished = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+  private let finished = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>(
+    (false, []))
   private var wakeRead: Int32 = -1
   private var wakeWrite: Int32 = -1
 
@@ -352,12 +366,16 @@ final class GPSDWorker: @unchecked Sendable {
   private var noFixDeadline: UInt64?
   private var device: String?
 
-  init(endpoint: GPSDEndpoint, uri: String, options: Options, continuation: AsyncStream<BackendEvent>.Continuation) {
+  init(
+    endpoint: GPSDEndpoint, uri: String, options: Options,
+    continuation: AsyncStream<BackendEvent>.Continuation
+  ) {
     self.endpoint = endpoint
     self.uri = uri
     self.options = options
     self.continuation = continuation
-    self.deduplicator = EpochDeduplicator(settleNanoseconds: Self.nanoseconds(options.epochSettleDelay))
+    self.deduplicator = EpochDeduplicator(
+      settleNanoseconds: Self.nanoseconds(options.epochSettleDelay))
   }
 
   func launch() throws(GPSDBackendError) {
@@ -371,12 +389,14 @@ final class GPSDWorker: @unchecked Sendable {
     wakeWrite = fds[1]
     let box = Unmanaged.passRetained(self)
     var thread = pthread_t()
-    let result = pthread_create(&thread, nil, { raw in
-      guard let raw else { return nil }
-      let worker = Unmanaged<GPSDWorker>.fromOpaque(raw).takeRetainedValue()
-      worker.run()
-      return nil
-    }, box.toOpaque())
+    let result = pthread_create(
+      &thread, nil,
+      { raw in
+        guard let raw else { return nil }
+        let worker = Unmanaged<GPSDWorker>.fromOpaque(raw).takeRetainedValue()
+        worker.run()
+        return nil
+      }, box.toOpaque())
     guard result == 0 else {
       box.release()
       close(wakeRead)
@@ -417,7 +437,10 @@ final class GPSDWorker: @unchecked Sendable {
         defer { session.close() }
         try session.watch(device: endpoint.device)
         delay = Self.nanoseconds(options.reconnectInitialDelay)
-        report(.connected, "watching gpsd at \(endpoint.host):\(endpoint.port)" + (endpoint.device.map { " device \($0)" } ?? ""))
+        report(
+          .connected,
+          "watching gpsd at \(endpoint.host):\(endpoint.port)"
+            + (endpoint.device.map { " device \($0)" } ?? ""))
         try serve(session)
         // Returned normally: stop requested.
         session.unwatch()
@@ -447,10 +470,15 @@ final class GPSDWorker: @unchecked Sendable {
       if !session.hasBufferedInput {
         let now = Self.now()
         // With no timer pending, wake up once a minute anyway (poll's cap); nothing spins.
-        let deadline = [noFixDeadline, deduplicator.deadline].compactMap { $0 }.min() ?? now + 60_000_000_000
-        let readable = waitForWake(fd: session.fileDescriptor, timeoutNanoseconds: deadline > now ? deadline - now : 0)
+        let deadline =
+          [noFixDeadline, deduplicator.deadline].compactMap { $0 }.min() ?? now + 60_000_000_000
+        let readable = waitForWake(
+          fd: session.fileDescriptor, timeoutNanoseconds: deadline > now ? deadline - now : 0)
         if isStopping { return }
-        if !readable { handleTimers(); continue }
+        if !readable {
+          handleTimers()
+          continue
+        }
       }
       // Drain everything libgps has buffered before waiting again.
       repeat {
@@ -466,7 +494,8 @@ final class GPSDWorker: @unchecked Sendable {
     if let deadline = noFixDeadline, now >= deadline {
       noFixDeadline = nil
       if lastStatus != .noFix {
-        report(.noFix, "no fix from gpsd for \(Self.nanoseconds(options.noFixTimeout) / 1_000_000) ms")
+        report(
+          .noFix, "no fix from gpsd for \(Self.nanoseconds(options.noFixTimeout) / 1_000_000) ms")
       }
     }
   }

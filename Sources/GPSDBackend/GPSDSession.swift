@@ -80,7 +80,8 @@ public struct GPSDSatellite: Sendable, Hashable {
   public var used: Bool
 
   /// Creates a satellite entry.
-  public init(prn: Int, gnssID: Int, elevation: Double?, azimuth: Double?, snr: Double?, used: Bool) {
+  public init(prn: Int, gnssID: Int, elevation: Double?, azimuth: Double?, snr: Double?, used: Bool)
+  {
     self.prn = prn
     self.gnssID = gnssID
     self.elevation = elevation
@@ -233,7 +234,8 @@ final class GPSDSession {
     let result = gps_read(data, nil, 0)
     if result < 0 {
       let code = errno
-      throw .connectionLost(code: code, message: result == -1 && code == 0 ? "end of stream" : Self.errorText(code))
+      throw .connectionLost(
+        code: code, message: result == -1 && code == 0 ? "end of stream" : Self.errorText(code))
     }
     if result == 0 { return .other }
     return Self.report(from: data)
@@ -275,7 +277,9 @@ final class GPSDSession {
       sky.satellitesUsed = used >= 0 ? Int(used) : nil
       let visible = max(0, min(Int(data.pointee.satellites_visible), Int(MAXCHANNELS)))
       for index in 0..<visible {
-        guard let satellite = locationd_gps_satellite(data, Int32(index))?.pointee, satellite.PRN > 0 else { continue }
+        guard let satellite = locationd_gps_satellite(data, Int32(index))?.pointee,
+          satellite.PRN > 0
+        else { continue }
         sky.satellites.append(
           GPSDSatellite(
             prn: Int(satellite.PRN), gnssID: Int(satellite.gnssid),
@@ -286,7 +290,8 @@ final class GPSDSession {
     }
     if set & UInt64(DEVICE_SET) != 0 {
       let activated = data.pointee.dev.activated
-      return .device(path: devicePath(data) ?? "", activated: activated.tv_sec != 0 || activated.tv_nsec != 0)
+      return .device(
+        path: devicePath(data) ?? "", activated: activated.tv_sec != 0 || activated.tv_nsec != 0)
     }
     if set & UInt64(STATUS_SET) != 0 {
       let fix = data.pointee.fix

@@ -21,8 +21,10 @@ public enum SimulatedReceiverError: Error, Equatable, Sendable, CustomStringConv
     switch self {
     case .invalidRate(let rate): return "rate \(rate) Hz is outside 1...10 Hz"
     case .openPTYFailed(let code, let message): return "openpty failed: \(message) (errno \(code))"
-    case .pathIsNotASymlink(let path): return "\(path) exists and is not a symbolic link; refusing to replace it"
-    case .linkFailed(let path, let code, let message): return "cannot link \(path): \(message) (errno \(code))"
+    case .pathIsNotASymlink(let path):
+      return "\(path) exists and is not a symbolic link; refusing to replace it"
+    case .linkFailed(let path, let code, let message):
+      return "cannot link \(path): \(message) (errno \(code))"
     case .alreadyStarted: return "the simulated receiver is already running"
     }
   }
@@ -135,7 +137,8 @@ public final class SimulatedReceiver: Sendable {
     _ = fcntl(masterFD, F_SETFL, fcntl(masterFD, F_GETFL) | O_NONBLOCK)
     _ = fcntl(masterFD, F_SETFD, FD_CLOEXEC)
     _ = fcntl(slaveFD, F_SETFD, FD_CLOEXEC)
-    let slaveName = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    let slaveName = String(
+      decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     do {
       try Self.link(linkPath, to: slaveName)
     } catch {
@@ -183,7 +186,9 @@ public final class SimulatedReceiver: Sendable {
   ///   - fix: called on the writer thread with the elapsed time of the epoch in seconds
   ///     (`0, 1/rate, 2/rate, ...`, exact, not measured); `nil` means write nothing this epoch.
   /// - Throws: ``SimulatedReceiverError/invalidRate(_:)`` or ``SimulatedReceiverError/alreadyStarted``.
-  public func start(rate: Double, fix: @escaping @Sendable (Double) -> Fix?) throws(SimulatedReceiverError) {
+  public func start(rate: Double, fix: @escaping @Sendable (Double) -> Fix?)
+    throws(SimulatedReceiverError)
+  {
     try begin(rate: rate)
     startThread(rate: rate, source: .closure(fix))
   }
@@ -193,7 +198,8 @@ public final class SimulatedReceiver: Sendable {
   /// sequence ends or throws.
   ///
   /// - Throws: ``SimulatedReceiverError/invalidRate(_:)`` or ``SimulatedReceiverError/alreadyStarted``.
-  public func start<S: AsyncSequence & Sendable>(rate: Double, fixes: S) throws(SimulatedReceiverError)
+  public func start<S: AsyncSequence & Sendable>(rate: Double, fixes: S)
+    throws(SimulatedReceiverError)
   where S.Element == Fix {
     try begin(rate: rate)
     let task = Task { [weak self] in
@@ -262,14 +268,17 @@ public final class SimulatedReceiver: Sendable {
     let period = UInt64(1_000_000_000 / rate)
     var attributes = pthread_attr_t()
     pthread_attr_init(&attributes)
-    let box = Unmanaged.passRetained(ThreadBody { [self] in self.run(period: period, source: source) })
+    let box = Unmanaged.passRetained(
+      ThreadBody { [self] in self.run(period: period, source: source) })
     var thread = pthread_t()
-    let result = pthread_create(&thread, &attributes, { raw in
-      guard let raw else { return nil }
-      let body = Unmanaged<ThreadBody>.fromOpaque(raw).takeRetainedValue()
-      body.run()
-      return nil
-    }, box.toOpaque())
+    let result = pthread_create(
+      &thread, &attributes,
+      { raw in
+        guard let raw else { return nil }
+        let body = Unmanaged<ThreadBody>.fromOpaque(raw).takeRetainedValue()
+        body.run()
+        return nil
+      }, box.toOpaque())
     pthread_attr_destroy(&attributes)
     if result == 0 {
       pthread_detach(thread)
@@ -343,10 +352,15 @@ public final class SimulatedReceiver: Sendable {
     let finishedAt = Self.monotonicNanoseconds()
     state.withLock { state in
       state.statistics.bytesWritten += offset
-      if dropped { state.statistics.epochsDropped += 1 } else { state.statistics.epochsWritten += 1 }
+      if dropped {
+        state.statistics.epochsDropped += 1
+      } else {
+        state.statistics.epochsWritten += 1
+      }
     }
     if !dropped {
-      onWrite?(WrittenEpoch(fix: fix, sentences: sentences, startedAt: startedAt, finishedAt: finishedAt))
+      onWrite?(
+        WrittenEpoch(fix: fix, sentences: sentences, startedAt: startedAt, finishedAt: finishedAt))
     }
   }
 
@@ -365,7 +379,10 @@ public final class SimulatedReceiver: Sendable {
 
   /// Polls the master (reader wrote to the device) and the wake pipe for at most the timeout.
   private func waitForInput(timeoutNanoseconds: UInt64) {
-    var fds = [pollfd(fd: master, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+    var fds = [
+      pollfd(fd: master, events: Int16(POLLIN), revents: 0),
+      pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
+    ]
     let milliseconds = Int32(min((timeoutNanoseconds + 999_999) / 1_000_000, 1000))
     let ready = poll(&fds, 2, milliseconds)
     if ready > 0 {
@@ -426,7 +443,8 @@ public final class SimulatedReceiver: Sendable {
   }
 
   private func finish() {
-    let (waiters, closeNow) = state.withLock { state -> ([CheckedContinuation<Void, Never>], Bool) in
+    let (waiters, closeNow) = state.withLock {
+      state -> ([CheckedContinuation<Void, Never>], Bool) in
       let closeNow = !state.closed
       state.closed = true
       state.stopped = true

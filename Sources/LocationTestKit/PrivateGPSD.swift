@@ -22,7 +22,8 @@ public final class PrivateGPSD: @unchecked Sendable {
     public var description: String {
       switch self {
       case .notInstalled(let path): return "gpsd not found at \(path); install the gpsd package"
-      case .notListening(let port, let output): return "gpsd did not listen on port \(port): \(output)"
+      case .notListening(let port, let output):
+        return "gpsd did not listen on port \(port): \(output)"
       }
     }
   }
@@ -53,10 +54,13 @@ public final class PrivateGPSD: @unchecked Sendable {
   public init(device: String, port: UInt16? = nil, pollsWithoutClients: Bool = true) throws {
     self.pollsWithoutClients = pollsWithoutClients
     executable = ProcessInfo.processInfo.environment["GPSD"] ?? "/usr/sbin/gpsd"
-    guard FileManager.default.isExecutableFile(atPath: executable) else { throw Failure.notInstalled(executable) }
+    guard FileManager.default.isExecutableFile(atPath: executable) else {
+      throw Failure.notInstalled(executable)
+    }
     self.device = device
     self.port = try port ?? Self.freePort()
-    directory = NSTemporaryDirectory() + "locationd-gpsd-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    directory =
+      NSTemporaryDirectory() + "locationd-gpsd-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     controlSocket = directory + "/control.sock"
     sharedMemoryKey = UInt32.random(in: 0x1000_0000...0x3FFF_FFFF)
@@ -68,14 +72,18 @@ public final class PrivateGPSD: @unchecked Sendable {
   }
 
   /// The process id of the running gpsd, if any.
-  public var pid: Int32? { lock.withLock { process?.isRunning == true ? process?.processIdentifier : nil } }
+  public var pid: Int32? {
+    lock.withLock { process?.isRunning == true ? process?.processIdentifier : nil }
+  }
 
   /// Starts gpsd and waits until it accepts TCP connections (at most `timeout` seconds).
   public func start(timeout: Double = 5) throws {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments =
-      ["-N"] + (pollsWithoutClients ? ["-n"] : []) + ["-b", "-S", String(port), "-F", controlSocket, device]
+      ["-N"] + (pollsWithoutClients ? ["-n"] : []) + [
+        "-b", "-S", String(port), "-F", controlSocket, device,
+      ]
     var environment = ProcessInfo.processInfo.environment
     environment["GPSD_SHM_KEY"] = "0x" + String(sharedMemoryKey, radix: 16)
     process.environment = environment
@@ -94,7 +102,8 @@ public final class PrivateGPSD: @unchecked Sendable {
       usleep(10_000)
     }
     kill()
-    throw Failure.notListening(port: port, output: "exit status \(process.isRunning ? -1 : process.terminationStatus)")
+    throw Failure.notListening(
+      port: port, output: "exit status \(process.isRunning ? -1 : process.terminationStatus)")
   }
 
   /// Kills gpsd with `signal` (SIGKILL by default: a crash) and waits for it to exit.
@@ -123,7 +132,9 @@ public final class PrivateGPSD: @unchecked Sendable {
         guard columns.count > 3 else { continue }
         // local_address is HEXADDR:HEXPORT; state 01 is ESTABLISHED.
         let local = columns[1].split(separator: ":")
-        guard let portText = local.last, let localPort = UInt16(portText, radix: 16) else { continue }
+        guard let portText = local.last, let localPort = UInt16(portText, radix: 16) else {
+          continue
+        }
         if localPort == port && columns[3] == "01" { count += 1 }
       }
     }
@@ -137,7 +148,9 @@ public final class PrivateGPSD: @unchecked Sendable {
     guard let listing = Self.run("/usr/bin/ipcs", ["-m", "-p"]) else { return }
     for line in listing.split(separator: "\n") {
       let columns = line.split(separator: " ", omittingEmptySubsequences: true)
-      guard columns.count >= 4, let shmid = Int(columns[0]), let creator = Int32(columns[2]) else { continue }
+      guard columns.count >= 4, let shmid = Int(columns[0]), let creator = Int32(columns[2]) else {
+        continue
+      }
       if created.contains(creator) { _ = Self.run("/usr/bin/ipcrm", ["-m", String(shmid)]) }
     }
     _ = Self.run("/usr/bin/ipcrm", ["-M", "0x" + String(sharedMemoryKey, radix: 16)])

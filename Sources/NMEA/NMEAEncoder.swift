@@ -91,7 +91,8 @@ public struct NMEAEncoder: Sendable, Hashable {
   public static func frame(_ body: String) -> String {
     let sum = checksum(body.utf8)
     let digits: [Character] = Array("0123456789ABCDEF")
-    return "$" + body + "*" + String(digits[Int(sum >> 4)]) + String(digits[Int(sum & 0x0F)]) + "\r\n"
+    return "$" + body + "*" + String(digits[Int(sum >> 4)]) + String(digits[Int(sum & 0x0F)])
+      + "\r\n"
   }
 
   // MARK: Sentences
@@ -121,8 +122,10 @@ public struct NMEAEncoder: Sendable, Hashable {
     let course = fix.courseOverGround.map { Self.decimal($0, places: 2) } ?? ""
     let knots = fix.speedOverGround.map { Self.decimal($0 * 3600 / 1852, places: 3) } ?? ""
     let kmh = fix.speedOverGround.map { Self.decimal($0 * 3.6, places: 3) } ?? ""
-    return [talker.rawValue + "VTG", course, "T", "", "M", knots, "N", kmh, "K", Self.modeIndicator(fix)]
-      .joined(separator: ",")
+    return [
+      talker.rawValue + "VTG", course, "T", "", "M", knots, "N", kmh, "K", Self.modeIndicator(fix),
+    ]
+    .joined(separator: ",")
   }
 
   /// The GGA body: `xxGGA,time,lat,N/S,lon,E/W,quality,used,hdop,alt,M,sep,M,age,station`.
@@ -174,11 +177,15 @@ public struct NMEAEncoder: Sendable, Hashable {
     if bySystem.isEmpty { bySystem = [(1, [])] }
     var bodies: [String] = []
     for (system, prns) in bySystem {
-      var chunks = stride(from: 0, to: prns.count, by: 12).map { Array(prns[$0..<min($0 + 12, prns.count)]) }
+      var chunks = stride(from: 0, to: prns.count, by: 12).map {
+        Array(prns[$0..<min($0 + 12, prns.count)])
+      }
       if chunks.isEmpty { chunks = [[]] }
       for chunk in chunks {
         var fields = [(multiSystem ? "GN" : talker.rawValue) + "GSA", "A", String(mode)]
-        for slot in 0..<12 { fields.append(slot < chunk.count ? Self.padded(chunk[slot], width: 2) : "") }
+        for slot in 0..<12 {
+          fields.append(slot < chunk.count ? Self.padded(chunk[slot], width: 2) : "")
+        }
         fields += dops
         if multiSystem { fields.append(String(system, radix: 16, uppercase: true)) }
         bodies.append(fields.joined(separator: ","))
@@ -208,7 +215,9 @@ public struct NMEAEncoder: Sendable, Hashable {
       let total = (satellites.count + 3) / 4
       let signalID = satellites.first?.signalID
       for number in 1...total {
-        var fields = [talker + "GSV", String(total), String(number), padded(satellites.count, width: 2)]
+        var fields = [
+          talker + "GSV", String(total), String(number), padded(satellites.count, width: 2),
+        ]
         for satellite in satellites[((number - 1) * 4)..<min(number * 4, satellites.count)] {
           fields.append(padded(satellite.prn, width: 2))
           fields.append(integerField(satellite.elevation, width: 2))
@@ -287,7 +296,8 @@ public struct NMEAEncoder: Sendable, Hashable {
   /// Year, month (1-12) and day (1-31) of a UTC time in milliseconds since 1970 (proleptic
   /// Gregorian calendar; Howard Hinnant's `civil_from_days`).
   public static func civilDate(milliseconds: Int64) -> (year: Int, month: Int, day: Int) {
-    let days = milliseconds >= 0 ? milliseconds / 86_400_000 : (milliseconds - 86_399_999) / 86_400_000
+    let days =
+      milliseconds >= 0 ? milliseconds / 86_400_000 : (milliseconds - 86_399_999) / 86_400_000
     let z = days + 719_468
     let era = (z >= 0 ? z : z - 146_096) / 146_097
     let doe = z - era * 146_097

@@ -27,15 +27,21 @@ struct Arguments {
   init(_ arguments: [String]) throws {
     var iterator = arguments.makeIterator()
     while let argument = iterator.next() {
-      guard let value = iterator.next() else { throw UsageError(message: "\(argument) needs a value") }
+      guard let value = iterator.next() else {
+        throw UsageError(message: "\(argument) needs a value")
+      }
       switch argument {
       case "--fixes": fixes = try Self.positive(Int(value), argument)
       case "--warmup": warmup = try Self.positive(Int(value), argument)
       case "--rate":
-        guard let rate = Double(value), (1...10).contains(rate) else { throw UsageError(message: "--rate must be 1...10") }
+        guard let rate = Double(value), (1...10).contains(rate) else {
+          throw UsageError(message: "--rate must be 1...10")
+        }
         self.rate = rate
       case "--idle":
-        guard let seconds = Double(value), seconds > 0 else { throw UsageError(message: "--idle must be > 0") }
+        guard let seconds = Double(value), seconds > 0 else {
+          throw UsageError(message: "--idle must be > 0")
+        }
         idleSeconds = seconds
       default: throw UsageError(message: "unknown argument \(argument)")
       }
@@ -43,7 +49,9 @@ struct Arguments {
   }
 
   static func positive(_ value: Int?, _ name: String) throws -> Int {
-    guard let value, value > 0 else { throw UsageError(message: "\(name) must be a positive integer") }
+    guard let value, value > 0 else {
+      throw UsageError(message: "\(name) must be a positive integer")
+    }
     return value
   }
 }
@@ -64,7 +72,9 @@ func otherProcessCPUSeconds(_ pid: Int32) -> Double? {
   else { return nil }
   let fields = text[text.index(after: close)...].split(separator: " ")
   // After "pid (comm)": field 3 is state; utime and stime are fields 14 and 15 (1-based).
-  guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+  guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else {
+    return nil
+  }
   return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
 }
 
@@ -83,7 +93,8 @@ func benchFix(_ index: Int, rate: Double) -> Fix {
   var fix = Fix(mode: .fix3D)
   fix.time = 1_773_489_600_000 + Int64((Double(index) * 1000 / rate).rounded())
   fix.quality = .gps
-  fix.coordinate = Coordinate(latitude: 48.137_154 + Double(index) * 1e-6, longitude: 11.576_124 + Double(index) * 1.5e-6)
+  fix.coordinate = Coordinate(
+    latitude: 48.137_154 + Double(index) * 1e-6, longitude: 11.576_124 + Double(index) * 1.5e-6)
   fix.altitudeMSL = 520
   fix.geoidSeparation = 47.3
   fix.speedOverGround = 12.5
@@ -93,7 +104,9 @@ func benchFix(_ index: Int, rate: Double) -> Fix {
   fix.pdop = 1.6
   fix.satellitesUsed = 6
   fix.satellites = (1...8).map {
-    Satellite(constellation: .gps, prn: $0 * 3, elevation: Double(10 * $0), azimuth: Double(40 * $0), snr: 40, used: $0 <= 6)
+    Satellite(
+      constellation: .gps, prn: $0 * 3, elevation: Double(10 * $0), azimuth: Double(40 * $0),
+      snr: 40, used: $0 <= 6)
   }
   return fix
 }
@@ -110,7 +123,8 @@ func runLatency(_ arguments: Arguments) async throws {
   }
   defer { receiver.stop() }
   let rate = arguments.rate
-  try receiver.start(rate: rate) { elapsed in benchFix(Int((elapsed * rate).rounded()), rate: rate) }
+  try receiver.start(rate: rate) { elapsed in benchFix(Int((elapsed * rate).rounded()), rate: rate)
+  }
   let gpsd = try PrivateGPSD(device: receiver.linkPath)
   try gpsd.start()
   defer { gpsd.stop() }
@@ -124,7 +138,9 @@ func runLatency(_ arguments: Arguments) async throws {
   var missingExamples: [String] = []
   var modes: [FixMode: Int] = [:]
   let wanted = arguments.fixes + arguments.warmup
-  print("latency: \(arguments.fixes) fixes at \(format(rate, 0)) Hz after \(arguments.warmup) warm-up fixes (about \(Int(Double(wanted) / rate)) s)")
+  print(
+    "latency: \(arguments.fixes) fixes at \(format(rate, 0)) Hz after \(arguments.warmup) warm-up fixes (about \(Int(Double(wanted) / rate)) s)"
+  )
   for await event in backend.events {
     guard case .location(let location) = event else { continue }
     let receivedAt = SimulatedReceiver.monotonicNanoseconds()
@@ -144,7 +160,8 @@ func runLatency(_ arguments: Arguments) async throws {
       missing += 1
       if let time = location.fix.time, missingExamples.count < 5 {
         let nearest = written.withLock { $0.keys.min { abs($0 - time) < abs($1 - time) } }
-        missingExamples.append("time \(time) (nearest written \(nearest.map { String($0 - time) } ?? "-") ms away)")
+        missingExamples.append(
+          "time \(time) (nearest written \(nearest.map { String($0 - time) } ?? "-") ms away)")
       }
       continue
     }
@@ -156,10 +173,17 @@ func runLatency(_ arguments: Arguments) async throws {
   fromFirstByte.sort()
   fromLastByte.sort()
   let stats = receiver.statistics
-  print("  epochs written \(stats.epochsWritten), dropped \(stats.epochsDropped); fixes without a matching epoch: \(missing)")
-  print("  fixes by mode: " + modes.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", "))
+  print(
+    "  epochs written \(stats.epochsWritten), dropped \(stats.epochsDropped); fixes without a matching epoch: \(missing)"
+  )
+  print(
+    "  fixes by mode: "
+      + modes.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", "))
   for example in missingExamples { print("  unmatched fix: \(example)") }
-  for (name, values) in [("epoch written -> fix delivered (from last byte)", fromLastByte), ("epoch written -> fix delivered (from first byte)", fromFirstByte)] {
+  for (name, values) in [
+    ("epoch written -> fix delivered (from last byte)", fromLastByte),
+    ("epoch written -> fix delivered (from first byte)", fromFirstByte),
+  ] {
     print(
       "  \(name): n=\(values.count) median \(format(percentile(values, 50))) ms, p90 \(format(percentile(values, 90))) ms, "
         + "p99 \(format(percentile(values, 99))) ms, max \(format(values.last ?? .nan)) ms")
@@ -192,14 +216,22 @@ func runIdle(_ arguments: Arguments) async throws {
   let wall = Double(SimulatedReceiver.monotonicNanoseconds() - wallBefore) / 1e9
   let cpu = processCPUSeconds() - cpuBefore
   var gpsdCPU: Double?
-  if let before = gpsdBefore, let after = gpsd.pid.flatMap(otherProcessCPUSeconds) { gpsdCPU = after - before }
+  if let before = gpsdBefore, let after = gpsd.pid.flatMap(otherProcessCPUSeconds) {
+    gpsdCPU = after - before
+  }
   let clients = gpsd.clientConnectionCount()
   await backend.stop()
   statuses.cancel()
-  print("idle: GPSDBackend watching gpsd (\(clients) client connection), no fixes, \(format(wall, 1)) s")
-  print("  this process: \(format(cpu * 1000, 1)) ms CPU = \(format(cpu / wall * 100, 3)) % of one core")
+  print(
+    "idle: GPSDBackend watching gpsd (\(clients) client connection), no fixes, \(format(wall, 1)) s"
+  )
+  print(
+    "  this process: \(format(cpu * 1000, 1)) ms CPU = \(format(cpu / wall * 100, 3)) % of one core"
+  )
   if let gpsdCPU {
-    print("  gpsd:         \(format(gpsdCPU * 1000, 1)) ms CPU = \(format(gpsdCPU / wall * 100, 3)) % of one core")
+    print(
+      "  gpsd:         \(format(gpsdCPU * 1000, 1)) ms CPU = \(format(gpsdCPU / wall * 100, 3)) % of one core"
+    )
   }
 }
 
@@ -208,7 +240,10 @@ do {
   try await runLatency(arguments)
   try await runIdle(arguments)
 } catch let error as UsageError {
-  FileHandle.standardError.write(Data("gpsd-bench: \(error.message)\nusage: gpsd-bench [--fixes N] [--rate HZ] [--idle SECONDS] [--warmup N]\n".utf8))
+  FileHandle.standardError.write(
+    Data(
+      "gpsd-bench: \(error.message)\nusage: gpsd-bench [--fixes N] [--rate HZ] [--idle SECONDS] [--warmup N]\n"
+        .utf8))
   exit(64)
 } catch {
   FileHandle.standardError.write(Data("gpsd-bench: \(error)\n".utf8))

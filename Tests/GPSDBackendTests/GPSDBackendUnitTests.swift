@@ -11,7 +11,10 @@ import Testing
     ("gpsd", "localhost", 2947, nil),
     ("gpsd://:3000", "localhost", 3000, nil),
     ("gpsd://192.0.2.7:40000/dev/ttyACM0", "192.0.2.7", 40000, "/dev/ttyACM0"),
-    ("gpsd://gps.example/dev/serial/by-id/usb-u-blox", "gps.example", 2947, "/dev/serial/by-id/usb-u-blox"),
+    (
+      "gpsd://gps.example/dev/serial/by-id/usb-u-blox", "gps.example", 2947,
+      "/dev/serial/by-id/usb-u-blox"
+    ),
     ("gpsd://[::1]:2948", "::1", 2948, nil),
     ("gpsd://[fe80::1]/dev/ttyUSB0", "fe80::1", 2947, "/dev/ttyUSB0"),
   ])
@@ -38,7 +41,9 @@ import Testing
   }
 
   @Test func canonicalURI() {
-    #expect(GPSDEndpoint(host: "::1", port: 2947, device: "/dev/ttyS0").uri == "gpsd://[::1]:2947/dev/ttyS0")
+    #expect(
+      GPSDEndpoint(host: "::1", port: 2947, device: "/dev/ttyS0").uri
+        == "gpsd://[::1]:2947/dev/ttyS0")
     #expect(GPSDEndpoint(host: "localhost").uri == "gpsd://localhost:2947")
   }
 }
@@ -139,7 +144,8 @@ private func fix(_ mode: FixMode, time: Int64?, latitude: Double = 1) -> Fix {
     sky.pdop = 1.4
     var estimates = ErrorEstimates()
     estimates.latitude = 1.5
-    let fix = GPSDMapping.fix(from: tpv, sky: sky, gst: GPSDGST(time: tpv.time, estimates: estimates))
+    let fix = GPSDMapping.fix(
+      from: tpv, sky: sky, gst: GPSDGST(time: tpv.time, estimates: estimates))
     #expect(fix.altitudeMSL == 57.5, "altMSL derived from altHAE - geoidSep when absent")
     #expect(fix.altitudeHAE == 80)
     #expect(fix.speedOverGround == 0, "a real zero stays zero")
@@ -183,7 +189,10 @@ private func fix(_ mode: FixMode, time: Int64?, latitude: Double = 1) -> Fix {
     #expect(GPSDMapping.fix(from: broken, sky: nil, gst: nil).mode == .noFix)
   }
 
-  @Test(arguments: [(0, FixQuality.gps), (1, .gps), (2, .dgps), (3, .rtkFixed), (4, .rtkFloat), (5, .deadReckoning), (6, .deadReckoning), (7, .manual), (8, .simulator), (9, .pps)])
+  @Test(arguments: [
+    (0, FixQuality.gps), (1, .gps), (2, .dgps), (3, .rtkFixed), (4, .rtkFloat), (5, .deadReckoning),
+    (6, .deadReckoning), (7, .manual), (8, .simulator), (9, .pps),
+  ])
   func statusBecomesQuality(_ status: Int, _ quality: FixQuality) {
     #expect(GPSDMapping.quality(status: status, mode: .fix3D) == quality)
   }

@@ -32,7 +32,8 @@ struct GPSDEndToEndTests {
     let collector = EventCollector(backend)
     try await backend.start()
     let gotFixes = await collector.wait(timeout: 10) { events in
-      events.filter { if case .location = $0.event { return true } else { return false } }.count >= 30
+      events.filter { if case .location = $0.event { return true } else { return false } }.count
+        >= 30
     }
     await backend.stop()
     #expect(gotFixes, "30 fixes within 10 s; statuses: \(collector.statuses.map(\.status))")
@@ -94,7 +95,10 @@ struct GPSDEndToEndTests {
     // Crash gpsd while the client watches.
     let killedAt = SimulatedReceiver.monotonicNanoseconds()
     gpsd.kill()
-    #expect(await collector.wait(timeout: 2) { _ in collector.statuses.contains { $0.status == .disconnected } })
+    #expect(
+      await collector.wait(timeout: 2) { _ in
+        collector.statuses.contains { $0.status == .disconnected }
+      })
     let disconnectedAt = try #require(collector.statuses.first { $0.status == .disconnected }?.at)
     #expect(disconnectedAt >= killedAt)
     // Outage: measure this process's CPU time while gpsd is down (the backend retries, the
@@ -110,7 +114,9 @@ struct GPSDEndToEndTests {
     let restartingAt = SimulatedReceiver.monotonicNanoseconds()
     try gpsd.start()
     let restartedAt = SimulatedReceiver.monotonicNanoseconds()
-    let resumed = await collector.wait(timeout: 5) { _ in collector.locations.count > locationsBeforeRestart }
+    let resumed = await collector.wait(timeout: 5) { _ in
+      collector.locations.count > locationsBeforeRestart
+    }
     #expect(resumed)
     let firstAfter = try #require(collector.locations.dropFirst(locationsBeforeRestart).first)
     let resumeSeconds = Double(firstAfter.at - restartedAt) / 1e9
@@ -124,7 +130,8 @@ struct GPSDEndToEndTests {
     let written = try #require(log[firstAfterTime])
     // Epochs written during the outage are not replayed to the new gpsd: the first fix after the
     // restart was written at most about one epoch before gpsd started.
-    #expect(written.finishedAt + 150_000_000 > restartingAt, "the first fix after the restart is fresh")
+    #expect(
+      written.finishedAt + 150_000_000 > restartingAt, "the first fix after the restart is fresh")
     await backend.stop()
   }
 
@@ -137,7 +144,10 @@ struct GPSDEndToEndTests {
     let backend = try GPSDBackend(uri: "gpsd://127.0.0.1:\(gpsd.port)")
     let collector = EventCollector(backend)
     try await backend.start()
-    #expect(await collector.wait(timeout: 2) { _ in collector.statuses.contains { $0.status == .disconnected } })
+    #expect(
+      await collector.wait(timeout: 2) { _ in
+        collector.statuses.contains { $0.status == .disconnected }
+      })
     let cpuBefore = processCPUSeconds()
     try await Task.sleep(for: .seconds(1))
     #expect(processCPUSeconds() - cpuBefore < 0.15, "waiting for gpsd costs no CPU")
@@ -151,7 +161,8 @@ struct GPSDEndToEndTests {
     let fix = try #require(collector.locations.first?.location.fix)
     let fixTime = try #require(fix.time)
     let written = try #require(log[fixTime]).fix
-    #expect(fix.coordinate.map { abs($0.latitude - (written.coordinate?.latitude ?? 0)) < 1e-6 } == true)
+    #expect(
+      fix.coordinate.map { abs($0.latitude - (written.coordinate?.latitude ?? 0)) < 1e-6 } == true)
     await backend.stop()
   }
 
@@ -181,7 +192,8 @@ struct GPSDEndToEndTests {
 
     // Tracking again reconnects and watches again.
     try await backend.start()
-    #expect(await collector.wait(timeout: 10) { _ in collector.locations.count >= countAfterStop + 3 })
+    #expect(
+      await collector.wait(timeout: 10) { _ in collector.locations.count >= countAfterStop + 3 })
     #expect(gpsd.clientConnectionCount() == 1)
     await backend.stop()
     #expect(await waitUntil(timeout: 2) { gpsd.clientConnectionCount() == 0 })
@@ -216,7 +228,8 @@ struct GPSDEndToEndTests {
     try await backend.start()
     #expect(await collector.wait(timeout: 10) { _ in collector.locations.count >= 10 })
     await backend.stop()
-    #expect(collector.statuses.contains { $0.status == .noFix }, "no-fix epochs are reported as status")
+    #expect(
+      collector.statuses.contains { $0.status == .noFix }, "no-fix epochs are reported as status")
     let fixes = collector.locations.map(\.location.fix)
     try #require(fixes.count >= 10)
     for fix in fixes {
@@ -233,34 +246,45 @@ struct GPSDEndToEndTests {
   @Test func silentReceiverIsReportedByTheNoFixTimeoutAndRecovers() async throws {
     let log = WriteLog()
     // Fixes for 1 s, silence for 2 s (gpsd stays connected), then fixes again.
-    let receiver = try startReceiver("silent", log: log) { index in (10..<30).contains(index) ? nil : routeFix(index) }
+    let receiver = try startReceiver("silent", log: log) { index in
+      (10..<30).contains(index) ? nil : routeFix(index)
+    }
     defer { receiver.stop() }
     let gpsd = try PrivateGPSD(device: receiver.linkPath)
     try gpsd.start()
     defer { gpsd.stop() }
     var options = GPSDBackend.Options()
     options.noFixTimeout = .milliseconds(800)
-    let backend = try GPSDBackend(uri: "gpsd://127.0.0.1:\(gpsd.port)\(receiver.linkPath)", options: options)
+    let backend = try GPSDBackend(
+      uri: "gpsd://127.0.0.1:\(gpsd.port)\(receiver.linkPath)", options: options)
     let collector = EventCollector(backend)
     try await backend.start()
-    #expect(await collector.wait(timeout: 10) { _ in collector.statuses.contains { $0.status == .noFix } })
+    #expect(
+      await collector.wait(timeout: 10) { _ in collector.statuses.contains { $0.status == .noFix } }
+    )
     let noFixAt = try #require(collector.statuses.first { $0.status == .noFix }?.at)
     let lastBefore = try #require(collector.locations.last { $0.at < noFixAt })
     let silence = Double(noFixAt - lastBefore.at) / 1e9
     #expect(silence >= 0.75 && silence < 1.3, "noFix \(silence) s after the last fix")
-    #expect(!collector.statuses.contains { $0.status == .disconnected }, "gpsd itself stayed connected")
-    #expect(await collector.wait(timeout: 5) { _ in collector.locations.contains { $0.at > noFixAt } })
+    #expect(
+      !collector.statuses.contains { $0.status == .disconnected }, "gpsd itself stayed connected")
+    #expect(
+      await collector.wait(timeout: 5) { _ in collector.locations.contains { $0.at > noFixAt } })
     let statuses = collector.statuses.map(\.status)
     #expect(Array(statuses.drop { $0 != .noFix }.prefix(2)) == [.noFix, .connected])
     // Watching one device: locations name it.
     #expect(collector.locations.allSatisfy { $0.location.provenance.source == receiver.linkPath })
-    #expect(collector.locations.first?.location.provenance.backend == "gpsd://127.0.0.1:\(gpsd.port)\(receiver.linkPath)")
+    #expect(
+      collector.locations.first?.location.provenance.backend
+        == "gpsd://127.0.0.1:\(gpsd.port)\(receiver.linkPath)")
     await backend.stop()
   }
 }
 
 /// Runs `gpspipe -w -n COUNT localhost:PORT` and returns its TPVs with a position.
-func gpspipeTPVs(port: UInt16, count: Int) throws -> [(time: Int64, latitude: Double, longitude: Double)] {
+func gpspipeTPVs(port: UInt16, count: Int) throws -> [(
+  time: Int64, latitude: Double, longitude: Double
+)] {
   let process = Process()
   process.executableURL = URL(fileURLWithPath: "/usr/bin/gpspipe")
   process.arguments = ["-w", "-n", String(count), "127.0.0.1:\(port)"]
@@ -285,7 +309,8 @@ func gpspipeTPVs(port: UInt16, count: Int) throws -> [(time: Int64, latitude: Do
 /// Parses gpsd's `2026-03-14T12:00:00.100Z` into milliseconds since 1970.
 func parseISO8601Milliseconds(_ text: String) -> Int64? {
   let parts = text.split(whereSeparator: { "-T:Z".contains($0) })
-  guard parts.count == 6, let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
+  guard parts.count == 6, let year = Int(parts[0]), let month = Int(parts[1]),
+    let day = Int(parts[2]),
     let hour = Int(parts[3]), let minute = Int(parts[4]), let seconds = Double(parts[5])
   else { return nil }
   // days_from_civil (Howard Hinnant).
@@ -295,7 +320,8 @@ func parseISO8601Milliseconds(_ text: String) -> Int64? {
   let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
   let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
   let days = Int64(era * 146_097 + doe - 719_468)
-  return days * 86_400_000 + Int64(hour * 3_600_000 + minute * 60_000) + Int64((seconds * 1000).rounded())
+  return days * 86_400_000 + Int64(hour * 3_600_000 + minute * 60_000)
+    + Int64((seconds * 1000).rounded())
 }
 
 /// Polls `condition` every 10 ms for at most `timeout` seconds.

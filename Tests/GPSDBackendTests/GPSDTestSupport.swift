@@ -16,7 +16,9 @@ func routeFix(_ index: Int, periodMilliseconds: Int64 = 100) -> Fix {
   fix.time = routeStart + Int64(index) * periodMilliseconds
   fix.quality = .gps
   let wiggle = Double((index * 7919) % 101) * 1.3e-7
-  fix.coordinate = Coordinate(latitude: 48.137_154 + Double(index) * 8.1e-6 + wiggle, longitude: 11.576_124 + Double(index) * 1.21e-5 - wiggle)
+  fix.coordinate = Coordinate(
+    latitude: 48.137_154 + Double(index) * 8.1e-6 + wiggle,
+    longitude: 11.576_124 + Double(index) * 1.21e-5 - wiggle)
   fix.altitudeMSL = 519.5 + Double(index % 50) * 0.1
   fix.geoidSeparation = 47.3
   fix.speedOverGround = 12.5
@@ -110,6 +112,7 @@ func temporaryLinkPath(_ name: String) -> String {
 func processCPUSeconds() -> Double {
   var usage = rusage()
   getrusage(RUSAGE_SELF.rawValue, &usage)
-  return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6 + Double(usage.ru_stime.tv_sec)
+  return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+    + Double(usage.ru_stime.tv_sec)
     + Double(usage.ru_stime.tv_usec) / 1e6
 }

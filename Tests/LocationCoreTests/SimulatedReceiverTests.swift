@@ -52,7 +52,8 @@ struct SimulatedReceiverTests {
     for line in lines.dropFirst().dropLast() {
       #expect(line.first == UInt8(ascii: "$") && line.last == 13)
       let star = try #require(line.lastIndex(of: UInt8(ascii: "*")))
-      let stated = UInt8(String(decoding: line[(star + 1)..<(line.count - 1)], as: UTF8.self), radix: 16)
+      let stated = UInt8(
+        String(decoding: line[(star + 1)..<(line.count - 1)], as: UTF8.self), radix: 16)
       #expect(stated == line[1..<star].reduce(0, ^))
     }
     // About ten epochs in a second (one RMC each).
@@ -73,7 +74,9 @@ struct SimulatedReceiverTests {
     #expect(receiver.statistics.epochsWritten >= 9)
     // What was written while nobody read is not delivered to the next reader: at most the
     // epochs of the 0.5 s read plus the one queued just before opening.
-    let rmcCount = second.split(separator: UInt8(ascii: "\n")).filter { $0.starts(with: Array("$GPRMC".utf8)) }.count
+    let rmcCount = second.split(separator: UInt8(ascii: "\n")).filter {
+      $0.starts(with: Array("$GPRMC".utf8))
+    }.count
     #expect(rmcCount <= 7, "\(rmcCount) epochs read in 0.5 s; stale epochs were delivered")
     #expect(receiver.statistics.bytesUnread > 0)
   }
@@ -93,9 +96,11 @@ struct SimulatedReceiverTests {
   @Test func writesTheFixesOfAnAsyncSequence() async throws {
     let path = temporaryPath("sequence")
     let written = Mutex<[Int64]>([])
-    let receiver = try SimulatedReceiver(linkPath: path, onWrite: { epoch in
-      written.withLock { $0.append(epoch.fix.time ?? -1) }
-    })
+    let receiver = try SimulatedReceiver(
+      linkPath: path,
+      onWrite: { epoch in
+        written.withLock { $0.append(epoch.fix.time ?? -1) }
+      })
     let fixes = AsyncStream<Fix> { continuation in
       for index in 0..<5 { continuation.yield(sampleFix(index)) }
       continuation.finish()
@@ -128,7 +133,11 @@ struct SimulatedReceiverTests {
   @Test func rejectsRatesOutsideOneToTenHertz() throws {
     let receiver = try SimulatedReceiver(linkPath: temporaryPath("rate"))
     defer { receiver.stop() }
-    #expect(throws: SimulatedReceiverError.invalidRate(20)) { try receiver.start(rate: 20) { _ in nil } }
-    #expect(throws: SimulatedReceiverError.invalidRate(0.5)) { try receiver.start(rate: 0.5) { _ in nil } }
+    #expect(throws: SimulatedReceiverError.invalidRate(20)) {
+      try receiver.start(rate: 20) { _ in nil }
+    }
+    #expect(throws: SimulatedReceiverError.invalidRate(0.5)) {
+      try receiver.start(rate: 0.5) { _ in nil }
+    }
   }
 }

@@ -13,8 +13,10 @@ private func fields(of line: String) throws -> [String] {
   let computed = body.reduce(UInt8(0), ^)
   let hex = String(computed, radix: 16, uppercase: true)
   #expect(stated == (hex.count == 1 ? "0" + hex : hex), "checksum of \(line)")
-  return String(decoding: body, as: UTF8.self).split(separator: ",", omittingEmptySubsequences: false)
-    .map(String.init)
+  return String(decoding: body, as: UTF8.self).split(
+    separator: ",", omittingEmptySubsequences: false
+  )
+  .map(String.init)
 }
 
 /// Reads `ddmm.mmmmmm` / `dddmm.mmmmmm` plus hemisphere back into signed degrees.
@@ -66,8 +68,14 @@ private func sampleFix() -> Fix {
 
 @Suite struct NMEAEncoderTests {
   @Test(arguments: [
-    ("GPGGA,123519,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,", "$GPGGA,123519,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,*47\r\n"),
-    ("GPRMC,123519,A,4807.038,N,01131.000,E,022.4,084.4,230394,003.1,W", "$GPRMC,123519,A,4807.038,N,01131.000,E,022.4,084.4,230394,003.1,W*6A\r\n"),
+    (
+      "GPGGA,123519,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,",
+      "$GPGGA,123519,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,*47\r\n"
+    ),
+    (
+      "GPRMC,123519,A,4807.038,N,01131.000,E,022.4,084.4,230394,003.1,W",
+      "$GPRMC,123519,A,4807.038,N,01131.000,E,022.4,084.4,230394,003.1,W*6A\r\n"
+    ),
     ("GPGSV,1,1,00", "$GPGSV,1,1,00*79\r\n"),
   ])
   func framesWithPublishedChecksums(_ body: String, _ framed: String) {
@@ -84,18 +92,22 @@ private func sampleFix() -> Fix {
 
   @Test func ggaFields() throws {
     let gga = try fields(of: NMEAEncoder.frame(NMEAEncoder().ggaBody(sampleFix())))
-    #expect(gga == [
-      "GPGGA", "123519.25", "4807.038000", "N", "01131.000002", "E", "1", "08", "0.90", "545.40", "M",
-      "46.90", "M", "", "",
-    ])
+    #expect(
+      gga == [
+        "GPGGA", "123519.25", "4807.038000", "N", "01131.000002", "E", "1", "08", "0.90", "545.40",
+        "M",
+        "46.90", "M", "", "",
+      ])
   }
 
   @Test func rmcFieldsWithDateAndMagneticVariation() throws {
     let rmc = try fields(of: NMEAEncoder.frame(NMEAEncoder().rmcBody(sampleFix())))
-    #expect(rmc == [
-      "GPRMC", "123519.25", "A", "4807.038000", "N", "01131.000002", "E", "22.400", "84.40", "140326",
-      "3.1", "W", "A",
-    ])
+    #expect(
+      rmc == [
+        "GPRMC", "123519.25", "A", "4807.038000", "N", "01131.000002", "E", "22.400", "84.40",
+        "140326",
+        "3.1", "W", "A",
+      ])
   }
 
   @Test func vtgAndZdaFields() throws {
@@ -128,16 +140,26 @@ private func sampleFix() -> Fix {
     fix.coordinate = Coordinate(latitude: 1, longitude: 2)
     let encoder = NMEAEncoder(sentences: .all)
     let gga = try fields(of: NMEAEncoder.frame(encoder.ggaBody(fix)))
-    #expect(gga == ["GPGGA", "010203.50", "0100.000000", "N", "00200.000000", "E", "1", "", "", "", "", "", "", "", ""])
+    #expect(
+      gga == [
+        "GPGGA", "010203.50", "0100.000000", "N", "00200.000000", "E", "1", "", "", "", "", "", "",
+        "", "",
+      ])
     let rmc = try fields(of: NMEAEncoder.frame(encoder.rmcBody(fix)))
-    #expect(rmc == ["GPRMC", "010203.50", "A", "0100.000000", "N", "00200.000000", "E", "", "", "", "", "", "A"])
+    #expect(
+      rmc == [
+        "GPRMC", "010203.50", "A", "0100.000000", "N", "00200.000000", "E", "", "", "", "", "", "A",
+      ])
     let vtg = try fields(of: NMEAEncoder.frame(encoder.vtgBody(fix)))
     #expect(vtg == ["GPVTG", "", "T", "", "M", "", "N", "", "K", "A"])
     let gsa = try fields(of: NMEAEncoder.frame(try #require(encoder.gsaBodies(fix).first)))
     #expect(gsa == ["GPGSA", "A", "2"] + Array(repeating: "", count: 15))
     #expect(encoder.zdaBody(fix) == nil, "ZDA needs a date")
     // The whole epoch: RMC, VTG, GGA, GSA, an empty GSV; no ZDA without a date.
-    #expect(encoder.encode(fix).map { $0.dropFirst().prefix(5) } == ["GPRMC", "GPVTG", "GPGGA", "GPGSA", "GPGSV"])
+    #expect(
+      encoder.encode(fix).map { $0.dropFirst().prefix(5) } == [
+        "GPRMC", "GPVTG", "GPGGA", "GPGSA", "GPGSV",
+      ])
   }
 
   @Test func twoDimensionalFixLeavesAltitudeEmpty() throws {
@@ -181,12 +203,17 @@ private func sampleFix() -> Fix {
 
   @Test func gsvCountsSentencesAndSatellitesPerConstellation() throws {
     var fix = sampleFix()
-    fix.satellites += (65...70).map { Satellite(constellation: .glonass, prn: $0, elevation: 10, azimuth: 200, snr: 30, used: $0 < 67) }
+    fix.satellites += (65...70).map {
+      Satellite(
+        constellation: .glonass, prn: $0, elevation: 10, azimuth: 200, snr: 30, used: $0 < 67)
+    }
     let lines = try NMEAEncoder.gsvBodies(fix).map { try fields(of: NMEAEncoder.frame($0)) }
     // GPS + SBAS: 5 satellites -> 2 sentences (4 + 1); GLONASS: 6 -> 2 sentences (4 + 2).
-    #expect(lines.map { $0.prefix(4) } == [
-      ["GPGSV", "2", "1", "05"], ["GPGSV", "2", "2", "05"], ["GLGSV", "2", "1", "06"], ["GLGSV", "2", "2", "06"],
-    ])
+    #expect(
+      lines.map { $0.prefix(4) } == [
+        ["GPGSV", "2", "1", "05"], ["GPGSV", "2", "2", "05"], ["GLGSV", "2", "1", "06"],
+        ["GLGSV", "2", "2", "06"],
+      ])
     #expect(lines.map(\.count) == [20, 8, 20, 12])
     #expect(Array(lines[0][4...11]) == ["04", "40", "083", "46", "05", "", "", ""])
     #expect(Array(lines[1][4...7]) == ["46", "30", "171", "40"])
@@ -207,7 +234,9 @@ private func sampleFix() -> Fix {
   }
 
   @Test func gpsOnlyGSAHasNoSystemID() throws {
-    let lines = try NMEAEncoder().gsaBodies(sampleFix()).map { try fields(of: NMEAEncoder.frame($0)) }
+    let lines = try NMEAEncoder().gsaBodies(sampleFix()).map {
+      try fields(of: NMEAEncoder.frame($0))
+    }
     #expect(lines.count == 1)
     #expect(lines.first?.count == 18)
     #expect(lines.first?.first == "GPGSA")
@@ -217,7 +246,9 @@ private func sampleFix() -> Fix {
 
   @Test func everySentenceFitsNMEALengthAndEndsInCRLF() {
     var fix = sampleFix()
-    fix.satellites += (65...80).map { Satellite(constellation: .glonass, prn: $0, elevation: 45, azimuth: 359, snr: 50, used: true) }
+    fix.satellites += (65...80).map {
+      Satellite(constellation: .glonass, prn: $0, elevation: 45, azimuth: 359, snr: 50, used: true)
+    }
     for line in NMEAEncoder(talker: .multiGNSS, sentences: .all).encode(fix) {
       #expect(line.utf8.count <= 82, "\(line)")
       #expect(line.utf8.suffix(2).elementsEqual([13, 10]))
@@ -227,10 +258,15 @@ private func sampleFix() -> Fix {
   @Test func seededRandomPositionsRoundTripWithin1e7Degrees() throws {
     var generator = SeededGenerator(state: 0x6C6F_6361_7469_6F6E)
     var cases = (0..<2000).map { _ in
-      (Double.random(in: -90...90, using: &generator), Double.random(in: -180...180, using: &generator))
+      (
+        Double.random(in: -90...90, using: &generator),
+        Double.random(in: -180...180, using: &generator)
+      )
     }
     // Pinned edge cases: poles, antimeridian, just below a whole degree, tiny values.
-    cases += [(90, 180), (-90, -180), (0, 0), (59.999_999_99, -0.000_000_01), (-0.000_000_4, 99.999_999_9)]
+    cases += [
+      (90, 180), (-90, -180), (0, 0), (59.999_999_99, -0.000_000_01), (-0.000_000_4, 99.999_999_9),
+    ]
     for (latitude, longitude) in cases {
       var fix = Fix(mode: .fix2D)
       fix.timeOfDay = 0
@@ -288,16 +324,21 @@ private func sampleFix() -> Fix {
       #expect(back.mode == .fix3D)
       let a = try #require(original.coordinate)
       let b = try #require(back.coordinate)
-      #expect(abs(a.latitude - b.latitude) < 1e-7 && abs(a.longitude - b.longitude) < 1e-7, "\(a) -> \(b)")
+      #expect(
+        abs(a.latitude - b.latitude) < 1e-7 && abs(a.longitude - b.longitude) < 1e-7, "\(a) -> \(b)"
+      )
       #expect(abs((back.altitudeMSL ?? .nan) - (original.altitudeMSL ?? 0)) <= 0.005 + 1e-9)
       #expect(back.geoidSeparation == original.geoidSeparation)
       if let speed = original.speedOverGround {
         #expect(abs((back.speedOverGround ?? .nan) - speed) < 0.0006)
-        #expect(abs((back.courseOverGround ?? .nan) - (original.courseOverGround ?? 0)) <= 0.005 + 1e-9)
+        #expect(
+          abs((back.courseOverGround ?? .nan) - (original.courseOverGround ?? 0)) <= 0.005 + 1e-9)
       } else {
-        #expect(back.speedOverGround == nil && back.courseOverGround == nil, "unknown stays unknown")
+        #expect(
+          back.speedOverGround == nil && back.courseOverGround == nil, "unknown stays unknown")
       }
-      #expect(back.hdop == original.hdop && back.vdop == original.vdop && back.pdop == original.pdop)
+      #expect(
+        back.hdop == original.hdop && back.vdop == original.vdop && back.pdop == original.pdop)
       #expect(back.satellitesUsed == original.satellitesUsed)
       #expect(back.magneticVariation == original.magneticVariation)
       #expect(back.satellites.map(\.prn) == original.satellites.map(\.prn))
@@ -308,11 +349,15 @@ private func sampleFix() -> Fix {
   @Test func multiConstellationSkyViewDecodesBack() throws {
     var fix = sampleFix()
     fix.satellites += (65...70).map {
-      Satellite(constellation: .glonass, prn: $0, elevation: 12, azimuth: 300, snr: 33, used: $0 % 2 == 0)
+      Satellite(
+        constellation: .glonass, prn: $0, elevation: 12, azimuth: 300, snr: 33, used: $0 % 2 == 0)
     }
-    fix.satellites.append(Satellite(constellation: .galileo, prn: 11, elevation: 50, azimuth: 10, snr: 45, used: true))
+    fix.satellites.append(
+      Satellite(constellation: .galileo, prn: 11, elevation: 50, azimuth: 10, snr: 45, used: true))
     let back = try #require(decode([fix], encoder: NMEAEncoder(talker: .multiGNSS)).first)
-    let key = { (s: Satellite) in "\(s.constellation)-\(s.prn)-\(s.used)-\(s.elevation ?? -1)-\(s.snr ?? -1)" }
+    let key = { (s: Satellite) in
+      "\(s.constellation)-\(s.prn)-\(s.used)-\(s.elevation ?? -1)-\(s.snr ?? -1)"
+    }
     #expect(Set(back.satellites.map(key)) == Set(fix.satellites.map(key)))
   }
 
@@ -323,7 +368,8 @@ private func sampleFix() -> Fix {
     none.time = sampleTime + 1000
     let decoded = decode([twoD, none], encoder: NMEAEncoder())
     try #require(decoded.count == 2)
-    #expect(decoded[0].mode == .fix2D && decoded[0].altitudeMSL == nil && decoded[0].coordinate != nil)
+    #expect(
+      decoded[0].mode == .fix2D && decoded[0].altitudeMSL == nil && decoded[0].coordinate != nil)
     #expect(decoded[1].mode == .noFix && decoded[1].coordinate == nil)
   }
 }
