@@ -186,6 +186,11 @@ final class GPSDSession {
       locationd_gps_free(data)
       throw .openFailed(host: host, port: String(port), code: code, message: Self.errorText(code))
     }
+    // libgps reads with a blocking recv() when it holds a partial line; bound that wait so a
+    // stalled gpsd turns into a connection loss (and a reconnect) instead of a hung thread.
+    var timeout = timeval(tv_sec: 2, tv_usec: 0)
+    _ = setsockopt(
+      data.pointee.gps_fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     self.data = data
     self.isOpen = true
   }
