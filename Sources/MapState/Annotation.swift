@@ -27,7 +27,9 @@ public struct Annotation: Sendable, Hashable, Codable {
   public static let maxKindLength = 64
 
   /// Creates an annotation; not validated (the service validates with ``validate()``).
-  public init(id: String, coordinate: Coordinate, title: String, subtitle: String? = nil, kind: String? = nil) {
+  public init(
+    id: String, coordinate: Coordinate, title: String, subtitle: String? = nil, kind: String? = nil
+  ) {
     self.id = id
     self.coordinate = coordinate
     self.title = title
@@ -89,7 +91,8 @@ public struct Annotation: Sendable, Hashable, Codable {
   public static func validateIdentifier(_ id: String) throws(MapStateError) {
     if id.isEmpty { throw .invalidIdentifier(id, reason: "empty") }
     if id.count > maxIdentifierLength {
-      throw .invalidIdentifier(String(id.prefix(32)) + "...", reason: "longer than \(maxIdentifierLength) characters")
+      throw .invalidIdentifier(
+        String(id.prefix(32)) + "...", reason: "longer than \(maxIdentifierLength) characters")
     }
     if id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
       throw .invalidIdentifier(id, reason: "contains control characters")
@@ -141,13 +144,16 @@ public enum MapStateError: Error, Hashable, Sendable, CustomStringConvertible {
   public var description: String {
     switch self {
     case .invalidCoordinate(let latitude, let longitude):
-      return "invalid coordinate lat=\(latitude) lon=\(longitude): need finite latitude -90...90 and longitude -180...180 degrees"
+      return
+        "invalid coordinate lat=\(latitude) lon=\(longitude): need finite latitude -90...90 and longitude -180...180 degrees"
     case .invalidZoom(let zoom):
       return "invalid zoom level \(zoom): need a finite value in 0...22"
     case .invalidSpan(let latitudeDelta, let longitudeDelta):
-      return "invalid span latitudeDelta=\(latitudeDelta) longitudeDelta=\(longitudeDelta): need finite degrees in (0, 180] and (0, 360]"
+      return
+        "invalid span latitudeDelta=\(latitudeDelta) longitudeDelta=\(longitudeDelta): need finite degrees in (0, 180] and (0, 360]"
     case .invalidMetricSpan(let latitudinal, let longitudinal):
-      return "invalid span latitudinalMetres=\(latitudinal) longitudinalMetres=\(longitudinal): need finite positive metres"
+      return
+        "invalid span latitudinalMetres=\(latitudinal) longitudinalMetres=\(longitudinal): need finite positive metres"
     case .invalidViewportSize(let width, let height):
       return "invalid viewport size \(width)x\(height): need finite points in 1...16384"
     case .invalidRotation(let rotation):

@@ -31,7 +31,8 @@ public enum GeoJSON {
       let east = ring(west: -180, south: bounds.south, east: bounds.east, north: bounds.north)
       viewportGeometry = "{\"type\":\"MultiPolygon\",\"coordinates\":[[\(west)],[\(east)]]}"
     } else {
-      let exterior = ring(west: bounds.west, south: bounds.south, east: bounds.east, north: bounds.north)
+      let exterior = ring(
+        west: bounds.west, south: bounds.south, east: bounds.east, north: bounds.north)
       viewportGeometry = "{\"type\":\"Polygon\",\"coordinates\":[\(exterior)]}"
     }
     features.append(
@@ -49,8 +50,11 @@ public enum GeoJSON {
     }
 
     for annotation in state.snapshot.annotations {
-      var properties = "\"id\":\(TextFormat.jsonString(annotation.id)),\"title\":\(TextFormat.jsonString(annotation.title))"
-      if let subtitle = annotation.subtitle { properties += ",\"subtitle\":\(TextFormat.jsonString(subtitle))" }
+      var properties =
+        "\"id\":\(TextFormat.jsonString(annotation.id)),\"title\":\(TextFormat.jsonString(annotation.title))"
+      if let subtitle = annotation.subtitle {
+        properties += ",\"subtitle\":\(TextFormat.jsonString(subtitle))"
+      }
       if let kind = annotation.kind { properties += ",\"kind\":\(TextFormat.jsonString(kind))" }
       features.append(
         "{\"type\":\"Feature\",\"id\":\(TextFormat.jsonString(annotation.id)),"
@@ -58,7 +62,8 @@ public enum GeoJSON {
           + "\"properties\":{\(properties)}}")
     }
 
-    let collectionBounds = widened(bounds, toInclude: state.track + state.snapshot.annotations.map(\.coordinate))
+    let collectionBounds = widened(
+      bounds, toInclude: state.track + state.snapshot.annotations.map(\.coordinate))
     return "{\"type\":\"FeatureCollection\",\"bbox\":\(bbox(collectionBounds)),\"features\":["
       + features.joined(separator: ",") + "]}"
   }
@@ -71,7 +76,9 @@ public enum GeoJSON {
   /// A closed counterclockwise rectangle ring: SW, SE, NE, NW, SW.
   static func ring(west: Double, south: Double, east: Double, north: Double) -> String {
     let corners = [(west, south), (east, south), (east, north), (west, north), (west, south)]
-    return "[" + corners.map { position(Coordinate(latitude: $0.1, longitude: $0.0)) }.joined(separator: ",") + "]"
+    return "["
+      + corners.map { position(Coordinate(latitude: $0.1, longitude: $0.0)) }.joined(separator: ",")
+      + "]"
   }
 
   /// `[west,south,east,north]`.

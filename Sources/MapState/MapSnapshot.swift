@@ -1,9 +1,10 @@
+import NMEA
+
 #if canImport(FoundationEssentials)
   import FoundationEssentials
 #else
   import Foundation
 #endif
-import NMEA
 
 /// The map state as clients see it: what `locationctl --json map` prints.
 ///
@@ -63,7 +64,8 @@ public struct MapSnapshot: Sendable, Hashable, Codable {
   public var tracking: Bool
 
   /// Creates a snapshot of a viewport, mode, ordered annotations and tracking state.
-  public init(viewport: Viewport, mode: UserTrackingMode, annotations: [Annotation], tracking: Bool) {
+  public init(viewport: Viewport, mode: UserTrackingMode, annotations: [Annotation], tracking: Bool)
+  {
     center = LatLon(lat: viewport.center.latitude, lon: viewport.center.longitude)
     zoom = viewport.zoom
     self.mode = mode
@@ -107,7 +109,9 @@ public struct MapRenderState: Sendable, Hashable {
   public var currentLocation: Coordinate?
 
   /// Creates a render state.
-  public init(snapshot: MapSnapshot, viewport: Viewport, track: [Coordinate], currentLocation: Coordinate?) {
+  public init(
+    snapshot: MapSnapshot, viewport: Viewport, track: [Coordinate], currentLocation: Coordinate?
+  ) {
     self.snapshot = snapshot
     self.viewport = viewport
     self.track = track

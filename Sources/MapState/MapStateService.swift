@@ -1,9 +1,10 @@
+import NMEA
+
 #if canImport(FoundationEssentials)
   import FoundationEssentials
 #else
   import Foundation
 #endif
-import NMEA
 
 /// The map state of locationd: viewport, annotations, user-tracking mode and the recent track,
 /// kept in one place so every client and renderer sees the same map.
@@ -110,7 +111,9 @@ public actor MapStateService {
     result.reserveCapacity(annotationOrder.count + 1)
     if let location {
       result.append(
-        Annotation(id: Annotation.locationID, coordinate: location, title: "Current location", kind: "location"))
+        Annotation(
+          id: Annotation.locationID, coordinate: location, title: "Current location",
+          kind: "location"))
     }
     for id in annotationOrder {
       if let annotation = annotationsByID[id] { result.append(annotation) }
@@ -226,7 +229,9 @@ public actor MapStateService {
   /// - Throws: ``MapStateError/invalidCoordinate(latitude:longitude:)`` unless finite and within
   ///   -90...90, -180...180.
   public func setCenter(_ center: Coordinate) throws(MapStateError) {
-    guard center.isValid else { throw .invalidCoordinate(latitude: center.latitude, longitude: center.longitude) }
+    guard center.isValid else {
+      throw .invalidCoordinate(latitude: center.latitude, longitude: center.longitude)
+    }
     var changes: [MapChange] = []
     stopFollowing(changes: &changes)
     moveCenter(to: center, reason: .manual, changes: &changes)
@@ -252,9 +257,12 @@ public actor MapStateService {
   ///   ``MapStateError/invalidSpan(latitudeDelta:longitudeDelta:)``.
   public func setRegion(_ region: MapRegion) throws(MapStateError) {
     let center = region.center
-    guard center.isValid else { throw .invalidCoordinate(latitude: center.latitude, longitude: center.longitude) }
+    guard center.isValid else {
+      throw .invalidCoordinate(latitude: center.latitude, longitude: center.longitude)
+    }
     guard region.span.isValid else {
-      throw .invalidSpan(latitudeDelta: region.span.latitudeDelta, longitudeDelta: region.span.longitudeDelta)
+      throw .invalidSpan(
+        latitudeDelta: region.span.latitudeDelta, longitudeDelta: region.span.longitudeDelta)
     }
     var changes: [MapChange] = []
     stopFollowing(changes: &changes)
@@ -271,16 +279,21 @@ public actor MapStateService {
   ///   ``MapStateError/invalidMetricSpan(latitudinalMetres:longitudinalMetres:)`` unless both
   ///   distances are finite and positive.
   public func setRegion(center: Coordinate, span: MetricSpan) throws(MapStateError) {
-    guard center.isValid else { throw .invalidCoordinate(latitude: center.latitude, longitude: center.longitude) }
-    guard span.latitudinalMetres.isFinite, span.longitudinalMetres.isFinite, span.latitudinalMetres > 0,
+    guard center.isValid else {
+      throw .invalidCoordinate(latitude: center.latitude, longitude: center.longitude)
+    }
+    guard span.latitudinalMetres.isFinite, span.longitudinalMetres.isFinite,
+      span.latitudinalMetres > 0,
       span.longitudinalMetres > 0
     else {
-      throw .invalidMetricSpan(latitudinalMetres: span.latitudinalMetres, longitudinalMetres: span.longitudinalMetres)
+      throw .invalidMetricSpan(
+        latitudinalMetres: span.latitudinalMetres, longitudinalMetres: span.longitudinalMetres)
     }
     var changes: [MapChange] = []
     stopFollowing(changes: &changes)
     moveCenter(to: center, reason: .manual, changes: &changes)
-    setZoomLevel(Viewport.zoom(fitting: span, center: viewport.center, size: viewport.size), changes: &changes)
+    setZoomLevel(
+      Viewport.zoom(fitting: span, center: viewport.center, size: viewport.size), changes: &changes)
     publish(changes)
   }
 
@@ -319,7 +332,9 @@ public actor MapStateService {
     let old = mode
     mode = newMode
     if old == .followWithHeading { rotate(to: 0, changes: &changes) }
-    if newMode.follows, let location { moveCenter(to: location, reason: .follow, changes: &changes) }
+    if newMode.follows, let location {
+      moveCenter(to: location, reason: .follow, changes: &changes)
+    }
     if newMode == .followWithHeading, let course { rotate(to: course, changes: &changes) }
     publish(changes)
   }
@@ -357,7 +372,9 @@ public actor MapStateService {
 
   // MARK: Internals
 
-  private func moveCenter(to coordinate: Coordinate, reason: CenterReason, changes: inout [MapChange]) {
+  private func moveCenter(
+    to coordinate: Coordinate, reason: CenterReason, changes: inout [MapChange]
+  ) {
     let before = viewport.center
     viewport.setCenter(coordinate)
     if viewport.center != before { changes.append(.center(reason)) }
@@ -394,7 +411,8 @@ public actor MapStateService {
   private func persistIfChanged() {
     guard let store else { return }
     let current = PersistedMapState(
-      viewport: viewport, mode: mode, annotations: annotationOrder.compactMap { annotationsByID[$0] })
+      viewport: viewport, mode: mode,
+      annotations: annotationOrder.compactMap { annotationsByID[$0] })
     guard current != lastSaved else { return }
     do {
       try store.save(current)

@@ -42,7 +42,9 @@ public struct PersistedMapState: Sendable, Hashable, Codable {
   ///   ``MapStateError/invalidIdentifier(_:reason:)`` for a duplicate or reserved identifier.
   func validate() throws(MapStateError) {
     let center = viewport.center
-    guard center.isValid else { throw .invalidCoordinate(latitude: center.latitude, longitude: center.longitude) }
+    guard center.isValid else {
+      throw .invalidCoordinate(latitude: center.latitude, longitude: center.longitude)
+    }
     guard viewport.zoom.isFinite, WebMercator.zoomRange.contains(viewport.zoom) else {
       throw .invalidZoom(viewport.zoom)
     }
@@ -102,7 +104,9 @@ public struct MapStateStore: Sendable {
   /// Creates a store for `directory`; nothing is touched until ``load()`` or ``save(_:)``.
   ///
   /// - Parameter log: receives one line per problem; defaults to standard error.
-  public init(directory: String, log: @escaping @Sendable (String) -> Void = MapStateStore.logToStandardError) {
+  public init(
+    directory: String, log: @escaping @Sendable (String) -> Void = MapStateStore.logToStandardError
+  ) {
     self.directory = directory
     self.log = log
   }
@@ -136,12 +140,16 @@ public struct MapStateStore: Sendable {
       if code == ENOENT {
         log("map state file missing, starting with an empty map path=\(path)")
       } else {
-        log("map state file unreadable, starting with an empty map path=\(path) error=\(String(cString: strerror(code)))")
+        log(
+          "map state file unreadable, starting with an empty map path=\(path) error=\(String(cString: strerror(code)))"
+        )
       }
       return nil
     }
     guard Int(info.st_size) <= Self.maxFileSize else {
-      log("map state file too large, starting with an empty map path=\(path) bytes=\(info.st_size) limit=\(Self.maxFileSize)")
+      log(
+        "map state file too large, starting with an empty map path=\(path) bytes=\(info.st_size) limit=\(Self.maxFileSize)"
+      )
       return nil
     }
     let data: Data
@@ -155,17 +163,23 @@ public struct MapStateStore: Sendable {
     do {
       state = try JSONDecoder().decode(PersistedMapState.self, from: data)
     } catch {
-      log("map state file corrupt, starting with an empty map path=\(path) bytes=\(data.count) error=\(Self.describe(error))")
+      log(
+        "map state file corrupt, starting with an empty map path=\(path) bytes=\(data.count) error=\(Self.describe(error))"
+      )
       return nil
     }
     guard state.version == PersistedMapState.currentVersion else {
-      log("map state file has unknown version, starting with an empty map path=\(path) version=\(state.version)")
+      log(
+        "map state file has unknown version, starting with an empty map path=\(path) version=\(state.version)"
+      )
       return nil
     }
     do {
       try state.validate()
     } catch {
-      log("map state file holds invalid values, starting with an empty map path=\(path) error=\(error)")
+      log(
+        "map state file holds invalid values, starting with an empty map path=\(path) error=\(error)"
+      )
       return nil
     }
     return state
@@ -187,7 +201,8 @@ public struct MapStateStore: Sendable {
     if mkdir(directory, 0o700) != 0 && errno != EEXIST {
       do {
         try FileManager.default.createDirectory(
-          atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+          atPath: directory, withIntermediateDirectories: true,
+          attributes: [.posixPermissions: 0o700])
       } catch {
         throw .createDirectory(path: directory, message: String(describing: error))
       }
@@ -208,8 +223,12 @@ public struct MapStateStore: Sendable {
         offset += written
       }
     }
-    if failure == nil && fsync(fd) != 0 { failure = .system(operation: "fsync", path: temporary, errno: errno) }
-    if close(fd) != 0 && failure == nil { failure = .system(operation: "close", path: temporary, errno: errno) }
+    if failure == nil && fsync(fd) != 0 {
+      failure = .system(operation: "fsync", path: temporary, errno: errno)
+    }
+    if close(fd) != 0 && failure == nil {
+      failure = .system(operation: "close", path: temporary, errno: errno)
+    }
     if let failure {
       unlink(temporary)
       throw failure
@@ -222,7 +241,9 @@ public struct MapStateStore: Sendable {
     let directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
     guard directoryFD >= 0 else { throw .system(operation: "open", path: directory, errno: errno) }
     defer { close(directoryFD) }
-    guard fsync(directoryFD) == 0 else { throw .system(operation: "fsync", path: directory, errno: errno) }
+    guard fsync(directoryFD) == 0 else {
+      throw .system(operation: "fsync", path: directory, errno: errno)
+    }
   }
 
   /// A short description of a decoding error (the path of the bad key and the reason).

@@ -1,9 +1,10 @@
+import NMEA
+
 #if canImport(Glibc)
   import Glibc
 #elseif canImport(Darwin)
   import Darwin
 #endif
-import NMEA
 
 /// A picture of the map state as a standalone SVG 1.1 document: no map tiles, just the track,
 /// the annotations with labels, the center and a scale bar, projected in Web Mercator
@@ -25,7 +26,8 @@ public enum SVGSnapshot {
   public static func scaleBar(metresPerPoint: Double, maxLength: Double) -> ScaleBar {
     let maxMetres = metresPerPoint * maxLength
     guard maxMetres.isFinite, maxMetres > 0 else {
-      return ScaleBar(metres: 1, length: 1 / max(metresPerPoint, .leastNonzeroMagnitude), label: "1 m")
+      return ScaleBar(
+        metres: 1, length: 1 / max(metresPerPoint, .leastNonzeroMagnitude), label: "1 m")
     }
     let exponent = floor(log10(maxMetres))
     let power = pow(10, exponent)
@@ -65,9 +67,11 @@ public enum SVGSnapshot {
         + "viewBox=\"0 0 \(f(width)) \(f(height))\" font-family=\"sans-serif\" font-size=\"12\">")
     lines.append(
       "<title>Map: center \(TextFormat.fixed(viewport.center.latitude, 6)), \(TextFormat.fixed(viewport.center.longitude, 6)), "
-        + "zoom \(f(viewport.zoom)), rotation \(f(viewport.rotation)), mode \(snapshot.mode.rawValue)</title>")
+        + "zoom \(f(viewport.zoom)), rotation \(f(viewport.rotation)), mode \(snapshot.mode.rawValue)</title>"
+    )
     lines.append(
-      "<rect class=\"background\" x=\"0\" y=\"0\" width=\"\(f(width))\" height=\"\(f(height))\" fill=\"#f4f1ea\"/>")
+      "<rect class=\"background\" x=\"0\" y=\"0\" width=\"\(f(width))\" height=\"\(f(height))\" fill=\"#f4f1ea\"/>"
+    )
 
     if state.track.count >= 2 {
       let points = state.track.map { coordinate -> String in
@@ -81,7 +85,8 @@ public enum SVGSnapshot {
 
     for annotation in snapshot.annotations {
       let p = viewport.point(for: annotation.coordinate)
-      let isLocation = annotation.kind == Annotation.locationID && annotation.id == Annotation.locationID
+      let isLocation =
+        annotation.kind == Annotation.locationID && annotation.id == Annotation.locationID
       let fill = isLocation ? "#1f6feb" : "#d1242f"
       let radius = isLocation ? "7" : "5"
       var group =

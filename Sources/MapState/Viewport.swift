@@ -1,9 +1,10 @@
+import NMEA
+
 #if canImport(Glibc)
   import Glibc
 #elseif canImport(Darwin)
   import Darwin
 #endif
-import NMEA
 
 /// Size of the map view, points (the unit of a 256-point tile).
 ///
@@ -139,7 +140,8 @@ public struct Viewport: Sendable, Hashable, Codable {
 
   /// Creates a viewport; the center latitude is clamped to the Web Mercator limit and the
   /// rotation is normalised to `0..<360`. Other values are stored as given.
-  public init(center: Coordinate, zoom: Double, size: ViewportSize = .default, rotation: Double = 0) {
+  public init(center: Coordinate, zoom: Double, size: ViewportSize = .default, rotation: Double = 0)
+  {
     self.center = Coordinate(latitude: 0, longitude: 0)
     self.zoom = zoom
     self.size = size
@@ -198,7 +200,8 @@ public struct Viewport: Sendable, Hashable, Codable {
   /// `metresPerPoint * width`.
   public var metricSpan: MetricSpan {
     MetricSpan(
-      latitudinalMetres: metresPerPoint * size.height, longitudinalMetres: metresPerPoint * size.width)
+      latitudinalMetres: metresPerPoint * size.height,
+      longitudinalMetres: metresPerPoint * size.width)
   }
 
   /// Zoom level at which `longitudeDelta` degrees fill `width` points:
@@ -212,7 +215,9 @@ public struct Viewport: Sendable, Hashable, Codable {
   /// Inverse of ``span``: with `Y = asinh(tan(center))`, the half height `d` in Mercator radians
   /// satisfies `sinh(d) = cosh(Y) * tan(latitudeDelta / 2)` (from the tangent of a difference of
   /// two Gudermannians), and `zoom = log2(height * pi / (256 * d))`. Not clamped.
-  public static func zoom(forLatitudeDelta latitudeDelta: Double, centerLatitude: Double, height: Double)
+  public static func zoom(
+    forLatitudeDelta latitudeDelta: Double, centerLatitude: Double, height: Double
+  )
     -> Double
   {
     let y = WebMercator.mercatorY(latitude: centerLatitude)
@@ -224,7 +229,8 @@ public struct Viewport: Sendable, Hashable, Codable {
   /// `log2(156543.03392804097 * cos(latitude) * points / metres)`. Not clamped.
   public static func zoom(forMetres metres: Double, latitude: Double, points: Double) -> Double {
     log2(
-      WebMercator.metresPerPointAtZoomZero * cos(WebMercator.clampLatitude(latitude) * .pi / 180) * points
+      WebMercator.metresPerPointAtZoomZero * cos(WebMercator.clampLatitude(latitude) * .pi / 180)
+        * points
         / metres)
   }
 
@@ -241,9 +247,13 @@ public struct Viewport: Sendable, Hashable, Codable {
 
   /// The zoom level that shows `span` metres around `center` in a view of `size`: the smaller of
   /// the two fitting zoom levels, clamped to `0...22`.
-  public static func zoom(fitting span: MetricSpan, center: Coordinate, size: ViewportSize) -> Double {
-    let byWidth = zoom(forMetres: span.longitudinalMetres, latitude: center.latitude, points: size.width)
-    let byHeight = zoom(forMetres: span.latitudinalMetres, latitude: center.latitude, points: size.height)
+  public static func zoom(fitting span: MetricSpan, center: Coordinate, size: ViewportSize)
+    -> Double
+  {
+    let byWidth = zoom(
+      forMetres: span.longitudinalMetres, latitude: center.latitude, points: size.width)
+    let byHeight = zoom(
+      forMetres: span.latitudinalMetres, latitude: center.latitude, points: size.height)
     return clampZoom(min(byWidth, byHeight))
   }
 
@@ -257,10 +267,13 @@ public struct Viewport: Sendable, Hashable, Codable {
   /// taking ``rotation`` into account. Longitudes take the copy of the world nearest the center.
   public func point(for coordinate: Coordinate) -> (x: Double, y: Double) {
     let world = WebMercator.worldSize(zoom: zoom)
-    var dxWorld = WebMercator.x(longitude: coordinate.longitude) - WebMercator.x(longitude: center.longitude)
+    var dxWorld =
+      WebMercator.x(longitude: coordinate.longitude) - WebMercator.x(longitude: center.longitude)
     dxWorld -= dxWorld.rounded()  // nearest copy: -0.5...0.5
     let dx = dxWorld * world
-    let dy = (WebMercator.y(latitude: coordinate.latitude) - WebMercator.y(latitude: center.latitude)) * world
+    let dy =
+      (WebMercator.y(latitude: coordinate.latitude) - WebMercator.y(latitude: center.latitude))
+      * world
     let angle = -rotation * .pi / 180
     let rx = dx * cos(angle) - dy * sin(angle)
     let ry = dx * sin(angle) + dy * cos(angle)
@@ -292,7 +305,9 @@ public struct Viewport: Sendable, Hashable, Codable {
     }
     let north = WebMercator.latitude(y: max(minY, 0))
     let south = WebMercator.latitude(y: min(maxY, 1))
-    guard maxDX - minDX < 1 else { return GeoBounds(west: -180, south: south, east: 180, north: north) }
+    guard maxDX - minDX < 1 else {
+      return GeoBounds(west: -180, south: south, east: 180, north: north)
+    }
     return GeoBounds(
       west: Self.wrapLongitude(WebMercator.longitude(x: cx + minDX)), south: south,
       east: Self.wrapLongitude(WebMercator.longitude(x: cx + maxDX)), north: north)

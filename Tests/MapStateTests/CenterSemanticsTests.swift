@@ -33,7 +33,9 @@ struct CenterSemanticsTests {
 
   @Test func centerOnCurrentLocationMovesTheCenter() async throws {
     let service = MapStateService()
-    await #expect(throws: MapStateError.noCurrentLocation) { try await service.centerOnCurrentLocation() }
+    await #expect(throws: MapStateError.noCurrentLocation) {
+      try await service.centerOnCurrentLocation()
+    }
     await service.trackingStarted()
     for fix in fixes { await service.update(fix: fix) }
     let events = await service.events()
@@ -107,7 +109,8 @@ struct CenterSemanticsTests {
     await service.update(fix: fix(5, 6))
     await service.setMode(.follow)
     await service.update(fix: fix(5.5, 6.5))
-    try await service.addAnnotation(Annotation(id: "x", coordinate: Coordinate(latitude: 0, longitude: 0), title: "X"))
+    try await service.addAnnotation(
+      Annotation(id: "x", coordinate: Coordinate(latitude: 0, longitude: 0), title: "X"))
     try await service.removeAnnotation(id: "x")
     await service.update(fix: nil)
     await service.trackingStopped()
@@ -140,7 +143,8 @@ struct CenterSemanticsTests {
     await service.attach(renderer: renderer)
     for index in 0..<5 { await service.update(fix: fix(Double(index), 0)) }
     let calls = renderer.calls
-    #expect(calls.map(\.changes) == [[.attached]] + Array(repeating: [.location(hasFix: true)], count: 5))
+    #expect(
+      calls.map(\.changes) == [[.attached]] + Array(repeating: [.location(hasFix: true)], count: 5))
     #expect(calls.last?.state.track == [2.0, 3, 4].map { Coordinate(latitude: $0, longitude: 0) })
     #expect(calls.last?.state.currentLocation == Coordinate(latitude: 4, longitude: 0))
     await service.detach(renderer: renderer)

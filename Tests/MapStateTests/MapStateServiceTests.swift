@@ -6,11 +6,15 @@ import Testing
 struct AnnotationTests {
   @Test func addingAnExistingIdentifierReplacesInPlace() async throws {
     let service = MapStateService()
-    try await service.addAnnotation(Annotation(id: "a", coordinate: Coordinate(latitude: 1, longitude: 2), title: "First"))
-    try await service.addAnnotation(Annotation(id: "b", coordinate: Coordinate(latitude: 3, longitude: 4), title: "Second"))
+    try await service.addAnnotation(
+      Annotation(id: "a", coordinate: Coordinate(latitude: 1, longitude: 2), title: "First"))
+    try await service.addAnnotation(
+      Annotation(id: "b", coordinate: Coordinate(latitude: 3, longitude: 4), title: "Second"))
     let events = await service.events()
     try await service.addAnnotation(
-      Annotation(id: "a", coordinate: Coordinate(latitude: 5, longitude: 6), title: "Moved", subtitle: "now here", kind: "poi"))
+      Annotation(
+        id: "a", coordinate: Coordinate(latitude: 5, longitude: 6), title: "Moved",
+        subtitle: "now here", kind: "poi"))
     await service.finishEvents()
     let annotations = await service.annotations
     #expect(annotations.map(\.id) == ["a", "b"])
@@ -25,31 +29,42 @@ struct AnnotationTests {
 
   @Test func removeAndErrors() async throws {
     let service = MapStateService()
-    try await service.addAnnotation(Annotation(id: "a", coordinate: Coordinate(latitude: 1, longitude: 2), title: "A"))
-    try await service.addAnnotation(Annotation(id: "b", coordinate: Coordinate(latitude: 1, longitude: 2), title: "B"))
+    try await service.addAnnotation(
+      Annotation(id: "a", coordinate: Coordinate(latitude: 1, longitude: 2), title: "A"))
+    try await service.addAnnotation(
+      Annotation(id: "b", coordinate: Coordinate(latitude: 1, longitude: 2), title: "B"))
     try await service.removeAnnotation(id: "a")
     #expect(await service.annotations.map(\.id) == ["b"])
-    await #expect(throws: MapStateError.noSuchAnnotation(id: "a")) { try await service.removeAnnotation(id: "a") }
+    await #expect(throws: MapStateError.noSuchAnnotation(id: "a")) {
+      try await service.removeAnnotation(id: "a")
+    }
     await #expect(throws: MapStateError.reservedIdentifier("location")) {
       try await service.removeAnnotation(id: "location")
     }
     await #expect(throws: MapStateError.reservedIdentifier("location")) {
-      try await service.addAnnotation(Annotation(id: "location", coordinate: Coordinate(latitude: 0, longitude: 0), title: "x"))
+      try await service.addAnnotation(
+        Annotation(id: "location", coordinate: Coordinate(latitude: 0, longitude: 0), title: "x"))
     }
     await #expect(throws: MapStateError.invalidIdentifier("", reason: "empty")) {
-      try await service.addAnnotation(Annotation(id: "", coordinate: Coordinate(latitude: 0, longitude: 0), title: "x"))
+      try await service.addAnnotation(
+        Annotation(id: "", coordinate: Coordinate(latitude: 0, longitude: 0), title: "x"))
     }
-    for bad in [Coordinate(latitude: 91, longitude: 0), Coordinate(latitude: 0, longitude: -180.5), Coordinate(latitude: .nan, longitude: 0)] {
+    for bad in [
+      Coordinate(latitude: 91, longitude: 0), Coordinate(latitude: 0, longitude: -180.5),
+      Coordinate(latitude: .nan, longitude: 0),
+    ] {
       await #expect(throws: MapStateError.self) {
         try await service.addAnnotation(Annotation(id: "bad", coordinate: bad, title: "x"))
       }
     }
     let long = String(repeating: "x", count: Annotation.maxIdentifierLength + 1)
     await #expect(throws: MapStateError.self) {
-      try await service.addAnnotation(Annotation(id: long, coordinate: Coordinate(latitude: 0, longitude: 0), title: "x"))
+      try await service.addAnnotation(
+        Annotation(id: long, coordinate: Coordinate(latitude: 0, longitude: 0), title: "x"))
     }
     await #expect(throws: MapStateError.self) {
-      try await service.addAnnotation(Annotation(id: "tab\tid", coordinate: Coordinate(latitude: 0, longitude: 0), title: "x"))
+      try await service.addAnnotation(
+        Annotation(id: "tab\tid", coordinate: Coordinate(latitude: 0, longitude: 0), title: "x"))
     }
     #expect(await service.annotations.map(\.id) == ["b"])
   }
@@ -57,17 +72,21 @@ struct AnnotationTests {
   @Test func listOrderIsFirstInsertion() async throws {
     let service = MapStateService()
     for id in ["charlie", "alpha", "bravo"] {
-      try await service.addAnnotation(Annotation(id: id, coordinate: Coordinate(latitude: 0, longitude: 0), title: id))
+      try await service.addAnnotation(
+        Annotation(id: id, coordinate: Coordinate(latitude: 0, longitude: 0), title: id))
     }
-    try await service.addAnnotation(Annotation(id: "alpha", coordinate: Coordinate(latitude: 1, longitude: 1), title: "again"))
+    try await service.addAnnotation(
+      Annotation(id: "alpha", coordinate: Coordinate(latitude: 1, longitude: 1), title: "again"))
     try await service.removeAnnotation(id: "charlie")
-    try await service.addAnnotation(Annotation(id: "charlie", coordinate: Coordinate(latitude: 0, longitude: 0), title: "back"))
+    try await service.addAnnotation(
+      Annotation(id: "charlie", coordinate: Coordinate(latitude: 0, longitude: 0), title: "back"))
     #expect(await service.annotations.map(\.id) == ["alpha", "bravo", "charlie"])
   }
 
   @Test func locationAnnotationMirrorsFixesAndVanishes() async throws {
     let service = MapStateService()
-    try await service.addAnnotation(Annotation(id: "home", coordinate: Coordinate(latitude: 1, longitude: 1), title: "Home"))
+    try await service.addAnnotation(
+      Annotation(id: "home", coordinate: Coordinate(latitude: 1, longitude: 1), title: "Home"))
     #expect(await service.annotations.map(\.id) == ["home"])
     await service.update(fix: fix(48.1, 11.5))
     var annotations = await service.annotations
@@ -95,8 +114,12 @@ struct AnnotationTests {
   @Test func snapshotJSONHasTheAgreedShape() async throws {
     let service = MapStateService()
     try await service.addAnnotation(
-      Annotation(id: "p1", coordinate: Coordinate(latitude: 52.5, longitude: 13.25), title: "Gate", subtitle: "east", kind: "poi"))
-    try await service.addAnnotation(Annotation(id: "p2", coordinate: Coordinate(latitude: -1.5, longitude: -2.25), title: "Plain"))
+      Annotation(
+        id: "p1", coordinate: Coordinate(latitude: 52.5, longitude: 13.25), title: "Gate",
+        subtitle: "east", kind: "poi"))
+    try await service.addAnnotation(
+      Annotation(id: "p2", coordinate: Coordinate(latitude: -1.5, longitude: -2.25), title: "Plain")
+    )
     try await service.setCenter(Coordinate(latitude: 52.5, longitude: 13.25))
     try await service.setZoom(12.5)
     let json = try await service.snapshot.jsonString()
@@ -128,12 +151,19 @@ struct ViewportRequestTests {
       try await service.setCenter(Coordinate(latitude: 0, longitude: 181))
     }
     await #expect(throws: MapStateError.self) {
-      try await service.setRegion(MapRegion(center: Coordinate(latitude: 0, longitude: 0), span: CoordinateSpan(latitudeDelta: 0, longitudeDelta: 1)))
+      try await service.setRegion(
+        MapRegion(
+          center: Coordinate(latitude: 0, longitude: 0),
+          span: CoordinateSpan(latitudeDelta: 0, longitudeDelta: 1)))
     }
     await #expect(throws: MapStateError.self) {
-      try await service.setRegion(center: Coordinate(latitude: 0, longitude: 0), span: MetricSpan(latitudinalMetres: -1, longitudinalMetres: 1))
+      try await service.setRegion(
+        center: Coordinate(latitude: 0, longitude: 0),
+        span: MetricSpan(latitudinalMetres: -1, longitudinalMetres: 1))
     }
-    await #expect(throws: MapStateError.self) { try await service.setViewportSize(ViewportSize(width: 0, height: 10)) }
+    await #expect(throws: MapStateError.self) {
+      try await service.setViewportSize(ViewportSize(width: 0, height: 10))
+    }
     await #expect(throws: MapStateError.invalidZoom(23)) { try await service.setZoom(23) }
     #expect(MapStateError.invalidZoom(23).description.contains("0...22"))
     #expect(MapStateError.noCurrentLocation.description == "no current location: there is no fix")
@@ -141,13 +171,18 @@ struct ViewportRequestTests {
 
   @Test func regionSetsCenterAndFittedZoom() async throws {
     let service = MapStateService()
-    let region = MapRegion(center: Coordinate(latitude: 40, longitude: -74), span: CoordinateSpan(latitudeDelta: 0.05, longitudeDelta: 0.05))
+    let region = MapRegion(
+      center: Coordinate(latitude: 40, longitude: -74),
+      span: CoordinateSpan(latitudeDelta: 0.05, longitudeDelta: 0.05))
     try await service.setRegion(region)
     let viewport = await service.currentViewport
     #expect(viewport.center == region.center)
     #expect(abs(viewport.zoom - Viewport.zoom(fitting: region, size: viewport.size)) < 1e-12)
-    #expect(viewport.span.latitudeDelta >= 0.05 - 1e-12 && viewport.span.longitudeDelta >= 0.05 - 1e-12)
-    try await service.setRegion(center: Coordinate(latitude: 0, longitude: 0), span: MetricSpan(latitudinalMetres: 2000, longitudinalMetres: 3821.8513))
+    #expect(
+      viewport.span.latitudeDelta >= 0.05 - 1e-12 && viewport.span.longitudeDelta >= 0.05 - 1e-12)
+    try await service.setRegion(
+      center: Coordinate(latitude: 0, longitude: 0),
+      span: MetricSpan(latitudinalMetres: 2000, longitudinalMetres: 3821.8513))
     let metric = await service.currentViewport
     #expect(abs(metric.zoom - 15) < 1e-5)
   }
