@@ -150,6 +150,30 @@ public struct Viewport: Sendable, Hashable, Codable {
     setRotation(rotation)
   }
 
+  private enum CodingKeys: String, CodingKey {
+    case center, zoom, size, rotation
+  }
+
+  /// Decodes `{"center": {"latitude","longitude"}, "zoom", "size": {"width","height"}, "rotation"}`,
+  /// clamping the center latitude and normalising the rotation as ``init(center:zoom:size:rotation:)``.
+  public init(from decoder: any Decoder) throws {
+    let container = try decoder.container(keyedBy: CodingKeys.self)
+    self.init(
+      center: try container.decode(Coordinate.self, forKey: .center),
+      zoom: try container.decode(Double.self, forKey: .zoom),
+      size: try container.decode(ViewportSize.self, forKey: .size),
+      rotation: try container.decode(Double.self, forKey: .rotation))
+  }
+
+  /// Encodes the shape ``init(from:)`` reads.
+  public func encode(to encoder: any Encoder) throws {
+    var container = encoder.container(keyedBy: CodingKeys.self)
+    try container.encode(center, forKey: .center)
+    try container.encode(zoom, forKey: .zoom)
+    try container.encode(size, forKey: .size)
+    try container.encode(rotation, forKey: .rotation)
+  }
+
   /// Moves the center; the latitude is clamped to the Web Mercator limit.
   public mutating func setCenter(_ coordinate: Coordinate) {
     center = Coordinate(

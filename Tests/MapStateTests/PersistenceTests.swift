@@ -127,4 +127,19 @@ struct PersistenceTests {
     try store.save(state)
     #expect(store.load() == state)
   }
+
+  @Test func restoredViewportIsClampedAndNormalised() throws {
+    let directory = try temporaryDirectory()
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let store = MapStateStore(directory: directory, log: { _ in })
+    let file = """
+      {"version":1,"mode":"none","annotations":[],
+       "viewport":{"center":{"latitude":89.5,"longitude":10},"zoom":4,"size":{"width":300,"height":200},"rotation":-30}}
+      """
+    try Data(file.utf8).write(to: URL(fileURLWithPath: store.path))
+    let viewport = try #require(store.load()?.viewport)
+    #expect(viewport.center == Coordinate(latitude: WebMercator.maxLatitude, longitude: 10))
+    #expect(viewport.rotation == 330)
+    #expect(viewport.size == ViewportSize(width: 300, height: 200))
+  }
 }
