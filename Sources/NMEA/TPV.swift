@@ -49,60 +49,46 @@ public enum GPSDJSON {
   /// `time`, `hdop`/`vdop`/`pdop`, `nSat`, `uSat` and `satellites` with `PRN`, `gnssid`, `el`,
   /// `az`, `ss` (dB-Hz) and `used`.
   public static func appendSKY(_ fix: Fix, to buffer: inout [UInt8]) {
-    append("{\"class\":\"SKY\"", to: &buffer)
-    if let time = fix.time {
-      append(",\"time\":\"", to: &buffer)
-      appendISO8601(milliseconds: time, to: &buffer)
-      buffer.append(0x22)
+    // A satellite entry is at most about 130 bytes; the header at most about 200.
+    let capacity = 256 + 160 * fix.satellites.count
+    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { storage in
+      guard let base = storage.baseAddress else { return }
+      var w = ByteWriter(base: base, capacity: storage.count)
+      w.write("{\"class\":\"SKY\"")
+      if let time = fix.time {
+        w.write(",\"time\":\"")
+        w.iso8601(milliseconds: time)
+        w.byte(0x22)
+      }
+      if let v = fix.hdop { w.field(",\"hdop\":", v, 2) }
+      if let v = fix.vdop { w.field(",\"vdop\":", v, 2) }
+      if let v = fix.pdop { w.field(",\"pdop\":", v, 2) }
+      w.write(",\"nSat\":")
+      w.integer(fix.satellites.count)
+      if let used = fix.satellitesUsed {
+        w.write(",\"uSat\":")
+        w.integer(used)
+      }
+      w.write(",\"satellites\":[")
+      for (i, s) in fix.satellites.enumerated() {
+        if i > 0 { w.byte(0x2C) }
+        w.write("{\"PRN\":")
+        w.integer(s.prn)
+        w.write(",\"gnssid\":")
+        w.integer(s.constellation.rawValue)
+        if let v = s.elevation { w.field(",\"el\":", v, 1) }
+        if let v = s.azimuth { w.field(",\"az\":", v, 1) }
+        if let v = s.snr { w.field(",\"ss\":", v, 1) }
+        w.write(s.used ? ",\"used\":true}" : ",\"used\":false}")
+      }
+      w.write("]}")
+      buffer.append(contentsOf: UnsafeBufferPointer(start: base, count: w.count))
     }
-    if let v = fix.hdop { field("hdop", v, 2, &buffer) }
-    if let v = fix.vdop { field("vdop", v, 2, &buffer) }
-    if let v = fix.pdop { field("pdop", v, 2, &buffer) }
-    append(",\"nSat\":", to: &buffer)
-    appendInteger(fix.satellites.count, to: &buffer)
-    if let used = fix.satellitesUsed {
-      append(",\"uSat\":", to: &buffer)
-      appendInteger(used, to: &buffer)
-    }
-    append(",\"satellites\":[", to: &buffer)
-    for (i, s) in fix.satellites.enumerated() {
-      if i > 0 { buffer.append(0x2C) }
-      append("{\"PRN\":", to: &buffer)
-      appendInteger(s.prn, to: &buffer)
-      append(",\"gnssid\":", to: &buffer)
-      appendInteger(s.constellation.rawValue, to: &buffer)
-      if let v = s.elevation { field("el", v, 1, &buffer) }
-      if let v = s.azimuth { field("az", v, 1, &buffer) }
-      if let v = s.snr { field("ss", v, 1, &buffer) }
-      append(s.used ? ",\"used\":true}" : ",\"used\":false}", to: &buffer)
-    }
-    append("]}", to: &buffer)
   }
 
-  /// Appends `"YYYY-MM-DDThh:mm:ss.sssZ"`'s inner text for milliseconds since 1970 (UTC).
+  /// Appends the ISO 8601 UTC text `YYYY-MM-DDThh:mm:ss.sssZ` of milliseconds since 1970.
   public static func appendISO8601(milliseconds: Int64, to buffer: inout [UInt8]) {
-    var days = milliseconds / 86_400_000
-    var ms = milliseconds % 86_400_000
-    if ms < 0 {
-      ms += 86_400_000
-      days -= 1
-    }
-    let (year, month, day) = CivilDate.civil(days: Int(days))
-    appendPadded(year, 4, &buffer)
-    buffer.append(0x2D)
-    appendPadded(month, 2, &buffer)
-    buffer.append(0x2D)
-    appendPadded(day, 2, &buffer)
-    buffer.append(0x54)
-    let total = Int(ms)
-    appendPadded(total / 3_600_000, 2, &buffer)
-    buffer.append(0x3A)
-    appendPadded(total / 60_000 % 60, 2, &buffer)
-    buffer.append(0x3A)
-    appendPadded(total / 1000 % 60, 2, &buffer)
-    buffer.append(0x2E)
-    appendPadded(total % 1000, 3, &buffer)
-    buffer.append(0x5A)
+    withWriter(into: &buffer) { $0.iso8601(milliseconds: milliseconds) }
   }
 
   /// The ISO 8601 UTC text (`2015-04-13T20:26:40.000Z`) of milliseconds since 1970.
@@ -112,91 +98,23 @@ public enum GPSDJSON {
     return String(decoding: buffer, as: UTF8.self)
   }
 
-  /// Appends `value` with exactly `decimals` digits after the point (rounded half away from
-  /// zero); `null` for a non-finite value.
+  /// Appends `value` with exactly `decimals` (0-9) digits after the point, rounded half away from
+  /// zero; `null` for a non-finite value.
   public static func appendFixed(_ value: Double, decimals: Int, to buffer: inout [UInt8]) {
-    guard value.isFinite else {
-      append("null", to: &buffer)
-      return
-    }
-    let scale = FieldReader.powerOfTen(min(max(decimals, 0), 9))
-    let scaled = abs(value) * scale + 0.5  // rounded half away from zero by the truncation below
-    guard scaled < 9.0e18 else {
-      append(value.description, to: &buffer)
-      return
-    }
-    var n = UInt64(scaled)
-    if value < 0 && n != 0 { buffer.append(0x2D) }
-    let divisor = UInt64(scale)
-    appendInteger(Int(n / divisor), to: &buffer)
-    if decimals > 0 {
-      buffer.append(0x2E)
-      n %= divisor
-      let start = buffer.count
-      buffer.append(contentsOf: repeatElement(0x30, count: decimals))
-      var i = buffer.count - 1
-      while i >= start {
-        buffer[i] = 0x30 + UInt8(n % 10)
-        n /= 10
-        i -= 1
-      }
-    }
-  }
-
-
-  @inline(__always)
-  private static func field(_ name: StaticString, _ value: Double, _ decimals: Int, _ buffer: inout [UInt8]) {
-    buffer.append(0x2C)
-    buffer.append(0x22)
-    name.withUTF8Buffer { buffer.append(contentsOf: $0) }
-    buffer.append(0x22)
-    buffer.append(0x3A)
-    appendFixed(value, decimals: decimals, to: &buffer)
-  }
-
-  @inline(__always)
-  private static func append(_ text: StaticString, to buffer: inout [UInt8]) {
-    text.withUTF8Buffer { buffer.append(contentsOf: $0) }
-  }
-
-  private static func append(_ text: String, to buffer: inout [UInt8]) {
-    buffer.append(contentsOf: text.utf8)
+    withWriter(into: &buffer) { $0.fixed(value, decimals) }
   }
 
   /// Appends a decimal integer.
   public static func appendInteger(_ value: Int, to buffer: inout [UInt8]) {
-    if value < 0 { buffer.append(0x2D) }
-    var n = value.magnitude
-    if n < 10 {
-      buffer.append(0x30 + UInt8(n))
-      return
-    }
-    var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                 UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-      (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-    var count = 0
-    withUnsafeMutableBytes(of: &digits) { raw in
-      while n > 0 {
-        raw[count] = 0x30 + UInt8(n % 10)
-        n /= 10
-        count += 1
-      }
-      for i in stride(from: count - 1, through: 0, by: -1) { buffer.append(raw[i]) }
-    }
+    withWriter(into: &buffer) { $0.integer(value) }
   }
 
-  private static func appendPadded(_ value: Int, _ width: Int, _ buffer: inout [UInt8]) {
-    var divisor = 1
-    for _ in 1..<width { divisor *= 10 }
-    var v = max(0, value)
-    if v >= divisor * 10 {
-      appendInteger(v, to: &buffer)
-      return
-    }
-    while divisor > 0 {
-      buffer.append(0x30 + UInt8(v / divisor))
-      v %= divisor
-      divisor /= 10
+  private static func withWriter(into buffer: inout [UInt8], _ body: (inout ByteWriter) -> Void) {
+    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { storage in
+      guard let base = storage.baseAddress else { return }
+      var w = ByteWriter(base: base, capacity: storage.count)
+      body(&w)
+      buffer.append(contentsOf: UnsafeBufferPointer(start: base, count: w.count))
     }
   }
 }
