@@ -190,6 +190,12 @@ public final class GPSDBackend: LocationBackend {
     }
   }
 
+  /// CPU time used so far by the connection thread (user + system), or `nil` when it is not
+  /// running. For diagnostics and tests: while gpsd is away or silent it stays flat.
+  package var connectionThreadCPUTime: Duration? {
+    running.withLock { $0?.cpuTime }
+  }
+
   /// Stops: closes the watch (`?WATCH={"enable":false}`) and the connection, then reports
   /// ``BackendStatus/stopped``. Returns once the connection thread has finished. Idempotent.
   public func stop() async {
@@ -352,6 +358,8 @@ final class GPSDWorker: @unchecked Sendable {
   private let stopRequested = Atomic<Bool>(false)
   private let finished = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>(
     (false, []))
+  /// The connection thread's CPU clock while it runs; cleared (under the lock) before it exits.
+  private let cpuClock = Mutex<clockid_t?>(nil)
   private var wakeRead: Int32 = -1
   private var wakeWrite: Int32 = -1
 
@@ -423,11 +431,24 @@ final class GPSDWorker: @unchecked Sendable {
     }
   }
 
+  /// CPU time of the connection thread, `nil` once it has exited.
+  var cpuTime: Duration? {
+    cpuClock.withLock { clock -> Duration? in
+      guard let clock else { return nil }
+      var time = timespec()
+      guard clock_gettime(clock, &time) == 0 else { return nil }
+      return .seconds(time.tv_sec) + .nanoseconds(time.tv_nsec)
+    }
+  }
+
   private var isStopping: Bool { stopRequested.load(ordering: .sequentiallyConsistent) }
 
   // MARK: Thread body
 
   private func run() {
+    var clock = clockid_t()
+    if pthread_getcpuclockid(pthread_self(), &clock) == 0 { cpuClock.withLock { $0 = clock } }
+    defer { cpuClock.withLock { $0 = nil } }
     report(.connecting, "connecting to gpsd at \(endpoint.host):\(endpoint.port)")
     var delay = Self.nanoseconds(options.reconnectInitialDelay)
     let maximumDelay = Self.nanoseconds(options.reconnectMaximumDelay)

@@ -101,14 +101,14 @@ struct GPSDEndToEndTests {
       })
     let disconnectedAt = try #require(collector.statuses.first { $0.status == .disconnected }?.at)
     #expect(disconnectedAt >= killedAt)
-    // Outage: measure this process's CPU time while gpsd is down (the backend retries, the
-    // simulated receiver keeps writing at 10 Hz).
-    let cpuBefore = processCPUSeconds()
-    let wallBefore = SimulatedReceiver.monotonicNanoseconds()
+    // Outage: the connection thread's CPU time while gpsd is down (it retries with backoff and
+    // sleeps in poll in between). A busy loop would use about the whole 1.5 s.
+    let cpuBefore = try #require(backend.connectionThreadCPUTime)
     try await Task.sleep(for: .milliseconds(1500))
-    let cpuDuring = processCPUSeconds() - cpuBefore
-    let wallDuring = Double(SimulatedReceiver.monotonicNanoseconds() - wallBefore) / 1e9
-    #expect(cpuDuring < 0.05 * wallDuring, "CPU \(cpuDuring) s over a \(wallDuring) s outage")
+    let cpuDuring = try #require(backend.connectionThreadCPUTime) - cpuBefore
+    #expect(
+      cpuDuring < .milliseconds(15),
+      "connection thread used \(cpuDuring) of CPU during a 1.5 s outage")
     let locationsBeforeRestart = collector.locations.count
 
     let restartingAt = SimulatedReceiver.monotonicNanoseconds()
@@ -148,9 +148,10 @@ struct GPSDEndToEndTests {
       await collector.wait(timeout: 2) { _ in
         collector.statuses.contains { $0.status == .disconnected }
       })
-    let cpuBefore = processCPUSeconds()
+    let cpuBefore = try #require(backend.connectionThreadCPUTime)
     try await Task.sleep(for: .seconds(1))
-    #expect(processCPUSeconds() - cpuBefore < 0.15, "waiting for gpsd costs no CPU")
+    let cpuWaiting = try #require(backend.connectionThreadCPUTime) - cpuBefore
+    #expect(cpuWaiting < .milliseconds(10), "waiting for gpsd used \(cpuWaiting) of CPU")
     #expect(collector.locations.isEmpty)
 
     try gpsd.start()

@@ -107,12 +107,3 @@ final class WriteLog: Sendable {
 func temporaryLinkPath(_ name: String) -> String {
   NSTemporaryDirectory() + "locationd-\(name)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
 }
-
-/// CPU time (user + system) of this process so far, in seconds.
-func processCPUSeconds() -> Double {
-  var usage = rusage()
-  getrusage(RUSAGE_SELF.rawValue, &usage)
-  return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
-    + Double(usage.ru_stime.tv_sec)
-    + Double(usage.ru_stime.tv_usec) / 1e6
-}
