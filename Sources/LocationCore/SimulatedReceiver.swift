@@ -216,7 +216,8 @@ public final class SimulatedReceiver: Sendable {
   }
 
   /// Stops writing, removes the link (if it still points to this pty) and closes the pty; the
-  /// reader sees a hang-up. Idempotent.
+  /// reader sees a hang-up. Idempotent. Once started, the writer thread does the closing within
+  /// a few milliseconds; ``waitUntilFinished()`` waits for it.
   public func stop() {
     let (task, waiters) = state.withLock { state in
       state.stopped = true
