@@ -357,25 +357,7 @@ public final class ReplayBackend: LocationBackend {
   }
 
   private func emit(_ event: BackendEvent) async {
-    var event = event
-    var attempts = 0
-    while true {
-      switch continuation.yield(event) {
-      case .enqueued, .terminated:
-        return
-      case .dropped(let refused):
-        event = refused
-        if Task.isCancelled { return }
-        attempts += 1
-        if attempts < 64 {
-          await Task.yield()
-        } else {
-          try? await Task.sleep(for: .microseconds(200))
-        }
-      @unknown default:
-        return
-      }
-    }
+    await continuation.yieldWithBackPressure(event)
   }
 
   private func waitForChange(since generation: UInt64) async {
