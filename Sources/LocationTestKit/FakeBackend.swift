@@ -153,3 +153,19 @@ public func eventually(
   }
   return await condition()
 }
+
+/// A thread-safe list that tasks append to and tests read.
+public final class Recorder<Element: Sendable>: Sendable {
+  private let storage = Mutex<[Element]>([])
+
+  /// Creates an empty recorder.
+  public init() {}
+
+  /// Appends `element`.
+  public func append(_ element: Element) {
+    storage.withLock { $0.append(element) }
+  }
+
+  /// Everything appended so far, in order.
+  public var values: [Element] { storage.withLock { $0 } }
+}
