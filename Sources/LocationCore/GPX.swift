@@ -87,11 +87,13 @@ private final class GPXCollector: NSObject, XMLParserDelegate {
   private var current: (kind: String, point: GPXPoint)?
   private var inElevation = false
   private var elevationText = ""
+  private var depth = 0
 
   func parser(
     _ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?, qualifiedName qName: String?,
     attributes attributeDict: [String: String] = [:]
   ) {
+    depth += 1
     let name = localName(elementName)
     switch name {
     case "rte":
@@ -126,6 +128,7 @@ private final class GPXCollector: NSObject, XMLParserDelegate {
   func parser(
     _ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName qName: String?
   ) {
+    depth -= 1
     let name = localName(elementName)
     switch name {
     case "ele":
@@ -146,6 +149,14 @@ private final class GPXCollector: NSObject, XMLParserDelegate {
     default:
       break
     }
+  }
+
+  func parser(_ parser: XMLParser, parseErrorOccurred parseError: any Error) {
+    if error == nil { error = .malformed(line: parser.lineNumber, message: "\(parseError)") }
+  }
+
+  func parserDidEndDocument(_ parser: XMLParser) {
+    if depth != 0, error == nil { error = .malformed(line: parser.lineNumber, message: "document ends inside an element") }
   }
 
   private func localName(_ name: String) -> String {
