@@ -19,7 +19,7 @@ let package = Package(
     // libgps through pkg-config; only GPSDBackend imports it.
     .systemLibrary(name: "CGPS", pkgConfig: "libgps", providers: [.apt(["libgps-dev"])]),
     // NMEA 0183 framing, parsing, fix assembly and encoding; pure, no I/O.
-    .target(name: "NMEA", swiftSettings: swiftSettings),
+    .target(name: "NMEA", swiftSettings: swiftSettings, linkerSettings: [.linkedLibrary("m")]),
     .target(name: "LocationCore", dependencies: ["NMEA"], swiftSettings: swiftSettings),
     .target(name: "GPSDBackend", dependencies: ["CGPS", "LocationCore", "NMEA"], swiftSettings: swiftSettings),
     .target(name: "MapState", dependencies: ["NMEA"], swiftSettings: swiftSettings),
