@@ -34,6 +34,7 @@ let package = Package(
       dependencies: ["NMEA", "LocationCore", "LocationServer", "GPSDBackend"],
       swiftSettings: swiftSettings),
     .executableTarget(name: "nmea-bench", dependencies: ["NMEA"], swiftSettings: swiftSettings),
+    .executableTarget(name: "core-bench", dependencies: ["LocationCore", "NMEA"], swiftSettings: swiftSettings),
     .testTarget(name: "NMEATests", dependencies: ["NMEA", "LocationTestKit"], swiftSettings: swiftSettings),
     .testTarget(
       name: "LocationCoreTests", dependencies: ["LocationCore", "LocationTestKit", "NMEA"],
