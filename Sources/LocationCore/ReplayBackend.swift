@@ -356,8 +356,13 @@ public final class ReplayBackend: LocationBackend {
     }
   }
 
-  private func emit(_ event: BackendEvent) async {
-    await continuation.yieldWithBackPressure(event)
+  /// Events produced back to back at speed 0 are handed over in batches of this size, so the
+  /// consumer wakes once per batch instead of once per epoch.
+  static let batchSize = 256
+
+  private func flush(_ outbox: inout [BackendEvent]) async {
+    for event in outbox { await continuation.yieldWithBackPressure(event) }
+    outbox.removeAll(keepingCapacity: true)
   }
 
   private func waitForChange(since generation: UInt64) async {
@@ -406,7 +411,9 @@ public final class ReplayBackend: LocationBackend {
     var passWallBase: Int64?
     var passFirstPace: Int64 = 0
     var reportedEnd = false
-    await emit(.status(.connected, detail: "replaying \(source.name)"))
+    var outbox: [BackendEvent] = []
+    outbox.reserveCapacity(Self.batchSize)
+    outbox.append(.status(.connected, detail: "replaying \(source.name)"))
 
     outer: while !Task.isCancelled {
       // A seek restarts from the beginning (or skips forward on standard input).
@@ -419,7 +426,7 @@ public final class ReplayBackend: LocationBackend {
           let rewound = try reposition(to: target, cursor: &cursor, timeline: &timeline)
           if rewound { passFirstPace = 0 }
         } catch {
-          await emit(.error(error.description))
+          outbox.append(.error(error.description))
         }
       }
 
@@ -432,7 +439,7 @@ public final class ReplayBackend: LocationBackend {
             do throws(ReplayError) {
               cursor = try source.open()
             } catch {
-              await emit(.error(error.description))
+              outbox.append(.error(error.description))
               break outer
             }
             timeline.restart()
@@ -441,22 +448,23 @@ public final class ReplayBackend: LocationBackend {
             passFirstPace = timeline.pace
             reportedEnd = false
             control.withLock { $0.progress.pass = pass }
-            await emit(.status(.connected, detail: "replaying \(source.name), pass \(pass)"))
+            outbox.append(.status(.connected, detail: "replaying \(source.name), pass \(pass)"))
             continue outer
           }
           if !reportedEnd {
             reportedEnd = true
-            if loop { await emit(.error(ReplayError.notRewindable(source.name).description)) }
+            if loop { outbox.append(.error(ReplayError.notRewindable(source.name).description)) }
             control.withLock { $0.progress.isAtEnd = true }
-            await emit(.status(.endOfData, detail: "end of \(source.name)"))
+            outbox.append(.status(.endOfData, detail: "end of \(source.name)"))
           }
+          await flush(&outbox)
           await waitForChange(since: generation)
           continue outer
         }
         reportedEnd = false
         decoded = next
       } catch {
-        await emit(.error(error.description))
+        outbox.append(.error(error.description))
         break outer
       }
 
@@ -499,8 +507,10 @@ public final class ReplayBackend: LocationBackend {
         case .seek:
           continue outer
         case .waitForChange(let generation):
+          await flush(&outbox)
           await waitForChange(since: generation)
         case .sleep(let due, let generation):
+          await flush(&outbox)
           await sleep(until: due, generation: generation)
         }
       }
@@ -524,8 +534,10 @@ public final class ReplayBackend: LocationBackend {
         control.progress.logOffsetMilliseconds = pace - passFirstPace
         control.progress.isAtEnd = false
       }
-      await emit(.location(location))
+      outbox.append(.location(location))
+      if outbox.count >= Self.batchSize { await flush(&outbox) }
     }
+    await flush(&outbox)
   }
 
   private func seekAwareNext(_ cursor: inout any ReplayCursor, _ timeline: inout Timeline) throws(ReplayError)

@@ -8,6 +8,7 @@
 #if canImport(Glibc)
   import Glibc
 #endif
+import FoundationEssentials
 import LocationCore
 import NMEA
 
@@ -86,6 +87,9 @@ func run(backend: ReplayBackend, subscribers: Int) async throws -> Result {
           case .location(_, let skipped):
             delivered += 1
             missed += skipped
+            if index == 0 && (delivered + missed) / 50_000 != (delivered + missed - skipped - 1) / 50_000 {
+              print("[at \(delivered + missed): rss \(peakRSSMegabytes()) MB]")
+            }
           case .status(.endOfData, _): break loop
           default: continue
           }
@@ -140,15 +144,54 @@ if arguments.count > 2 {
   }
 }
 
+func seconds(_ duration: Duration) -> Double {
+  Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18
+}
+
+/// Decoding alone, and the replay backend's event stream alone (no manager), for comparison.
+func baselines(path: String) async throws {
+  let clock = ContinuousClock()
+  var start = clock.now
+  var count = 0
+  let cursor = try NMEAFileSource(path: path).open()
+  while try cursor.next() != nil { count += 1 }
+  var elapsed = seconds(clock.now - start)
+  print("[rss \(peakRSSMegabytes()) MB]")
+  print("decode only: \(count) fixes in \(elapsed.rounded(toPlaces: 3)) s = \(Int(Double(count) / elapsed)) fixes/s")
+
+  let backend = ReplayBackend(options: .init(path: path, speed: 0), clock: SystemClock())
+  start = clock.now
+  count = 0
+  var iterator = backend.events.makeAsyncIterator()
+  try await backend.start()
+  loop: while let event = await iterator.next() {
+    switch event {
+    case .location: count += 1
+    case .status(.endOfData, _): break loop
+    default: continue
+    }
+  }
+  elapsed = seconds(clock.now - start)
+  await backend.stop()
+  print("[rss \(peakRSSMegabytes()) MB]")
+  print("backend only: \(count) fixes in \(elapsed.rounded(toPlaces: 3)) s = \(Int(Double(count) / elapsed)) fixes/s")
+}
+
+let subscriberCounts = ProcessInfo.processInfo.environment["CORE_BENCH_SUBSCRIBERS"].map {
+  $0.split(separator: ",").compactMap { Int($0) }
+} ?? [1, 100]
+
 do {
-  for subscribers in [1, 100] {
+  try await baselines(path: path)
+  for subscribers in subscriberCounts {
     let backend = ReplayBackend(options: .init(path: path, speed: 0), clock: SystemClock())
     report("decode+deliver (file)", try await run(backend: backend, subscribers: subscribers), subscribers: subscribers)
   }
   var decoded: [DecodedFix] = []
   let cursor = try NMEAFileSource(path: path).open()
   while let fix = try cursor.next() { decoded.append(fix) }
-  for subscribers in [1, 100] {
+  print("peak RSS before loading the log into memory: \(String(peakRSSMegabytes().rounded(toPlaces: 1))) MB")
+  for subscribers in subscriberCounts {
     let backend = ReplayBackend(
       source: DecodedFixesSource(name: path, fixes: decoded), options: .init(path: path, speed: 0),
       clock: SystemClock(), uri: "replay:\(path)")
