@@ -162,6 +162,7 @@ public actor LocationManager {
   private var lifecycleWaiters: [CheckedContinuation<Void, Never>] = []
   private var consumer: Task<Void, Never>?
   private var isShutDown = false
+  private var pendingWakes: [EventMailbox] = []
 
   /// The newest fix with a position since tracking started; `nil` means no fix.
   public private(set) var currentLocation: Location?
@@ -226,7 +227,10 @@ public actor LocationManager {
     record.lastDelivered = nil
     trackingClients.append(record)
     try await applyDesiredState()
-    if record.isTracking, let currentLocation { deliver(currentLocation, to: record) }
+    if record.isTracking, let currentLocation {
+      deliver(currentLocation, to: record)
+      flushWakes()
+    }
   }
 
   /// Stops delivering to `client`; stops the backend when no client tracks any more.
@@ -333,13 +337,27 @@ public actor LocationManager {
 
   private func ensureConsumer() {
     guard consumer == nil, !isShutDown else { return }
-    consumer = Task { await self.consume() }
+    if let batching = backend as? any BatchingLocationBackend {
+      let batches = batching.makeEventBatches()
+      consumer = Task { await self.consume(batches) }
+    } else {
+      consumer = Task { await self.consume(backend.events) }
+    }
   }
 
-  private func consume() async {
-    for await event in backend.events {
+  private func consume(_ events: AsyncStream<BackendEvent>) async {
+    for await event in events {
       if Task.isCancelled { return }
       handle(event)
+      flushWakes()
+    }
+  }
+
+  private func consume(_ batches: AsyncStream<[BackendEvent]>) async {
+    for await batch in batches {
+      if Task.isCancelled { return }
+      for event in batch { handle(event) }
+      flushWakes()
     }
   }
 
@@ -385,7 +403,7 @@ public actor LocationManager {
     switch event {
     case .location(let location):
       statistics.locationsReceived += 1
-      for mailbox in observers.values { mailbox.push(.location(location, missed: 0)) }
+      for mailbox in observers.values { post(.location(location, missed: 0), to: mailbox) }
       guard backendActive, location.hasPosition else { return }
       statistics.fixesWithPosition += 1
       currentLocation = location
@@ -394,13 +412,24 @@ public actor LocationManager {
     case .status(let status, let detail):
       backendStatus = status
       backendStatusDetail = detail
-      for mailbox in observers.values { mailbox.push(event.managerEvent) }
+      for mailbox in observers.values { post(event.managerEvent, to: mailbox) }
       for record in clients.values where record.authorization == .authorized {
-        for mailbox in record.subscriptions.values { mailbox.push(.status(status, detail: detail)) }
+        for mailbox in record.subscriptions.values { post(.status(status, detail: detail), to: mailbox) }
       }
     case .error(let message):
-      for mailbox in observers.values { mailbox.push(.error(message)) }
+      for mailbox in observers.values { post(.error(message), to: mailbox) }
     }
+  }
+
+  /// Queues `event` in `mailbox`; a waiting reader is woken by ``flushWakes()`` (after the
+  /// current event or batch), so a burst of fixes costs one wake-up per reader, not one per fix.
+  private func post(_ event: ManagerEvent, to mailbox: EventMailbox) {
+    if mailbox.push(event) { pendingWakes.append(mailbox) }
+  }
+
+  private func flushWakes() {
+    for mailbox in pendingWakes { mailbox.wake() }
+    pendingWakes.removeAll(keepingCapacity: true)
   }
 
   private func deliver(_ location: Location, to record: ClientRecord) {
@@ -409,7 +438,7 @@ public actor LocationManager {
     else { return }
     record.lastDelivered = location
     statistics.deliveries += 1
-    for mailbox in record.subscriptions.values { mailbox.push(.location(location, missed: 0)) }
+    for mailbox in record.subscriptions.values { post(.location(location, missed: 0), to: mailbox) }
   }
 }
 

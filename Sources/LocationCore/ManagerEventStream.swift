@@ -19,6 +19,7 @@ final class EventMailbox: Sendable {
     var queue: [ManagerEvent] = []
     var head = 0
     var waiter: CheckedContinuation<ManagerEvent?, Never>?
+    var wakeScheduled = false
     var finished = false
   }
 
@@ -33,36 +34,48 @@ final class EventMailbox: Sendable {
     self.coalesces = coalesces
   }
 
-  /// Delivers `event`; returns false when the mailbox is finished.
-  @discardableResult
+  /// Queues `event` (coalescing it with a queued location) without waking the reader; returns
+  /// whether a reader is waiting, in which case the caller must call ``wake()`` afterwards (once
+  /// for any number of pushes).
   func push(_ event: ManagerEvent) -> Bool {
-    let waiter: CheckedContinuation<ManagerEvent?, Never>? = state.withLock { state in
-      if state.finished { return nil }
-      if let waiter = state.waiter {
-        state.waiter = nil
-        return waiter
-      }
+    state.withLock { state in
+      if state.finished { return false }
       if coalesces, case .location(let location, let missed) = event, state.queue.count > state.head,
         case .location(_, let previouslyMissed) = state.queue[state.queue.count - 1]
       {
         state.queue[state.queue.count - 1] = .location(location, missed: previouslyMissed + missed + 1)
-        return nil
+      } else {
+        if coalesces, state.queue.count - state.head >= Self.statusCapacity {
+          state.head += 1
+        }
+        if state.head > 32 && state.head * 2 > state.queue.count {
+          state.queue.removeFirst(state.head)
+          state.head = 0
+        }
+        state.queue.append(event)
       }
-      if coalesces, state.queue.count - state.head >= Self.statusCapacity {
-        state.head += 1
+      if state.waiter != nil && !state.wakeScheduled {
+        state.wakeScheduled = true
+        return true
       }
-      if state.head > 32 && state.head * 2 > state.queue.count {
-        state.queue.removeFirst(state.head)
-        state.head = 0
-      }
-      state.queue.append(event)
-      return nil
+      return false
     }
-    if let waiter {
-      waiter.resume(returning: event)
-      return true
+  }
+
+  /// Hands the oldest queued event to a waiting reader, if there is one.
+  func wake() {
+    let resumption: (CheckedContinuation<ManagerEvent?, Never>, ManagerEvent)? = state.withLock { state in
+      state.wakeScheduled = false
+      guard let waiter = state.waiter, let event = take(&state) else { return nil }
+      state.waiter = nil
+      return (waiter, event)
     }
-    return !state.withLock { $0.finished }
+    if let (waiter, event) = resumption { waiter.resume(returning: event) }
+  }
+
+  /// Queues `event` and wakes a waiting reader at once.
+  func send(_ event: ManagerEvent) {
+    if push(event) { wake() }
   }
 
   /// Ends the mailbox: queued events are still read, then `nil`.

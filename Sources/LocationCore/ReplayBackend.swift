@@ -48,7 +48,7 @@ public struct ReplayProgress: Sendable, Hashable {
 /// the consumer takes them. Pause, resume, seek, single-step, speed and loop can be changed at any
 /// time. Every fix is marked ``Provenance/isSimulated`` with its log line in ``Provenance/line``.
 /// The log is read in 64 KiB chunks; memory stays bounded.
-public final class ReplayBackend: LocationBackend {
+public final class ReplayBackend: BatchingLocationBackend {
   /// Settings from a `replay:` URI.
   public struct Options: Sendable, Hashable {
     /// The log file, or `-` for standard input.
@@ -131,6 +131,7 @@ public final class ReplayBackend: LocationBackend {
   private let timestamps: ReplayTimestamps
   private let control: Mutex<Control>
   private let startPaused: Bool
+  private let batches = Mutex<AsyncStream<[BackendEvent]>.Continuation?>(nil)
 
   /// Creates a replay of `options.path` on `clock`.
   public convenience init(options: Options, clock: any LocationClock = SystemClock(), uri: String? = nil) {
@@ -158,6 +159,21 @@ public final class ReplayBackend: LocationBackend {
 
   deinit {
     continuation.finish()
+    batches.withLock { $0?.finish() }
+  }
+
+  /// Switches to batch delivery (see ``BatchingLocationBackend``); a second call returns a
+  /// stream that has already finished.
+  public func makeEventBatches() -> AsyncStream<[BackendEvent]> {
+    let (stream, continuation) = AsyncStream.makeStream(
+      of: [BackendEvent].self, bufferingPolicy: .bufferingOldest(8))
+    let installed: Bool = batches.withLock { current in
+      guard current == nil else { return false }
+      current = continuation
+      return true
+    }
+    if !installed { continuation.finish() }
+    return stream
   }
 
   // MARK: Controls
@@ -311,7 +327,11 @@ public final class ReplayBackend: LocationBackend {
     task.cancel()
     changeControl { _ in }
     await task.value
-    continuation.yield(.status(.stopped, detail: nil))
+    if let batchContinuation = batches.withLock({ $0 }) {
+      batchContinuation.yield([.status(.stopped, detail: nil)])
+    } else {
+      continuation.yield(.status(.stopped, detail: nil))
+    }
   }
 
   // MARK: Run loop
@@ -361,7 +381,12 @@ public final class ReplayBackend: LocationBackend {
   static let batchSize = 256
 
   private func flush(_ outbox: inout [BackendEvent]) async {
-    for event in outbox { await continuation.yieldWithBackPressure(event) }
+    guard !outbox.isEmpty else { return }
+    if let batchContinuation = batches.withLock({ $0 }) {
+      await batchContinuation.yieldWithBackPressure(outbox)
+    } else {
+      for event in outbox { await continuation.yieldWithBackPressure(event) }
+    }
     outbox.removeAll(keepingCapacity: true)
   }
 

@@ -87,9 +87,6 @@ func run(backend: ReplayBackend, subscribers: Int) async throws -> Result {
           case .location(_, let skipped):
             delivered += 1
             missed += skipped
-            if index == 0 && (delivered + missed) / 50_000 != (delivered + missed - skipped - 1) / 50_000 {
-              print("[at \(delivered + missed): rss \(peakRSSMegabytes()) MB]")
-            }
           case .status(.endOfData, _): break loop
           default: continue
           }
@@ -156,25 +153,25 @@ func baselines(path: String) async throws {
   let cursor = try NMEAFileSource(path: path).open()
   while try cursor.next() != nil { count += 1 }
   var elapsed = seconds(clock.now - start)
-  print("[rss \(peakRSSMegabytes()) MB]")
   print("decode only: \(count) fixes in \(elapsed.rounded(toPlaces: 3)) s = \(Int(Double(count) / elapsed)) fixes/s")
 
   let backend = ReplayBackend(options: .init(path: path, speed: 0), clock: SystemClock())
   start = clock.now
   count = 0
-  var iterator = backend.events.makeAsyncIterator()
+  let batches = backend.makeEventBatches()
   try await backend.start()
-  loop: while let event = await iterator.next() {
-    switch event {
-    case .location: count += 1
-    case .status(.endOfData, _): break loop
-    default: continue
+  loop: for await batch in batches {
+    for event in batch {
+      switch event {
+      case .location: count += 1
+      case .status(.endOfData, _): break loop
+      default: continue
+      }
     }
   }
   elapsed = seconds(clock.now - start)
   await backend.stop()
-  print("[rss \(peakRSSMegabytes()) MB]")
-  print("backend only: \(count) fixes in \(elapsed.rounded(toPlaces: 3)) s = \(Int(Double(count) / elapsed)) fixes/s")
+  print("backend only (batches, no manager): \(count) fixes in \(elapsed.rounded(toPlaces: 3)) s = \(Int(Double(count) / elapsed)) fixes/s")
 }
 
 let subscriberCounts = ProcessInfo.processInfo.environment["CORE_BENCH_SUBSCRIBERS"].map {
