@@ -89,6 +89,18 @@ public struct LocationFilter: Sendable, Hashable, Codable {
     return true
   }
 
+  /// Whether the filter lets every fix through.
+  var acceptsEverything: Bool {
+    desiredAccuracy == nil && (minimumInterval ?? 0) <= 0 && (distanceFilter ?? 0) <= 0
+  }
+
+  /// ``accepts(_:after:)`` on shared locations, without copying them.
+  func accepts(_ location: SharedLocation, after last: SharedLocation?) -> Bool {
+    if acceptsEverything { return true }
+    guard let last else { return accepts(location.value, after: nil) }
+    return accepts(location.value, after: last.value)
+  }
+
   static func elapsedMilliseconds(from a: Fix, to b: Fix) -> Int64? {
     if let start = a.time, let end = b.time { return end - start }
     if let start = a.timeOfDay, let end = b.timeOfDay {
@@ -147,7 +159,7 @@ public actor LocationManager {
     var authorization = AuthorizationStatus.notDetermined
     var isTracking = false
     var filter = LocationFilter()
-    var lastDelivered: Location?
+    var lastDelivered: SharedLocation?
     var subscriptions: [UInt64: EventMailbox] = [:]
   }
 
@@ -164,11 +176,14 @@ public actor LocationManager {
   private var isShutDown = false
   private var pendingWakes: [EventMailbox] = []
 
+  private var current: SharedLocation?
+  private var initial: SharedLocation?
+
   /// The newest fix with a position since tracking started; `nil` means no fix.
-  public private(set) var currentLocation: Location?
+  public var currentLocation: Location? { current?.value }
   /// The first fix with a position since tracking started, kept until tracking stops; `nil`
   /// means no fix yet.
-  public private(set) var initialLocation: Location?
+  public var initialLocation: Location? { initial?.value }
   /// The backend's last reported status.
   public private(set) var backendStatus = BackendStatus.stopped
   /// The detail that came with ``backendStatus``.
@@ -227,8 +242,8 @@ public actor LocationManager {
     record.lastDelivered = nil
     trackingClients.append(record)
     try await applyDesiredState()
-    if record.isTracking, let currentLocation {
-      deliver(currentLocation, to: record)
+    if record.isTracking, let current {
+      deliver(current, to: record)
       flushWakes()
     }
   }
@@ -375,8 +390,8 @@ public actor LocationManager {
     let wanted = !trackingClients.isEmpty
     if wanted && !backendActive {
       ensureConsumer()
-      currentLocation = nil
-      initialLocation = nil
+      current = nil
+      initial = nil
       backendActive = true
       do {
         try await backend.start()
@@ -391,11 +406,11 @@ public actor LocationManager {
       }
     } else if !wanted && backendActive {
       backendActive = false
-      currentLocation = nil
-      initialLocation = nil
+      current = nil
+      initial = nil
       await backend.stop()
-      currentLocation = nil
-      initialLocation = nil
+      current = nil
+      initial = nil
     }
   }
 
@@ -403,27 +418,28 @@ public actor LocationManager {
     switch event {
     case .location(let location):
       statistics.locationsReceived += 1
-      for mailbox in observers.values { post(.location(location, missed: 0), to: mailbox) }
+      let shared = SharedLocation(location)
+      for mailbox in observers.values { post(.location(shared, missed: 0), to: mailbox) }
       guard backendActive, location.hasPosition else { return }
       statistics.fixesWithPosition += 1
-      currentLocation = location
-      if initialLocation == nil { initialLocation = location }
-      for record in trackingClients { deliver(location, to: record) }
+      current = shared
+      if initial == nil { initial = shared }
+      for record in trackingClients { deliver(shared, to: record) }
     case .status(let status, let detail):
       backendStatus = status
       backendStatusDetail = detail
-      for mailbox in observers.values { post(event.managerEvent, to: mailbox) }
+      for mailbox in observers.values { post(.other(event.managerEvent), to: mailbox) }
       for record in clients.values where record.authorization == .authorized {
-        for mailbox in record.subscriptions.values { post(.status(status, detail: detail), to: mailbox) }
+        for mailbox in record.subscriptions.values { post(.other(.status(status, detail: detail)), to: mailbox) }
       }
     case .error(let message):
-      for mailbox in observers.values { post(.error(message), to: mailbox) }
+      for mailbox in observers.values { post(.other(.error(message)), to: mailbox) }
     }
   }
 
   /// Queues `event` in `mailbox`; a waiting reader is woken by ``flushWakes()`` (after the
   /// current event or batch), so a burst of fixes costs one wake-up per reader, not one per fix.
-  private func post(_ event: ManagerEvent, to mailbox: EventMailbox) {
+  private func post(_ event: MailboxEntry, to mailbox: EventMailbox) {
     if mailbox.push(event) { pendingWakes.append(mailbox) }
   }
 
@@ -432,7 +448,7 @@ public actor LocationManager {
     pendingWakes.removeAll(keepingCapacity: true)
   }
 
-  private func deliver(_ location: Location, to record: ClientRecord) {
+  private func deliver(_ location: SharedLocation, to record: ClientRecord) {
     guard record.authorization == .authorized, record.isTracking,
       record.filter.accepts(location, after: record.lastDelivered)
     else { return }

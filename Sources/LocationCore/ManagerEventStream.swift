@@ -11,12 +11,32 @@ public enum ManagerEvent: Sendable, Hashable {
   case error(String)
 }
 
+/// A location shared by reference between the mailboxes it is queued in: one allocation per fix
+/// instead of one copy per subscriber; the reader copies it out only when it takes it.
+final class SharedLocation: Sendable {
+  let value: Location
+  init(_ value: Location) { self.value = value }
+}
+
+/// What a mailbox queues: locations by reference, anything else as is.
+enum MailboxEntry: Sendable {
+  case location(SharedLocation, missed: Int)
+  case other(ManagerEvent)
+
+  var event: ManagerEvent {
+    switch self {
+    case .location(let shared, let missed): return .location(shared.value, missed: missed)
+    case .other(let event): return event
+    }
+  }
+}
+
 /// A one-consumer mailbox that never blocks its producer: consecutive locations are coalesced to
 /// the newest one (with a count of those skipped); status changes and errors are kept in order,
 /// up to ``statusCapacity`` of them.
 final class EventMailbox: Sendable {
   private struct State {
-    var queue: [ManagerEvent] = []
+    var queue: [MailboxEntry] = []
     var head = 0
     var waiter: CheckedContinuation<ManagerEvent?, Never>?
     var wakeScheduled = false
@@ -37,7 +57,7 @@ final class EventMailbox: Sendable {
   /// Queues `event` (coalescing it with a queued location) without waking the reader; returns
   /// whether a reader is waiting, in which case the caller must call ``wake()`` afterwards (once
   /// for any number of pushes).
-  func push(_ event: ManagerEvent) -> Bool {
+  func push(_ event: MailboxEntry) -> Bool {
     state.withLock { state in
       if state.finished { return false }
       if coalesces, case .location(let location, let missed) = event, state.queue.count > state.head,
@@ -64,18 +84,18 @@ final class EventMailbox: Sendable {
 
   /// Hands the oldest queued event to a waiting reader, if there is one.
   func wake() {
-    let resumption: (CheckedContinuation<ManagerEvent?, Never>, ManagerEvent)? = state.withLock { state in
+    let resumption: (CheckedContinuation<ManagerEvent?, Never>, MailboxEntry)? = state.withLock { state in
       state.wakeScheduled = false
-      guard let waiter = state.waiter, let event = take(&state) else { return nil }
+      guard let waiter = state.waiter, let entry = take(&state) else { return nil }
       state.waiter = nil
-      return (waiter, event)
+      return (waiter, entry)
     }
-    if let (waiter, event) = resumption { waiter.resume(returning: event) }
+    if let (waiter, entry) = resumption { waiter.resume(returning: entry.event) }
   }
 
   /// Queues `event` and wakes a waiting reader at once.
   func send(_ event: ManagerEvent) {
-    if push(event) { wake() }
+    if push(.other(event)) { wake() }
   }
 
   /// Ends the mailbox: queued events are still read, then `nil`.
@@ -91,7 +111,7 @@ final class EventMailbox: Sendable {
 
   var isFinished: Bool { state.withLock { $0.finished } }
 
-  private func take(_ state: inout State) -> ManagerEvent? {
+  private func take(_ state: inout State) -> MailboxEntry? {
     guard state.head < state.queue.count else { return nil }
     let event = state.queue[state.head]
     state.head += 1
@@ -105,7 +125,7 @@ final class EventMailbox: Sendable {
   /// The next event, waiting for one; `nil` once finished and drained, or when cancelled.
   func next() async -> ManagerEvent? {
     enum Immediate {
-      case event(ManagerEvent)
+      case event(MailboxEntry)
       case end
       case wait
     }
@@ -114,7 +134,7 @@ final class EventMailbox: Sendable {
       return state.finished ? .end : .wait
     }
     switch first {
-    case .event(let event): return event
+    case .event(let entry): return entry.event
     case .end: return nil
     case .wait: break
     }
@@ -127,7 +147,7 @@ final class EventMailbox: Sendable {
           return .wait
         }
         switch immediate {
-        case .event(let event): continuation.resume(returning: event)
+        case .event(let entry): continuation.resume(returning: entry.event)
         case .end: continuation.resume(returning: nil)
         case .wait: break
         }
