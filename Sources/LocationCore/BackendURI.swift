@@ -34,7 +34,9 @@ struct BackendURIParts {
   var parameters: [(key: String, value: String)]
 
   /// Parses `uri`, which must start with `scheme` followed by end, `:` or `?`.
-  static func parse(_ uri: String, scheme: String, allowed: [String]) throws(BackendURIError) -> BackendURIParts {
+  static func parse(_ uri: String, scheme: String, allowed: [String]) throws(BackendURIError)
+    -> BackendURIParts
+  {
     guard uri.hasPrefix(scheme) else { throw .wrongScheme(expected: scheme, uri: uri) }
     var rest = Substring(uri.dropFirst(scheme.count))
     var path: String?
@@ -72,7 +74,8 @@ struct BackendURIParts {
     }
   }
 
-  static func double(_ value: String, key: String, range: ClosedRange<Double>, expected: String) throws(BackendURIError)
+  static func double(_ value: String, key: String, range: ClosedRange<Double>, expected: String)
+    throws(BackendURIError)
     -> Double
   {
     guard let number = Double(value), number.isFinite, range.contains(number) else {

@@ -1,9 +1,10 @@
+import Synchronization
+
 #if canImport(Glibc)
   import Glibc
 #elseif canImport(Darwin)
   import Darwin
 #endif
-import Synchronization
 
 /// The time source a backend paces itself on: a monotonic timeline for sleeping and a UTC wall
 /// clock for timestamps.
@@ -115,8 +116,10 @@ public final class VirtualClock: LocationClock {
     }
     guard let id else { return }
     try await withTaskCancellationHandler {
-      try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-        let (resumeNow, waiters): (Bool, [CheckedContinuation<Duration, Never>]) = state.withLock { state in
+      try await withCheckedThrowingContinuation {
+        (continuation: CheckedContinuation<Void, any Error>) in
+        let (resumeNow, waiters): (Bool, [CheckedContinuation<Duration, Never>]) = state.withLock {
+          state in
           if deadline <= state.now || Task.isCancelled { return (true, []) }
           state.sleepers.append(Sleeper(id: id, deadline: deadline, continuation: continuation))
           let waiters = state.deadlineWaiters
@@ -162,7 +165,8 @@ public final class VirtualClock: LocationClock {
   /// Waits until at least one task sleeps on this clock, and returns the earliest deadline.
   public func nextDeadline() async -> Duration {
     if let earliest = state.withLock({ $0.sleepers.map(\.deadline).min() }) { return earliest }
-    let deadline = await withCheckedContinuation { (continuation: CheckedContinuation<Duration, Never>) in
+    let deadline = await withCheckedContinuation {
+      (continuation: CheckedContinuation<Duration, Never>) in
       let earliest: Duration? = state.withLock { state in
         if let earliest = state.sleepers.map(\.deadline).min() { return earliest }
         state.deadlineWaiters.append(continuation)
@@ -185,6 +189,7 @@ public final class VirtualClock: LocationClock {
   static func milliseconds(_ duration: Duration) -> Int64 {
     let (seconds, attoseconds) = duration.components
     let ms = attoseconds / 1_000_000_000_000_000
-    return seconds * 1000 + (attoseconds < 0 && attoseconds % 1_000_000_000_000_000 != 0 ? ms - 1 : ms)
+    return seconds * 1000
+      + (attoseconds < 0 && attoseconds % 1_000_000_000_000_000 != 0 ? ms - 1 : ms)
   }
 }

@@ -1,10 +1,11 @@
+import NMEA
+
 #if canImport(FoundationXML)
   import Foundation
   import FoundationXML
 #else
   import Foundation
 #endif
-import NMEA
 
 /// Why a GPX file could not become a route.
 public enum GPXError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -21,9 +22,11 @@ public enum GPXError: Error, Hashable, Sendable, CustomStringConvertible {
   public var description: String {
     switch self {
     case .unreadable(let path, let message): return "cannot read GPX file \(path): \(message)"
-    case .malformed(let line, let message): return "GPX is not well-formed XML (line \(line)): \(message)"
+    case .malformed(let line, let message):
+      return "GPX is not well-formed XML (line \(line)): \(message)"
     case .invalidCoordinate(let line, let lat, let lon):
-      return "GPX point on line \(line) has an invalid coordinate (lat=\(lat ?? "missing"), lon=\(lon ?? "missing"))"
+      return
+        "GPX point on line \(line) has an invalid coordinate (lat=\(lat ?? "missing"), lon=\(lon ?? "missing"))"
     case .noPoints: return "GPX file has no rtept, trkpt or wpt points"
     }
   }
@@ -69,7 +72,8 @@ public enum GPXReader {
     let ok = parser.parse()
     if let error = collector.error { throw error }
     guard ok else {
-      throw .malformed(line: parser.lineNumber, message: parser.parserError.map { "\($0)" } ?? "parse failed")
+      throw .malformed(
+        line: parser.lineNumber, message: parser.parserError.map { "\($0)" } ?? "parse failed")
     }
     if !collector.route.isEmpty { return collector.route }
     if !collector.track.isEmpty { return collector.track }
@@ -90,7 +94,8 @@ private final class GPXCollector: NSObject, XMLParserDelegate {
   private var depth = 0
 
   func parser(
-    _ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?, qualifiedName qName: String?,
+    _ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
+    qualifiedName qName: String?,
     attributes attributeDict: [String: String] = [:]
   ) {
     depth += 1
@@ -106,7 +111,9 @@ private final class GPXCollector: NSObject, XMLParserDelegate {
         let longitude = Double(lonText.trimmingCharacters(in: .whitespaces)),
         Coordinate(latitude: latitude, longitude: longitude).isValid
       else {
-        if error == nil { error = .invalidCoordinate(line: parser.lineNumber, latitude: lat, longitude: lon) }
+        if error == nil {
+          error = .invalidCoordinate(line: parser.lineNumber, latitude: lat, longitude: lon)
+        }
         parser.abortParsing()
         return
       }
@@ -126,13 +133,15 @@ private final class GPXCollector: NSObject, XMLParserDelegate {
   }
 
   func parser(
-    _ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName qName: String?
+    _ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?,
+    qualifiedName qName: String?
   ) {
     depth -= 1
     let name = localName(elementName)
     switch name {
     case "ele":
-      if inElevation, let value = Double(elevationText.trimmingCharacters(in: .whitespacesAndNewlines)),
+      if inElevation,
+        let value = Double(elevationText.trimmingCharacters(in: .whitespacesAndNewlines)),
         value.isFinite
       {
         current?.point.elevation = value
@@ -156,7 +165,9 @@ private final class GPXCollector: NSObject, XMLParserDelegate {
   }
 
   func parserDidEndDocument(_ parser: XMLParser) {
-    if depth != 0, error == nil { error = .malformed(line: parser.lineNumber, message: "document ends inside an element") }
+    if depth != 0, error == nil {
+      error = .malformed(line: parser.lineNumber, message: "document ends inside an element")
+    }
   }
 
   private func localName(_ name: String) -> String {

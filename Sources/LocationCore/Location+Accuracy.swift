@@ -1,10 +1,11 @@
+import FoundationEssentials
+import NMEA
+
 #if canImport(Glibc)
   import Glibc
 #elseif canImport(Darwin)
   import Darwin
 #endif
-import FoundationEssentials
-import NMEA
 
 /// The confidence level an accuracy figure is stated at.
 public enum ConfidenceLevel: String, Sendable, Hashable, Codable {
@@ -35,7 +36,8 @@ public struct AccuracyEstimate: Sendable, Hashable, Codable {
   public var radius95: Double
 
   /// Creates an estimate; `radius95` must already be converted to 95%.
-  public init(value: Double, confidence: ConfidenceLevel, source: AccuracySource, radius95: Double) {
+  public init(value: Double, confidence: ConfidenceLevel, source: AccuracySource, radius95: Double)
+  {
     self.value = value
     self.confidence = confidence
     self.source = source
@@ -52,7 +54,9 @@ public struct AccuracyEstimate: Sendable, Hashable, Codable {
 extension Location {
   /// Position in WGS84 degrees; `nil` when the fix has no position ("no fix").
   public var coordinate: Coordinate? {
-    guard fix.mode.hasPosition, let coordinate = fix.coordinate, coordinate.isValid else { return nil }
+    guard fix.mode.hasPosition, let coordinate = fix.coordinate, coordinate.isValid else {
+      return nil
+    }
     return coordinate
   }
 
@@ -82,7 +86,8 @@ extension Location {
         radius95: sigma * AccuracyEstimate.horizontal95PerSigma)
     }
     if let eph = fix.eph, eph.isFinite, eph >= 0 {
-      return AccuracyEstimate(value: eph, confidence: .percent95, source: .dilutionOfPrecision, radius95: eph)
+      return AccuracyEstimate(
+        value: eph, confidence: .percent95, source: .dilutionOfPrecision, radius95: eph)
     }
     return nil
   }
@@ -98,7 +103,8 @@ extension Location {
         radius95: sigma * AccuracyEstimate.vertical95PerSigma)
     }
     if let epv = fix.epv, epv.isFinite, epv >= 0 {
-      return AccuracyEstimate(value: epv, confidence: .percent95, source: .dilutionOfPrecision, radius95: epv)
+      return AccuracyEstimate(
+        value: epv, confidence: .percent95, source: .dilutionOfPrecision, radius95: epv)
     }
     return nil
   }
@@ -117,14 +123,18 @@ extension Location {
   /// when the producer states it: the simulated backend, whose speed is exact (noise is added to
   /// the position only), reports zero at one sigma. `nil` otherwise.
   public var speedAccuracy: AccuracyEstimate? {
-    guard hasPosition, speed != nil, provenance.isSimulated, provenance.line == nil else { return nil }
+    guard hasPosition, speed != nil, provenance.isSimulated, provenance.line == nil else {
+      return nil
+    }
     return AccuracyEstimate(value: 0, confidence: .oneSigma, source: .gst, radius95: 0)
   }
 
   /// Accuracy of ``course``, degrees. As for ``speedAccuracy``: known (zero) only for the
   /// simulated backend, `nil` for fixes decoded from NMEA.
   public var courseAccuracy: AccuracyEstimate? {
-    guard hasPosition, course != nil, provenance.isSimulated, provenance.line == nil else { return nil }
+    guard hasPosition, course != nil, provenance.isSimulated, provenance.line == nil else {
+      return nil
+    }
     return AccuracyEstimate(value: 0, confidence: .oneSigma, source: .gst, radius95: 0)
   }
 

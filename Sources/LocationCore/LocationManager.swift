@@ -28,7 +28,9 @@ public struct ClientCredentials: Sendable, Hashable, Codable {
   public var name: String?
 
   /// Creates credentials.
-  public init(pid: Int32? = nil, uid: UInt32, gid: UInt32, groups: [UInt32] = [], name: String? = nil) {
+  public init(
+    pid: Int32? = nil, uid: UInt32, gid: UInt32, groups: [UInt32] = [], name: String? = nil
+  ) {
     self.pid = pid
     self.uid = uid
     self.gid = gid
@@ -65,7 +67,9 @@ public struct LocationFilter: Sendable, Hashable, Codable {
   public var desiredAccuracy: Double?
 
   /// Creates a filter; the default delivers every fix.
-  public init(distanceFilter: Double? = nil, minimumInterval: Double? = nil, desiredAccuracy: Double? = nil) {
+  public init(
+    distanceFilter: Double? = nil, minimumInterval: Double? = nil, desiredAccuracy: Double? = nil
+  ) {
     self.distanceFilter = distanceFilter
     self.minimumInterval = minimumInterval
     self.desiredAccuracy = desiredAccuracy
@@ -83,7 +87,9 @@ public struct LocationFilter: Sendable, Hashable, Codable {
     {
       return false
     }
-    if let minimum = distanceFilter, minimum > 0, let distance = location.distance(from: last), distance < minimum {
+    if let minimum = distanceFilter, minimum > 0, let distance = location.distance(from: last),
+      distance < minimum
+    {
       return false
     }
     return true
@@ -124,7 +130,8 @@ public enum LocationManagerError: Error, Hashable, Sendable, CustomStringConvert
   /// A one-line message for logs and error replies.
   public var description: String {
     switch self {
-    case .notAuthorized(let client, let status): return "\(client) is not authorized (\(status.rawValue))"
+    case .notAuthorized(let client, let status):
+      return "\(client) is not authorized (\(status.rawValue))"
     case .backendFailed(let message): return "backend failed to start: \(message)"
     case .shutDown: return "location manager has shut down"
     }
@@ -210,7 +217,9 @@ public actor LocationManager {
 
   /// Asks the policy for `client`'s authorization, once: a decided status (authorized or denied)
   /// is kept for the client's lifetime; `notDetermined` may be asked again.
-  public func requestAuthorization(client: ClientID, credentials: ClientCredentials) -> AuthorizationStatus {
+  public func requestAuthorization(client: ClientID, credentials: ClientCredentials)
+    -> AuthorizationStatus
+  {
     let record = self.record(for: client)
     if record.authorization == .notDetermined {
       record.authorization = policy(credentials)
@@ -231,7 +240,9 @@ public actor LocationManager {
   ///
   /// - Throws: ``LocationManagerError/notAuthorized(_:_:)`` unless the client is authorized;
   ///   ``LocationManagerError/backendFailed(_:)`` when the backend cannot start.
-  public func startUpdating(client: ClientID, filter: LocationFilter = LocationFilter()) async throws(LocationManagerError) {
+  public func startUpdating(client: ClientID, filter: LocationFilter = LocationFilter())
+    async throws(LocationManagerError)
+  {
     if isShutDown { throw .shutDown }
     guard let record = clients[client], record.authorization == .authorized else {
       throw .notAuthorized(client, clients[client]?.authorization ?? .notDetermined)
@@ -430,7 +441,9 @@ public actor LocationManager {
       backendStatusDetail = detail
       for mailbox in observers.values { post(.other(event.managerEvent), to: mailbox) }
       for record in clients.values where record.authorization == .authorized {
-        for mailbox in record.subscriptions.values { post(.other(.status(status, detail: detail)), to: mailbox) }
+        for mailbox in record.subscriptions.values {
+          post(.other(.status(status, detail: detail)), to: mailbox)
+        }
       }
     case .error(let message):
       for mailbox in observers.values { post(.other(.error(message)), to: mailbox) }

@@ -60,10 +60,12 @@ final class EventMailbox: Sendable {
   func push(_ event: MailboxEntry) -> Bool {
     state.withLock { state in
       if state.finished { return false }
-      if coalesces, case .location(let location, let missed) = event, state.queue.count > state.head,
+      if coalesces, case .location(let location, let missed) = event,
+        state.queue.count > state.head,
         case .location(_, let previouslyMissed) = state.queue[state.queue.count - 1]
       {
-        state.queue[state.queue.count - 1] = .location(location, missed: previouslyMissed + missed + 1)
+        state.queue[state.queue.count - 1] = .location(
+          location, missed: previouslyMissed + missed + 1)
       } else {
         if coalesces, state.queue.count - state.head >= Self.statusCapacity {
           state.head += 1
@@ -84,7 +86,8 @@ final class EventMailbox: Sendable {
 
   /// Hands the oldest queued event to a waiting reader, if there is one.
   func wake() {
-    let resumption: (CheckedContinuation<ManagerEvent?, Never>, MailboxEntry)? = state.withLock { state in
+    let resumption: (CheckedContinuation<ManagerEvent?, Never>, MailboxEntry)? = state.withLock {
+      state in
       state.wakeScheduled = false
       guard let waiter = state.waiter, let entry = take(&state) else { return nil }
       state.waiter = nil

@@ -88,7 +88,8 @@ public final class ReplayBackend: BatchingLocationBackend {
         switch key {
         case "speed":
           options.speed = try BackendURIParts.double(
-            value, key: key, range: 0...1_000_000, expected: "a number >= 0 (0 = as fast as possible)")
+            value, key: key, range: 0...1_000_000,
+            expected: "a number >= 0 (0 = as fast as possible)")
         case "loop":
           options.loop = try BackendURIParts.bool(value, key: key)
         case "paused":
@@ -134,7 +135,9 @@ public final class ReplayBackend: BatchingLocationBackend {
   private let batches = Mutex<AsyncStream<[BackendEvent]>.Continuation?>(nil)
 
   /// Creates a replay of `options.path` on `clock`.
-  public convenience init(options: Options, clock: any LocationClock = SystemClock(), uri: String? = nil) {
+  public convenience init(
+    options: Options, clock: any LocationClock = SystemClock(), uri: String? = nil
+  ) {
     self.init(
       source: NMEAFileSource(path: options.path), options: options, clock: clock,
       uri: uri ?? "replay:\(options.path)")
@@ -154,7 +157,8 @@ public final class ReplayBackend: BatchingLocationBackend {
         progress: ReplayProgress(
           pass: 1, fixesEmitted: 0, isPaused: options.startPaused, isAtEnd: false, speed: speed,
           loops: options.loop)))
-    (events, continuation) = AsyncStream.makeStream(of: BackendEvent.self, bufferingPolicy: .bufferingOldest(1024))
+    (events, continuation) = AsyncStream.makeStream(
+      of: BackendEvent.self, bufferingPolicy: .bufferingOldest(1024))
   }
 
   deinit {
@@ -188,7 +192,9 @@ public final class ReplayBackend: BatchingLocationBackend {
   ///
   /// - Throws: ``ReplayError/invalidControl(_:)`` unless `speed` is finite and `>= 0`.
   public func setSpeed(_ speed: Double) throws(ReplayError) {
-    guard speed.isFinite, speed >= 0 else { throw .invalidControl("speed must be a finite number >= 0, got \(speed)") }
+    guard speed.isFinite, speed >= 0 else {
+      throw .invalidControl("speed must be a finite number >= 0, got \(speed)")
+    }
     let now = clock.now
     changeControl { control in
       if let position = Self.logPosition(control, now: now) {
@@ -268,25 +274,30 @@ public final class ReplayBackend: BatchingLocationBackend {
   public func seek(toTime time: Int64) throws(ReplayError) { try seek(to: .time(time)) }
 
   /// Seeks to `fraction` (`0...1`) of the log's time span.
-  public func seek(toFraction fraction: Double) throws(ReplayError) { try seek(to: .fraction(fraction)) }
+  public func seek(toFraction fraction: Double) throws(ReplayError) {
+    try seek(to: .fraction(fraction))
+  }
 
   private func changeControl(_ body: (inout Control) -> Void) {
-    let (wake, sleep): (CheckedContinuation<Void, Never>?, Task<Void, any Error>?) = control.withLock { control in
-      body(&control)
-      control.generation &+= 1
-      let wake = control.wake
-      let sleep = control.sleepTask
-      control.wake = nil
-      control.sleepTask = nil
-      return (wake, sleep)
-    }
+    let (wake, sleep): (CheckedContinuation<Void, Never>?, Task<Void, any Error>?) =
+      control.withLock { control in
+        body(&control)
+        control.generation &+= 1
+        let wake = control.wake
+        let sleep = control.sleepTask
+        control.wake = nil
+        control.sleepTask = nil
+        return (wake, sleep)
+      }
     sleep?.cancel()
     wake?.resume()
   }
 
   private static func logPosition(_ control: Control, now: Duration) -> Int64? {
     guard let anchor = control.anchorPace else { return control.lastEmittedPace }
-    if control.paused || control.speed == 0 { return max(anchor, control.lastEmittedPace ?? anchor) }
+    if control.paused || control.speed == 0 {
+      return max(anchor, control.lastEmittedPace ?? anchor)
+    }
     let elapsed = Double(VirtualClock.milliseconds(now - control.anchorInstant))
     return anchor + Int64((elapsed * control.speed).rounded(.down))
   }
@@ -551,7 +562,8 @@ public final class ReplayBackend: BatchingLocationBackend {
       }
       let location = Location(
         fix: fix,
-        provenance: Provenance(backend: uri, source: source.name, line: decoded.line, isSimulated: true))
+        provenance: Provenance(
+          backend: uri, source: source.name, line: decoded.line, isSimulated: true))
       control.withLock { control in
         control.lastEmittedPace = pace
         control.progress.fixesEmitted += 1
@@ -565,7 +577,8 @@ public final class ReplayBackend: BatchingLocationBackend {
     await flush(&outbox)
   }
 
-  private func seekAwareNext(_ cursor: inout any ReplayCursor, _ timeline: inout Timeline) throws(ReplayError)
+  private func seekAwareNext(_ cursor: inout any ReplayCursor, _ timeline: inout Timeline)
+    throws(ReplayError)
     -> DecodedFix?
   {
     guard let next = try cursor.next() else { return nil }
@@ -575,7 +588,9 @@ public final class ReplayBackend: BatchingLocationBackend {
 
   /// Positions `cursor` so that its next epoch is the first one matching `target`.
   /// Returns whether the input was read again from the beginning.
-  private func reposition(to target: ReplayPosition, cursor: inout any ReplayCursor, timeline: inout Timeline)
+  private func reposition(
+    to target: ReplayPosition, cursor: inout any ReplayCursor, timeline: inout Timeline
+  )
     throws(ReplayError) -> Bool
   {
     var offsetTarget: Int64?

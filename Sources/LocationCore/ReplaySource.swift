@@ -1,9 +1,10 @@
+import NMEA
+
 #if canImport(Glibc)
   import Glibc
 #elseif canImport(Darwin)
   import Darwin
 #endif
-import NMEA
 
 /// Why a replay could not read its input.
 public enum ReplayError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -19,10 +20,13 @@ public enum ReplayError: Error, Hashable, Sendable, CustomStringConvertible {
   /// A one-line message for logs and error replies.
   public var description: String {
     switch self {
-    case .cannotOpen(let path, let code, let message): return "cannot open \(path): \(message) (errno \(code))"
-    case .readFailed(let path, let code, let message): return "cannot read \(path): \(message) (errno \(code))"
+    case .cannotOpen(let path, let code, let message):
+      return "cannot open \(path): \(message) (errno \(code))"
+    case .readFailed(let path, let code, let message):
+      return "cannot read \(path): \(message) (errno \(code))"
     case .invalidControl(let message): return "invalid replay control: \(message)"
-    case .notRewindable(let name): return "\(name) cannot be read again (no loop, no seeking backwards)"
+    case .notRewindable(let name):
+      return "\(name) cannot be read again (no loop, no seeking backwards)"
     }
   }
 }

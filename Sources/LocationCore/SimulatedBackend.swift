@@ -45,11 +45,14 @@ public final class SimulatedBackend: LocationBackend {
       for (key, value) in parts.parameters {
         switch key {
         case "rate":
-          options.rate = try BackendURIParts.double(value, key: key, range: 1...10, expected: "a rate in Hz within 1...10")
+          options.rate = try BackendURIParts.double(
+            value, key: key, range: 1...10, expected: "a rate in Hz within 1...10")
         case "speed":
-          options.speed = try BackendURIParts.double(value, key: key, range: 0...1000, expected: "m/s within 0...1000")
+          options.speed = try BackendURIParts.double(
+            value, key: key, range: 0...1000, expected: "m/s within 0...1000")
         case "noise":
-          options.noise = try BackendURIParts.double(value, key: key, range: 0...1000, expected: "metres within 0...1000")
+          options.noise = try BackendURIParts.double(
+            value, key: key, range: 0...1000, expected: "metres within 0...1000")
         case "altitude":
           options.altitude = try BackendURIParts.double(
             value, key: key, range: -1000...100_000, expected: "metres within -1000...100000")
@@ -64,7 +67,8 @@ public final class SimulatedBackend: LocationBackend {
             guard bounds.count == 2, let start = Double(bounds[0]), let end = Double(bounds[1]),
               start.isFinite, end.isFinite, start >= 0, end > start
             else {
-              throw .invalidValue(key: key, value: String(range), expected: "START-END in seconds, START < END")
+              throw .invalidValue(
+                key: key, value: String(range), expected: "START-END in seconds, START < END")
             }
             options.outages.append(SimulationOutage(start: .seconds(start), end: .seconds(end)))
           }
@@ -109,23 +113,28 @@ public final class SimulatedBackend: LocationBackend {
 
   /// Creates a simulated GPS with `parameters` on `clock`; `source` names the route file.
   public init(
-    parameters: SimulationParameters, clock: any LocationClock = SystemClock(), uri: String = "simulate",
+    parameters: SimulationParameters, clock: any LocationClock = SystemClock(),
+    uri: String = "simulate",
     source: String? = nil
   ) {
     self.parameters = parameters
     self.clock = clock
     self.uri = uri
     self.source = source
-    (events, continuation) = AsyncStream.makeStream(of: BackendEvent.self, bufferingPolicy: .bufferingOldest(1024))
+    (events, continuation) = AsyncStream.makeStream(
+      of: BackendEvent.self, bufferingPolicy: .bufferingOldest(1024))
   }
 
   /// Creates a simulated GPS from URI options (reads the GPX route file now).
   ///
   /// - Throws: ``GPXError``.
-  public convenience init(options: Options, clock: any LocationClock = SystemClock(), uri: String = "simulate")
+  public convenience init(
+    options: Options, clock: any LocationClock = SystemClock(), uri: String = "simulate"
+  )
     throws(GPXError)
   {
-    self.init(parameters: try options.parameters(), clock: clock, uri: uri, source: options.routeFile)
+    self.init(
+      parameters: try options.parameters(), clock: clock, uri: uri, source: options.routeFile)
   }
 
   deinit {
@@ -155,17 +164,21 @@ public final class SimulatedBackend: LocationBackend {
 
   private func run() async {
     let startInstant = clock.now
-    var generator = SimulatedFixGenerator(parameters: parameters, startTime: clock.wallTimeMilliseconds)
+    var generator = SimulatedFixGenerator(
+      parameters: parameters, startTime: clock.wallTimeMilliseconds)
     var lastStatus = BackendStatus.connected
     await continuation.yieldWithBackPressure(
-      .status(.connected, detail: "simulating \(source ?? "the default loop") at \(parameters.speed) m/s"))
+      .status(
+        .connected, detail: "simulating \(source ?? "the default loop") at \(parameters.speed) m/s")
+    )
     while !Task.isCancelled, let epoch = generator.next() {
       do {
         try await clock.sleep(until: startInstant + epoch.elapsed)
       } catch {
         break
       }
-      let status: BackendStatus = epoch.inOutage || !epoch.fix.mode.hasPosition ? .noFix : .connected
+      let status: BackendStatus =
+        epoch.inOutage || !epoch.fix.mode.hasPosition ? .noFix : .connected
       if status != lastStatus {
         lastStatus = status
         let detail: String
@@ -180,7 +193,8 @@ public final class SimulatedBackend: LocationBackend {
       }
       if epoch.inOutage { continue }
       let location = Location(
-        fix: epoch.fix, provenance: Provenance(backend: uri, source: source, line: nil, isSimulated: true))
+        fix: epoch.fix,
+        provenance: Provenance(backend: uri, source: source, line: nil, isSimulated: true))
       await continuation.yieldWithBackPressure(.location(location))
     }
   }

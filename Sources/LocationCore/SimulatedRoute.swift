@@ -1,9 +1,10 @@
+import NMEA
+
 #if canImport(Glibc)
   import Glibc
 #elseif canImport(Darwin)
   import Darwin
 #endif
-import NMEA
 
 /// A deterministic pseudo-random generator: xoshiro256** (Blackman and Vigna, 2018) seeded through
 /// SplitMix64, so one 64-bit seed gives the same sequence on every platform and run.
@@ -109,7 +110,8 @@ public struct SimulatedRoute: Sendable, Hashable {
     var cumulative: [Double] = [0]
     for index in points.indices {
       let next = (index + 1) % points.count
-      let length = ((east[next] - east[index]) * (east[next] - east[index])
+      let length =
+        ((east[next] - east[index]) * (east[next] - east[index])
         + (north[next] - north[index]) * (north[next] - north[index])).squareRoot()
       cumulative.append(cumulative[index] + length)
     }
@@ -120,7 +122,8 @@ public struct SimulatedRoute: Sendable, Hashable {
   public init(gpx points: [GPXPoint]) {
     let elevations = points.compactMap(\.elevation)
     self.init(
-      waypoints: points.map(\.coordinate), elevations: elevations.count == points.count ? elevations : nil)
+      waypoints: points.map(\.coordinate),
+      elevations: elevations.count == points.count ? elevations : nil)
   }
 
   /// Length of one lap (the closing leg included), metres.
@@ -128,7 +131,9 @@ public struct SimulatedRoute: Sendable, Hashable {
 
   /// Position, course (degrees true; `nil` on a zero-length route) and elevation (when the
   /// waypoints have elevations) at `distance` metres along the route, wrapping at ``length``.
-  public func point(atDistance distance: Double) -> (coordinate: Coordinate, course: Double?, elevation: Double?) {
+  public func point(atDistance distance: Double) -> (
+    coordinate: Coordinate, course: Double?, elevation: Double?
+  ) {
     guard length > 0, distance.isFinite else {
       return (waypoints[0], nil, elevations?[0])
     }
@@ -239,7 +244,8 @@ public struct SimulationParameters: Sendable, Hashable {
 
   /// Creates parameters; the defaults follow the default loop at 10 m/s, 1 Hz, 2.5 m noise, seed 1.
   public init(
-    route: SimulatedRoute = .defaultLoop, speed: Double = 10, rate: Double = 1, noiseSigma: Double = 2.5,
+    route: SimulatedRoute = .defaultLoop, speed: Double = 10, rate: Double = 1,
+    noiseSigma: Double = 2.5,
     seed: UInt64 = 1, outages: [SimulationOutage] = [], modeChanges: [SimulationModeChange] = [],
     altitude: Double = 60
   ) {
@@ -256,7 +262,9 @@ public struct SimulationParameters: Sendable, Hashable {
   /// The fix mode scheduled at `elapsed` (ignoring outages).
   public func scheduledMode(at elapsed: Duration) -> FixMode {
     var mode = FixMode.fix3D
-    for change in modeChanges.sorted(by: { $0.at < $1.at }) where change.at <= elapsed { mode = change.mode }
+    for change in modeChanges.sorted(by: { $0.at < $1.at }) where change.at <= elapsed {
+      mode = change.mode
+    }
     return mode
   }
 }
@@ -313,7 +321,8 @@ public struct SimulatedFixGenerator: Sendable, IteratorProtocol {
     fix.time = time
     fix.timeOfDay = Int32(((time % 86_400_000) + 86_400_000) % 86_400_000)
     let seconds = Double(elapsedMs) / 1000
-    fix.satellites = inOutage ? [] : Self.sky(at: seconds, used: mode == .fix3D ? 9 : mode == .fix2D ? 4 : 0)
+    fix.satellites =
+      inOutage ? [] : Self.sky(at: seconds, used: mode == .fix3D ? 9 : mode == .fix2D ? 4 : 0)
     switch mode {
     case .fix3D, .fix2D:
       fix.quality = .gps
@@ -354,7 +363,8 @@ public struct SimulatedFixGenerator: Sendable, IteratorProtocol {
       fix.satellitesUsed = 0
     }
     let epoch = SimulatedEpoch(
-      index: index, elapsed: elapsed, fix: fix, truePosition: onRoute.coordinate, inOutage: inOutage)
+      index: index, elapsed: elapsed, fix: fix, truePosition: onRoute.coordinate, inOutage: inOutage
+    )
     index += 1
     return epoch
   }
@@ -367,12 +377,14 @@ public struct SimulatedFixGenerator: Sendable, IteratorProtocol {
     for (index, prn) in prns.enumerated() {
       let baseElevation = 75 - Double(index) * 6
       let elevation = (baseElevation + 5 * sin(seconds / 3600 + Double(index))).rounded()
-      var azimuth = (Double(index) * 30 + seconds / 240).truncatingRemainder(dividingBy: 360).rounded()
+      var azimuth = (Double(index) * 30 + seconds / 240).truncatingRemainder(dividingBy: 360)
+        .rounded()
       if azimuth >= 360 { azimuth = 0 }
       let snr = (44 - Double(index) * 1.5).rounded()
       satellites.append(
         Satellite(
-          constellation: .gps, prn: prn, elevation: elevation, azimuth: azimuth, snr: snr, used: index < used))
+          constellation: .gps, prn: prn, elevation: elevation, azimuth: azimuth, snr: snr,
+          used: index < used))
     }
     return satellites
   }

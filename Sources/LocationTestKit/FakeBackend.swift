@@ -92,7 +92,8 @@ public final class FakeBackend: LocationBackend {
   /// Sends `fix` as a location with fake provenance and returns the location sent.
   @discardableResult
   public func send(fix: Fix, line: Int? = nil) -> Location {
-    let location = Location(fix: fix, provenance: Provenance(backend: uri, line: line, isSimulated: true))
+    let location = Location(
+      fix: fix, provenance: Provenance(backend: uri, line: line, isSimulated: true))
     continuation.yield(.location(location))
     return location
   }
@@ -128,13 +129,16 @@ public enum TestFixes {
   /// `count` 3D fixes one `intervalMilliseconds` apart starting at `start`, moving north by
   /// `stepMetres` each, as decoded epochs with line numbers 1, 11, 21...
   public static func track(
-    count: Int, start: Int64 = 1_700_000_000_000, intervalMilliseconds: Int64 = 1000, stepMetres: Double = 10,
+    count: Int, start: Int64 = 1_700_000_000_000, intervalMilliseconds: Int64 = 1000,
+    stepMetres: Double = 10,
     latitude: Double = 3.1386, longitude: Double = 101.6044
   ) -> [DecodedFix] {
     (0..<max(0, count)).map { index in
       let north = Double(index) * stepMetres / (Geodesy.earthRadius * .pi / 180)
       return DecodedFix(
-        fix: fix(latitude: latitude + north, longitude: longitude, time: start + Int64(index) * intervalMilliseconds),
+        fix: fix(
+          latitude: latitude + north, longitude: longitude,
+          time: start + Int64(index) * intervalMilliseconds),
         line: 1 + index * 10)
     }
   }

@@ -1,3 +1,7 @@
+import FoundationEssentials
+import LocationCore
+import NMEA
+
 // Throughput of the replay backend through LocationManager to 1 and 100 subscribers at speed 0.
 //
 // Usage: core-bench [EPOCHS] [LOG]
@@ -8,9 +12,6 @@
 #if canImport(Glibc)
   import Glibc
 #endif
-import FoundationEssentials
-import LocationCore
-import NMEA
 
 func checksum(_ body: String) -> String {
   var sum: UInt8 = 0
@@ -30,7 +31,8 @@ func writeSyntheticLog(path: String, epochs: Int) -> Bool {
   for index in 0..<epochs {
     let seconds = index % 86_400
     let day = 1 + (index / 86_400) % 28
-    let time = twoDigits(seconds / 3600) + twoDigits(seconds / 60 % 60) + twoDigits(seconds % 60) + ".00"
+    let time =
+      twoDigits(seconds / 3600) + twoDigits(seconds / 60 % 60) + twoDigits(seconds % 60) + ".00"
     let date = twoDigits(day) + "0124"
     let minutesLat = 8.316 + Double(index % 1000) * 0.0001
     let lat = "03" + String(format7(minutesLat))
@@ -76,7 +78,8 @@ func run(backend: ReplayBackend, subscribers: Int) async throws -> Result {
   var consumers: [Task<(Int, Int), Never>] = []
   for index in 0..<subscribers {
     let client = ClientID(UInt64(index + 1))
-    _ = await manager.requestAuthorization(client: client, credentials: ClientCredentials(uid: 0, gid: 0))
+    _ = await manager.requestAuthorization(
+      client: client, credentials: ClientCredentials(uid: 0, gid: 0))
     let stream = await manager.subscribe(client: client)
     consumers.append(
       Task {
@@ -96,7 +99,9 @@ func run(backend: ReplayBackend, subscribers: Int) async throws -> Result {
   }
   let clock = ContinuousClock()
   let start = clock.now
-  for index in 0..<subscribers { try await manager.startUpdating(client: ClientID(UInt64(index + 1))) }
+  for index in 0..<subscribers {
+    try await manager.startUpdating(client: ClientID(UInt64(index + 1)))
+  }
   var delivered = 0
   var missed = 0
   for consumer in consumers {
@@ -153,7 +158,9 @@ func baselines(path: String) async throws {
   let cursor = try NMEAFileSource(path: path).open()
   while try cursor.next() != nil { count += 1 }
   var elapsed = seconds(clock.now - start)
-  print("decode only: \(count) fixes in \(elapsed.rounded(toPlaces: 3)) s = \(Int(Double(count) / elapsed)) fixes/s")
+  print(
+    "decode only: \(count) fixes in \(elapsed.rounded(toPlaces: 3)) s = \(Int(Double(count) / elapsed)) fixes/s"
+  )
 
   let backend = ReplayBackend(options: .init(path: path, speed: 0), clock: SystemClock())
   start = clock.now
@@ -171,28 +178,37 @@ func baselines(path: String) async throws {
   }
   elapsed = seconds(clock.now - start)
   await backend.stop()
-  print("backend only (batches, no manager): \(count) fixes in \(elapsed.rounded(toPlaces: 3)) s = \(Int(Double(count) / elapsed)) fixes/s")
+  print(
+    "backend only (batches, no manager): \(count) fixes in \(elapsed.rounded(toPlaces: 3)) s = \(Int(Double(count) / elapsed)) fixes/s"
+  )
 }
 
-let subscriberCounts = ProcessInfo.processInfo.environment["CORE_BENCH_SUBSCRIBERS"].map {
-  $0.split(separator: ",").compactMap { Int($0) }
-} ?? [1, 100]
+let subscriberCounts =
+  ProcessInfo.processInfo.environment["CORE_BENCH_SUBSCRIBERS"].map {
+    $0.split(separator: ",").compactMap { Int($0) }
+  } ?? [1, 100]
 
 do {
   try await baselines(path: path)
   for subscribers in subscriberCounts {
     let backend = ReplayBackend(options: .init(path: path, speed: 0), clock: SystemClock())
-    report("decode+deliver (file)", try await run(backend: backend, subscribers: subscribers), subscribers: subscribers)
+    report(
+      "decode+deliver (file)", try await run(backend: backend, subscribers: subscribers),
+      subscribers: subscribers)
   }
   var decoded: [DecodedFix] = []
   let cursor = try NMEAFileSource(path: path).open()
   while let fix = try cursor.next() { decoded.append(fix) }
-  print("peak RSS before loading the log into memory: \(String(peakRSSMegabytes().rounded(toPlaces: 1))) MB")
+  print(
+    "peak RSS before loading the log into memory: \(String(peakRSSMegabytes().rounded(toPlaces: 1))) MB"
+  )
   for subscribers in subscriberCounts {
     let backend = ReplayBackend(
       source: DecodedFixesSource(name: path, fixes: decoded), options: .init(path: path, speed: 0),
       clock: SystemClock(), uri: "replay:\(path)")
-    report("deliver only (pre-decoded)", try await run(backend: backend, subscribers: subscribers), subscribers: subscribers)
+    report(
+      "deliver only (pre-decoded)", try await run(backend: backend, subscribers: subscribers),
+      subscribers: subscribers)
   }
   print("peak RSS: \(String(peakRSSMegabytes().rounded(toPlaces: 1))) MB")
 } catch {

@@ -25,7 +25,8 @@ struct CorpusReplayTests {
     let backend = ReplayBackend(options: .init(path: path, speed: 0), clock: VirtualClock())
     let manager = LocationManager(backend: backend) { _ in .authorized }
     let client = ClientID(1)
-    _ = await manager.requestAuthorization(client: client, credentials: ClientCredentials(uid: 0, gid: 0))
+    _ = await manager.requestAuthorization(
+      client: client, credentials: ClientCredentials(uid: 0, gid: 0))
     let clientStream = await manager.subscribe(client: client, coalescing: false)
     let observer = await manager.observe(coalescing: false)
     try await manager.startUpdating(client: client)
@@ -41,7 +42,8 @@ struct CorpusReplayTests {
     }
     #expect(observed.count == expected.count)
     if let index = zip(observed, expected).map({ $0.fix != $1.fix }).firstIndex(of: true) {
-      #expect(observed[index].fix == expected[index].fix, "first difference at epoch \(index) of \(path)")
+      #expect(
+        observed[index].fix == expected[index].fix, "first difference at epoch \(index) of \(path)")
     }
     #expect(observed.map(\.fix) == expected.map(\.fix))
     #expect(observed.map(\.provenance.line) == expected.map(\.line))
@@ -49,19 +51,24 @@ struct CorpusReplayTests {
 
     await manager.stopUpdating(client: client)
     let delivered = locations(await drain(clientStream))
-    let withPosition = expected.filter { Location(fix: $0.fix, provenance: observed[0].provenance).hasPosition }
+    let withPosition = expected.filter {
+      Location(fix: $0.fix, provenance: observed[0].provenance).hasPosition
+    }
     #expect(delivered.map(\.fix) == withPosition.map(\.fix))
     #expect(delivered.map(\.provenance.line) == withPosition.map(\.line))
   }
 
   static func hasDatedOrderedEpochs(_ decoded: [DecodedFix]) -> Bool {
     let times = decoded.compactMap(\.fix.time)
-    return times.count == decoded.count && times.count > 2 && zip(times, times.dropFirst()).allSatisfy { $0 <= $1 }
+    return times.count == decoded.count && times.count > 2
+      && zip(times, times.dropFirst()).allSatisfy { $0 <= $1 }
   }
 
   @Test(.enabled(if: !logs.isEmpty))
   func severalLogsQualifyForThePacingTest() throws {
-    let qualifying = try Self.logs.filter { Self.hasDatedOrderedEpochs(Array(try NMEACorpus.decode(path: $0).prefix(200))) }
+    let qualifying = try Self.logs.filter {
+      Self.hasDatedOrderedEpochs(Array(try NMEACorpus.decode(path: $0).prefix(200)))
+    }
     print("pacing checked on \(qualifying.count) of \(Self.logs.count) corpus logs")
     #expect(qualifying.count >= 3)
   }

@@ -5,7 +5,8 @@ import NMEA
 import Testing
 
 struct LocationAccuracyTests {
-  let provenance = Provenance(backend: "replay:x.nmea", source: "x.nmea", line: 12, isSimulated: true)
+  let provenance = Provenance(
+    backend: "replay:x.nmea", source: "x.nmea", line: 12, isSimulated: true)
 
   @Test func dilutionOfPrecisionGivesGpsdsNinetyFivePercentFigures() throws {
     var fix = TestFixes.fix(latitude: 3.1, longitude: 101.6, time: 1_700_000_000_500, hdop: 1.2)
@@ -29,7 +30,8 @@ struct LocationAccuracyTests {
     fix.errorEstimates = estimates
     let location = Location(fix: fix, provenance: provenance)
     let horizontal = try #require(location.horizontalAccuracy)
-    #expect(horizontal.confidence == .oneSigma && horizontal.source == .gst && horizontal.value == 2.0)
+    #expect(
+      horizontal.confidence == .oneSigma && horizontal.source == .gst && horizontal.value == 2.0)
     #expect(abs(horizontal.radius95 - 2.0 * 2.4477468) < 1e-6)
     let vertical = try #require(location.verticalAccuracy)
     #expect(vertical.confidence == .oneSigma && abs(vertical.radius95 - 3.0 * 1.959964) < 1e-5)
@@ -41,7 +43,8 @@ struct LocationAccuracyTests {
     fix.hdop = 1
     let location = Location(fix: fix, provenance: provenance)
     #expect(location.coordinate == nil && !location.hasPosition)
-    #expect(location.horizontalAccuracy == nil && location.altitudeMSL == nil && location.speed == nil)
+    #expect(
+      location.horizontalAccuracy == nil && location.altitudeMSL == nil && location.speed == nil)
     var twoD = TestFixes.fix(latitude: 3.1, longitude: 101.6, time: 0, mode: .fix2D)
     twoD.altitudeMSL = 40
     #expect(Location(fix: twoD, provenance: provenance).altitudeMSL == nil)
@@ -49,12 +52,16 @@ struct LocationAccuracyTests {
   }
 
   @Test func simulatedFixesStateExactSpeedAndCourse() throws {
-    var generator = SimulatedFixGenerator(parameters: SimulationParameters(noiseSigma: 2), startTime: 0)
+    var generator = SimulatedFixGenerator(
+      parameters: SimulationParameters(noiseSigma: 2), startTime: 0)
     let next = generator.next()
     let epoch = try #require(next)
-    let location = Location(fix: epoch.fix, provenance: Provenance(backend: "simulate", isSimulated: true))
+    let location = Location(
+      fix: epoch.fix, provenance: Provenance(backend: "simulate", isSimulated: true))
     #expect(location.speedAccuracy?.value == 0 && location.courseAccuracy?.value == 0)
-    #expect(location.horizontalAccuracy?.value == 2 && location.horizontalAccuracy?.confidence == .oneSigma)
+    #expect(
+      location.horizontalAccuracy?.value == 2
+        && location.horizontalAccuracy?.confidence == .oneSigma)
     #expect(location.satellitesVisible == 12 && location.satellitesUsed == 9)
   }
 

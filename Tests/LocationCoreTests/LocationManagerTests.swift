@@ -19,8 +19,11 @@ func makeManager(_ backend: FakeBackend, calls: Recorder<UInt32> = Recorder()) -
   }
 }
 
-func authorize(_ manager: LocationManager, _ client: ClientID, uid: UInt32 = 1000) async -> AuthorizationStatus {
-  await manager.requestAuthorization(client: client, credentials: ClientCredentials(pid: 1, uid: uid, gid: uid))
+func authorize(_ manager: LocationManager, _ client: ClientID, uid: UInt32 = 1000) async
+  -> AuthorizationStatus
+{
+  await manager.requestAuthorization(
+    client: client, credentials: ClientCredentials(pid: 1, uid: uid, gid: uid))
 }
 
 /// Ends `stream` and returns what it had queued.
@@ -32,7 +35,9 @@ func drain(_ stream: ManagerEventStream) async -> [ManagerEvent] {
 }
 
 func locations(_ events: [ManagerEvent]) -> [Location] {
-  events.compactMap { if case .location(let location, _) = $0 { return location } else { return nil } }
+  events.compactMap {
+    if case .location(let location, _) = $0 { return location } else { return nil }
+  }
 }
 
 func waitForReceived(_ manager: LocationManager, _ count: Int) async -> Bool {
@@ -155,7 +160,9 @@ struct LocationManagerTests {
     let track = TestFixes.track(count: 20, stepMetres: 10)
     for epoch in track { backend.send(fix: epoch.fix, line: epoch.line) }
     #expect(await waitForReceived(manager, 20))
-    #expect(locations(await drain(filtered)).map(\.provenance.line) == [0, 5, 10, 15].map { track[$0].line })
+    #expect(
+      locations(await drain(filtered)).map(\.provenance.line)
+        == [0, 5, 10, 15].map { track[$0].line })
     #expect(locations(await drain(unfiltered)).count == 20)
   }
 
@@ -168,7 +175,8 @@ struct LocationManagerTests {
     let track = TestFixes.track(count: 10, intervalMilliseconds: 1000)
     for epoch in track { backend.send(fix: epoch.fix, line: epoch.line) }
     #expect(await waitForReceived(manager, 10))
-    #expect(locations(await drain(stream)).map(\.provenance.line) == [0, 3, 6, 9].map { track[$0].line })
+    #expect(
+      locations(await drain(stream)).map(\.provenance.line) == [0, 3, 6, 9].map { track[$0].line })
   }
 
   @Test func desiredAccuracyDropsFixesWithALargerError() async throws {
@@ -177,12 +185,14 @@ struct LocationManagerTests {
     _ = await authorize(manager, alice)
     let stream = await manager.subscribe(client: alice, coalescing: false)
     try await manager.startUpdating(client: alice, filter: LocationFilter(desiredAccuracy: 20))
-    let good = backend.send(fix: TestFixes.fix(latitude: 3.1, longitude: 101.6, time: 1_000, hdop: 1.0))  // 19 m
+    let good = backend.send(
+      fix: TestFixes.fix(latitude: 3.1, longitude: 101.6, time: 1_000, hdop: 1.0))  // 19 m
     backend.send(fix: TestFixes.fix(latitude: 3.1, longitude: 101.6, time: 2_000, hdop: 2.0))  // 38 m
     var unknown = TestFixes.fix(latitude: 3.1, longitude: 101.6, time: 3_000)
     unknown.hdop = nil
     backend.send(fix: unknown)
-    let alsoGood = backend.send(fix: TestFixes.fix(latitude: 3.1, longitude: 101.6, time: 4_000, hdop: 0.8))
+    let alsoGood = backend.send(
+      fix: TestFixes.fix(latitude: 3.1, longitude: 101.6, time: 4_000, hdop: 0.8))
     #expect(await waitForReceived(manager, 4))
     #expect(locations(await drain(stream)) == [good, alsoGood])
     // The current location is not filtered: it is the newest fix.
@@ -210,7 +220,8 @@ struct LocationManagerTests {
     }
     #expect(latest.provenance.line == track[99].line && missed == 99)
     let observed = await drain(observer)
-    #expect(observed.compactMap { if case .location(_, let missed) = $0 { missed } else { nil } } == [99])
+    #expect(
+      observed.compactMap { if case .location(_, let missed) = $0 { missed } else { nil } } == [99])
   }
 
   @Test func aLateTrackerGetsTheCurrentLocationAtOnce() async throws {

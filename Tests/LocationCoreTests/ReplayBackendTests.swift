@@ -12,7 +12,9 @@ func nextLocation(_ iterator: inout AsyncStream<BackendEvent>.Iterator) async ->
 }
 
 /// Reads events until a status equal to `status`; returns its detail, `nil` if the stream ends.
-func nextStatus(_ status: BackendStatus, _ iterator: inout AsyncStream<BackendEvent>.Iterator) async -> String?? {
+func nextStatus(_ status: BackendStatus, _ iterator: inout AsyncStream<BackendEvent>.Iterator) async
+  -> String??
+{
   while let event = await iterator.next() {
     if case .status(let got, let detail) = event, got == status { return .some(detail) }
   }
@@ -24,7 +26,8 @@ func epochs(atOffsets offsets: [Int64]) -> [DecodedFix] {
   let start: Int64 = 1_700_000_000_000
   return offsets.enumerated().map { index, offset in
     DecodedFix(
-      fix: TestFixes.fix(latitude: 3.1386 + Double(index) * 1e-4, longitude: 101.6044, time: start + offset),
+      fix: TestFixes.fix(
+        latitude: 3.1386 + Double(index) * 1e-4, longitude: 101.6044, time: start + offset),
       line: 1 + index * 8)
   }
 }
@@ -35,7 +38,8 @@ func makeReplay(
 ) -> ReplayBackend {
   ReplayBackend(
     source: DecodedFixesSource(name: "test.nmea", fixes: fixes),
-    options: .init(path: "test.nmea", speed: speed, loop: loop, timestamps: timestamps, startPaused: paused),
+    options: .init(
+      path: "test.nmea", speed: speed, loop: loop, timestamps: timestamps, startPaused: paused),
     clock: clock, uri: "replay:test.nmea")
 }
 
@@ -63,7 +67,8 @@ struct ReplayBackendTests {
     // Shifted timestamps: the first fix is "now", the rest keep the log's spacing.
     #expect(received.map { $0.fix.time } == Self.offsets.map { 1_800_000_000_000 + $0 })
     #expect(received.map { $0.provenance.line } == fixes.map(\.line))
-    #expect(received.allSatisfy { $0.provenance.isSimulated && $0.provenance.source == "test.nmea" })
+    #expect(
+      received.allSatisfy { $0.provenance.isSimulated && $0.provenance.source == "test.nmea" })
     #expect(await nextStatus(.endOfData, &events) != nil)
     await replay.stop()
   }
@@ -293,23 +298,39 @@ struct ReplayBackendTests {
   @Test func missingFileFailsToStartWithTheErrno() async {
     let replay = ReplayBackend(
       options: .init(path: "/nonexistent/drive.nmea"), clock: VirtualClock())
-    await #expect(throws: ReplayError.cannotOpen(path: "/nonexistent/drive.nmea", errno: 2, message: "No such file or directory")) {
+    await #expect(
+      throws: ReplayError.cannotOpen(
+        path: "/nonexistent/drive.nmea", errno: 2, message: "No such file or directory")
+    ) {
       try await replay.start()
     }
   }
 
   @Test func parsesReplayURIs() throws {
-    let options = try ReplayBackend.Options.parse("replay:/var/log/drive.nmea?speed=10&loop=true&timestamps=shifted")
-    #expect(options == .init(path: "/var/log/drive.nmea", speed: 10, loop: true, timestamps: .shifted))
+    let options = try ReplayBackend.Options.parse(
+      "replay:/var/log/drive.nmea?speed=10&loop=true&timestamps=shifted")
+    #expect(
+      options == .init(path: "/var/log/drive.nmea", speed: 10, loop: true, timestamps: .shifted))
     #expect(try ReplayBackend.Options.parse("replay:-") == .init(path: "-"))
     #expect(try ReplayBackend.Options.parse("replay:log.nmea?speed=0&paused=yes").startPaused)
-    #expect(throws: BackendURIError.invalidValue(key: "speed", value: "-1", expected: "a number >= 0 (0 = as fast as possible)")) {
+    #expect(
+      throws: BackendURIError.invalidValue(
+        key: "speed", value: "-1", expected: "a number >= 0 (0 = as fast as possible)")
+    ) {
       try ReplayBackend.Options.parse("replay:log.nmea?speed=-1")
     }
-    #expect(throws: BackendURIError.self) { try ReplayBackend.Options.parse("replay:log.nmea?speed=fast") }
-    #expect(throws: BackendURIError.self) { try ReplayBackend.Options.parse("replay:log.nmea?sped=1") }
-    #expect(throws: BackendURIError.self) { try ReplayBackend.Options.parse("replay:log.nmea?loop=maybe") }
-    #expect(throws: BackendURIError.missingPath(uri: "replay:")) { try ReplayBackend.Options.parse("replay:") }
+    #expect(throws: BackendURIError.self) {
+      try ReplayBackend.Options.parse("replay:log.nmea?speed=fast")
+    }
+    #expect(throws: BackendURIError.self) {
+      try ReplayBackend.Options.parse("replay:log.nmea?sped=1")
+    }
+    #expect(throws: BackendURIError.self) {
+      try ReplayBackend.Options.parse("replay:log.nmea?loop=maybe")
+    }
+    #expect(throws: BackendURIError.missingPath(uri: "replay:")) {
+      try ReplayBackend.Options.parse("replay:")
+    }
     #expect(throws: BackendURIError.self) { try ReplayBackend.Options.parse("simulate") }
   }
 }

@@ -1,11 +1,12 @@
-#if canImport(Glibc)
-  import Glibc
-#endif
 import FoundationEssentials
 import LocationCore
 import LocationTestKit
 import NMEA
 import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// Collects the backend's events until `count` locations have arrived.
 func collect(
@@ -40,7 +41,8 @@ struct SimulatedBackendTests {
   @Test func sameSeedGivesTheSameFixesAndAnotherSeedDoesNot() async throws {
     func run(seed: UInt64) async throws -> [Location] {
       let backend = SimulatedBackend(
-        parameters: SimulationParameters(noiseSigma: 3, seed: seed), clock: VirtualClock(autoAdvance: true))
+        parameters: SimulationParameters(noiseSigma: 3, seed: seed),
+        clock: VirtualClock(autoAdvance: true))
       return try await collect(backend, locations: 200).locations
     }
     let first = try await run(seed: 42)
@@ -79,7 +81,8 @@ struct SimulatedBackendTests {
       Coordinate(latitude: 3.1486, longitude: 101.6044),
     ])
     var generator = SimulatedFixGenerator(
-      parameters: SimulationParameters(route: route, speed: 12, rate: 4, noiseSigma: 0), startTime: 1_000_000)
+      parameters: SimulationParameters(route: route, speed: 12, rate: 4, noiseSigma: 0),
+      startTime: 1_000_000)
     let epochs = (0..<5).compactMap { _ in generator.next() }
     #expect(epochs.map(\.fix.time) == [1_000_000, 1_000_250, 1_000_500, 1_000_750, 1_001_000])
     for (a, b) in zip(epochs, epochs.dropFirst()) {
@@ -106,13 +109,16 @@ struct SimulatedBackendTests {
     let parameters = SimulationParameters(
       noiseSigma: 0,
       modeChanges: [
-        SimulationModeChange(at: .seconds(2), mode: .fix2D), SimulationModeChange(at: .seconds(4), mode: .noFix),
+        SimulationModeChange(at: .seconds(2), mode: .fix2D),
+        SimulationModeChange(at: .seconds(4), mode: .noFix),
         SimulationModeChange(at: .seconds(5), mode: .fix3D),
       ])
     let (locations, statuses) = try await collect(
-      SimulatedBackend(parameters: parameters, clock: VirtualClock(autoAdvance: true)), locations: 7)
+      SimulatedBackend(parameters: parameters, clock: VirtualClock(autoAdvance: true)), locations: 7
+    )
     #expect(locations.map(\.fix.mode) == [.fix3D, .fix3D, .fix2D, .fix2D, .noFix, .fix3D, .fix3D])
-    #expect(locations.map { $0.fix.coordinate != nil } == [true, true, true, true, false, true, true])
+    #expect(
+      locations.map { $0.fix.coordinate != nil } == [true, true, true, true, false, true, true])
     #expect(locations[2].fix.altitudeMSL == nil && locations[0].fix.altitudeMSL != nil)
     #expect(statuses.map(\.0) == [.connected, .noFix, .connected])
   }
@@ -122,7 +128,8 @@ struct SimulatedBackendTests {
     let points = [(3.1000, 101.6000, 10.0), (3.1010, 101.6000, 20.0), (3.1010, 101.6010, 30.0)]
     let body: String
     let pointXML = { (tag: String) in
-      points.map { "<\(tag) lat=\"\($0.0)\" lon=\"\($0.1)\"><ele>\($0.2)</ele></\(tag)>" }.joined(separator: "\n")
+      points.map { "<\(tag) lat=\"\($0.0)\" lon=\"\($0.1)\"><ele>\($0.2)</ele></\(tag)>" }.joined(
+        separator: "\n")
     }
     switch kind {
     case "rte": body = "<rte><name>r</name>\n\(pointXML("rtept"))\n</rte>"
@@ -151,7 +158,9 @@ struct SimulatedBackendTests {
     // the route, that is 88.8 m east along the second leg.
     let metresPerDegree = Geodesy.earthRadius * .pi / 180
     let five = try #require(locations[5].fix.coordinate)
-    #expect(abs(five.latitude - (3.1 + 100 / metresPerDegree)) < 1e-7 && abs(five.longitude - 101.6) < 1e-9)
+    #expect(
+      abs(five.latitude - (3.1 + 100 / metresPerDegree)) < 1e-7
+        && abs(five.longitude - 101.6) < 1e-9)
     #expect(locations[5].fix.courseOverGround == 0)
     let ten = try #require(locations[10].fix.coordinate)
     let east = 200 - 0.001 * metresPerDegree
@@ -162,7 +171,8 @@ struct SimulatedBackendTests {
   }
 
   @Test func gpxErrorsAreTypedAndExplained() throws {
-    let malformed = try temporaryFile(named: "bad.gpx", contents: "<gpx><rte><rtept lat=\"1\" lon=\"2\"/></rte")
+    let malformed = try temporaryFile(
+      named: "bad.gpx", contents: "<gpx><rte><rtept lat=\"1\" lon=\"2\"/></rte")
     #expect(throws: GPXError.self) { try GPXReader.points(contentsOf: malformed) }
     let empty = try temporaryFile(named: "empty.gpx", contents: "<gpx version=\"1.1\"></gpx>")
     #expect(throws: GPXError.noPoints) { try GPXReader.points(contentsOf: empty) }
@@ -186,14 +196,23 @@ struct SimulatedBackendTests {
       ])
     #expect(
       options.modeChanges == [
-        SimulationModeChange(at: .seconds(300), mode: .fix2D), SimulationModeChange(at: .seconds(360), mode: .noFix),
+        SimulationModeChange(at: .seconds(300), mode: .fix2D),
+        SimulationModeChange(at: .seconds(360), mode: .noFix),
       ])
-    #expect(try SimulatedBackend.Options.parse("simulate:/srv/route.gpx").routeFile == "/srv/route.gpx")
-    #expect(throws: BackendURIError.invalidValue(key: "rate", value: "11", expected: "a rate in Hz within 1...10")) {
+    #expect(
+      try SimulatedBackend.Options.parse("simulate:/srv/route.gpx").routeFile == "/srv/route.gpx")
+    #expect(
+      throws: BackendURIError.invalidValue(
+        key: "rate", value: "11", expected: "a rate in Hz within 1...10")
+    ) {
       try SimulatedBackend.Options.parse("simulate?rate=11")
     }
-    #expect(throws: BackendURIError.self) { try SimulatedBackend.Options.parse("simulate?outage=90-60") }
-    #expect(throws: BackendURIError.self) { try SimulatedBackend.Options.parse("simulate?mode=10:4d") }
+    #expect(throws: BackendURIError.self) {
+      try SimulatedBackend.Options.parse("simulate?outage=90-60")
+    }
+    #expect(throws: BackendURIError.self) {
+      try SimulatedBackend.Options.parse("simulate?mode=10:4d")
+    }
     #expect(throws: BackendURIError.self) { try SimulatedBackend.Options.parse("simulate?seed=-1") }
     #expect(throws: BackendURIError.self) { try SimulatedBackend.Options.parse("simulated") }
   }
