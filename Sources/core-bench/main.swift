@@ -1,17 +1,18 @@
-import FoundationEssentials
-import LocationCore
-import NMEA
-
 // Throughput of the replay backend through LocationManager to 1 and 100 subscribers at speed 0.
 //
 // Usage: core-bench [EPOCHS] [LOG]
 //   EPOCHS  epochs to replay (default 1,000,000); a synthetic RMC+GGA log of that many epochs is
 //           written to /tmp/core-bench-EPOCHS.nmea unless LOG is given.
-// Prints fixes per second for: decoding + delivery from the log file, and delivery alone from
-// epochs decoded beforehand; then the peak RSS (getrusage ru_maxrss).
+// Prints fixes per second for: decoding alone; the replay backend alone; decoding + delivery
+// from the log file through LocationManager; and delivery alone from epochs decoded beforehand;
+// with the peak RSS (getrusage ru_maxrss). CORE_BENCH_SUBSCRIBERS=1,100 (the default) sets the
+// subscriber counts. Build with -c release.
 #if canImport(Glibc)
   import Glibc
 #endif
+import FoundationEssentials
+import LocationCore
+import NMEA
 
 func checksum(_ body: String) -> String {
   var sum: UInt8 = 0
