@@ -197,12 +197,12 @@ do {
       "decode+deliver (file)", try await run(backend: backend, subscribers: subscribers),
       subscribers: subscribers)
   }
-  var decoded: [DecodedFix] = []
-  let cursor = try NMEAFileSource(path: path).open()
-  while let fix = try cursor.next() { decoded.append(fix) }
   print(
     "peak RSS after the file runs (the log is streamed, 64 KiB at a time): \(String(peakRSSMegabytes().rounded(toPlaces: 1))) MB"
   )
+  var decoded: [DecodedFix] = []
+  let cursor = try NMEAFileSource(path: path).open()
+  while let fix = try cursor.next() { decoded.append(fix) }
   for subscribers in subscriberCounts {
     let backend = ReplayBackend(
       source: DecodedFixesSource(name: path, fixes: decoded), options: .init(path: path, speed: 0),
