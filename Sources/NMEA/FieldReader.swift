@@ -9,32 +9,19 @@ struct FieldReader {
   let starts: UnsafeMutableBufferPointer<Int32>
   let ends: UnsafeMutableBufferPointer<Int32>
   let count: Int
-  var type: SentenceType = .gga
+  let type: SentenceType
 
-  /// Splits `bytes` (the text between `$` and `*`, exclusive) at commas.
-  init(bytes: UnsafeBufferPointer<UInt8>, starts: UnsafeMutableBufferPointer<Int32>, ends: UnsafeMutableBufferPointer<Int32>) {
+  /// A reader over `bytes` (the text between `$` and `*`, exclusive) whose `count` fields run
+  /// from `starts[i]` to `ends[i]` (exclusive), as the parser found them.
+  init(
+    bytes: UnsafeBufferPointer<UInt8>, starts: UnsafeMutableBufferPointer<Int32>, ends: UnsafeMutableBufferPointer<Int32>,
+    count: Int, type: SentenceType
+  ) {
     self.bytes = bytes
     self.starts = starts
     self.ends = ends
-    var n = 0
-    var start = 0
-    var i = 0
-    let capacity = min(starts.count, ends.count)
-    while i < bytes.count && n < capacity {
-      if bytes[i] == 0x2C {
-        starts[n] = Int32(start)
-        ends[n] = Int32(i)
-        n += 1
-        start = i + 1
-      }
-      i += 1
-    }
-    if n < capacity {
-      starts[n] = Int32(start)
-      ends[n] = Int32(bytes.count)
-      n += 1
-    }
-    count = n
+    self.count = count
+    self.type = type
   }
 
   @inline(__always) func range(_ i: Int) -> (Int, Int)? {
@@ -111,7 +98,7 @@ struct FieldReader {
     var millis = 0
     if e > s + 6 {
       guard bytes[s + 6] == 0x2E, let fraction = Self.parseDecimal(bytes, s + 6, e) else { throw invalid(i, name) }
-      millis = Int((fraction * 1000).rounded())
+      millis = min(999, Int(fraction * 1000 + 0.5))
     }
     return Int32(((hh * 60 + mm) * 60 + ss) * 1000 + millis)
   }
@@ -141,14 +128,16 @@ struct FieldReader {
   ///
   /// Both fields empty gives `nil`; one without the other, a letter other than the two allowed,
   /// minutes of 60 or more, or degrees beyond `limit` throw.
-  func angle(_ i: Int, hemisphere h: Int, positive: UInt8, negative: UInt8, limit: Double, _ name: String) throws(NMEAError) -> Double? {
+  func angle(
+    _ i: Int, hemisphere h: Int, positive: UInt8, negative: UInt8, limit: Double, _ name: String, _ hemisphereName: String
+  ) throws(NMEAError) -> Double? {
     let valueRange = range(i)
-    let hemi = try character(h, name + " hemisphere")
+    let hemi = try character(h, hemisphereName)
     guard let (s, e) = valueRange else {
       if hemi == nil { return nil }
       throw invalid(i, name)
     }
-    guard let hemi, hemi == positive || hemi == negative else { throw invalid(h, name + " hemisphere") }
+    guard let hemi, hemi == positive || hemi == negative else { throw invalid(h, hemisphereName) }
     // Integer part (degrees * 100 + whole minutes) and fractional minutes, read separately.
     var whole = 0
     var k = s
@@ -173,14 +162,37 @@ struct FieldReader {
   }
 
   func latitude(_ i: Int) throws(NMEAError) -> Double? {
-    try angle(i, hemisphere: i + 1, positive: 0x4E, negative: 0x53, limit: 90, "latitude")
+    try angle(i, hemisphere: i + 1, positive: 0x4E, negative: 0x53, limit: 90, "latitude", "latitude hemisphere")
   }
 
   func longitude(_ i: Int) throws(NMEAError) -> Double? {
-    try angle(i, hemisphere: i + 1, positive: 0x45, negative: 0x57, limit: 180, "longitude")
+    try angle(i, hemisphere: i + 1, positive: 0x45, negative: 0x57, limit: 180, "longitude", "longitude hemisphere")
   }
 
-  static let powersOfTen: [Double] = (0...18).map { p in (0..<p).reduce(1.0) { acc, _ in acc * 10 } }
+  /// 10^p for p in 0...18, each exact in a Double.
+  @inline(__always) static func powerOfTen(_ p: Int) -> Double {
+    switch p {
+    case 0: return 1
+    case 1: return 1e1
+    case 2: return 1e2
+    case 3: return 1e3
+    case 4: return 1e4
+    case 5: return 1e5
+    case 6: return 1e6
+    case 7: return 1e7
+    case 8: return 1e8
+    case 9: return 1e9
+    case 10: return 1e10
+    case 11: return 1e11
+    case 12: return 1e12
+    case 13: return 1e13
+    case 14: return 1e14
+    case 15: return 1e15
+    case 16: return 1e16
+    case 17: return 1e17
+    default: return 1e18
+    }
+  }
 
   /// Parses `[+-]digits[.digits]` exactly: the digits form an integer mantissa divided by a power
   /// of ten, which IEEE 754 rounds correctly (same result as `strtod`) for up to 15 significant digits.
@@ -215,7 +227,7 @@ struct FieldReader {
       k += 1
     }
     guard digits > 0 else { return nil }
-    let value = Double(mantissa) / powersOfTen[fractionDigits]
+    let value = fractionDigits == 0 ? Double(mantissa) : Double(mantissa) / powerOfTen(fractionDigits)
     return negative ? -value : value
   }
 

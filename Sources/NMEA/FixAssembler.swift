@@ -65,21 +65,9 @@ public struct FixAssembler: Sendable {
   /// Adds one sentence; calls `emit` when it completes the previous epoch.
   /// - Parameter line: 1-based input line of the sentence, reported as the epoch's first line.
   public mutating func apply(_ sentence: NMEASentence, line: Int, _ emit: (DecodedFix) -> Void) {
-    let bit: UInt16
-    var time: Int32?
-    var timed = false
-    switch sentence.payload {
-    case .gga(let s): bit = 1 << 0; time = s.timeOfDay; timed = true
-    case .rmc(let s): bit = 1 << 1; time = s.timeOfDay; timed = true
-    case .gll(let s): bit = 1 << 2; time = s.timeOfDay; timed = true
-    case .gns(let s): bit = 1 << 7; time = s.timeOfDay; timed = true
-    case .zda(let s): bit = 1 << 6; time = s.timeOfDay
-    case .gst(let s): bit = 1 << 8; time = s.timeOfDay
-    case .gsa: bit = 1 << 3
-    case .gsv: bit = 1 << 4
-    case .vtg: bit = 1 << 5
-    case .proprietary, .unsupported: return
-    }
+    let (bit, timed) = sentence.payload.epochInfo
+    let time = sentence.timeOfDay
+    guard bit != 0 else { return }
     if let time {
       if let current = timeOfDay {
         // ZDA and GST report when they were sent, which some receivers (Trimble) stamp a few
@@ -162,14 +150,16 @@ public struct FixAssembler: Sendable {
       if let v = s.vdop { vdop = v }
       usedSeen = true
       let system = s.system ?? sentence.talker?.constellation
-      for id in s.satelliteIDs {
+      for index in 0..<s.satelliteCount {
+        let id = s.satelliteID(at: index)
         guard let constellation = Self.constellation(of: id, talker: system, isGSA: true) else { continue }
         used.append(Self.key(constellation, id))
       }
     case .gsv(let s):
       skySeen = true
-      for entry in s.entries {
-        guard let constellation = Self.constellation(of: entry.id, talker: sentence.talker?.constellation, isGSA: false)
+      for index in 0..<s.entryCount {
+        guard let entry = s.entry(at: index),
+          let constellation = Self.constellation(of: entry.id, talker: sentence.talker?.constellation, isGSA: false)
         else { continue }
         if let index = sky.firstIndex(where: { $0.constellation == constellation && $0.prn == entry.id }) {
           if let snr = entry.snr, snr > (sky[index].snr ?? -1) { sky[index].snr = snr }
@@ -333,5 +323,24 @@ public struct FixAssembler: Sendable {
     navigationalStatus = nil
     dgpsAge = nil
     dgpsStation = nil
+  }
+}
+
+extension NMEASentence.Payload {
+  /// The sentence's bit in the epoch's "seen" mask and whether its type is a fix sentence that
+  /// carries a time field. Reads only the case, so no payload is copied.
+  var epochInfo: (bit: UInt16, timed: Bool) {
+    switch self {
+    case .gga: return (1 << 0, true)
+    case .rmc: return (1 << 1, true)
+    case .gll: return (1 << 2, true)
+    case .gns: return (1 << 7, true)
+    case .zda: return (1 << 6, false)
+    case .gst: return (1 << 8, false)
+    case .gsa: return (1 << 3, false)
+    case .gsv: return (1 << 4, false)
+    case .vtg: return (1 << 5, false)
+    case .proprietary, .unsupported: return (0, false)
+    }
   }
 }

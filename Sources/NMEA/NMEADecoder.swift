@@ -34,8 +34,10 @@ public struct NMEADecoder: Sendable {
     var assembler = self.assembler
     var statistics = self.statistics
     self.framer = NMEAFramer()  // keep the buffers uniquely referenced while in use
-    framer.feed(bytes) { event in
-      Self.handle(event, &assembler, &statistics, onFix)
+    withUnsafeTemporaryAllocation(of: Int32.self, capacity: 2 * FieldReader.maximumFields) { scratch in
+      framer.feed(bytes) { event in
+        Self.handle(event, scratch, &assembler, &statistics, onFix)
+      }
     }
     self.framer = framer
     self.assembler = assembler
@@ -52,8 +54,10 @@ public struct NMEADecoder: Sendable {
   public mutating func finish(_ onFix: (DecodedFix) -> Void) {
     var assembler = self.assembler
     var statistics = self.statistics
-    framer.finish { event in
-      Self.handle(event, &assembler, &statistics, onFix)
+    withUnsafeTemporaryAllocation(of: Int32.self, capacity: 2 * FieldReader.maximumFields) { scratch in
+      framer.finish { event in
+        Self.handle(event, scratch, &assembler, &statistics, onFix)
+      }
     }
     assembler.flush(onFix)
     self.assembler = assembler
@@ -61,25 +65,29 @@ public struct NMEADecoder: Sendable {
   }
 
   private static func handle(
-    _ event: NMEAFramer.Event, _ assembler: inout FixAssembler, _ statistics: inout NMEAStatistics,
-    _ onFix: (DecodedFix) -> Void
+    _ event: NMEAFramer.Event, _ scratch: UnsafeMutableBufferPointer<Int32>, _ assembler: inout FixAssembler,
+    _ statistics: inout NMEAStatistics, _ onFix: (DecodedFix) -> Void
   ) {
     statistics.read += 1
     switch event {
     case .rejected(let reason):
       statistics.rejected[reason, default: 0] += 1
     case .sentence(let bytes, let line):
+      let sentence: NMEASentence
       do {
-        let sentence = try NMEAParser.parse(bytes)
-        statistics.accepted += 1
-        if !sentence.hasChecksum { statistics.unchecked += 1 }
-        switch sentence.payload {
-        case .proprietary: statistics.proprietary += 1
-        case .unsupported: statistics.unsupported += 1
-        default: assembler.apply(sentence, line: line, onFix)
-        }
+        sentence = try NMEAParser.parse(bytes, scratch: scratch)
       } catch {
         statistics.rejected[error.rejection, default: 0] += 1
+        return
+      }
+      statistics.accepted += 1
+      if !sentence.hasChecksum { statistics.unchecked += 1 }
+      if sentence.payload.isProprietary {
+        statistics.proprietary += 1
+      } else if sentence.payload.isUnsupported {
+        statistics.unsupported += 1
+      } else {
+        assembler.apply(sentence, line: line, onFix)
       }
     }
   }
@@ -134,4 +142,16 @@ public enum NMEARejection: String, Sendable, Hashable, CaseIterable, Codable {
   case malformedAddress
   /// A field could not be read (not a number, out of range).
   case invalidField
+}
+
+extension NMEASentence.Payload {
+  var isProprietary: Bool {
+    if case .proprietary = self { return true }
+    return false
+  }
+
+  var isUnsupported: Bool {
+    if case .unsupported = self { return true }
+    return false
+  }
 }

@@ -67,7 +67,7 @@ public enum TalkerID: Sendable, Hashable {
   /// GN: combined multi-constellation solution.
   case multiGNSS
   /// Any other talker, accepted as unknown; holds the two letters.
-  case other(String)
+  case other(SentenceName)
 
   /// The constellation a talker names, or `nil` for GN and unknown talkers.
   public var constellation: Constellation? {
@@ -91,7 +91,40 @@ public enum TalkerID: Sendable, Hashable {
     case (0x47, 0x51): self = .qzss  // GQ
     case (0x47, 0x49): self = .navic  // GI
     case (0x47, 0x4E): self = .multiGNSS  // GN
-    default: self = .other(String(decoding: [a, b], as: UTF8.self))
+    default: self = .other(SentenceName(a, b))
     }
+  }
+}
+
+/// Up to eight ASCII letters or digits naming a talker, a formatter or a proprietary sentence
+/// (`XX`, `RMB`, `PGRME`), held inline so that parsed sentences need no allocation.
+public struct SentenceName: Sendable, Hashable, CustomStringConvertible, ExpressibleByStringLiteral {
+  private let packed: UInt64
+
+  /// Packs the first eight bytes of `bytes`.
+  init(_ bytes: UnsafeBufferPointer<UInt8>) {
+    var value: UInt64 = 0
+    for (i, b) in bytes.prefix(8).enumerated() { value |= UInt64(b) << (8 * UInt64(i)) }
+    packed = value
+  }
+
+  init(_ a: UInt8, _ b: UInt8) { packed = UInt64(a) | UInt64(b) << 8 }
+
+  /// Creates a name from text (its first eight UTF-8 bytes).
+  public init(stringLiteral value: String) {
+    var v: UInt64 = 0
+    for (i, b) in value.utf8.prefix(8).enumerated() { v |= UInt64(b) << (8 * UInt64(i)) }
+    packed = v
+  }
+
+  /// The name as text.
+  public var description: String {
+    var bytes: [UInt8] = []
+    var v = packed
+    while v != 0 {
+      bytes.append(UInt8(truncatingIfNeeded: v))
+      v >>= 8
+    }
+    return String(decoding: bytes, as: UTF8.self)
   }
 }

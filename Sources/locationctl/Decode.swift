@@ -52,7 +52,7 @@ func runDecode(arguments: [String]) -> Int32 {
       output.append(0x0A)
     }
   }
-  let chunkSize = 1 << 16
+  let chunkSize = 1 << 18
   let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
   defer { chunk.deallocate() }
   while true {

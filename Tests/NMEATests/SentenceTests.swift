@@ -1,3 +1,4 @@
+import Foundation
 import NMEA
 import Testing
 
@@ -382,5 +383,27 @@ struct SentenceTests {
     var noFix: [UInt8] = []
     GPSDJSON.appendTPV(Fix(mode: .noFix), to: &noFix)
     #expect(String(decoding: noFix, as: UTF8.self) == #"{"class":"TPV","mode":1}"#)
+  }
+
+  @Test("SKY JSON: DOPs, counts and satellites with gnssid and used flags")
+  func skyJSON() throws {
+    let (fixes, _) = decode(
+      sentence("GNGGA,003956.00,4552.65403,S,17030.00668,E,1,12,0.64,14.2,M,1.8,M,,")
+        + sentence("GNGSA,A,3,02,65,,,,,,,,,,,1.05,0.64,0.83")
+        + sentence("GPGSV,1,1,02,02,26,314,29,07,10,020,")
+        + sentence("GLGSV,1,1,01,65,40,100,30"))
+    var out: [UInt8] = []
+    GPSDJSON.appendSKY(try #require(fixes.first), to: &out)
+    let object = try #require(try JSONSerialization.jsonObject(with: Data(out)) as? [String: Any])
+    #expect(object["class"] as? String == "SKY")
+    #expect(object["nSat"] as? Int == 3)
+    #expect(object["uSat"] as? Int == 12)
+    #expect(object["pdop"] as? Double == 1.05)
+    let satellites = try #require(object["satellites"] as? [[String: Any]])
+    #expect(satellites.map { $0["PRN"] as? Int } == [2, 7, 65])
+    #expect(satellites.map { $0["gnssid"] as? Int } == [0, 0, 6])
+    #expect(satellites.map { $0["used"] as? Bool } == [true, false, true])
+    #expect(satellites[1]["ss"] == nil)
+    #expect(satellites[0]["az"] as? Double == 314)
   }
 }

@@ -12,8 +12,14 @@
 public struct GSA: Sendable, Hashable {
   /// Field 2: fix mode 1 (none), 2 (2D) or 3 (3D).
   public var mode: FixMode?
-  /// Fields 3-14: satellite IDs used in the solution (NMEA numbering).
-  public var satelliteIDs: [Int]
+  /// Fields 3-14: satellite IDs used in the solution (NMEA numbering), at most 16.
+  public var satelliteIDs: [Int] { (0..<satelliteCount).map { Int(storedIDs[$0]) } }
+  /// Number of satellite IDs, `0...16`.
+  public private(set) var satelliteCount = 0
+  private var storedIDs = SIMD16<UInt16>()
+
+  /// The satellite ID at `index` (`0..<satelliteCount`), without allocating.
+  public func satelliteID(at index: Int) -> Int { Int(storedIDs[index & 15]) }
   /// Field 15: position dilution of precision.
   public var pdop: Double?
   /// Field 16: horizontal dilution of precision.
@@ -32,14 +38,16 @@ public struct GSA: Sendable, Hashable {
     case nil: mode = nil
     default: throw f.invalid(2, "fix mode")
     }
-    satelliteIDs = []
     // Receivers differ in how many ID slots they send (12 in the standard, more on some GNSS
     // chips); the three DOPs always follow the IDs, so count from the end.
     let hasSystemID = f.count >= 19
     let dopStart = hasSystemID ? f.count - 4 : f.count - 3
     if dopStart > 3 {
       for i in 3..<dopStart {
-        if let id = try f.int(i, "satellite ID") { satelliteIDs.append(id) }
+        if let id = try f.int(i, "satellite ID"), satelliteCount < 16 {
+          storedIDs[satelliteCount] = UInt16(clamping: id)
+          satelliteCount += 1
+        }
       }
     }
     pdop = try f.double(dopStart, "PDOP")
