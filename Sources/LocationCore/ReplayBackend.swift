@@ -126,13 +126,14 @@ public final class ReplayBackend: BatchingLocationBackend {
   public let uri: String
   /// Every event for the backend's whole life; one consumer.
   public let events: AsyncStream<BackendEvent>
-  private let continuation: AsyncStream<BackendEvent>.Continuation
+  private let queue = EventQueue<BackendEvent>(capacity: 1024)
   private let source: any ReplaySource
   private let clock: any LocationClock
   private let timestamps: ReplayTimestamps
   private let control: Mutex<Control>
   private let startPaused: Bool
-  private let batches = Mutex<AsyncStream<[BackendEvent]>.Continuation?>(nil)
+  private let batchQueue = EventQueue<[BackendEvent]>(capacity: 8)
+  private let batched = Mutex(false)
 
   /// Creates a replay of `options.path` on `clock`.
   public convenience init(
@@ -157,27 +158,23 @@ public final class ReplayBackend: BatchingLocationBackend {
         progress: ReplayProgress(
           pass: 1, fixesEmitted: 0, isPaused: options.startPaused, isAtEnd: false, speed: speed,
           loops: options.loop)))
-    (events, continuation) = AsyncStream.makeStream(
-      of: BackendEvent.self, bufferingPolicy: .bufferingOldest(1024))
+    events = queue.stream
   }
 
   deinit {
-    continuation.finish()
-    batches.withLock { $0?.finish() }
+    queue.finish()
+    batchQueue.finish()
   }
 
   /// Switches to batch delivery (see ``BatchingLocationBackend``); a second call returns a
   /// stream that has already finished.
   public func makeEventBatches() -> AsyncStream<[BackendEvent]> {
-    let (stream, continuation) = AsyncStream.makeStream(
-      of: [BackendEvent].self, bufferingPolicy: .bufferingOldest(8))
-    let installed: Bool = batches.withLock { current in
-      guard current == nil else { return false }
-      current = continuation
-      return true
+    let first: Bool = batched.withLock { batched in
+      defer { batched = true }
+      return !batched
     }
-    if !installed { continuation.finish() }
-    return stream
+    guard first else { return AsyncStream { $0.finish() } }
+    return batchQueue.stream
   }
 
   // MARK: Controls
@@ -338,10 +335,11 @@ public final class ReplayBackend: BatchingLocationBackend {
     task.cancel()
     changeControl { _ in }
     await task.value
-    if let batchContinuation = batches.withLock({ $0 }) {
-      batchContinuation.yield([.status(.stopped, detail: nil)])
+    // A status is never held back by a full queue.
+    if batched.withLock({ $0 }) {
+      batchQueue.pushUrgent([.status(.stopped, detail: nil)])
     } else {
-      continuation.yield(.status(.stopped, detail: nil))
+      queue.pushUrgent(.status(.stopped, detail: nil))
     }
   }
 
@@ -393,10 +391,16 @@ public final class ReplayBackend: BatchingLocationBackend {
 
   private func flush(_ outbox: inout [BackendEvent]) async {
     guard !outbox.isEmpty else { return }
-    if let batchContinuation = batches.withLock({ $0 }) {
-      await batchContinuation.yieldWithBackPressure(outbox)
+    if batched.withLock({ $0 }) {
+      await batchQueue.push(outbox)
     } else {
-      for event in outbox { await continuation.yieldWithBackPressure(event) }
+      for event in outbox {
+        if case .location = event {
+          await queue.push(event)
+        } else {
+          queue.pushUrgent(event)
+        }
+      }
     }
     outbox.removeAll(keepingCapacity: true)
   }

@@ -106,7 +106,7 @@ public final class SimulatedBackend: LocationBackend {
   public let events: AsyncStream<BackendEvent>
   /// The simulation's parameters.
   public let parameters: SimulationParameters
-  private let continuation: AsyncStream<BackendEvent>.Continuation
+  private let queue = EventQueue<BackendEvent>(capacity: 1024)
   private let clock: any LocationClock
   private let source: String?
   private let runTask = Mutex<Task<Void, Never>?>(nil)
@@ -121,8 +121,7 @@ public final class SimulatedBackend: LocationBackend {
     self.clock = clock
     self.uri = uri
     self.source = source
-    (events, continuation) = AsyncStream.makeStream(
-      of: BackendEvent.self, bufferingPolicy: .bufferingOldest(1024))
+    events = queue.stream
   }
 
   /// Creates a simulated GPS from URI options (reads the GPX route file now).
@@ -138,7 +137,7 @@ public final class SimulatedBackend: LocationBackend {
   }
 
   deinit {
-    continuation.finish()
+    queue.finish()
   }
 
   /// Starts the simulation from its first epoch (the generator restarts from the seed).
@@ -159,7 +158,8 @@ public final class SimulatedBackend: LocationBackend {
     guard let task else { return }
     task.cancel()
     await task.value
-    continuation.yield(.status(.stopped, detail: nil))
+    // A status is never held back by a full queue.
+    queue.pushUrgent(.status(.stopped, detail: nil))
   }
 
   private func run() async {
@@ -167,7 +167,7 @@ public final class SimulatedBackend: LocationBackend {
     var generator = SimulatedFixGenerator(
       parameters: parameters, startTime: clock.wallTimeMilliseconds)
     var lastStatus = BackendStatus.connected
-    await continuation.yieldWithBackPressure(
+    queue.pushUrgent(
       .status(
         .connected, detail: "simulating \(source ?? "the default loop") at \(parameters.speed) m/s")
     )
@@ -189,13 +189,13 @@ public final class SimulatedBackend: LocationBackend {
         } else {
           detail = "fix mode \(epoch.fix.mode.rawValue)"
         }
-        await continuation.yieldWithBackPressure(.status(status, detail: detail))
+        queue.pushUrgent(.status(status, detail: detail))
       }
       if epoch.inOutage { continue }
       let location = Location(
         fix: epoch.fix,
         provenance: Provenance(backend: uri, source: source, line: nil, isSimulated: true))
-      await continuation.yieldWithBackPressure(.location(location))
+      await queue.push(.location(location))
     }
   }
 }
