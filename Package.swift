@@ -34,6 +34,7 @@ let package = Package(
       dependencies: ["NMEA", "LocationCore", "LocationServer", "GPSDBackend"],
       swiftSettings: swiftSettings),
     .executableTarget(name: "nmea-bench", dependencies: ["NMEA"], swiftSettings: swiftSettings),
+    .executableTarget(name: "core-bench", dependencies: ["LocationCore", "NMEA"], swiftSettings: swiftSettings),
     .executableTarget(
       name: "gpsd-bench", dependencies: ["GPSDBackend", "LocationCore", "LocationTestKit", "NMEA"],
       swiftSettings: swiftSettings),
