@@ -280,6 +280,16 @@ struct GPSDEndToEndTests {
         == "gpsd://127.0.0.1:\(gpsd.port)\(receiver.linkPath)")
     await backend.stop()
   }
+
+  @Test func conformsToTheBackendContract() async throws {
+    let receiver = try startReceiver("conformance", log: WriteLog())
+    defer { receiver.stop() }
+    let gpsd = try PrivateGPSD(device: receiver.linkPath)
+    try gpsd.start()
+    defer { gpsd.stop() }
+    let backend = try GPSDBackend(uri: "gpsd://127.0.0.1:\(gpsd.port)")
+    #expect(await backendConformance(backend) == [])
+  }
 }
 
 /// Runs `gpspipe -w -n COUNT localhost:PORT` and returns its TPVs with a position.
