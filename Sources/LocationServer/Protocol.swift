@@ -127,9 +127,9 @@ public enum Command: Sendable, Hashable {
   case zoom(Double)
   /// `{"cmd":"mode","mode":..}`: sets the user-tracking mode.
   case mode(UserTrackingMode)
-  /// `{"cmd":"annotate",...}`: adds or replaces an annotation.
+  /// `{"cmd":"annotate","annotation":{"id":..,"lat":..,"lon":..,"title":..}}`: adds or replaces an annotation.
   case annotate(AnnotationRequest)
-  /// `{"cmd":"remove","id":..}`: removes the annotation with this id.
+  /// `{"cmd":"remove","annotation":ID}`: removes the annotation with this id.
   case removeAnnotation(id: String)
   /// `{"cmd":"map","format":..}`: the map state in a format.
   case map(MapFormat)
@@ -287,14 +287,21 @@ extension Request {
       }
       command = .mode(mode)
     case "annotate":
-      let annotationID = try reader.string("id", maxBytes: 256, key: "annotation id")
-      let coordinate = try reader.coordinate()
-      let title = try reader.optionalString("title", maxBytes: 1024) ?? ""
-      let subtitle = try reader.optionalString("subtitle", maxBytes: 1024)
-      let kind = try reader.optionalString("kind", maxBytes: 64)
+      guard let object = reader.take("annotation"), let members = object.objectMembers else {
+        throw reader.error(
+          "missing \"annotation\": an object {\"id\":..,\"lat\":..,\"lon\":..,\"title\":..}")
+      }
+      var inner = ArgumentReader(members: members, id: id, context: "annotation.")
+      let annotationID = try inner.string("id", maxBytes: 256, key: "annotation id")
+      let coordinate = try inner.coordinate()
+      let title = try inner.optionalString("title", maxBytes: 1024) ?? ""
+      let subtitle = try inner.optionalString("subtitle", maxBytes: 1024)
+      let kind = try inner.optionalString("kind", maxBytes: 64)
+      try inner.rejectLeftovers(command: cmd)
       command = .annotate(
         AnnotationRequest(id: annotationID, coordinate: coordinate, title: title, subtitle: subtitle, kind: kind))
-    case "remove": command = .removeAnnotation(id: try reader.string("id", maxBytes: 256, key: "annotation id"))
+    case "remove":
+      command = .removeAnnotation(id: try reader.string("annotation", maxBytes: 256, key: "annotation id"))
     case "map":
       let name = try reader.optionalString("format", maxBytes: 16) ?? "json"
       guard let format = MapFormat(rawValue: name) else {
@@ -332,6 +339,8 @@ extension Request {
 private struct ArgumentReader {
   var members: [JSONMember]
   var id: RequestID?
+  /// Prefix of member names in messages (`annotation.` inside the annotation object).
+  var context = ""
 
   mutating func take(_ key: String) -> JSONValue? {
     guard let index = members.firstIndex(where: { $0.key == key }) else { return nil }
@@ -357,24 +366,24 @@ private struct ArgumentReader {
   {
     guard let value = take(key), value != .null else { return nil }
     guard let number = value.doubleValue, number.isFinite else {
-      throw error("\"\(key)\" must be a number (\(unit))")
+      throw error("\"\(context)\(key)\" must be a number (\(unit))")
     }
     guard range.contains(number) else {
-      throw error("\"\(key)\" must be within \(range.lowerBound)...\(range.upperBound) \(unit) (got \(number))")
+      throw error("\"\(context)\(key)\" must be within \(range.lowerBound)...\(range.upperBound) \(unit) (got \(number))")
     }
     return number
   }
 
   mutating func number(_ key: String, in range: ClosedRange<Double>, unit: String) throws(ProtocolError) -> Double {
     guard let number = try optionalNumber(key, in: range, unit: unit) else {
-      throw error("missing \"\(key)\": a number (\(unit)) within \(range.lowerBound)...\(range.upperBound)")
+      throw error("missing \"\(context)\(key)\": a number (\(unit)) within \(range.lowerBound)...\(range.upperBound)")
     }
     return number
   }
 
   mutating func optionalBool(_ key: String) throws(ProtocolError) -> Bool? {
     guard let value = take(key), value != .null else { return nil }
-    guard let bool = value.boolValue else { throw error("\"\(key)\" must be true or false") }
+    guard let bool = value.boolValue else { throw error("\"\(context)\(key)\" must be true or false") }
     return bool
   }
 
@@ -382,16 +391,16 @@ private struct ArgumentReader {
     -> String?
   {
     guard let value = take(key), value != .null else { return nil }
-    guard let string = value.stringValue else { throw error("\"\(key)\" must be a string") }
+    guard let string = value.stringValue else { throw error("\"\(context)\(key)\" must be a string") }
     guard string.utf8.count <= maxBytes else {
-      throw error("\"\(key)\" is longer than \(maxBytes) bytes")
+      throw error("\"\(context)\(key)\" is longer than \(maxBytes) bytes")
     }
     return string
   }
 
   mutating func string(_ key: String, maxBytes: Int, key name: String? = nil) throws(ProtocolError) -> String {
     guard let string = try optionalString(key, maxBytes: maxBytes), !string.isEmpty else {
-      throw error("missing \"\(key)\": a non-empty string\(name.map { " (\($0))" } ?? "")")
+      throw error("missing \"\(context)\(key)\": a non-empty string\(name.map { " (\($0))" } ?? "")")
     }
     return string
   }
@@ -404,6 +413,6 @@ private struct ArgumentReader {
 
   func rejectLeftovers(command: String) throws(ProtocolError) {
     guard let extra = members.first else { return }
-    throw error("unknown member \"\(extra.key)\" for command \"\(command)\": see docs/PROTOCOL.md")
+    throw error("unknown member \"\(context)\(extra.key)\" for command \"\(command)\": see docs/PROTOCOL.md")
   }
 }
