@@ -21,7 +21,7 @@ final class SharedLocation: Sendable {
 /// What a mailbox queues: locations by reference, anything else as is.
 enum MailboxEntry: Sendable {
   case location(SharedLocation, missed: Int)
-  case other(ManagerEvent)
+  indirect case other(ManagerEvent)
 
   var event: ManagerEvent {
     switch self {
