@@ -35,6 +35,9 @@ let package = Package(
       swiftSettings: swiftSettings),
     .executableTarget(name: "nmea-bench", dependencies: ["NMEA"], swiftSettings: swiftSettings),
     .executableTarget(name: "core-bench", dependencies: ["LocationCore", "NMEA"], swiftSettings: swiftSettings),
+    .executableTarget(
+      name: "gpsd-bench", dependencies: ["GPSDBackend", "LocationCore", "LocationTestKit", "NMEA"],
+      swiftSettings: swiftSettings),
     .testTarget(name: "NMEATests", dependencies: ["NMEA", "LocationTestKit"], swiftSettings: swiftSettings),
     .testTarget(
       name: "LocationCoreTests", dependencies: ["LocationCore", "LocationTestKit", "NMEA"],

@@ -1,0 +1,338 @@
+import FoundationEssentials
+
+/// Where locations come from, parsed from `--backend URI`.
+public enum BackendURI: Sendable, Hashable, CustomStringConvertible {
+  /// `simulate` or `simulate:ROUTE.gpx`: a simulated GPS, on a built-in route or a GPX route file.
+  case simulate(route: String?)
+  /// `replay:PATH?speed=S&loop=BOOL`: replays an NMEA 0183 log at `speed` times real time
+  /// (`> 0`, default 1), from the start again at the end when `loop` (default false).
+  case replay(path: String, speed: Double, loop: Bool)
+  /// `gpsd://HOST:PORT[/DEVICE]` (or `gpsd` for `localhost:2947`): a gpsd daemon, optionally one device.
+  case gpsd(host: String, port: Int, device: String?)
+
+  /// Parses a backend URI.
+  ///
+  /// - Throws: ``ConfigurationError/invalidBackend(_:reason:)`` saying what is wrong.
+  public init(parsing text: String) throws(ConfigurationError) {
+    func fail(_ reason: String) -> ConfigurationError { .invalidBackend(text, reason: reason) }
+    if text == "simulate" {
+      self = .simulate(route: nil)
+    } else if text.hasPrefix("simulate:") {
+      let route = String(text.dropFirst("simulate:".count))
+      guard !route.isEmpty else { throw fail("give a GPX route after simulate:, or use plain simulate") }
+      self = .simulate(route: route)
+    } else if text.hasPrefix("replay:") {
+      let rest = text.dropFirst("replay:".count)
+      let parts = rest.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+      let path = String(parts.first ?? "")
+      guard !path.isEmpty else { throw fail("give the NMEA log path after replay:, e.g. replay:/var/log/drive.nmea") }
+      var speed = 1.0
+      var loop = false
+      if parts.count == 2 {
+        for pair in parts[1].split(separator: "&") {
+          let keyValue = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+          let key = String(keyValue[0])
+          let value = keyValue.count == 2 ? String(keyValue[1]) : ""
+          switch key {
+          case "speed":
+            guard let number = Double(value), number.isFinite, number > 0, number <= 1000 else {
+              throw fail("speed must be a number in (0, 1000], e.g. speed=10")
+            }
+            speed = number
+          case "loop":
+            switch value {
+            case "true", "1", "yes": loop = true
+            case "false", "0", "no": loop = false
+            default: throw fail("loop must be true or false")
+            }
+          default:
+            throw fail("unknown replay option \"\(key)\": use speed= and loop=")
+          }
+        }
+      }
+      self = .replay(path: path, speed: speed, loop: loop)
+    } else if text == "gpsd" {
+      self = .gpsd(host: "localhost", port: 2947, device: nil)
+    } else if text.hasPrefix("gpsd://") {
+      var rest = Substring(text.dropFirst("gpsd://".count))
+      var device: String? = nil
+      if let slash = rest.firstIndex(of: "/") {
+        let path = String(rest[slash...])
+        device = path == "/" ? nil : path
+        rest = rest[..<slash]
+      }
+      var host = String(rest)
+      var port = 2947
+      if rest.hasPrefix("[") {
+        // [IPv6]:port
+        guard let close = rest.firstIndex(of: "]") else { throw fail("an IPv6 host needs a closing ]") }
+        host = String(rest[rest.index(after: rest.startIndex)..<close])
+        let after = rest[rest.index(after: close)...]
+        if after.hasPrefix(":") {
+          guard let number = Int(after.dropFirst()), (1...65_535).contains(number) else {
+            throw fail("the port must be 1...65535")
+          }
+          port = number
+        } else if !after.isEmpty {
+          throw fail("expected :PORT after the IPv6 address")
+        }
+      } else if let colon = rest.lastIndex(of: ":") {
+        host = String(rest[..<colon])
+        guard let number = Int(rest[rest.index(after: colon)...]), (1...65_535).contains(number) else {
+          throw fail("the port must be 1...65535, e.g. gpsd://localhost:2947")
+        }
+        port = number
+      }
+      if host.isEmpty { host = "localhost" }
+      self = .gpsd(host: host, port: port, device: device)
+    } else {
+      throw fail("use simulate[:ROUTE.gpx], replay:PATH[?speed=N&loop=true] or gpsd://HOST:PORT[/DEVICE]")
+    }
+  }
+
+  /// The canonical URI text (what `status` reports as the backend URI).
+  public var description: String {
+    switch self {
+    case .simulate(let route): return route.map { "simulate:" + $0 } ?? "simulate"
+    case .replay(let path, let speed, let loop):
+      var options: [String] = []
+      if speed != 1 { options.append("speed=" + JSONValue.number(speed).jsonString) }
+      if loop { options.append("loop=true") }
+      return "replay:" + path + (options.isEmpty ? "" : "?" + options.joined(separator: "&"))
+    case .gpsd(let host, let port, let device):
+      let hostPart = host.contains(":") ? "[" + host + "]" : host
+      return "gpsd://\(hostPart):\(port)" + (device ?? "")
+    }
+  }
+}
+
+/// Why the configuration is unusable; each message says what to do.
+public enum ConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
+  /// An unknown command-line flag.
+  case unknownFlag(String)
+  /// A flag needs a value and none followed.
+  case missingValue(String)
+  /// A value could not be used.
+  case invalidValue(key: String, value: String, reason: String)
+  /// The backend URI is malformed.
+  case invalidBackend(String, reason: String)
+  /// The config file could not be read.
+  case unreadableFile(String, reason: String)
+  /// A config file line is not `key = value` or names an unknown key.
+  case invalidLine(file: String, line: Int, reason: String)
+
+  /// A message that says what to do.
+  public var description: String {
+    switch self {
+    case .unknownFlag(let flag):
+      return "unknown option \(flag): see locationd --help"
+    case .missingValue(let flag):
+      return "option \(flag) needs a value: see locationd --help"
+    case .invalidValue(let key, let value, let reason):
+      return "invalid \(key) \"\(value)\": \(reason)"
+    case .invalidBackend(let uri, let reason):
+      return "invalid backend \"\(uri)\": \(reason)"
+    case .unreadableFile(let path, let reason):
+      return "cannot read config file \(path): \(reason); fix the path given to --config"
+    case .invalidLine(let file, let line, let reason):
+      return "\(file):\(line): \(reason)"
+    }
+  }
+}
+
+/// The daemon's settings: defaults, overridden by the config file, overridden by flags.
+///
+/// Config file format: one `key = value` per line; `#` starts a comment line; blank lines are
+/// ignored; keys are the long flag names without `--` (`backend`, `socket`, `state-dir`,
+/// `group`, `max-clients`). Values may be wrapped in double quotes.
+public struct Configuration: Sendable, Hashable {
+  /// The default socket path.
+  public static let defaultSocketPath = "/run/locationd/locationd.sock"
+  /// The default state directory (systemd's `StateDirectory=locationd`).
+  public static let defaultStateDirectory = "/var/lib/locationd"
+  /// The default backend.
+  public static let defaultBackend = BackendURI.simulate(route: nil)
+
+  /// Where locations come from (`--backend`).
+  public var backend: BackendURI = defaultBackend
+  /// The backend URI exactly as configured (`simulate` by default); ``BackendFactory`` creates
+  /// the backend from it.
+  public var backendURI: String = "simulate"
+  /// The Unix socket path (`--socket`); ignored when systemd passes the socket.
+  public var socketPath: String = defaultSocketPath
+  /// Directory for persistent state such as the map state (`--state-dir`).
+  public var stateDirectory: String = defaultStateDirectory
+  /// Members of this group are authorized (`--group`); `nil` = root only.
+  public var group: String? = "locationd"
+  /// Maximum connected clients (`--max-clients`, `1...4096`).
+  public var maxClients: Int = 64
+  /// The config file (`--config`), re-read on SIGHUP.
+  public var configFile: String?
+  /// Whether `--help` was given (print ``usage`` and exit 0).
+  public var showHelp = false
+
+  /// Creates the default configuration.
+  public init() {}
+
+  /// The command-line flags seen by ``parse(arguments:readFile:)``, kept for ``reloaded(readFile:)``.
+  public private(set) var flags: [String: String] = [:]
+
+  /// The `--help` text.
+  public static let usage = """
+    usage: locationd [--backend URI] [--socket PATH] [--state-dir DIR] [--group NAME]
+                     [--max-clients N] [--config FILE]
+
+      --backend URI     simulate[:ROUTE.gpx] | replay:PATH[?speed=10&loop=true] |
+                        gpsd://HOST:PORT[/DEVICE]          (default simulate)
+      --socket PATH     Unix socket to listen on           (default /run/locationd/locationd.sock)
+      --state-dir DIR   persistent state                   (default /var/lib/locationd)
+      --group NAME      members may use the service, "" for root only (default locationd)
+      --max-clients N   1...4096                           (default 64)
+      --config FILE     key = value lines with the same names; flags win; re-read on SIGHUP
+
+    """
+
+  /// Parses command-line arguments (without the program name), reading `--config` when given.
+  ///
+  /// - Parameters:
+  ///   - arguments: e.g. `["--backend", "simulate", "--socket=/tmp/l.sock"]`.
+  ///   - readFile: reads a file's contents (tests pass their own); defaults to the file system.
+  /// - Throws: ``ConfigurationError``.
+  public static func parse(
+    arguments: [String], readFile: (String) throws -> String = Configuration.readTextFile
+  ) throws(ConfigurationError) -> Configuration {
+    var flags: [String: String] = [:]
+    var configuration = Configuration()
+    var index = 0
+    while index < arguments.count {
+      let argument = arguments[index]
+      index += 1
+      if argument == "--help" || argument == "-h" {
+        configuration.showHelp = true
+        continue
+      }
+      guard argument.hasPrefix("--") else { throw .unknownFlag(argument) }
+      var name = String(argument.dropFirst(2))
+      var value: String
+      if let equals = name.firstIndex(of: "=") {
+        value = String(name[name.index(after: equals)...])
+        name = String(name[..<equals])
+      } else {
+        guard index < arguments.count else {
+          throw Self.knownKeys.contains(name) || name == "config" ? .missingValue(argument) : .unknownFlag(argument)
+        }
+        value = arguments[index]
+        index += 1
+      }
+      guard Self.knownKeys.contains(name) || name == "config" else { throw .unknownFlag("--" + name) }
+      flags[name] = value
+    }
+    configuration.flags = flags
+    try configuration.apply(flags: flags, readFile: readFile)
+    return configuration
+  }
+
+  /// The same flags applied again over a fresh read of the config file (SIGHUP).
+  ///
+  /// - Throws: ``ConfigurationError``; the caller keeps the old configuration then.
+  public func reloaded(readFile: (String) throws -> String = Configuration.readTextFile) throws(ConfigurationError)
+    -> Configuration
+  {
+    var configuration = Configuration()
+    configuration.flags = flags
+    try configuration.apply(flags: flags, readFile: readFile)
+    return configuration
+  }
+
+  /// The keys a config file and flags may set (flag names without `--`).
+  public static let knownKeys: Set<String> = ["backend", "socket", "state-dir", "group", "max-clients"]
+
+  private mutating func apply(flags: [String: String], readFile: (String) throws -> String) throws(ConfigurationError) {
+    if let path = flags["config"] {
+      guard !path.isEmpty else { throw .invalidValue(key: "config", value: path, reason: "give a file path") }
+      configFile = path
+      let text: String
+      do { text = try readFile(path) } catch { throw .unreadableFile(path, reason: "\(error)") }
+      for (key, value) in try Self.parseFile(text, path: path) {
+        try set(key, value)
+      }
+    }
+    for (key, value) in flags where key != "config" {
+      try set(key, value)
+    }
+  }
+
+  private mutating func set(_ key: String, _ value: String) throws(ConfigurationError) {
+    switch key {
+    case "backend":
+      do {
+        _ = try BackendFactory.make(uri: value)
+      } catch {
+        throw .invalidBackend(value, reason: error.reason)
+      }
+      backendURI = value
+      if let parsed = try? BackendURI(parsing: value) { backend = parsed }
+    case "socket":
+      guard value.hasPrefix("/"), value.utf8.count <= 107 else {
+        throw .invalidValue(key: "socket", value: value, reason: "use an absolute path of at most 107 bytes")
+      }
+      socketPath = value
+    case "state-dir":
+      guard value.hasPrefix("/") else {
+        throw .invalidValue(key: "state-dir", value: value, reason: "use an absolute directory path")
+      }
+      stateDirectory = value
+    case "group":
+      guard value.utf8.count <= 32, !value.contains(":"), !value.contains(" ") else {
+        throw .invalidValue(key: "group", value: value, reason: "use a group name such as locationd, or \"\" for root only")
+      }
+      group = value.isEmpty ? nil : value
+    case "max-clients":
+      guard let number = Int(value), (1...4096).contains(number) else {
+        throw .invalidValue(key: "max-clients", value: value, reason: "use a whole number within 1...4096")
+      }
+      maxClients = number
+    default:
+      throw .invalidValue(key: key, value: value, reason: "unknown setting: use one of \(Self.knownKeys.sorted().joined(separator: ", "))")
+    }
+  }
+
+  /// Parses `key = value` lines.
+  ///
+  /// - Throws: ``ConfigurationError/invalidLine(file:line:reason:)``.
+  public static func parseFile(_ text: String, path: String) throws(ConfigurationError) -> [(String, String)] {
+    var result: [(String, String)] = []
+    // "\r\n" is one Character: split on every newline Character, so CRLF files work.
+    for (number, rawLine) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
+      let line = trim(rawLine)
+      if line.isEmpty || line.hasPrefix("#") { continue }
+      guard let equals = line.firstIndex(of: "=") else {
+        throw .invalidLine(file: path, line: number + 1, reason: "expected key = value")
+      }
+      let key = trim(line[..<equals])
+      var value = trim(line[line.index(after: equals)...])
+      if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
+        value = String(value.dropFirst().dropLast())
+      }
+      guard knownKeys.contains(key) else {
+        throw .invalidLine(
+          file: path, line: number + 1,
+          reason: "unknown key \"\(key)\": use one of \(knownKeys.sorted().joined(separator: ", "))")
+      }
+      result.append((key, value))
+    }
+    return result
+  }
+
+  private static func trim(_ text: Substring) -> String {
+    String(text.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+  }
+
+  /// Reads a UTF-8 text file.
+  ///
+  /// - Throws: the file system error.
+  public static func readTextFile(_ path: String) throws -> String {
+    let data = try Data(contentsOf: URL(fileURLWithPath: path))
+    return String(decoding: data, as: UTF8.self)
+  }
+}

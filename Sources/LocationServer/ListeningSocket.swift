@@ -1,0 +1,200 @@
+import Glibc
+
+/// Why the listening socket could not be set up; each message says what to do.
+public enum ListenError: Error, Sendable, Hashable, CustomStringConvertible {
+  /// The path does not fit `sockaddr_un` (at most 107 bytes).
+  case pathTooLong(String)
+  /// The parent directory could not be created.
+  case cannotCreateDirectory(String, errno: Int32)
+  /// A live server already listens at the path.
+  case alreadyListening(String)
+  /// Something other than a socket exists at the path.
+  case notASocket(String)
+  /// A system call failed.
+  case systemCall(String, path: String, errno: Int32)
+  /// `--group` names a group that does not exist.
+  case noSuchGroup(String)
+  /// `$LISTEN_FDS` passed a descriptor that is not a listening Unix stream socket.
+  case invalidActivatedSocket(fd: Int32)
+
+  /// A message for the log that says what to do.
+  public var description: String {
+    switch self {
+    case .pathTooLong(let path):
+      return "socket path \(path) is longer than 107 bytes: choose a shorter --socket path"
+    case .cannotCreateDirectory(let path, let code):
+      return "cannot create directory \(path): \(String(cString: strerror(code))); create it or choose another --socket path"
+    case .alreadyListening(let path):
+      return "another server is listening at \(path): stop it (systemctl stop locationd) or choose another --socket path"
+    case .notASocket(let path):
+      return "\(path) exists and is not a socket: remove it or choose another --socket path"
+    case .systemCall(let call, let path, let code):
+      return "\(call) failed for \(path): \(String(cString: strerror(code)))"
+    case .noSuchGroup(let name):
+      return "group \(name) does not exist: create it (groupadd \(name)) or change --group"
+    case .invalidActivatedSocket(let fd):
+      return "file descriptor \(fd) passed by systemd is not a listening Unix stream socket: check locationd.socket (ListenStream=)"
+    }
+  }
+}
+
+/// Socket activation (`sd_listen_fds(3)` protocol): descriptors passed by systemd from fd 3 on.
+public enum SocketActivation {
+  /// The first passed descriptor, `SD_LISTEN_FDS_START`.
+  public static let firstDescriptor: Int32 = 3
+
+  /// The descriptors passed to this process: `$LISTEN_FDS` of them from fd 3, when `$LISTEN_PID`
+  /// equals `pid` (or is unset, as some launchers leave it). Empty otherwise or on malformed values.
+  public static func passedDescriptors(environment: [String: String], pid: Int32) -> [Int32] {
+    guard let countText = environment["LISTEN_FDS"], let count = Int32(countText), count > 0, count < 4096 else {
+      return []
+    }
+    if let pidText = environment["LISTEN_PID"], !pidText.isEmpty {
+      guard let listenPID = Int32(pidText), listenPID == pid else { return [] }
+    }
+    return Array(firstDescriptor..<(firstDescriptor + count))
+  }
+
+  /// Removes `LISTEN_FDS`, `LISTEN_PID` and `LISTEN_FDNAMES` from this process's environment, so
+  /// children do not inherit them (as `sd_listen_fds(1)` does).
+  public static func unsetEnvironment() {
+    unsetenv("LISTEN_FDS")
+    unsetenv("LISTEN_PID")
+    unsetenv("LISTEN_FDNAMES")
+  }
+}
+
+/// A listening Unix stream socket: passed by systemd, or created at a path.
+public struct ListeningSocket: Sendable {
+  /// The listening descriptor (non-blocking, close-on-exec).
+  public let fd: Int32
+  /// The path, when known (created here, or the configured path when activated).
+  public let path: String
+  /// Whether systemd passed the socket (then the path belongs to systemd and is not removed).
+  public let isActivated: Bool
+
+  /// Uses the descriptor systemd passed when there is one, otherwise creates the socket at `path`.
+  ///
+  /// - Parameters:
+  ///   - path: the socket path, e.g. `/run/locationd/locationd.sock`.
+  ///   - group: group to own a created socket (mode 0660), or `nil` to keep the creator's group.
+  ///   - environment: the process environment (`LISTEN_FDS`, `LISTEN_PID`).
+  /// - Throws: ``ListenError``.
+  public static func open(path: String, group: String?, environment: [String: String]) throws(ListenError)
+    -> ListeningSocket
+  {
+    let passed = SocketActivation.passedDescriptors(environment: environment, pid: getpid())
+    if let fd = passed.first {
+      SocketActivation.unsetEnvironment()
+      return try adopt(fd: fd, path: path)
+    }
+    return try create(path: path, group: group)
+  }
+
+  /// Adopts an inherited listening socket (checks it is a listening Unix stream socket).
+  ///
+  /// - Throws: ``ListenError/invalidActivatedSocket(fd:)``.
+  public static func adopt(fd: Int32, path: String) throws(ListenError) -> ListeningSocket {
+    var type: Int32 = 0
+    var accepting: Int32 = 0
+    var length = socklen_t(MemoryLayout<Int32>.size)
+    guard getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &length) == 0, type == Int32(SOCK_STREAM.rawValue) else {
+      throw .invalidActivatedSocket(fd: fd)
+    }
+    length = socklen_t(MemoryLayout<Int32>.size)
+    guard getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &length) == 0, accepting == 1 else {
+      throw .invalidActivatedSocket(fd: fd)
+    }
+    setNonBlockingCloseOnExec(fd)
+    return ListeningSocket(fd: fd, path: path, isActivated: true)
+  }
+
+  /// Creates, binds and listens at `path`: creates the parent directory (0755) when missing,
+  /// removes a stale socket file only when nothing accepts on it, sets mode 0660 and, when
+  /// `group` is given, the group.
+  ///
+  /// - Throws: ``ListenError``.
+  public static func create(path: String, group: String?) throws(ListenError) -> ListeningSocket {
+    guard var address = UnixAddress(path: path), !path.hasPrefix("@") else { throw .pathTooLong(path) }
+    var gid: UInt32? = nil
+    if let group, !group.isEmpty {
+      guard let found = Authorizer.groupID(named: group) else { throw .noSuchGroup(group) }
+      gid = found
+    }
+    try makeParentDirectory(of: path)
+    try removeStaleSocket(at: path)
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard fd >= 0 else { throw .systemCall("socket", path: path, errno: errno) }
+    // Bind with a restrictive umask so the socket is never briefly world-connectable.
+    let oldMask = umask(0o117)
+    let bound = address.withSockaddr { bind(fd, $0, $1) }
+    let bindErrno = errno
+    umask(oldMask)
+    guard bound == 0 else {
+      _ = Glibc.close(fd)
+      if bindErrno == EADDRINUSE { throw .alreadyListening(path) }
+      throw .systemCall("bind", path: path, errno: bindErrno)
+    }
+    if chmod(path, 0o660) != 0 {
+      let code = errno
+      _ = Glibc.close(fd)
+      unlink(path)
+      throw .systemCall("chmod", path: path, errno: code)
+    }
+    if let gid, chown(path, UInt32.max, gid) != 0 {
+      let code = errno
+      _ = Glibc.close(fd)
+      unlink(path)
+      throw .systemCall("chown", path: path, errno: code)
+    }
+    guard listen(fd, 64) == 0 else {
+      let code = errno
+      _ = Glibc.close(fd)
+      unlink(path)
+      throw .systemCall("listen", path: path, errno: code)
+    }
+    setNonBlockingCloseOnExec(fd)
+    return ListeningSocket(fd: fd, path: path, isActivated: false)
+  }
+
+  /// Closes the socket and, unless systemd owns it, removes the socket file.
+  public func close() {
+    _ = Glibc.close(fd)
+    if !isActivated { unlink(path) }
+  }
+
+  static func setNonBlockingCloseOnExec(_ fd: Int32) {
+    let flags = fcntl(fd, F_GETFL)
+    if flags >= 0 { _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK) }
+    let fdFlags = fcntl(fd, F_GETFD)
+    if fdFlags >= 0 { _ = fcntl(fd, F_SETFD, fdFlags | FD_CLOEXEC) }
+  }
+
+  private static func makeParentDirectory(of path: String) throws(ListenError) {
+    guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return }
+    let parent = String(path[..<slash])
+    var current = parent.hasPrefix("/") ? "" : "."
+    for component in parent.split(separator: "/", omittingEmptySubsequences: true) {
+      current += "/" + component
+      if mkdir(current, 0o755) != 0 && errno != EEXIST {
+        throw .cannotCreateDirectory(current, errno: errno)
+      }
+    }
+  }
+
+  private static func removeStaleSocket(at path: String) throws(ListenError) {
+    var info = stat()
+    guard lstat(path, &info) == 0 else { return }
+    guard (info.st_mode & S_IFMT) == S_IFSOCK else { throw .notASocket(path) }
+    // Something listens when a connect succeeds (or is only refused for lack of backlog room).
+    let probe = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard probe >= 0 else { throw .systemCall("socket", path: path, errno: errno) }
+    defer { _ = Glibc.close(probe) }
+    guard var address = UnixAddress(path: path) else { throw .pathTooLong(path) }
+    let connected = address.withSockaddr { connect(probe, $0, $1) }
+    if connected == 0 || errno == EAGAIN { throw .alreadyListening(path) }
+    guard errno == ECONNREFUSED else { throw .systemCall("connect", path: path, errno: errno) }
+    Log.event("staleSocketRemoved", ["path": path])
+    guard unlink(path) == 0 else { throw .systemCall("unlink", path: path, errno: errno) }
+  }
+}

@@ -1,0 +1,65 @@
+import Glibc
+import Synchronization
+
+/// Logging to standard error, one line per event: `locationd: EVENT key=value key=value`.
+///
+/// systemd's journal collects standard error. Values containing spaces, quotes, `=` or control
+/// characters are written in double quotes with `\"`, `\\` and `\n` escaped, so each event stays
+/// one line and `key=value` pairs can be split by a simple parser.
+public enum Log {
+  private static let lock = Mutex(())
+  private static let prefix = Mutex("locationd")
+
+  /// Sets the program name written before every event (default `locationd`).
+  public static func setProgramName(_ name: String) {
+    prefix.withLock { $0 = name }
+  }
+
+  /// Writes one event line. `event` is a constant camelCase name such as `clientConnected`.
+  public static func event(_ event: String, _ metadata: KeyValuePairs<String, String> = [:]) {
+    var line = prefix.withLock { $0 } + ": " + event
+    for (key, value) in metadata {
+      line += " " + key + "=" + quote(value)
+    }
+    line += "\n"
+    lock.withLock { _ in
+      var bytes = Array(line.utf8)
+      bytes.withUnsafeMutableBytes { buffer in
+        var offset = 0
+        while offset < buffer.count {
+          let written = write(2, buffer.baseAddress.map { $0 + offset }, buffer.count - offset)
+          if written < 0 {
+            if errno == EINTR { continue }
+            return
+          }
+          offset += written
+        }
+      }
+    }
+  }
+
+  /// A value as written in an event line: bare when safe, otherwise quoted and escaped.
+  public static func quote(_ value: String) -> String {
+    let needsQuotes =
+      value.isEmpty
+      || value.utf8.contains { $0 <= 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "=") || $0 == 0x7F }
+    guard needsQuotes else { return value }
+    var result = "\""
+    for scalar in value.unicodeScalars {
+      switch scalar {
+      case "\"": result += "\\\""
+      case "\\": result += "\\\\"
+      case "\n": result += "\\n"
+      case "\r": result += "\\r"
+      case "\t": result += "\\t"
+      default:
+        if scalar.value < 0x20 || scalar.value == 0x7F {
+          result += "\\x" + String(scalar.value, radix: 16)
+        } else {
+          result.unicodeScalars.append(scalar)
+        }
+      }
+    }
+    return result + "\""
+  }
+}

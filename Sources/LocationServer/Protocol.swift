@@ -1,0 +1,418 @@
+import FoundationEssentials
+import NMEA
+
+/// The identifier a client may put in a request as `"id"`; the reply echoes it unchanged.
+///
+/// A JSON string or number (integral numbers are echoed without a fraction).
+public enum RequestID: Sendable, Hashable {
+  /// A string id, e.g. `"a7"`.
+  case string(String)
+  /// A numeric id, e.g. `1`.
+  case number(Double)
+
+  /// The id as a JSON value.
+  public var json: JSONValue {
+    switch self {
+    case .string(let value): return .string(value)
+    case .number(let value): return .number(value)
+    }
+  }
+}
+
+/// Whether a client may use the location service (CoreLocation's `CLAuthorizationStatus`).
+public enum AuthorizationStatus: String, Sendable, Hashable, Codable {
+  /// The client has not sent `request` yet.
+  case notDetermined
+  /// The client asked and is root or a member of the configured group.
+  case authorized
+  /// The client asked and is neither root nor a member of the configured group.
+  case denied
+}
+
+/// The map's user-tracking mode (MapKit's `MKUserTrackingMode`); wire names are the raw values.
+public enum UserTrackingMode: String, Sendable, Hashable, Codable, CaseIterable {
+  /// The map does not follow the user's location.
+  case none
+  /// The map centers on every new location.
+  case follow
+  /// The map centers on every new location and rotates to the course over ground.
+  case followWithHeading
+}
+
+/// The format of a `map` reply.
+public enum MapFormat: String, Sendable, Hashable, Codable, CaseIterable {
+  /// The map state as a `MAP` object (center, zoom, mode, annotations).
+  case json
+  /// The map state as an RFC 7946 GeoJSON FeatureCollection in the member `geojson`.
+  case geojson
+  /// The map rendered as an SVG document (a string) in the member `svg`.
+  case svg
+}
+
+/// Options of the `start` request (CoreLocation's `distanceFilter` and `desiredAccuracy`).
+public struct TrackingOptions: Sendable, Hashable {
+  /// Minimum horizontal movement, metres (`>= 0`), before a new location is delivered;
+  /// `nil` delivers every fix.
+  public var distanceFilter: Double?
+  /// Minimum time between delivered locations, seconds (`>= 0`); `nil` delivers every fix.
+  public var minInterval: Double?
+  /// Worst acceptable horizontal error (gpsd `eph`), metres (`> 0`); fixes with a larger error
+  /// are not delivered. `nil` accepts every fix.
+  public var desiredAccuracy: Double?
+
+  /// Creates tracking options; `nil` means "no filter".
+  public init(distanceFilter: Double? = nil, minInterval: Double? = nil, desiredAccuracy: Double? = nil) {
+    self.distanceFilter = distanceFilter
+    self.minInterval = minInterval
+    self.desiredAccuracy = desiredAccuracy
+  }
+}
+
+/// An annotation as a request carries it (MapKit's `MKPointAnnotation`).
+public struct AnnotationRequest: Sendable, Hashable {
+  /// Caller-chosen key, 1-256 bytes of UTF-8; adding an existing id replaces that annotation.
+  public var id: String
+  /// Position, WGS84 degrees (valid ranges checked).
+  public var coordinate: Coordinate
+  /// Title shown on the map; empty when the request had none.
+  public var title: String
+  /// Optional secondary text.
+  public var subtitle: String?
+  /// Optional free-form category (e.g. `"waypoint"`, `"poi"`), up to 64 bytes.
+  public var kind: String?
+
+  /// Creates an annotation request.
+  public init(id: String, coordinate: Coordinate, title: String = "", subtitle: String? = nil, kind: String? = nil) {
+    self.id = id
+    self.coordinate = coordinate
+    self.title = title
+    self.subtitle = subtitle
+    self.kind = kind
+  }
+}
+
+/// A replay control action (`replay` request); the backend must be a `replay:` backend.
+public enum ReplayAction: Sendable, Hashable {
+  /// Pauses the replay.
+  case pause
+  /// Resumes a paused replay.
+  case resume
+  /// Moves to `seconds` after the first epoch of the log (`>= 0`).
+  case seek(seconds: Double)
+  /// Sets the playback speed factor (`> 0`, at most 1000; 1 = real time).
+  case speed(Double)
+  /// Emits the next `epochs` epochs (`1...10_000`) and stays paused.
+  case step(epochs: Int)
+}
+
+/// What a client asks for. See docs/PROTOCOL.md for the wire form of each case.
+public enum Command: Sendable, Hashable {
+  /// `{"cmd":"request"}`: asks for authorization; the server answers it itself.
+  case requestAuthorization
+  /// `{"cmd":"start"}`: starts location updates with the given filters.
+  case start(TrackingOptions)
+  /// `{"cmd":"stop"}`: stops location updates.
+  case stop
+  /// `{"cmd":"status"}`: authorization, tracking, backend, initial and current location.
+  case status
+  /// `{"cmd":"location"}`: the initial and current location.
+  case location
+  /// `{"cmd":"watch","enable":true}`: streams events (locations, backend status) to this client.
+  case watch(enable: Bool)
+  /// `{"cmd":"center"}`: centers the map on the current location.
+  case centerOnLocation
+  /// `{"cmd":"setCenter","lat":..,"lon":..}`: centers the map on a coordinate.
+  case setCenter(Coordinate)
+  /// `{"cmd":"zoom","zoom":..}`: sets the zoom level (Web Mercator, `0...22`).
+  case zoom(Double)
+  /// `{"cmd":"mode","mode":..}`: sets the user-tracking mode.
+  case mode(UserTrackingMode)
+  /// `{"cmd":"annotate","annotation":{"id":..,"lat":..,"lon":..,"title":..}}`: adds or replaces an annotation.
+  case annotate(AnnotationRequest)
+  /// `{"cmd":"remove","annotation":ID}`: removes the annotation with this id.
+  case removeAnnotation(id: String)
+  /// `{"cmd":"map","format":..}`: the map state in a format.
+  case map(MapFormat)
+  /// `{"cmd":"replay","action":..,"value":..}`: controls a replay backend.
+  case replay(ReplayAction)
+
+  /// The wire name of the command (`"cmd"` value).
+  public var name: String {
+    switch self {
+    case .requestAuthorization: return "request"
+    case .start: return "start"
+    case .stop: return "stop"
+    case .status: return "status"
+    case .location: return "location"
+    case .watch: return "watch"
+    case .centerOnLocation: return "center"
+    case .setCenter: return "setCenter"
+    case .zoom: return "zoom"
+    case .mode: return "mode"
+    case .annotate: return "annotate"
+    case .removeAnnotation: return "remove"
+    case .map: return "map"
+    case .replay: return "replay"
+    }
+  }
+
+  /// Whether the command may be used before the client is authorized (`request`, `status`).
+  public var isAllowedUnauthorized: Bool {
+    switch self {
+    case .requestAuthorization, .status: return true
+    default: return false
+    }
+  }
+}
+
+/// One parsed and validated request line.
+public struct Request: Sendable, Hashable {
+  /// The client's `"id"`, echoed in the reply; `nil` when absent.
+  public var id: RequestID?
+  /// What the client asks for.
+  public var command: Command
+
+  /// Creates a request.
+  public init(id: RequestID? = nil, command: Command) {
+    self.id = id
+    self.command = command
+  }
+}
+
+/// Stable error codes of `ERROR` replies (the `"code"` member).
+public enum ErrorCode: String, Sendable, Hashable, Codable, CaseIterable {
+  /// The line is not a JSON object.
+  case malformedJSON
+  /// `"cmd"` is missing or names no known command.
+  case unknownCommand
+  /// A member is missing, of the wrong type, out of range, or unknown.
+  case invalidArgument
+  /// The client is not authorized for this command (send `request` first; root or the group only).
+  case notAuthorized
+  /// The line exceeded the maximum request length (64 KiB); it was discarded.
+  case lineTooLong
+  /// The server already serves the maximum number of clients; the connection is closed.
+  case tooManyClients
+  /// No fix yet, so there is no current location (e.g. for `center`).
+  case noFix
+  /// The command needs a replay backend and the daemon runs another one.
+  case notReplay
+  /// No annotation with this id.
+  case notFound
+  /// The backend or service cannot do this now (e.g. gpsd unreachable).
+  case unavailable
+  /// A bug or unexpected failure in the daemon.
+  case `internal`
+}
+
+/// Why a request line was rejected before reaching a handler.
+public struct ProtocolError: Error, Sendable, Hashable {
+  /// The stable error code.
+  public var code: ErrorCode
+  /// What went wrong and what to do, for people.
+  public var message: String
+  /// The request id, when the line was an object with a usable `"id"`.
+  public var id: RequestID?
+
+  /// Creates a protocol error.
+  public init(_ code: ErrorCode, _ message: String, id: RequestID? = nil) {
+    self.code = code
+    self.message = message
+    self.id = id
+  }
+}
+
+enum JSONCoding {
+  static func decode(_ bytes: [UInt8]) throws -> JSONValue {
+    try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
+  }
+}
+
+extension Request {
+  /// The maximum length of a request line, bytes, without the newline (64 KiB).
+  public static let maximumLineLength = 64 * 1024
+
+  /// Parses one request line (without its `\n`; a trailing `\r` is ignored).
+  ///
+  /// - Throws: ``ProtocolError`` with `malformedJSON` (not a JSON object), `unknownCommand`
+  ///   (missing or unknown `"cmd"`) or `invalidArgument` (missing, mistyped, out-of-range or unknown
+  ///   member); the error carries the request's id when one could be read.
+  public static func parse(_ line: [UInt8]) throws(ProtocolError) -> Request {
+    var bytes = line
+    if bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
+    let value: JSONValue
+    do {
+      value = try JSONCoding.decode(bytes)
+    } catch {
+      throw ProtocolError(.malformedJSON, "the line is not valid JSON: send one JSON object per line")
+    }
+    return try parse(value)
+  }
+
+  /// Validates a decoded JSON value as a request. See ``parse(_:)-([UInt8])``.
+  ///
+  /// - Throws: ``ProtocolError`` as ``parse(_:)-([UInt8])`` does (except `malformedJSON` for bad syntax).
+  public static func parse(_ value: JSONValue) throws(ProtocolError) -> Request {
+    guard let members = value.objectMembers else {
+      throw ProtocolError(.malformedJSON, "a request must be a JSON object such as {\"cmd\":\"status\"}")
+    }
+    var reader = ArgumentReader(members: members)
+    let id = try reader.readID()
+    guard let cmdValue = reader.take("cmd") else {
+      throw ProtocolError(.unknownCommand, "the request has no \"cmd\" member: add e.g. \"cmd\":\"status\"", id: id)
+    }
+    guard let cmd = cmdValue.stringValue else {
+      throw ProtocolError(.unknownCommand, "\"cmd\" must be a string such as \"status\"", id: id)
+    }
+    let command: Command
+    switch cmd {
+    case "request": command = .requestAuthorization
+    case "start":
+      let options = TrackingOptions(
+        distanceFilter: try reader.optionalNumber("distanceFilter", in: 0...1.0e7, unit: "metres"),
+        minInterval: try reader.optionalNumber("minInterval", in: 0...86_400, unit: "seconds"),
+        desiredAccuracy: try reader.optionalNumber("desiredAccuracy", in: 0.001...1.0e7, unit: "metres"))
+      command = .start(options)
+    case "stop": command = .stop
+    case "status": command = .status
+    case "location": command = .location
+    case "watch": command = .watch(enable: try reader.optionalBool("enable") ?? true)
+    case "center": command = .centerOnLocation
+    case "setCenter": command = .setCenter(try reader.coordinate())
+    case "zoom": command = .zoom(try reader.number("zoom", in: 0...22, unit: "zoom level"))
+    case "mode":
+      let name = try reader.string("mode", maxBytes: 64)
+      guard let mode = UserTrackingMode(rawValue: name) else {
+        throw reader.error("\"mode\" must be one of none, follow, followWithHeading (got \"\(name)\")")
+      }
+      command = .mode(mode)
+    case "annotate":
+      guard let object = reader.take("annotation"), let members = object.objectMembers else {
+        throw reader.error(
+          "missing \"annotation\": an object {\"id\":..,\"lat\":..,\"lon\":..,\"title\":..}")
+      }
+      var inner = ArgumentReader(members: members, id: id, context: "annotation.")
+      let annotationID = try inner.string("id", maxBytes: 256, key: "annotation id")
+      let coordinate = try inner.coordinate()
+      let title = try inner.optionalString("title", maxBytes: 1024) ?? ""
+      let subtitle = try inner.optionalString("subtitle", maxBytes: 1024)
+      let kind = try inner.optionalString("kind", maxBytes: 64)
+      try inner.rejectLeftovers(command: cmd)
+      command = .annotate(
+        AnnotationRequest(id: annotationID, coordinate: coordinate, title: title, subtitle: subtitle, kind: kind))
+    case "remove":
+      command = .removeAnnotation(id: try reader.string("annotation", maxBytes: 256, key: "annotation id"))
+    case "map":
+      let name = try reader.optionalString("format", maxBytes: 16) ?? "json"
+      guard let format = MapFormat(rawValue: name) else {
+        throw reader.error("\"format\" must be one of json, geojson, svg (got \"\(name)\")")
+      }
+      command = .map(format)
+    case "replay":
+      let action = try reader.string("action", maxBytes: 16)
+      switch action {
+      case "pause": command = .replay(.pause)
+      case "resume": command = .replay(.resume)
+      case "seek": command = .replay(.seek(seconds: try reader.number("value", in: 0...1.0e9, unit: "seconds")))
+      case "speed": command = .replay(.speed(try reader.number("value", in: 0.001...1000, unit: "times real time")))
+      case "step":
+        let epochs = try reader.optionalNumber("value", in: 1...10_000, unit: "epochs") ?? 1
+        guard epochs.rounded() == epochs, let count = Int(exactly: epochs) else {
+          throw reader.error("\"value\" of step must be a whole number of epochs")
+        }
+        command = .replay(.step(epochs: count))
+      default:
+        throw reader.error("\"action\" must be one of pause, resume, seek, speed, step (got \"\(action)\")")
+      }
+    default:
+      throw ProtocolError(
+        .unknownCommand,
+        "unknown command \"\(cmd)\": use one of request, start, stop, status, location, watch, center, "
+          + "setCenter, zoom, mode, annotate, remove, map, replay", id: id)
+    }
+    try reader.rejectLeftovers(command: cmd)
+    return Request(id: id, command: command)
+  }
+}
+
+/// Reads the members of a request object, each at most once, and remembers which are left.
+private struct ArgumentReader {
+  var members: [JSONMember]
+  var id: RequestID?
+  /// Prefix of member names in messages (`annotation.` inside the annotation object).
+  var context = ""
+
+  mutating func take(_ key: String) -> JSONValue? {
+    guard let index = members.firstIndex(where: { $0.key == key }) else { return nil }
+    return members.remove(at: index).value
+  }
+
+  func error(_ message: String) -> ProtocolError { ProtocolError(.invalidArgument, message, id: id) }
+
+  mutating func readID() throws(ProtocolError) -> RequestID? {
+    guard let value = take("id") else { return nil }
+    switch value {
+    case .null: return nil
+    case .string(let string) where string.utf8.count <= 256: id = .string(string)
+    case .int(let number): id = .number(Double(number))
+    case .double(let number) where number.isFinite: id = .number(number)
+    default: throw error("\"id\" must be a string (at most 256 bytes) or a number")
+    }
+    return id
+  }
+
+  mutating func optionalNumber(_ key: String, in range: ClosedRange<Double>, unit: String) throws(ProtocolError)
+    -> Double?
+  {
+    guard let value = take(key), value != .null else { return nil }
+    guard let number = value.doubleValue, number.isFinite else {
+      throw error("\"\(context)\(key)\" must be a number (\(unit))")
+    }
+    guard range.contains(number) else {
+      throw error("\"\(context)\(key)\" must be within \(range.lowerBound)...\(range.upperBound) \(unit) (got \(number))")
+    }
+    return number
+  }
+
+  mutating func number(_ key: String, in range: ClosedRange<Double>, unit: String) throws(ProtocolError) -> Double {
+    guard let number = try optionalNumber(key, in: range, unit: unit) else {
+      throw error("missing \"\(context)\(key)\": a number (\(unit)) within \(range.lowerBound)...\(range.upperBound)")
+    }
+    return number
+  }
+
+  mutating func optionalBool(_ key: String) throws(ProtocolError) -> Bool? {
+    guard let value = take(key), value != .null else { return nil }
+    guard let bool = value.boolValue else { throw error("\"\(context)\(key)\" must be true or false") }
+    return bool
+  }
+
+  mutating func optionalString(_ key: String, maxBytes: Int, key name: String? = nil) throws(ProtocolError)
+    -> String?
+  {
+    guard let value = take(key), value != .null else { return nil }
+    guard let string = value.stringValue else { throw error("\"\(context)\(key)\" must be a string") }
+    guard string.utf8.count <= maxBytes else {
+      throw error("\"\(context)\(key)\" is longer than \(maxBytes) bytes")
+    }
+    return string
+  }
+
+  mutating func string(_ key: String, maxBytes: Int, key name: String? = nil) throws(ProtocolError) -> String {
+    guard let string = try optionalString(key, maxBytes: maxBytes), !string.isEmpty else {
+      throw error("missing \"\(context)\(key)\": a non-empty string\(name.map { " (\($0))" } ?? "")")
+    }
+    return string
+  }
+
+  mutating func coordinate() throws(ProtocolError) -> Coordinate {
+    let latitude = try number("lat", in: -90...90, unit: "degrees WGS84")
+    let longitude = try number("lon", in: -180...180, unit: "degrees WGS84")
+    return Coordinate(latitude: latitude, longitude: longitude)
+  }
+
+  func rejectLeftovers(command: String) throws(ProtocolError) {
+    guard let extra = members.first else { return }
+    throw error("unknown member \"\(context)\(extra.key)\" for command \"\(command)\": see docs/PROTOCOL.md")
+  }
+}

@@ -1,0 +1,218 @@
+import LocationCore
+import NMEA
+
+/// The answer to one request: a JSON object with a `"class"`, or an error.
+///
+/// The server adds the request's `"id"` (when it had one) after `"class"` and writes the reply
+/// as one line. Replies are never dropped, however slow the client.
+public enum Reply: Sendable, Hashable {
+  /// A success reply: `{"class":CLASS,"id":..,MEMBERS...}`.
+  case object(class: String, members: [JSONMember])
+  /// An error reply: `{"class":"ERROR","id":..,"code":CODE,"message":MESSAGE}`.
+  case error(ErrorCode, message: String)
+
+  /// The reply as one JSON object (without newline), with `id` inserted after `"class"`.
+  public func json(id: RequestID?) -> JSONValue {
+    var members: [JSONMember]
+    switch self {
+    case .object(let className, let body):
+      members = [JSONMember("class", .string(className))]
+      if let id { members.append(JSONMember("id", id.json)) }
+      members.append(contentsOf: body.filter { $0.key != "class" && $0.key != "id" })
+    case .error(let code, let message):
+      members = [JSONMember("class", "ERROR")]
+      if let id { members.append(JSONMember("id", id.json)) }
+      members.append(JSONMember("code", .string(code.rawValue)))
+      members.append(JSONMember("message", .string(message)))
+    }
+    return .object(members)
+  }
+
+  /// `{"class":"OK","cmd":NAME}`: a command that has nothing else to say succeeded.
+  public static func ok(_ command: Command) -> Reply {
+    .object(class: "OK", members: [JSONMember("cmd", .string(command.name))])
+  }
+
+  /// `{"class":"AUTHORIZATION","authorization":STATUS}`: the answer to `request`.
+  public static func authorization(_ status: AuthorizationStatus) -> Reply {
+    .object(class: "AUTHORIZATION", members: [JSONMember("authorization", .string(status.rawValue))])
+  }
+
+  /// `{"class":"TRACKING","tracking":BOOL,"distanceFilter":..,"minInterval":..,"desiredAccuracy":..}`:
+  /// the answer to `start` and `stop`; filters in metres and seconds, `null` when not set.
+  public static func tracking(_ tracking: Bool, options: TrackingOptions = TrackingOptions()) -> Reply {
+    .object(
+      class: "TRACKING",
+      members: [
+        JSONMember("tracking", .bool(tracking)),
+        JSONMember("distanceFilter", .number(options.distanceFilter)),
+        JSONMember("minInterval", .number(options.minInterval)),
+        JSONMember("desiredAccuracy", .number(options.desiredAccuracy)),
+      ])
+  }
+
+  /// `{"class":"STATUS","authorization":..,"tracking":..,"backend":{"uri":..,"state":..,"detail":..},
+  /// "initial":TPV|null,"current":TPV|null,"clients":N}`: the answer to `status`.
+  ///
+  /// - Parameters:
+  ///   - authorization: the asking client's authorization status.
+  ///   - tracking: whether location updates are running.
+  ///   - backendURI: e.g. `gpsd://localhost:2947`.
+  ///   - backendState: the backend's last ``BackendStatus``.
+  ///   - detail: the backend's last human-readable detail, if any.
+  ///   - initial: the first location with a position since the daemon started, as a TPV object
+  ///     (see ``EventEncoding/tpv(_:)``), or `nil`.
+  ///   - current: the newest location with a position, as a TPV object, or `nil`.
+  ///   - clients: the number of connected clients.
+  public static func status(
+    authorization: AuthorizationStatus, tracking: Bool, backendURI: String, backendState: BackendStatus,
+    detail: String? = nil, initial: JSONValue?, current: JSONValue?, clients: Int
+  ) -> Reply {
+    .object(
+      class: "STATUS",
+      members: [
+        JSONMember("authorization", .string(authorization.rawValue)),
+        JSONMember("tracking", .bool(tracking)),
+        JSONMember(
+          "backend",
+          [
+            "uri": .string(backendURI), "state": .string(backendState.rawValue), "detail": .string(detail),
+          ]),
+        JSONMember("initial", initial ?? .null),
+        JSONMember("current", current ?? .null),
+        JSONMember("clients", .int(Int64(clients))),
+      ])
+  }
+
+  /// `{"class":"LOCATION","initial":TPV|null,"current":TPV|null}`: the answer to `location`.
+  public static func location(initial: JSONValue?, current: JSONValue?) -> Reply {
+    .object(
+      class: "LOCATION",
+      members: [JSONMember("initial", initial ?? .null), JSONMember("current", current ?? .null)])
+  }
+
+  /// `{"class":"WATCH","enable":BOOL}`: the answer to `watch`.
+  public static func watch(enabled: Bool) -> Reply {
+    .object(class: "WATCH", members: [JSONMember("enable", .bool(enabled))])
+  }
+
+  /// `{"class":"MAP","center":{"lat":..,"lon":..},"zoom":..,"mode":..,"annotations":[..]}`: the map
+  /// state; the answer to `map` (format json) and to every command that changes the map.
+  ///
+  /// Annotations are `{"id","lat","lon","title"}` plus `"subtitle"` and `"kind"` when set.
+  public static func map(
+    center: Coordinate, zoom: Double, mode: UserTrackingMode, annotations: [AnnotationRequest]
+  ) -> Reply {
+    .object(
+      class: "MAP",
+      members: [
+        JSONMember("center", ["lat": .number(center.latitude), "lon": .number(center.longitude)]),
+        JSONMember("zoom", .number(zoom)),
+        JSONMember("mode", .string(mode.rawValue)),
+        JSONMember("annotations", .array(annotations.map(annotationJSON))),
+      ])
+  }
+
+  /// `{"class":"MAP","format":"geojson","geojson":{..}}`: the answer to `map` with format geojson;
+  /// `geojson` is an encoded RFC 7946 FeatureCollection, inserted verbatim.
+  public static func mapGeoJSON(_ featureCollection: [UInt8]) -> Reply {
+    .object(class: "MAP", members: [JSONMember("format", "geojson"), JSONMember("geojson", .raw(featureCollection))])
+  }
+
+  /// `{"class":"MAP","format":"svg","svg":"<svg ..."}`: the answer to `map` with format svg.
+  public static func mapSVG(_ document: String) -> Reply {
+    .object(class: "MAP", members: [JSONMember("format", "svg"), JSONMember("svg", .string(document))])
+  }
+
+  /// `{"class":"REPLAY","state":..,"speed":..,"position":..}`: the answer to `replay`.
+  ///
+  /// - Parameters:
+  ///   - state: `playing`, `paused` or `endOfData`.
+  ///   - speed: the speed factor (1 = real time).
+  ///   - position: seconds since the first epoch of the log, or `nil` before the first epoch.
+  public static func replay(state: String, speed: Double, position: Double?) -> Reply {
+    .object(
+      class: "REPLAY",
+      members: [
+        JSONMember("state", .string(state)), JSONMember("speed", .number(speed)),
+        JSONMember("position", .number(position)),
+      ])
+  }
+
+  static func annotationJSON(_ annotation: AnnotationRequest) -> JSONValue {
+    var members = [
+      JSONMember("id", .string(annotation.id)),
+      JSONMember("lat", .number(annotation.coordinate.latitude)),
+      JSONMember("lon", .number(annotation.coordinate.longitude)),
+      JSONMember("title", .string(annotation.title)),
+    ]
+    if let subtitle = annotation.subtitle { members.append(JSONMember("subtitle", .string(subtitle))) }
+    if let kind = annotation.kind { members.append(JSONMember("kind", .string(kind))) }
+    return .object(members)
+  }
+}
+
+/// An unsolicited message pushed to a client that sent `watch` (a location, a backend status change).
+///
+/// A coalescible event (``coalescingKey`` not `nil`) waiting in a slow client's queue is replaced
+/// by the next event with the same key; the delivered one then carries `"missed":N`, the number of
+/// events of that key the client did not get. Other events are never dropped.
+public struct Event: Sendable, Hashable {
+  /// The event object (`{"class":...}`), usually encoded once and shared by all clients.
+  public var body: JSONValue
+  /// Events with the same key replace each other in a slow client's queue; `nil` = never replaced.
+  public var coalescingKey: String?
+
+  /// Creates an event.
+  public init(body: JSONValue, coalescingKey: String? = nil) {
+    self.body = body
+    self.coalescingKey = coalescingKey
+  }
+
+  /// A location event: a gpsd TPV object (see ``EventEncoding/tpv(_:)``), coalesced under `"TPV"`.
+  public static func location(_ tpv: JSONValue) -> Event {
+    Event(body: tpv, coalescingKey: "TPV")
+  }
+
+  /// `{"class":"BACKEND","uri":..,"state":..,"detail":..}`: a backend status change; never coalesced.
+  ///
+  /// A replay without loop sends `state` `endOfData` once at the end of its log; `locationctl watch`
+  /// exits 0 on it.
+  public static func backend(uri: String, state: BackendStatus, detail: String?) -> Event {
+    Event(
+      body: [
+        "class": "BACKEND", "uri": .string(uri), "state": .string(state.rawValue), "detail": .string(detail),
+      ])
+  }
+
+  /// `{"class":"WARNING","message":..}`: a non-fatal backend error (a bad log line); never coalesced.
+  public static func warning(_ message: String) -> Event {
+    Event(body: ["class": "WARNING", "message": .string(message)])
+  }
+
+  /// A map state change (`{"class":"MAP",...}` as ``Reply/map(center:zoom:mode:annotations:)``),
+  /// coalesced under `"MAP"`.
+  public static func map(center: Coordinate, zoom: Double, mode: UserTrackingMode, annotations: [AnnotationRequest])
+    -> Event
+  {
+    Event(body: Reply.map(center: center, zoom: zoom, mode: mode, annotations: annotations).json(id: nil),
+          coalescingKey: "MAP")
+  }
+}
+
+/// Encodes locations for replies and events.
+public enum EventEncoding {
+  /// A location as a gpsd TPV object (`GPSDJSON.appendTPV`) extended with its provenance:
+  /// `"backend"` (URI), `"source"` (device or file, when known), `"line"` (replays: 1-based line
+  /// of the epoch's first sentence) and `"simulated"` (Bool).
+  public static func tpv(_ location: Location) -> JSONValue {
+    var bytes: [UInt8] = []
+    GPSDJSON.appendTPV(location.fix, to: &bytes)
+    if bytes.isEmpty { bytes = Array(#"{"class":"TPV"}"#.utf8) }
+    var extra = [JSONMember("backend", .string(location.provenance.backend))]
+    if let source = location.provenance.source { extra.append(JSONMember("source", .string(source))) }
+    if let line = location.provenance.line { extra.append(JSONMember("line", .int(Int64(line)))) }
+    extra.append(JSONMember("simulated", .bool(location.provenance.isSimulated)))
+    return .raw(JSONValue.appending(extra, toEncodedObject: bytes))
+  }
+}

@@ -1,0 +1,115 @@
+import Testing
+
+@testable import LocationServer
+
+@Suite("Configuration")
+struct ConfigurationTests {
+  private func files(_ contents: [String: String]) -> (String) throws -> String {
+    { path in
+      guard let text = contents[path] else { throw TestError("no such file") }
+      return text
+    }
+  }
+
+  @Test("defaults")
+  func defaults() throws {
+    let configuration = try Configuration.parse(arguments: [])
+    #expect(configuration.backend == .gpsd(host: "localhost", port: 2947, device: nil))
+    #expect(configuration.socketPath == "/run/locationd/locationd.sock")
+    #expect(configuration.stateDirectory == "/var/lib/locationd")
+    #expect(configuration.group == "locationd")
+    #expect(configuration.maxClients == 64)
+    #expect(configuration.configFile == nil)
+  }
+
+  @Test("flags win over the config file; --key=value works")
+  func precedence() throws {
+    let file = """
+      # locationd settings
+      backend = simulate
+      socket = "/tmp/from-file.sock"
+      max-clients = 8\r
+      group =
+
+      """
+    let configuration = try Configuration.parse(
+      arguments: ["--config", "/etc/locationd.conf", "--socket=/tmp/flag.sock", "--state-dir", "/tmp/state"],
+      readFile: files(["/etc/locationd.conf": file]))
+    #expect(configuration.backend == .simulate(route: nil))
+    #expect(configuration.socketPath == "/tmp/flag.sock")
+    #expect(configuration.stateDirectory == "/tmp/state")
+    #expect(configuration.maxClients == 8)
+    #expect(configuration.group == nil)
+    #expect(configuration.configFile == "/etc/locationd.conf")
+  }
+
+  @Test("reload re-reads the file and keeps the flags")
+  func reload() throws {
+    let first = try Configuration.parse(
+      arguments: ["--config", "/c", "--group", "gps"], readFile: files(["/c": "max-clients = 4\ngroup = other\n"]))
+    #expect(first.maxClients == 4)
+    #expect(first.group == "gps")
+    let second = try first.reloaded(readFile: files(["/c": "max-clients = 9\n"]))
+    #expect(second.maxClients == 9)
+    #expect(second.group == "gps")
+    #expect(throws: ConfigurationError.self) { try first.reloaded(readFile: files([:])) }
+  }
+
+  @Test(
+    "errors say what is wrong",
+    arguments: [
+      (["--bogus", "1"], "unknown option --bogus"),
+      (["--socket"], "needs a value"),
+      (["--socket", "relative.sock"], "absolute path"),
+      (["--max-clients", "0"], "1...4096"),
+      (["--max-clients", "many"], "1...4096"),
+      (["--backend", "serial:/dev/ttyUSB0"], "use simulate"),
+      (["--backend", "replay:/x.nmea?speed=0"], "speed must be"),
+      (["--backend", "replay:/x.nmea?fast=1"], "unknown replay option"),
+      (["--backend", "gpsd://localhost:99999"], "port must be"),
+      (["--config", "/missing"], "cannot read config file /missing"),
+      (["--config", "/bad"], "/bad:2: unknown key \"colour\""),
+      (["--config", "/noequals"], "/noequals:1: expected key = value"),
+    ])
+  func errors(arguments: [String], fragment: String) {
+    do {
+      _ = try Configuration.parse(
+        arguments: arguments, readFile: files(["/bad": "backend = simulate\ncolour = red\n", "/noequals": "backend\n"]))
+      Issue.record("accepted \(arguments)")
+    } catch {
+      #expect(error.description.contains(fragment), "\(error.description)")
+    }
+  }
+
+  @Test(
+    "backend URIs",
+    arguments: [
+      ("simulate", BackendURI.simulate(route: nil), "simulate"),
+      ("simulate:/srv/route.gpx", .simulate(route: "/srv/route.gpx"), "simulate:/srv/route.gpx"),
+      ("replay:/logs/a.nmea", .replay(path: "/logs/a.nmea", speed: 1, loop: false), "replay:/logs/a.nmea"),
+      (
+        "replay:/logs/a.nmea?speed=10&loop=true", .replay(path: "/logs/a.nmea", speed: 10, loop: true),
+        "replay:/logs/a.nmea?speed=10&loop=true"
+      ),
+      ("gpsd", .gpsd(host: "localhost", port: 2947, device: nil), "gpsd://localhost:2947"),
+      ("gpsd://127.0.0.1:2950", .gpsd(host: "127.0.0.1", port: 2950, device: nil), "gpsd://127.0.0.1:2950"),
+      (
+        "gpsd://gps.local:2947/dev/ttyACM0", .gpsd(host: "gps.local", port: 2947, device: "/dev/ttyACM0"),
+        "gpsd://gps.local:2947/dev/ttyACM0"
+      ),
+      ("gpsd://[::1]:2947", .gpsd(host: "::1", port: 2947, device: nil), "gpsd://[::1]:2947"),
+    ])
+  func backends(text: String, expected: BackendURI, canonical: String) throws {
+    let parsed = try BackendURI(parsing: text)
+    #expect(parsed == expected)
+    #expect(parsed.description == canonical)
+  }
+
+  @Test("log values with spaces are quoted")
+  func logQuoting() {
+    #expect(Log.quote("simple") == "simple")
+    #expect(Log.quote("two words") == "\"two words\"")
+    #expect(Log.quote("a\"b\nc") == "\"a\\\"b\\nc\"")
+    #expect(Log.quote("") == "\"\"")
+  }
+}

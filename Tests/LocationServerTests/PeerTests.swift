@@ -1,0 +1,177 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import LocationServer
+
+/// Runs a Python client as uid/gid 65534 (nobody/nogroup) with no supplementary groups, sending
+/// `request` then `start`, and returns the two reply lines.
+private func runUnprivilegedClient(socketPath: String) async throws -> [String] {
+  let script = """
+    import socket, sys
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(10)
+    s.connect(sys.argv[1])
+    s.sendall(b'{"cmd":"request","id":1}\\n{"cmd":"start","id":2}\\n')
+    data = b''
+    while data.count(b'\\n') < 2:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    sys.stdout.write(data.decode())
+    """
+  let process = Process()
+  process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+  process.arguments = [
+    "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script, socketPath,
+  ]
+  let output = Pipe()
+  process.standardOutput = output
+  try await runToExit(process)
+  let data = output.fileHandleForReading.readDataToEndOfFile()
+  return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+}
+
+@Suite("Peer credentials and authorization", .serialized)
+struct PeerTests {
+  @Test("an unprivileged peer outside the group is denied")
+  func unprivilegedDenied() async throws {
+    try #require(getuid() == 0, "needs root to switch to uid 65534")
+    let fixture = try ServerFixture(group: "adm")
+    chmod(fixture.directory.path + "/run", 0o755)
+    chmod(fixture.path, 0o666)
+    let lines = try await runUnprivilegedClient(socketPath: fixture.path)
+    try #require(lines.count == 2, "client output: \(lines)")
+    let request = try JSONValue.parse(Array(lines[0].utf8))
+    let start = try JSONValue.parse(Array(lines[1].utf8))
+    #expect(request["code"] == "notAuthorized")
+    #expect(request["id"] == .int(1))
+    #expect(request["message"]?.stringValue?.contains("adm") == true)
+    #expect(start["code"] == "notAuthorized")
+    #expect(fixture.handler.handled.withLock { $0 }.isEmpty)
+    await fixture.stop()
+  }
+
+  @Test("an unprivileged peer whose group is the configured group is authorized")
+  func groupMemberAuthorized() async throws {
+    try #require(getuid() == 0, "needs root to switch to uid 65534")
+    let fixture = try ServerFixture(group: "nogroup")
+    chmod(fixture.directory.path + "/run", 0o755)
+    chmod(fixture.path, 0o666)
+    let lines = try await runUnprivilegedClient(socketPath: fixture.path)
+    try #require(lines.count == 2, "client output: \(lines)")
+    #expect(try JSONValue.parse(Array(lines[0].utf8))["authorization"] == "authorized")
+    #expect(try JSONValue.parse(Array(lines[1].utf8))["class"] == "TRACKING")
+    await fixture.stop()
+  }
+
+  @Test("SO_PEERCRED reports this process for a local connection")
+  func peerCredentials() async throws {
+    let fixture = try ServerFixture()
+    let client = try fixture.connect()
+    var credentials: PeerCredentials? = nil
+    for _ in 0..<100 {
+      credentials = PeerCredentials.read(socket: client.fd)
+      if credentials != nil { break }
+    }
+    #expect(credentials?.pid == getpid())
+    #expect(credentials?.uid == getuid())
+    #expect(credentials?.gid == getgid())
+    await fixture.stop()
+  }
+
+  @Test("Authorizer: root always, group by primary gid, unknown group denies")
+  func authorizer() {
+    #expect(Authorizer(groupName: nil).decide(for: PeerCredentials(pid: 1, uid: 0, gid: 0)).status == .authorized)
+    #expect(Authorizer(groupName: nil).decide(for: PeerCredentials(pid: 1, uid: 65534, gid: 65534)).status == .denied)
+    let nogroup = Authorizer(groupName: "nogroup").decide(for: PeerCredentials(pid: 1, uid: 65534, gid: 1))
+    #expect(nogroup.status == .authorized)  // nobody's primary group from the passwd entry
+    let missing = Authorizer(groupName: "no-such-group-xyz").decide(for: PeerCredentials(pid: 1, uid: 65534, gid: 65534))
+    #expect(missing.status == .denied)
+    #expect(missing.reason == "noSuchGroup")
+    #expect(Authorizer.groupID(named: "root") == 0)
+  }
+}
+
+@Suite("Listening socket", .serialized)
+struct ListeningSocketTests {
+  @Test("creates the parent directory and a 0660 socket; refuses a live one; replaces a stale one")
+  func createAndStale() throws {
+    let directory = try TemporaryDirectory()
+    defer { directory.remove() }
+    let path = directory.path + "/a/b/locationd.sock"
+    let first = try ListeningSocket.create(path: path, group: "nogroup")
+    var info = stat()
+    #expect(lstat(path, &info) == 0)
+    #expect(info.st_mode & 0o777 == 0o660)
+    #expect(info.st_mode & S_IFMT == S_IFSOCK)
+    #expect(info.st_gid == 65534)
+    #expect(throws: ListenError.alreadyListening(path)) { try ListeningSocket.create(path: path, group: nil) }
+    // Close without unlinking: a stale socket file remains.
+    Glibc.close(first.fd)
+    #expect(lstat(path, &info) == 0)
+    // A child being spawned by a parallel test may hold a copy of the descriptor until its
+    // exec closes it: retry briefly.
+    var second: ListeningSocket?
+    for _ in 0..<200 where second == nil {
+      do {
+        second = try ListeningSocket.create(path: path, group: nil)
+      } catch .alreadyListening {
+        usleep(10_000)
+      }
+    }
+    try #require(second != nil)
+    second?.close()
+    #expect(lstat(path, &info) != 0)
+  }
+
+  @Test("refuses a path that is not a socket, and an unknown group")
+  func refusals() throws {
+    let directory = try TemporaryDirectory()
+    defer { directory.remove() }
+    let path = directory.path + "/file"
+    _ = FileManager.default.createFile(atPath: path, contents: Data("x".utf8))
+    #expect(throws: ListenError.notASocket(path)) { try ListeningSocket.create(path: path, group: nil) }
+    #expect(throws: ListenError.noSuchGroup("no-such-group-xyz")) {
+      try ListeningSocket.create(path: directory.path + "/s.sock", group: "no-such-group-xyz")
+    }
+  }
+
+  @Test("adopts a passed listening socket and serves on it; rejects a non-listening one")
+  func adopt() async throws {
+    let directory = try TemporaryDirectory()
+    defer { directory.remove() }
+    let path = directory.path + "/activated.sock"
+    let made = try ListeningSocket.create(path: path, group: nil)
+    let adopted = try ListeningSocket.adopt(fd: made.fd, path: path)
+    #expect(adopted.isActivated)
+    let server = SocketServer(socket: adopted, handler: FakeHandler(), authorizer: Authorizer(groupName: nil))
+    try server.start()
+    let client = try TestClient(path: path)
+    #expect(try await client.roundTrip(#"{"cmd":"status"}"#)?["class"] == "STATUS")
+    server.stop()
+    await server.waitUntilStopped()
+    var info = stat()
+    #expect(lstat(path, &info) == 0, "an activated socket's file belongs to systemd and stays")
+    let plain = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    defer { Glibc.close(plain) }
+    #expect(throws: ListenError.invalidActivatedSocket(fd: plain)) { try ListeningSocket.adopt(fd: plain, path: path) }
+  }
+
+  @Test(
+    "LISTEN_FDS/LISTEN_PID parsing",
+    arguments: [
+      (["LISTEN_FDS": "1", "LISTEN_PID": "42"], [Int32(3)]),
+      (["LISTEN_FDS": "2", "LISTEN_PID": "42"], [3, 4]),
+      (["LISTEN_FDS": "1"], [3]),
+      (["LISTEN_FDS": "1", "LISTEN_PID": "43"], []),
+      (["LISTEN_FDS": "0", "LISTEN_PID": "42"], []),
+      (["LISTEN_FDS": "x", "LISTEN_PID": "42"], []),
+      (["LISTEN_FDS": "1", "LISTEN_PID": "x"], []),
+      ([:], []),
+    ] as [([String: String], [Int32])])
+  func listenFDs(environment: [String: String], expected: [Int32]) {
+    #expect(SocketActivation.passedDescriptors(environment: environment, pid: 42) == expected)
+  }
+}

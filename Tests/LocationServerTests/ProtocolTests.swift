@@ -1,0 +1,199 @@
+import Testing
+
+@testable import LocationServer
+import NMEA
+
+@Suite("Request parsing")
+struct ProtocolTests {
+  private func parse(_ text: String) throws(ProtocolError) -> Request {
+    try Request.parse(Array(text.utf8))
+  }
+
+  @Test(
+    "every command parses",
+    arguments: [
+      (#"{"cmd":"request"}"#, Command.requestAuthorization),
+      (#"{"cmd":"start"}"#, .start(TrackingOptions())),
+      (
+        #"{"cmd":"start","distanceFilter":10,"minInterval":0.5,"desiredAccuracy":25}"#,
+        .start(TrackingOptions(distanceFilter: 10, minInterval: 0.5, desiredAccuracy: 25))
+      ),
+      (#"{"cmd":"stop"}"#, .stop),
+      (#"{"cmd":"status"}"#, .status),
+      (#"{"cmd":"location"}"#, .location),
+      (#"{"cmd":"watch"}"#, .watch(enable: true)),
+      (#"{"cmd":"watch","enable":false}"#, .watch(enable: false)),
+      (#"{"cmd":"center"}"#, .centerOnLocation),
+      (#"{"cmd":"setCenter","lat":49.27,"lon":-123.18}"#, .setCenter(Coordinate(latitude: 49.27, longitude: -123.18))),
+      (#"{"cmd":"zoom","zoom":15}"#, .zoom(15)),
+      (#"{"cmd":"mode","mode":"followWithHeading"}"#, .mode(.followWithHeading)),
+      (
+        #"{"cmd":"annotate","annotation":{"id":"home","lat":1.5,"lon":2,"title":"Home","subtitle":"s","kind":"poi"}}"#,
+        .annotate(
+          AnnotationRequest(
+            id: "home", coordinate: Coordinate(latitude: 1.5, longitude: 2), title: "Home", subtitle: "s", kind: "poi"))
+      ),
+      (
+        #"{"cmd":"annotate","id":9,"annotation":{"id":"a","lat":0,"lon":0}}"#,
+        .annotate(AnnotationRequest(id: "a", coordinate: Coordinate(latitude: 0, longitude: 0)))
+      ),
+      (#"{"cmd":"remove","annotation":"home"}"#, .removeAnnotation(id: "home")),
+      (#"{"cmd":"map"}"#, .map(.json)),
+      (#"{"cmd":"map","format":"svg"}"#, .map(.svg)),
+      (#"{"cmd":"replay","action":"pause"}"#, .replay(.pause)),
+      (#"{"cmd":"replay","action":"resume"}"#, .replay(.resume)),
+      (#"{"cmd":"replay","action":"seek","value":120}"#, .replay(.seek(seconds: 120))),
+      (#"{"cmd":"replay","action":"speed","value":10}"#, .replay(.speed(10))),
+      (#"{"cmd":"replay","action":"step"}"#, .replay(.step(epochs: 1))),
+      (#"{"cmd":"replay","action":"step","value":5}"#, .replay(.step(epochs: 5))),
+    ])
+  func parses(_ text: String, _ command: Command) throws {
+    #expect(try parse(text).command == command)
+    #expect(try parse(text + "\r").command == command)
+  }
+
+  @Test("ids are strings or numbers and echo unchanged")
+  func ids() throws {
+    #expect(try parse(#"{"cmd":"status","id":"abc"}"#).id == .string("abc"))
+    #expect(try parse(#"{"cmd":"status","id":12}"#).id == .number(12))
+    #expect(try parse(#"{"cmd":"status"}"#).id == nil)
+    #expect(Reply.ok(.stop).json(id: .number(12)).jsonString == #"{"class":"OK","id":12,"cmd":"stop"}"#)
+    #expect(Reply.ok(.stop).json(id: .number(1.5)).jsonString == #"{"class":"OK","id":1.5,"cmd":"stop"}"#)
+    #expect(
+      Reply.error(.noFix, message: "no fix yet").json(id: .string("q")).jsonString
+        == #"{"class":"ERROR","id":"q","code":"noFix","message":"no fix yet"}"#)
+  }
+
+  @Test(
+    "bad requests give stable codes",
+    arguments: [
+      ("not json", ErrorCode.malformedJSON),
+      ("[1]", .malformedJSON),
+      ("\"status\"", .malformedJSON),
+      (#"{"id":1}"#, .unknownCommand),
+      (#"{"cmd":5}"#, .unknownCommand),
+      (#"{"cmd":"fly"}"#, .unknownCommand),
+      (#"{"cmd":"status","extra":1}"#, .invalidArgument),
+      (#"{"cmd":"status","id":[1]}"#, .invalidArgument),
+      (#"{"cmd":"start","distanceFilter":-1}"#, .invalidArgument),
+      (#"{"cmd":"start","minInterval":"1"}"#, .invalidArgument),
+      (#"{"cmd":"setCenter","lat":10}"#, .invalidArgument),
+      (#"{"cmd":"setCenter","lat":10,"lon":181}"#, .invalidArgument),
+      (#"{"cmd":"zoom","zoom":23}"#, .invalidArgument),
+      (#"{"cmd":"zoom"}"#, .invalidArgument),
+      (#"{"cmd":"mode","mode":"spin"}"#, .invalidArgument),
+      (#"{"cmd":"annotate","id":"a","lat":0,"lon":0}"#, .invalidArgument),
+      (#"{"cmd":"annotate","annotation":"a"}"#, .invalidArgument),
+      (#"{"cmd":"annotate","annotation":{"id":"","lat":0,"lon":0}}"#, .invalidArgument),
+      (#"{"cmd":"annotate","annotation":{"id":"a","lat":0,"lon":0,"title":3}}"#, .invalidArgument),
+      (#"{"cmd":"annotate","annotation":{"id":"a","lat":0,"lon":0,"color":"red"}}"#, .invalidArgument),
+      (#"{"cmd":"annotate","annotation":{"id":"a","lat":-91,"lon":0}}"#, .invalidArgument),
+      (#"{"cmd":"remove"}"#, .invalidArgument),
+      (#"{"cmd":"remove","annotation":7}"#, .invalidArgument),
+      (#"{"cmd":"map","format":"png"}"#, .invalidArgument),
+      (#"{"cmd":"replay"}"#, .invalidArgument),
+      (#"{"cmd":"replay","action":"rewind"}"#, .invalidArgument),
+      (#"{"cmd":"replay","action":"speed","value":0}"#, .invalidArgument),
+      (#"{"cmd":"replay","action":"step","value":1.5}"#, .invalidArgument),
+      (#"{"cmd":"watch","enable":"yes"}"#, .invalidArgument),
+    ])
+  func rejects(_ text: String, _ code: ErrorCode) {
+    do {
+      _ = try parse(text)
+      Issue.record("\(text) parsed")
+    } catch {
+      #expect(error.code == code, "\(text): \(error.message)")
+      #expect(!error.message.isEmpty)
+    }
+  }
+
+  @Test("the error carries the id of an otherwise bad request")
+  func errorKeepsID() {
+    do {
+      _ = try parse(#"{"cmd":"fly","id":"r1"}"#)
+      Issue.record("parsed")
+    } catch {
+      #expect(error.code == .unknownCommand)
+      #expect(error.id == .string("r1"))
+    }
+  }
+}
+
+
+@Suite("JSON encoding")
+struct JSONTests {
+  @Test("strings are escaped; non-finite numbers are null; integral doubles have no fraction")
+  func encoding() {
+    let value: JSONValue = ["s": .string("a\"b\\c\nd\u{1}"), "n": .double(.nan), "i": .double(3), "f": .double(0.25)]
+    #expect(value.jsonString == #"{"s":"a\"b\\c\nd\u0001","n":null,"i":3,"f":0.25}"#)
+  }
+
+  @Test("members are appended to encoded objects")
+  func appending() {
+    let missed = [JSONMember("missed", 3)]
+    #expect(String(decoding: JSONValue.appending(missed, toEncodedObject: Array(#"{"a":1}"#.utf8)), as: UTF8.self) == #"{"a":1,"missed":3}"#)
+    #expect(String(decoding: JSONValue.appending(missed, toEncodedObject: Array("{ }".utf8)), as: UTF8.self) == #"{ "missed":3}"#)
+  }
+
+  @Test("decoding round-trips nested values")
+  func decoding() throws {
+    let text = #"{"a":[1,2.5,true,null,"x"],"b":{"c":-7}}"#
+    let value = try JSONValue.parse(Array(text.utf8))
+    #expect(value["a"] == [1, .double(2.5), true, .null, "x"])
+    #expect(value["b"]?["c"] == .int(-7))
+  }
+
+  @Test("status and map replies have the documented shape")
+  func shapes() throws {
+    let status = Reply.status(
+      authorization: .authorized, tracking: true, backendURI: "simulate", backendState: .connected, detail: nil,
+      initial: .raw(Array(#"{"class":"TPV","mode":3}"#.utf8)), current: nil, clients: 2
+    ).json(id: nil)
+    #expect(
+      status.jsonString
+        == #"{"class":"STATUS","authorization":"authorized","tracking":true,"backend":{"uri":"simulate","state":"connected","detail":null},"initial":{"class":"TPV","mode":3},"current":null,"clients":2}"#
+    )
+    let map = Reply.map(
+      center: Coordinate(latitude: 49.5, longitude: -123.25), zoom: 15, mode: .follow,
+      annotations: [AnnotationRequest(id: "h", coordinate: Coordinate(latitude: 1, longitude: 2), title: "Home")]
+    ).json(id: nil)
+    #expect(
+      map.jsonString
+        == #"{"class":"MAP","center":{"lat":49.5,"lon":-123.25},"zoom":15,"mode":"follow","annotations":[{"id":"h","lat":1,"lon":2,"title":"Home"}]}"#
+    )
+  }
+}
+
+@Suite("Line reader")
+struct LineReaderTests {
+  private static let input = Array(
+    "{\"cmd\":\"status\"}\n\r\n   \n{\"cmd\":\"stop\"}\r\n\(String(repeating: "x", count: 300))\n{\"cmd\":\"start\"}\n"
+      .utf8)
+
+  @Test("any chunking gives the same lines; a long line is reported once and skipped", arguments: [1, 2, 7, 82, 4096])
+  func chunking(size: Int) {
+    var reader = LineReader(maximumLength: 100)
+    var items: [LineReader.Item] = []
+    var index = 0
+    while index < Self.input.count {
+      let end = min(index + size, Self.input.count)
+      items += reader.feed(Self.input[index..<end])
+      index = end
+    }
+    #expect(
+      items == [
+        .line(Array("{\"cmd\":\"status\"}".utf8)), .line(Array("{\"cmd\":\"stop\"}".utf8)), .tooLong,
+        .line(Array("{\"cmd\":\"start\"}".utf8)),
+      ])
+    #expect(reader.bufferedCount == 0)
+  }
+
+  @Test("a line of exactly the maximum is accepted, with or without CR")
+  func boundary() {
+    var reader = LineReader(maximumLength: 10)
+    let ten = Array(repeating: UInt8(ascii: "a"), count: 10)
+    #expect(reader.feed(ten + [10]) == [.line(ten)])
+    #expect(reader.feed(ten + [13, 10]) == [.line(ten)])
+    #expect(reader.feed(ten + [UInt8(ascii: "a"), 10]) == [.tooLong])
+  }
+}
