@@ -48,7 +48,8 @@ final class EventMailbox: Sendable {
   static let statusCapacity = 64
 
   private let state = Mutex(State())
-  private let coalesces: Bool
+  /// Whether consecutive locations are coalesced (false: every event is kept).
+  let coalesces: Bool
 
   /// Creates a mailbox; `coalesces: false` keeps every event (unbounded, for recording and tests).
   init(coalesces: Bool = true) {
