@@ -130,8 +130,8 @@ public actor LocationService: RequestHandler {
       return .location(
         initial: await manager.initialLocation.map(EventEncoding.tpv),
         current: await manager.currentLocation.map(EventEncoding.tpv))
-    case .watch(let enable):
-      return try await watch(enable: enable, lossless: false, options: TrackingOptions(), client)
+    case .watch(let enable, let coalesce, let options):
+      return try await watch(enable: enable, lossless: !coalesce, options: options, client)
     case .centerOnLocation:
       do {
         try await map.centerOnCurrentLocation()
