@@ -1,11 +1,13 @@
 import Dispatch
 import Glibc
+import Synchronization
 
 /// Turns Unix signals into an `AsyncStream` of signal numbers.
 ///
-/// Each signal's default action is replaced by `SIG_IGN` first and then observed with a
-/// `DispatchSource` (signalfd-like delivery on a private queue), so SIGTERM ends the daemon
-/// through its normal shutdown path instead of killing it.
+/// A `sigaction` handler writes each signal's number into a self-pipe (the handler does nothing
+/// else, as async-signal safety requires); a `DispatchSource` reads the pipe and yields the
+/// numbers. Unlike a `DispatchSource` signal source this works whichever thread the kernel
+/// picks, so SIGTERM always ends the daemon through its normal shutdown path.
 public enum SignalSequence {
   /// Ignores SIGPIPE process-wide: writes to a closed socket then fail with `EPIPE` instead of
   /// killing the daemon. Call once at start-up.
@@ -13,27 +15,23 @@ public enum SignalSequence {
     signal(SIGPIPE, SIG_IGN)
   }
 
-  /// The signals in `signals` (e.g. `[SIGTERM, SIGINT, SIGHUP]`), in arrival order, until the
-  /// stream's consumer stops iterating; then the sources are cancelled (the signals stay ignored).
+  /// The signals in `signals` (e.g. `[SIGTERM, SIGINT, SIGHUP]`), in arrival order. While any
+  /// stream is being iterated the signals are caught; when the consumer stops, they are ignored.
   public static func stream(_ signals: [Int32]) -> AsyncStream<Int32> {
-    let (stream, continuation) = AsyncStream.makeStream(of: Int32.self, bufferingPolicy: .bufferingNewest(16))
-    let queue = DispatchQueue(label: "locationd.signals")
-    var sources: [any DispatchSourceSignal] = []
+    let (stream, continuation) = AsyncStream.makeStream(of: Int32.self, bufferingPolicy: .bufferingNewest(64))
+    let token = SignalPipe.shared.register(Set(signals), continuation)
+    continuation.onTermination = { _ in SignalPipe.shared.unregister(token) }
     for number in signals {
-      signal(number, SIG_IGN)
-      let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-      source.setEventHandler {
-        for _ in 0..<max(1, Int(source.data)) { continuation.yield(number) }
-      }
-      source.resume()
-      sources.append(source)
+      var action = sigaction()
+      action.__sigaction_handler.sa_handler = signalPipeHandler
+      sigemptyset(&action.sa_mask)
+      action.sa_flags = SA_RESTART
+      sigaction(number, &action, nil)
     }
-    let box = SourceBox(sources)
-    continuation.onTermination = { _ in box.cancel() }
     return stream
   }
 
-  /// The conventional name of a signal for logs (`SIGTERM`...), or its number.
+  /// The conventional name of a signal for logs (`SIGTERM`...), or `signal N`.
   public static func name(_ number: Int32) -> String {
     switch number {
     case SIGTERM: return "SIGTERM"
@@ -47,9 +45,73 @@ public enum SignalSequence {
   }
 }
 
-private final class SourceBox: @unchecked Sendable {
-  // Written once in init, then only cancelled; DispatchSource.cancel is thread-safe.
-  private let sources: [any DispatchSourceSignal]
-  init(_ sources: [any DispatchSourceSignal]) { self.sources = sources }
-  func cancel() { for source in sources { source.cancel() } }
+/// Write end of the self-pipe, read by the signal handler (an atomic load is async-signal-safe).
+private let signalPipeWriteFD = Atomic<Int32>(-1)
+
+private let signalPipeHandler: @convention(c) (Int32) -> Void = { number in
+  let savedErrno = errno
+  var byte = UInt8(truncatingIfNeeded: number)
+  _ = write(signalPipeWriteFD.load(ordering: .relaxed), &byte, 1)
+  errno = savedErrno
+}
+
+private final class SignalPipe: Sendable {
+  static let shared = SignalPipe()
+
+  private struct Registration {
+    var signals: Set<Int32>
+    var continuation: AsyncStream<Int32>.Continuation
+  }
+
+  private let registrations = Mutex<[UInt64: Registration]>([:])
+  private let nextToken = Atomic<UInt64>(1)
+  // Kept alive for the life of the process; set once in init.
+  nonisolated(unsafe) private let source: (any DispatchSourceRead)?
+
+  private init() {
+    var fds: [Int32] = [-1, -1]
+    guard pipe(&fds) == 0 else {
+      source = nil
+      return
+    }
+    for fd in fds {
+      _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+      _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+    }
+    signalPipeWriteFD.store(fds[1], ordering: .releasing)
+    let readFD = fds[0]
+    let source = DispatchSource.makeReadSource(fileDescriptor: readFD, queue: DispatchQueue(label: "locationd.signals"))
+    self.source = source
+    source.setEventHandler { [self] in
+      var buffer = [UInt8](repeating: 0, count: 64)
+      while true {
+        let count = buffer.withUnsafeMutableBytes { read(readFD, $0.baseAddress, $0.count) }
+        guard count > 0 else { break }
+        self.registrations.withLock { registrations in
+          for byte in buffer[0..<count] {
+            let number = Int32(byte)
+            for registration in registrations.values where registration.signals.contains(number) {
+              registration.continuation.yield(number)
+            }
+          }
+        }
+      }
+    }
+    source.resume()
+  }
+
+  func register(_ signals: Set<Int32>, _ continuation: AsyncStream<Int32>.Continuation) -> UInt64 {
+    let token = nextToken.wrappingAdd(1, ordering: .relaxed).oldValue
+    registrations.withLock { $0[token] = Registration(signals: signals, continuation: continuation) }
+    return token
+  }
+
+  func unregister(_ token: UInt64) {
+    let orphaned = registrations.withLock { registrations -> Set<Int32> in
+      guard let removed = registrations.removeValue(forKey: token) else { return [] }
+      let stillWanted = registrations.values.reduce(into: Set<Int32>()) { $0.formUnion($1.signals) }
+      return removed.signals.subtracting(stillWanted)
+    }
+    for number in orphaned { signal(number, SIG_IGN) }
+  }
 }

@@ -19,11 +19,11 @@ func runDecode(arguments: [String]) -> Int32 {
       return 0
     default:
       if argument.hasPrefix("-") && argument != "-" {
-        writeError("locationctl decode: unknown option \(argument) (try --help)\n")
+        writeError("locationctl decode: unknown option \(argument) (try --help)")
         return 64
       }
       guard path == nil else {
-        writeError("locationctl decode: give one FILE or - for standard input\n")
+        writeError("locationctl decode: give one FILE or - for standard input")
         return 64
       }
       path = argument
@@ -33,7 +33,7 @@ func runDecode(arguments: [String]) -> Int32 {
   if let path, path != "-" {
     fd = open(path, O_RDONLY)
     guard fd >= 0 else {
-      writeError("locationctl decode: cannot open \(path): \(String(cString: strerror(errno)))\n")
+      writeError("locationctl decode: cannot open \(path): \(String(cString: strerror(errno)))")
       return 1
     }
   } else {
@@ -59,7 +59,7 @@ func runDecode(arguments: [String]) -> Int32 {
     let n = read(fd, chunk.baseAddress, chunkSize)
     if n < 0 {
       if errno == EINTR { continue }
-      writeError("locationctl decode: read error: \(String(cString: strerror(errno)))\n")
+      writeError("locationctl decode: read error: \(String(cString: strerror(errno)))")
       return 1
     }
     if n == 0 { break }
@@ -71,7 +71,7 @@ func runDecode(arguments: [String]) -> Int32 {
   }
   decoder.finish(emit)
   guard writeAll(1, output) else { return 1 }
-  writeError("locationctl decode: \(decoder.statistics.summary)\n")
+  writeError("locationctl decode: \(decoder.statistics.summary)")
   return 0
 }
 
@@ -89,9 +89,4 @@ func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
     }
     return true
   }
-}
-
-/// Writes a message to standard error.
-func writeError(_ text: String) {
-  _ = writeAll(2, Array(text.utf8))
 }

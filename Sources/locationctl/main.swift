@@ -1,7 +1,9 @@
 import Glibc
+import LocationServer
+
+// locationctl: a command-line client of locationd. Dispatches to one subcommand per request
+// (Client*.swift) and to `decode` (Decode.swift).
+
+signal(SIGPIPE, SIG_IGN)
 let arguments = Array(CommandLine.arguments.dropFirst())
-if arguments.first == "decode" {
-  exit(runDecode(arguments: Array(arguments.dropFirst())))
-}
-writeError("usage: locationctl decode [--sky] [FILE|-]\n")
-exit(64)
+exit(dispatch(arguments))

@@ -14,7 +14,7 @@ struct ConfigurationTests {
   @Test("defaults")
   func defaults() throws {
     let configuration = try Configuration.parse(arguments: [])
-    #expect(configuration.backend == .gpsd(host: "localhost", port: 2947, device: nil))
+    #expect(configuration.backendURI == "simulate")
     #expect(configuration.socketPath == "/run/locationd/locationd.sock")
     #expect(configuration.stateDirectory == "/var/lib/locationd")
     #expect(configuration.group == "locationd")
@@ -64,9 +64,10 @@ struct ConfigurationTests {
       (["--max-clients", "0"], "1...4096"),
       (["--max-clients", "many"], "1...4096"),
       (["--backend", "serial:/dev/ttyUSB0"], "use simulate"),
-      (["--backend", "replay:/x.nmea?speed=0"], "speed must be"),
-      (["--backend", "replay:/x.nmea?fast=1"], "unknown replay option"),
-      (["--backend", "gpsd://localhost:99999"], "port must be"),
+      (["--backend", "replay:/x.nmea?speed=-1"], "speed"),
+      (["--backend", "replay:/x.nmea?fast=1"], "unknown parameter 'fast'"),
+      (["--backend", "gpsd://localhost:99999"], "not a number in 1...65535"),
+      (["--backend", "simulate:/no/such/route.gpx"], "/no/such/route.gpx"),
       (["--config", "/missing"], "cannot read config file /missing"),
       (["--config", "/bad"], "/bad:2: unknown key \"colour\""),
       (["--config", "/noequals"], "/noequals:1: expected key = value"),

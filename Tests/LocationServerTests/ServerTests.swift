@@ -4,7 +4,7 @@ import Testing
 
 @testable import LocationServer
 
-@Suite("Socket server", .serialized)
+@Suite("Socket server", .serialized, .timeLimit(.minutes(1)))
 struct ServerTests {
   @Test("malformed JSON gets malformedJSON and the connection stays up")
   func malformedJSON() async throws {
@@ -176,7 +176,7 @@ struct ServerTests {
       for _ in batch..<(batch + 50) { _ = await lagging.readJSON(timeout: .seconds(5)) }
     }
     #expect(await eventually { fixture.server.clientCount == 2 })
-    #expect(fixture.handler.watchers.withLock { $0.count } == 2)
+    #expect(await eventually { fixture.handler.watchers.withLock { $0.count } == 2 })
     #expect(await stalled.waitForClose())
     #expect(try await fast.roundTrip(#"{"cmd":"status"}"#)?["class"] == "STATUS")
     await fixture.stop()

@@ -1,0 +1,157 @@
+import Glibc
+import LocationServer
+
+/// A failure talking to locationd: an error reply, or the daemon could not be reached.
+struct ClientError: Error {
+  var message: String
+  /// The error reply, when the daemon sent one.
+  var reply: JSONValue?
+  init(_ message: String, reply: JSONValue? = nil) {
+    self.message = message
+    self.reply = reply
+  }
+}
+
+/// A blocking connection to locationd's socket, one JSON object per line.
+final class DaemonConnection {
+  private let fd: Int32
+  private var buffer: [UInt8] = []
+  private var nextID = 1
+  /// Events received while waiting for a reply, in order.
+  private(set) var pendingEvents: [JSONValue] = []
+  let path: String
+
+  /// Connects to `path`.
+  ///
+  /// - Throws: ``ClientError`` with a message that says what to do.
+  init(path: String) throws {
+    self.path = path
+    fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw ClientError("cannot create a socket: \(String(cString: strerror(errno)))") }
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    let bytes = Array(path.utf8)
+    let capacity = MemoryLayout.size(ofValue: address.sun_path)
+    guard !bytes.isEmpty, bytes.count < capacity else {
+      close(fd)
+      throw ClientError("socket path \(path) is empty or longer than \(capacity - 1) bytes")
+    }
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+      for (index, byte) in bytes.enumerated() { raw[index] = byte }
+    }
+    let result = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+      }
+    }
+    if result != 0 {
+      let code = errno
+      close(fd)
+      switch code {
+      case ENOENT:
+        throw ClientError(
+          "socket \(path) does not exist: is locationd running? (systemctl start locationd, or give --socket PATH)")
+      case ECONNREFUSED:
+        throw ClientError("nothing listens at \(path): is locationd running? (systemctl status locationd)")
+      case EACCES, EPERM:
+        throw ClientError("permission denied on \(path): run as root or as a member of group locationd")
+      default:
+        throw ClientError("cannot connect to \(path): \(String(cString: strerror(code)))")
+      }
+    }
+  }
+
+  deinit { close(fd) }
+
+  /// Sends `command` (members after `cmd`) and waits for the reply with its id; events that
+  /// arrive meanwhile are kept in ``pendingEvents``.
+  ///
+  /// - Returns: the reply object (success or `ERROR`).
+  /// - Throws: ``ClientError`` when the connection fails or closes.
+  func call(_ command: String, _ members: [JSONMember] = []) throws -> JSONValue {
+    let id = nextID
+    nextID += 1
+    var request: [JSONMember] = [JSONMember("cmd", .string(command)), JSONMember("id", .int(Int64(id)))]
+    request.append(contentsOf: members)
+    var line = JSONValue.object(request).encoded
+    line.append(UInt8(ascii: "\n"))
+    try send(line)
+    while true {
+      guard let message = try readMessage() else {
+        throw ClientError("locationd closed the connection before answering \(command)")
+      }
+      if message["id"]?.intValue == id { return message }
+      if message["id"] == nil && message["class"] == "ERROR" {
+        // An error about the connection itself (e.g. tooManyClients).
+        return message
+      }
+      pendingEvents.append(message)
+    }
+  }
+
+  /// Like ``call(_:_:)`` but throws the error reply as a ``ClientError``.
+  func require(_ command: String, _ members: [JSONMember] = []) throws -> JSONValue {
+    let reply = try call(command, members)
+    if reply["class"] == "ERROR" {
+      let code = reply["code"]?.stringValue ?? "error"
+      let message = reply["message"]?.stringValue ?? "unknown error"
+      throw ClientError("\(command): \(code): \(message)", reply: reply)
+    }
+    return reply
+  }
+
+  /// Asks for authorization; throws the refusal.
+  func authorize() throws {
+    _ = try require("request")
+  }
+
+  /// The next message: a pending event first, then from the socket; `nil` at end of stream.
+  ///
+  /// - Throws: ``ClientError`` on a read error or an unparsable line.
+  func nextEvent() throws -> JSONValue? {
+    if !pendingEvents.isEmpty { return pendingEvents.removeFirst() }
+    return try readMessage()
+  }
+
+  private func send(_ bytes: [UInt8]) throws {
+    var offset = 0
+    while offset < bytes.count {
+      let written = bytes.withUnsafeBytes {
+        Glibc.send(fd, $0.baseAddress.map { $0 + offset }, $0.count - offset, Int32(MSG_NOSIGNAL))
+      }
+      if written < 0 {
+        if errno == EINTR { continue }
+        throw ClientError("cannot send to locationd: \(String(cString: strerror(errno)))")
+      }
+      offset += written
+    }
+  }
+
+  private func readMessage() throws -> JSONValue? {
+    while true {
+      if let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+        let line = Array(buffer[..<newline])
+        buffer.removeSubrange(...newline)
+        if line.isEmpty { continue }
+        do {
+          return try JSONValue.parse(line)
+        } catch {
+          throw ClientError("locationd sent a line that is not JSON: \(String(decoding: line.prefix(200), as: UTF8.self))")
+        }
+      }
+      var chunk = [UInt8](repeating: 0, count: 65_536)
+      let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+      if count > 0 {
+        buffer.append(contentsOf: chunk[0..<count])
+      } else if count == 0 {
+        return nil
+      } else if errno == EINTR {
+        continue
+      } else if errno == ECONNRESET {
+        return nil
+      } else {
+        throw ClientError("cannot read from locationd: \(String(cString: strerror(errno)))")
+      }
+    }
+  }
+}

@@ -1,0 +1,107 @@
+import LocationServer
+
+/// Human-readable text for replies and events.
+enum Format {
+  private static func fixed(_ value: Double, _ digits: Int) -> String {
+    var scale = 1.0
+    for _ in 0..<digits { scale *= 10 }
+    let rounded = (abs(value) * scale).rounded()
+    let whole = Int(rounded / scale)
+    let fraction = Int(rounded.truncatingRemainder(dividingBy: scale))
+    var text = (value < 0 && rounded != 0 ? "-" : "") + String(whole)
+    if digits > 0 {
+      let digitsText = String(fraction)
+      text += "." + String(repeating: "0", count: max(0, digits - digitsText.count)) + digitsText
+    }
+    return text
+  }
+
+  /// One line for a gpsd TPV object: time, position, altitude, speed, course, mode, error.
+  static func fix(_ tpv: JSONValue?) -> String {
+    guard let tpv, tpv != .null else { return "none" }
+    var parts: [String] = []
+    if let time = tpv["time"]?.stringValue { parts.append(time) }
+    let mode = tpv["mode"]?.intValue ?? 0
+    if let lat = tpv["lat"]?.doubleValue, let lon = tpv["lon"]?.doubleValue {
+      parts.append(fixed(abs(lat), 6) + (lat < 0 ? " S" : " N") + " " + fixed(abs(lon), 6) + (lon < 0 ? " W" : " E"))
+    } else {
+      parts.append("no position")
+    }
+    if let alt = tpv["altMSL"]?.doubleValue ?? tpv["alt"]?.doubleValue { parts.append("alt \(fixed(alt, 1)) m") }
+    if let speed = tpv["speed"]?.doubleValue { parts.append("speed \(fixed(speed, 2)) m/s") }
+    if let track = tpv["track"]?.doubleValue { parts.append("course \(fixed(track, 1))°") }
+    if let eph = tpv["eph"]?.doubleValue { parts.append("±\(fixed(eph, 1)) m") }
+    parts.append(["mode 0 (unknown)", "no fix", "2D", "3D"][max(0, min(3, mode))])
+    if let missed = tpv["missed"]?.intValue, missed > 0 { parts.append("(\(missed) missed)") }
+    return parts.joined(separator: "  ")
+  }
+
+  static func tracking(_ reply: JSONValue) -> String {
+    guard reply["tracking"] == true else { return "tracking: off" }
+    var filters: [String] = []
+    if let value = reply["distanceFilter"]?.doubleValue { filters.append("distance filter \(value) m") }
+    if let value = reply["minInterval"]?.doubleValue { filters.append("min interval \(value) s") }
+    if let value = reply["desiredAccuracy"]?.doubleValue { filters.append("desired accuracy \(value) m") }
+    return "tracking: on" + (filters.isEmpty ? "" : " (" + filters.joined(separator: ", ") + ")")
+  }
+
+  static func status(_ reply: JSONValue) -> String {
+    let backend = reply["backend"]
+    var backendText = (backend?["uri"]?.stringValue ?? "?") + " (" + (backend?["state"]?.stringValue ?? "?") + ")"
+    if let detail = backend?["detail"]?.stringValue { backendText += ": " + detail }
+    return """
+      authorization: \(reply["authorization"]?.stringValue ?? "?")
+      tracking: \(reply["tracking"] == true ? "on" : "off")
+      backend: \(backendText)
+      clients: \(reply["clients"]?.intValue.map(String.init) ?? "?")
+      initial: \(fix(reply["initial"]))
+      current: \(fix(reply["current"]))
+      """
+  }
+
+  static func location(_ reply: JSONValue) -> String {
+    "initial: \(fix(reply["initial"]))\ncurrent: \(fix(reply["current"]))"
+  }
+
+  static func map(_ reply: JSONValue) -> String {
+    if let svg = reply["svg"]?.stringValue { return svg }
+    if let geojson = reply["geojson"] { return geojson.jsonString }
+    if reply["class"] == "OK" { return "ok" }
+    let center = reply["center"]
+    var lines = [
+      "center: " + fixed(center?["lat"]?.doubleValue ?? 0, 6) + ", " + fixed(center?["lon"]?.doubleValue ?? 0, 6),
+      "zoom: " + (reply["zoom"]?.doubleValue.map { fixed($0, 2) } ?? "?"),
+      "mode: " + (reply["mode"]?.stringValue ?? "?"),
+    ]
+    let annotations = reply["annotations"]?.arrayValue ?? []
+    lines.append("annotations: \(annotations.count)")
+    for annotation in annotations {
+      var line = "  " + (annotation["id"]?.stringValue ?? "?") + "  "
+      line += fixed(annotation["lat"]?.doubleValue ?? 0, 6) + ", " + fixed(annotation["lon"]?.doubleValue ?? 0, 6)
+      if let title = annotation["title"]?.stringValue, !title.isEmpty { line += "  " + title }
+      if let subtitle = annotation["subtitle"]?.stringValue { line += " (" + subtitle + ")" }
+      lines.append(line)
+    }
+    return lines.joined(separator: "\n")
+  }
+
+  static func replay(_ reply: JSONValue) -> String {
+    var text = "replay: " + (reply["state"]?.stringValue ?? "?")
+    if let speed = reply["speed"]?.doubleValue { text += ", speed \(speed)x" }
+    if let position = reply["position"]?.doubleValue { text += ", at \(fixed(position, 1)) s" }
+    return text
+  }
+
+  static func event(_ event: JSONValue) -> String {
+    switch event["class"]?.stringValue {
+    case "TPV": return fix(event)
+    case "BACKEND":
+      var text = "backend " + (event["uri"]?.stringValue ?? "?") + ": " + (event["state"]?.stringValue ?? "?")
+      if let detail = event["detail"]?.stringValue { text += " (" + detail + ")" }
+      return text
+    case "WARNING": return "warning: " + (event["message"]?.stringValue ?? "")
+    case "MAP": return map(event).replacing("\n", with: "  ")
+    default: return event.jsonString
+    }
+  }
+}

@@ -1,0 +1,178 @@
+import Glibc
+import LocationServer
+
+/// Exit statuses of locationctl (sysexits.h for usage).
+enum ExitCode {
+  /// Success.
+  static let success: Int32 = 0
+  /// An error reply, or locationd could not be reached.
+  static let failure: Int32 = 1
+  /// Bad usage (`EX_USAGE`).
+  static let usage: Int32 = 64
+}
+
+/// Options shared by every client subcommand.
+struct ClientOptions {
+  /// The daemon's socket (`--socket`, else `$LOCATIOND_SOCKET`, else the default path).
+  var socketPath: String
+  /// Whether to print one JSON object per line instead of text (`--json`).
+  var json = false
+}
+
+/// A usage error: the message says what to do; exit status 64.
+struct UsageError: Error {
+  var message: String
+  init(_ message: String) { self.message = message }
+}
+
+let usageText = """
+  usage: locationctl [--socket PATH] [--json] COMMAND [ARGUMENTS]
+
+  commands:
+    request                       ask for authorization (root or the locationd group)
+    start [--distance-filter M] [--min-interval S] [--accuracy M]
+                                  start location updates
+    stop                          stop location updates
+    status                        authorization, tracking, backend, initial and current location
+    location                      initial and current location
+    watch                         start updates and print every event until interrupted
+    center [LAT LON]              center the map on the current location, or on LAT LON
+    zoom LEVEL                    set the map zoom level (0...22)
+    mode none|follow|followWithHeading
+                                  set the map's user-tracking mode
+    annotate ID LAT LON [TITLE] [--subtitle TEXT] [--kind KIND]
+                                  add or replace an annotation
+    remove ID                     remove an annotation
+    map [--geojson|--svg]         print the map state (JSON by default)
+    replay pause|resume|seek SECONDS|speed FACTOR|step [EPOCHS]
+                                  control a replay backend
+    decode [FILE...]              decode NMEA 0183 into gpsd TPV lines (no daemon needed)
+
+  options:
+    --socket PATH   locationd's socket (default $LOCATIOND_SOCKET or /run/locationd/locationd.sock)
+    --json          print one JSON object per line
+  exit status: 0 success, 1 error reply or daemon unreachable, 64 bad usage
+
+  """
+
+/// Runs the subcommand named by `arguments` and returns the exit status.
+func dispatch(_ arguments: [String]) -> Int32 {
+  var options = ClientOptions(
+    socketPath: getenv("LOCATIOND_SOCKET").map { String(cString: $0) } ?? Configuration.defaultSocketPath)
+  var rest: [String] = []
+  var index = 0
+  var command: String?
+  do {
+    // Global options may come before or after the command name (not after `decode`).
+    while index < arguments.count {
+      let argument = arguments[index]
+      index += 1
+      if command == "decode" {
+        rest.append(argument)
+        continue
+      }
+      switch argument {
+      case "--json": options.json = true
+      case "--socket":
+        guard index < arguments.count else { throw UsageError("--socket needs a path") }
+        options.socketPath = arguments[index]
+        index += 1
+      case "-h", "--help", "help":
+        if command == nil {
+          print(usageText, terminator: "")
+          return ExitCode.success
+        }
+        rest.append(argument)
+      default:
+        if argument.hasPrefix("--socket=") {
+          options.socketPath = String(argument.dropFirst("--socket=".count))
+        } else if command == nil {
+          guard !argument.hasPrefix("-") else { throw UsageError("unknown option \(argument)") }
+          command = argument
+        } else {
+          rest.append(argument)
+        }
+      }
+    }
+    guard let command else { throw UsageError("give a command, e.g. locationctl status") }
+    if command == "decode" { return runDecode(arguments: rest) }
+    guard let run = clientCommands[command] else {
+      throw UsageError("unknown command \(command)")
+    }
+    return try run(rest, options)
+  } catch let error as UsageError {
+    writeError("locationctl: \(error.message)\nRun locationctl --help for usage.")
+    return ExitCode.usage
+  } catch let error as ClientError {
+    writeError("locationctl: \(error.message)")
+    return ExitCode.failure
+  } catch {
+    writeError("locationctl: \(error)")
+    return ExitCode.failure
+  }
+}
+
+/// Writes a line to standard error.
+func writeError(_ message: String) {
+  var line = Array(message.utf8)
+  line.append(UInt8(ascii: "\n"))
+  _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+}
+
+/// Splits `--name VALUE` options from positional arguments.
+struct ArgumentList {
+  var positional: [String] = []
+  var values: [String: String] = [:]
+  var flags: Set<String> = []
+
+  /// - Parameters:
+  ///   - valued: option names that take a value (`--distance-filter`).
+  ///   - flags: option names without a value (`--svg`).
+  /// - Throws: ``UsageError`` for unknown options or a missing value.
+  init(_ arguments: [String], valued: Set<String> = [], flags allowedFlags: Set<String> = []) throws {
+    var index = 0
+    while index < arguments.count {
+      let argument = arguments[index]
+      index += 1
+      if argument.hasPrefix("--") {
+        var name = argument
+        var value: String?
+        if let equals = argument.firstIndex(of: "=") {
+          name = String(argument[..<equals])
+          value = String(argument[argument.index(after: equals)...])
+        }
+        if valued.contains(name) {
+          if value == nil {
+            guard index < arguments.count else { throw UsageError("\(name) needs a value") }
+            value = arguments[index]
+            index += 1
+          }
+          values[name] = value
+        } else if allowedFlags.contains(name), value == nil {
+          flags.insert(name)
+        } else {
+          throw UsageError("unknown option \(argument)")
+        }
+      } else {
+        positional.append(argument)
+      }
+    }
+  }
+
+  /// The value of a numeric option, or `nil` when absent.
+  ///
+  /// - Throws: ``UsageError`` when the value is not a finite number.
+  func number(_ name: String) throws -> Double? {
+    guard let text = values[name] else { return nil }
+    guard let value = Double(text), value.isFinite else { throw UsageError("\(name) needs a number, got \(text)") }
+    return value
+  }
+}
+
+/// Parses a positional number argument.
+///
+/// - Throws: ``UsageError`` naming the argument.
+func parseNumber(_ text: String, _ name: String) throws -> Double {
+  guard let value = Double(text), value.isFinite else { throw UsageError("\(name) must be a number, got \(text)") }
+  return value
+}

@@ -1,0 +1,114 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import LocationServer
+
+/// The built `locationctl` next to the test binary (`swift build --build-tests` builds it).
+private func locationctlPath() throws -> String {
+  let testBinary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+  let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
+  for candidate in [testBinary.appendingPathComponent("locationctl").path, packageRoot.path + "/.build/debug/locationctl"]
+  where access(candidate, X_OK) == 0 {
+    return candidate
+  }
+  throw TestError("locationctl is not built: run swift build --build-tests")
+}
+
+private struct Run {
+  var status: Int32
+  var stdout: String
+  var stderr: String
+}
+
+private func locationctl(_ arguments: [String]) async throws -> Run {
+  let process = Process()
+  process.executableURL = URL(fileURLWithPath: try locationctlPath())
+  process.arguments = arguments
+  let out = Pipe()
+  let err = Pipe()
+  process.standardOutput = out
+  process.standardError = err
+  try await runToExit(process)
+  return Run(
+    status: process.terminationStatus,
+    stdout: String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
+    stderr: String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+}
+
+@Suite("locationctl", .serialized)
+struct ControlClientTests {
+  @Test("--json status prints one object with the documented members")
+  func statusJSON() async throws {
+    let fixture = try ServerFixture()
+    let run = try await locationctl(["--socket", fixture.path, "--json", "status"])
+    #expect(run.status == 0, "\(run.stderr)")
+    let lines = run.stdout.split(separator: "\n")
+    #expect(lines.count == 1)
+    let status = try JSONValue.parse(Array((lines.first ?? "").utf8))
+    #expect(status["class"] == "STATUS")
+    #expect(status["authorization"] == "authorized")
+    #expect(status["tracking"] == false)
+    #expect(status["backend"]?["uri"] == "simulate")
+    #expect(status["backend"]?["state"] == "stopped")
+    #expect(status["initial"] == .null)
+    #expect(status["current"] == .null)
+    #expect(status["id"] == nil)
+    await fixture.stop()
+  }
+
+  @Test("text output, error replies exit 1, bad usage exits 64")
+  func exitStatuses() async throws {
+    let fixture = try ServerFixture()
+    let status = try await locationctl(["status", "--socket", fixture.path])
+    #expect(status.status == 0)
+    #expect(status.stdout.contains("authorization: authorized"))
+    #expect(status.stdout.contains("backend: simulate (stopped)"))
+    let noFix = try await locationctl(["--socket", fixture.path, "location"])
+    #expect(noFix.status == 1)
+    #expect(noFix.stderr.contains("noFix"))
+    let zoom = try await locationctl(["--socket", fixture.path, "--json", "zoom", "30"])
+    #expect(zoom.status == 1)
+    #expect(try JSONValue.parse(Array(zoom.stdout.utf8.dropLast()))["code"] == "invalidArgument")
+    let usage = try await locationctl(["--socket", fixture.path, "annotate", "home"])
+    #expect(usage.status == 64)
+    #expect(usage.stderr.contains("annotate takes ID LAT LON [TITLE]"))
+    let unknown = try await locationctl(["frobnicate"])
+    #expect(unknown.status == 64)
+    let annotate = try await locationctl(["--socket", fixture.path, "annotate", "home", "49.5", "-123.25", "Home"])
+    #expect(annotate.status == 0)
+    #expect(
+      fixture.handler.handled.withLock { $0 }.contains(
+        .annotate(
+          AnnotationRequest(id: "home", coordinate: .init(latitude: 49.5, longitude: -123.25), title: "Home"))))
+    await fixture.stop()
+  }
+
+  @Test("a missing socket says whether locationd runs")
+  func missingSocket() async throws {
+    let run = try await locationctl(["--socket", "/nonexistent/locationd.sock", "status"])
+    #expect(run.status == 1)
+    #expect(run.stderr.contains("does not exist: is locationd running?"))
+  }
+
+  @Test("--json watch authorizes, starts, prints events and exits 0 at end of data")
+  func watch() async throws {
+    let fixture = try ServerFixture()
+    let process = Task { try await locationctl(["--socket", fixture.path, "--json", "watch"]) }
+    #expect(await eventually { !fixture.handler.watchers.withLock { $0 }.isEmpty })
+    let watcher = try #require(fixture.handler.watchers.withLock { $0.first })
+    watcher.send(.location(.raw(Array(#"{"class":"TPV","mode":3,"lat":49.5,"lon":-123.25}"#.utf8))))
+    watcher.send(.backend(uri: "replay:/x.nmea", state: .endOfData, detail: nil))
+    let run = try await process.value
+    #expect(run.status == 0, "\(run.stderr)")
+    let lines = run.stdout.split(separator: "\n").map { try? JSONValue.parse(Array($0.utf8)) }
+    #expect(lines.count == 2)
+    #expect(lines.first??["class"] == "TPV")
+    #expect(lines.first??["lat"] == .double(49.5))
+    #expect(lines.last??["state"] == "endOfData")
+    // watch tracks for its own connection: no persistent start.
+    #expect(fixture.handler.handled.withLock { $0 } == [.watch(enable: true)])
+    await fixture.stop()
+  }
+}
