@@ -82,7 +82,8 @@ func runSimulate(arguments: [String]) -> Int32 {
     writeError("locationctl simulate: --pty PATH is required (try --help)")
     return ExitCode.usage
   }
-  let uri = backendURI ?? "simulate?rate=\(rate == rate.rounded() ? String(Int(rate)) : String(rate))"
+  let uri =
+    backendURI ?? "simulate?rate=\(rate == rate.rounded() ? String(Int(rate)) : String(rate))"
   let backend: any LocationBackend
   do {
     backend = try BackendFactory.make(uri: uri)
@@ -93,7 +94,8 @@ func runSimulate(arguments: [String]) -> Int32 {
   let receiver: SimulatedReceiver
   do {
     receiver = try SimulatedReceiver(
-      linkPath: path, encoder: NMEAEncoder(talker: talker, sentences: sentences), deviceMode: deviceMode)
+      linkPath: path, encoder: NMEAEncoder(talker: talker, sentences: sentences),
+      deviceMode: deviceMode)
   } catch {
     writeError("locationctl simulate: \(error)")
     return ExitCode.failure
@@ -104,7 +106,8 @@ func runSimulate(arguments: [String]) -> Int32 {
     switch event {
     case .location(let location): return location.fix
     case .status(let status, let detail):
-      writeError("locationctl simulate: backend \(status.rawValue)" + (detail.map { ": \($0)" } ?? ""))
+      writeError(
+        "locationctl simulate: backend \(status.rawValue)" + (detail.map { ": \($0)" } ?? ""))
       return nil
     case .error(let message):
       writeError("locationctl simulate: backend error: \(message)")
