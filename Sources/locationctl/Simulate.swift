@@ -101,8 +101,15 @@ func runSimulate(arguments: [String]) -> Int32 {
     return ExitCode.failure
   }
 
-  // Fixes of the backend's location events, in order; status events go to standard error.
-  let fixes = backend.events.compactMap { event -> Fix? in
+  // Fixes of the backend's location events, in order, until a replay reaches the end of its
+  // log; status events go to standard error. Pulled one per epoch, so a fast source waits.
+  let fixes = backend.events.prefix { event in
+    if case .status(.endOfData, _) = event {
+      writeError("locationctl simulate: the replay reached the end of its log")
+      return false
+    }
+    return true
+  }.compactMap { event -> Fix? in
     switch event {
     case .location(let location): return location.fix
     case .status(let status, let detail):

@@ -1,5 +1,6 @@
 import Foundation
 import LocationTestKit
+import NMEA
 import Testing
 
 /// `locationctl simulate --pty PATH` -> real gpsd (private port) -> `gpspipe -w`.
@@ -83,6 +84,38 @@ struct SimulateCommandTests {
     let messages = String(
       decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     #expect(messages.contains("epochs written"))
+  }
+
+  @Test func replaysALogAndExitsAtItsEnd() throws {
+    // A five-epoch log written by the encoder, replayed as fast as the 10 Hz pty takes it.
+    let log = NSTemporaryDirectory() + "locationd-simulate-\(getpid()).nmea"
+    var bytes: [UInt8] = []
+    for index in 0..<5 {
+      var fix = Fix(mode: .fix3D)
+      fix.time = 1_773_489_600_000 + Int64(index) * 1000
+      fix.coordinate = Coordinate(latitude: 50 + Double(index) * 1e-4, longitude: -4)
+      fix.altitudeMSL = 12
+      NMEAEncoder().encode(fix, into: &bytes)
+    }
+    #expect(FileManager.default.createFile(atPath: log, contents: Data(bytes)))
+    defer { try? FileManager.default.removeItem(atPath: log) }
+    let link = log + ".pty"
+    let simulator = Process()
+    simulator.executableURL = try locationctl()
+    simulator.arguments = [
+      "simulate", "--pty", link, "--rate", "10", "--backend", "replay:\(log)?speed=0",
+    ]
+    let errors = Pipe()
+    simulator.standardError = errors
+    try simulator.run()
+    simulator.waitUntilExit()
+    let messages = String(
+      decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    #expect(simulator.terminationStatus == 0, "\(messages)")
+    #expect(messages.contains("reached the end of its log"))
+    #expect(messages.contains("5 epochs written"))
+    #expect(
+      (try? FileManager.default.destinationOfSymbolicLink(atPath: link)) == nil, "link removed")
   }
 
   @Test func refusesToReplaceARegularFile() throws {
