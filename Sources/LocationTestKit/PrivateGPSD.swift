@@ -73,11 +73,13 @@ public final class PrivateGPSD: @unchecked Sendable {
 
   /// The process id of the running gpsd, if any.
   public var pid: Int32? {
-    lock.withLock { process?.isRunning == true ? process?.processIdentifier : nil }
+    lock.withLock { process.map(\.processIdentifier).flatMap { Self.isAlive($0) ? $0 : nil } }
   }
 
   /// Starts gpsd and waits until it accepts TCP connections (at most `timeout` seconds).
-  public func start(timeout: Double = 5) throws {
+  ///
+  /// Waits with `Task.sleep`, never blocking a thread of the concurrency pool.
+  public func start(timeout: Double = 5) async throws {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments =
@@ -95,25 +97,40 @@ public final class PrivateGPSD: @unchecked Sendable {
       self.process = process
       pids.insert(process.processIdentifier)
     }
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
+    let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+    while ContinuousClock.now < deadline {
       if Self.canConnect(port: port) { return }
-      if !process.isRunning { break }
-      usleep(10_000)
+      if !Self.isAlive(process.processIdentifier) { break }
+      try await Task.sleep(for: .milliseconds(10))
     }
     kill()
     throw Failure.notListening(
       port: port, output: "exit status \(process.isRunning ? -1 : process.terminationStatus)")
   }
 
-  /// Kills gpsd with `signal` (SIGKILL by default: a crash) and waits for it to exit.
+  /// Kills gpsd with `signal` (SIGKILL by default: a crash) and waits, at most 3 s, until it has
+  /// died (gone, or a zombie: its port and device are released then).
+  ///
+  /// It watches `/proc/PID/stat` rather than calling `waitUntilExit`: Foundation reaps children
+  /// from a dispatch queue, and on a 2-core machine a test run whose pool threads are all blocked
+  /// can starve that queue, so `waitUntilExit` may never return.
   public func kill(signal: Int32 = SIGKILL) {
     guard let process = lock.withLock({ self.process }) else { return }
+    let pid = process.processIdentifier
     if process.isRunning {
-      Glibc.kill(process.processIdentifier, signal)
-      process.waitUntilExit()
+      Glibc.kill(pid, signal)
+      for _ in 0..<3000 where Self.isAlive(pid) { usleep(1000) }
     }
     lock.withLock { self.process = nil }
+  }
+
+  /// Whether `pid` exists and is not a zombie, from `/proc/PID/stat` (state after the `)`).
+  static func isAlive(_ pid: Int32) -> Bool {
+    guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+      let close = text.lastIndex(of: ")")
+    else { return false }
+    let state = text[text.index(after: close)...].drop { $0 == " " }.first
+    return state != "Z" && state != "X"
   }
 
   /// Kills gpsd and removes the shared-memory segments it created. Idempotent.
@@ -141,32 +158,23 @@ public final class PrivateGPSD: @unchecked Sendable {
     return count
   }
 
+  /// Removes the System V shared-memory segments our gpsd processes created (gpsd leaves its
+  /// export and NTP segments behind) and the one at our private key, from `/proc/sysvipc/shm`.
   private func removeSharedMemory() {
-    // ipcs -m -p: shmid owner cpid lpid; remove the segments our gpsd processes created, and the
-    // one at our private key.
     let created = lock.withLock { pids }
-    guard let listing = Self.run("/usr/bin/ipcs", ["-m", "-p"]) else { return }
-    for line in listing.split(separator: "\n") {
-      let columns = line.split(separator: " ", omittingEmptySubsequences: true)
-      guard columns.count >= 4, let shmid = Int(columns[0]), let creator = Int32(columns[2]) else {
-        continue
-      }
-      if created.contains(creator) { _ = Self.run("/usr/bin/ipcrm", ["-m", String(shmid)]) }
+    guard let table = try? String(contentsOfFile: "/proc/sysvipc/shm", encoding: .utf8) else {
+      return
     }
-    _ = Self.run("/usr/bin/ipcrm", ["-M", "0x" + String(sharedMemoryKey, radix: 16)])
-  }
-
-  private static func run(_ path: String, _ arguments: [String]) -> String? {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = FileHandle.nullDevice
-    guard (try? process.run()) != nil else { return nil }
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return String(decoding: data, as: UTF8.self)
+    for line in table.split(separator: "\n").dropFirst() {
+      // key shmid perms size cpid lpid nattch ...
+      let columns = line.split(separator: " ", omittingEmptySubsequences: true)
+      guard columns.count > 4, let key = Int64(columns[0]), let shmid = Int32(columns[1]),
+        let creator = Int32(columns[4])
+      else { continue }
+      if created.contains(creator) || key == Int64(sharedMemoryKey) {
+        _ = shmctl(shmid, IPC_RMID, nil)
+      }
+    }
   }
 
   /// A TCP port that was free on 127.0.0.1 a moment ago.
@@ -202,5 +210,18 @@ public final class PrivateGPSD: @unchecked Sendable {
         connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
       }
     }
+  }
+}
+
+extension Process {
+  /// Waits until the process has exited, at most `timeout`, polling with `Task.sleep` so no thread
+  /// of the concurrency pool blocks (tests run in parallel on as many threads as cores). Returns
+  /// whether it exited.
+  public func waitForExit(timeout: Duration = .seconds(20)) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while isRunning && ContinuousClock.now < deadline {
+      try? await Task.sleep(for: .milliseconds(10))
+    }
+    return !isRunning
   }
 }

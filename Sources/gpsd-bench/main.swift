@@ -127,7 +127,7 @@ func runLatency(_ arguments: Arguments) async throws {
   try receiver.start(rate: rate) { elapsed in benchFix(Int((elapsed * rate).rounded()), rate: rate)
   }
   let gpsd = try PrivateGPSD(device: receiver.linkPath)
-  try gpsd.start()
+  try await gpsd.start()
   defer { gpsd.stop() }
   let backend = try GPSDBackend(uri: "gpsd://127.0.0.1:\(gpsd.port)")
   try await backend.start()
@@ -194,7 +194,7 @@ func runIdle(_ arguments: Arguments) async throws {
   let receiver = try SimulatedReceiver(linkPath: temporaryLink("idle"))
   defer { receiver.stop() }
   let gpsd = try PrivateGPSD(device: receiver.linkPath)
-  try gpsd.start()
+  try await gpsd.start()
   defer { gpsd.stop() }
   var options = GPSDBackend.Options()
   options.noFixTimeout = .seconds(5)

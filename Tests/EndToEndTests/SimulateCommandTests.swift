@@ -40,22 +40,30 @@ struct SimulateCommandTests {
     try #require(linked, "locationctl simulate linked \(link) to a pty")
 
     let gpsd = try PrivateGPSD(device: link)
-    try gpsd.start()
+    try await gpsd.start()
     defer { gpsd.stop() }
+    // gpspipe's output goes to a file: the test polls for its exit without blocking a thread.
+    let outputPath = link + ".json"
+    #expect(FileManager.default.createFile(atPath: outputPath, contents: nil))
+    defer { try? FileManager.default.removeItem(atPath: outputPath) }
+    let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
     let gpspipe = Process()
     gpspipe.executableURL = URL(fileURLWithPath: "/usr/bin/gpspipe")
     gpspipe.arguments = ["-w", "-n", "40", "127.0.0.1:\(gpsd.port)"]
-    let output = Pipe()
     gpspipe.standardOutput = output
     gpspipe.standardError = FileHandle.nullDevice
     try gpspipe.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    gpspipe.waitUntilExit()
+    let gpspipeExited = await gpspipe.waitForExit()
+    if !gpspipeExited { gpspipe.terminate() }
+    try output.close()
+    #expect(gpspipeExited, "gpspipe printed 40 lines within 20 s")
+    let data = try Data(contentsOf: URL(fileURLWithPath: outputPath))
 
     var times: [String] = []
     var skyReports = 0
     for line in data.split(separator: UInt8(ascii: "\n")) {
-      guard let object = try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any] else {
+      guard let object = (try? JSONSerialization.jsonObject(with: Data(line))) as? [String: Any]
+      else {
         continue
       }
       if object["class"] as? String == "SKY" { skyReports += 1 }
@@ -77,7 +85,7 @@ struct SimulateCommandTests {
 
     // SIGINT: the simulator stops, removes the link and exits 0.
     simulator.interrupt()
-    simulator.waitUntilExit()
+    #expect(await simulator.waitForExit(), "locationctl simulate exits after SIGINT")
     #expect(simulator.terminationStatus == 0)
     #expect(
       (try? FileManager.default.destinationOfSymbolicLink(atPath: link)) == nil, "link removed")
@@ -86,7 +94,7 @@ struct SimulateCommandTests {
     #expect(messages.contains("epochs written"))
   }
 
-  @Test func replaysALogAndExitsAtItsEnd() throws {
+  @Test func replaysALogAndExitsAtItsEnd() async throws {
     // A five-epoch log written by the encoder, replayed as fast as the 10 Hz pty takes it.
     let log = NSTemporaryDirectory() + "locationd-simulate-\(getpid()).nmea"
     var bytes: [UInt8] = []
@@ -108,7 +116,7 @@ struct SimulateCommandTests {
     let errors = Pipe()
     simulator.standardError = errors
     try simulator.run()
-    simulator.waitUntilExit()
+    #expect(await simulator.waitForExit())
     let messages = String(
       decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     #expect(simulator.terminationStatus == 0, "\(messages)")
@@ -118,7 +126,7 @@ struct SimulateCommandTests {
       (try? FileManager.default.destinationOfSymbolicLink(atPath: link)) == nil, "link removed")
   }
 
-  @Test func refusesToReplaceARegularFile() throws {
+  @Test func refusesToReplaceARegularFile() async throws {
     let path = NSTemporaryDirectory() + "locationd-simulate-file-\(getpid())"
     #expect(FileManager.default.createFile(atPath: path, contents: Data("data".utf8)))
     defer { try? FileManager.default.removeItem(atPath: path) }
@@ -128,7 +136,7 @@ struct SimulateCommandTests {
     let errors = Pipe()
     simulator.standardError = errors
     try simulator.run()
-    simulator.waitUntilExit()
+    #expect(await simulator.waitForExit())
     #expect(simulator.terminationStatus == 1)
     let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     #expect(message.contains("is not a symbolic link"))
@@ -138,13 +146,13 @@ struct SimulateCommandTests {
   @Test(arguments: [
     ["simulate"], ["simulate", "--pty", "/tmp/x", "--rate", "20"], ["simulate", "--pty"],
   ])
-  func badUsageExits64(_ arguments: [String]) throws {
+  func badUsageExits64(_ arguments: [String]) async throws {
     let simulator = Process()
     simulator.executableURL = try locationctl()
     simulator.arguments = arguments
     simulator.standardError = FileHandle.nullDevice
     try simulator.run()
-    simulator.waitUntilExit()
+    #expect(await simulator.waitForExit())
     #expect(simulator.terminationStatus == 64)
   }
 }

@@ -25,7 +25,7 @@ struct GPSDEndToEndTests {
     let receiver = try startReceiver("route", log: log)
     defer { receiver.stop() }
     let gpsd = try PrivateGPSD(device: receiver.linkPath)
-    try gpsd.start()
+    try await gpsd.start()
     defer { gpsd.stop() }
 
     let backend = try GPSDBackend(uri: "gpsd://127.0.0.1:\(gpsd.port)")
@@ -71,7 +71,7 @@ struct GPSDEndToEndTests {
     #expect(await collector.wait(timeout: 1) { _ in collector.statuses.last?.status == .stopped })
 
     // gpspipe on the same gpsd sees the same positions.
-    let tpvs = try gpspipeTPVs(port: gpsd.port, count: 40)
+    let tpvs = try await gpspipeTPVs(port: gpsd.port, count: 40)
     #expect(tpvs.count >= 10)
     for tpv in tpvs {
       let written = try #require(
@@ -87,7 +87,7 @@ struct GPSDEndToEndTests {
     let receiver = try startReceiver("restart", log: log)
     defer { receiver.stop() }
     let gpsd = try PrivateGPSD(device: receiver.linkPath)
-    try gpsd.start()
+    try await gpsd.start()
     defer { gpsd.stop() }
     let backend = try GPSDBackend(uri: "gpsd://127.0.0.1:\(gpsd.port)")
     let collector = EventCollector(backend)
@@ -114,7 +114,7 @@ struct GPSDEndToEndTests {
     let locationsBeforeRestart = collector.locations.count
 
     let restartingAt = SimulatedReceiver.monotonicNanoseconds()
-    try gpsd.start()
+    try await gpsd.start()
     let restartedAt = SimulatedReceiver.monotonicNanoseconds()
     let resumed = await collector.wait(timeout: 5) { _ in
       collector.locations.count > locationsBeforeRestart
@@ -156,7 +156,7 @@ struct GPSDEndToEndTests {
     #expect(cpuWaiting < .milliseconds(10), "waiting for gpsd used \(cpuWaiting) of CPU")
     #expect(collector.locations.isEmpty)
 
-    try gpsd.start()
+    try await gpsd.start()
     #expect(await collector.wait(timeout: 8) { _ in !collector.locations.isEmpty })
     let statuses = collector.statuses.map(\.status)
     #expect(statuses.first == .connecting)
@@ -174,7 +174,7 @@ struct GPSDEndToEndTests {
     let receiver = try startReceiver("release", log: log)
     defer { receiver.stop() }
     let gpsd = try PrivateGPSD(device: receiver.linkPath)
-    try gpsd.start()
+    try await gpsd.start()
     defer { gpsd.stop() }
     // Let gpsd settle: the readiness probe's own connection must be gone.
     #expect(await waitUntil(timeout: 2) { gpsd.clientConnectionCount() == 0 })
@@ -224,7 +224,7 @@ struct GPSDEndToEndTests {
     }
     defer { receiver.stop() }
     let gpsd = try PrivateGPSD(device: receiver.linkPath)
-    try gpsd.start()
+    try await gpsd.start()
     defer { gpsd.stop() }
     let backend = try GPSDBackend(uri: "gpsd://127.0.0.1:\(gpsd.port)")
     let collector = EventCollector(backend)
@@ -254,7 +254,7 @@ struct GPSDEndToEndTests {
     }
     defer { receiver.stop() }
     let gpsd = try PrivateGPSD(device: receiver.linkPath)
-    try gpsd.start()
+    try await gpsd.start()
     defer { gpsd.stop() }
     var options = GPSDBackend.Options()
     options.noFixTimeout = .milliseconds(800)
@@ -287,7 +287,7 @@ struct GPSDEndToEndTests {
     let receiver = try startReceiver("conformance", log: WriteLog())
     defer { receiver.stop() }
     let gpsd = try PrivateGPSD(device: receiver.linkPath)
-    try gpsd.start()
+    try await gpsd.start()
     defer { gpsd.stop() }
     let backend = try GPSDBackend(uri: "gpsd://127.0.0.1:\(gpsd.port)")
     #expect(await backendConformance(backend) == [])
@@ -295,21 +295,28 @@ struct GPSDEndToEndTests {
 }
 
 /// Runs `gpspipe -w -n COUNT localhost:PORT` and returns its TPVs with a position.
-func gpspipeTPVs(port: UInt16, count: Int) throws -> [(
+func gpspipeTPVs(port: UInt16, count: Int) async throws -> [(
   time: Int64, latitude: Double, longitude: Double
 )] {
+  // Output to a file, not a pipe: nothing can fill up while the test waits for the exit.
+  let outputPath = NSTemporaryDirectory() + "locationd-gpspipe-\(getpid())-\(port).json"
+  #expect(FileManager.default.createFile(atPath: outputPath, contents: nil))
+  defer { try? FileManager.default.removeItem(atPath: outputPath) }
+  let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
   let process = Process()
   process.executableURL = URL(fileURLWithPath: "/usr/bin/gpspipe")
   process.arguments = ["-w", "-n", String(count), "127.0.0.1:\(port)"]
-  let pipe = Pipe()
-  process.standardOutput = pipe
+  process.standardOutput = output
   process.standardError = FileHandle.nullDevice
   try process.run()
-  let data = pipe.fileHandleForReading.readDataToEndOfFile()
-  process.waitUntilExit()
+  let exited = await process.waitForExit(timeout: .seconds(20))
+  if !exited { process.terminate() }
+  try output.close()
+  #expect(exited, "gpspipe printed \(count) lines within 20 s")
+  let data = try Data(contentsOf: URL(fileURLWithPath: outputPath))
   var result: [(Int64, Double, Double)] = []
   for line in data.split(separator: UInt8(ascii: "\n")) {
-    guard let object = try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any],
+    guard let object = (try? JSONSerialization.jsonObject(with: Data(line))) as? [String: Any],
       object["class"] as? String == "TPV", let latitude = object["lat"] as? Double,
       let longitude = object["lon"] as? Double, let timeText = object["time"] as? String,
       let time = parseISO8601Milliseconds(timeText)
