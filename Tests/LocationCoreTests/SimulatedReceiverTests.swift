@@ -17,19 +17,21 @@ private func sampleFix(_ index: Int) -> Fix {
   return fix
 }
 
-/// Reads from the pty link for `seconds`, returning the bytes.
-private func readDevice(_ path: String, seconds: Double) throws -> [UInt8] {
+/// Reads from the pty link for `seconds`, returning the bytes. Polls without waiting and sleeps
+/// with `Task.sleep` in between, so it never blocks a thread of the concurrency pool.
+private func readDevice(_ path: String, seconds: Double) async throws -> [UInt8] {
   let fd = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK)
   try #require(fd >= 0, "open \(path): errno \(errno)")
   defer { close(fd) }
   var bytes: [UInt8] = []
   var buffer = [UInt8](repeating: 0, count: 4096)
-  let deadline = Date().addingTimeInterval(seconds)
-  while Date() < deadline {
-    var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-    if poll(&descriptor, 1, 50) > 0 {
-      let count = read(fd, &buffer, buffer.count)
-      if count > 0 { bytes += buffer[0..<count] }
+  let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+  while ContinuousClock.now < deadline {
+    let count = read(fd, &buffer, buffer.count)
+    if count > 0 {
+      bytes += buffer[0..<count]
+    } else {
+      try await Task.sleep(for: .milliseconds(5))
     }
   }
   return bytes
@@ -37,7 +39,7 @@ private func readDevice(_ path: String, seconds: Double) throws -> [UInt8] {
 
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct SimulatedReceiverTests {
-  @Test func writesFramedSentencesAtTheRateThroughTheLink() throws {
+  @Test func writesFramedSentencesAtTheRateThroughTheLink() async throws {
     let path = temporaryPath("pty")
     let receiver = try SimulatedReceiver(linkPath: path)
     defer { receiver.stop() }
@@ -45,7 +47,7 @@ struct SimulatedReceiverTests {
     #expect(lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK)
     #expect(receiver.slavePath.hasPrefix("/dev/pts/"))
     try receiver.start(rate: 10) { elapsed in sampleFix(Int((elapsed * 10).rounded())) }
-    let bytes = try readDevice(path, seconds: 1.05)
+    let bytes = try await readDevice(path, seconds: 1.05)
     let lines = bytes.split(separator: UInt8(ascii: "\n")).map { Array($0) }
     #expect(!lines.isEmpty)
     // Every line is "$...*HH\r" with a correct checksum (CR kept: raw mode, no translation).
@@ -61,14 +63,14 @@ struct SimulatedReceiverTests {
     #expect((8...12).contains(rmcCount), "\(rmcCount) RMC sentences in 1.05 s at 10 Hz")
   }
 
-  @Test func survivesTheReaderClosingAndReopening() throws {
+  @Test func survivesTheReaderClosingAndReopening() async throws {
     let path = temporaryPath("reopen")
     let receiver = try SimulatedReceiver(linkPath: path)
     defer { receiver.stop() }
     try receiver.start(rate: 10) { elapsed in sampleFix(Int((elapsed * 10).rounded())) }
-    let first = try readDevice(path, seconds: 0.3)
-    usleep(300_000)  // nobody reading
-    let second = try readDevice(path, seconds: 0.5)
+    let first = try await readDevice(path, seconds: 0.3)
+    try await Task.sleep(for: .milliseconds(300))  // nobody reading
+    let second = try await readDevice(path, seconds: 0.5)
     #expect(!first.isEmpty)
     #expect(String(decoding: second, as: UTF8.self).contains("$GPGGA,"))
     #expect(receiver.statistics.epochsWritten >= 9)
@@ -81,14 +83,14 @@ struct SimulatedReceiverTests {
     #expect(receiver.statistics.bytesUnread > 0)
   }
 
-  @Test func nilFromTheClosureIsAnOutage() throws {
+  @Test func nilFromTheClosureIsAnOutage() async throws {
     let path = temporaryPath("outage")
     let receiver = try SimulatedReceiver(linkPath: path)
     defer { receiver.stop() }
     try receiver.start(rate: 10) { elapsed in elapsed < 0.45 ? nil : sampleFix(0) }
-    let early = try readDevice(path, seconds: 0.3)
+    let early = try await readDevice(path, seconds: 0.3)
     #expect(early.isEmpty, "silent during the outage")
-    let late = try readDevice(path, seconds: 0.5)
+    let late = try await readDevice(path, seconds: 0.5)
     #expect(!late.isEmpty)
     #expect(receiver.statistics.epochsSilent >= 4)
   }
