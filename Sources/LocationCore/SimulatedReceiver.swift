@@ -42,10 +42,11 @@ public enum SimulatedReceiverError: Error, Equatable, Sendable, CustomStringConv
 /// from the closure is an outage: nothing is written for that epoch, as a receiver that lost
 /// power or signal sends nothing.
 ///
-/// Readers may come and go: the simulator keeps its own descriptor on the slave side, so the pty
-/// never hangs up; what no reader took within one epoch is discarded, as a serial line with
-/// nobody listening loses it, so a new reader never gets a burst of stale epochs. A write that
-/// finds the buffer full (`EAGAIN`) drops that epoch and counts it in ``statistics``. Whatever the reader writes to the device (receiver
+/// Readers may come and go, as on a serial line: while no process has the device open nothing is
+/// written (those epochs are lost, as a UART with no listener loses them), and what a reader left
+/// unread when it closed the device is discarded, so the next reader (a restarted gpsd) starts
+/// with fresh epochs, never a burst of stale ones. A write that finds the buffer full (`EAGAIN`:
+/// a reader that does not read) drops that epoch and counts it in ``statistics``. Whatever the reader writes to the device (receiver
 /// configuration commands) is read and discarded. All I/O runs on one dedicated thread; the master
 /// descriptor is non-blocking.
 public final class SimulatedReceiver: Sendable {
@@ -59,7 +60,9 @@ public final class SimulatedReceiver: Sendable {
     public var epochsDropped = 0
     /// Bytes written to the master side.
     public var bytesWritten = 0
-    /// Bytes written but never read (no reader had the device open), discarded one epoch later.
+    /// Epochs not written because no reader had the device open.
+    public var epochsWithoutReader = 0
+    /// Bytes written but left unread by a reader that closed the device, discarded.
     public var bytesUnread = 0
     /// Bytes the reader sent to the device, read and discarded.
     public var bytesDiscarded = 0
@@ -85,7 +88,6 @@ public final class SimulatedReceiver: Sendable {
   public let encoder: NMEAEncoder
 
   private let master: Int32
-  private let slave: Int32
   private let wakeRead: Int32
   private let wakeWrite: Int32
   private let state = Mutex(State())
@@ -100,6 +102,7 @@ public final class SimulatedReceiver: Sendable {
     var pending: [Fix?] = []
     var waiters: [CheckedContinuation<Void, Never>] = []
     var task: Task<Void, Never>?
+    var readerPresent = false
   }
 
   /// Opens the pseudo-terminal and links `linkPath` to it; nothing is written until `start`.
@@ -134,23 +137,23 @@ public final class SimulatedReceiver: Sendable {
       _ = tcsetattr(slaveFD, TCSANOW, &attributes)
     }
     if let deviceMode { _ = fchmod(slaveFD, deviceMode) }
+    // The simulator keeps no descriptor on the slave side (the settings above stay with the pty):
+    // the master then reports a hang-up whenever no reader has the device open.
+    close(slaveFD)
     _ = fcntl(masterFD, F_SETFL, fcntl(masterFD, F_GETFL) | O_NONBLOCK)
     _ = fcntl(masterFD, F_SETFD, FD_CLOEXEC)
-    _ = fcntl(slaveFD, F_SETFD, FD_CLOEXEC)
     let slaveName = String(
       decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     do {
       try Self.link(linkPath, to: slaveName)
     } catch {
       close(masterFD)
-      close(slaveFD)
       throw error
     }
     var pipeFDs: [Int32] = [-1, -1]
     guard pipe(&pipeFDs) == 0 else {
       let code = errno
       close(masterFD)
-      close(slaveFD)
       unlink(linkPath)
       throw .openPTYFailed(errno: code, message: "pipe: " + Self.errorText(code))
     }
@@ -163,7 +166,6 @@ public final class SimulatedReceiver: Sendable {
     self.encoder = encoder
     self.onWrite = onWrite
     self.master = masterFD
-    self.slave = slaveFD
     self.wakeRead = pipeFDs[0]
     self.wakeWrite = pipeFDs[1]
   }
@@ -331,8 +333,12 @@ public final class SimulatedReceiver: Sendable {
     var bytes: [UInt8] = []
     bytes.reserveCapacity(sentences.count * 80)
     for sentence in sentences { bytes.append(contentsOf: sentence.utf8) }
+    guard hasReader() else {
+      // Nobody has the device open: a serial line with no listener loses the data.
+      state.withLock { $0.statistics.epochsWithoutReader += 1 }
+      return
+    }
     drainInput()
-    discardUnread()
     let startedAt = Self.monotonicNanoseconds()
     var offset = 0
     var dropped = false
@@ -365,37 +371,57 @@ public final class SimulatedReceiver: Sendable {
     }
   }
 
-  /// Drops what the reader left unread since the previous epoch.
-  ///
-  /// The simulator holds the slave side open itself, so bytes written while no reader has the
-  /// device open would pile up and reach the next reader as a burst of stale epochs. A real UART
-  /// with nobody reading drops them; so does this: a reader such as gpsd empties the queue within
-  /// milliseconds, so anything still queued one epoch later has no reader.
-  private func discardUnread() {
-    var queued: Int32 = 0
-    guard ioctl(slave, UInt(FIONREAD), &queued) == 0, queued > 0 else { return }
-    tcflush(slave, TCIFLUSH)
-    state.withLock { $0.statistics.bytesUnread += Int(queued) }
+  /// Whether some process has the slave side open. The master reports `POLLHUP` while no
+  /// descriptor of the slave is open (the simulator keeps none). When the last reader has just
+  /// left, what it did not read is flushed, so the next reader starts with fresh epochs.
+  private func hasReader() -> Bool {
+    var descriptor = pollfd(fd: master, events: Int16(POLLIN), revents: 0)
+    _ = poll(&descriptor, 1, 0)
+    let hungUp = descriptor.revents & Int16(POLLHUP) != 0
+    let flush = state.withLock { state -> Bool in
+      defer { state.readerPresent = !hungUp }
+      return hungUp && state.readerPresent
+    }
+    if flush { flushUnread() }
+    return !hungUp
   }
 
-  /// Polls the master (reader wrote to the device) and the wake pipe for at most the timeout.
+  /// Discards what was written but not read: opens the slave briefly and flushes its input queue.
+  private func flushUnread() {
+    let fd = open(slavePath, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC)
+    guard fd >= 0 else { return }
+    var queued: Int32 = 0
+    if ioctl(fd, UInt(FIONREAD), &queued) == 0, queued > 0 {
+      state.withLock { $0.statistics.bytesUnread += Int(queued) }
+    }
+    tcflush(fd, TCIFLUSH)
+    close(fd)
+  }
+
+  /// Waits for the timeout, or until the reader writes to the device or ``stop()`` wakes the
+  /// thread. While nobody has the device open the master reports a hang-up at once, so only the
+  /// wake pipe is watched then: the wait costs no CPU either way.
   private func waitForInput(timeoutNanoseconds: UInt64) {
-    var fds = [
-      pollfd(fd: master, events: Int16(POLLIN), revents: 0),
-      pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
-    ]
-    let milliseconds = Int32(min((timeoutNanoseconds + 999_999) / 1_000_000, 1000))
-    let ready = poll(&fds, 2, milliseconds)
-    if ready > 0 {
-      if fds[0].revents & Int16(POLLIN) != 0 { drainInput() }
-      if fds[1].revents != 0 {
-        var scratch = [UInt8](repeating: 0, count: 64)
-        while read(wakeRead, &scratch, scratch.count) > 0 {}
-      }
-      // POLLHUP without POLLIN happens only when no slave descriptor is open; ours always is,
-      // but never spin on it: sleep out the timeout instead.
-      if fds[0].revents & Int16(POLLIN) == 0 && fds[0].revents != 0 {
-        var request = timespec(tv_sec: 0, tv_nsec: Int(min(timeoutNanoseconds, 100_000_000)))
+    var check = pollfd(fd: master, events: Int16(POLLIN), revents: 0)
+    _ = poll(&check, 1, 0)
+    let readerPresent = check.revents & Int16(POLLHUP) == 0
+    var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+    if readerPresent { fds.append(pollfd(fd: master, events: Int16(POLLIN), revents: 0)) }
+    // Without a reader, look again at least every 100 ms for one that opens the device.
+    let cap: UInt64 = readerPresent ? 1_000_000_000 : 100_000_000
+    let milliseconds = Int32((min(timeoutNanoseconds, cap) + 999_999) / 1_000_000)
+    let ready = poll(&fds, nfds_t(fds.count), milliseconds)
+    guard ready > 0 else { return }
+    if fds[0].revents != 0 {
+      var scratch = [UInt8](repeating: 0, count: 64)
+      while read(wakeRead, &scratch, scratch.count) > 0 {}
+    }
+    if fds.count > 1 {
+      if fds[1].revents & Int16(POLLIN) != 0 {
+        drainInput()
+      } else if fds[1].revents != 0 {
+        // The reader left during the wait (POLLHUP): pause briefly rather than poll again at once.
+        var request = timespec(tv_sec: 0, tv_nsec: Int(min(timeoutNanoseconds, 10_000_000)))
         nanosleep(&request, nil)
       }
     }
@@ -465,7 +491,6 @@ public final class SimulatedReceiver: Sendable {
       if target == slavePath { unlink(linkPath) }
     }
     close(master)
-    close(slave)
     close(wakeRead)
     close(wakeWrite)
   }

@@ -162,7 +162,8 @@ func runSimulate(arguments: [String]) -> Int32 {
   for source in sources { source.cancel() }
   let statistics = receiver.statistics
   writeError(
-    "locationctl simulate: \(statistics.epochsWritten) epochs written, \(statistics.epochsDropped) dropped, "
+    "locationctl simulate: \(statistics.epochsWritten) epochs written, "
+      + "\(statistics.epochsWithoutReader) without a reader, \(statistics.epochsDropped) dropped, "
       + "\(statistics.bytesWritten) bytes")
   return status.load(ordering: .relaxed)
 }

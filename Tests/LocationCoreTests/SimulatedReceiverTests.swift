@@ -73,14 +73,36 @@ struct SimulatedReceiverTests {
     let second = try await readDevice(path, seconds: 0.5)
     #expect(!first.isEmpty)
     #expect(String(decoding: second, as: UTF8.self).contains("$GPGGA,"))
-    #expect(receiver.statistics.epochsWritten >= 9)
-    // What was written while nobody read is not delivered to the next reader: at most the
-    // epochs of the 0.5 s read plus the one queued just before opening.
+    // Nothing is written while nobody has the device open, so nothing stale reaches the next
+    // reader: at most the epochs of the 0.5 s read plus one.
+    #expect(receiver.statistics.epochsWithoutReader >= 2)
     let rmcCount = second.split(separator: UInt8(ascii: "\n")).filter {
       $0.starts(with: Array("$GPRMC".utf8))
     }.count
-    #expect(rmcCount <= 7, "\(rmcCount) epochs read in 0.5 s; stale epochs were delivered")
-    #expect(receiver.statistics.bytesUnread > 0)
+    #expect((3...6).contains(rmcCount), "\(rmcCount) epochs read in 0.5 s at 10 Hz")
+  }
+
+  @Test func writesNothingUntilAReaderOpensAndKeepsDataForASlowReader() async throws {
+    let path = temporaryPath("slow")
+    let receiver = try SimulatedReceiver(linkPath: path)
+    defer { receiver.stop() }
+    try receiver.start(rate: 10) { elapsed in sampleFix(Int((elapsed * 10).rounded())) }
+    try await Task.sleep(for: .milliseconds(350))
+    #expect(receiver.statistics.epochsWritten == 0)
+    #expect(receiver.statistics.epochsWithoutReader >= 3)
+    // A reader that opens the device and reads only once, half a second later, gets every epoch.
+    let fd = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK)
+    try #require(fd >= 0)
+    defer { close(fd) }
+    try await Task.sleep(for: .milliseconds(550))
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    let count = read(fd, &buffer, buffer.count)
+    try #require(count > 0)
+    let rmcCount = buffer[0..<count].split(separator: UInt8(ascii: "\n")).filter {
+      $0.starts(with: Array("$GPRMC".utf8))
+    }.count
+    #expect(rmcCount >= 4, "\(rmcCount) epochs kept for a reader that read once after 0.55 s")
+    #expect(receiver.statistics.epochsDropped == 0)
   }
 
   @Test func nilFromTheClosureIsAnOutage() async throws {
@@ -103,6 +125,10 @@ struct SimulatedReceiverTests {
       onWrite: { epoch in
         written.withLock { $0.append(epoch.fix.time ?? -1) }
       })
+    // A reader holds the device open (the simulator writes only while someone listens).
+    let reader = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK)
+    try #require(reader >= 0)
+    defer { close(reader) }
     let fixes = AsyncStream<Fix> { continuation in
       for index in 0..<5 { continuation.yield(sampleFix(index)) }
       continuation.finish()
