@@ -6,7 +6,7 @@ import Synchronization
 public enum SimulatedReceiverError: Error, Equatable, Sendable, CustomStringConvertible {
   /// The rate is outside 1...10 Hz.
   case invalidRate(Double)
-  /// `openpty` failed; `errno` and its text.
+  /// The pseudo-terminal could not be created (`/dev/ptmx`); `errno` and its text.
   case openPTYFailed(errno: Int32, message: String)
   /// The link path exists and is not a symbolic link (a regular file, a directory, a device):
   /// it is never overwritten.
@@ -20,7 +20,8 @@ public enum SimulatedReceiverError: Error, Equatable, Sendable, CustomStringConv
   public var description: String {
     switch self {
     case .invalidRate(let rate): return "rate \(rate) Hz is outside 1...10 Hz"
-    case .openPTYFailed(let code, let message): return "openpty failed: \(message) (errno \(code))"
+    case .openPTYFailed(let code, let message):
+      return "cannot create a pseudo-terminal: \(message) (errno \(code))"
     case .pathIsNotASymlink(let path):
       return "\(path) exists and is not a symbolic link; refusing to replace it"
     case .linkFailed(let path, let code, let message):
@@ -121,12 +122,29 @@ public final class SimulatedReceiver: Sendable {
     linkPath: String, encoder: NMEAEncoder = NMEAEncoder(), deviceMode: mode_t? = nil,
     onWrite: (@Sendable (WrittenEpoch) -> Void)? = nil
   ) throws(SimulatedReceiverError) {
-    var masterFD: Int32 = -1
-    var slaveFD: Int32 = -1
-    var name = [CChar](repeating: 0, count: 128)
-    guard openpty(&masterFD, &slaveFD, &name, nil, nil) == 0 else {
+    // Like openpty(3), but every descriptor is close-on-exec from the start: a process spawned by
+    // another thread at the wrong moment must not inherit the pty (it would hold the device open
+    // and hide that no reader is there). Linux: /dev/ptmx, TIOCSPTLCK, TIOCGPTN.
+    let masterFD = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK)
+    guard masterFD >= 0 else {
       let code = errno
       throw .openPTYFailed(errno: code, message: Self.errorText(code))
+    }
+    var unlock: Int32 = 0
+    var number: UInt32 = 0
+    guard ioctl(masterFD, Self.unlockPTY, &unlock) == 0,
+      ioctl(masterFD, Self.ptyNumber, &number) == 0
+    else {
+      let code = errno
+      close(masterFD)
+      throw .openPTYFailed(errno: code, message: Self.errorText(code))
+    }
+    let slaveName = "/dev/pts/\(number)"
+    let slaveFD = open(slaveName, O_RDWR | O_NOCTTY | O_CLOEXEC)
+    guard slaveFD >= 0 else {
+      let code = errno
+      close(masterFD)
+      throw .openPTYFailed(errno: code, message: "\(slaveName): " + Self.errorText(code))
     }
     // Raw mode: no echo, no CR/LF translation, no line editing, 8 bits; what a serial port gives.
     var attributes = termios()
@@ -140,10 +158,6 @@ public final class SimulatedReceiver: Sendable {
     // The simulator keeps no descriptor on the slave side (the settings above stay with the pty):
     // the master then reports a hang-up whenever no reader has the device open.
     close(slaveFD)
-    _ = fcntl(masterFD, F_SETFL, fcntl(masterFD, F_GETFL) | O_NONBLOCK)
-    _ = fcntl(masterFD, F_SETFD, FD_CLOEXEC)
-    let slaveName = String(
-      decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     do {
       try Self.link(linkPath, to: slaveName)
     } catch {
@@ -520,6 +534,11 @@ public final class SimulatedReceiver: Sendable {
     guard let text = strerror(code) else { return "error \(code)" }
     return String(cString: text)
   }
+
+  /// `TIOCSPTLCK` (`_IOW('T', 0x31, int)`): lock or unlock the slave of a pty master.
+  private static let unlockPTY = UInt(0x4004_5431)
+  /// `TIOCGPTN` (`_IOR('T', 0x30, unsigned int)`): the pty's number N in `/dev/pts/N`.
+  private static let ptyNumber = UInt(0x8004_5430)
 
   /// `CLOCK_MONOTONIC` now, in nanoseconds.
   public static func monotonicNanoseconds() -> UInt64 {

@@ -42,20 +42,21 @@ struct SimulateCommandTests {
     let gpsd = try PrivateGPSD(device: link)
     try await gpsd.start()
     defer { gpsd.stop() }
-    // gpspipe's output goes to a file: the test polls for its exit without blocking a thread.
+    // The shell writes gpspipe's output to a file: the test polls for its exit without blocking a
+    // thread, and hands no descriptor of its own to the child.
     let outputPath = link + ".json"
-    #expect(FileManager.default.createFile(atPath: outputPath, contents: nil))
     defer { try? FileManager.default.removeItem(atPath: outputPath) }
-    let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
     let gpspipe = Process()
-    gpspipe.executableURL = URL(fileURLWithPath: "/usr/bin/gpspipe")
-    gpspipe.arguments = ["-w", "-n", "40", "127.0.0.1:\(gpsd.port)"]
-    gpspipe.standardOutput = output
+    gpspipe.executableURL = URL(fileURLWithPath: "/bin/sh")
+    gpspipe.arguments = [
+      "-c", "exec /usr/bin/gpspipe -w -n 40 \"$1\" > \"$2\"", "sh", "127.0.0.1:\(gpsd.port)",
+      outputPath,
+    ]
+    gpspipe.standardOutput = FileHandle.nullDevice
     gpspipe.standardError = FileHandle.nullDevice
     try gpspipe.run()
     let gpspipeExited = await gpspipe.waitForExit()
     if !gpspipeExited { gpspipe.terminate() }
-    try output.close()
     #expect(gpspipeExited, "gpspipe printed 40 lines within 20 s")
     let data = try Data(contentsOf: URL(fileURLWithPath: outputPath))
 

@@ -298,20 +298,23 @@ struct GPSDEndToEndTests {
 func gpspipeTPVs(port: UInt16, count: Int) async throws -> [(
   time: Int64, latitude: Double, longitude: Double
 )] {
-  // Output to a file, not a pipe: nothing can fill up while the test waits for the exit.
+  // The shell writes gpspipe's output to a file: nothing can fill up while the test waits for
+  // the exit, and no descriptor of this process is handed to the child (Foundation may close a
+  // FileHandle given as standard output, so closing it here again could close a reused number).
   let outputPath = NSTemporaryDirectory() + "locationd-gpspipe-\(getpid())-\(port).json"
-  #expect(FileManager.default.createFile(atPath: outputPath, contents: nil))
   defer { try? FileManager.default.removeItem(atPath: outputPath) }
-  let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
   let process = Process()
-  process.executableURL = URL(fileURLWithPath: "/usr/bin/gpspipe")
-  process.arguments = ["-w", "-n", String(count), "127.0.0.1:\(port)"]
-  process.standardOutput = output
+  process.executableURL = URL(fileURLWithPath: "/bin/sh")
+  process.arguments = [
+    "-c", "exec /usr/bin/gpspipe -w -n \"$1\" \"$2\" > \"$3\"", "sh", String(count),
+    "127.0.0.1:\(port)",
+    outputPath,
+  ]
+  process.standardOutput = FileHandle.nullDevice
   process.standardError = FileHandle.nullDevice
   try process.run()
   let exited = await process.waitForExit(timeout: .seconds(20))
   if !exited { process.terminate() }
-  try output.close()
   #expect(exited, "gpspipe printed \(count) lines within 20 s")
   let data = try Data(contentsOf: URL(fileURLWithPath: outputPath))
   var result: [(Int64, Double, Double)] = []
