@@ -5,7 +5,7 @@ import Testing
 @testable import LocationServer
 
 /// A datagram socket standing in for systemd's notification socket.
-private final class DatagramListener {
+final class DatagramListener {
   let fd: Int32
   let name: String
 
