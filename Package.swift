@@ -19,7 +19,7 @@ let package = Package(
     // libgps through pkg-config; only GPSDBackend imports it.
     .systemLibrary(name: "CGPS", pkgConfig: "libgps", providers: [.apt(["libgps-dev"])]),
     // NMEA 0183 framing, parsing, fix assembly and encoding; pure, no I/O.
-    .target(name: "NMEA", swiftSettings: swiftSettings),
+    .target(name: "NMEA", swiftSettings: swiftSettings, linkerSettings: [.linkedLibrary("m")]),
     .target(name: "LocationCore", dependencies: ["NMEA"], swiftSettings: swiftSettings),
     .target(name: "GPSDBackend", dependencies: ["CGPS", "LocationCore", "NMEA"], swiftSettings: swiftSettings),
     .target(name: "MapState", dependencies: ["NMEA"], swiftSettings: swiftSettings),
@@ -34,6 +34,10 @@ let package = Package(
       dependencies: ["NMEA", "LocationCore", "LocationServer", "GPSDBackend"],
       swiftSettings: swiftSettings),
     .executableTarget(name: "nmea-bench", dependencies: ["NMEA"], swiftSettings: swiftSettings),
+    .executableTarget(name: "core-bench", dependencies: ["LocationCore", "NMEA"], swiftSettings: swiftSettings),
+    .executableTarget(
+      name: "gpsd-bench", dependencies: ["GPSDBackend", "LocationCore", "LocationTestKit", "NMEA"],
+      swiftSettings: swiftSettings),
     .testTarget(name: "NMEATests", dependencies: ["NMEA", "LocationTestKit"], swiftSettings: swiftSettings),
     .testTarget(
       name: "LocationCoreTests", dependencies: ["LocationCore", "LocationTestKit", "NMEA"],

@@ -18,4 +18,19 @@ static inline void locationd_gps_free(struct gps_data_t *data) { free(data); }
 static inline int locationd_gps_send_string(struct gps_data_t *data, const char *text) {
   return gps_send(data, "%s", text);
 }
+/* Accessors for what Swift cannot reach comfortably: fixed-size C arrays arrive as 140-tuples and
+ * the anonymous union is not imported reliably. All return NULL or "" when out of range. */
+static inline const struct satellite_t *locationd_gps_satellite(const struct gps_data_t *data, int index) {
+  if (index < 0 || index >= MAXCHANNELS) return NULL;
+  return &data->skyview[index];
+}
+static inline const char *locationd_gps_device_path(const struct gps_data_t *data) {
+  return data->dev.path;
+}
+static inline const struct gst_t *locationd_gps_gst(const struct gps_data_t *data) {
+  return &data->gst;
+}
+static inline const char *locationd_gps_error_text(const struct gps_data_t *data) {
+  return data->error;
+}
 #endif

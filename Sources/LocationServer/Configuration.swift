@@ -151,10 +151,13 @@ public struct Configuration: Sendable, Hashable {
   /// The default state directory (systemd's `StateDirectory=locationd`).
   public static let defaultStateDirectory = "/var/lib/locationd"
   /// The default backend.
-  public static let defaultBackend = BackendURI.gpsd(host: "localhost", port: 2947, device: nil)
+  public static let defaultBackend = BackendURI.simulate(route: nil)
 
   /// Where locations come from (`--backend`).
   public var backend: BackendURI = defaultBackend
+  /// The backend URI exactly as configured (`simulate` by default); ``BackendFactory`` creates
+  /// the backend from it.
+  public var backendURI: String = "simulate"
   /// The Unix socket path (`--socket`); ignored when systemd passes the socket.
   public var socketPath: String = defaultSocketPath
   /// Directory for persistent state such as the map state (`--state-dir`).
@@ -180,7 +183,7 @@ public struct Configuration: Sendable, Hashable {
                      [--max-clients N] [--config FILE]
 
       --backend URI     simulate[:ROUTE.gpx] | replay:PATH[?speed=10&loop=true] |
-                        gpsd://HOST:PORT[/DEVICE]          (default gpsd://localhost:2947)
+                        gpsd://HOST:PORT[/DEVICE]          (default simulate)
       --socket PATH     Unix socket to listen on           (default /run/locationd/locationd.sock)
       --state-dir DIR   persistent state                   (default /var/lib/locationd)
       --group NAME      members may use the service, "" for root only (default locationd)
@@ -261,7 +264,14 @@ public struct Configuration: Sendable, Hashable {
 
   private mutating func set(_ key: String, _ value: String) throws(ConfigurationError) {
     switch key {
-    case "backend": backend = try BackendURI(parsing: value)
+    case "backend":
+      do {
+        _ = try BackendFactory.make(uri: value)
+      } catch {
+        throw .invalidBackend(value, reason: error.reason)
+      }
+      backendURI = value
+      if let parsed = try? BackendURI(parsing: value) { backend = parsed }
     case "socket":
       guard value.hasPrefix("/"), value.utf8.count <= 107 else {
         throw .invalidValue(key: "socket", value: value, reason: "use an absolute path of at most 107 bytes")

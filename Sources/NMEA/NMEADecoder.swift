@@ -19,22 +19,85 @@ public struct DecodedFix: Sendable, Hashable {
 public struct NMEADecoder: Sendable {
   /// Counters of what the decoder has seen so far.
   public private(set) var statistics = NMEAStatistics()
+  private var framer = NMEAFramer()
+  private var assembler = FixAssembler()
 
   /// Creates a decoder with empty state.
   public init() {}
 
-  /// Decodes the next chunk of input, calling `onFix` for every epoch that the chunk completes.
-  public mutating func feed(_ bytes: UnsafeRawBufferPointer, _ onFix: (DecodedFix) -> Void) {}
+  /// 1-based number of the input line the decoder has reached.
+  public var lineNumber: Int { framer.lineNumber }
 
-  /// Ends the input: emits the epoch still being assembled, if any.
-  public mutating func finish(_ onFix: (DecodedFix) -> Void) {}
+  /// Decodes the next chunk of input, calling `onFix` for every epoch that the chunk completes.
+  public mutating func feed(_ bytes: UnsafeRawBufferPointer, _ onFix: (DecodedFix) -> Void) {
+    var framer = self.framer
+    var assembler = self.assembler
+    var statistics = self.statistics
+    self.framer = NMEAFramer()  // keep the buffers uniquely referenced while in use
+    withUnsafeTemporaryAllocation(of: Int32.self, capacity: 2 * FieldReader.maximumFields) { scratch in
+      framer.feed(bytes) { event in
+        Self.handle(event, scratch, &assembler, &statistics, onFix)
+      }
+    }
+    self.framer = framer
+    self.assembler = assembler
+    self.statistics = statistics
+  }
+
+  /// Decodes the next chunk of input held in an array.
+  public mutating func feed(_ bytes: [UInt8], _ onFix: (DecodedFix) -> Void) {
+    bytes.withUnsafeBytes { feed($0, onFix) }
+  }
+
+  /// Ends the input: decodes a last line that lacks a line end and emits the epoch still being
+  /// assembled, if any.
+  public mutating func finish(_ onFix: (DecodedFix) -> Void) {
+    var assembler = self.assembler
+    var statistics = self.statistics
+    withUnsafeTemporaryAllocation(of: Int32.self, capacity: 2 * FieldReader.maximumFields) { scratch in
+      framer.finish { event in
+        Self.handle(event, scratch, &assembler, &statistics, onFix)
+      }
+    }
+    assembler.flush(onFix)
+    self.assembler = assembler
+    self.statistics = statistics
+  }
+
+  private static func handle(
+    _ event: NMEAFramer.Event, _ scratch: UnsafeMutableBufferPointer<Int32>, _ assembler: inout FixAssembler,
+    _ statistics: inout NMEAStatistics, _ onFix: (DecodedFix) -> Void
+  ) {
+    statistics.read += 1
+    switch event {
+    case .rejected(let reason):
+      statistics.rejected[reason, default: 0] += 1
+    case .sentence(let bytes, let line):
+      let sentence: NMEASentence
+      do {
+        sentence = try NMEAParser.parse(bytes, scratch: scratch)
+      } catch {
+        statistics.rejected[error.rejection, default: 0] += 1
+        return
+      }
+      statistics.accepted += 1
+      if !sentence.hasChecksum { statistics.unchecked += 1 }
+      if sentence.payload.isProprietary {
+        statistics.proprietary += 1
+      } else if sentence.payload.isUnsupported {
+        statistics.unsupported += 1
+      } else {
+        assembler.apply(sentence, line: line, onFix)
+      }
+    }
+  }
 }
 
 /// Counters kept by ``NMEADecoder``.
 public struct NMEAStatistics: Sendable, Hashable {
   /// Candidate sentences framed (each `$` that started a line, complete or not).
   public var read = 0
-  /// Sentences with a valid or absent checksum that parsed.
+  /// Sentences with a valid or absent checksum that parsed (proprietary and unsupported included).
   public var accepted = 0
   /// Accepted sentences that carried no checksum.
   public var unchecked = 0
@@ -48,6 +111,19 @@ public struct NMEAStatistics: Sendable, Hashable {
   public var rejectedTotal: Int { rejected.values.reduce(0, +) }
   /// Creates zeroed counters.
   public init() {}
+
+  /// One line of `key=value` pairs, rejections by reason included, e.g.
+  /// `read=1200 accepted=1180 unchecked=0 proprietary=12 unsupported=30 rejected=20 checksumMismatch=20`.
+  public var summary: String {
+    var parts = [
+      "read=\(read)", "accepted=\(accepted)", "unchecked=\(unchecked)", "proprietary=\(proprietary)",
+      "unsupported=\(unsupported)", "rejected=\(rejectedTotal)",
+    ]
+    for reason in NMEARejection.allCases {
+      if let n = rejected[reason], n > 0 { parts.append("\(reason.rawValue)=\(n)") }
+    }
+    return parts.joined(separator: " ")
+  }
 }
 
 /// Why a candidate sentence was rejected.
@@ -66,4 +142,16 @@ public enum NMEARejection: String, Sendable, Hashable, CaseIterable, Codable {
   case malformedAddress
   /// A field could not be read (not a number, out of range).
   case invalidField
+}
+
+extension NMEASentence.Payload {
+  var isProprietary: Bool {
+    if case .proprietary = self { return true }
+    return false
+  }
+
+  var isUnsupported: Bool {
+    if case .unsupported = self { return true }
+    return false
+  }
 }

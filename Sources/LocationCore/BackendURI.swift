@@ -1,0 +1,86 @@
+/// Why a backend URI (`replay:PATH?speed=10`, `simulate:route.gpx?rate=5`) was refused.
+public enum BackendURIError: Error, Hashable, Sendable, CustomStringConvertible {
+  /// The URI does not start with the scheme the backend expects (`replay`, `simulate`).
+  case wrongScheme(expected: String, uri: String)
+  /// The scheme needs a path (`replay:` with nothing after it).
+  case missingPath(uri: String)
+  /// A query item is not `key=value`.
+  case malformedParameter(String)
+  /// A query key the backend does not know; `allowed` lists the ones it does.
+  case unknownParameter(String, allowed: [String])
+  /// A query value out of range or of the wrong type; `expected` says what is accepted.
+  case invalidValue(key: String, value: String, expected: String)
+
+  /// A one-line message for logs and error replies.
+  public var description: String {
+    switch self {
+    case .wrongScheme(let expected, let uri):
+      return "backend URI '\(uri)' does not start with '\(expected)'"
+    case .missingPath(let uri):
+      return "backend URI '\(uri)' names no file (use '-' for standard input)"
+    case .malformedParameter(let item):
+      return "query item '\(item)' is not key=value"
+    case .unknownParameter(let key, let allowed):
+      return "unknown parameter '\(key)' (known: \(allowed.joined(separator: ", ")))"
+    case .invalidValue(let key, let value, let expected):
+      return "invalid value '\(value)' for '\(key)': expected \(expected)"
+    }
+  }
+}
+
+/// Splits `scheme[:path][?k=v&k=v]` into its parts; shared by the backends' URI parsers.
+struct BackendURIParts {
+  var path: String?
+  var parameters: [(key: String, value: String)]
+
+  /// Parses `uri`, which must start with `scheme` followed by end, `:` or `?`.
+  static func parse(_ uri: String, scheme: String, allowed: [String]) throws(BackendURIError)
+    -> BackendURIParts
+  {
+    guard uri.hasPrefix(scheme) else { throw .wrongScheme(expected: scheme, uri: uri) }
+    var rest = Substring(uri.dropFirst(scheme.count))
+    var path: String?
+    if rest.hasPrefix("://") {
+      rest = rest.dropFirst(3)
+    } else if rest.hasPrefix(":") {
+      rest = rest.dropFirst()
+    } else if !(rest.isEmpty || rest.hasPrefix("?")) {
+      throw .wrongScheme(expected: scheme, uri: uri)
+    }
+    let query: Substring?
+    if let mark = rest.firstIndex(of: "?") {
+      query = rest[rest.index(after: mark)...]
+      rest = rest[..<mark]
+    } else {
+      query = nil
+    }
+    if !rest.isEmpty { path = String(rest) }
+    var parameters: [(key: String, value: String)] = []
+    for item in (query ?? "").split(separator: "&", omittingEmptySubsequences: true) {
+      guard let equals = item.firstIndex(of: "=") else { throw .malformedParameter(String(item)) }
+      let key = String(item[..<equals])
+      let value = String(item[item.index(after: equals)...])
+      guard allowed.contains(key) else { throw .unknownParameter(key, allowed: allowed) }
+      parameters.append((key, value))
+    }
+    return BackendURIParts(path: path, parameters: parameters)
+  }
+
+  static func bool(_ value: String, key: String) throws(BackendURIError) -> Bool {
+    switch value.lowercased() {
+    case "true", "1", "yes", "on": return true
+    case "false", "0", "no", "off": return false
+    default: throw .invalidValue(key: key, value: value, expected: "true or false")
+    }
+  }
+
+  static func double(_ value: String, key: String, range: ClosedRange<Double>, expected: String)
+    throws(BackendURIError)
+    -> Double
+  {
+    guard let number = Double(value), number.isFinite, range.contains(number) else {
+      throw .invalidValue(key: key, value: value, expected: expected)
+    }
+    return number
+  }
+}

@@ -1,0 +1,674 @@
+import NMEA
+import Synchronization
+
+/// Where to move a replay to.
+public enum ReplayPosition: Sendable, Hashable {
+  /// The first epoch at or after this UTC time, milliseconds since 1970 as in the log (`Fix.time`).
+  /// Epochs that carry only a time of day are compared with `time` modulo one day.
+  case time(Int64)
+  /// The first epoch at least this far (log time) after the log's first epoch.
+  case offset(Duration)
+  /// The first epoch at this fraction, `0...1`, of the log's time span.
+  case fraction(Double)
+}
+
+/// How replayed fixes are timestamped.
+public enum ReplayTimestamps: String, Sendable, Hashable, Codable {
+  /// As in the log.
+  case original
+  /// Shifted so that the first epoch of each pass carries the clock's current wall time; the
+  /// spacing between epochs stays as in the log.
+  case shifted
+}
+
+/// Where a replay stands.
+public struct ReplayProgress: Sendable, Hashable {
+  /// 1-based pass number (increments when a looping replay restarts).
+  public var pass: Int
+  /// Epochs emitted since start.
+  public var fixesEmitted: Int
+  /// Line of the last emitted epoch's first sentence; `nil` before the first.
+  public var line: Int?
+  /// Log time of the last emitted epoch since the start of its pass, milliseconds.
+  public var logOffsetMilliseconds: Int64?
+  /// Whether the replay is paused.
+  public var isPaused: Bool
+  /// Whether the replay reached the end of its log and does not loop.
+  public var isAtEnd: Bool
+  /// The speed factor (0 = as fast as possible).
+  public var speed: Double
+  /// Whether the replay restarts at the end.
+  public var loops: Bool
+}
+
+/// Replays an NMEA 0183 log as a ``LocationBackend``, paced by the log's own timestamps.
+///
+/// Epochs are paced by the differences between their UTC times (`Fix.time`, or the time of day
+/// while no date is known) divided by ``speed``: 1 is real time, 10 ten times faster, 0 as fast as
+/// the consumer takes them. Pause, resume, seek, single-step, speed and loop can be changed at any
+/// time. Every fix is marked ``Provenance/isSimulated`` with its log line in ``Provenance/line``.
+/// The log is read in 64 KiB chunks; memory stays bounded.
+public final class ReplayBackend: BatchingLocationBackend {
+  /// Settings from a `replay:` URI.
+  public struct Options: Sendable, Hashable {
+    /// The log file, or `-` for standard input.
+    public var path: String
+    /// Speed factor: 0 = as fast as possible, 1 = real time, any finite positive factor.
+    public var speed: Double
+    /// Whether to restart at the beginning after the last epoch.
+    public var loop: Bool
+    /// Timestamps as in the log or shifted to now.
+    public var timestamps: ReplayTimestamps
+    /// Whether to start paused (then ``ReplayBackend/step()`` or ``ReplayBackend/resume()``).
+    public var startPaused: Bool
+
+    /// Creates options; see the properties for ranges.
+    public init(
+      path: String, speed: Double = 1, loop: Bool = false, timestamps: ReplayTimestamps = .original,
+      startPaused: Bool = false
+    ) {
+      self.path = path
+      self.speed = speed
+      self.loop = loop
+      self.timestamps = timestamps
+      self.startPaused = startPaused
+    }
+
+    static let parameterNames = ["speed", "loop", "timestamps", "paused"]
+
+    /// Parses `replay:PATH[?speed=S&loop=BOOL&timestamps=original|shifted&paused=BOOL]`.
+    ///
+    /// `PATH` is `-` for standard input. `speed` is a finite number `>= 0`.
+    /// - Throws: ``BackendURIError`` naming the bad part.
+    public static func parse(_ uri: String) throws(BackendURIError) -> Options {
+      let parts = try BackendURIParts.parse(uri, scheme: "replay", allowed: parameterNames)
+      guard let path = parts.path else { throw .missingPath(uri: uri) }
+      var options = Options(path: path)
+      for (key, value) in parts.parameters {
+        switch key {
+        case "speed":
+          options.speed = try BackendURIParts.double(
+            value, key: key, range: 0...1_000_000,
+            expected: "a number >= 0 (0 = as fast as possible)")
+        case "loop":
+          options.loop = try BackendURIParts.bool(value, key: key)
+        case "paused":
+          options.startPaused = try BackendURIParts.bool(value, key: key)
+        default:
+          guard let timestamps = ReplayTimestamps(rawValue: value) else {
+            throw .invalidValue(key: key, value: value, expected: "original or shifted")
+          }
+          options.timestamps = timestamps
+        }
+      }
+      return options
+    }
+  }
+
+  private struct Control {
+    var speed: Double
+    var loop: Bool
+    var paused: Bool
+    var pendingSteps = 0
+    var pendingSeek: ReplayPosition?
+    var generation: UInt64 = 0
+    var wake: CheckedContinuation<Void, Never>?
+    var sleepTask: Task<Void, any Error>?
+    var runTask: Task<Void, Never>?
+    /// Log clock: log time `anchorPace` (ms) was at clock instant `anchorInstant`.
+    var anchorPace: Int64?
+    var anchorInstant: Duration = .zero
+    var lastEmittedPace: Int64?
+    var progress: ReplayProgress
+  }
+
+  /// The backend URI.
+  public let uri: String
+  /// Every event for the backend's whole life; one consumer.
+  public let events: AsyncStream<BackendEvent>
+  private let queue = EventQueue<BackendEvent>(capacity: 1024)
+  private let source: any ReplaySource
+  private let clock: any LocationClock
+  private let timestamps: ReplayTimestamps
+  private let control: Mutex<Control>
+  private let startPaused: Bool
+  private let batchQueue = EventQueue<[BackendEvent]>(capacity: 8)
+  private let batched = Mutex(false)
+
+  /// Creates a replay of `options.path` on `clock`.
+  public convenience init(
+    options: Options, clock: any LocationClock = SystemClock(), uri: String? = nil
+  ) {
+    self.init(
+      source: NMEAFileSource(path: options.path), options: options, clock: clock,
+      uri: uri ?? "replay:\(options.path)")
+  }
+
+  /// Creates a replay of any ``ReplaySource`` (`options.path` is ignored).
+  public init(source: any ReplaySource, options: Options, clock: any LocationClock, uri: String) {
+    self.uri = uri
+    self.source = source
+    self.clock = clock
+    self.timestamps = options.timestamps
+    self.startPaused = options.startPaused
+    let speed = options.speed.isFinite && options.speed >= 0 ? options.speed : 1
+    self.control = Mutex(
+      Control(
+        speed: speed, loop: options.loop, paused: options.startPaused,
+        progress: ReplayProgress(
+          pass: 1, fixesEmitted: 0, isPaused: options.startPaused, isAtEnd: false, speed: speed,
+          loops: options.loop)))
+    events = queue.stream
+  }
+
+  deinit {
+    queue.finish()
+    batchQueue.finish()
+  }
+
+  /// Switches to batch delivery (see ``BatchingLocationBackend``); a second call returns a
+  /// stream that has already finished.
+  public func makeEventBatches() -> AsyncStream<[BackendEvent]> {
+    let first: Bool = batched.withLock { batched in
+      defer { batched = true }
+      return !batched
+    }
+    guard first else { return AsyncStream { $0.finish() } }
+    return batchQueue.stream
+  }
+
+  // MARK: Controls
+
+  /// Where the replay stands.
+  public var progress: ReplayProgress { control.withLock { $0.progress } }
+
+  /// The current speed factor (0 = as fast as possible).
+  public var speed: Double { control.withLock { $0.speed } }
+
+  /// Changes the speed factor; the log clock continues from where it is.
+  ///
+  /// - Throws: ``ReplayError/invalidControl(_:)`` unless `speed` is finite and `>= 0`.
+  public func setSpeed(_ speed: Double) throws(ReplayError) {
+    guard speed.isFinite, speed >= 0 else {
+      throw .invalidControl("speed must be a finite number >= 0, got \(speed)")
+    }
+    let now = clock.now
+    changeControl { control in
+      if let position = Self.logPosition(control, now: now) {
+        control.anchorPace = position
+        control.anchorInstant = now
+      }
+      control.speed = speed
+      control.progress.speed = speed
+    }
+  }
+
+  /// Turns looping on or off; turning it on at the end of the log restarts the replay.
+  public func setLoop(_ loop: Bool) {
+    changeControl { control in
+      control.loop = loop
+      control.progress.loops = loop
+    }
+  }
+
+  /// Freezes the log clock; nothing is emitted until ``resume()`` or ``step()``.
+  public func pause() {
+    let now = clock.now
+    changeControl { control in
+      guard !control.paused else { return }
+      if let position = Self.logPosition(control, now: now) {
+        control.anchorPace = position
+      }
+      control.paused = true
+      control.progress.isPaused = true
+    }
+  }
+
+  /// Restarts the log clock from where ``pause()`` froze it.
+  public func resume() {
+    let now = clock.now
+    changeControl { control in
+      guard control.paused else { return }
+      control.anchorInstant = now
+      control.paused = false
+      control.progress.isPaused = false
+    }
+  }
+
+  /// Emits exactly the next epoch and leaves the replay paused (pausing it first if it ran).
+  public func step() {
+    let now = clock.now
+    changeControl { control in
+      if !control.paused, let position = Self.logPosition(control, now: now) {
+        control.anchorPace = position
+      }
+      control.paused = true
+      control.progress.isPaused = true
+      control.pendingSteps += 1
+    }
+  }
+
+  /// Moves the replay to `position`; the epoch found is emitted at once (or by the next
+  /// ``step()`` when paused) and pacing continues from it.
+  ///
+  /// - Throws: ``ReplayError/invalidControl(_:)`` for a fraction outside `0...1` or a negative
+  ///   offset.
+  public func seek(to position: ReplayPosition) throws(ReplayError) {
+    switch position {
+    case .fraction(let fraction):
+      guard fraction.isFinite, (0...1).contains(fraction) else {
+        throw .invalidControl("fraction must be within 0...1, got \(fraction)")
+      }
+    case .offset(let offset):
+      guard offset >= .zero else { throw .invalidControl("offset must not be negative") }
+    case .time:
+      break
+    }
+    changeControl { control in control.pendingSeek = position }
+  }
+
+  /// Seeks to the first epoch at or after UTC `time` (milliseconds since 1970, as in the log).
+  public func seek(toTime time: Int64) throws(ReplayError) { try seek(to: .time(time)) }
+
+  /// Seeks to `fraction` (`0...1`) of the log's time span.
+  public func seek(toFraction fraction: Double) throws(ReplayError) {
+    try seek(to: .fraction(fraction))
+  }
+
+  private func changeControl(_ body: (inout Control) -> Void) {
+    let (wake, sleep): (CheckedContinuation<Void, Never>?, Task<Void, any Error>?) =
+      control.withLock { control in
+        body(&control)
+        control.generation &+= 1
+        let wake = control.wake
+        let sleep = control.sleepTask
+        control.wake = nil
+        control.sleepTask = nil
+        return (wake, sleep)
+      }
+    sleep?.cancel()
+    wake?.resume()
+  }
+
+  private static func logPosition(_ control: Control, now: Duration) -> Int64? {
+    guard let anchor = control.anchorPace else { return control.lastEmittedPace }
+    if control.paused || control.speed == 0 {
+      return max(anchor, control.lastEmittedPace ?? anchor)
+    }
+    let elapsed = Double(VirtualClock.milliseconds(now - control.anchorInstant))
+    return anchor + Int64((elapsed * control.speed).rounded(.down))
+  }
+
+  // MARK: Lifecycle
+
+  /// Opens the log and starts emitting from its first epoch; does nothing when already running.
+  ///
+  /// - Throws: ``ReplayError/cannotOpen(path:errno:message:)`` when the log cannot be opened.
+  public func start() async throws {
+    if control.withLock({ $0.runTask != nil }) { return }
+    let cursor = CursorBox(try source.open())
+    let task = Task { [self] in await run(cursor) }
+    let duplicate: Bool = control.withLock { control in
+      if control.runTask != nil { return true }
+      control.runTask = task
+      control.paused = startPaused
+      control.pendingSteps = 0
+      control.pendingSeek = nil
+      control.anchorPace = nil
+      control.lastEmittedPace = nil
+      control.progress = ReplayProgress(
+        pass: 1, fixesEmitted: 0, isPaused: startPaused, isAtEnd: false, speed: control.speed,
+        loops: control.loop)
+      return false
+    }
+    if duplicate { task.cancel() }
+  }
+
+  /// Stops emitting, waits until the replay task has ended, then reports ``BackendStatus/stopped``.
+  public func stop() async {
+    let task: Task<Void, Never>? = control.withLock { control in
+      let task = control.runTask
+      control.runTask = nil
+      return task
+    }
+    guard let task else { return }
+    task.cancel()
+    changeControl { _ in }
+    await task.value
+    // A status is never held back by a full queue.
+    if batched.withLock({ $0 }) {
+      batchQueue.pushUrgent([.status(.stopped, detail: nil)])
+    } else {
+      queue.pushUrgent(.status(.stopped, detail: nil))
+    }
+  }
+
+  // MARK: Run loop
+
+  private final class CursorBox: @unchecked Sendable {
+    var cursor: any ReplayCursor
+    init(_ cursor: any ReplayCursor) { self.cursor = cursor }
+  }
+
+  /// Computes a monotone pacing time line (ms) from the epochs' UTC times.
+  struct Timeline {
+    var lastTime: Int64?
+    var lastTimeOfDay: Int64?
+    var pace: Int64 = 0
+    var started = false
+    var lastPositiveDelta: Int64 = 1000
+
+    mutating func advance(_ fix: Fix) -> Int64 {
+      var delta: Int64?
+      if let time = fix.time, let last = lastTime {
+        delta = time - last
+      } else if let tod = fix.timeOfDay, let last = lastTimeOfDay {
+        var d = Int64(tod) - last
+        if d < -43_200_000 { d += 86_400_000 }
+        delta = d
+      }
+      if started, let delta, delta > 0 {
+        pace += delta
+        lastPositiveDelta = delta
+      }
+      started = true
+      if let time = fix.time { lastTime = time }
+      if let tod = fix.timeOfDay { lastTimeOfDay = Int64(tod) }
+      return pace
+    }
+
+    /// Starts a new pass after the last epoch: the next epoch follows one usual interval later.
+    mutating func restart() {
+      let next = pace + lastPositiveDelta
+      self = Timeline()
+      pace = next
+    }
+  }
+
+  /// Events produced back to back at speed 0 are handed over in batches of this size, so the
+  /// consumer wakes once per batch instead of once per epoch.
+  static let batchSize = 256
+
+  private func flush(_ outbox: inout [BackendEvent]) async {
+    guard !outbox.isEmpty else { return }
+    if batched.withLock({ $0 }) {
+      await batchQueue.push(outbox)
+    } else {
+      for event in outbox {
+        if case .location = event {
+          await queue.push(event)
+        } else {
+          queue.pushUrgent(event)
+        }
+      }
+    }
+    outbox.removeAll(keepingCapacity: true)
+  }
+
+  private func waitForChange(since generation: UInt64) async {
+    await withTaskCancellationHandler {
+      await withCheckedContinuation { (wake: CheckedContinuation<Void, Never>) in
+        let now: Bool = control.withLock { control in
+          if control.generation != generation || Task.isCancelled { return true }
+          control.wake = wake
+          return false
+        }
+        if now { wake.resume() }
+      }
+    } onCancel: {
+      let wake: CheckedContinuation<Void, Never>? = control.withLock { control in
+        let wake = control.wake
+        control.wake = nil
+        return wake
+      }
+      wake?.resume()
+    }
+  }
+
+  private func sleep(until deadline: Duration, generation: UInt64) async {
+    let clock = self.clock
+    let task = Task { try await clock.sleep(until: deadline) }
+    let current: Bool = control.withLock { control in
+      guard control.generation == generation else { return false }
+      control.sleepTask = task
+      return true
+    }
+    if !current { task.cancel() }
+    await withTaskCancellationHandler {
+      _ = try? await task.value
+    } onCancel: {
+      task.cancel()
+    }
+    control.withLock { control in
+      if control.generation == generation { control.sleepTask = nil }
+    }
+  }
+
+  private func run(_ box: CursorBox) async {
+    var cursor = box.cursor
+    var timeline = Timeline()
+    var pass = 1
+    var passWallBase: Int64?
+    var passFirstPace: Int64 = 0
+    var reportedEnd = false
+    var outbox: [BackendEvent] = []
+    outbox.reserveCapacity(Self.batchSize)
+    outbox.append(.status(.connected, detail: "replaying \(source.name)"))
+
+    outer: while !Task.isCancelled {
+      // A seek restarts from the beginning (or skips forward on standard input).
+      if let target = control.withLock({ control -> ReplayPosition? in
+        let seek = control.pendingSeek
+        control.pendingSeek = nil
+        return seek
+      }) {
+        do throws(ReplayError) {
+          let rewound = try reposition(to: target, cursor: &cursor, timeline: &timeline)
+          if rewound { passFirstPace = 0 }
+        } catch {
+          outbox.append(.error(error.description))
+        }
+      }
+
+      let decoded: DecodedFix
+      do throws(ReplayError) {
+        guard let next = try seekAwareNext(&cursor, &timeline) else {
+          // End of the log.
+          let (loop, generation) = control.withLock { ($0.loop, $0.generation) }
+          if loop && source.isRewindable {
+            do throws(ReplayError) {
+              cursor = try source.open()
+            } catch {
+              outbox.append(.error(error.description))
+              break outer
+            }
+            timeline.restart()
+            pass += 1
+            passWallBase = nil
+            passFirstPace = timeline.pace
+            reportedEnd = false
+            control.withLock { $0.progress.pass = pass }
+            outbox.append(.status(.connected, detail: "replaying \(source.name), pass \(pass)"))
+            continue outer
+          }
+          if !reportedEnd {
+            reportedEnd = true
+            if loop { outbox.append(.error(ReplayError.notRewindable(source.name).description)) }
+            control.withLock { $0.progress.isAtEnd = true }
+            outbox.append(.status(.endOfData, detail: "end of \(source.name)"))
+          }
+          await flush(&outbox)
+          await waitForChange(since: generation)
+          continue outer
+        }
+        reportedEnd = false
+        decoded = next
+      } catch {
+        outbox.append(.error(error.description))
+        break outer
+      }
+
+      let pace = timeline.pace
+
+      // Wait until the epoch is due, honouring pause, step, speed changes and seeks.
+      wait: while true {
+        if Task.isCancelled { break outer }
+        let now = clock.now
+        enum Decision {
+          case emit
+          case seek
+          case waitForChange(UInt64)
+          case sleep(Duration, UInt64)
+        }
+        let decision: Decision = control.withLock { control in
+          if control.pendingSeek != nil { return .seek }
+          if control.anchorPace == nil {
+            control.anchorPace = pace
+            control.anchorInstant = now
+          }
+          if control.paused {
+            if control.pendingSteps > 0 {
+              control.pendingSteps -= 1
+              control.anchorPace = pace
+              return .emit
+            }
+            return .waitForChange(control.generation)
+          }
+          if control.speed == 0 { return .emit }
+          let anchor = control.anchorPace ?? pace
+          let ahead = Double(pace - anchor) / control.speed
+          let due = control.anchorInstant + .milliseconds(ahead)
+          if due <= now { return .emit }
+          return .sleep(due, control.generation)
+        }
+        switch decision {
+        case .emit:
+          break wait
+        case .seek:
+          continue outer
+        case .waitForChange(let generation):
+          await flush(&outbox)
+          await waitForChange(since: generation)
+        case .sleep(let due, let generation):
+          await flush(&outbox)
+          await sleep(until: due, generation: generation)
+        }
+      }
+
+      var fix = decoded.fix
+      if timestamps == .shifted, fix.time != nil || fix.timeOfDay != nil {
+        let base = passWallBase ?? clock.wallTimeMilliseconds
+        passWallBase = base
+        let time = base + (pace - passFirstPace)
+        fix.time = time
+        let dayMs = ((time % 86_400_000) + 86_400_000) % 86_400_000
+        fix.timeOfDay = Int32(dayMs)
+      }
+      let location = Location(
+        fix: fix,
+        provenance: Provenance(
+          backend: uri, source: source.name, line: decoded.line, isSimulated: true))
+      control.withLock { control in
+        control.lastEmittedPace = pace
+        control.progress.fixesEmitted += 1
+        control.progress.line = decoded.line
+        control.progress.logOffsetMilliseconds = pace - passFirstPace
+        control.progress.isAtEnd = false
+      }
+      outbox.append(.location(location))
+      if outbox.count >= Self.batchSize { await flush(&outbox) }
+    }
+    await flush(&outbox)
+  }
+
+  private func seekAwareNext(_ cursor: inout any ReplayCursor, _ timeline: inout Timeline)
+    throws(ReplayError)
+    -> DecodedFix?
+  {
+    guard let next = try cursor.next() else { return nil }
+    _ = timeline.advance(next.fix)
+    return next
+  }
+
+  /// Positions `cursor` so that its next epoch is the first one matching `target`.
+  /// Returns whether the input was read again from the beginning.
+  private func reposition(
+    to target: ReplayPosition, cursor: inout any ReplayCursor, timeline: inout Timeline
+  )
+    throws(ReplayError) -> Bool
+  {
+    var offsetTarget: Int64?
+    var timeTarget: Int64?
+    switch target {
+    case .time(let time): timeTarget = time
+    case .offset(let offset): offsetTarget = VirtualClock.milliseconds(offset)
+    case .fraction(let fraction):
+      guard source.isRewindable else { throw .notRewindable(source.name) }
+      let scan = try source.open()
+      var scanLine = Timeline()
+      var span: Int64 = 0
+      while let decoded = try scan.next() { span = scanLine.advance(decoded.fix) }
+      offsetTarget = Int64((Double(span) * fraction).rounded(.down))
+    }
+    var rewound = false
+    if source.isRewindable {
+      cursor = try source.open()
+      timeline = Timeline()
+      rewound = true
+    }
+    // Find the first matching epoch, then rewind by one so that the run loop reads it next.
+    let replayCursor = PeekCursor(cursor)
+    var probe = timeline
+    while let decoded = try replayCursor.peek() {
+      var trial = probe
+      let pace = trial.advance(decoded.fix)
+      let matches: Bool
+      if let offsetTarget {
+        matches = pace >= offsetTarget
+      } else if let timeTarget {
+        if let time = decoded.fix.time {
+          matches = time >= timeTarget
+        } else if let tod = decoded.fix.timeOfDay {
+          matches = Int64(tod) >= ((timeTarget % 86_400_000) + 86_400_000) % 86_400_000
+        } else {
+          matches = false
+        }
+      } else {
+        matches = true
+      }
+      if matches { break }
+      probe = trial
+      replayCursor.consume()
+    }
+    cursor = replayCursor
+    timeline = probe
+    control.withLock { control in
+      control.anchorPace = nil
+      control.progress.isAtEnd = false
+    }
+    return rewound
+  }
+}
+
+/// A cursor with one epoch of look-ahead.
+final class PeekCursor: ReplayCursor {
+  private let base: any ReplayCursor
+  private var peeked: DecodedFix?
+
+  init(_ base: any ReplayCursor) { self.base = base }
+
+  func peek() throws(ReplayError) -> DecodedFix? {
+    if peeked == nil { peeked = try base.next() }
+    return peeked
+  }
+
+  func consume() { peeked = nil }
+
+  func next() throws(ReplayError) -> DecodedFix? {
+    if let peeked {
+      self.peeked = nil
+      return peeked
+    }
+    return try base.next()
+  }
+}

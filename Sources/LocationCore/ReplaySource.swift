@@ -1,0 +1,162 @@
+import NMEA
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// Why a replay could not read its input.
+public enum ReplayError: Error, Hashable, Sendable, CustomStringConvertible {
+  /// The log file could not be opened; `errno` and its `strerror` text.
+  case cannotOpen(path: String, errno: Int32, message: String)
+  /// Reading the log failed part-way.
+  case readFailed(path: String, errno: Int32, message: String)
+  /// A control value was out of range (negative speed, fraction outside `0...1`).
+  case invalidControl(String)
+  /// The input cannot be read again (standard input), so it cannot loop or seek backwards.
+  case notRewindable(String)
+
+  /// A one-line message for logs and error replies.
+  public var description: String {
+    switch self {
+    case .cannotOpen(let path, let code, let message):
+      return "cannot open \(path): \(message) (errno \(code))"
+    case .readFailed(let path, let code, let message):
+      return "cannot read \(path): \(message) (errno \(code))"
+    case .invalidControl(let message): return "invalid replay control: \(message)"
+    case .notRewindable(let name):
+      return "\(name) cannot be read again (no loop, no seeking backwards)"
+    }
+  }
+}
+
+/// A source of decoded epochs for ``ReplayBackend``, readable from the start again and again.
+public protocol ReplaySource: Sendable {
+  /// The file path, or `-` for standard input; goes into ``Provenance/source``.
+  var name: String { get }
+  /// Whether ``open()`` may be called more than once (false for standard input).
+  var isRewindable: Bool { get }
+  /// Opens a new cursor at the first epoch.
+  ///
+  /// - Throws: ``ReplayError/cannotOpen(path:errno:message:)``.
+  func open() throws(ReplayError) -> any ReplayCursor
+}
+
+/// Reads epochs one by one from a ``ReplaySource``; used by one task at a time.
+public protocol ReplayCursor: AnyObject {
+  /// The next epoch in input order, or `nil` at the end of the input.
+  ///
+  /// - Throws: ``ReplayError/readFailed(path:errno:message:)``.
+  func next() throws(ReplayError) -> DecodedFix?
+}
+
+/// An NMEA 0183 log file (or standard input, path `-`), decoded with ``NMEADecoder`` in 64 KiB
+/// chunks; memory stays bounded whatever the log's size.
+public struct NMEAFileSource: ReplaySource {
+  /// The file path, or `-` for standard input.
+  public let name: String
+  /// Bytes read per `read(2)` call.
+  public static let chunkSize = 64 * 1024
+
+  /// Creates a source for `path` (`-` reads standard input).
+  public init(path: String) {
+    self.name = path
+  }
+
+  /// Whether the source is a file (standard input cannot be read twice).
+  public var isRewindable: Bool { name != "-" }
+
+  /// Opens the file and returns a cursor at its first epoch.
+  public func open() throws(ReplayError) -> any ReplayCursor {
+    if name == "-" { return NMEAFileCursor(fd: 0, name: "standard input", owned: false) }
+    let fd = Glibc.open(name, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else {
+      let code = errno
+      throw .cannotOpen(path: name, errno: code, message: String(cString: strerror(code)))
+    }
+    return NMEAFileCursor(fd: fd, name: name, owned: true)
+  }
+}
+
+/// Cursor over a file descriptor: reads a chunk, decodes it, hands out the epochs it completed.
+final class NMEAFileCursor: ReplayCursor {
+  private let fd: Int32
+  private let name: String
+  private let owned: Bool
+  private var decoder = NMEADecoder()
+  private var buffer = [UInt8](repeating: 0, count: NMEAFileSource.chunkSize)
+  private var pending: [DecodedFix] = []
+  private var index = 0
+  private var atEnd = false
+
+  init(fd: Int32, name: String, owned: Bool) {
+    self.fd = fd
+    self.name = name
+    self.owned = owned
+    pending.reserveCapacity(256)
+  }
+
+  deinit {
+    if owned { close(fd) }
+  }
+
+  func next() throws(ReplayError) -> DecodedFix? {
+    while index >= pending.count {
+      if atEnd { return nil }
+      pending.removeAll(keepingCapacity: true)
+      index = 0
+      let count = buffer.withUnsafeMutableBytes { raw in read(fd, raw.baseAddress, raw.count) }
+      if count < 0 {
+        let code = errno
+        if code == EINTR { continue }
+        throw .readFailed(path: name, errno: code, message: String(cString: strerror(code)))
+      }
+      if count == 0 {
+        atEnd = true
+        decoder.finish { pending.append($0) }
+      } else {
+        buffer.withUnsafeBytes { raw in
+          decoder.feed(UnsafeRawBufferPointer(rebasing: raw[0..<count])) { pending.append($0) }
+        }
+      }
+    }
+    defer { index += 1 }
+    return pending[index]
+  }
+}
+
+/// Epochs already decoded, held in memory: for tests and for benchmarking the delivery path
+/// without the decoder.
+public struct DecodedFixesSource: ReplaySource {
+  /// A label for ``Provenance/source``.
+  public let name: String
+  /// The epochs, in replay order.
+  public let fixes: [DecodedFix]
+  /// Always true: the array can be read again.
+  public var isRewindable: Bool { true }
+
+  /// Creates a source over `fixes`, labelled `name`.
+  public init(name: String, fixes: [DecodedFix]) {
+    self.name = name
+    self.fixes = fixes
+  }
+
+  /// Returns a cursor at the first element.
+  public func open() throws(ReplayError) -> any ReplayCursor {
+    ArrayCursor(fixes: fixes)
+  }
+}
+
+final class ArrayCursor: ReplayCursor {
+  private let fixes: [DecodedFix]
+  private var index = 0
+
+  init(fixes: [DecodedFix]) { self.fixes = fixes }
+
+  func next() throws(ReplayError) -> DecodedFix? {
+    guard index < fixes.count else { return nil }
+    defer { index += 1 }
+    return fixes[index]
+  }
+}

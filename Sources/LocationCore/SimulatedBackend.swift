@@ -1,0 +1,201 @@
+import NMEA
+import Synchronization
+
+/// A simulated GPS as a ``LocationBackend``: follows a route at a given speed, with Gaussian
+/// position noise, scripted outages and fix mode degradation, deterministic from a seed.
+///
+/// Epochs are produced by ``SimulatedFixGenerator`` and paced on the injected clock at the update
+/// rate; fix times are the clock's wall time at start plus the elapsed simulation time. During an
+/// outage no location is emitted and the status turns ``BackendStatus/noFix``; a scheduled
+/// no-fix degradation emits mode-1 fixes (no position) and the same status.
+public final class SimulatedBackend: LocationBackend {
+  /// Settings from a `simulate` URI.
+  public struct Options: Sendable, Hashable {
+    /// A GPX file whose `rte`, `trk` or `wpt` points form the route; `nil` for the default loop.
+    public var routeFile: String?
+    /// Speed along the route, m/s (`0...1000`).
+    public var speed: Double = 10
+    /// Update rate, Hz (`1...10`).
+    public var rate: Double = 1
+    /// Position noise, metres one sigma per axis (`0...1000`).
+    public var noise: Double = 2.5
+    /// Seed of the pseudo-random generator.
+    public var seed: UInt64 = 1
+    /// Ranges with no fix at all.
+    public var outages: [SimulationOutage] = []
+    /// Fix mode changes (3D, 2D, no fix).
+    public var modeChanges: [SimulationModeChange] = []
+    /// Altitude above MSL when the route has no elevations, metres.
+    public var altitude: Double = 60
+
+    /// Creates default options (default loop, 10 m/s, 1 Hz, 2.5 m noise, seed 1).
+    public init(routeFile: String? = nil) {
+      self.routeFile = routeFile
+    }
+
+    static let parameterNames = ["rate", "speed", "noise", "seed", "outage", "mode", "altitude"]
+
+    /// Parses `simulate[:ROUTE.gpx][?rate=HZ&speed=M_S&noise=M&seed=N&outage=S-E[,S-E]&mode=T:3d|2d|nofix[,...]&altitude=M]`.
+    ///
+    /// Times in `outage` and `mode` are seconds since the start.
+    /// - Throws: ``BackendURIError`` naming the bad part.
+    public static func parse(_ uri: String) throws(BackendURIError) -> Options {
+      let parts = try BackendURIParts.parse(uri, scheme: "simulate", allowed: parameterNames)
+      var options = Options(routeFile: parts.path)
+      for (key, value) in parts.parameters {
+        switch key {
+        case "rate":
+          options.rate = try BackendURIParts.double(
+            value, key: key, range: 1...10, expected: "a rate in Hz within 1...10")
+        case "speed":
+          options.speed = try BackendURIParts.double(
+            value, key: key, range: 0...1000, expected: "m/s within 0...1000")
+        case "noise":
+          options.noise = try BackendURIParts.double(
+            value, key: key, range: 0...1000, expected: "metres within 0...1000")
+        case "altitude":
+          options.altitude = try BackendURIParts.double(
+            value, key: key, range: -1000...100_000, expected: "metres within -1000...100000")
+        case "seed":
+          guard let seed = UInt64(value) else {
+            throw .invalidValue(key: key, value: value, expected: "an unsigned 64-bit integer")
+          }
+          options.seed = seed
+        case "outage":
+          for range in value.split(separator: ",") {
+            let bounds = range.split(separator: "-", omittingEmptySubsequences: false)
+            guard bounds.count == 2, let start = Double(bounds[0]), let end = Double(bounds[1]),
+              start.isFinite, end.isFinite, start >= 0, end > start
+            else {
+              throw .invalidValue(
+                key: key, value: String(range), expected: "START-END in seconds, START < END")
+            }
+            options.outages.append(SimulationOutage(start: .seconds(start), end: .seconds(end)))
+          }
+        default:
+          for change in value.split(separator: ",") {
+            let pieces = change.split(separator: ":", omittingEmptySubsequences: false)
+            let modes: [String: FixMode] = ["3d": .fix3D, "2d": .fix2D, "nofix": .noFix]
+            guard pieces.count == 2, let at = Double(pieces[0]), at.isFinite, at >= 0,
+              let mode = modes[pieces[1].lowercased()]
+            else {
+              throw .invalidValue(key: key, value: String(change), expected: "SECONDS:3d|2d|nofix")
+            }
+            options.modeChanges.append(SimulationModeChange(at: .seconds(at), mode: mode))
+          }
+        }
+      }
+      return options
+    }
+
+    /// Builds the simulation parameters, reading the GPX route file when there is one.
+    ///
+    /// - Throws: ``GPXError`` when the route file cannot be read or has no points.
+    public func parameters() throws(GPXError) -> SimulationParameters {
+      var route = SimulatedRoute.defaultLoop
+      if let routeFile { route = SimulatedRoute(gpx: try GPXReader.points(contentsOf: routeFile)) }
+      return SimulationParameters(
+        route: route, speed: speed, rate: rate, noiseSigma: noise, seed: seed, outages: outages,
+        modeChanges: modeChanges, altitude: altitude)
+    }
+  }
+
+  /// The backend URI.
+  public let uri: String
+  /// Every event for the backend's whole life; one consumer.
+  public let events: AsyncStream<BackendEvent>
+  /// The simulation's parameters.
+  public let parameters: SimulationParameters
+  private let queue = EventQueue<BackendEvent>(capacity: 1024)
+  private let clock: any LocationClock
+  private let source: String?
+  private let runTask = Mutex<Task<Void, Never>?>(nil)
+
+  /// Creates a simulated GPS with `parameters` on `clock`; `source` names the route file.
+  public init(
+    parameters: SimulationParameters, clock: any LocationClock = SystemClock(),
+    uri: String = "simulate",
+    source: String? = nil
+  ) {
+    self.parameters = parameters
+    self.clock = clock
+    self.uri = uri
+    self.source = source
+    events = queue.stream
+  }
+
+  /// Creates a simulated GPS from URI options (reads the GPX route file now).
+  ///
+  /// - Throws: ``GPXError``.
+  public convenience init(
+    options: Options, clock: any LocationClock = SystemClock(), uri: String = "simulate"
+  )
+    throws(GPXError)
+  {
+    self.init(
+      parameters: try options.parameters(), clock: clock, uri: uri, source: options.routeFile)
+  }
+
+  deinit {
+    queue.finish()
+  }
+
+  /// Starts the simulation from its first epoch (the generator restarts from the seed).
+  public func start() async throws {
+    runTask.withLock { task in
+      guard task == nil else { return }
+      task = Task { [self] in await run() }
+    }
+  }
+
+  /// Stops the simulation, waits for it to end, then reports ``BackendStatus/stopped``.
+  public func stop() async {
+    let task = runTask.withLock { task in
+      let current = task
+      task = nil
+      return current
+    }
+    guard let task else { return }
+    task.cancel()
+    await task.value
+    // A status is never held back by a full queue.
+    queue.pushUrgent(.status(.stopped, detail: nil))
+  }
+
+  private func run() async {
+    let startInstant = clock.now
+    var generator = SimulatedFixGenerator(
+      parameters: parameters, startTime: clock.wallTimeMilliseconds)
+    var lastStatus = BackendStatus.connected
+    queue.pushUrgent(
+      .status(
+        .connected, detail: "simulating \(source ?? "the default loop") at \(parameters.speed) m/s")
+    )
+    while !Task.isCancelled, let epoch = generator.next() {
+      do {
+        try await clock.sleep(until: startInstant + epoch.elapsed)
+      } catch {
+        break
+      }
+      let status: BackendStatus =
+        epoch.inOutage || !epoch.fix.mode.hasPosition ? .noFix : .connected
+      if status != lastStatus {
+        lastStatus = status
+        let detail: String
+        if epoch.inOutage {
+          detail = "outage"
+        } else if status == .noFix {
+          detail = "no fix"
+        } else {
+          detail = "fix mode \(epoch.fix.mode.rawValue)"
+        }
+        queue.pushUrgent(.status(status, detail: detail))
+      }
+      if epoch.inOutage { continue }
+      let location = Location(
+        fix: epoch.fix,
+        provenance: Provenance(backend: uri, source: source, line: nil, isSimulated: true))
+      await queue.push(.location(location))
+    }
+  }
+}

@@ -1,0 +1,398 @@
+import NMEA
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// A deterministic pseudo-random generator: xoshiro256** (Blackman and Vigna, 2018) seeded through
+/// SplitMix64, so one 64-bit seed gives the same sequence on every platform and run.
+public struct SeededGenerator: RandomNumberGenerator, Sendable, Hashable {
+  private var state: (UInt64, UInt64, UInt64, UInt64)
+
+  /// Creates a generator from `seed` (any value, zero included).
+  public init(seed: UInt64) {
+    var splitMix = seed
+    func nextSplitMix() -> UInt64 {
+      splitMix &+= 0x9E37_79B9_7F4A_7C15
+      var z = splitMix
+      z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+      z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+      return z ^ (z >> 31)
+    }
+    state = (nextSplitMix(), nextSplitMix(), nextSplitMix(), nextSplitMix())
+  }
+
+  /// The next 64 random bits.
+  public mutating func next() -> UInt64 {
+    let result = ((state.1 &* 5) << 7 | (state.1 &* 5) >> 57) &* 9
+    let t = state.1 << 17
+    state.2 ^= state.0
+    state.3 ^= state.1
+    state.1 ^= state.2
+    state.0 ^= state.3
+    state.2 ^= t
+    state.3 = state.3 << 45 | state.3 >> 19
+    return result
+  }
+
+  /// A uniform value in `(0, 1]` (53 bits).
+  public mutating func nextUnitInterval() -> Double {
+    Double((next() >> 11) + 1) * 0x1p-53
+  }
+
+  /// Two independent standard normal values (Box-Muller transform).
+  public mutating func nextGaussianPair() -> (Double, Double) {
+    let u1 = nextUnitInterval()
+    let u2 = nextUnitInterval()
+    let radius = (-2 * log(u1)).squareRoot()
+    let angle = 2 * Double.pi * u2
+    return (radius * cos(angle), radius * sin(angle))
+  }
+
+  /// Equality compares the internal state.
+  public static func == (lhs: SeededGenerator, rhs: SeededGenerator) -> Bool {
+    lhs.state == rhs.state
+  }
+
+  /// Hashes the internal state.
+  public func hash(into hasher: inout Hasher) {
+    hasher.combine(state.0)
+    hasher.combine(state.1)
+    hasher.combine(state.2)
+    hasher.combine(state.3)
+  }
+}
+
+/// A closed route through waypoints, followed at constant speed: after the last waypoint it
+/// returns to the first. Geometry is flat-earth (equirectangular around the first waypoint),
+/// accurate to well under a metre for routes of a few kilometres.
+public struct SimulatedRoute: Sendable, Hashable {
+  /// The waypoints, WGS84 degrees, in order.
+  public let waypoints: [Coordinate]
+  /// Elevation of each waypoint in metres above MSL, when every waypoint has one.
+  public let elevations: [Double]?
+  private let east: [Double]
+  private let north: [Double]
+  /// Cumulative distance at the start of each leg, metres; last element is the loop length.
+  private let cumulative: [Double]
+  private let metresPerDegreeLatitude: Double
+  private let metresPerDegreeLongitude: Double
+
+  /// The default route: a closed loop of about 1.9 km around 3.1386 N, 101.6044 E.
+  public static let defaultLoop = SimulatedRoute(waypoints: [
+    Coordinate(latitude: 3.1406, longitude: 101.6024),
+    Coordinate(latitude: 3.1406, longitude: 101.6064),
+    Coordinate(latitude: 3.1386, longitude: 101.6074),
+    Coordinate(latitude: 3.1366, longitude: 101.6064),
+    Coordinate(latitude: 3.1366, longitude: 101.6024),
+    Coordinate(latitude: 3.1386, longitude: 101.6014),
+  ])
+
+  /// Creates a route through `waypoints` (at least one; a single waypoint is a fixed position).
+  /// `elevations`, when given, must have one value per waypoint (metres above MSL).
+  public init(waypoints: [Coordinate], elevations: [Double]? = nil) {
+    let points = waypoints.isEmpty ? [Coordinate(latitude: 3.1386, longitude: 101.6044)] : waypoints
+    self.waypoints = points
+    self.elevations = elevations?.count == points.count ? elevations : nil
+    let origin = points[0]
+    metresPerDegreeLatitude = Geodesy.earthRadius * .pi / 180
+    metresPerDegreeLongitude = metresPerDegreeLatitude * cos(origin.latitude * .pi / 180)
+    var east: [Double] = []
+    var north: [Double] = []
+    for point in points {
+      east.append((point.longitude - origin.longitude) * metresPerDegreeLongitude)
+      north.append((point.latitude - origin.latitude) * metresPerDegreeLatitude)
+    }
+    self.east = east
+    self.north = north
+    var cumulative: [Double] = [0]
+    for index in points.indices {
+      let next = (index + 1) % points.count
+      let length =
+        ((east[next] - east[index]) * (east[next] - east[index])
+        + (north[next] - north[index]) * (north[next] - north[index])).squareRoot()
+      cumulative.append(cumulative[index] + length)
+    }
+    self.cumulative = cumulative
+  }
+
+  /// Creates a route from GPX points, using their elevations when every point has one.
+  public init(gpx points: [GPXPoint]) {
+    let elevations = points.compactMap(\.elevation)
+    self.init(
+      waypoints: points.map(\.coordinate),
+      elevations: elevations.count == points.count ? elevations : nil)
+  }
+
+  /// Length of one lap (the closing leg included), metres.
+  public var length: Double { cumulative[cumulative.count - 1] }
+
+  /// Position, course (degrees true; `nil` on a zero-length route) and elevation (when the
+  /// waypoints have elevations) at `distance` metres along the route, wrapping at ``length``.
+  public func point(atDistance distance: Double) -> (
+    coordinate: Coordinate, course: Double?, elevation: Double?
+  ) {
+    guard length > 0, distance.isFinite else {
+      return (waypoints[0], nil, elevations?[0])
+    }
+    var d = distance.truncatingRemainder(dividingBy: length)
+    if d < 0 { d += length }
+    var leg = 0
+    var low = 0
+    var high = waypoints.count - 1
+    while low <= high {
+      let mid = (low + high) / 2
+      if cumulative[mid] <= d {
+        leg = mid
+        low = mid + 1
+      } else {
+        high = mid - 1
+      }
+    }
+    let next = (leg + 1) % waypoints.count
+    let legLength = cumulative[leg + 1] - cumulative[leg]
+    let t = legLength > 0 ? (d - cumulative[leg]) / legLength : 0
+    let e = east[leg] + (east[next] - east[leg]) * t
+    let n = north[leg] + (north[next] - north[leg]) * t
+    var course = atan2(east[next] - east[leg], north[next] - north[leg]) * 180 / .pi
+    if course < 0 { course += 360 }
+    if course >= 360 { course = 0 }
+    let elevation = elevations.map { $0[leg] + ($0[next] - $0[leg]) * t }
+    return (coordinateAt(east: e, north: n), legLength > 0 ? course : nil, elevation)
+  }
+
+  /// Shortest distance in metres from `coordinate` to the route's polyline (closing leg included).
+  public func distance(from coordinate: Coordinate) -> Double {
+    let origin = waypoints[0]
+    let x = (coordinate.longitude - origin.longitude) * metresPerDegreeLongitude
+    let y = (coordinate.latitude - origin.latitude) * metresPerDegreeLatitude
+    var best = Double.infinity
+    for leg in waypoints.indices {
+      let next = (leg + 1) % waypoints.count
+      let dx = east[next] - east[leg]
+      let dy = north[next] - north[leg]
+      let lengthSquared = dx * dx + dy * dy
+      var t = lengthSquared > 0 ? ((x - east[leg]) * dx + (y - north[leg]) * dy) / lengthSquared : 0
+      t = min(1, max(0, t))
+      let px = east[leg] + dx * t - x
+      let py = north[leg] + dy * t - y
+      best = min(best, (px * px + py * py).squareRoot())
+    }
+    return best
+  }
+
+  /// The coordinate `east`/`north` metres from the first waypoint.
+  func coordinateAt(east: Double, north: Double) -> Coordinate {
+    Coordinate(
+      latitude: waypoints[0].latitude + north / metresPerDegreeLatitude,
+      longitude: waypoints[0].longitude + east / metresPerDegreeLongitude)
+  }
+}
+
+/// A time range, relative to the start of a simulation, with no fix at all (a tunnel).
+public struct SimulationOutage: Sendable, Hashable {
+  /// When the outage begins (inclusive), since the start.
+  public var start: Duration
+  /// When it ends (exclusive), since the start.
+  public var end: Duration
+
+  /// Creates an outage from `start` until `end`.
+  public init(start: Duration, end: Duration) {
+    self.start = start
+    self.end = end
+  }
+
+  /// Whether `elapsed` falls inside the outage.
+  public func contains(_ elapsed: Duration) -> Bool { elapsed >= start && elapsed < end }
+}
+
+/// A scheduled change of fix mode (3D, 2D or no fix) from a time since the start onwards.
+public struct SimulationModeChange: Sendable, Hashable {
+  /// When the change takes effect, since the start.
+  public var at: Duration
+  /// The fix mode from then on: ``FixMode/fix3D``, ``FixMode/fix2D`` or ``FixMode/noFix``.
+  public var mode: FixMode
+
+  /// Creates a change to `mode` at `at`.
+  public init(at: Duration, mode: FixMode) {
+    self.at = at
+    self.mode = mode
+  }
+}
+
+/// What the simulated GPS does.
+public struct SimulationParameters: Sendable, Hashable {
+  /// The route to follow.
+  public var route: SimulatedRoute
+  /// Speed along the route, m/s, `>= 0`.
+  public var speed: Double
+  /// Update rate, Hz, `1...10`.
+  public var rate: Double
+  /// Standard deviation of the Gaussian position noise, metres per axis (east, north), `>= 0`;
+  /// altitude noise is 1.5 times this.
+  public var noiseSigma: Double
+  /// Seed of the pseudo-random generator: the same seed gives the same fixes.
+  public var seed: UInt64
+  /// Ranges with no fix at all.
+  public var outages: [SimulationOutage]
+  /// Fix mode degradations and recoveries; 3D until the first change.
+  public var modeChanges: [SimulationModeChange]
+  /// Altitude above MSL in metres when the route has no elevations.
+  public var altitude: Double
+
+  /// Creates parameters; the defaults follow the default loop at 10 m/s, 1 Hz, 2.5 m noise, seed 1.
+  public init(
+    route: SimulatedRoute = .defaultLoop, speed: Double = 10, rate: Double = 1,
+    noiseSigma: Double = 2.5,
+    seed: UInt64 = 1, outages: [SimulationOutage] = [], modeChanges: [SimulationModeChange] = [],
+    altitude: Double = 60
+  ) {
+    self.route = route
+    self.speed = speed
+    self.rate = rate
+    self.noiseSigma = noiseSigma
+    self.seed = seed
+    self.outages = outages
+    self.modeChanges = modeChanges
+    self.altitude = altitude
+  }
+
+  /// The fix mode scheduled at `elapsed` (ignoring outages).
+  public func scheduledMode(at elapsed: Duration) -> FixMode {
+    var mode = FixMode.fix3D
+    for change in modeChanges.sorted(by: { $0.at < $1.at }) where change.at <= elapsed {
+      mode = change.mode
+    }
+    return mode
+  }
+}
+
+/// One epoch of the simulated GPS.
+public struct SimulatedEpoch: Sendable, Hashable {
+  /// 0-based epoch number.
+  public var index: Int
+  /// Time since the start of the simulation.
+  public var elapsed: Duration
+  /// The fix the receiver reports (noise, mode and outage applied).
+  public var fix: Fix
+  /// The exact position on the route before noise.
+  public var truePosition: Coordinate
+  /// Whether the epoch falls in an outage (the backend emits no fix then).
+  public var inOutage: Bool
+}
+
+/// Produces the simulated GPS's epochs synchronously, one per call, without any clock: the
+/// backend paces it; other producers (an NMEA writer) can use it directly and get the same fixes.
+public struct SimulatedFixGenerator: Sendable, IteratorProtocol {
+  /// The parameters in use.
+  public let parameters: SimulatedParametersBox
+  private var random: SeededGenerator
+  private var index = 0
+  private let startTime: Int64
+
+  /// Creates a generator whose epoch 0 is at UTC `startTime` (milliseconds since 1970).
+  public init(parameters: SimulationParameters, startTime: Int64) {
+    self.parameters = SimulatedParametersBox(parameters)
+    self.random = SeededGenerator(seed: parameters.seed)
+    self.startTime = startTime
+  }
+
+  /// The interval between epochs.
+  public var period: Duration { .milliseconds(1000 / max(1, min(10, parameters.value.rate))) }
+
+  /// The next epoch (never ends).
+  public mutating func next() -> SimulatedEpoch? {
+    let p = parameters.value
+    let rate = max(1, min(10, p.rate.isFinite ? p.rate : 1))
+    let elapsedMs = Int64((Double(index) * 1000 / rate).rounded())
+    let elapsed = Duration.milliseconds(elapsedMs)
+    let speed = p.speed.isFinite && p.speed >= 0 ? p.speed : 0
+    let sigma = p.noiseSigma.isFinite && p.noiseSigma >= 0 ? p.noiseSigma : 0
+    let onRoute = p.route.point(atDistance: speed * Double(elapsedMs) / 1000)
+    let (noiseEast, noiseNorth) = random.nextGaussianPair()
+    let (noiseUp, _) = random.nextGaussianPair()
+    let inOutage = p.outages.contains { $0.contains(elapsed) }
+    let mode = inOutage ? FixMode.noFix : p.scheduledMode(at: elapsed)
+
+    var fix = Fix(mode: mode)
+    let time = startTime + elapsedMs
+    fix.time = time
+    fix.timeOfDay = Int32(((time % 86_400_000) + 86_400_000) % 86_400_000)
+    let seconds = Double(elapsedMs) / 1000
+    fix.satellites =
+      inOutage ? [] : Self.sky(at: seconds, used: mode == .fix3D ? 9 : mode == .fix2D ? 4 : 0)
+    switch mode {
+    case .fix3D, .fix2D:
+      fix.quality = .gps
+      let base = onRoute.coordinate
+      let east = noiseEast * sigma
+      let north = noiseNorth * sigma
+      let metresPerDegree = Geodesy.earthRadius * .pi / 180
+      fix.coordinate = Coordinate(
+        latitude: base.latitude + north / metresPerDegree,
+        longitude: base.longitude + east / (metresPerDegree * cos(base.latitude * .pi / 180)))
+      fix.speedOverGround = speed
+      fix.courseOverGround = speed > 0 ? onRoute.course : nil
+      fix.magneticVariation = nil
+      if mode == .fix3D {
+        fix.altitudeMSL = (onRoute.elevation ?? p.altitude) + noiseUp * sigma * 1.5
+        fix.geoidSeparation = 7.0
+        fix.hdop = 0.9
+        fix.vdop = 1.3
+        fix.pdop = 1.6
+        fix.satellitesUsed = 9
+      } else {
+        fix.hdop = 1.9
+        fix.satellitesUsed = 4
+      }
+      if sigma > 0 {
+        var estimates = ErrorEstimates()
+        estimates.latitude = sigma
+        estimates.longitude = sigma
+        estimates.semiMajor = sigma
+        estimates.semiMinor = sigma
+        estimates.orientation = 0
+        estimates.rangeRMS = sigma
+        if mode == .fix3D { estimates.altitude = sigma * 1.5 }
+        fix.errorEstimates = estimates
+      }
+    default:
+      fix.quality = .invalid
+      fix.satellitesUsed = 0
+    }
+    let epoch = SimulatedEpoch(
+      index: index, elapsed: elapsed, fix: fix, truePosition: onRoute.coordinate, inOutage: inOutage
+    )
+    index += 1
+    return epoch
+  }
+
+  /// A plausible, slowly turning GPS sky: twelve satellites, the first `used` in the solution.
+  static func sky(at seconds: Double, used: Int) -> [Satellite] {
+    let prns = [2, 5, 7, 9, 13, 15, 18, 20, 24, 27, 29, 30]
+    var satellites: [Satellite] = []
+    satellites.reserveCapacity(prns.count)
+    for (index, prn) in prns.enumerated() {
+      let baseElevation = 75 - Double(index) * 6
+      let elevation = (baseElevation + 5 * sin(seconds / 3600 + Double(index))).rounded()
+      var azimuth = (Double(index) * 30 + seconds / 240).truncatingRemainder(dividingBy: 360)
+        .rounded()
+      if azimuth >= 360 { azimuth = 0 }
+      let snr = (44 - Double(index) * 1.5).rounded()
+      satellites.append(
+        Satellite(
+          constellation: .gps, prn: prn, elevation: elevation, azimuth: azimuth, snr: snr,
+          used: index < used))
+    }
+    return satellites
+  }
+}
+
+/// Holds ``SimulationParameters`` by reference so that copying a generator stays cheap.
+public final class SimulatedParametersBox: Sendable {
+  /// The parameters.
+  public let value: SimulationParameters
+  init(_ value: SimulationParameters) { self.value = value }
+}

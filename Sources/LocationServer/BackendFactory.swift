@@ -1,0 +1,67 @@
+import GPSDBackend
+import LocationCore
+
+/// Why a backend could not be created from its URI.
+public struct BackendCreationError: Error, Sendable, Hashable, CustomStringConvertible {
+  /// The URI as given.
+  public var uri: String
+  /// What is wrong and what to do, in one line.
+  public var reason: String
+
+  /// Creates an error for `uri`.
+  public init(uri: String, reason: String) {
+    self.uri = uri
+    self.reason = reason
+  }
+
+  /// `backend URI: reason`.
+  public var description: String { "backend \(uri): \(reason)" }
+}
+
+/// Creates the backend a `--backend` URI names.
+///
+/// - `simulate[:ROUTE.gpx][?rate=HZ&speed=M_S&noise=M&seed=N&outage=S-E&...]`: ``SimulatedBackend``
+///   (the built-in loop around 3.1386 N 101.6044 E when no route is given).
+/// - `replay:PATH[?speed=F&loop=BOOL&timestamps=log|now]`: ``ReplayBackend`` (speed 0 = as fast as
+///   possible, 1 = real time).
+/// - `gpsd://HOST:PORT[/DEVICE]` or `gpsd`: ``GPSDBackend`` through libgps.
+public enum BackendFactory {
+  /// Parses `uri` and creates the backend on `clock`; nothing starts until the backend's `start()`.
+  ///
+  /// - Throws: ``BackendCreationError`` naming the bad part (unknown scheme, bad option, GPX route
+  ///   that cannot be read). A missing replay file is reported when the replay starts.
+  public static func make(uri: String, clock: any LocationClock = SystemClock()) throws(BackendCreationError)
+    -> any LocationBackend
+  {
+    if uri == "simulate" || uri.hasPrefix("simulate:") || uri.hasPrefix("simulate?") {
+      let options: SimulatedBackend.Options
+      do {
+        options = try SimulatedBackend.Options.parse(uri)
+      } catch {
+        throw BackendCreationError(uri: uri, reason: error.description)
+      }
+      do {
+        return try SimulatedBackend(options: options, clock: clock, uri: uri)
+      } catch {
+        throw BackendCreationError(uri: uri, reason: "\(error)")
+      }
+    }
+    if uri.hasPrefix("replay:") {
+      do {
+        return ReplayBackend(options: try ReplayBackend.Options.parse(uri), clock: clock, uri: uri)
+      } catch {
+        throw BackendCreationError(uri: uri, reason: error.description)
+      }
+    }
+    if uri == "gpsd" || uri.hasPrefix("gpsd://") {
+      do {
+        return try GPSDBackend(uri: uri == "gpsd" ? "gpsd://localhost:2947" : uri)
+      } catch {
+        throw BackendCreationError(uri: uri, reason: "\(error)")
+      }
+    }
+    throw BackendCreationError(
+      uri: uri,
+      reason: "unknown backend: use simulate[:ROUTE.gpx], replay:PATH[?speed=S&loop=true] or gpsd://HOST:PORT[/DEVICE]")
+  }
+}

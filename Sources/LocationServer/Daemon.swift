@@ -1,0 +1,155 @@
+import FoundationEssentials
+import Glibc
+import LocationCore
+import MapState
+
+/// The `locationd` process: configuration, wiring and lifecycle, run by the executable's `main`.
+///
+/// Start-up: parse flags and the config file; create the backend, the manager, the map state
+/// (restored from the state directory) and the socket (or take systemd's); serve; send `READY=1`.
+/// SIGHUP re-reads the config file (group and client cap apply at once; a changed backend,
+/// socket or state directory needs a restart and is logged as such). SIGTERM/SIGINT: `STOPPING=1`,
+/// watchers are told, tracking stops, the socket is closed and removed; the map state is already
+/// on disk (it is saved atomically on every change).
+public enum Daemon {
+  /// Runs the daemon with `arguments` (without the program name); returns the exit status:
+  /// 0 after a clean shutdown, 1 when it cannot start, 64 on bad usage.
+  public static func main(arguments: [String], environment: [String: String]) async -> Int32 {
+    Log.setProgramName("locationd")
+    SignalSequence.ignoreSIGPIPE()
+    let signals = SignalSequence.stream([SIGTERM, SIGINT, SIGHUP])
+    let started = ContinuousClock.now
+
+    var configuration: Configuration
+    do {
+      configuration = try Configuration.parse(arguments: arguments)
+    } catch {
+      writeStandardError("locationd: \(error)\n\(Configuration.usage)")
+      return 64
+    }
+    if configuration.showHelp {
+      print(Configuration.usage, terminator: "")
+      return 0
+    }
+
+    let backend: any LocationBackend
+    do {
+      backend = try BackendFactory.make(uri: configuration.backendURI)
+    } catch {
+      Log.event("startFailed", ["reason": error.description])
+      writeStandardError("locationd: \(error)\n")
+      return 64
+    }
+    let authorizer = Authorizer(groupName: configuration.group)
+    let manager = LocationManager(backend: backend) { credentials in
+      let peer = PeerCredentials(pid: credentials.pid ?? 0, uid: credentials.uid, gid: credentials.gid)
+      return authorizer.decide(for: peer).status == .authorized ? .authorized : .denied
+    }
+    if mkdir(configuration.stateDirectory, 0o750) != 0 && errno != EEXIST {
+      Log.event("stateDirectoryUnavailable", ["path": configuration.stateDirectory, "errno": String(errno)])
+    }
+    let map = MapStateService(
+      store: MapStateStore(directory: configuration.stateDirectory) { Log.event("mapState", ["message": $0]) })
+    let service = LocationService(manager: manager, map: map, backend: backend)
+
+    let socket: ListeningSocket
+    do {
+      socket = try ListeningSocket.open(
+        path: configuration.socketPath, group: configuration.group, environment: environment)
+    } catch {
+      Log.event("startFailed", ["reason": error.description])
+      writeStandardError("locationd: \(error)\n")
+      return 1
+    }
+    let server = SocketServer(
+      socket: socket, handler: service, authorizer: authorizer,
+      options: ServerOptions(maxClients: configuration.maxClients))
+    await service.attach(server: server)
+    await service.start()
+    do {
+      try server.start()
+    } catch {
+      Log.event("startFailed", ["reason": error.description])
+      return 1
+    }
+
+    let notifier = SystemdNotifier(environment: environment)
+    let elapsed = ContinuousClock.now - started
+    let microseconds = elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000
+    Log.event(
+      "ready",
+      [
+        "socket": socket.path, "activated": String(socket.isActivated), "backend": backend.uri,
+        "stateDir": configuration.stateDirectory, "startupMs": String(Double(microseconds / 100) / 10),
+      ])
+    notifier.ready(status: "serving on \(socket.path), backend \(backend.uri)")
+    let watchdog = Task { await notifier.runWatchdog() }
+
+    var reason = "signal"
+    for await number in signals {
+      if number == SIGHUP {
+        notifier.reloading()
+        do {
+          let reloaded = try configuration.reloaded()
+          server.setAuthorizer(Authorizer(groupName: reloaded.group))
+          server.setMaxClients(reloaded.maxClients)
+          var needsRestart: [String] = []
+          if reloaded.backendURI != configuration.backendURI { needsRestart.append("backend") }
+          if reloaded.socketPath != configuration.socketPath { needsRestart.append("socket") }
+          if reloaded.stateDirectory != configuration.stateDirectory { needsRestart.append("state-dir") }
+          Log.event(
+            "reloaded",
+            [
+              "group": reloaded.group ?? "", "maxClients": String(reloaded.maxClients),
+              "needsRestart": needsRestart.joined(separator: ","),
+            ])
+          configuration = reloaded
+        } catch {
+          Log.event("reloadFailed", ["reason": error.description])
+        }
+        notifier.ready(status: "serving on \(socket.path), backend \(backend.uri)")
+        continue
+      }
+      reason = SignalSequence.name(number)
+      break
+    }
+    Log.event("stopping", ["reason": reason])
+    notifier.stopping()
+    await service.shutdown(reason: reason)
+    server.stop()
+    await server.waitUntilStopped()
+    watchdog.cancel()
+    Log.event("stopped", [:])
+    return 0
+  }
+
+  static func writeStandardError(_ text: String) {
+    var bytes = Array(text.utf8)
+    bytes.withUnsafeMutableBytes { buffer in
+      var offset = 0
+      while offset < buffer.count, let base = buffer.baseAddress {
+        let written = write(2, base + offset, buffer.count - offset)
+        if written < 0 && errno == EINTR { continue }
+        guard written > 0 else { return }
+        offset += written
+      }
+    }
+  }
+}
+
+/// The process environment as a dictionary (without Foundation's ProcessInfo).
+public enum ProcessInfoEnvironment {
+  /// Every `NAME=value` of the process environment.
+  public static func current() -> [String: String] {
+    var result: [String: String] = [:]
+    var pointer = environ
+    while let entry = pointer.pointee {
+      let text = String(cString: entry)
+      if let equals = text.firstIndex(of: "=") {
+        result[String(text[..<equals])] = String(text[text.index(after: equals)...])
+      }
+      pointer += 1
+    }
+    return result
+  }
+}

@@ -1,0 +1,381 @@
+import FoundationEssentials
+import LocationCore
+import MapState
+import NMEA
+
+/// The daemon's request handler: ties the socket protocol to one ``LocationManager`` and one
+/// ``MapStateService``.
+///
+/// Tracking has two owners, as `locationctl` needs them:
+/// - `start`/`stop` track on behalf of the client's user (its uid), so tracking asked for by
+///   `locationctl start` outlives that command's connection until some `stop`;
+/// - `watch` tracks on behalf of its connection and ends with it.
+/// The backend runs while either kind of tracking exists (the manager counts references).
+///
+/// Locations reach watchers through one hub: each fix is encoded once (gpsd TPV plus provenance)
+/// and queued for every watching connection whose filter accepts it; the server coalesces
+/// location events for a slow client (`"missed":N`) unless it asked for every fix.
+public actor LocationService: RequestHandler {
+  private struct Watcher {
+    var connection: ClientConnection
+    var filter: LocationFilter
+    var lossless: Bool
+    var lastDelivered: Location?
+  }
+
+  private let manager: LocationManager
+  private let map: MapStateService
+  private let backend: any LocationBackend
+  private var server: SocketServer?
+  private var watchers: [UInt64: Watcher] = [:]
+  private var authorizedConnections: Set<UInt64> = []
+  private var wasTracking = false
+  private var tasks: [Task<Void, Never>] = []
+
+  /// Creates the service; call ``attach(server:)`` and ``start()`` before serving.
+  public init(manager: LocationManager, map: MapStateService, backend: any LocationBackend) {
+    self.manager = manager
+    self.map = map
+    self.backend = backend
+  }
+
+  /// Gives the service the server it pushes events through.
+  public func attach(server: SocketServer) {
+    self.server = server
+  }
+
+  /// Starts the hub tasks: manager events to the map state and to watchers, map changes to watchers.
+  public func start() async {
+    let events = await manager.observe(coalescing: false)
+    let mapEvents = await map.events()
+    tasks.append(
+      Task { [weak self] in
+        for await event in events {
+          guard let self else { return }
+          await self.dispatch(event)
+        }
+      })
+    tasks.append(
+      Task { [weak self] in
+        for await change in mapEvents {
+          guard let self else { return }
+          await self.dispatch(change)
+        }
+      })
+  }
+
+  /// Ends tracking and the hub tasks (daemon shutdown); the map state is already saved on disk.
+  public func shutdown(reason: String) async {
+    let event = Event(body: ["class": "SHUTDOWN", "reason": .string(reason)])
+    for watcher in watchers.values { watcher.connection.send(event) }
+    await manager.shutdown()
+    if wasTracking {
+      wasTracking = false
+      await map.trackingStopped()
+    }
+    await map.finishEvents()
+    for task in tasks { task.cancel() }
+    tasks.removeAll()
+  }
+
+  // MARK: - RequestHandler
+
+  /// Answers one request (see docs/PROTOCOL.md).
+  public func handle(_ request: Request, from client: ClientContext) async -> Reply {
+    do {
+      return try await answer(request.command, client)
+    } catch let error as ServiceError {
+      return .error(error.code, message: error.message)
+    } catch {
+      return .error(.internal, message: "\(error)")
+    }
+  }
+
+  /// Forgets the connection: its watch and its connection-scoped tracking end.
+  public func clientDisconnected(_ client: ClientContext) async {
+    watchers[client.id] = nil
+    authorizedConnections.remove(client.id)
+    await manager.disconnect(client: Self.connectionClient(client.id))
+    await trackingChanged()
+  }
+
+  private struct ServiceError: Error {
+    var code: ErrorCode
+    var message: String
+  }
+
+  private func answer(_ command: Command, _ client: ClientContext) async throws -> Reply {
+    switch command {
+    case .requestAuthorization:
+      return .authorization(try await authorize(client))
+    case .status:
+      return await statusReply(client)
+    case .start(let options):
+      _ = try await authorize(client)
+      let user = Self.userClient(client.peer.uid)
+      _ = await manager.requestAuthorization(client: user, credentials: Self.credentials(client.peer))
+      do {
+        try await manager.startUpdating(client: user, filter: Self.filter(options))
+      } catch {
+        throw ServiceError(code: .unavailable, message: error.description)
+      }
+      await trackingChanged()
+      return .tracking(true, options: options)
+    case .stop:
+      await manager.stopUpdating(client: Self.userClient(client.peer.uid))
+      await manager.stopUpdating(client: Self.connectionClient(client.id))
+      await trackingChanged()
+      return .tracking(false)
+    case .location:
+      return .location(
+        initial: await manager.initialLocation.map(EventEncoding.tpv),
+        current: await manager.currentLocation.map(EventEncoding.tpv))
+    case .watch(let enable):
+      return try await watch(enable: enable, lossless: false, options: TrackingOptions(), client)
+    case .centerOnLocation:
+      do {
+        try await map.centerOnCurrentLocation()
+      } catch {
+        throw ServiceError(code: .noFix, message: error.description)
+      }
+      return try await mapReply()
+    case .setCenter(let coordinate):
+      do { try await map.setCenter(coordinate) } catch { throw Self.mapError(error) }
+      return try await mapReply()
+    case .zoom(let zoom):
+      do { try await map.setZoom(zoom) } catch { throw Self.mapError(error) }
+      return try await mapReply()
+    case .mode(let mode):
+      guard let mapMode = MapState.UserTrackingMode(rawValue: mode.rawValue) else {
+        throw ServiceError(code: .invalidArgument, message: "unknown tracking mode \(mode.rawValue)")
+      }
+      await map.setMode(mapMode)
+      return try await mapReply()
+    case .annotate(let request):
+      let annotation = Annotation(
+        id: request.id, coordinate: request.coordinate, title: request.title, subtitle: request.subtitle,
+        kind: request.kind)
+      do { try await map.addAnnotation(annotation) } catch { throw Self.mapError(error) }
+      return try await mapReply()
+    case .removeAnnotation(let id):
+      do { try await map.removeAnnotation(id: id) } catch { throw Self.mapError(error) }
+      return try await mapReply()
+    case .map(let format):
+      switch format {
+      case .json:
+        return try await mapReply()
+      case .geojson:
+        return .mapGeoJSON(Array(await map.geoJSON().utf8))
+      case .svg:
+        return .mapSVG(await map.svg())
+      }
+    case .replay(let action):
+      return try replay(action)
+    }
+  }
+
+  // MARK: - Authorization
+
+  /// Decides the connection's authorization from its peer credentials (root or the group).
+  private func authorize(_ client: ClientContext) async throws -> AuthorizationStatus {
+    guard client.authorization == .authorized else {
+      throw ServiceError(code: .notAuthorized, message: "not authorized: send {\"cmd\":\"request\"} first, as root or a member of the service's group")
+    }
+    if !authorizedConnections.contains(client.id) {
+      let status = await manager.requestAuthorization(
+        client: Self.connectionClient(client.id), credentials: Self.credentials(client.peer))
+      guard status == .authorized else {
+        throw ServiceError(code: .notAuthorized, message: "not authorized")
+      }
+      authorizedConnections.insert(client.id)
+    }
+    return .authorized
+  }
+
+  static func credentials(_ peer: PeerCredentials) -> ClientCredentials {
+    ClientCredentials(pid: peer.pid, uid: peer.uid, gid: peer.gid, groups: Authorizer.groups(ofUser: peer.uid))
+  }
+
+  /// The manager client for a connection (connection-scoped tracking).
+  static func connectionClient(_ id: UInt64) -> ClientID { ClientID(id & 0x3FFF_FFFF_FFFF_FFFF) }
+
+  /// The manager client for a user (tracking that outlives connections).
+  static func userClient(_ uid: UInt32) -> ClientID { ClientID(0x4000_0000_0000_0000 | UInt64(uid)) }
+
+  static func filter(_ options: TrackingOptions) -> LocationFilter {
+    LocationFilter(
+      distanceFilter: options.distanceFilter, minimumInterval: options.minInterval,
+      desiredAccuracy: options.desiredAccuracy)
+  }
+
+  // MARK: - Status and watch
+
+  private func statusReply(_ client: ClientContext) async -> Reply {
+    let status = await manager.backendStatus
+    return .status(
+      authorization: client.authorization, tracking: await manager.isTracking, backendURI: backend.uri,
+      backendState: status, detail: await manager.backendStatusDetail,
+      initial: await manager.initialLocation.map(EventEncoding.tpv),
+      current: await manager.currentLocation.map(EventEncoding.tpv), clients: server?.clientCount ?? 0)
+  }
+
+  /// Starts (or ends) streaming events to the connection, with connection-scoped tracking.
+  ///
+  /// The watcher is registered before tracking starts, so a replay at full speed loses nothing.
+  private func watch(enable: Bool, lossless: Bool, options: TrackingOptions, _ client: ClientContext) async throws
+    -> Reply
+  {
+    let id = Self.connectionClient(client.id)
+    guard enable else {
+      watchers[client.id] = nil
+      await manager.stopUpdating(client: id)
+      await trackingChanged()
+      return .watch(enabled: false)
+    }
+    _ = try await authorize(client)
+    watchers[client.id] = Watcher(
+      connection: client.connection, filter: Self.filter(options), lossless: lossless, lastDelivered: nil)
+    client.connection.send(
+      .backend(uri: backend.uri, state: await manager.backendStatus, detail: await manager.backendStatusDetail))
+    do {
+      try await manager.startUpdating(client: id, filter: Self.filter(options))
+    } catch {
+      watchers[client.id] = nil
+      throw ServiceError(code: .unavailable, message: error.description)
+    }
+    await trackingChanged()
+    return .watch(enabled: true)
+  }
+
+  /// Tells the map state when tracking as a whole starts or stops.
+  private func trackingChanged() async {
+    let tracking = await manager.isTracking
+    guard tracking != wasTracking else { return }
+    wasTracking = tracking
+    if tracking { await map.trackingStarted() } else { await map.trackingStopped() }
+  }
+
+  // MARK: - Hub
+
+  private func dispatch(_ event: ManagerEvent) async {
+    switch event {
+    case .location(let location, _):
+      if location.fix.mode.hasPosition {
+        await map.update(fix: location.fix)
+      } else {
+        await map.update(fix: nil)
+      }
+      guard !watchers.isEmpty else { return }
+      let tpv = EventEncoding.tpv(location)
+      var coalescing: [ClientConnection] = []
+      var lossless: [ClientConnection] = []
+      for (key, watcher) in watchers {
+        if location.fix.mode.hasPosition
+          && !watcher.filter.accepts(location, after: watcher.lastDelivered)
+        {
+          continue
+        }
+        if location.fix.mode.hasPosition { watchers[key]?.lastDelivered = location }
+        if watcher.lossless { lossless.append(watcher.connection) } else { coalescing.append(watcher.connection) }
+      }
+      if !coalescing.isEmpty { server?.broadcast(.location(tpv), to: coalescing) }
+      if !lossless.isEmpty { server?.broadcast(Event(body: tpv), to: lossless) }
+    case .status(let status, let detail):
+      if status == .stopped, await !manager.isTracking {
+        await trackingChanged()
+      }
+      broadcastToWatchers(.backend(uri: backend.uri, state: status, detail: detail))
+    case .error(let message):
+      broadcastToWatchers(.warning(message))
+    }
+  }
+
+  private func dispatch(_ change: MapEvent) {
+    guard !watchers.isEmpty, let body = try? Self.mapJSON(change.map, changes: change.changes) else { return }
+    broadcastToWatchers(Event(body: body, coalescingKey: "MAP"))
+  }
+
+  private func broadcastToWatchers(_ event: Event) {
+    guard !watchers.isEmpty else { return }
+    server?.broadcast(event, to: watchers.values.map(\.connection))
+  }
+
+  // MARK: - Map
+
+  private static func mapError(_ error: MapStateError) -> ServiceError {
+    switch error {
+    case .noCurrentLocation: return ServiceError(code: .noFix, message: error.description)
+    default: return ServiceError(code: .invalidArgument, message: error.description)
+    }
+  }
+
+  private func mapReply() async throws -> Reply {
+    let snapshot = await map.snapshot
+    guard case .object(let members) = try Self.mapJSON(snapshot, changes: nil) else {
+      throw ServiceError(code: .internal, message: "map state could not be encoded")
+    }
+    return .object(class: "MAP", members: members.filter { $0.key != "class" })
+  }
+
+  /// `{"class":"MAP","center":{"lat","lon"},"zoom","mode","annotations":[{"id","lat","lon","title"}],
+  /// "rotation","size":{"width","height"},"span":{"lat","lon"},"tracking"}` in this key order, plus
+  /// `"changes":[{"what","reason"}]` for events.
+  static func mapJSON(_ snapshot: MapSnapshot, changes: [MapChange]?) throws -> JSONValue {
+    var members: [JSONMember] = [
+      JSONMember("class", "MAP"),
+      JSONMember("center", .object([JSONMember("lat", .number(snapshot.center.lat)), JSONMember("lon", .number(snapshot.center.lon))])),
+      JSONMember("zoom", .number(snapshot.zoom)),
+      JSONMember("mode", .string(snapshot.mode.rawValue)),
+      JSONMember(
+        "annotations",
+        .array(
+          snapshot.annotations.map { annotation in
+            var fields = [
+              JSONMember("id", .string(annotation.id)),
+              JSONMember("lat", .number(annotation.coordinate.latitude)),
+              JSONMember("lon", .number(annotation.coordinate.longitude)),
+              JSONMember("title", .string(annotation.title)),
+            ]
+            if let subtitle = annotation.subtitle { fields.append(JSONMember("subtitle", .string(subtitle))) }
+            if let kind = annotation.kind { fields.append(JSONMember("kind", .string(kind))) }
+            return .object(fields)
+          })),
+      JSONMember("rotation", .number(snapshot.rotation)),
+      JSONMember("size", .object([JSONMember("width", .number(snapshot.size.width)), JSONMember("height", .number(snapshot.size.height))])),
+      JSONMember("span", .object([JSONMember("lat", .number(snapshot.span.lat)), JSONMember("lon", .number(snapshot.span.lon))])),
+      JSONMember("tracking", .bool(snapshot.tracking)),
+    ]
+    if let changes {
+      let encoded = try MapEvent(changes: changes, map: snapshot).jsonData()
+      if let value = try JSONValue.parse(Array(encoded))["changes"] {
+        members.append(JSONMember("changes", value))
+      }
+    }
+    return .object(members)
+  }
+
+  // MARK: - Replay
+
+  private func replay(_ action: ReplayAction) throws -> Reply {
+    guard let replay = backend as? ReplayBackend else {
+      throw ServiceError(code: .notReplay, message: "the backend \(backend.uri) is not a replay: start locationd with --backend replay:PATH")
+    }
+    do {
+      switch action {
+      case .pause: replay.pause()
+      case .resume: replay.resume()
+      case .step(let epochs):
+        for _ in 0..<max(1, epochs) { replay.step() }
+      case .speed(let speed): try replay.setSpeed(speed)
+      case .seek(let seconds):
+        try replay.seek(to: .offset(.milliseconds(Int64(seconds * 1000))))
+      }
+    } catch {
+      throw ServiceError(code: .invalidArgument, message: "\(error)")
+    }
+    let progress = replay.progress
+    let state = progress.isAtEnd ? "endOfData" : progress.isPaused ? "paused" : "playing"
+    return .replay(
+      state: state, speed: progress.speed, position: progress.logOffsetMilliseconds.map { Double($0) / 1000 })
+  }
+}

@@ -1,0 +1,206 @@
+import Foundation
+import Glibc
+
+/// A gpsd of its own for tests: private TCP port, private control socket, private shared-memory
+/// key, never the system gpsd on 2947.
+///
+/// Runs `gpsd -N -n -b -S PORT -F CONTROL_SOCKET DEVICE` (foreground, poll the device without
+/// waiting for clients, read-only: no configuration written to the device). ``stop()`` kills it
+/// and removes the shared-memory segments it created (`ipcrm`); ``kill()`` simulates a crash and
+/// ``start()`` can run it again on the same port.
+public final class PrivateGPSD: @unchecked Sendable {
+  // @unchecked: tests drive one instance from one task at a time; `lock` guards `process`.
+
+  /// Why gpsd could not be run.
+  public enum Failure: Error, CustomStringConvertible {
+    /// `/usr/sbin/gpsd` (or `$GPSD`) is missing.
+    case notInstalled(String)
+    /// gpsd did not accept connections within the timeout.
+    case notListening(port: UInt16, output: String)
+
+    /// A one-line explanation.
+    public var description: String {
+      switch self {
+      case .notInstalled(let path): return "gpsd not found at \(path); install the gpsd package"
+      case .notListening(let port, let output):
+        return "gpsd did not listen on port \(port): \(output)"
+      }
+    }
+  }
+
+  /// The TCP port gpsd listens on (loopback).
+  public let port: UInt16
+  /// The device gpsd reads (a pty link from ``SimulatedReceiver`` in tests).
+  public let device: String
+  /// The control socket path.
+  public let controlSocket: String
+  /// The `GPSD_SHM_KEY` given to gpsd.
+  public let sharedMemoryKey: UInt32
+  /// The gpsd executable.
+  public let executable: String
+
+  private let directory: String
+  private let lock = NSLock()
+  private var process: Process?
+  private var pids: Set<Int32> = []
+
+  /// Whether gpsd opens the device at start (`-n`) rather than when the first client watches.
+  public let pollsWithoutClients: Bool
+
+  /// Prepares (does not start) a gpsd for `device` on a free loopback port.
+  ///
+  /// - Parameter pollsWithoutClients: `true` (default) runs gpsd with `-n`; `false` lets gpsd open
+  ///   the device only while a client watches, and close it when the last watcher leaves.
+  public init(device: String, port: UInt16? = nil, pollsWithoutClients: Bool = true) throws {
+    self.pollsWithoutClients = pollsWithoutClients
+    executable = ProcessInfo.processInfo.environment["GPSD"] ?? "/usr/sbin/gpsd"
+    guard FileManager.default.isExecutableFile(atPath: executable) else {
+      throw Failure.notInstalled(executable)
+    }
+    self.device = device
+    self.port = try port ?? Self.freePort()
+    directory =
+      NSTemporaryDirectory() + "locationd-gpsd-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    controlSocket = directory + "/control.sock"
+    sharedMemoryKey = UInt32.random(in: 0x1000_0000...0x3FFF_FFFF)
+  }
+
+  deinit {
+    stop()
+    try? FileManager.default.removeItem(atPath: directory)
+  }
+
+  /// The process id of the running gpsd, if any.
+  public var pid: Int32? {
+    lock.withLock { process?.isRunning == true ? process?.processIdentifier : nil }
+  }
+
+  /// Starts gpsd and waits until it accepts TCP connections (at most `timeout` seconds).
+  public func start(timeout: Double = 5) throws {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments =
+      ["-N"] + (pollsWithoutClients ? ["-n"] : []) + [
+        "-b", "-S", String(port), "-F", controlSocket, device,
+      ]
+    var environment = ProcessInfo.processInfo.environment
+    environment["GPSD_SHM_KEY"] = "0x" + String(sharedMemoryKey, radix: 16)
+    process.environment = environment
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    unlink(controlSocket)
+    try process.run()
+    lock.withLock {
+      self.process = process
+      pids.insert(process.processIdentifier)
+    }
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+      if Self.canConnect(port: port) { return }
+      if !process.isRunning { break }
+      usleep(10_000)
+    }
+    kill()
+    throw Failure.notListening(
+      port: port, output: "exit status \(process.isRunning ? -1 : process.terminationStatus)")
+  }
+
+  /// Kills gpsd with `signal` (SIGKILL by default: a crash) and waits for it to exit.
+  public func kill(signal: Int32 = SIGKILL) {
+    guard let process = lock.withLock({ self.process }) else { return }
+    if process.isRunning {
+      Glibc.kill(process.processIdentifier, signal)
+      process.waitUntilExit()
+    }
+    lock.withLock { self.process = nil }
+  }
+
+  /// Kills gpsd and removes the shared-memory segments it created. Idempotent.
+  public func stop() {
+    kill()
+    removeSharedMemory()
+  }
+
+  /// Number of established TCP client connections gpsd holds on its port (from `/proc/net/tcp*`).
+  public func clientConnectionCount() -> Int {
+    var count = 0
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+      guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+      for line in text.split(separator: "\n").dropFirst() {
+        let columns = line.split(separator: " ", omittingEmptySubsequences: true)
+        guard columns.count > 3 else { continue }
+        // local_address is HEXADDR:HEXPORT; state 01 is ESTABLISHED.
+        let local = columns[1].split(separator: ":")
+        guard let portText = local.last, let localPort = UInt16(portText, radix: 16) else {
+          continue
+        }
+        if localPort == port && columns[3] == "01" { count += 1 }
+      }
+    }
+    return count
+  }
+
+  private func removeSharedMemory() {
+    // ipcs -m -p: shmid owner cpid lpid; remove the segments our gpsd processes created, and the
+    // one at our private key.
+    let created = lock.withLock { pids }
+    guard let listing = Self.run("/usr/bin/ipcs", ["-m", "-p"]) else { return }
+    for line in listing.split(separator: "\n") {
+      let columns = line.split(separator: " ", omittingEmptySubsequences: true)
+      guard columns.count >= 4, let shmid = Int(columns[0]), let creator = Int32(columns[2]) else {
+        continue
+      }
+      if created.contains(creator) { _ = Self.run("/usr/bin/ipcrm", ["-m", String(shmid)]) }
+    }
+    _ = Self.run("/usr/bin/ipcrm", ["-M", "0x" + String(sharedMemoryKey, radix: 16)])
+  }
+
+  private static func run(_ path: String, _ arguments: [String]) -> String? {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = FileHandle.nullDevice
+    guard (try? process.run()) != nil else { return nil }
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return String(decoding: data, as: UTF8.self)
+  }
+
+  /// A TCP port that was free on 127.0.0.1 a moment ago.
+  public static func freePort() throws -> UInt16 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw POSIXError(.EMFILE) }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Bool in
+        bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
+      }
+    }
+    guard bound else { throw POSIXError(.EADDRINUSE) }
+    return UInt16(bigEndian: address.sin_port)
+  }
+
+  /// Whether something accepts TCP connections on 127.0.0.1:`port`.
+  public static func canConnect(port: UInt16) -> Bool {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = port.bigEndian
+    return withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+      }
+    }
+  }
+}

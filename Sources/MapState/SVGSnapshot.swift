@@ -1,0 +1,134 @@
+import NMEA
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// A picture of the map state as a standalone SVG 1.1 document: no map tiles, just the track,
+/// the annotations with labels, the center and a scale bar, projected in Web Mercator
+/// (EPSG:3857) for the current viewport (size, zoom, center, rotation).
+public enum SVGSnapshot {
+  /// A round distance for a scale bar: the 1-2-5 series.
+  public struct ScaleBar: Sendable, Hashable {
+    /// Distance the bar stands for, metres (1, 2 or 5 times a power of ten).
+    public var metres: Double
+    /// Length of the bar, points.
+    public var length: Double
+    /// Label, e.g. `"500 m"`, `"2 km"`.
+    public var label: String
+  }
+
+  /// The longest 1-2-5 distance whose bar fits in `maxLength` points at `metresPerPoint`.
+  ///
+  /// `metresPerPoint` and `maxLength` must be finite and positive; otherwise 1 m is returned.
+  public static func scaleBar(metresPerPoint: Double, maxLength: Double) -> ScaleBar {
+    let maxMetres = metresPerPoint * maxLength
+    guard maxMetres.isFinite, maxMetres > 0 else {
+      return ScaleBar(
+        metres: 1, length: 1 / max(metresPerPoint, .leastNonzeroMagnitude), label: "1 m")
+    }
+    let exponent = floor(log10(maxMetres))
+    let power = pow(10, exponent)
+    var metres = power
+    for factor in [5.0, 2.0, 1.0] where factor * power <= maxMetres {
+      metres = factor * power
+      break
+    }
+    let label: String
+    if metres >= 1000 {
+      label = TextFormat.fixed(metres / 1000, 0) + " km"
+    } else {
+      label = TextFormat.fixed(metres, exponent < 0 ? Int(-exponent) : 0) + " m"
+    }
+    return ScaleBar(metres: metres, length: metres / metresPerPoint, label: label)
+  }
+
+  /// The SVG document for `state`: deterministic (fixed element order, 2-decimal point
+  /// coordinates), well-formed XML with every text escaped.
+  ///
+  /// Elements: `<title>`, a background `<rect class="background">`, the track as
+  /// `<polyline class="track">` (2 or more points), each annotation as
+  /// `<g class="annotation" data-id=...>` with a `<circle>` and a `<text>` label (and a second
+  /// `<text class="subtitle">`), the center as `<g class="center">` (two crossing lines), a
+  /// north arrow `<g class="north">`, and `<g class="scale-bar" data-metres=...>` with a line and
+  /// a `<text>` label. The current location (kind `"location"`) is drawn as a blue dot.
+  public static func document(for state: MapRenderState) -> String {
+    let viewport = state.viewport
+    let width = viewport.size.width
+    let height = viewport.size.height
+    let f = { (value: Double) in TextFormat.fixed(value, 2) }
+    let snapshot = state.snapshot
+    var lines: [String] = []
+    lines.append("<?xml version=\"1.0\" encoding=\"UTF-8\"?>")
+    lines.append(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"\(f(width))\" height=\"\(f(height))\" "
+        + "viewBox=\"0 0 \(f(width)) \(f(height))\" font-family=\"sans-serif\" font-size=\"12\">")
+    lines.append(
+      "<title>Map: center \(TextFormat.fixed(viewport.center.latitude, 6)), \(TextFormat.fixed(viewport.center.longitude, 6)), "
+        + "zoom \(f(viewport.zoom)), rotation \(f(viewport.rotation)), mode \(snapshot.mode.rawValue)</title>"
+    )
+    lines.append(
+      "<rect class=\"background\" x=\"0\" y=\"0\" width=\"\(f(width))\" height=\"\(f(height))\" fill=\"#f4f1ea\"/>"
+    )
+
+    if state.track.count >= 2 {
+      let points = state.track.map { coordinate -> String in
+        let p = viewport.point(for: coordinate)
+        return "\(f(p.x)),\(f(p.y))"
+      }
+      lines.append(
+        "<polyline class=\"track\" points=\"\(points.joined(separator: " "))\" fill=\"none\" stroke=\"#1f6feb\" "
+          + "stroke-width=\"3\" stroke-linejoin=\"round\" stroke-linecap=\"round\"/>")
+    }
+
+    for annotation in snapshot.annotations {
+      let p = viewport.point(for: annotation.coordinate)
+      let isLocation =
+        annotation.kind == Annotation.locationID && annotation.id == Annotation.locationID
+      let fill = isLocation ? "#1f6feb" : "#d1242f"
+      let radius = isLocation ? "7" : "5"
+      var group =
+        "<g class=\"annotation\" data-id=\"\(TextFormat.xmlEscaped(annotation.id))\">"
+        + "<circle cx=\"\(f(p.x))\" cy=\"\(f(p.y))\" r=\"\(radius)\" fill=\"\(fill)\" stroke=\"#ffffff\" stroke-width=\"2\"/>"
+        + "<text x=\"\(f(p.x + 9))\" y=\"\(f(p.y + 4))\" fill=\"#1b1f24\">\(TextFormat.xmlEscaped(annotation.title))</text>"
+      if let subtitle = annotation.subtitle {
+        group +=
+          "<text class=\"subtitle\" x=\"\(f(p.x + 9))\" y=\"\(f(p.y + 18))\" fill=\"#57606a\" font-size=\"10\">"
+          + "\(TextFormat.xmlEscaped(subtitle))</text>"
+      }
+      lines.append(group + "</g>")
+    }
+
+    let cx = width / 2
+    let cy = height / 2
+    lines.append(
+      "<g class=\"center\" stroke=\"#1b1f24\" stroke-width=\"1.5\">"
+        + "<line x1=\"\(f(cx - 10))\" y1=\"\(f(cy))\" x2=\"\(f(cx + 10))\" y2=\"\(f(cy))\"/>"
+        + "<line x1=\"\(f(cx))\" y1=\"\(f(cy - 10))\" x2=\"\(f(cx))\" y2=\"\(f(cy + 10))\"/></g>")
+
+    // North arrow in the top-right corner, turned by the map rotation.
+    let nx = width - 24
+    let ny = 28.0
+    lines.append(
+      "<g class=\"north\" transform=\"rotate(\(f(-viewport.rotation)) \(f(nx)) \(f(ny)))\">"
+        + "<path d=\"M \(f(nx)) \(f(ny - 12)) L \(f(nx + 6)) \(f(ny + 8)) L \(f(nx)) \(f(ny + 4)) "
+        + "L \(f(nx - 6)) \(f(ny + 8)) Z\" fill=\"#1b1f24\"/>"
+        + "<text x=\"\(f(nx))\" y=\"\(f(ny - 15))\" text-anchor=\"middle\">N</text></g>")
+
+    let bar = scaleBar(metresPerPoint: viewport.metresPerPoint, maxLength: width / 4)
+    let x0 = 20.0
+    let y0 = height - 20
+    let x1 = x0 + bar.length
+    lines.append(
+      "<g class=\"scale-bar\" data-metres=\"\(TextFormat.fixed(bar.metres, bar.metres < 1 ? 6 : 0))\" stroke=\"#1b1f24\" stroke-width=\"2\">"
+        + "<line x1=\"\(f(x0))\" y1=\"\(f(y0))\" x2=\"\(f(x1))\" y2=\"\(f(y0))\"/>"
+        + "<line x1=\"\(f(x0))\" y1=\"\(f(y0 - 5))\" x2=\"\(f(x0))\" y2=\"\(f(y0 + 5))\"/>"
+        + "<line x1=\"\(f(x1))\" y1=\"\(f(y0 - 5))\" x2=\"\(f(x1))\" y2=\"\(f(y0 + 5))\"/>"
+        + "<text x=\"\(f((x0 + x1) / 2))\" y=\"\(f(y0 - 8))\" text-anchor=\"middle\" stroke=\"none\" fill=\"#1b1f24\">"
+        + "\(bar.label)</text></g>")
+    lines.append("</svg>")
+    return lines.joined(separator: "\n") + "\n"
+  }
+}

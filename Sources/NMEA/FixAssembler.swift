@@ -1,0 +1,346 @@
+/// Assembles parsed sentences into one ``Fix`` per epoch.
+///
+/// An epoch is the set of sentences that share one UTC time of day (GGA, RMC, GLL, GNS, ZDA and
+/// GST carry it); sentences without a time field (GSA, GSV, VTG) join the epoch in progress, or
+/// the next timed one if no time has been seen yet. An epoch ends when a fix sentence (GGA, RMC,
+/// GLL, GNS) with another time arrives, or when a fix sentence without any time (a receiver with no
+/// fix) repeats. ZDA and GST complete the epoch in progress even when their time differs slightly.
+///
+/// - Date: from RMC or ZDA; carried to later epochs, and advanced by a day when the time of day
+///   wraps past midnight with no new date. A date more than a day before the established one is
+///   ignored (GPS week-rollover garbage such as 1999 or 2006 after 2019).
+/// - Mode: GSA's fix mode, reconciled with the validity flags (RMC/GLL status, GGA quality, GNS
+///   mode letters): a receiver that says "void" everywhere has no fix whatever GSA says; without
+///   GSA, a valid GGA with altitude is 3D, any other valid position 2D.
+/// - Units: knots become m/s (x 1852/3600), the climb rate comes from the MSL altitude of
+///   consecutive 3D epochs.
+public struct FixAssembler: Sendable {
+  private static let fixTypes: UInt16 = 1 << 0 | 1 << 1 | 1 << 2 | 1 << 7  // GGA RMC GLL GNS
+  private static let knotsToMetresPerSecond = 1852.0 / 3600.0
+
+  // The epoch being assembled.
+  private var started = false
+  private var line = 0
+  private var timeOfDay: Int32?
+  private var seen: UInt16 = 0
+  private var date: Int?
+  private var ggaCoordinate: Coordinate?
+  private var otherCoordinate: Coordinate?
+  private var quality: FixQuality?
+  private var modeQuality: FixQuality?
+  private var gsaMode: FixMode?
+  private var valid = false
+  private var invalid = false
+  private var altitudeMSL: Double?
+  private var geoidSeparation: Double?
+  private var speedKnots: Double?
+  private var speedKmh: Double?
+  private var vtgKnots: Double?
+  private var course: Double?
+  private var vtgCourse: Double?
+  private var magneticVariation: Double?
+  private var hdop: Double?
+  private var ggaHDOP: Double?
+  private var vdop: Double?
+  private var pdop: Double?
+  private var satellitesUsed: Int?
+  private var sky: [Satellite] = []
+  private var skySeen = false
+  private var used: [UInt32] = []
+  private var usedSeen = false
+  private var errors: ErrorEstimates?
+  private var navigationalStatus: UInt8?
+  private var dgpsAge: Double?
+  private var dgpsStation: Int?
+
+  // Carried across epochs.
+  private var lastDate: Int?
+  private var lastTimeOfDay: Int32?
+  private var lastSky: [Satellite] = []
+  private var lastAltitude: (time: Int64, altitude: Double)?
+
+  /// Creates an assembler with no date or sky view known.
+  public init() {}
+
+  /// Adds one sentence; calls `emit` when it completes the previous epoch.
+  /// - Parameter line: 1-based input line of the sentence, reported as the epoch's first line.
+  public mutating func apply(_ sentence: NMEASentence, line: Int, _ emit: (DecodedFix) -> Void) {
+    let (bit, timed) = sentence.payload.epochInfo
+    let time = sentence.timeOfDay
+    guard bit != 0 else { return }
+    if let time {
+      if let current = timeOfDay {
+        // ZDA and GST report when they were sent, which some receivers (Trimble) stamp a few
+        // milliseconds after the epoch: they complete the epoch in progress, never start one.
+        if current != time && (timed || seen & Self.fixTypes == 0) { flush(emit) }
+      } else if seen & Self.fixTypes != 0 {
+        flush(emit)  // a time-less no-fix epoch ends where timed data begins
+      }
+      if timeOfDay == nil || timed { timeOfDay = time }
+    } else if timed {
+      // A fix sentence with an empty time field: a receiver without a fix.
+      if timeOfDay != nil || seen & bit != 0 { flush(emit) }
+    }
+    if !started {
+      started = true
+      self.line = line
+    }
+    seen |= bit
+    merge(sentence)
+  }
+
+  /// Emits the epoch in progress, if it holds a time or a fix sentence.
+  public mutating func flush(_ emit: (DecodedFix) -> Void) {
+    defer { resetEpoch() }
+    guard started, timeOfDay != nil || seen & Self.fixTypes != 0 else { return }
+    emit(DecodedFix(fix: buildFix(), line: line))
+  }
+
+  private mutating func merge(_ sentence: NMEASentence) {
+    switch sentence.payload {
+    case .gga(let s):
+      if let c = s.coordinate { ggaCoordinate = c }
+      if let q = s.quality {
+        quality = q
+        if q == .invalid { invalid = true } else { valid = true }
+      }
+      if let n = s.satellitesUsed { satellitesUsed = n }
+      if let h = s.hdop { ggaHDOP = h }
+      if let a = s.altitudeMSL { altitudeMSL = a }
+      if let g = s.geoidSeparation { geoidSeparation = g }
+      dgpsAge = s.dgpsAge ?? dgpsAge
+      dgpsStation = s.dgpsStation ?? dgpsStation
+    case .rmc(let s):
+      if let v = s.isValid {
+        if v { valid = true } else { invalid = true }
+      }
+      if let m = s.modeIndicator {
+        let q = FixQuality(modeIndicator: m)
+        if q == .invalid { invalid = true } else if modeQuality == nil { modeQuality = q }
+      }
+      if let c = s.coordinate { otherCoordinate = c }
+      if let v = s.speedOverGroundKnots { speedKnots = v }
+      if let c = s.courseOverGround { course = c }
+      if let d = s.date { acceptDate(d) }
+      if let m = s.magneticVariation { magneticVariation = m }
+      if let n = s.navigationalStatus { navigationalStatus = n }
+    case .gll(let s):
+      if let v = s.isValid {
+        if v { valid = true } else { invalid = true }
+      }
+      if otherCoordinate == nil, let c = s.coordinate { otherCoordinate = c }
+    case .gns(let s):
+      if let v = s.isValid {
+        if v {
+          valid = true
+          if modeQuality == nil, let q = s.quality { modeQuality = q }
+        } else if s.coordinate != nil || sentence.talker == .multiGNSS {
+          invalid = true
+        }
+      }
+      if let c = s.coordinate, ggaCoordinate == nil { ggaCoordinate = c }
+      if altitudeMSL == nil { altitudeMSL = s.altitudeMSL }
+      if geoidSeparation == nil { geoidSeparation = s.geoidSeparation }
+      if ggaHDOP == nil { ggaHDOP = s.hdop }
+      if satellitesUsed == nil, sentence.talker == .multiGNSS || s.coordinate != nil { satellitesUsed = s.satellitesUsed }
+    case .gsa(let s):
+      if let m = s.mode { gsaMode = max(gsaMode ?? .unknown, m) }
+      if let p = s.pdop { pdop = p }
+      if let h = s.hdop { hdop = h }
+      if let v = s.vdop { vdop = v }
+      usedSeen = true
+      let system = s.system ?? sentence.talker?.constellation
+      for index in 0..<s.satelliteCount {
+        let id = s.satelliteID(at: index)
+        guard let constellation = Self.constellation(of: id, talker: system, isGSA: true) else { continue }
+        used.append(Self.key(constellation, id))
+      }
+    case .gsv(let s):
+      skySeen = true
+      for index in 0..<s.entryCount {
+        guard let entry = s.entry(at: index),
+          let constellation = Self.constellation(of: entry.id, talker: sentence.talker?.constellation, isGSA: false)
+        else { continue }
+        if let index = sky.firstIndex(where: { $0.constellation == constellation && $0.prn == entry.id }) {
+          if let snr = entry.snr, snr > (sky[index].snr ?? -1) { sky[index].snr = snr }
+          if sky[index].elevation == nil { sky[index].elevation = entry.elevation }
+          if sky[index].azimuth == nil { sky[index].azimuth = entry.azimuth }
+        } else {
+          sky.append(
+            Satellite(
+              constellation: constellation, prn: entry.id, elevation: entry.elevation, azimuth: entry.azimuth,
+              snr: entry.snr, signalID: s.signalID))
+        }
+      }
+    case .vtg(let s):
+      if let c = s.courseOverGround { vtgCourse = c }
+      if let k = s.speedOverGroundKnots { vtgKnots = k }
+      if let k = s.speedOverGroundKmh { speedKmh = k }
+    case .zda(let s):
+      if let d = s.date { acceptDate(d) }
+    case .gst(let s):
+      errors = s.estimates
+    case .proprietary, .unsupported:
+      break
+    }
+  }
+
+  private mutating func acceptDate(_ candidate: Int) {
+    if let last = lastDate, candidate < last - 1 { return }
+    date = candidate
+  }
+
+  private static func key(_ constellation: Constellation, _ prn: Int) -> UInt32 {
+    UInt32(constellation.rawValue) << 16 | UInt32(truncatingIfNeeded: prn & 0xFFFF)
+  }
+
+  /// The constellation of satellite `id` given the sentence's talker (or GSA system ID).
+  static func constellation(of id: Int, talker: Constellation?, isGSA: Bool) -> Constellation? {
+    switch talker {
+    case .gps?:
+      // GPS talkers also report SBAS (33-64) and, on some receivers, QZSS (193-200).
+      if (33...64).contains(id) || (120...158).contains(id) { return .sbas }
+      if (193...200).contains(id) { return .qzss }
+      return .gps
+    case let c?:
+      return c
+    case nil:
+      return Constellation(nmeaSatelliteID: id)
+    }
+  }
+
+  private mutating func buildFix() -> Fix {
+    var fix = Fix()
+    fix.timeOfDay = timeOfDay
+    // Date: this epoch's, or the last one carried over midnight.
+    var day = date
+    if day == nil, let lastDate, let lastTimeOfDay, let tod = timeOfDay {
+      day = tod < lastTimeOfDay - 43_200_000 ? lastDate + 1 : lastDate
+    }
+    if let day, let tod = timeOfDay {
+      fix.time = Int64(day) * 86_400_000 + Int64(tod)
+      lastDate = day
+      lastTimeOfDay = tod
+    } else if let day {
+      lastDate = day
+    }
+
+    let coordinate = ggaCoordinate ?? otherCoordinate
+    var mode: FixMode
+    if let gsaMode {
+      if gsaMode >= .fix2D && invalid && !valid {
+        mode = .noFix
+      } else if gsaMode == .noFix && valid && !invalid {
+        mode = altitudeMSL != nil && quality != nil ? .fix3D : .fix2D
+      } else {
+        mode = gsaMode
+      }
+    } else if valid && !invalid {
+      mode = altitudeMSL != nil && (quality != nil || seen & (1 << 7) != 0) ? .fix3D : .fix2D
+    } else if valid || invalid {
+      mode = invalid ? .noFix : .fix2D
+    } else {
+      mode = .unknown
+    }
+    if mode >= .fix2D && coordinate == nil { mode = .noFix }
+    if mode == .fix3D && altitudeMSL == nil { mode = .fix2D }
+    fix.mode = mode
+    fix.quality = quality ?? modeQuality ?? (invalid && !valid ? .invalid : nil)
+    if let n = navigationalStatus { fix.navigationalStatus = String(UnicodeScalar(n)) }
+
+    if mode >= .fix2D {
+      fix.coordinate = coordinate
+      if let knots = speedKnots ?? vtgKnots {
+        fix.speedOverGround = knots * Self.knotsToMetresPerSecond
+      } else if let kmh = speedKmh {
+        fix.speedOverGround = kmh / 3.6
+      }
+      fix.courseOverGround = course ?? vtgCourse
+      fix.magneticVariation = magneticVariation
+      fix.geoidSeparation = geoidSeparation
+      fix.dgpsAge = dgpsAge
+      fix.dgpsStation = dgpsStation
+      fix.errorEstimates = errors
+    }
+    if mode == .fix3D {
+      fix.altitudeMSL = altitudeMSL
+      if let time = fix.time, let altitude = altitudeMSL {
+        if let last = lastAltitude, time > last.time, time - last.time <= 60_000 {
+          fix.climb = (altitude - last.altitude) * 1000 / Double(time - last.time)
+        }
+        lastAltitude = (time, altitude)
+      }
+    } else {
+      lastAltitude = nil
+    }
+    fix.hdop = hdop ?? ggaHDOP
+    fix.vdop = vdop
+    fix.pdop = pdop
+    fix.satellitesUsed = satellitesUsed ?? (usedSeen ? used.count : nil)
+
+    if skySeen { lastSky = sky }
+    var satellites = lastSky
+    if usedSeen {
+      for i in satellites.indices {
+        satellites[i].used = used.contains(Self.key(satellites[i].constellation, satellites[i].prn))
+      }
+      lastSky = satellites
+    }
+    fix.satellites = satellites
+    return fix
+  }
+
+  private mutating func resetEpoch() {
+    started = false
+    timeOfDay = nil
+    seen = 0
+    date = nil
+    ggaCoordinate = nil
+    otherCoordinate = nil
+    quality = nil
+    modeQuality = nil
+    gsaMode = nil
+    valid = false
+    invalid = false
+    altitudeMSL = nil
+    geoidSeparation = nil
+    speedKnots = nil
+    speedKmh = nil
+    vtgKnots = nil
+    course = nil
+    vtgCourse = nil
+    magneticVariation = nil
+    hdop = nil
+    ggaHDOP = nil
+    vdop = nil
+    pdop = nil
+    satellitesUsed = nil
+    sky.removeAll(keepingCapacity: true)
+    skySeen = false
+    used.removeAll(keepingCapacity: true)
+    usedSeen = false
+    errors = nil
+    navigationalStatus = nil
+    dgpsAge = nil
+    dgpsStation = nil
+  }
+}
+
+extension NMEASentence.Payload {
+  /// The sentence's bit in the epoch's "seen" mask and whether its type is a fix sentence that
+  /// carries a time field. Reads only the case, so no payload is copied.
+  var epochInfo: (bit: UInt16, timed: Bool) {
+    switch self {
+    case .gga: return (1 << 0, true)
+    case .rmc: return (1 << 1, true)
+    case .gll: return (1 << 2, true)
+    case .gns: return (1 << 7, true)
+    case .zda: return (1 << 6, false)
+    case .gst: return (1 << 8, false)
+    case .gsa: return (1 << 3, false)
+    case .gsv: return (1 << 4, false)
+    case .vtg: return (1 << 5, false)
+    case .proprietary, .unsupported: return (0, false)
+    }
+  }
+}

@@ -1,0 +1,386 @@
+/// Writes a ``Fix`` as the NMEA 0183 sentences a serial GNSS receiver sends for one epoch.
+///
+/// Output per epoch, in the order u-blox receivers use: RMC, VTG, GGA, GSA (one per constellation
+/// used), GSV (per constellation in view), then ZDA when enabled. Every sentence is framed as
+/// `$<talker><formatter>,<fields>*<checksum>\r\n`: the checksum is the XOR of all bytes between
+/// `$` and `*`, in two upper-case hexadecimal digits.
+///
+/// Field formats follow NMEA 0183 4.10 as receivers send them:
+/// - latitude `ddmm.mmmmmm`, longitude `dddmm.mmmmmm` (six decimals of minutes, so the position
+///   survives a round trip within 2e-8 degrees), hemisphere `N`/`S`, `E`/`W`;
+/// - time of day `hhmmss.ss` (three decimals when the time has a millisecond part), date `ddmmyy`;
+/// - speed over ground in knots (RMC, VTG) and km/h (VTG), course over ground in degrees true;
+/// - every value the ``Fix`` does not know (`nil`) is an empty field, never `0`.
+///
+/// The encoder is pure: no I/O, no clock. A ``Fix`` without a position still produces RMC (status
+/// `V`), GGA (quality 0) and GSA (mode 1), as a receiver without a fix does.
+public struct NMEAEncoder: Sendable, Hashable {
+  /// The talker identifier for the position sentences (RMC, VTG, GGA, ZDA) and single-system GSA.
+  public enum Talker: String, Sendable, Hashable, CaseIterable {
+    /// `GP`: a GPS-only receiver (NMEA 0183 up to 4.00 style).
+    case gps = "GP"
+    /// `GN`: a multi-GNSS receiver combining constellations (NMEA 0183 4.10 style).
+    case multiGNSS = "GN"
+  }
+
+  /// The sentence types the encoder writes for an epoch.
+  public struct SentenceSet: OptionSet, Sendable, Hashable {
+    /// Bit mask value.
+    public let rawValue: Int
+    /// Creates a set from its bit mask.
+    public init(rawValue: Int) { self.rawValue = rawValue }
+    /// RMC: recommended minimum (time, date, status, position, speed, course, magnetic variation).
+    public static let rmc = SentenceSet(rawValue: 1 << 0)
+    /// VTG: course and speed over ground.
+    public static let vtg = SentenceSet(rawValue: 1 << 1)
+    /// GGA: time, position, quality, satellites used, HDOP, altitude, geoid separation.
+    public static let gga = SentenceSet(rawValue: 1 << 2)
+    /// GSA: fix mode, satellites used, PDOP/HDOP/VDOP.
+    public static let gsa = SentenceSet(rawValue: 1 << 3)
+    /// GSV: satellites in view with elevation, azimuth and SNR.
+    public static let gsv = SentenceSet(rawValue: 1 << 4)
+    /// ZDA: time and date.
+    public static let zda = SentenceSet(rawValue: 1 << 5)
+    /// RMC, VTG, GGA, GSA, GSV: what a typical receiver sends by default.
+    public static let standard: SentenceSet = [.rmc, .vtg, .gga, .gsa, .gsv]
+    /// ``standard`` plus ZDA.
+    public static let all: SentenceSet = [.standard, .zda]
+  }
+
+  /// Talker of the position sentences; GSV always uses each constellation's own talker.
+  public var talker: Talker
+  /// Which sentences to write per epoch.
+  public var sentences: SentenceSet
+
+  /// Creates an encoder.
+  ///
+  /// - Parameters:
+  ///   - talker: `GP` (default) or `GN`. With `GN`, or whenever satellites of more than one
+  ///     system are used, GSA is written once per system with the NMEA 4.10 system ID field.
+  ///   - sentences: the sentence types to write, ``SentenceSet/standard`` by default.
+  public init(talker: Talker = .gps, sentences: SentenceSet = .standard) {
+    self.talker = talker
+    self.sentences = sentences
+  }
+
+  /// Encodes one epoch as framed sentences, each ending in CRLF, in output order.
+  public func encode(_ fix: Fix) -> [String] {
+    var lines: [String] = []
+    if sentences.contains(.rmc) { lines.append(Self.frame(rmcBody(fix))) }
+    if sentences.contains(.vtg) { lines.append(Self.frame(vtgBody(fix))) }
+    if sentences.contains(.gga) { lines.append(Self.frame(ggaBody(fix))) }
+    if sentences.contains(.gsa) { lines += gsaBodies(fix).map(Self.frame) }
+    if sentences.contains(.gsv) { lines += Self.gsvBodies(fix).map(Self.frame) }
+    if sentences.contains(.zda), let body = zdaBody(fix) { lines.append(Self.frame(body)) }
+    return lines
+  }
+
+  /// Encodes one epoch and appends its bytes (all sentences, CRLF-terminated) to `buffer`.
+  public func encode(_ fix: Fix, into buffer: inout [UInt8]) {
+    for line in encode(fix) { buffer.append(contentsOf: line.utf8) }
+  }
+
+  // MARK: Framing
+
+  /// The NMEA 0183 checksum: XOR of every byte of `body` (the text between `$` and `*`).
+  public static func checksum(_ body: some Sequence<UInt8>) -> UInt8 {
+    body.reduce(0, ^)
+  }
+
+  /// Frames a sentence body (e.g. `GPGGA,...`, without `$`) as `$body*HH\r\n`, `HH` upper-case hex.
+  public static func frame(_ body: String) -> String {
+    let sum = checksum(body.utf8)
+    let digits: [Character] = Array("0123456789ABCDEF")
+    return "$" + body + "*" + String(digits[Int(sum >> 4)]) + String(digits[Int(sum & 0x0F)])
+      + "\r\n"
+  }
+
+  // MARK: Sentences
+
+  /// The RMC body: `xxRMC,time,status,lat,N/S,lon,E/W,knots,course,ddmmyy,magvar,E/W,mode[,navstatus]`.
+  public func rmcBody(_ fix: Fix) -> String {
+    let position = fix.mode.hasPosition ? fix.coordinate : nil
+    var fields = [talker.rawValue + "RMC", Self.timeField(fix)]
+    fields.append(position == nil ? "V" : "A")
+    fields += Self.positionFields(position)
+    fields.append(fix.speedOverGround.map { Self.decimal($0 * 3600 / 1852, places: 3) } ?? "")
+    fields.append(fix.courseOverGround.map { Self.decimal($0, places: 2) } ?? "")
+    fields.append(Self.dateField(fix))
+    if let variation = fix.magneticVariation {
+      fields.append(Self.decimal(abs(variation), places: 1))
+      fields.append(variation < 0 ? "W" : "E")
+    } else {
+      fields += ["", ""]
+    }
+    fields.append(Self.modeIndicator(fix))
+    if let status = fix.navigationalStatus { fields.append(status) }
+    return fields.joined(separator: ",")
+  }
+
+  /// The VTG body: `xxVTG,course,T,,M,knots,N,km/h,K,mode` (magnetic course left empty).
+  public func vtgBody(_ fix: Fix) -> String {
+    let course = fix.courseOverGround.map { Self.decimal($0, places: 2) } ?? ""
+    let knots = fix.speedOverGround.map { Self.decimal($0 * 3600 / 1852, places: 3) } ?? ""
+    let kmh = fix.speedOverGround.map { Self.decimal($0 * 3.6, places: 3) } ?? ""
+    return [
+      talker.rawValue + "VTG", course, "T", "", "M", knots, "N", kmh, "K", Self.modeIndicator(fix),
+    ]
+    .joined(separator: ",")
+  }
+
+  /// The GGA body: `xxGGA,time,lat,N/S,lon,E/W,quality,used,hdop,alt,M,sep,M,age,station`.
+  ///
+  /// Altitude is written only for a 3D fix (a 2D fix leaves it empty, as receivers do); quality
+  /// is the ``Fix/quality`` or, when unknown, 1 with a position and 0 without.
+  public func ggaBody(_ fix: Fix) -> String {
+    let position = fix.mode.hasPosition ? fix.coordinate : nil
+    var fields = [talker.rawValue + "GGA", Self.timeField(fix)]
+    fields += Self.positionFields(position)
+    let quality = fix.quality?.rawValue ?? (position == nil ? 0 : 1)
+    fields.append(String(quality))
+    fields.append(fix.satellitesUsed.map { Self.padded($0, width: 2) } ?? "")
+    fields.append(fix.hdop.map { Self.decimal($0, places: 2) } ?? "")
+    let altitude = fix.mode == .fix3D ? fix.altitudeMSL : nil
+    fields.append(altitude.map { Self.decimal($0, places: 2) } ?? "")
+    fields.append(altitude == nil ? "" : "M")
+    fields.append(fix.geoidSeparation.map { Self.decimal($0, places: 2) } ?? "")
+    fields.append(fix.geoidSeparation == nil ? "" : "M")
+    fields.append(fix.dgpsAge.map { Self.decimal($0, places: 1) } ?? "")
+    fields.append(fix.dgpsStation.map { Self.padded($0, width: 4) } ?? "")
+    return fields.joined(separator: ",")
+  }
+
+  /// The GSA bodies: `xxGSA,A,mode,prn×12,pdop,hdop,vdop[,systemID]`.
+  ///
+  /// One sentence for a GPS-only epoch with talker `GP`; otherwise one `GNGSA` per system used
+  /// (GPS and SBAS share system 1), carrying the NMEA 4.10 system ID (1 GPS, 2 GLONASS,
+  /// 3 Galileo, 4 BeiDou, 5 QZSS, 6 NavIC). More than 12 satellites of a system take several
+  /// sentences.
+  public func gsaBodies(_ fix: Fix) -> [String] {
+    let mode: Int
+    switch fix.mode {
+    case .fix3D: mode = 3
+    case .fix2D: mode = 2
+    case .unknown, .noFix: mode = 1
+    }
+    let dops = [fix.pdop, fix.hdop, fix.vdop].map { $0.map { Self.decimal($0, places: 2) } ?? "" }
+    var bySystem: [(system: Int, prns: [Int])] = []
+    for satellite in fix.satellites where satellite.used {
+      guard let system = Self.systemID(satellite.constellation) else { continue }
+      if let index = bySystem.firstIndex(where: { $0.system == system }) {
+        bySystem[index].prns.append(satellite.prn)
+      } else {
+        bySystem.append((system, [satellite.prn]))
+      }
+    }
+    let multiSystem = talker == .multiGNSS || bySystem.contains { $0.system != 1 }
+    if bySystem.isEmpty { bySystem = [(1, [])] }
+    var bodies: [String] = []
+    for (system, prns) in bySystem {
+      var chunks = stride(from: 0, to: prns.count, by: 12).map {
+        Array(prns[$0..<min($0 + 12, prns.count)])
+      }
+      if chunks.isEmpty { chunks = [[]] }
+      for chunk in chunks {
+        var fields = [(multiSystem ? "GN" : talker.rawValue) + "GSA", "A", String(mode)]
+        for slot in 0..<12 {
+          fields.append(slot < chunk.count ? Self.padded(chunk[slot], width: 2) : "")
+        }
+        fields += dops
+        if multiSystem { fields.append(String(system, radix: 16, uppercase: true)) }
+        bodies.append(fields.joined(separator: ","))
+      }
+    }
+    return bodies
+  }
+
+  /// The GSV bodies: `ttGSV,total,number,inView,(prn,elev,az,snr)×≤4[,signalID]` per constellation.
+  ///
+  /// Each constellation uses its own talker (GP for GPS and SBAS, GL, GA, GB, GQ, GI); `total` is
+  /// the number of GSV sentences of that constellation, `number` is 1-based, `inView` counts the
+  /// constellation's satellites. An epoch without satellites gives `GPGSV,1,1,00`.
+  public static func gsvBodies(_ fix: Fix) -> [String] {
+    var groups: [(talker: String, satellites: [Satellite])] = []
+    for satellite in fix.satellites {
+      guard let talker = gsvTalker(satellite.constellation) else { continue }
+      if let index = groups.firstIndex(where: { $0.talker == talker }) {
+        groups[index].satellites.append(satellite)
+      } else {
+        groups.append((talker, [satellite]))
+      }
+    }
+    if groups.isEmpty { return ["GPGSV,1,1,00"] }
+    var bodies: [String] = []
+    for (talker, satellites) in groups {
+      let total = (satellites.count + 3) / 4
+      let signalID = satellites.first?.signalID
+      for number in 1...total {
+        var fields = [
+          talker + "GSV", String(total), String(number), padded(satellites.count, width: 2),
+        ]
+        for satellite in satellites[((number - 1) * 4)..<min(number * 4, satellites.count)] {
+          fields.append(padded(satellite.prn, width: 2))
+          fields.append(integerField(satellite.elevation, width: 2))
+          fields.append(integerField(satellite.azimuth, width: 3))
+          fields.append(integerField(satellite.snr, width: 2))
+        }
+        if let signalID { fields.append(String(signalID, radix: 16, uppercase: true)) }
+        bodies.append(fields.joined(separator: ","))
+      }
+    }
+    return bodies
+  }
+
+  /// The ZDA body: `xxZDA,hhmmss.ss,dd,mm,yyyy,00,00`; `nil` when the fix has no date.
+  public func zdaBody(_ fix: Fix) -> String? {
+    guard let time = fix.time else { return nil }
+    let (year, month, day) = Self.civilDate(milliseconds: time)
+    return [
+      talker.rawValue + "ZDA", Self.timeField(fix), padded2(day), padded2(month),
+      Self.padded(year, width: 4), "00", "00",
+    ].joined(separator: ",")
+  }
+
+  // MARK: Fields
+
+  /// `ddmm.mmmmmm,N,dddmm.mmmmmm,E`, or four empty fields for `nil` or an invalid coordinate.
+  public static func positionFields(_ coordinate: Coordinate?) -> [String] {
+    guard let coordinate, coordinate.isValid else { return ["", "", "", ""] }
+    return [
+      angle(abs(coordinate.latitude), degreeDigits: 2), coordinate.latitude < 0 ? "S" : "N",
+      angle(abs(coordinate.longitude), degreeDigits: 3), coordinate.longitude < 0 ? "W" : "E",
+    ]
+  }
+
+  /// Degrees as `d…dmm.mmmmmm` with `degreeDigits` zero-padded degree digits (2 for latitude,
+  /// 3 for longitude) and six decimals of minutes; `value` must be non-negative and finite.
+  public static func angle(_ value: Double, degreeDigits: Int) -> String {
+    // Work in millionths of a minute so rounding never produces "60.000000" minutes.
+    let micro = Self.roundedInteger(value * 60_000_000) ?? 0
+    let degrees = micro / 60_000_000
+    let minutes = micro % 60_000_000
+    let whole = minutes / 1_000_000
+    let fraction = minutes % 1_000_000
+    return padded(Int(degrees), width: degreeDigits) + padded(Int(whole), width: 2) + "."
+      + padded(Int(fraction), width: 6)
+  }
+
+  /// UTC time of day as `hhmmss.ss` (`hhmmss.sss` when the milliseconds are not a multiple of
+  /// ten), from ``Fix/time`` or ``Fix/timeOfDay``; empty when both are `nil`.
+  public static func timeField(_ fix: Fix) -> String {
+    let milliseconds: Int64
+    if let time = fix.time {
+      milliseconds = ((time % 86_400_000) + 86_400_000) % 86_400_000
+    } else if let timeOfDay = fix.timeOfDay {
+      milliseconds = Int64(timeOfDay)
+    } else {
+      return ""
+    }
+    let seconds = Int(milliseconds / 1000)
+    let millis = Int(milliseconds % 1000)
+    // A leap second (time of day 86_400_000...86_400_999) is written as 23:59:60.
+    let clock =
+      seconds >= 86_400
+      ? "235960" : padded2(seconds / 3600) + padded2(seconds / 60 % 60) + padded2(seconds % 60)
+    if millis % 10 == 0 { return clock + "." + padded2(millis / 10) }
+    return clock + "." + padded(millis, width: 3)
+  }
+
+  /// UTC date as `ddmmyy` from ``Fix/time``; empty when `nil`.
+  public static func dateField(_ fix: Fix) -> String {
+    guard let time = fix.time else { return "" }
+    let (year, month, day) = civilDate(milliseconds: time)
+    return padded2(day) + padded2(month) + padded2(((year % 100) + 100) % 100)
+  }
+
+  /// Year, month (1-12) and day (1-31) of a UTC time in milliseconds since 1970 (proleptic
+  /// Gregorian calendar; Howard Hinnant's `civil_from_days`).
+  public static func civilDate(milliseconds: Int64) -> (year: Int, month: Int, day: Int) {
+    let days =
+      milliseconds >= 0 ? milliseconds / 86_400_000 : (milliseconds - 86_399_999) / 86_400_000
+    let z = days + 719_468
+    let era = (z >= 0 ? z : z - 146_096) / 146_097
+    let doe = z - era * 146_097
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+    let mp = (5 * doy + 2) / 153
+    let day = doy - (153 * mp + 2) / 5 + 1
+    let month = mp < 10 ? mp + 3 : mp - 9
+    let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
+    return (Int(year), Int(month), Int(day))
+  }
+
+  /// A non-negative or negative number with exactly `places` decimals, rounded half away from zero.
+  public static func decimal(_ value: Double, places: Int) -> String {
+    guard value.isFinite else { return "" }
+    var scale: Int64 = 1
+    for _ in 0..<places { scale *= 10 }
+    guard let scaled = roundedInteger(abs(value) * Double(scale)) else { return "" }
+    let sign = value < 0 && scaled != 0 ? "-" : ""
+    let whole = String(scaled / scale)
+    guard places > 0 else { return sign + whole }
+    return sign + whole + "." + padded(Int(scaled % scale), width: places)
+  }
+
+  /// `value` in decimal, left-padded with zeros to `width` digits (negative values keep their sign).
+  public static func padded(_ value: Int, width: Int) -> String {
+    let digits = String(abs(value))
+    let padding = String(repeating: "0", count: max(0, width - digits.count))
+    return (value < 0 ? "-" : "") + padding + digits
+  }
+
+  /// `value` rounded half away from zero, or `nil` when it is not finite or beyond ±1e15.
+  /// (Written without libm so the module needs no math library.)
+  static func roundedInteger(_ value: Double) -> Int64? {
+    guard value.isFinite, abs(value) < 1e15 else { return nil }
+    return value >= 0 ? Int64(value + 0.5) : -Int64(-value + 0.5)
+  }
+
+  /// An optional value as a rounded, zero-padded integer field; empty when unknown.
+  static func integerField(_ value: Double?, width: Int) -> String {
+    guard let value, let integer = roundedInteger(value) else { return "" }
+    return padded(Int(integer), width: width)
+  }
+
+  private static func padded2(_ value: Int) -> String { padded(value, width: 2) }
+  private func padded2(_ value: Int) -> String { Self.padded(value, width: 2) }
+
+  /// RMC/VTG mode indicator (NMEA 2.3+): `N` no fix, `A` autonomous, `D` differential,
+  /// `E` dead reckoning, `M` manual, `S` simulator.
+  static func modeIndicator(_ fix: Fix) -> String {
+    guard fix.mode.hasPosition, fix.coordinate != nil else { return "N" }
+    switch fix.quality {
+    case .dgps?, .rtkFixed?, .rtkFloat?: return "D"
+    case .deadReckoning?: return "E"
+    case .manual?: return "M"
+    case .simulator?: return "S"
+    default: return "A"
+    }
+  }
+
+  /// NMEA 4.10 GSA/GSV system ID of a constellation; `nil` for IMES, which NMEA does not cover.
+  static func systemID(_ constellation: Constellation) -> Int? {
+    switch constellation {
+    case .gps, .sbas: return 1
+    case .glonass: return 2
+    case .galileo: return 3
+    case .beidou: return 4
+    case .qzss: return 5
+    case .navic: return 6
+    case .imes: return nil
+    }
+  }
+
+  /// The GSV talker of a constellation.
+  static func gsvTalker(_ constellation: Constellation) -> String? {
+    switch constellation {
+    case .gps, .sbas: return "GP"
+    case .glonass: return "GL"
+    case .galileo: return "GA"
+    case .beidou: return "GB"
+    case .qzss: return "GQ"
+    case .navic: return "GI"
+    case .imes: return nil
+    }
+  }
+}

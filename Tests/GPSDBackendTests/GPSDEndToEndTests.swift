@@ -1,0 +1,336 @@
+import Foundation
+import GPSDBackend
+import Glibc
+import LocationCore
+import LocationTestKit
+import NMEA
+import Testing
+
+/// Simulated GPS hardware -> real gpsd (private port) -> GPSDBackend.
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct GPSDEndToEndTests {
+  /// Starts the receiver writing the test route at 10 Hz, recording what it writes.
+  private func startReceiver(
+    _ name: String, log: WriteLog, deviceMode: mode_t? = nil, fix: (@Sendable (Int) -> Fix?)? = nil
+  ) throws -> SimulatedReceiver {
+    let receiver = try SimulatedReceiver(
+      linkPath: temporaryLinkPath(name), deviceMode: deviceMode, onWrite: { log.record($0) })
+    let make = fix ?? { routeFix($0) }
+    try receiver.start(rate: 10) { elapsed in make(Int((elapsed * 10).rounded())) }
+    return receiver
+  }
+
+  @Test func fixesMatchTheWrittenRouteAndGpspipeSeesTheSame() async throws {
+    let log = WriteLog()
+    let receiver = try startReceiver("route", log: log)
+    defer { receiver.stop() }
+    let gpsd = try PrivateGPSD(device: receiver.linkPath)
+    try gpsd.start()
+    defer { gpsd.stop() }
+
+    let backend = try GPSDBackend(uri: "gpsd://127.0.0.1:\(gpsd.port)")
+    let collector = EventCollector(backend)
+    try await backend.start()
+    let gotFixes = await collector.wait(timeout: 10) { events in
+      events.filter { if case .location = $0.event { return true } else { return false } }.count
+        >= 30
+    }
+    await backend.stop()
+    #expect(gotFixes, "30 fixes within 10 s; statuses: \(collector.statuses.map(\.status))")
+
+    let locations = collector.locations.map(\.location)
+    try #require(locations.count >= 30)
+    var previous: Int64 = .min
+    for location in locations {
+      let fix = location.fix
+      let time = try #require(fix.time)
+      #expect(time > previous, "one fix per epoch, in order")
+      previous = time
+      let written = try #require(log[time], "fix time \(time) was written")
+      let expected = try #require(written.fix.coordinate)
+      let coordinate = try #require(fix.coordinate)
+      #expect(abs(coordinate.latitude - expected.latitude) < 1e-6)
+      #expect(abs(coordinate.longitude - expected.longitude) < 1e-6)
+      #expect(fix.mode == .fix3D)
+      #expect(location.provenance.backend == "gpsd://127.0.0.1:\(gpsd.port)")
+      #expect(location.provenance.source == receiver.linkPath)
+      #expect(location.provenance.isSimulated == false)
+    }
+    // Beyond position: altitude, speed and course as written (NMEA field precision).
+    let last = try #require(locations.last?.fix)
+    let lastTime = try #require(last.time)
+    let written = try #require(log[lastTime]).fix
+    #expect(abs((last.altitudeMSL ?? .nan) - (written.altitudeMSL ?? 0)) < 0.006)
+    #expect(abs((last.speedOverGround ?? .nan) - 12.5) < 0.001)
+    #expect(abs((last.courseOverGround ?? .nan) - 45.0) < 0.006)
+    #expect(last.hdop == 0.9)
+    #expect(last.satellites.count == 5 && last.satellites.filter(\.used).count == 4)
+    // The status sequence starts connecting -> connected.
+    #expect(collector.statuses.prefix(2).map(\.status) == [.connecting, .connected])
+    #expect(await collector.wait(timeout: 1) { _ in collector.statuses.last?.status == .stopped })
+
+    // gpspipe on the same gpsd sees the same positions.
+    let tpvs = try gpspipeTPVs(port: gpsd.port, count: 40)
+    #expect(tpvs.count >= 10)
+    for tpv in tpvs {
+      let written = try #require(log[tpv.time], "gpspipe time \(tpv.time) was written")
+      let expected = try #require(written.fix.coordinate)
+      #expect(abs(tpv.latitude - expected.latitude) < 1e-6)
+      #expect(abs(tpv.longitude - expected.longitude) < 1e-6)
+    }
+  }
+
+  @Test func gpsdRestartIsRecoveredWithoutClientActionAndWithoutSpinning() async throws {
+    let log = WriteLog()
+    let receiver = try startReceiver("restart", log: log)
+    defer { receiver.stop() }
+    let gpsd = try PrivateGPSD(device: receiver.linkPath)
+    try gpsd.start()
+    defer { gpsd.stop() }
+    let backend = try GPSDBackend(uri: "gpsd://127.0.0.1:\(gpsd.port)")
+    let collector = EventCollector(backend)
+    try await backend.start()
+    #expect(await collector.wait(timeout: 10) { _ in collector.locations.count >= 5 })
+
+    // Crash gpsd while the client watches.
+    let killedAt = SimulatedReceiver.monotonicNanoseconds()
+    gpsd.kill()
+    #expect(
+      await collector.wait(timeout: 2) { _ in
+        collector.statuses.contains { $0.status == .disconnected }
+      })
+    let disconnectedAt = try #require(collector.statuses.first { $0.status == .disconnected }?.at)
+    #expect(disconnectedAt >= killedAt)
+    // Outage: the connection thread's CPU time while gpsd is down (it retries with backoff and
+    // sleeps in poll in between). A busy loop would use about the whole 1.5 s.
+    let cpuBefore = try #require(backend.connectionThreadCPUTime)
+    try await Task.sleep(for: .milliseconds(1500))
+    let cpuDuring = try #require(backend.connectionThreadCPUTime) - cpuBefore
+    #expect(
+      cpuDuring < .milliseconds(15),
+      "connection thread used \(cpuDuring) of CPU during a 1.5 s outage")
+    let locationsBeforeRestart = collector.locations.count
+
+    let restartingAt = SimulatedReceiver.monotonicNanoseconds()
+    try gpsd.start()
+    let restartedAt = SimulatedReceiver.monotonicNanoseconds()
+    let resumed = await collector.wait(timeout: 5) { _ in
+      collector.locations.count > locationsBeforeRestart
+    }
+    #expect(resumed)
+    let firstAfter = try #require(collector.locations.dropFirst(locationsBeforeRestart).first)
+    let resumeSeconds = Double(firstAfter.at - restartedAt) / 1e9
+    #expect(resumeSeconds < 2.0, "fixes resumed \(resumeSeconds) s after gpsd restarted")
+    // Status: ... connected, disconnected, (connected) ... in that order, and fixes are fresh.
+    let statuses = collector.statuses.map(\.status)
+    let disconnectIndex = try #require(statuses.firstIndex(of: .disconnected))
+    #expect(statuses[..<disconnectIndex].contains(.connected))
+    #expect(statuses[disconnectIndex...].contains(.connected))
+    let firstAfterTime = try #require(firstAfter.location.fix.time)
+    let written = try #require(log[firstAfterTime])
+    // Epochs written during the outage are not replayed to the new gpsd: the first fix after the
+    // restart was written at most about one epoch before gpsd started.
+    #expect(
+      written.finishedAt + 150_000_000 > restartingAt, "the first fix after the restart is fresh")
+    await backend.stop()
+  }
+
+  @Test func backendStartedBeforeGPSDConnectsWhenItAppears() async throws {
+    let log = WriteLog()
+    let receiver = try startReceiver("late", log: log)
+    defer { receiver.stop() }
+    let gpsd = try PrivateGPSD(device: receiver.linkPath)
+    defer { gpsd.stop() }
+    let backend = try GPSDBackend(uri: "gpsd://127.0.0.1:\(gpsd.port)")
+    let collector = EventCollector(backend)
+    try await backend.start()
+    #expect(
+      await collector.wait(timeout: 2) { _ in
+        collector.statuses.contains { $0.status == .disconnected }
+      })
+    let cpuBefore = try #require(backend.connectionThreadCPUTime)
+    try await Task.sleep(for: .seconds(1))
+    let cpuWaiting = try #require(backend.connectionThreadCPUTime) - cpuBefore
+    #expect(cpuWaiting < .milliseconds(10), "waiting for gpsd used \(cpuWaiting) of CPU")
+    #expect(collector.locations.isEmpty)
+
+    try gpsd.start()
+    #expect(await collector.wait(timeout: 8) { _ in !collector.locations.isEmpty })
+    let statuses = collector.statuses.map(\.status)
+    #expect(statuses.first == .connecting)
+    #expect(Array(statuses.drop { $0 != .disconnected }.prefix(2)) == [.disconnected, .connected])
+    let fix = try #require(collector.locations.first?.location.fix)
+    let fixTime = try #require(fix.time)
+    let written = try #require(log[fixTime]).fix
+    #expect(
+      fix.coordinate.map { abs($0.latitude - (written.coordinate?.latitude ?? 0)) < 1e-6 } == true)
+    await backend.stop()
+  }
+
+  @Test func stopReleasesTheWatchOnGPSD() async throws {
+    let log = WriteLog()
+    let receiver = try startReceiver("release", log: log)
+    defer { receiver.stop() }
+    let gpsd = try PrivateGPSD(device: receiver.linkPath)
+    try gpsd.start()
+    defer { gpsd.stop() }
+    // Let gpsd settle: the readiness probe's own connection must be gone.
+    #expect(await waitUntil(timeout: 2) { gpsd.clientConnectionCount() == 0 })
+
+    let backend = try GPSDBackend(uri: "gpsd://127.0.0.1:\(gpsd.port)")
+    let collector = EventCollector(backend)
+    try await backend.start()
+    #expect(await collector.wait(timeout: 10) { _ in collector.locations.count >= 3 })
+    #expect(gpsd.clientConnectionCount() == 1, "the backend watches gpsd")
+
+    await backend.stop()
+    // stop() returns after WATCH disable and gps_close: gpsd's side of the connection goes away.
+    #expect(await waitUntil(timeout: 2) { gpsd.clientConnectionCount() == 0 })
+    #expect(await collector.wait(timeout: 1) { _ in collector.statuses.last?.status == .stopped })
+    let countAfterStop = collector.locations.count
+    try await Task.sleep(for: .milliseconds(500))
+    #expect(collector.locations.count == countAfterStop, "no fixes after stop")
+
+    // Tracking again reconnects and watches again.
+    try await backend.start()
+    #expect(
+      await collector.wait(timeout: 10) { _ in collector.locations.count >= countAfterStop + 3 })
+    #expect(gpsd.clientConnectionCount() == 1)
+    await backend.stop()
+    #expect(await waitUntil(timeout: 2) { gpsd.clientConnectionCount() == 0 })
+  }
+
+  @Test func tpvWithoutAltitudeSpeedOrClimbGivesUnknownNotZero() async throws {
+    let log = WriteLog()
+    // A receiver that knows neither altitude nor speed nor course: GGA without altitude, RMC and
+    // VTG with empty speed and course fields.
+    // Every other epoch is a no-fix epoch: gpsd derives a speed from two consecutive positions
+    // when the receiver sends none, and a no-fix epoch in between leaves it nothing to derive from.
+    let receiver = try startReceiver("sparse", log: log) { index in
+      var fix = routeFix(index)
+      if index % 2 == 1 {
+        var noFix = Fix(mode: .noFix)
+        noFix.time = fix.time
+        return noFix
+      }
+      fix.mode = .fix2D
+      fix.altitudeMSL = nil
+      fix.geoidSeparation = nil
+      fix.speedOverGround = nil
+      fix.courseOverGround = nil
+      return fix
+    }
+    defer { receiver.stop() }
+    let gpsd = try PrivateGPSD(device: receiver.linkPath)
+    try gpsd.start()
+    defer { gpsd.stop() }
+    let backend = try GPSDBackend(uri: "gpsd://127.0.0.1:\(gpsd.port)")
+    let collector = EventCollector(backend)
+    try await backend.start()
+    #expect(await collector.wait(timeout: 10) { _ in collector.locations.count >= 10 })
+    await backend.stop()
+    #expect(
+      collector.statuses.contains { $0.status == .noFix }, "no-fix epochs are reported as status")
+    let fixes = collector.locations.map(\.location.fix)
+    try #require(fixes.count >= 10)
+    for fix in fixes {
+      #expect(fix.mode == .fix2D)
+      #expect(fix.coordinate != nil)
+      #expect(fix.altitudeMSL == nil)
+      #expect(fix.altitudeHAE == nil)
+      #expect(fix.climb == nil)
+      #expect(fix.speedOverGround == nil)
+      #expect(fix.courseOverGround == nil)
+    }
+  }
+
+  @Test func silentReceiverIsReportedByTheNoFixTimeoutAndRecovers() async throws {
+    let log = WriteLog()
+    // Fixes for 1 s, silence for 2 s (gpsd stays connected), then fixes again.
+    let receiver = try startReceiver("silent", log: log) { index in
+      (10..<30).contains(index) ? nil : routeFix(index)
+    }
+    defer { receiver.stop() }
+    let gpsd = try PrivateGPSD(device: receiver.linkPath)
+    try gpsd.start()
+    defer { gpsd.stop() }
+    var options = GPSDBackend.Options()
+    options.noFixTimeout = .milliseconds(800)
+    let backend = try GPSDBackend(
+      uri: "gpsd://127.0.0.1:\(gpsd.port)\(receiver.linkPath)", options: options)
+    let collector = EventCollector(backend)
+    try await backend.start()
+    #expect(
+      await collector.wait(timeout: 10) { _ in collector.statuses.contains { $0.status == .noFix } }
+    )
+    let noFixAt = try #require(collector.statuses.first { $0.status == .noFix }?.at)
+    let lastBefore = try #require(collector.locations.last { $0.at < noFixAt })
+    let silence = Double(noFixAt - lastBefore.at) / 1e9
+    #expect(silence >= 0.75 && silence < 1.3, "noFix \(silence) s after the last fix")
+    #expect(
+      !collector.statuses.contains { $0.status == .disconnected }, "gpsd itself stayed connected")
+    #expect(
+      await collector.wait(timeout: 5) { _ in collector.locations.contains { $0.at > noFixAt } })
+    let statuses = collector.statuses.map(\.status)
+    #expect(Array(statuses.drop { $0 != .noFix }.prefix(2)) == [.noFix, .connected])
+    // Watching one device: locations name it.
+    #expect(collector.locations.allSatisfy { $0.location.provenance.source == receiver.linkPath })
+    #expect(
+      collector.locations.first?.location.provenance.backend
+        == "gpsd://127.0.0.1:\(gpsd.port)\(receiver.linkPath)")
+    await backend.stop()
+  }
+}
+
+/// Runs `gpspipe -w -n COUNT localhost:PORT` and returns its TPVs with a position.
+func gpspipeTPVs(port: UInt16, count: Int) throws -> [(
+  time: Int64, latitude: Double, longitude: Double
+)] {
+  let process = Process()
+  process.executableURL = URL(fileURLWithPath: "/usr/bin/gpspipe")
+  process.arguments = ["-w", "-n", String(count), "127.0.0.1:\(port)"]
+  let pipe = Pipe()
+  process.standardOutput = pipe
+  process.standardError = FileHandle.nullDevice
+  try process.run()
+  let data = pipe.fileHandleForReading.readDataToEndOfFile()
+  process.waitUntilExit()
+  var result: [(Int64, Double, Double)] = []
+  for line in data.split(separator: UInt8(ascii: "\n")) {
+    guard let object = try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any],
+      object["class"] as? String == "TPV", let latitude = object["lat"] as? Double,
+      let longitude = object["lon"] as? Double, let timeText = object["time"] as? String,
+      let time = parseISO8601Milliseconds(timeText)
+    else { continue }
+    result.append((time, latitude, longitude))
+  }
+  return result
+}
+
+/// Parses gpsd's `2026-03-14T12:00:00.100Z` into milliseconds since 1970.
+func parseISO8601Milliseconds(_ text: String) -> Int64? {
+  let parts = text.split(whereSeparator: { "-T:Z".contains($0) })
+  guard parts.count == 6, let year = Int(parts[0]), let month = Int(parts[1]),
+    let day = Int(parts[2]),
+    let hour = Int(parts[3]), let minute = Int(parts[4]), let seconds = Double(parts[5])
+  else { return nil }
+  // days_from_civil (Howard Hinnant).
+  let y = month <= 2 ? year - 1 : year
+  let era = (y >= 0 ? y : y - 399) / 400
+  let yoe = y - era * 400
+  let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+  let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+  let days = Int64(era * 146_097 + doe - 719_468)
+  return days * 86_400_000 + Int64(hour * 3_600_000 + minute * 60_000)
+    + Int64((seconds * 1000).rounded())
+}
+
+/// Polls `condition` every 10 ms for at most `timeout` seconds.
+func waitUntil(timeout: Double, _ condition: () -> Bool) async -> Bool {
+  let deadline = SimulatedReceiver.monotonicNanoseconds() + UInt64(timeout * 1e9)
+  while SimulatedReceiver.monotonicNanoseconds() < deadline {
+    if condition() { return true }
+    try? await Task.sleep(for: .milliseconds(10))
+  }
+  return condition()
+}

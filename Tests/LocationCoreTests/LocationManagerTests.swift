@@ -1,0 +1,270 @@
+import LocationCore
+import LocationTestKit
+import NMEA
+import Testing
+
+let alice = ClientID(1)
+let bob = ClientID(2)
+let mallory = ClientID(3)
+
+/// Authorizes uid 1000 and 1001, denies 666, leaves anything else undecided; records each call.
+func makeManager(_ backend: FakeBackend, calls: Recorder<UInt32> = Recorder()) -> LocationManager {
+  LocationManager(backend: backend) { credentials in
+    calls.append(credentials.uid)
+    switch credentials.uid {
+    case 1000, 1001: return .authorized
+    case 666: return .denied
+    default: return .notDetermined
+    }
+  }
+}
+
+func authorize(_ manager: LocationManager, _ client: ClientID, uid: UInt32 = 1000) async
+  -> AuthorizationStatus
+{
+  await manager.requestAuthorization(
+    client: client, credentials: ClientCredentials(pid: 1, uid: uid, gid: uid))
+}
+
+/// Ends `stream` and returns what it had queued.
+func drain(_ stream: ManagerEventStream) async -> [ManagerEvent] {
+  stream.cancel()
+  var events: [ManagerEvent] = []
+  for await event in stream { events.append(event) }
+  return events
+}
+
+func locations(_ events: [ManagerEvent]) -> [Location] {
+  events.compactMap {
+    if case .location(let location, _) = $0 { return location } else { return nil }
+  }
+}
+
+func waitForReceived(_ manager: LocationManager, _ count: Int) async -> Bool {
+  await eventually { await manager.statistics.locationsReceived >= count }
+}
+
+@Suite(.timeLimit(.minutes(1)))
+struct LocationManagerTests {
+  @Test func backendRunsOnlyWhileAtLeastOneClientTracks() async throws {
+    let backend = FakeBackend()
+    let manager = makeManager(backend)
+    _ = await authorize(manager, alice)
+    _ = await authorize(manager, bob, uid: 1001)
+    #expect(await !manager.isTracking)
+    try await manager.startUpdating(client: alice)
+    #expect(backend.startCount == 1 && backend.isRunning)
+    try await manager.startUpdating(client: bob)
+    try await manager.startUpdating(client: alice)  // again: no second start
+    #expect(backend.startCount == 1)
+    #expect(await manager.trackingClientCount == 2)
+    await manager.stopUpdating(client: alice)
+    #expect(backend.isRunning && backend.stopCount == 0)
+    await manager.stopUpdating(client: alice)  // not tracking any more: no effect
+    #expect(backend.isRunning)
+    await manager.stopUpdating(client: bob)
+    #expect(!backend.isRunning && backend.stopCount == 1)
+    #expect(await !manager.isTracking)
+    // Disconnecting the last tracking client stops the backend too.
+    try await manager.startUpdating(client: bob)
+    #expect(backend.startCount == 2)
+    await manager.disconnect(client: bob)
+    #expect(!backend.isRunning && backend.stopCount == 2)
+  }
+
+  @Test func concurrentStartsAndStopsNeverDoubleStartTheBackend() async throws {
+    let backend = FakeBackend()
+    let manager = makeManager(backend)
+    let clients = (10..<40).map { ClientID(UInt64($0)) }
+    for client in clients { _ = await authorize(manager, client) }
+    await withTaskGroup(of: Void.self) { group in
+      for client in clients { group.addTask { try? await manager.startUpdating(client: client) } }
+    }
+    #expect(backend.startCount == 1)
+    await withTaskGroup(of: Void.self) { group in
+      for client in clients { group.addTask { await manager.stopUpdating(client: client) } }
+    }
+    #expect(backend.stopCount == 1 && !backend.isRunning)
+  }
+
+  @Test func authorizationIsDecidedByThePolicyOnceAndGuardsDelivery() async throws {
+    let backend = FakeBackend()
+    let calls = Recorder<UInt32>()
+    let manager = makeManager(backend, calls: calls)
+    #expect(await manager.authorizationStatus(for: alice) == .notDetermined)
+    #expect(await authorize(manager, alice) == .authorized)
+    #expect(await authorize(manager, alice, uid: 666) == .authorized)  // decided once
+    #expect(await authorize(manager, mallory, uid: 666) == .denied)
+    #expect(await authorize(manager, bob, uid: 5) == .notDetermined)
+    #expect(calls.values == [1000, 666, 5])
+
+    await #expect(throws: LocationManagerError.notAuthorized(mallory, .denied)) {
+      try await manager.startUpdating(client: mallory)
+    }
+    await #expect(throws: LocationManagerError.notAuthorized(bob, .notDetermined)) {
+      try await manager.startUpdating(client: bob)
+    }
+    let aliceStream = await manager.subscribe(client: alice, coalescing: false)
+    let malloryStream = await manager.subscribe(client: mallory, coalescing: false)
+    let bobStream = await manager.subscribe(client: bob, coalescing: false)
+    try await manager.startUpdating(client: alice)
+    let sent = backend.send(fix: TestFixes.fix(latitude: 3.1, longitude: 101.6, time: 1_000))
+    #expect(await waitForReceived(manager, 1))
+    #expect(locations(await drain(aliceStream)) == [sent])
+    #expect(await drain(malloryStream).isEmpty)
+    #expect(await drain(bobStream).isEmpty)
+  }
+
+  @Test func initialAndCurrentLocationSayNoFixUntilThereIsOne() async throws {
+    let backend = FakeBackend()
+    let manager = makeManager(backend)
+    _ = await authorize(manager, alice)
+    #expect(await manager.currentLocation == nil)
+    #expect(await manager.initialLocation == nil)
+    try await manager.startUpdating(client: alice)
+    backend.send(fix: TestFixes.fix(latitude: 0, longitude: 0, time: 1_000, mode: .noFix))
+    backend.send(.status(.noFix, detail: "no satellites"))
+    #expect(await waitForReceived(manager, 1))
+    #expect(await eventually { await manager.backendStatus == .noFix })
+    #expect(await manager.currentLocation == nil)
+    #expect(await manager.initialLocation == nil)
+
+    let first = backend.send(fix: TestFixes.fix(latitude: 3.1, longitude: 101.6, time: 2_000))
+    let second = backend.send(fix: TestFixes.fix(latitude: 3.2, longitude: 101.7, time: 3_000))
+    backend.send(fix: TestFixes.fix(latitude: 0, longitude: 0, time: 4_000, mode: .noFix))
+    #expect(await waitForReceived(manager, 4))
+    #expect(await manager.initialLocation == first)
+    #expect(await manager.currentLocation == second)
+
+    await manager.stopUpdating(client: alice)
+    #expect(await manager.currentLocation == nil)
+    #expect(await manager.initialLocation == nil)
+
+    try await manager.startUpdating(client: alice)
+    #expect(await manager.initialLocation == nil)
+    let third = backend.send(fix: TestFixes.fix(latitude: 3.3, longitude: 101.8, time: 5_000))
+    #expect(await waitForReceived(manager, 5))
+    #expect(await manager.initialLocation == third)
+    #expect(await manager.currentLocation == third)
+  }
+
+  @Test func distanceFilterDeliversOnlyAfterMovingFarEnough() async throws {
+    let backend = FakeBackend()
+    let manager = makeManager(backend)
+    _ = await authorize(manager, alice)
+    _ = await authorize(manager, bob, uid: 1001)
+    let filtered = await manager.subscribe(client: alice, coalescing: false)
+    let unfiltered = await manager.subscribe(client: bob, coalescing: false)
+    try await manager.startUpdating(client: alice, filter: LocationFilter(distanceFilter: 45))
+    try await manager.startUpdating(client: bob)
+    let track = TestFixes.track(count: 20, stepMetres: 10)
+    for epoch in track { backend.send(fix: epoch.fix, line: epoch.line) }
+    #expect(await waitForReceived(manager, 20))
+    #expect(
+      locations(await drain(filtered)).map(\.provenance.line)
+        == [0, 5, 10, 15].map { track[$0].line })
+    #expect(locations(await drain(unfiltered)).count == 20)
+  }
+
+  @Test func minimumIntervalIsMeasuredBetweenFixTimes() async throws {
+    let backend = FakeBackend()
+    let manager = makeManager(backend)
+    _ = await authorize(manager, alice)
+    let stream = await manager.subscribe(client: alice, coalescing: false)
+    try await manager.startUpdating(client: alice, filter: LocationFilter(minimumInterval: 3))
+    let track = TestFixes.track(count: 10, intervalMilliseconds: 1000)
+    for epoch in track { backend.send(fix: epoch.fix, line: epoch.line) }
+    #expect(await waitForReceived(manager, 10))
+    #expect(
+      locations(await drain(stream)).map(\.provenance.line) == [0, 3, 6, 9].map { track[$0].line })
+  }
+
+  @Test func desiredAccuracyDropsFixesWithALargerError() async throws {
+    let backend = FakeBackend()
+    let manager = makeManager(backend)
+    _ = await authorize(manager, alice)
+    let stream = await manager.subscribe(client: alice, coalescing: false)
+    try await manager.startUpdating(client: alice, filter: LocationFilter(desiredAccuracy: 20))
+    let good = backend.send(
+      fix: TestFixes.fix(latitude: 3.1, longitude: 101.6, time: 1_000, hdop: 1.0))  // 19 m
+    backend.send(fix: TestFixes.fix(latitude: 3.1, longitude: 101.6, time: 2_000, hdop: 2.0))  // 38 m
+    var unknown = TestFixes.fix(latitude: 3.1, longitude: 101.6, time: 3_000)
+    unknown.hdop = nil
+    backend.send(fix: unknown)
+    let alsoGood = backend.send(
+      fix: TestFixes.fix(latitude: 3.1, longitude: 101.6, time: 4_000, hdop: 0.8))
+    #expect(await waitForReceived(manager, 4))
+    #expect(locations(await drain(stream)) == [good, alsoGood])
+    // The current location is not filtered: it is the newest fix.
+    #expect(await manager.currentLocation == alsoGood)
+  }
+
+  @Test func aSlowSubscriberIsCoalescedAndDelaysNobody() async throws {
+    let backend = FakeBackend()
+    let manager = makeManager(backend)
+    _ = await authorize(manager, alice)
+    let slow = await manager.subscribe(client: alice)
+    let lossless = await manager.subscribe(client: alice, coalescing: false)
+    let observer = await manager.observe()
+    try await manager.startUpdating(client: alice)
+    let track = TestFixes.track(count: 100)
+    for epoch in track { backend.send(fix: epoch.fix, line: epoch.line) }
+    #expect(await waitForReceived(manager, 100))
+    #expect(locations(await drain(lossless)).count == 100)
+    let slowEvents = await drain(slow)
+    // The connected status, then only the newest location with the 99 it replaced.
+    #expect(slowEvents.count == 2)
+    guard case .location(let latest, let missed) = slowEvents.last else {
+      Issue.record("no location in \(slowEvents)")
+      return
+    }
+    #expect(latest.provenance.line == track[99].line && missed == 99)
+    let observed = await drain(observer)
+    #expect(
+      observed.compactMap { if case .location(_, let missed) = $0 { missed } else { nil } } == [99])
+  }
+
+  @Test func aLateTrackerGetsTheCurrentLocationAtOnce() async throws {
+    let backend = FakeBackend()
+    let manager = makeManager(backend)
+    _ = await authorize(manager, alice)
+    _ = await authorize(manager, bob, uid: 1001)
+    try await manager.startUpdating(client: alice)
+    let fix = backend.send(fix: TestFixes.fix(latitude: 3.1, longitude: 101.6, time: 1_000))
+    #expect(await waitForReceived(manager, 1))
+    let stream = await manager.subscribe(client: bob, coalescing: false)
+    try await manager.startUpdating(client: bob)
+    #expect(locations(await drain(stream)) == [fix])
+  }
+
+  @Test func aBackendThatFailsToStartLeavesNobodyTracking() async throws {
+    let backend = FakeBackend()
+    backend.failNextStart("device vanished")
+    let manager = makeManager(backend)
+    _ = await authorize(manager, alice)
+    await #expect(throws: LocationManagerError.backendFailed("device vanished")) {
+      try await manager.startUpdating(client: alice)
+    }
+    #expect(await !manager.isTracking)
+    #expect(await manager.trackingClientCount == 0)
+    try await manager.startUpdating(client: alice)
+    #expect(backend.startCount == 1)
+  }
+
+  @Test func statusChangesReachAuthorizedSubscribersAndDisconnectEndsStreams() async throws {
+    let backend = FakeBackend()
+    let manager = makeManager(backend)
+    _ = await authorize(manager, alice)
+    let stream = await manager.subscribe(client: alice)
+    try await manager.startUpdating(client: alice)
+    backend.send(.status(.disconnected, detail: "gpsd went away"))
+    #expect(await eventually { await manager.backendStatus == .disconnected })
+    await manager.disconnect(client: alice)
+    var statuses: [BackendStatus] = []
+    for await event in stream {
+      if case .status(let status, _) = event { statuses.append(status) }
+    }
+    #expect(statuses == [.connected, .disconnected])
+    #expect(!backend.isRunning)
+  }
+}

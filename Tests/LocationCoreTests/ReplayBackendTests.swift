@@ -1,0 +1,336 @@
+import LocationCore
+import LocationTestKit
+import NMEA
+import Testing
+
+/// Reads events until the next location, skipping status changes; `nil` when the stream ends.
+func nextLocation(_ iterator: inout AsyncStream<BackendEvent>.Iterator) async -> Location? {
+  while let event = await iterator.next() {
+    if case .location(let location) = event { return location }
+  }
+  return nil
+}
+
+/// Reads events until a status equal to `status`; returns its detail, `nil` if the stream ends.
+func nextStatus(_ status: BackendStatus, _ iterator: inout AsyncStream<BackendEvent>.Iterator) async
+  -> String??
+{
+  while let event = await iterator.next() {
+    if case .status(let got, let detail) = event, got == status { return .some(detail) }
+  }
+  return nil
+}
+
+/// Epochs at these log times (ms after 2023-11-14T22:13:20Z), one per second with gaps.
+func epochs(atOffsets offsets: [Int64]) -> [DecodedFix] {
+  let start: Int64 = 1_700_000_000_000
+  return offsets.enumerated().map { index, offset in
+    DecodedFix(
+      fix: TestFixes.fix(
+        latitude: 3.1386 + Double(index) * 1e-4, longitude: 101.6044, time: start + offset),
+      line: 1 + index * 8)
+  }
+}
+
+func makeReplay(
+  _ fixes: [DecodedFix], clock: VirtualClock, speed: Double = 1, loop: Bool = false,
+  timestamps: ReplayTimestamps = .original, paused: Bool = false
+) -> ReplayBackend {
+  ReplayBackend(
+    source: DecodedFixesSource(name: "test.nmea", fixes: fixes),
+    options: .init(
+      path: "test.nmea", speed: speed, loop: loop, timestamps: timestamps, startPaused: paused),
+    clock: clock, uri: "replay:test.nmea")
+}
+
+@Suite(.timeLimit(.minutes(1)))
+struct ReplayBackendTests {
+  static let offsets: [Int64] = [0, 1000, 2000, 5000, 5200, 8000, 9000]
+
+  @Test(arguments: [1.0, 10.0, 2.5])
+  func pacingFollowsTheLogTimesDividedBySpeed(speed: Double) async throws {
+    let fixes = epochs(atOffsets: Self.offsets)
+    let clock = VirtualClock(wallOrigin: 1_800_000_000_000)
+    let replay = makeReplay(fixes, clock: clock, speed: speed, timestamps: .shifted)
+    var events = replay.events.makeAsyncIterator()
+    try await replay.start()
+    var instants: [Duration] = []
+    var received: [Location] = []
+    for index in fixes.indices {
+      if index > 0 { await clock.advanceToNextDeadline() }
+      let location = try #require(await nextLocation(&events))
+      instants.append(clock.now)
+      received.append(location)
+    }
+    let expected = Self.offsets.map { Duration.milliseconds(Double($0) / speed) }
+    #expect(instants == expected)
+    // Shifted timestamps: the first fix is "now", the rest keep the log's spacing.
+    #expect(received.map { $0.fix.time } == Self.offsets.map { 1_800_000_000_000 + $0 })
+    #expect(received.map { $0.provenance.line } == fixes.map(\.line))
+    #expect(
+      received.allSatisfy { $0.provenance.isSimulated && $0.provenance.source == "test.nmea" })
+    #expect(await nextStatus(.endOfData, &events) != nil)
+    await replay.stop()
+  }
+
+  @Test func atSpeedOneFixTimestampsAdvanceExactlyWithTheVirtualClock() async throws {
+    let fixes = epochs(atOffsets: Self.offsets)
+    let clock = VirtualClock(wallOrigin: 1_800_000_000_000)
+    let replay = makeReplay(fixes, clock: clock, speed: 1, timestamps: .original)
+    var events = replay.events.makeAsyncIterator()
+    try await replay.start()
+    var first: (Int64, Duration)?
+    for index in fixes.indices {
+      if index > 0 { await clock.advanceToNextDeadline() }
+      let location = try #require(await nextLocation(&events))
+      let time = try #require(location.fix.time)
+      #expect(location.fix == fixes[index].fix)
+      if let (firstTime, firstInstant) = first {
+        #expect(Duration.milliseconds(time - firstTime) == clock.now - firstInstant)
+      } else {
+        first = (time, clock.now)
+      }
+    }
+    await replay.stop()
+  }
+
+  @Test func anHourOfLogRunsAtOnceOnAnAutomaticClock() async throws {
+    let offsets = (0..<3600).map { Int64($0) * 1000 }
+    let clock = VirtualClock(autoAdvance: true)
+    let replay = makeReplay(epochs(atOffsets: offsets), clock: clock, speed: 1)
+    var events = replay.events.makeAsyncIterator()
+    let started = ContinuousClock.now
+    try await replay.start()
+    var count = 0
+    while await nextLocation(&events) != nil {
+      count += 1
+      if count == offsets.count { break }
+    }
+    #expect(count == 3600)
+    #expect(clock.now == .seconds(3599))
+    #expect(ContinuousClock.now - started < .seconds(30))
+    await replay.stop()
+  }
+
+  @Test func pauseFreezesTheLogClockAndResumeContinuesFromIt() async throws {
+    let fixes = epochs(atOffsets: [0, 1000, 2000])
+    let clock = VirtualClock()
+    let replay = makeReplay(fixes, clock: clock)
+    var events = replay.events.makeAsyncIterator()
+    try await replay.start()
+    #expect(await nextLocation(&events)?.provenance.line == 1)
+    #expect(await clock.nextDeadline() == .seconds(1))
+    clock.advance(to: .milliseconds(400))
+    replay.pause()
+    #expect(replay.progress.isPaused)
+    clock.advance(by: .seconds(10))
+    #expect(await eventually { clock.sleeperCount == 0 })
+    #expect(replay.progress.fixesEmitted == 1)
+    replay.resume()
+    // 600 ms of the first interval were left when paused at 0.4 s.
+    #expect(await clock.nextDeadline() == .milliseconds(11_000))
+    await clock.advanceToNextDeadline()
+    #expect(await nextLocation(&events)?.provenance.line == 9)
+    #expect(await clock.nextDeadline() == .milliseconds(12_000))
+    await replay.stop()
+  }
+
+  @Test func stepEmitsExactlyOneEpochAndStaysPaused() async throws {
+    let fixes = epochs(atOffsets: [0, 1000, 2000, 3000])
+    let clock = VirtualClock()
+    let replay = makeReplay(fixes, clock: clock, paused: true)
+    var events = replay.events.makeAsyncIterator()
+    try await replay.start()
+    #expect(await eventually { replay.progress.isPaused })
+    try await Task.sleep(for: .milliseconds(20))
+    #expect(replay.progress.fixesEmitted == 0)
+    replay.step()
+    #expect(await nextLocation(&events)?.provenance.line == 1)
+    replay.step()
+    #expect(await nextLocation(&events)?.provenance.line == 9)
+    try await Task.sleep(for: .milliseconds(20))
+    #expect(replay.progress.fixesEmitted == 2)
+    #expect(clock.now == .zero)
+    #expect(clock.sleeperCount == 0)
+    // Stepping a running replay pauses it.
+    replay.resume()
+    #expect(await clock.nextDeadline() == .seconds(1))
+    replay.step()
+    #expect(await nextLocation(&events)?.provenance.line == 17)
+    #expect(replay.progress.isPaused)
+    await replay.stop()
+  }
+
+  @Test func seekFindsTheEpochByTimeFractionAndOffset() async throws {
+    let offsets = (0..<10).map { Int64($0) * 1000 }
+    let fixes = epochs(atOffsets: offsets)
+    let clock = VirtualClock()
+    let replay = makeReplay(fixes, clock: clock, speed: 0, paused: true)
+    var events = replay.events.makeAsyncIterator()
+    try await replay.start()
+
+    try replay.seek(toTime: 1_700_000_000_000 + 3000)
+    replay.step()
+    #expect(await nextLocation(&events)?.provenance.line == fixes[3].line)
+
+    try replay.seek(toFraction: 0.5)  // span 9 s: the first epoch at or after 4.5 s
+    replay.step()
+    #expect(await nextLocation(&events)?.provenance.line == fixes[5].line)
+
+    try replay.seek(to: .offset(.seconds(2)))  // backwards
+    replay.step()
+    #expect(await nextLocation(&events)?.provenance.line == fixes[2].line)
+    replay.step()
+    #expect(await nextLocation(&events)?.provenance.line == fixes[3].line)
+
+    try replay.seek(toTime: 1_700_000_000_000 + 8500)
+    replay.step()
+    #expect(await nextLocation(&events)?.provenance.line == fixes[9].line)
+
+    #expect(throws: ReplayError.self) { try replay.seek(toFraction: 1.5) }
+    #expect(throws: ReplayError.self) { try replay.setSpeed(-1) }
+    await replay.stop()
+  }
+
+  @Test func seekWhileRunningEmitsTheTargetAtOnceAndPacesFromIt() async throws {
+    let fixes = epochs(atOffsets: (0..<10).map { Int64($0) * 1000 })
+    let clock = VirtualClock()
+    let replay = makeReplay(fixes, clock: clock, speed: 1)
+    var events = replay.events.makeAsyncIterator()
+    try await replay.start()
+    #expect(await nextLocation(&events)?.provenance.line == fixes[0].line)
+    #expect(await clock.nextDeadline() == .seconds(1))
+    try replay.seek(toFraction: 2.0 / 3.0)  // 6 s
+    #expect(await nextLocation(&events)?.provenance.line == fixes[6].line)
+    #expect(clock.now == .zero)
+    #expect(await clock.nextDeadline() == .seconds(1))
+    await clock.advanceToNextDeadline()
+    #expect(await nextLocation(&events)?.provenance.line == fixes[7].line)
+    await replay.stop()
+  }
+
+  @Test func speedChangeTakesEffectFromTheCurrentLogTime() async throws {
+    let fixes = epochs(atOffsets: [0, 1000, 2000, 3000])
+    let clock = VirtualClock()
+    let replay = makeReplay(fixes, clock: clock, speed: 1)
+    var events = replay.events.makeAsyncIterator()
+    try await replay.start()
+    _ = await nextLocation(&events)
+    #expect(await clock.nextDeadline() == .seconds(1))
+    clock.advance(to: .milliseconds(500))
+    try replay.setSpeed(10)
+    // 500 ms of log time remain; at 10x they take 50 ms.
+    #expect(await clock.nextDeadline() == .milliseconds(550))
+    await clock.advanceToNextDeadline()
+    #expect(await nextLocation(&events)?.provenance.line == fixes[1].line)
+    #expect(await clock.nextDeadline() == .milliseconds(650))
+    await replay.stop()
+  }
+
+  @Test func loopRestartsCleanlyWithTheSameFixes() async throws {
+    let fixes = epochs(atOffsets: [0, 1000, 2000])
+    let clock = VirtualClock()
+    let replay = makeReplay(fixes, clock: clock, speed: 1, loop: true)
+    var events = replay.events.makeAsyncIterator()
+    try await replay.start()
+    var received: [Location] = []
+    var instants: [Duration] = []
+    for index in 0..<7 {
+      if index > 0 { await clock.advanceToNextDeadline() }
+      received.append(try #require(await nextLocation(&events)))
+      instants.append(clock.now)
+    }
+    #expect(received.map(\.fix) == (fixes + fixes + fixes.prefix(1)).map(\.fix))
+    #expect(received.map(\.provenance.line) == [1, 9, 17, 1, 9, 17, 1])
+    // The new pass follows one usual interval (1 s) after the last epoch.
+    #expect(instants == (0..<7).map { Duration.seconds($0) })
+    #expect(replay.progress.pass == 3)
+    await replay.stop()
+  }
+
+  @Test func shiftedTimestampsRestartAtNowOnEachPass() async throws {
+    let fixes = epochs(atOffsets: [0, 1000])
+    let clock = VirtualClock(wallOrigin: 1_900_000_000_000)
+    let replay = makeReplay(fixes, clock: clock, speed: 1, loop: true, timestamps: .shifted)
+    var events = replay.events.makeAsyncIterator()
+    try await replay.start()
+    var times: [Int64?] = []
+    for index in 0..<4 {
+      if index > 0 { await clock.advanceToNextDeadline() }
+      times.append(try #require(await nextLocation(&events)).fix.time)
+    }
+    #expect(times == [0, 1000, 2000, 3000].map { 1_900_000_000_000 + $0 })
+    await replay.stop()
+  }
+
+  @Test func speedZeroEmitsEverythingThenEndOfData() async throws {
+    let fixes = epochs(atOffsets: (0..<500).map { Int64($0) * 1000 })
+    let replay = makeReplay(fixes, clock: VirtualClock(), speed: 0)
+    var events = replay.events.makeAsyncIterator()
+    try await replay.start()
+    var lines: [Int] = []
+    loop: while let event = await events.next() {
+      switch event {
+      case .location(let location): lines.append(location.provenance.line ?? -1)
+      case .status(.endOfData, _): break loop
+      default: continue
+      }
+    }
+    #expect(lines == fixes.map(\.line))
+    #expect(replay.progress.isAtEnd)
+    await replay.stop()
+    #expect(await nextStatus(.stopped, &events) != nil)
+  }
+
+  @Test func startingTwiceAfterStopReplaysFromTheBeginning() async throws {
+    let fixes = epochs(atOffsets: [0, 1000])
+    let replay = makeReplay(fixes, clock: VirtualClock(), speed: 0)
+    var events = replay.events.makeAsyncIterator()
+    for _ in 0..<2 {
+      try await replay.start()
+      #expect(await nextLocation(&events)?.provenance.line == 1)
+      #expect(await nextLocation(&events)?.provenance.line == 9)
+      await replay.stop()
+      #expect(await nextStatus(.stopped, &events) != nil)
+    }
+  }
+
+  @Test func missingFileFailsToStartWithTheErrno() async {
+    let replay = ReplayBackend(
+      options: .init(path: "/nonexistent/drive.nmea"), clock: VirtualClock())
+    await #expect(
+      throws: ReplayError.cannotOpen(
+        path: "/nonexistent/drive.nmea", errno: 2, message: "No such file or directory")
+    ) {
+      try await replay.start()
+    }
+  }
+
+  @Test func parsesReplayURIs() throws {
+    let options = try ReplayBackend.Options.parse(
+      "replay:/var/log/drive.nmea?speed=10&loop=true&timestamps=shifted")
+    #expect(
+      options == .init(path: "/var/log/drive.nmea", speed: 10, loop: true, timestamps: .shifted))
+    #expect(try ReplayBackend.Options.parse("replay:-") == .init(path: "-"))
+    #expect(try ReplayBackend.Options.parse("replay:log.nmea?speed=0&paused=yes").startPaused)
+    #expect(
+      throws: BackendURIError.invalidValue(
+        key: "speed", value: "-1", expected: "a number >= 0 (0 = as fast as possible)")
+    ) {
+      try ReplayBackend.Options.parse("replay:log.nmea?speed=-1")
+    }
+    #expect(throws: BackendURIError.self) {
+      try ReplayBackend.Options.parse("replay:log.nmea?speed=fast")
+    }
+    #expect(throws: BackendURIError.self) {
+      try ReplayBackend.Options.parse("replay:log.nmea?sped=1")
+    }
+    #expect(throws: BackendURIError.self) {
+      try ReplayBackend.Options.parse("replay:log.nmea?loop=maybe")
+    }
+    #expect(throws: BackendURIError.missingPath(uri: "replay:")) {
+      try ReplayBackend.Options.parse("replay:")
+    }
+    #expect(throws: BackendURIError.self) { try ReplayBackend.Options.parse("simulate") }
+  }
+}

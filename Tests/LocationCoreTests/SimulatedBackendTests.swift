@@ -1,0 +1,247 @@
+import FoundationEssentials
+import LocationCore
+import LocationTestKit
+import NMEA
+import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Collects the backend's events until `count` locations have arrived.
+func collect(
+  _ backend: some LocationBackend, locations count: Int
+) async throws -> (locations: [Location], statuses: [(BackendStatus, String?)]) {
+  var iterator = backend.events.makeAsyncIterator()
+  try await backend.start()
+  var locations: [Location] = []
+  var statuses: [(BackendStatus, String?)] = []
+  while locations.count < count, let event = await iterator.next() {
+    switch event {
+    case .location(let location): locations.append(location)
+    case .status(let status, let detail): statuses.append((status, detail))
+    case .error: continue
+    }
+  }
+  await backend.stop()
+  return (locations, statuses)
+}
+
+func temporaryFile(named name: String, contents: String) throws -> String {
+  let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+    "locationcore-tests-\(UInt64.random(in: 0...UInt64.max))")
+  try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+  let url = directory.appendingPathComponent(name)
+  try contents.write(to: url, atomically: true, encoding: .utf8)
+  return url.path
+}
+
+@Suite(.timeLimit(.minutes(1)))
+struct SimulatedBackendTests {
+  @Test func sameSeedGivesTheSameFixesAndAnotherSeedDoesNot() async throws {
+    func run(seed: UInt64) async throws -> [Location] {
+      let backend = SimulatedBackend(
+        parameters: SimulationParameters(noiseSigma: 3, seed: seed),
+        clock: VirtualClock(autoAdvance: true))
+      return try await collect(backend, locations: 200).locations
+    }
+    let first = try await run(seed: 42)
+    let second = try await run(seed: 42)
+    let other = try await run(seed: 43)
+    #expect(first.count == 200)
+    #expect(first == second)
+    #expect(first.map(\.fix.coordinate) != other.map(\.fix.coordinate))
+  }
+
+  @Test func fixesLieOnTheRouteWithinFourSigma() {
+    let sigma = 3.0
+    let parameters = SimulationParameters(speed: 12, rate: 5, noiseSigma: sigma, seed: 7)
+    var generator = SimulatedFixGenerator(parameters: parameters, startTime: 0)
+    var sumOfSquares = 0.0
+    var count = 0
+    for _ in 0..<2000 {
+      guard let epoch = generator.next(), let coordinate = epoch.fix.coordinate else {
+        Issue.record("generator produced no position")
+        return
+      }
+      #expect(parameters.route.distance(from: coordinate) <= 4 * sigma)
+      #expect(parameters.route.distance(from: epoch.truePosition) < 0.01)
+      let error = Geodesy.distance(coordinate, epoch.truePosition)
+      sumOfSquares += error * error
+      count += 1
+    }
+    // The radial error of a circular Gaussian has RMS sigma * sqrt(2): the noise is really there.
+    let rms = (sumOfSquares / Double(count)).squareRoot()
+    #expect(abs(rms - sigma * 2.0.squareRoot()) < 0.15 * sigma * 2.0.squareRoot())
+  }
+
+  @Test func movesAtTheGivenSpeedAndRateWithCourseAlongTheLeg() throws {
+    let route = SimulatedRoute(waypoints: [
+      Coordinate(latitude: 3.1386, longitude: 101.6044),
+      Coordinate(latitude: 3.1486, longitude: 101.6044),
+    ])
+    var generator = SimulatedFixGenerator(
+      parameters: SimulationParameters(route: route, speed: 12, rate: 4, noiseSigma: 0),
+      startTime: 1_000_000)
+    let epochs = (0..<5).compactMap { _ in generator.next() }
+    #expect(epochs.map(\.fix.time) == [1_000_000, 1_000_250, 1_000_500, 1_000_750, 1_001_000])
+    for (a, b) in zip(epochs, epochs.dropFirst()) {
+      let step = Geodesy.distance(try #require(a.fix.coordinate), try #require(b.fix.coordinate))
+      #expect(abs(step - 3.0) < 0.01)  // 12 m/s at 4 Hz
+    }
+    #expect(epochs.allSatisfy { $0.fix.courseOverGround == 0 && $0.fix.speedOverGround == 12 })
+    #expect(epochs.allSatisfy { $0.fix.mode == .fix3D && $0.fix.satellitesUsed == 9 })
+  }
+
+  @Test func anOutageYieldsNoFixesAndAStatusChange() async throws {
+    let parameters = SimulationParameters(
+      noiseSigma: 1, outages: [SimulationOutage(start: .seconds(5), end: .seconds(10))])
+    let clock = VirtualClock(wallOrigin: 2_000_000_000_000, autoAdvance: true)
+    let (locations, statuses) = try await collect(
+      SimulatedBackend(parameters: parameters, clock: clock), locations: 15)
+    let seconds = locations.compactMap { $0.fix.time.map { ($0 - 2_000_000_000_000) / 1000 } }
+    #expect(seconds == Array(0..<5) + Array(10..<20))
+    #expect(statuses.map(\.0) == [.connected, .noFix, .connected])
+    #expect(statuses[1].1 == "outage")
+  }
+
+  @Test func scheduledDegradationChangesTheFixMode() async throws {
+    let parameters = SimulationParameters(
+      noiseSigma: 0,
+      modeChanges: [
+        SimulationModeChange(at: .seconds(2), mode: .fix2D),
+        SimulationModeChange(at: .seconds(4), mode: .noFix),
+        SimulationModeChange(at: .seconds(5), mode: .fix3D),
+      ])
+    let (locations, statuses) = try await collect(
+      SimulatedBackend(parameters: parameters, clock: VirtualClock(autoAdvance: true)), locations: 7
+    )
+    #expect(locations.map(\.fix.mode) == [.fix3D, .fix3D, .fix2D, .fix2D, .noFix, .fix3D, .fix3D])
+    #expect(
+      locations.map { $0.fix.coordinate != nil } == [true, true, true, true, false, true, true])
+    #expect(locations[2].fix.altitudeMSL == nil && locations[0].fix.altitudeMSL != nil)
+    #expect(statuses.map(\.0) == [.connected, .noFix, .connected])
+  }
+
+  @Test(arguments: ["rte", "trk", "wpt"])
+  func followsARouteFromAGPXFile(kind: String) async throws {
+    let points = [(3.1000, 101.6000, 10.0), (3.1010, 101.6000, 20.0), (3.1010, 101.6010, 30.0)]
+    let body: String
+    let pointXML = { (tag: String) in
+      points.map { "<\(tag) lat=\"\($0.0)\" lon=\"\($0.1)\"><ele>\($0.2)</ele></\(tag)>" }.joined(
+        separator: "\n")
+    }
+    switch kind {
+    case "rte": body = "<rte><name>r</name>\n\(pointXML("rtept"))\n</rte>"
+    case "trk": body = "<trk><trkseg>\n\(pointXML("trkpt"))\n</trkseg></trk>"
+    default: body = pointXML("wpt")
+    }
+    let gpx = """
+      <?xml version="1.0" encoding="UTF-8"?>
+      <gpx version="1.1" creator="test" xmlns="http://www.topografix.com/GPX/1/1">
+      \(body)
+      </gpx>
+      """
+    let path = try temporaryFile(named: "route.gpx", contents: gpx)
+    let options = try SimulatedBackend.Options.parse("simulate:\(path)?noise=0&speed=20")
+    let backend = try SimulatedBackend(options: options, clock: VirtualClock(autoAdvance: true))
+    #expect(backend.parameters.route.waypoints.count == 3)
+    let (locations, _) = try await collect(backend, locations: 30)
+    let first = try #require(locations.first?.fix.coordinate)
+    #expect(abs(first.latitude - 3.1) < 1e-9 && abs(first.longitude - 101.6) < 1e-9)
+    #expect(locations.first?.fix.altitudeMSL == 10)
+    for location in locations {
+      let coordinate = try #require(location.fix.coordinate)
+      #expect(backend.parameters.route.distance(from: coordinate) < 0.01)
+    }
+    // 20 m/s: after 5 s, 100 m north along the first leg (111.2 m long); after 10 s, 200 m along
+    // the route, that is 88.8 m east along the second leg.
+    let metresPerDegree = Geodesy.earthRadius * .pi / 180
+    let five = try #require(locations[5].fix.coordinate)
+    #expect(
+      abs(five.latitude - (3.1 + 100 / metresPerDegree)) < 1e-7
+        && abs(five.longitude - 101.6) < 1e-9)
+    #expect(locations[5].fix.courseOverGround == 0)
+    let ten = try #require(locations[10].fix.coordinate)
+    let east = 200 - 0.001 * metresPerDegree
+    #expect(abs(ten.latitude - 3.101) < 1e-7)
+    #expect(abs(ten.longitude - (101.6 + east / (metresPerDegree * cos(3.1 * .pi / 180)))) < 1e-7)
+    #expect(locations[10].fix.courseOverGround == 90)
+    #expect(locations.allSatisfy { $0.provenance.source == path && $0.provenance.isSimulated })
+  }
+
+  @Test func gpxErrorsAreTypedAndExplained() throws {
+    let malformed = try temporaryFile(
+      named: "bad.gpx", contents: "<gpx><rte><rtept lat=\"1\" lon=\"2\"/></rte")
+    #expect(throws: GPXError.self) { try GPXReader.points(contentsOf: malformed) }
+    let empty = try temporaryFile(named: "empty.gpx", contents: "<gpx version=\"1.1\"></gpx>")
+    #expect(throws: GPXError.noPoints) { try GPXReader.points(contentsOf: empty) }
+    let outOfRange = try temporaryFile(
+      named: "range.gpx", contents: "<gpx>\n<wpt lat=\"91\" lon=\"0\"/></gpx>")
+    #expect(throws: GPXError.invalidCoordinate(line: 2, latitude: "91", longitude: "0")) {
+      try GPXReader.points(contentsOf: outOfRange)
+    }
+    #expect(throws: GPXError.self) { try GPXReader.points(contentsOf: "/nonexistent/route.gpx") }
+  }
+
+  @Test func parsesSimulateURIs() throws {
+    let options = try SimulatedBackend.Options.parse(
+      "simulate?rate=5&speed=12&noise=3&seed=42&outage=60-90,120-130&mode=300:2d,360:nofix")
+    #expect(options.routeFile == nil)
+    #expect(options.rate == 5 && options.speed == 12 && options.noise == 3 && options.seed == 42)
+    #expect(
+      options.outages == [
+        SimulationOutage(start: .seconds(60), end: .seconds(90)),
+        SimulationOutage(start: .seconds(120), end: .seconds(130)),
+      ])
+    #expect(
+      options.modeChanges == [
+        SimulationModeChange(at: .seconds(300), mode: .fix2D),
+        SimulationModeChange(at: .seconds(360), mode: .noFix),
+      ])
+    #expect(
+      try SimulatedBackend.Options.parse("simulate:/srv/route.gpx").routeFile == "/srv/route.gpx")
+    #expect(
+      throws: BackendURIError.invalidValue(
+        key: "rate", value: "11", expected: "a rate in Hz within 1...10")
+    ) {
+      try SimulatedBackend.Options.parse("simulate?rate=11")
+    }
+    #expect(throws: BackendURIError.self) {
+      try SimulatedBackend.Options.parse("simulate?outage=90-60")
+    }
+    #expect(throws: BackendURIError.self) {
+      try SimulatedBackend.Options.parse("simulate?mode=10:4d")
+    }
+    #expect(throws: BackendURIError.self) { try SimulatedBackend.Options.parse("simulate?seed=-1") }
+    #expect(throws: BackendURIError.self) { try SimulatedBackend.Options.parse("simulated") }
+  }
+
+  @Test func defaultLoopIsAroundKualaLumpurAndClosed() {
+    let route = SimulatedRoute.defaultLoop
+    #expect(route.length > 1000 && route.length < 2500)
+    let centre = Coordinate(latitude: 3.1386, longitude: 101.6044)
+    #expect(route.waypoints.allSatisfy { Geodesy.distance($0, centre) < 1000 })
+    let start = route.point(atDistance: 0).coordinate
+    let lap = route.point(atDistance: route.length).coordinate
+    #expect(Geodesy.distance(start, lap) < 1e-6)
+  }
+
+  @Test func seededGeneratorIsReproducibleAndGaussian() {
+    var a = SeededGenerator(seed: 99)
+    var b = SeededGenerator(seed: 99)
+    #expect((0..<100).map { _ in a.next() } == (0..<100).map { _ in b.next() })
+    var gaussian = SeededGenerator(seed: 5)
+    var sum = 0.0
+    var sumOfSquares = 0.0
+    for _ in 0..<10_000 {
+      let (x, y) = gaussian.nextGaussianPair()
+      sum += x + y
+      sumOfSquares += x * x + y * y
+    }
+    let mean = sum / 20_000
+    let variance = sumOfSquares / 20_000 - mean * mean
+    #expect(abs(mean) < 0.03)
+    #expect(abs(variance - 1) < 0.05)
+  }
+}

@@ -1,0 +1,145 @@
+import Foundation
+import MapState
+import NMEA
+import Testing
+
+/// A fresh empty directory under the system temporary directory.
+func temporaryDirectory() throws -> String {
+  let path = NSTemporaryDirectory() + "mapstate-tests-" + UUID().uuidString
+  try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+  return path
+}
+
+@Suite("Persistence")
+struct PersistenceTests {
+  @Test func stateSurvivesARestart() async throws {
+    let directory = try temporaryDirectory()
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let log = LogCollector()
+    let first = MapStateService(store: MapStateStore(directory: directory, log: log.sink))
+    #expect(
+      log.all.count == 1
+        && log.all[0].hasPrefix("map state file missing, starting with an empty map"))
+    try await first.setViewportSize(ViewportSize(width: 640, height: 480))
+    try await first.setCenter(Coordinate(latitude: 47.376_9, longitude: 8.541_7))
+    try await first.setZoom(13.25)
+    try await first.addAnnotation(
+      Annotation(
+        id: "b", coordinate: Coordinate(latitude: 1, longitude: 2), title: "Bee", subtitle: "s"))
+    try await first.addAnnotation(
+      Annotation(id: "a", coordinate: Coordinate(latitude: 3, longitude: 4), title: "Ay", kind: "k")
+    )
+    await first.setMode(.followWithHeading)
+    await first.update(fix: fix(47.4, 8.5, course: 33))
+    let before = await first.snapshot
+
+    let secondLog = LogCollector()
+    let second = MapStateService(store: MapStateStore(directory: directory, log: secondLog.sink))
+    #expect(secondLog.all == [])
+    let after = await second.snapshot
+    #expect(after.center == before.center)
+    #expect(after.zoom == before.zoom)
+    #expect(after.mode == .followWithHeading)
+    #expect(after.rotation == 33)
+    #expect(after.size == MapSnapshot.Size(width: 640, height: 480))
+    // The current location is not persisted: it comes from fixes.
+    #expect(before.annotations.map(\.id) == ["location", "b", "a"])
+    #expect(after.annotations == Array(before.annotations.dropFirst()))
+    // Only the state file is left: the temporary file was renamed.
+    #expect(
+      try FileManager.default.contentsOfDirectory(atPath: directory) == [MapStateStore.fileName])
+  }
+
+  @Test func truncatedAndCorruptFilesGiveAnEmptyState() async throws {
+    let directory = try temporaryDirectory()
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let store = MapStateStore(directory: directory, log: { _ in })
+    let service = MapStateService(store: store)
+    try await service.setZoom(9)
+    try await service.addAnnotation(
+      Annotation(id: "a", coordinate: Coordinate(latitude: 3, longitude: 4), title: "Ay"))
+    let saved = try Data(contentsOf: URL(fileURLWithPath: store.path))
+    #expect(saved.count > 100)
+
+    let invalidZoom = String(decoding: saved, as: UTF8.self).replacingOccurrences(
+      of: "\"zoom\" : 9", with: "\"zoom\" : 99")
+    let variants: [(String, Data, String)] = [
+      ("truncated", saved.prefix(saved.count / 2), "map state file corrupt"),
+      ("empty", Data(), "map state file corrupt"),
+      ("garbage", Data([0xFF, 0x00, 0x7B, 0x22]), "map state file corrupt"),
+      ("wrong type", Data("[1,2,3]".utf8), "map state file corrupt"),
+      ("zoom 99", Data(invalidZoom.utf8), "map state file holds invalid values"),
+      (
+        "version 2", Data(#"{"version":2,"viewport":{},"mode":"none","annotations":[]}"#.utf8),
+        "map state file corrupt"
+      ),
+    ]
+    #expect(invalidZoom.contains("99"))
+    for (name, bytes, message) in variants {
+      try bytes.write(to: URL(fileURLWithPath: store.path))
+      let log = LogCollector()
+      let restored = MapStateService(store: MapStateStore(directory: directory, log: log.sink))
+      let snapshot = await restored.snapshot
+      #expect(snapshot.zoom == Viewport.default.zoom, "\(name)")
+      #expect(snapshot.annotations.isEmpty, "\(name)")
+      #expect(log.all.count == 1, "\(name): \(log.all)")
+      #expect(
+        log.all.first?.hasPrefix(message + ", starting with an empty map path=\(store.path)")
+          == true, "\(name): \(log.all)")
+    }
+    let versionTwo = Data(
+      String(decoding: saved, as: UTF8.self).replacingOccurrences(
+        of: "\"version\" : 1", with: "\"version\" : 2"
+      ).utf8)
+    try versionTwo.write(to: URL(fileURLWithPath: store.path))
+    let log = LogCollector()
+    _ = MapStateService(store: MapStateStore(directory: directory, log: log.sink))
+    #expect(log.all.first?.hasPrefix("map state file has unknown version") == true, "\(log.all)")
+  }
+
+  @Test func saveFailureIsLoggedAndStateKept() async throws {
+    let directory = try temporaryDirectory()
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    // The state directory path is taken by a regular file.
+    let blocked = directory + "/blocked"
+    try Data("x".utf8).write(to: URL(fileURLWithPath: blocked))
+    let store = MapStateStore(directory: blocked, log: { _ in })
+    #expect(throws: MapStoreError.self) {
+      try store.save(PersistedMapState(viewport: .default, mode: .none, annotations: []))
+    }
+    let log = LogCollector()
+    let service = MapStateService(store: MapStateStore(directory: blocked, log: log.sink))
+    try await service.setZoom(5)
+    #expect(await service.snapshot.zoom == 5)
+    #expect(log.all.contains { $0.hasPrefix("map state not saved, keeping it in memory") })
+  }
+
+  @Test func saveCreatesTheDirectory() throws {
+    let directory = try temporaryDirectory()
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let store = MapStateStore(directory: directory + "/nested/state", log: { _ in })
+    let state = PersistedMapState(
+      viewport: Viewport(center: Coordinate(latitude: 1, longitude: 2), zoom: 3),
+      mode: .follow,
+      annotations: [
+        Annotation(id: "p", coordinate: Coordinate(latitude: 5, longitude: 6), title: "P")
+      ])
+    try store.save(state)
+    #expect(store.load() == state)
+  }
+
+  @Test func restoredViewportIsClampedAndNormalised() throws {
+    let directory = try temporaryDirectory()
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let store = MapStateStore(directory: directory, log: { _ in })
+    let file = """
+      {"version":1,"mode":"none","annotations":[],
+       "viewport":{"center":{"latitude":89.5,"longitude":10},"zoom":4,"size":{"width":300,"height":200},"rotation":-30}}
+      """
+    try Data(file.utf8).write(to: URL(fileURLWithPath: store.path))
+    let viewport = try #require(store.load()?.viewport)
+    #expect(viewport.center == Coordinate(latitude: WebMercator.maxLatitude, longitude: 10))
+    #expect(viewport.rotation == 330)
+    #expect(viewport.size == ViewportSize(width: 300, height: 200))
+  }
+}

@@ -1,0 +1,162 @@
+import Foundation
+import LocationTestKit
+import NMEA
+import Testing
+
+/// Compares our decode of every corpus log with gpsd's own decode (`.chk`) of it.
+///
+/// gpsd's reference value for an epoch is the last TPV it reported for that time after an NMEA
+/// sentence of that epoch (one that carries the epoch's time of day). TPVs that gpsd produced from
+/// other input (the CASIC binary frames interleaved in quectel-l76k-dual.log, which the .chk does
+/// not print) are counted separately and explained in docs/nmea-vs-gpsd.md.
+struct CorpusAgreement {
+  struct Row {
+    var log: String
+    var epochs = 0
+    var matched = 0
+    var mismatches: [String: Int] = [:]
+    var nonNMEAReports = 0
+    var examples: [String] = []
+  }
+
+  static func reference(chk: URL) throws -> (settled: [String: [String: Any]], nonNMEA: Set<String>) {
+    let data = try Data(contentsOf: chk)
+    var trigger = ""
+    var settled: [String: [String: Any]] = [:]
+    var nonNMEA = Set<String>()
+    // Split on bytes: "\r\n" is a single Character in Swift.
+    for bytes in data.split(separator: 0x0A) {
+      let line = String(decoding: bytes.filter { $0 != 0x0D }, as: UTF8.self)
+      if line.isEmpty { continue }
+      if line.hasPrefix("{") {
+        guard line.hasPrefix("{\"class\":\"TPV\""),
+          let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+          let time = object["time"] as? String, time.count >= 19
+        else { continue }
+        let chars = Array(time)
+        let timeOfDay = String([chars[11], chars[12], chars[14], chars[15], chars[17], chars[18]])
+        if trigger.contains(timeOfDay) {
+          settled[time] = object
+        } else {
+          nonNMEA.insert(time)
+        }
+      } else if !line.hasPrefix("#") {
+        trigger = line
+      }
+    }
+    return (settled, nonNMEA)
+  }
+
+  static func ours(log: URL) throws -> [String: [String: Any]] {
+    let (fixes, _) = decode(Array(try Data(contentsOf: log)))
+    var result: [String: [String: Any]] = [:]
+    for fix in fixes {
+      var json: [UInt8] = []
+      GPSDJSON.appendTPV(fix, to: &json)
+      guard let object = try JSONSerialization.jsonObject(with: Data(json)) as? [String: Any],
+        let time = object["time"] as? String
+      else { continue }
+      result[time] = object
+    }
+    return result
+  }
+
+  static func compare(log: URL) throws -> Row {
+    let (settled, nonNMEA) = try reference(chk: URL(fileURLWithPath: log.path + ".chk"))
+    let ours = try ours(log: log)
+    var row = Row(log: log.lastPathComponent)
+    row.nonNMEAReports = nonNMEA.count
+    for (time, gpsd) in settled.sorted(by: { $0.key < $1.key }) {
+      guard let mode = gpsd["mode"] as? Int, mode >= 2 else { continue }
+      row.epochs += 1
+      var bad: [String] = []
+      if let mine = ours[time] {
+        if mine["mode"] as? Int != mode { bad.append("mode") }
+        for (key, tolerance) in [("lat", 1e-6), ("lon", 1e-6), ("altMSL", 0.01), ("speed", 0.01), ("track", 0.01)] {
+          guard let expected = gpsd[key] as? Double else { continue }
+          guard let actual = mine[key] as? Double, abs(actual - expected) <= tolerance else {
+            bad.append(key)
+            continue
+          }
+        }
+      } else {
+        bad.append("missing")
+      }
+      if bad.isEmpty {
+        row.matched += 1
+      } else {
+        for field in bad { row.mismatches[field, default: 0] += 1 }
+        if row.examples.count < 3 { row.examples.append("\(time): \(bad.joined(separator: ","))") }
+      }
+    }
+    return row
+  }
+}
+
+@Suite("NMEA corpus vs gpsd")
+struct CorpusAgreementTests {
+  @Test("the corpus is present (required when CI=true)")
+  func corpusPresent() {
+    if !NMEACorpus.isAvailable {
+      if NMEACorpus.isRequired {
+        Issue.record("CI=true but \(NMEACorpus.directory.path) is missing")
+      } else {
+        print(NMEACorpus.missingMessage)
+      }
+      return
+    }
+    #expect(NMEACorpus.logsWithGPSDOutput().count >= 10)
+  }
+
+  @Test("every log with gpsd output agrees with gpsd", .enabled(if: NMEACorpus.isAvailable, "NMEA corpus missing"))
+  func agreementTable() throws {
+    var rows: [CorpusAgreement.Row] = []
+    for log in NMEACorpus.logsWithGPSDOutput() {
+      rows.append(try CorpusAgreement.compare(log: log))
+    }
+    var table = "\n| log | gpsd epochs (mode 2/3) | matched | mismatches by field | later non-NMEA TPVs |\n|---|---:|---:|---|---:|\n"
+    for row in rows {
+      let mismatches = row.mismatches.isEmpty ? "-" : row.mismatches.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+      table += "| \(row.log) | \(row.epochs) | \(row.matched) | \(mismatches) | \(row.nonNMEAReports) |\n"
+    }
+    let epochs = rows.reduce(0) { $0 + $1.epochs }
+    let matched = rows.reduce(0) { $0 + $1.matched }
+    let ratio = epochs == 0 ? 0 : Double(matched) / Double(epochs)
+    table += "| **total** | \(epochs) | \(matched) | \(String(format: "%.2f%%", ratio * 100)) | |\n"
+    print(table)
+    for row in rows where !row.examples.isEmpty { print("\(row.log): \(row.examples.joined(separator: "; "))") }
+    #expect(epochs > 500, "the corpus should give hundreds of comparable epochs")
+    #expect(ratio >= 0.99, "agreement with gpsd below 99%")
+  }
+
+  @Test(
+    "logs without gpsd output decode without a crash and with plausible counts",
+    .enabled(if: NMEACorpus.isAvailable, "NMEA corpus missing"))
+  func logsWithoutReference() throws {
+    // Expected epochs and fix counts measured from the logs' own sentences (see SOURCES.md):
+    // each line is (file, RMC count, valid RMC count).
+    let expected: [String: (rmc: Int, valid: Int)] = [
+      "aerorust-nmea1.log": (1307, 993),
+      "hazer-neof10t.txt": (46, 46),
+      "nmeaparser-NmeaSampleData-trimmed.txt": (2692, 2692),
+      "nmeaparser-TrimbleR2SampleData.txt": (34, 34),
+    ]
+    let logs = NMEACorpus.logsWithoutGPSDOutput()
+    #expect(logs.count == expected.count)
+    for log in logs {
+      let (fixes, stats) = decode(Array(try Data(contentsOf: log)))
+      guard let counts = expected[log.lastPathComponent] else {
+        Issue.record("unexpected log \(log.lastPathComponent)")
+        continue
+      }
+      let positioned = fixes.filter { $0.mode.hasPosition }
+      #expect(stats.rejectedTotal == 0, "\(log.lastPathComponent): \(stats.summary)")
+      #expect(fixes.count == counts.rmc, "\(log.lastPathComponent): one fix per RMC epoch")
+      #expect(positioned.count == counts.valid, "\(log.lastPathComponent): fixes with a position")
+      for fix in positioned {
+        guard let c = fix.coordinate else { continue }
+        #expect(c.isValid)
+      }
+    }
+  }
+}
