@@ -99,7 +99,7 @@ public enum ReplayAction: Sendable, Hashable {
   case resume
   /// Moves to `seconds` after the first epoch of the log (`>= 0`).
   case seek(seconds: Double)
-  /// Sets the playback speed factor (`> 0`, at most 1000; 1 = real time).
+  /// Sets the playback speed factor (`>= 0`; 1 = real time, 0 = as fast as possible).
   case speed(Double)
   /// Emits the next `epochs` epochs (`1...10_000`) and stays paused.
   case step(epochs: Int)
@@ -314,7 +314,7 @@ extension Request {
       case "pause": command = .replay(.pause)
       case "resume": command = .replay(.resume)
       case "seek": command = .replay(.seek(seconds: try reader.number("value", in: 0...1.0e9, unit: "seconds")))
-      case "speed": command = .replay(.speed(try reader.number("value", in: 0.001...1000, unit: "times real time")))
+      case "speed": command = .replay(.speed(try reader.number("value", in: 0...1.0e6, unit: "times real time")))
       case "step":
         let epochs = try reader.optionalNumber("value", in: 1...10_000, unit: "epochs") ?? 1
         guard epochs.rounded() == epochs, let count = Int(exactly: epochs) else {

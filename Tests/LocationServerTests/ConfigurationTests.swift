@@ -14,7 +14,8 @@ struct ConfigurationTests {
   @Test("defaults")
   func defaults() throws {
     let configuration = try Configuration.parse(arguments: [])
-    #expect(configuration.backend == .gpsd(host: "localhost", port: 2947, device: nil))
+    #expect(configuration.backend == .simulate(route: nil))
+    #expect(configuration.backendURI == "simulate")
     #expect(configuration.socketPath == "/run/locationd/locationd.sock")
     #expect(configuration.stateDirectory == "/var/lib/locationd")
     #expect(configuration.group == "locationd")
@@ -64,9 +65,9 @@ struct ConfigurationTests {
       (["--max-clients", "0"], "1...4096"),
       (["--max-clients", "many"], "1...4096"),
       (["--backend", "serial:/dev/ttyUSB0"], "use simulate"),
-      (["--backend", "replay:/x.nmea?speed=0"], "speed must be"),
-      (["--backend", "replay:/x.nmea?fast=1"], "unknown replay option"),
-      (["--backend", "gpsd://localhost:99999"], "port must be"),
+      (["--backend", "replay:/x.nmea?speed=-1"], "invalid backend \"replay:/x.nmea?speed=-1\""),
+      (["--backend", "replay:/x.nmea?fast=1"], "unknown parameter 'fast'"),
+      (["--backend", "gpsd://localhost:99999"], "1...65535"),
       (["--config", "/missing"], "cannot read config file /missing"),
       (["--config", "/bad"], "/bad:2: unknown key \"colour\""),
       (["--config", "/noequals"], "/noequals:1: expected key = value"),
@@ -87,6 +88,7 @@ struct ConfigurationTests {
       ("simulate", BackendURI.simulate(route: nil), "simulate"),
       ("simulate:/srv/route.gpx", .simulate(route: "/srv/route.gpx"), "simulate:/srv/route.gpx"),
       ("replay:/logs/a.nmea", .replay(path: "/logs/a.nmea", speed: 1, loop: false), "replay:/logs/a.nmea"),
+      ("replay:/logs/a.nmea?speed=0", .replay(path: "/logs/a.nmea", speed: 0, loop: false), "replay:/logs/a.nmea?speed=0"),
       (
         "replay:/logs/a.nmea?speed=10&loop=true", .replay(path: "/logs/a.nmea", speed: 10, loop: true),
         "replay:/logs/a.nmea?speed=10&loop=true"

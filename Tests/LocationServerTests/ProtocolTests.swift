@@ -44,6 +44,7 @@ struct ProtocolTests {
       (#"{"cmd":"replay","action":"resume"}"#, .replay(.resume)),
       (#"{"cmd":"replay","action":"seek","value":120}"#, .replay(.seek(seconds: 120))),
       (#"{"cmd":"replay","action":"speed","value":10}"#, .replay(.speed(10))),
+      (#"{"cmd":"replay","action":"speed","value":0}"#, .replay(.speed(0))),
       (#"{"cmd":"replay","action":"step"}"#, .replay(.step(epochs: 1))),
       (#"{"cmd":"replay","action":"step","value":5}"#, .replay(.step(epochs: 5))),
     ])
@@ -93,7 +94,7 @@ struct ProtocolTests {
       (#"{"cmd":"map","format":"png"}"#, .invalidArgument),
       (#"{"cmd":"replay"}"#, .invalidArgument),
       (#"{"cmd":"replay","action":"rewind"}"#, .invalidArgument),
-      (#"{"cmd":"replay","action":"speed","value":0}"#, .invalidArgument),
+      (#"{"cmd":"replay","action":"speed","value":-1}"#, .invalidArgument),
       (#"{"cmd":"replay","action":"step","value":1.5}"#, .invalidArgument),
       (#"{"cmd":"watch","enable":"yes"}"#, .invalidArgument),
     ])
