@@ -23,9 +23,11 @@ public enum ListenError: Error, Sendable, Hashable, CustomStringConvertible {
     case .pathTooLong(let path):
       return "socket path \(path) is longer than 107 bytes: choose a shorter --socket path"
     case .cannotCreateDirectory(let path, let code):
-      return "cannot create directory \(path): \(String(cString: strerror(code))); create it or choose another --socket path"
+      return
+        "cannot create directory \(path): \(String(cString: strerror(code))); create it or choose another --socket path"
     case .alreadyListening(let path):
-      return "another server is listening at \(path): stop it (systemctl stop locationd) or choose another --socket path"
+      return
+        "another server is listening at \(path): stop it (systemctl stop locationd) or choose another --socket path"
     case .notASocket(let path):
       return "\(path) exists and is not a socket: remove it or choose another --socket path"
     case .systemCall(let call, let path, let code):
@@ -33,7 +35,8 @@ public enum ListenError: Error, Sendable, Hashable, CustomStringConvertible {
     case .noSuchGroup(let name):
       return "group \(name) does not exist: create it (groupadd \(name)) or change --group"
     case .invalidActivatedSocket(let fd):
-      return "file descriptor \(fd) passed by systemd is not a listening Unix stream socket: check locationd.socket (ListenStream=)"
+      return
+        "file descriptor \(fd) passed by systemd is not a listening Unix stream socket: check locationd.socket (ListenStream=)"
     }
   }
 }
@@ -46,7 +49,9 @@ public enum SocketActivation {
   /// The descriptors passed to this process: `$LISTEN_FDS` of them from fd 3, when `$LISTEN_PID`
   /// equals `pid` (or is unset, as some launchers leave it). Empty otherwise or on malformed values.
   public static func passedDescriptors(environment: [String: String], pid: Int32) -> [Int32] {
-    guard let countText = environment["LISTEN_FDS"], let count = Int32(countText), count > 0, count < 4096 else {
+    guard let countText = environment["LISTEN_FDS"], let count = Int32(countText), count > 0,
+      count < 4096
+    else {
       return []
     }
     if let pidText = environment["LISTEN_PID"], !pidText.isEmpty {
@@ -80,7 +85,8 @@ public struct ListeningSocket: Sendable {
   ///   - group: group to own a created socket (mode 0660), or `nil` to keep the creator's group.
   ///   - environment: the process environment (`LISTEN_FDS`, `LISTEN_PID`).
   /// - Throws: ``ListenError``.
-  public static func open(path: String, group: String?, environment: [String: String]) throws(ListenError)
+  public static func open(path: String, group: String?, environment: [String: String])
+    throws(ListenError)
     -> ListeningSocket
   {
     let passed = SocketActivation.passedDescriptors(environment: environment, pid: getpid())
@@ -98,7 +104,9 @@ public struct ListeningSocket: Sendable {
     var type: Int32 = 0
     var accepting: Int32 = 0
     var length = socklen_t(MemoryLayout<Int32>.size)
-    guard getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &length) == 0, type == Int32(SOCK_STREAM.rawValue) else {
+    guard getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &length) == 0,
+      type == Int32(SOCK_STREAM.rawValue)
+    else {
       throw .invalidActivatedSocket(fd: fd)
     }
     length = socklen_t(MemoryLayout<Int32>.size)
@@ -115,7 +123,9 @@ public struct ListeningSocket: Sendable {
   ///
   /// - Throws: ``ListenError``.
   public static func create(path: String, group: String?) throws(ListenError) -> ListeningSocket {
-    guard var address = UnixAddress(path: path), !path.hasPrefix("@") else { throw .pathTooLong(path) }
+    guard var address = UnixAddress(path: path), !path.hasPrefix("@") else {
+      throw .pathTooLong(path)
+    }
     var gid: UInt32? = nil
     if let group, !group.isEmpty {
       guard let found = Authorizer.groupID(named: group) else { throw .noSuchGroup(group) }

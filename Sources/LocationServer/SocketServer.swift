@@ -154,11 +154,15 @@ public final class SocketServer: Sendable {
   /// Sends `event` to every client in `clients` (default: all), encoding it once.
   ///
   /// - Returns: the number of clients it was queued for.
-  @discardableResult public func broadcast(_ event: Event, to clients: [ClientConnection]? = nil) -> Int {
+  @discardableResult public func broadcast(_ event: Event, to clients: [ClientConnection]? = nil)
+    -> Int
+  {
     let bytes = event.body.encoded
     let ids = clients?.map(\.id) ?? core.connections().map(\.id)
     var count = 0
-    for id in ids where core.enqueue(bytes, to: id, coalescingKey: event.coalescingKey) { count += 1 }
+    for id in ids where core.enqueue(bytes, to: id, coalescingKey: event.coalescingKey) {
+      count += 1
+    }
     return count
   }
 }
@@ -211,7 +215,10 @@ final class ServerCore: Sendable {
   private let wakeFD = Atomic<Int32>(-1)
   private let wakeReadFD = Atomic<Int32>(-1)
 
-  init(socket: ListeningSocket, handler: any RequestHandler, authorizer: Authorizer, options: ServerOptions) {
+  init(
+    socket: ListeningSocket, handler: any RequestHandler, authorizer: Authorizer,
+    options: ServerOptions
+  ) {
     self.socket = socket
     self.handler = handler
     self.options = options
@@ -234,7 +241,8 @@ final class ServerCore: Sendable {
       for fd in pipeFDs { Glibc.close(fd) }
       throw .systemCall("pthread_create", path: socket.path, errno: errno)
     }
-    Log.event("listening", ["path": socket.path, "activated": socket.isActivated ? "true" : "false"])
+    Log.event(
+      "listening", ["path": socket.path, "activated": socket.isActivated ? "true" : "false"])
   }
 
   func stop() {
@@ -321,12 +329,16 @@ final class ServerCore: Sendable {
       line.append(UInt8(ascii: "\n"))
       client.backlogBytes += line.count
       client.backlogMessages += 1
-      if client.backlogBytes > options.maxBacklogBytes || client.backlogMessages > options.maxBacklogMessages {
+      if client.backlogBytes > options.maxBacklogBytes
+        || client.backlogMessages > options.maxBacklogMessages
+      {
         client.dropReason = "slowClient"
         Log.event(
           "slowClient",
-          ["client": String(id), "backlogBytes": String(client.backlogBytes),
-           "backlogMessages": String(client.backlogMessages)])
+          [
+            "client": String(id), "backlogBytes": String(client.backlogBytes),
+            "backlogMessages": String(client.backlogMessages),
+          ])
         client.queue = []
         client.coalesced = [:]
         state.clients[id] = client
@@ -365,7 +377,9 @@ final class ServerCore: Sendable {
             continue
           }
           var events: Int32 = 0
-          if !client.readClosed && client.pendingRequests < options.maxPendingRequests { events |= Int32(POLLIN) }
+          if !client.readClosed && client.pendingRequests < options.maxPendingRequests {
+            events |= Int32(POLLIN)
+          }
           if !client.queue.isEmpty { events |= Int32(POLLOUT) }
           descriptors.append(pollfd(fd: client.fd, events: Int16(events), revents: 0))
           ids.append(id)
@@ -387,7 +401,8 @@ final class ServerCore: Sendable {
       }
       if descriptors[1].revents != 0 {
         var drain = [UInt8](repeating: 0, count: 256)
-        while drain.withUnsafeMutableBytes({ read(wakeDescriptor, $0.baseAddress, $0.count) }) > 0 {}
+        while drain.withUnsafeMutableBytes({ read(wakeDescriptor, $0.baseAddress, $0.count) }) > 0 {
+        }
       }
       if descriptors[0].revents & Int16(POLLIN) != 0 {
         acceptClients(&readers)
@@ -400,7 +415,9 @@ final class ServerCore: Sendable {
           flush(id)
         }
         if revents & (Int32(POLLIN) | Int32(POLLHUP) | Int32(POLLERR)) != 0 {
-          readClient(id, fd: entry.fd, chunk: &chunk, readers: &readers, hangUp: revents & Int32(POLLHUP) != 0)
+          readClient(
+            id, fd: entry.fd, chunk: &chunk, readers: &readers,
+            hangUp: revents & Int32(POLLHUP) != 0)
         }
       }
     }
@@ -426,7 +443,9 @@ final class ServerCore: Sendable {
         return
       }
       ListeningSocket.setNonBlockingCloseOnExec(fd)
-      let peer = PeerCredentials.read(socket: fd) ?? PeerCredentials(pid: 0, uid: UInt32.max, gid: UInt32.max)
+      let peer =
+        PeerCredentials.read(socket: fd)
+        ?? PeerCredentials(pid: 0, uid: UInt32.max, gid: UInt32.max)
       var stream: AsyncStream<LineReader.Item>?
       let admitted = state.withLock { state -> ClientConnection? in
         guard state.clients.count < state.maxClients else { return nil }
@@ -442,18 +461,24 @@ final class ServerCore: Sendable {
         let max = state.withLock { $0.maxClients }
         let reply = Reply.error(
           .tooManyClients,
-          message: "locationd already serves \(max) clients (--max-clients): close another client and retry")
+          message:
+            "locationd already serves \(max) clients (--max-clients): close another client and retry"
+        )
         var bytes = reply.json(id: nil).encoded
         bytes.append(UInt8(ascii: "\n"))
         _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         Glibc.close(fd)
-        Log.event("tooManyClients", ["pid": String(peer.pid), "uid": String(peer.uid), "max": String(max)])
+        Log.event(
+          "tooManyClients", ["pid": String(peer.pid), "uid": String(peer.uid), "max": String(max)])
         continue
       }
       readers[connection.id] = LineReader(maximumLength: options.maxLineLength)
       Log.event(
         "clientConnected",
-        ["client": String(connection.id), "pid": String(peer.pid), "uid": String(peer.uid), "gid": String(peer.gid)])
+        [
+          "client": String(connection.id), "pid": String(peer.pid), "uid": String(peer.uid),
+          "gid": String(peer.gid),
+        ])
       let context = (connection: connection, peer: peer)
       Task { [self] in
         await self.serve(stream, connection: context.connection, peer: context.peer)
@@ -520,15 +545,19 @@ final class ServerCore: Sendable {
             client.queue.removeFirst()
             continue
           }
-          bytes = pending.missed > 0
-            ? JSONValue.appending([JSONMember("missed", .int(Int64(pending.missed)))], toEncodedObject: pending.bytes)
+          bytes =
+            pending.missed > 0
+            ? JSONValue.appending(
+              [JSONMember("missed", .int(Int64(pending.missed)))], toEncodedObject: pending.bytes)
             : pending.bytes
           bytes.append(UInt8(ascii: "\n"))
           client.queue[0] = .bytes(bytes, counted: false)
         }
         let offset = client.headOffset
         let written = bytes.withUnsafeBytes { buffer in
-          send(client.fd, buffer.baseAddress.map { $0 + offset }, buffer.count - offset, Int32(MSG_NOSIGNAL))
+          send(
+            client.fd, buffer.baseAddress.map { $0 + offset }, buffer.count - offset,
+            Int32(MSG_NOSIGNAL))
         }
         if written < 0 {
           if errno == EINTR { continue }
@@ -557,7 +586,9 @@ final class ServerCore: Sendable {
 
   // MARK: Per-client request task
 
-  private func serve(_ lines: AsyncStream<LineReader.Item>, connection: ClientConnection, peer: PeerCredentials) async {
+  private func serve(
+    _ lines: AsyncStream<LineReader.Item>, connection: ClientConnection, peer: PeerCredentials
+  ) async {
     for await item in lines {
       let (json, close) = await answer(item, connection: connection, peer: peer)
       var line = json.encoded
@@ -572,7 +603,9 @@ final class ServerCore: Sendable {
           client.queue.append(.bytes(line, counted: true))
           client.backlogBytes += line.count
           client.backlogMessages += 1
-          if client.backlogBytes > options.maxBacklogBytes || client.backlogMessages > options.maxBacklogMessages {
+          if client.backlogBytes > options.maxBacklogBytes
+            || client.backlogMessages > options.maxBacklogMessages
+          {
             client.dropReason = "slowClient"
             wake = true
           }
@@ -586,23 +619,27 @@ final class ServerCore: Sendable {
     let context = state.withLock { state -> ClientContext in
       state.clients[connection.id]?.requestsFinished = true
       return ClientContext(
-        connection: connection, peer: peer, authorization: state.clients[connection.id]?.authorization ?? .notDetermined)
+        connection: connection, peer: peer,
+        authorization: state.clients[connection.id]?.authorization ?? .notDetermined)
     }
     wake()
     await handler.clientDisconnected(context)
   }
 
-  private func answer(_ item: LineReader.Item, connection: ClientConnection, peer: PeerCredentials) async
+  private func answer(_ item: LineReader.Item, connection: ClientConnection, peer: PeerCredentials)
+    async
     -> (JSONValue, close: Bool)
   {
     let request: Request
     switch item {
     case .tooLong:
-      Log.event("lineTooLong", ["client": String(connection.id), "max": String(options.maxLineLength)])
+      Log.event(
+        "lineTooLong", ["client": String(connection.id), "max": String(options.maxLineLength)])
       return (
         Reply.error(
           .lineTooLong,
-          message: "request line longer than \(options.maxLineLength) bytes was discarded: send shorter requests"
+          message:
+            "request line longer than \(options.maxLineLength) bytes was discarded: send shorter requests"
         ).json(id: nil), false
       )
     case .line(let bytes):
@@ -621,16 +658,27 @@ final class ServerCore: Sendable {
       }
       Log.event(
         "authorization",
-        ["client": String(connection.id), "uid": String(peer.uid), "status": status.rawValue, "reason": reason])
-      if status == .authorized { return (Reply.authorization(.authorized).json(id: request.id), false) }
+        [
+          "client": String(connection.id), "uid": String(peer.uid), "status": status.rawValue,
+          "reason": reason,
+        ])
+      if status == .authorized {
+        return (Reply.authorization(.authorized).json(id: request.id), false)
+      }
       let group = state.withLock { $0.authorizer.groupName }
-      let hint = group.map { "run as root or as a member of group \($0) (usermod -aG \($0) USER, then log in again)" }
+      let hint =
+        group.map {
+          "run as root or as a member of group \($0) (usermod -aG \($0) USER, then log in again)"
+        }
         ?? "run as root"
       return (
-        Reply.error(.notAuthorized, message: "uid \(peer.uid) is not authorized: \(hint)").json(id: request.id), false
+        Reply.error(.notAuthorized, message: "uid \(peer.uid) is not authorized: \(hint)").json(
+          id: request.id), false
       )
     }
-    let authorization = state.withLock { $0.clients[connection.id]?.authorization ?? .notDetermined }
+    let authorization = state.withLock {
+      $0.clients[connection.id]?.authorization ?? .notDetermined
+    }
     if authorization != .authorized && !request.command.isAllowedUnauthorized {
       let message =
         authorization == .denied

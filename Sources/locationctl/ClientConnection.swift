@@ -27,7 +27,9 @@ final class DaemonConnection {
   init(path: String) throws {
     self.path = path
     fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw ClientError("cannot create a socket: \(String(cString: strerror(errno)))") }
+    guard fd >= 0 else {
+      throw ClientError("cannot create a socket: \(String(cString: strerror(errno)))")
+    }
     var address = sockaddr_un()
     address.sun_family = sa_family_t(AF_UNIX)
     let bytes = Array(path.utf8)
@@ -50,11 +52,14 @@ final class DaemonConnection {
       switch code {
       case ENOENT:
         throw ClientError(
-          "socket \(path) does not exist: is locationd running? (systemctl start locationd, or give --socket PATH)")
+          "socket \(path) does not exist: is locationd running? (systemctl start locationd, or give --socket PATH)"
+        )
       case ECONNREFUSED:
-        throw ClientError("nothing listens at \(path): is locationd running? (systemctl status locationd)")
+        throw ClientError(
+          "nothing listens at \(path): is locationd running? (systemctl status locationd)")
       case EACCES, EPERM:
-        throw ClientError("permission denied on \(path): run as root or as a member of group locationd")
+        throw ClientError(
+          "permission denied on \(path): run as root or as a member of group locationd")
       default:
         throw ClientError("cannot connect to \(path): \(String(cString: strerror(code)))")
       }
@@ -71,7 +76,9 @@ final class DaemonConnection {
   func call(_ command: String, _ members: [JSONMember] = []) throws -> JSONValue {
     let id = nextID
     nextID += 1
-    var request: [JSONMember] = [JSONMember("cmd", .string(command)), JSONMember("id", .int(Int64(id)))]
+    var request: [JSONMember] = [
+      JSONMember("cmd", .string(command)), JSONMember("id", .int(Int64(id))),
+    ]
     request.append(contentsOf: members)
     var line = JSONValue.object(request).encoded
     line.append(UInt8(ascii: "\n"))
@@ -136,7 +143,9 @@ final class DaemonConnection {
         do {
           return try JSONValue.parse(line)
         } catch {
-          throw ClientError("locationd sent a line that is not JSON: \(String(decoding: line.prefix(200), as: UTF8.self))")
+          throw ClientError(
+            "locationd sent a line that is not JSON: \(String(decoding: line.prefix(200), as: UTF8.self))"
+          )
         }
       }
       var chunk = [UInt8](repeating: 0, count: 65_536)
