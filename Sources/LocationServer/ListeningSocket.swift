@@ -97,7 +97,8 @@ public struct ListeningSocket: Sendable {
     return try create(path: path, group: group)
   }
 
-  /// Adopts an inherited listening socket (checks it is a listening Unix stream socket).
+  /// Adopts an inherited listening socket (checks it is a listening Unix stream socket); its
+  /// ``path`` is the address it is bound to, or `path` when that cannot be read.
   ///
   /// - Throws: ``ListenError/invalidActivatedSocket(fd:)``.
   public static func adopt(fd: Int32, path: String) throws(ListenError) -> ListeningSocket {
@@ -114,7 +115,31 @@ public struct ListeningSocket: Sendable {
       throw .invalidActivatedSocket(fd: fd)
     }
     setNonBlockingCloseOnExec(fd)
-    return ListeningSocket(fd: fd, path: path, isActivated: true)
+    return ListeningSocket(fd: fd, path: boundPath(of: fd) ?? path, isActivated: true)
+  }
+
+  /// The path a Unix socket is bound to (`getsockname`), `@name` for an abstract socket, `nil`
+  /// when unnamed or not a Unix socket.
+  public static func boundPath(of fd: Int32) -> String? {
+    var address = sockaddr_un()
+    var length = socklen_t(MemoryLayout<sockaddr_un>.size)
+    let result = withUnsafeMutablePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    }
+    let offset = MemoryLayout<sockaddr_un>.offset(of: \sockaddr_un.sun_path) ?? 2
+    guard result == 0, address.sun_family == sa_family_t(AF_UNIX), Int(length) > offset else {
+      return nil
+    }
+    var bytes = withUnsafeBytes(of: &address.sun_path) {
+      Array($0.prefix(min($0.count, Int(length) - offset)))
+    }
+    guard let first = bytes.first else { return nil }
+    if first == 0 {
+      bytes[0] = UInt8(ascii: "@")
+    } else if let end = bytes.firstIndex(of: 0) {
+      bytes.removeSubrange(end...)
+    }
+    return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)
   }
 
   /// Creates, binds and listens at `path`: creates the parent directory (0755) when missing,

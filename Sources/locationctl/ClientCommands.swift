@@ -19,7 +19,7 @@ let clientCommands: [String: @Sendable ([String], ClientOptions) throws -> Int32
 ]
 
 /// Prints a reply: the object without `id` in JSON mode, text otherwise; exit 0, or 1 for `ERROR`.
-private func finish(_ reply: JSONValue, _ options: ClientOptions, text: (JSONValue) -> String)
+private func finish(_ reply: Message, _ options: ClientOptions, text: (JSONValue) -> String)
   -> Int32
 {
   if reply["class"] == "ERROR" {
@@ -31,18 +31,14 @@ private func finish(_ reply: JSONValue, _ options: ClientOptions, text: (JSONVal
   if options.json {
     printJSON(reply)
   } else {
-    print(text(reply))
+    print(text(reply.value))
   }
   return ExitCode.success
 }
 
-/// Prints one JSON object per line, without the request `id`.
-func printJSON(_ value: JSONValue) {
-  if case .object(let members) = value {
-    print(JSONValue.object(members.filter { $0.key != "id" }).jsonString)
-  } else {
-    print(value.jsonString)
-  }
+/// Prints a reply or event as received, on one line, without the request `id`.
+func printJSON(_ message: Message) {
+  print(String(decoding: message.rawWithoutID, as: UTF8.self))
 }
 
 /// Connects, asks for authorization, sends one command and prints its reply.
@@ -116,7 +112,7 @@ func runWatch(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
     if options.json {
       printJSON(event)
     } else {
-      print(Format.event(event))
+      print(Format.event(event.value))
     }
     fflush(nil)
     if event["class"] == "BACKEND", event["state"] == "endOfData" { return ExitCode.success }

@@ -12,13 +12,37 @@ struct ClientError: Error {
   }
 }
 
+/// One line received from locationd: the parsed object and its bytes as sent.
+struct Message {
+  /// The parsed object.
+  let value: JSONValue
+  /// The line without its newline, members in the order the server wrote them.
+  let raw: [UInt8]
+  /// The request id this line answers (set by ``DaemonConnection/call(_:_:)``), `nil` for events.
+  var replyTo: Int?
+
+  /// The member named `key`.
+  subscript(key: String) -> JSONValue? { value[key] }
+
+  /// The line without the reply's `"id"` member, which the server writes right after `"class"`.
+  var rawWithoutID: [UInt8] {
+    guard let id = replyTo, let classValue = value["class"] else { return raw }
+    let prefix = Array("{\"class\":".utf8) + classValue.encoded
+    let member = Array(",\"id\":\(id)".utf8)
+    guard raw.starts(with: prefix), raw.dropFirst(prefix.count).starts(with: member) else {
+      return raw
+    }
+    return prefix + raw.dropFirst(prefix.count + member.count)
+  }
+}
+
 /// A blocking connection to locationd's socket, one JSON object per line.
 final class DaemonConnection {
   private let fd: Int32
   private var buffer: [UInt8] = []
   private var nextID = 1
   /// Events received while waiting for a reply, in order.
-  private(set) var pendingEvents: [JSONValue] = []
+  private(set) var pendingEvents: [Message] = []
   let path: String
 
   /// Connects to `path`.
@@ -73,7 +97,7 @@ final class DaemonConnection {
   ///
   /// - Returns: the reply object (success or `ERROR`).
   /// - Throws: ``ClientError`` when the connection fails or closes.
-  func call(_ command: String, _ members: [JSONMember] = []) throws -> JSONValue {
+  func call(_ command: String, _ members: [JSONMember] = []) throws -> Message {
     let id = nextID
     nextID += 1
     var request: [JSONMember] = [
@@ -87,7 +111,11 @@ final class DaemonConnection {
       guard let message = try readMessage() else {
         throw ClientError("locationd closed the connection before answering \(command)")
       }
-      if message["id"]?.intValue == id { return message }
+      if message["id"]?.intValue == id {
+        var reply = message
+        reply.replyTo = id
+        return reply
+      }
       if message["id"] == nil && message["class"] == "ERROR" {
         // An error about the connection itself (e.g. tooManyClients).
         return message
@@ -97,12 +125,12 @@ final class DaemonConnection {
   }
 
   /// Like ``call(_:_:)`` but throws the error reply as a ``ClientError``.
-  func require(_ command: String, _ members: [JSONMember] = []) throws -> JSONValue {
+  func require(_ command: String, _ members: [JSONMember] = []) throws -> Message {
     let reply = try call(command, members)
     if reply["class"] == "ERROR" {
       let code = reply["code"]?.stringValue ?? "error"
       let message = reply["message"]?.stringValue ?? "unknown error"
-      throw ClientError("\(command): \(code): \(message)", reply: reply)
+      throw ClientError("\(command): \(code): \(message)", reply: reply.value)
     }
     return reply
   }
@@ -115,7 +143,7 @@ final class DaemonConnection {
   /// The next message: a pending event first, then from the socket; `nil` at end of stream.
   ///
   /// - Throws: ``ClientError`` on a read error or an unparsable line.
-  func nextEvent() throws -> JSONValue? {
+  func nextEvent() throws -> Message? {
     if !pendingEvents.isEmpty { return pendingEvents.removeFirst() }
     return try readMessage()
   }
@@ -134,14 +162,14 @@ final class DaemonConnection {
     }
   }
 
-  private func readMessage() throws -> JSONValue? {
+  private func readMessage() throws -> Message? {
     while true {
       if let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
         let line = Array(buffer[..<newline])
         buffer.removeSubrange(...newline)
         if line.isEmpty { continue }
         do {
-          return try JSONValue.parse(line)
+          return Message(value: try JSONValue.parse(line), raw: line)
         } catch {
           throw ClientError(
             "locationd sent a line that is not JSON: \(String(decoding: line.prefix(200), as: UTF8.self))"

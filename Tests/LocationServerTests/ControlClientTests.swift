@@ -50,6 +50,8 @@ struct ControlClientTests {
     #expect(run.status == 0, "\(run.stderr)")
     let lines = run.stdout.split(separator: "\n")
     #expect(lines.count == 1)
+    #expect(
+      run.stdout.hasPrefix(#"{"class":"STATUS","authorization":"authorized","tracking":false,"#))
     let status = try JSONValue.parse(Array((lines.first ?? "").utf8))
     #expect(status["class"] == "STATUS")
     #expect(status["authorization"] == "authorized")

@@ -155,8 +155,9 @@ struct ListeningSocketTests {
     defer { directory.remove() }
     let path = directory.path + "/activated.sock"
     let made = try ListeningSocket.create(path: path, group: nil)
-    let adopted = try ListeningSocket.adopt(fd: made.fd, path: path)
+    let adopted = try ListeningSocket.adopt(fd: made.fd, path: "/run/locationd/locationd.sock")
     #expect(adopted.isActivated)
+    #expect(adopted.path == path, "the bound address, not the configured path")
     let server = SocketServer(
       socket: adopted, handler: FakeHandler(), authorizer: Authorizer(groupName: nil))
     try server.start()
