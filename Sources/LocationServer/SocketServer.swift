@@ -225,6 +225,13 @@ final class ServerCore: Sendable {
     state = Mutex(State(authorizer: authorizer, maxClients: options.maxClients))
   }
 
+  deinit {
+    for fd in [wakeFD.load(ordering: .acquiring), wakeReadFD.load(ordering: .acquiring)]
+    where fd >= 0 {
+      Glibc.close(fd)
+    }
+  }
+
   func start() throws(ListenError) {
     let alreadyStarted = state.withLock { state in
       defer { state.started = true }
@@ -425,9 +432,7 @@ final class ServerCore: Sendable {
     let remaining = state.withLock { Array($0.clients.keys) }
     for id in remaining { removeClient(id, reason: "serverStopping") }
     socket.close()
-    let writeEnd = wakeFD.exchange(-1, ordering: .acquiringAndReleasing)
-    Glibc.close(writeEnd)
-    Glibc.close(wakeDescriptor)
+    // The wake-up pipe stays open until deinit: a late wake() must never write to a reused fd.
     Log.event("stopped", ["path": socket.path])
     finishStopped()
   }
@@ -590,7 +595,7 @@ final class ServerCore: Sendable {
     _ lines: AsyncStream<LineReader.Item>, connection: ClientConnection, peer: PeerCredentials
   ) async {
     for await item in lines {
-      let (json, close) = await answer(item, connection: connection, peer: peer)
+      let json = await answer(item, connection: connection, peer: peer)
       var line = json.encoded
       line.append(UInt8(ascii: "\n"))
       let wakeNeeded = state.withLock { state -> Bool in
@@ -609,7 +614,6 @@ final class ServerCore: Sendable {
             client.dropReason = "slowClient"
             wake = true
           }
-          if close { client.dropReason = "closedByServer" }
         }
         state.clients[connection.id] = client
         return wake
@@ -628,26 +632,24 @@ final class ServerCore: Sendable {
 
   private func answer(_ item: LineReader.Item, connection: ClientConnection, peer: PeerCredentials)
     async
-    -> (JSONValue, close: Bool)
+    -> JSONValue
   {
     let request: Request
     switch item {
     case .tooLong:
       Log.event(
         "lineTooLong", ["client": String(connection.id), "max": String(options.maxLineLength)])
-      return (
-        Reply.error(
-          .lineTooLong,
-          message:
-            "request line longer than \(options.maxLineLength) bytes was discarded: send shorter requests"
-        ).json(id: nil), false
-      )
+      return Reply.error(
+        .lineTooLong,
+        message:
+          "request line longer than \(options.maxLineLength) bytes was discarded: send shorter requests"
+      ).json(id: nil)
     case .line(let bytes):
       do {
         request = try Request.parse(bytes)
       } catch {
         Log.event("badRequest", ["client": String(connection.id), "code": error.code.rawValue])
-        return (Reply.error(error.code, message: error.message).json(id: error.id), false)
+        return Reply.error(error.code, message: error.message).json(id: error.id)
       }
     }
     if request.command == .requestAuthorization {
@@ -663,7 +665,7 @@ final class ServerCore: Sendable {
           "reason": reason,
         ])
       if status == .authorized {
-        return (Reply.authorization(.authorized).json(id: request.id), false)
+        return Reply.authorization(.authorized).json(id: request.id)
       }
       let group = state.withLock { $0.authorizer.groupName }
       let hint =
@@ -671,10 +673,8 @@ final class ServerCore: Sendable {
           "run as root or as a member of group \($0) (usermod -aG \($0) USER, then log in again)"
         }
         ?? "run as root"
-      return (
-        Reply.error(.notAuthorized, message: "uid \(peer.uid) is not authorized: \(hint)").json(
-          id: request.id), false
-      )
+      return Reply.error(.notAuthorized, message: "uid \(peer.uid) is not authorized: \(hint)")
+        .json(id: request.id)
     }
     let authorization = state.withLock {
       $0.clients[connection.id]?.authorization ?? .notDetermined
@@ -684,11 +684,11 @@ final class ServerCore: Sendable {
         authorization == .denied
         ? "this client was denied authorization: run as root or as a member of the configured group"
         : "send {\"cmd\":\"request\"} first to ask for authorization"
-      return (Reply.error(.notAuthorized, message: message).json(id: request.id), false)
+      return Reply.error(.notAuthorized, message: message).json(id: request.id)
     }
     let context = ClientContext(connection: connection, peer: peer, authorization: authorization)
     let reply = await handler.handle(request, from: context)
-    return (reply.json(id: request.id), false)
+    return reply.json(id: request.id)
   }
 }
 

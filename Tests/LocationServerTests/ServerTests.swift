@@ -184,6 +184,19 @@ struct ServerTests {
     await fixture.stop()
   }
 
+  @Test("a client that shuts down its sending side still gets its replies, then EOF")
+  func halfClose() async throws {
+    let fixture = try ServerFixture()
+    let client = try fixture.connect()
+    try await client.send("{\"cmd\":\"status\",\"id\":1}\n{\"cmd\":\"status\",\"id\":2}\n")
+    Glibc.shutdown(client.fd, Int32(SHUT_WR))
+    #expect(await client.readJSON()?["id"] == .int(1))
+    #expect(await client.readJSON()?["id"] == .int(2))
+    #expect(await client.waitForClose())
+    #expect(await eventually { fixture.server.clientCount == 0 })
+    await fixture.stop()
+  }
+
   @Test("server shutdown closes clients and removes the socket file")
   func shutdown() async throws {
     let fixture = try ServerFixture()

@@ -33,9 +33,13 @@ struct SocketActivationTests {
     try process.run()
     defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
 
-    // systemd-socket-activate starts the daemon on the first connection.
-    #expect(await eventually { access(socketPath, F_OK) == 0 })
-    let client = try TestClient(path: socketPath)
+    // systemd-socket-activate binds, then listens, and starts the daemon on the first connection.
+    var connected: TestClient?
+    for _ in 0..<500 where connected == nil {
+      connected = try? TestClient(path: socketPath)
+      if connected == nil { try await Task.sleep(for: .milliseconds(10)) }
+    }
+    let client = try #require(connected, "could not connect to \(socketPath)")
     let status = try await client.roundTrip(#"{"cmd":"status","id":1}"#)
     #expect(status?["class"] == "STATUS")
     #expect(status?["backend"]?["uri"] == "simulate")
