@@ -365,10 +365,13 @@ final class ServerCore: Sendable {
     var readers: [UInt64: LineReader] = [:]
     var chunk = [UInt8](repeating: 0, count: 65_536)
     let wakeDescriptor = wakeReadFD.load(ordering: .acquiring)
+    // After EMFILE/ENFILE, stop polling the listening socket for a moment instead of spinning.
+    var acceptPausedUntil: ContinuousClock.Instant?
     while true {
+      if let until = acceptPausedUntil, ContinuousClock.now >= until { acceptPausedUntil = nil }
       // Build the poll set from the current state.
       var descriptors: [pollfd] = [
-        pollfd(fd: socket.fd, events: Int16(POLLIN), revents: 0),
+        pollfd(fd: socket.fd, events: acceptPausedUntil == nil ? Int16(POLLIN) : 0, revents: 0),
         pollfd(fd: wakeDescriptor, events: Int16(POLLIN), revents: 0),
       ]
       var ids: [UInt64] = []
@@ -400,7 +403,8 @@ final class ServerCore: Sendable {
       if stopping { break }
       if !toDrop.isEmpty { continue }
 
-      let ready = poll(&descriptors, nfds_t(descriptors.count), 1000)
+      let ready = poll(
+        &descriptors, nfds_t(descriptors.count), acceptPausedUntil == nil ? 1000 : 100)
       if ready < 0 {
         if errno == EINTR { continue }
         Log.event("pollFailed", ["error": String(cString: strerror(errno))])
@@ -411,8 +415,8 @@ final class ServerCore: Sendable {
         while drain.withUnsafeMutableBytes({ read(wakeDescriptor, $0.baseAddress, $0.count) }) > 0 {
         }
       }
-      if descriptors[0].revents & Int16(POLLIN) != 0 {
-        acceptClients(&readers)
+      if descriptors[0].revents & Int16(POLLIN) != 0, !acceptClients(&readers) {
+        acceptPausedUntil = ContinuousClock.now + .milliseconds(100)
       }
       for (offset, id) in ids.enumerated() {
         let entry = descriptors[offset + 2]
@@ -437,15 +441,16 @@ final class ServerCore: Sendable {
     finishStopped()
   }
 
-  private func acceptClients(_ readers: inout [UInt64: LineReader]) {
+  /// Accepts every pending connection; `false` when out of descriptors (pause accepting).
+  private func acceptClients(_ readers: inout [UInt64: LineReader]) -> Bool {
     while true {
       let fd = accept(socket.fd, nil, nil)
       if fd < 0 {
-        if errno == EINTR { continue }
-        if errno != EAGAIN && errno != EWOULDBLOCK {
-          Log.event("acceptFailed", ["error": String(cString: strerror(errno))])
-        }
-        return
+        let code = errno
+        if code == EINTR { continue }
+        if code == EAGAIN || code == EWOULDBLOCK { return true }
+        Log.event("acceptFailed", ["error": String(cString: strerror(code))])
+        return !(code == EMFILE || code == ENFILE || code == ENOBUFS || code == ENOMEM)
       }
       ListeningSocket.setNonBlockingCloseOnExec(fd)
       let peer =
