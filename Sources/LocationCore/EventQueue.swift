@@ -7,7 +7,8 @@ import Synchronization
 /// the queue.
 final class EventQueue<Element: Sendable>: Sendable {
   private struct State {
-    var items: [Element] = []
+    /// Queued elements from `head` on; taken slots are cleared so they release their element.
+    var items: [Element?] = []
     var head = 0
     var consumer: CheckedContinuation<Element?, Never>?
     var producers: [CheckedContinuation<Void, Never>] = []
@@ -18,11 +19,12 @@ final class EventQueue<Element: Sendable>: Sendable {
     mutating func take() -> Element? {
       guard head < items.count else { return nil }
       let element = items[head]
+      items[head] = nil
       head += 1
       if head == items.count {
         items.removeAll(keepingCapacity: true)
         head = 0
-      } else if head > 1024 && head * 2 > items.count {
+      } else if head >= 64 && head * 2 > items.count {
         items.removeFirst(head)
         head = 0
       }

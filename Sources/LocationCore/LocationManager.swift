@@ -382,8 +382,55 @@ public actor LocationManager {
   private func consume(_ batches: AsyncStream<[BackendEvent]>) async {
     for await batch in batches {
       if Task.isCancelled { return }
-      for event in batch { handle(event) }
+      handle(batch: batch)
       flushWakes()
+    }
+  }
+
+  /// Handles a batch of events. Clients whose filter accepts every fix and whose subscriptions all
+  /// coalesce get only the newest location of each run of locations, with the others counted as
+  /// missed: exactly what coalescing would leave them, for one push per run instead of one per fix.
+  private func handle(batch: [BackendEvent]) {
+    let coalescedOnly = trackingClients.map { record in
+      record.authorization == .authorized && record.filter.acceptsEverything
+        && record.subscriptions.values.allSatisfy(\.coalesces)
+    }
+    var pending: SharedLocation?
+    var skipped = 0
+    for event in batch {
+      guard case .location(let location) = event else {
+        deliverNewest(pending, skipped: skipped, to: coalescedOnly)
+        pending = nil
+        skipped = 0
+        handle(event)
+        continue
+      }
+      statistics.locationsReceived += 1
+      let shared = SharedLocation(location)
+      for mailbox in observers.values { post(.location(shared, missed: 0), to: mailbox) }
+      guard backendActive, location.hasPosition else { continue }
+      statistics.fixesWithPosition += 1
+      current = shared
+      if initial == nil { initial = shared }
+      for (index, record) in trackingClients.enumerated() where !coalescedOnly[index] {
+        deliver(shared, to: record)
+      }
+      if pending != nil { skipped += 1 }
+      pending = shared
+    }
+    deliverNewest(pending, skipped: skipped, to: coalescedOnly)
+  }
+
+  /// Delivers `location` to the tracking clients flagged in `selected`, `skipped` fixes having
+  /// been coalesced away before it.
+  private func deliverNewest(_ location: SharedLocation?, skipped: Int, to selected: [Bool]) {
+    guard let location else { return }
+    for (index, record) in trackingClients.enumerated() where selected[index] && record.isTracking {
+      record.lastDelivered = location
+      statistics.deliveries += skipped + 1
+      for mailbox in record.subscriptions.values {
+        post(.location(location, missed: skipped), to: mailbox)
+      }
     }
   }
 

@@ -21,7 +21,7 @@ final class SharedLocation: Sendable {
 /// What a mailbox queues: locations by reference, anything else as is.
 enum MailboxEntry: Sendable {
   case location(SharedLocation, missed: Int)
-  case other(ManagerEvent)
+  indirect case other(ManagerEvent)
 
   var event: ManagerEvent {
     switch self {
@@ -36,7 +36,8 @@ enum MailboxEntry: Sendable {
 /// up to ``statusCapacity`` of them.
 final class EventMailbox: Sendable {
   private struct State {
-    var queue: [MailboxEntry] = []
+    /// Queued entries from `head` on; taken slots are cleared so they release their location.
+    var queue: [MailboxEntry?] = []
     var head = 0
     var waiter: CheckedContinuation<ManagerEvent?, Never>?
     var wakeScheduled = false
@@ -47,7 +48,8 @@ final class EventMailbox: Sendable {
   static let statusCapacity = 64
 
   private let state = Mutex(State())
-  private let coalesces: Bool
+  /// Whether consecutive locations are coalesced (false: every event is kept).
+  let coalesces: Bool
 
   /// Creates a mailbox; `coalesces: false` keeps every event (unbounded, for recording and tests).
   init(coalesces: Bool = true) {
@@ -62,12 +64,13 @@ final class EventMailbox: Sendable {
       if state.finished { return false }
       if coalesces, case .location(let location, let missed) = event,
         state.queue.count > state.head,
-        case .location(_, let previouslyMissed) = state.queue[state.queue.count - 1]
+        case .location(_, let previouslyMissed)? = state.queue[state.queue.count - 1]
       {
         state.queue[state.queue.count - 1] = .location(
           location, missed: previouslyMissed + missed + 1)
       } else {
         if coalesces, state.queue.count - state.head >= Self.statusCapacity {
+          state.queue[state.head] = nil
           state.head += 1
         }
         if state.head > 32 && state.head * 2 > state.queue.count {
@@ -117,9 +120,13 @@ final class EventMailbox: Sendable {
   private func take(_ state: inout State) -> MailboxEntry? {
     guard state.head < state.queue.count else { return nil }
     let event = state.queue[state.head]
+    state.queue[state.head] = nil
     state.head += 1
     if state.head == state.queue.count {
       state.queue.removeAll(keepingCapacity: true)
+      state.head = 0
+    } else if state.head >= 64 && state.head * 2 > state.queue.count {
+      state.queue.removeFirst(state.head)
       state.head = 0
     }
     return event

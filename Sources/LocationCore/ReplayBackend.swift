@@ -513,7 +513,9 @@ public final class ReplayBackend: BatchingLocationBackend {
       // Wait until the epoch is due, honouring pause, step, speed changes and seeks.
       wait: while true {
         if Task.isCancelled { break outer }
-        let now = clock.now
+        let clock = self.clock
+        let offset = pace - passFirstPace
+        let line = decoded.line
         enum Decision {
           case emit
           case seek
@@ -521,24 +523,32 @@ public final class ReplayBackend: BatchingLocationBackend {
           case sleep(Duration, UInt64)
         }
         let decision: Decision = control.withLock { control in
+          func emitting() -> Decision {
+            control.lastEmittedPace = pace
+            control.progress.fixesEmitted += 1
+            control.progress.line = line
+            control.progress.logOffsetMilliseconds = offset
+            control.progress.isAtEnd = false
+            return .emit
+          }
           if control.pendingSeek != nil { return .seek }
           if control.anchorPace == nil {
             control.anchorPace = pace
-            control.anchorInstant = now
+            control.anchorInstant = clock.now
           }
           if control.paused {
             if control.pendingSteps > 0 {
               control.pendingSteps -= 1
               control.anchorPace = pace
-              return .emit
+              return emitting()
             }
             return .waitForChange(control.generation)
           }
-          if control.speed == 0 { return .emit }
+          if control.speed == 0 { return emitting() }
           let anchor = control.anchorPace ?? pace
           let ahead = Double(pace - anchor) / control.speed
           let due = control.anchorInstant + .milliseconds(ahead)
-          if due <= now { return .emit }
+          if due <= clock.now { return emitting() }
           return .sleep(due, control.generation)
         }
         switch decision {
@@ -568,13 +578,6 @@ public final class ReplayBackend: BatchingLocationBackend {
         fix: fix,
         provenance: Provenance(
           backend: uri, source: source.name, line: decoded.line, isSimulated: true))
-      control.withLock { control in
-        control.lastEmittedPace = pace
-        control.progress.fixesEmitted += 1
-        control.progress.line = decoded.line
-        control.progress.logOffsetMilliseconds = pace - passFirstPace
-        control.progress.isAtEnd = false
-      }
       outbox.append(.location(location))
       if outbox.count >= Self.batchSize { await flush(&outbox) }
     }

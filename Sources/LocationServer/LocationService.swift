@@ -114,12 +114,13 @@ public actor LocationService: RequestHandler {
       _ = try await authorize(client)
       let user = Self.userClient(client.peer.uid)
       _ = await manager.requestAuthorization(client: user, credentials: Self.credentials(client.peer))
+      await trackingWillStart()
       do {
         try await manager.startUpdating(client: user, filter: Self.filter(options))
       } catch {
+        await trackingChanged()
         throw ServiceError(code: .unavailable, message: error.description)
       }
-      await trackingChanged()
       return .tracking(true, options: options)
     case .stop:
       await manager.stopUpdating(client: Self.userClient(client.peer.uid))
@@ -130,8 +131,8 @@ public actor LocationService: RequestHandler {
       return .location(
         initial: await manager.initialLocation.map(EventEncoding.tpv),
         current: await manager.currentLocation.map(EventEncoding.tpv))
-    case .watch(let enable):
-      return try await watch(enable: enable, lossless: false, options: TrackingOptions(), client)
+    case .watch(let enable, let coalesce, let options):
+      return try await watch(enable: enable, lossless: !coalesce, options: options, client)
     case .centerOnLocation:
       do {
         try await map.centerOnCurrentLocation()
@@ -237,14 +238,23 @@ public actor LocationService: RequestHandler {
       connection: client.connection, filter: Self.filter(options), lossless: lossless, lastDelivered: nil)
     client.connection.send(
       .backend(uri: backend.uri, state: await manager.backendStatus, detail: await manager.backendStatusDetail))
+    await trackingWillStart()
     do {
       try await manager.startUpdating(client: id, filter: Self.filter(options))
     } catch {
       watchers[client.id] = nil
+      await trackingChanged()
       throw ServiceError(code: .unavailable, message: error.description)
     }
-    await trackingChanged()
     return .watch(enabled: true)
+  }
+
+  /// Tells the map state that tracking is about to start, before the backend can deliver the
+  /// initial fix (which the map centers on).
+  private func trackingWillStart() async {
+    guard !wasTracking else { return }
+    wasTracking = true
+    await map.trackingStarted()
   }
 
   /// Tells the map state when tracking as a whole starts or stops.

@@ -122,8 +122,11 @@ public enum Command: Sendable, Hashable {
   case status
   /// `{"cmd":"location"}`: the initial and current location.
   case location
-  /// `{"cmd":"watch","enable":true}`: streams events (locations, backend status) to this client.
-  case watch(enable: Bool)
+  /// `{"cmd":"watch","enable":true,"coalesce":true,...filters}`: streams events (locations,
+  /// backend status, map changes) to this client and tracks for this connection, with the
+  /// filters of `start`. `coalesce: false` delivers every location (for recording): a client that
+  /// cannot keep up is then disconnected instead of skipping fixes.
+  case watch(enable: Bool, coalesce: Bool = true, options: TrackingOptions = TrackingOptions())
   /// `{"cmd":"center"}`: centers the map on the current location.
   case centerOnLocation
   /// `{"cmd":"setCenter","lat":..,"lon":..}`: centers the map on a coordinate.
@@ -229,7 +232,7 @@ public struct ProtocolError: Error, Sendable, Hashable {
 
 enum JSONCoding {
   static func decode(_ bytes: [UInt8]) throws -> JSONValue {
-    try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
+    try JSONParser.parse(bytes)
   }
 }
 
@@ -255,6 +258,14 @@ extension Request {
     return try parse(value)
   }
 
+  /// The filters of `start` and `watch`: `distanceFilter` (m), `minInterval` (s), `desiredAccuracy` (m).
+  fileprivate static func trackingOptions(_ reader: inout ArgumentReader) throws(ProtocolError) -> TrackingOptions {
+    TrackingOptions(
+      distanceFilter: try reader.optionalNumber("distanceFilter", in: 0...1.0e7, unit: "metres"),
+      minInterval: try reader.optionalNumber("minInterval", in: 0...86_400, unit: "seconds"),
+      desiredAccuracy: try reader.optionalNumber("desiredAccuracy", in: 0.001...1.0e7, unit: "metres"))
+  }
+
   /// Validates a decoded JSON value as a request. See ``parse(_:)-([UInt8])``.
   ///
   /// - Throws: ``ProtocolError`` as ``parse(_:)-([UInt8])`` does (except `malformedJSON` for bad syntax).
@@ -276,16 +287,14 @@ extension Request {
     switch cmd {
     case "request": command = .requestAuthorization
     case "start":
-      let options = TrackingOptions(
-        distanceFilter: try reader.optionalNumber("distanceFilter", in: 0...1.0e7, unit: "metres"),
-        minInterval: try reader.optionalNumber("minInterval", in: 0...86_400, unit: "seconds"),
-        desiredAccuracy: try reader.optionalNumber(
-          "desiredAccuracy", in: 0.001...1.0e7, unit: "metres"))
-      command = .start(options)
+      command = .start(try Self.trackingOptions(&reader))
     case "stop": command = .stop
     case "status": command = .status
     case "location": command = .location
-    case "watch": command = .watch(enable: try reader.optionalBool("enable") ?? true)
+    case "watch":
+      command = .watch(
+        enable: try reader.optionalBool("enable") ?? true, coalesce: try reader.optionalBool("coalesce") ?? true,
+        options: try Self.trackingOptions(&reader))
     case "center": command = .centerOnLocation
     case "setCenter": command = .setCenter(try reader.coordinate())
     case "zoom": command = .zoom(try reader.number("zoom", in: 0...22, unit: "zoom level"))

@@ -101,11 +101,18 @@ func runLocation(_ arguments: [String], _ options: ClientOptions) throws -> Int3
   return try authorizedCall(options, "location", text: Format.location)
 }
 
+/// `watch [--every]`: authorizes and watches on its own connection, which tracks for as long as it
+/// stays open (unlike `start`); `--every` asks for every fix instead of the newest when slow.
 func runWatch(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
-  try expectNoArguments(arguments, "watch")
+  var every = false
+  for argument in arguments {
+    guard argument == "--every" else { throw UsageError("watch takes no arguments but --every") }
+    every = true
+  }
   let connection = try DaemonConnection(path: options.socketPath)
-  for command in ["request", "start", "watch"] {
-    let reply = try connection.call(command)
+  let requests: [(String, [JSONMember])] = [("request", []), ("watch", every ? [JSONMember("coalesce", .bool(false))] : [])]
+  for (command, members) in requests {
+    let reply = try connection.call(command, members)
     if reply["class"] == "ERROR" { return finish(reply, options, text: { _ in "" }) }
   }
   while let event = try connection.nextEvent() {

@@ -268,3 +268,45 @@ struct LocationManagerTests {
     #expect(!backend.isRunning)
   }
 }
+
+@Suite(.timeLimit(.minutes(1)))
+struct BatchedDeliveryTests {
+  /// The replay hands fixes over in batches; a coalescing reader that reads nothing until the end
+  /// must see exactly the newest fix with all others counted as missed, and statuses in order.
+  @Test func aBatchingBackendCoalescesToTheNewestFixWithTheMissedCount() async throws {
+    let track = TestFixes.track(count: 1000)
+    let backend = ReplayBackend(
+      source: DecodedFixesSource(name: "track", fixes: track), options: .init(path: "track", speed: 0),
+      clock: VirtualClock(), uri: "replay:track")
+    let manager = LocationManager(backend: backend) { _ in .authorized }
+    _ = await authorize(manager, alice)
+    _ = await authorize(manager, bob)
+    let slow = await manager.subscribe(client: alice)
+    let filtered = await manager.subscribe(client: bob, coalescing: false)
+    let observer = await manager.observe(coalescing: false)
+    try await manager.startUpdating(client: alice)
+    try await manager.startUpdating(client: bob, filter: LocationFilter(distanceFilter: 95))
+    var observed = 0
+    loop: for await event in observer {
+      switch event {
+      case .location: observed += 1
+      case .status(.endOfData, _): break loop
+      default: continue
+      }
+    }
+    #expect(observed == 1000)
+    let events = await drain(slow)
+    let kinds = events.map { event -> String in
+      switch event {
+      case .location(let location, let missed): return "location \(location.provenance.line ?? -1) missed \(missed)"
+      case .status(let status, _): return status.rawValue
+      case .error(let message): return message
+      }
+    }
+    #expect(kinds == ["connected", "location \(track[999].line) missed 999", "endOfData"])
+    // The other client's distance filter still sees every fix: 10 m steps, 95 m apart.
+    let lines = locations(await drain(filtered)).map(\.provenance.line)
+    #expect(lines == stride(from: 0, to: 1000, by: 10).map { track[$0].line })
+    #expect(await manager.statistics.fixesWithPosition == 1000)
+  }
+}

@@ -116,8 +116,8 @@ struct ControlClientTests {
     #expect(lines.first??["class"] == "TPV")
     #expect(lines.first??["lat"] == .double(49.5))
     #expect(lines.last??["state"] == "endOfData")
-    #expect(
-      fixture.handler.handled.withLock { $0 } == [.start(TrackingOptions()), .watch(enable: true)])
+    // watch tracks for its own connection: no persistent start.
+    #expect(fixture.handler.handled.withLock { $0 } == [.watch(enable: true)])
     await fixture.stop()
   }
 }

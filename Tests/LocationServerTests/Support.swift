@@ -139,7 +139,7 @@ final class FakeHandler: RequestHandler {
         initial: nil, current: nil, clients: 1)
     case .start(let options): return .tracking(true, options: options)
     case .stop: return .tracking(false)
-    case .watch(let enable):
+    case .watch(let enable, _, _):
       watchers.withLock { watchers in
         watchers.removeAll { $0 == client.connection }
         if enable { watchers.append(client.connection) }

@@ -1,0 +1,223 @@
+/// Why a JSON text could not be parsed.
+public struct JSONSyntaxError: Error, Sendable, Hashable, CustomStringConvertible {
+  /// Byte offset of the problem.
+  public var offset: Int
+  /// What was expected.
+  public var reason: String
+
+  /// `invalid JSON at byte N: reason`.
+  public var description: String { "invalid JSON at byte \(offset): \(reason)" }
+}
+
+/// A strict RFC 8259 parser that keeps object members in their order (JSONDecoder does not),
+/// so `locationctl --json` prints replies as locationd wrote them.
+///
+/// Nesting deeper than ``maximumDepth`` is rejected rather than recursed into, so a hostile line
+/// of a million `[` cannot exhaust the stack.
+enum JSONParser {
+  static let maximumDepth = 64
+
+  static func parse(_ bytes: [UInt8]) throws(JSONSyntaxError) -> JSONValue {
+    try bytes.withUnsafeBufferPointer { (buffer) throws(JSONSyntaxError) -> JSONValue in
+      var parser = Cursor(bytes: buffer)
+      parser.skipWhitespace()
+      let value = try parser.value(depth: 0)
+      parser.skipWhitespace()
+      guard parser.index == buffer.count else { throw parser.fail("unexpected text after the value") }
+      return value
+    }
+  }
+
+  private struct Cursor {
+    let bytes: UnsafeBufferPointer<UInt8>
+    var index = 0
+
+    init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+
+    func fail(_ reason: String) -> JSONSyntaxError { JSONSyntaxError(offset: index, reason: reason) }
+
+    var current: UInt8? { index < bytes.count ? bytes[index] : nil }
+
+    mutating func skipWhitespace() {
+      while let c = current, c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0D { index += 1 }
+    }
+
+    mutating func expect(_ literal: StaticString) throws(JSONSyntaxError) {
+      var ok = true
+      literal.withUTF8Buffer { text in
+        if index + text.count > bytes.count {
+          ok = false
+          return
+        }
+        for (offset, byte) in text.enumerated() where bytes[index + offset] != byte { ok = false }
+      }
+      guard ok else { throw fail("expected \(literal)") }
+      index += literal.utf8CodeUnitCount
+    }
+
+    mutating func value(depth: Int) throws(JSONSyntaxError) -> JSONValue {
+      guard depth < JSONParser.maximumDepth else { throw fail("nested more than \(JSONParser.maximumDepth) levels") }
+      guard let c = current else { throw fail("expected a value") }
+      switch c {
+      case UInt8(ascii: "{"): return try object(depth: depth)
+      case UInt8(ascii: "["): return try array(depth: depth)
+      case UInt8(ascii: "\""): return .string(try string())
+      case UInt8(ascii: "t"):
+        try expect("true")
+        return .bool(true)
+      case UInt8(ascii: "f"):
+        try expect("false")
+        return .bool(false)
+      case UInt8(ascii: "n"):
+        try expect("null")
+        return .null
+      case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try number()
+      default: throw fail("expected a value")
+      }
+    }
+
+    mutating func object(depth: Int) throws(JSONSyntaxError) -> JSONValue {
+      index += 1
+      var members: [JSONMember] = []
+      skipWhitespace()
+      if current == UInt8(ascii: "}") {
+        index += 1
+        return .object(members)
+      }
+      while true {
+        skipWhitespace()
+        guard current == UInt8(ascii: "\"") else { throw fail("expected a member name") }
+        let key = try string()
+        skipWhitespace()
+        guard current == UInt8(ascii: ":") else { throw fail("expected :") }
+        index += 1
+        skipWhitespace()
+        members.append(JSONMember(key, try value(depth: depth + 1)))
+        skipWhitespace()
+        switch current {
+        case UInt8(ascii: ",")?: index += 1
+        case UInt8(ascii: "}")?:
+          index += 1
+          return .object(members)
+        default: throw fail("expected , or }")
+        }
+      }
+    }
+
+    mutating func array(depth: Int) throws(JSONSyntaxError) -> JSONValue {
+      index += 1
+      var elements: [JSONValue] = []
+      skipWhitespace()
+      if current == UInt8(ascii: "]") {
+        index += 1
+        return .array(elements)
+      }
+      while true {
+        skipWhitespace()
+        elements.append(try value(depth: depth + 1))
+        skipWhitespace()
+        switch current {
+        case UInt8(ascii: ",")?: index += 1
+        case UInt8(ascii: "]")?:
+          index += 1
+          return .array(elements)
+        default: throw fail("expected , or ]")
+        }
+      }
+    }
+
+    mutating func string() throws(JSONSyntaxError) -> String {
+      index += 1
+      var utf8: [UInt8] = []
+      while true {
+        guard let c = current else { throw fail("unterminated string") }
+        index += 1
+        switch c {
+        case UInt8(ascii: "\""):
+          // Invalid UTF-8 is replaced (U+FFFD) rather than rejected.
+          return String(decoding: utf8, as: UTF8.self)
+        case UInt8(ascii: "\\"):
+          guard let e = current else { throw fail("unterminated escape") }
+          index += 1
+          switch e {
+          case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): utf8.append(e)
+          case UInt8(ascii: "b"): utf8.append(0x08)
+          case UInt8(ascii: "f"): utf8.append(0x0C)
+          case UInt8(ascii: "n"): utf8.append(0x0A)
+          case UInt8(ascii: "r"): utf8.append(0x0D)
+          case UInt8(ascii: "t"): utf8.append(0x09)
+          case UInt8(ascii: "u"):
+            var scalar = try hex4()
+            if (0xD800...0xDBFF).contains(scalar) {
+              // A surrogate pair: the low half must follow as another \u escape.
+              guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u")
+              else { throw fail("lone surrogate in \\u escape") }
+              index += 2
+              let low = try hex4()
+              guard (0xDC00...0xDFFF).contains(low) else { throw fail("invalid surrogate pair") }
+              scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+            } else if (0xDC00...0xDFFF).contains(scalar) {
+              throw fail("lone surrogate in \\u escape")
+            }
+            guard let unicode = Unicode.Scalar(scalar) else { throw fail("invalid \\u escape") }
+            utf8.append(contentsOf: Array(String(Character(unicode)).utf8))
+          default: throw fail("invalid escape")
+          }
+        case 0..<0x20:
+          throw fail("control character in string")
+        default:
+          utf8.append(c)
+        }
+      }
+    }
+
+    mutating func hex4() throws(JSONSyntaxError) -> UInt32 {
+      guard index + 4 <= bytes.count else { throw fail("short \\u escape") }
+      var value: UInt32 = 0
+      for _ in 0..<4 {
+        let c = bytes[index]
+        let digit: UInt32
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(c - UInt8(ascii: "0"))
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(c - UInt8(ascii: "a") + 10)
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(c - UInt8(ascii: "A") + 10)
+        default: throw fail("invalid hex digit in \\u escape")
+        }
+        value = value << 4 | digit
+        index += 1
+      }
+      return value
+    }
+
+    mutating func number() throws(JSONSyntaxError) -> JSONValue {
+      let start = index
+      if current == UInt8(ascii: "-") { index += 1 }
+      guard let first = current, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) else {
+        throw fail("expected a digit")
+      }
+      if first == UInt8(ascii: "0") {
+        index += 1
+      } else {
+        while let c = current, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(c) { index += 1 }
+      }
+      var integral = true
+      if current == UInt8(ascii: ".") {
+        integral = false
+        index += 1
+        guard let c = current, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(c) else { throw fail("expected a digit after .") }
+        while let c = current, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(c) { index += 1 }
+      }
+      if current == UInt8(ascii: "e") || current == UInt8(ascii: "E") {
+        integral = false
+        index += 1
+        if current == UInt8(ascii: "+") || current == UInt8(ascii: "-") { index += 1 }
+        guard let c = current, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(c) else { throw fail("expected an exponent") }
+        while let c = current, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(c) { index += 1 }
+      }
+      let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+      if integral, let value = Int64(text) { return .int(value) }
+      guard let value = Double(text), value.isFinite else { throw fail("number out of range") }
+      return .double(value)
+    }
+  }
+}
