@@ -142,6 +142,9 @@ public final class GPSDBackend: LocationBackend {
     /// How long a 2D (or lesser) report waits for a better report of the same epoch before it is
     /// emitted; default 150 ms. 3D fixes never wait.
     public var epochSettleDelay: Duration = .milliseconds(150)
+    /// Most locations kept for a consumer that is not reading (a live source cannot wait);
+    /// beyond it the oldest locations are dropped. Status changes are never dropped. Default 256.
+    public var bufferedLocations = 256
 
     /// Creates the default options.
     public init() {}
@@ -153,10 +156,12 @@ public final class GPSDBackend: LocationBackend {
   public let endpoint: GPSDEndpoint
   /// Timeouts and retries.
   public let options: Options
-  /// Every event, for the backend's whole life; one consumer.
+  /// Every event, for the backend's whole life; one consumer. Status changes are never dropped;
+  /// a consumer that falls more than ``Options/bufferedLocations`` locations behind loses the
+  /// oldest ones.
   public let events: AsyncStream<BackendEvent>
 
-  private let continuation: AsyncStream<BackendEvent>.Continuation
+  private let buffer: LiveEventBuffer
   private let running = Mutex<GPSDWorker?>(nil)
 
   /// Creates a backend for `uri` (`gpsd://HOST[:PORT][/DEVICE]`, default port 2947); nothing
@@ -167,13 +172,13 @@ public final class GPSDBackend: LocationBackend {
     self.endpoint = try GPSDEndpoint(uri: uri)
     self.uri = uri
     self.options = options
-    (events, continuation) = AsyncStream.makeStream(
-      of: BackendEvent.self, bufferingPolicy: .bufferingNewest(256))
+    buffer = LiveEventBuffer(locationCapacity: options.bufferedLocations)
+    events = buffer.stream
   }
 
   deinit {
     running.withLock { $0?.requestStop() }
-    continuation.finish()
+    buffer.finish()
   }
 
   /// Starts the connection thread; returns at once (connection and retries happen in the
@@ -184,7 +189,7 @@ public final class GPSDBackend: LocationBackend {
     try running.withLock { current throws(GPSDBackendError) in
       guard current == nil else { return }
       let worker = GPSDWorker(
-        endpoint: endpoint, uri: uri, options: options, continuation: continuation)
+        endpoint: endpoint, uri: uri, options: options, buffer: buffer)
       try worker.launch()
       current = worker
     }
@@ -354,7 +359,7 @@ final class GPSDWorker: @unchecked Sendable {
   private let endpoint: GPSDEndpoint
   private let uri: String
   private let options: Options
-  private let continuation: AsyncStream<BackendEvent>.Continuation
+  private let buffer: LiveEventBuffer
   private let stopRequested = Atomic<Bool>(false)
   private let finished = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>(
     (false, []))
@@ -376,12 +381,12 @@ final class GPSDWorker: @unchecked Sendable {
 
   init(
     endpoint: GPSDEndpoint, uri: String, options: Options,
-    continuation: AsyncStream<BackendEvent>.Continuation
+    buffer: LiveEventBuffer
   ) {
     self.endpoint = endpoint
     self.uri = uri
     self.options = options
-    self.continuation = continuation
+    self.buffer = buffer
     self.deduplicator = EpochDeduplicator(
       settleNanoseconds: Self.nanoseconds(options.epochSettleDelay))
   }
@@ -540,7 +545,7 @@ final class GPSDWorker: @unchecked Sendable {
         self.report(.noFix, "gpsd closed device \(path)")
       }
     case .error(let message):
-      continuation.yield(.error("gpsd: \(message)"))
+      buffer.push(.error("gpsd: \(message)"))
     case .other:
       break
     }
@@ -550,14 +555,14 @@ final class GPSDWorker: @unchecked Sendable {
     noFixDeadline = Self.now() + Self.nanoseconds(options.noFixTimeout)
     if lastStatus != .connected { report(.connected, "receiving fixes") }
     let provenance = Provenance(backend: uri, source: device ?? endpoint.device, isSimulated: false)
-    continuation.yield(.location(Location(fix: fix, provenance: provenance)))
+    buffer.push(.location(Location(fix: fix, provenance: provenance)))
   }
 
   private func report(_ status: BackendStatus, _ detail: String?) {
     // Repeated disconnections while retrying are reported once.
     if status == lastStatus && status == .disconnected { return }
     lastStatus = status
-    continuation.yield(.status(status, detail: detail))
+    buffer.push(.status(status, detail: detail))
   }
 
   /// Waits until `fd` is readable, the wake pipe is written, or the timeout passes (no CPU).

@@ -47,6 +47,8 @@ let usageText = """
     replay pause|resume|seek SECONDS|speed FACTOR|step [EPOCHS]
                                   control a replay backend
     decode [FILE...]              decode NMEA 0183 into gpsd TPV lines (no daemon needed)
+    simulate --pty PATH [--rate HZ] [--backend URI]
+                                  simulated GPS hardware: NMEA 0183 on a pty for gpsd
 
   options:
     --socket PATH   locationd's socket (default $LOCATIOND_SOCKET or /run/locationd/locationd.sock)
@@ -97,6 +99,7 @@ func dispatch(_ arguments: [String]) -> Int32 {
     }
     guard let command else { throw UsageError("give a command, e.g. locationctl status") }
     if command == "decode" { return runDecode(arguments: rest) }
+    if command == "simulate" { return runSimulate(arguments: rest) }
     guard let run = clientCommands[command] else {
       throw UsageError("unknown command \(command)")
     }

@@ -46,7 +46,8 @@ struct GPSDEndToEndTests {
       let time = try #require(fix.time)
       #expect(time > previous, "one fix per epoch, in order")
       previous = time
-      let written = try #require(log[time], "fix time \(time) was written")
+      let written = try #require(
+        await log.epoch(time), "fix time \(time) was written; \(log.nearest(time))")
       let expected = try #require(written.fix.coordinate)
       let coordinate = try #require(fix.coordinate)
       #expect(abs(coordinate.latitude - expected.latitude) < 1e-6)
@@ -59,7 +60,7 @@ struct GPSDEndToEndTests {
     // Beyond position: altitude, speed and course as written (NMEA field precision).
     let last = try #require(locations.last?.fix)
     let lastTime = try #require(last.time)
-    let written = try #require(log[lastTime]).fix
+    let written = try #require(await log.epoch(lastTime)).fix
     #expect(abs((last.altitudeMSL ?? .nan) - (written.altitudeMSL ?? 0)) < 0.006)
     #expect(abs((last.speedOverGround ?? .nan) - 12.5) < 0.001)
     #expect(abs((last.courseOverGround ?? .nan) - 45.0) < 0.006)
@@ -73,7 +74,8 @@ struct GPSDEndToEndTests {
     let tpvs = try gpspipeTPVs(port: gpsd.port, count: 40)
     #expect(tpvs.count >= 10)
     for tpv in tpvs {
-      let written = try #require(log[tpv.time], "gpspipe time \(tpv.time) was written")
+      let written = try #require(
+        await log.epoch(tpv.time), "gpspipe time \(tpv.time) was written; \(log.nearest(tpv.time))")
       let expected = try #require(written.fix.coordinate)
       #expect(abs(tpv.latitude - expected.latitude) < 1e-6)
       #expect(abs(tpv.longitude - expected.longitude) < 1e-6)
@@ -127,7 +129,7 @@ struct GPSDEndToEndTests {
     #expect(statuses[..<disconnectIndex].contains(.connected))
     #expect(statuses[disconnectIndex...].contains(.connected))
     let firstAfterTime = try #require(firstAfter.location.fix.time)
-    let written = try #require(log[firstAfterTime])
+    let written = try #require(await log.epoch(firstAfterTime))
     // Epochs written during the outage are not replayed to the new gpsd: the first fix after the
     // restart was written at most about one epoch before gpsd started.
     #expect(
@@ -161,7 +163,7 @@ struct GPSDEndToEndTests {
     #expect(Array(statuses.drop { $0 != .disconnected }.prefix(2)) == [.disconnected, .connected])
     let fix = try #require(collector.locations.first?.location.fix)
     let fixTime = try #require(fix.time)
-    let written = try #require(log[fixTime]).fix
+    let written = try #require(await log.epoch(fixTime)).fix
     #expect(
       fix.coordinate.map { abs($0.latitude - (written.coordinate?.latitude ?? 0)) < 1e-6 } == true)
     await backend.stop()
@@ -279,6 +281,16 @@ struct GPSDEndToEndTests {
       collector.locations.first?.location.provenance.backend
         == "gpsd://127.0.0.1:\(gpsd.port)\(receiver.linkPath)")
     await backend.stop()
+  }
+
+  @Test func conformsToTheBackendContract() async throws {
+    let receiver = try startReceiver("conformance", log: WriteLog())
+    defer { receiver.stop() }
+    let gpsd = try PrivateGPSD(device: receiver.linkPath)
+    try gpsd.start()
+    defer { gpsd.stop() }
+    let backend = try GPSDBackend(uri: "gpsd://127.0.0.1:\(gpsd.port)")
+    #expect(await backendConformance(backend) == [])
   }
 }
 

@@ -100,6 +100,22 @@ final class WriteLog: Sendable {
   }
 
   subscript(time: Int64) -> SimulatedReceiver.WrittenEpoch? { written.withLock { $0[time] } }
+
+  /// The epoch written with `time`, waiting up to 500 ms for it: the writer thread records an
+  /// epoch just after write() returns, and gpsd can report it before that.
+  func epoch(_ time: Int64) async -> SimulatedReceiver.WrittenEpoch? {
+    for _ in 0..<50 {
+      if let epoch = self[time] { return epoch }
+      try? await Task.sleep(for: .milliseconds(10))
+    }
+    return self[time]
+  }
+
+  /// A description of the written epoch times nearest to `time`, for failure messages.
+  func nearest(_ time: Int64) -> String {
+    let times = written.withLock { Array($0.keys) }.sorted { abs($0 - time) < abs($1 - time) }
+    return "nearest written: \(times.prefix(3).map { $0 - time }) ms away, \(times.count) written"
+  }
   var count: Int { written.withLock { $0.count } }
 }
 

@@ -1,0 +1,168 @@
+import Dispatch
+import Glibc
+import LocationCore
+import LocationServer
+import NMEA
+import Synchronization
+
+let simulateUsage = """
+  usage: locationctl simulate --pty PATH [--backend URI] [--rate HZ] [--talker GP|GN] [--zda]
+    Simulated GPS hardware: creates a pseudo-terminal, links PATH to it and writes NMEA 0183
+    (RMC, VTG, GGA, GSA, GSV, and ZDA with --zda) at HZ epochs per second (1-10, default 1),
+    as a serial receiver does. Start gpsd on it with: gpsd -N -n PATH
+    --backend URI   where the fixes come from: simulate[...] (default simulate?rate=HZ) or
+                    replay:LOG.nmea[?speed=1&loop=true]
+    --talker GP|GN  talker of the position sentences (default GP)
+    --device-mode OCTAL  permissions of the pty (e.g. 666 for a gpsd that drops privileges)
+    Runs until interrupted (SIGINT/SIGTERM) or the backend ends; then removes PATH.
+
+  """
+
+/// `locationctl simulate --pty PATH ...`: simulated GPS hardware fed by a backend. Exit status 0
+/// when interrupted or when the backend's fixes end, 1 when the pty or backend cannot start, 64
+/// on bad usage.
+func runSimulate(arguments: [String]) -> Int32 {
+  var path: String?
+  var backendURI: String?
+  var rate = 1.0
+  var talker = NMEAEncoder.Talker.gps
+  var sentences = NMEAEncoder.SentenceSet.standard
+  var deviceMode: mode_t?
+  var index = 0
+  func value(_ name: String) -> String? {
+    guard index < arguments.count else {
+      writeError("locationctl simulate: \(name) needs a value (try --help)")
+      return nil
+    }
+    index += 1
+    return arguments[index - 1]
+  }
+  while index < arguments.count {
+    let argument = arguments[index]
+    index += 1
+    switch argument {
+    case "-h", "--help":
+      print(simulateUsage, terminator: "")
+      return ExitCode.success
+    case "--pty":
+      guard let text = value(argument) else { return ExitCode.usage }
+      path = text
+    case "--backend":
+      guard let text = value(argument) else { return ExitCode.usage }
+      backendURI = text
+    case "--rate":
+      guard let text = value(argument) else { return ExitCode.usage }
+      guard let number = Double(text), (1...10).contains(number) else {
+        writeError("locationctl simulate: --rate must be a number of epochs per second in 1...10")
+        return ExitCode.usage
+      }
+      rate = number
+    case "--talker":
+      guard let text = value(argument) else { return ExitCode.usage }
+      guard let choice = NMEAEncoder.Talker(rawValue: text.uppercased()) else {
+        writeError("locationctl simulate: --talker must be GP or GN")
+        return ExitCode.usage
+      }
+      talker = choice
+    case "--zda":
+      sentences.insert(.zda)
+    case "--device-mode":
+      guard let text = value(argument) else { return ExitCode.usage }
+      guard let mode = mode_t(text, radix: 8), mode <= 0o777 else {
+        writeError("locationctl simulate: --device-mode must be octal permissions such as 666")
+        return ExitCode.usage
+      }
+      deviceMode = mode
+    default:
+      writeError("locationctl simulate: unknown argument \(argument) (try --help)")
+      return ExitCode.usage
+    }
+  }
+  guard let path else {
+    writeError("locationctl simulate: --pty PATH is required (try --help)")
+    return ExitCode.usage
+  }
+  let uri =
+    backendURI ?? "simulate?rate=\(rate == rate.rounded() ? String(Int(rate)) : String(rate))"
+  let backend: any LocationBackend
+  do {
+    backend = try BackendFactory.make(uri: uri)
+  } catch {
+    writeError("locationctl simulate: \(error)")
+    return ExitCode.usage
+  }
+  let receiver: SimulatedReceiver
+  do {
+    receiver = try SimulatedReceiver(
+      linkPath: path, encoder: NMEAEncoder(talker: talker, sentences: sentences),
+      deviceMode: deviceMode)
+  } catch {
+    writeError("locationctl simulate: \(error)")
+    return ExitCode.failure
+  }
+
+  // Fixes of the backend's location events, in order, until a replay reaches the end of its
+  // log; status events go to standard error. Pulled one per epoch, so a fast source waits.
+  let fixes = backend.events.prefix { event in
+    if case .status(.endOfData, _) = event {
+      writeError("locationctl simulate: the replay reached the end of its log")
+      return false
+    }
+    return true
+  }.compactMap { event -> Fix? in
+    switch event {
+    case .location(let location): return location.fix
+    case .status(let status, let detail):
+      writeError(
+        "locationctl simulate: backend \(status.rawValue)" + (detail.map { ": \($0)" } ?? ""))
+      return nil
+    case .error(let message):
+      writeError("locationctl simulate: backend error: \(message)")
+      return nil
+    }
+  }
+  let status = Atomic<Int32>(ExitCode.success)
+  let done = DispatchSemaphore(value: 0)
+  let task = Task {
+    do {
+      try await backend.start()
+    } catch {
+      writeError("locationctl simulate: cannot start \(uri): \(error)")
+      status.store(ExitCode.failure, ordering: .relaxed)
+      receiver.stop()
+      done.signal()
+      return
+    }
+    do {
+      try receiver.start(rate: rate, fixes: fixes)
+    } catch {
+      writeError("locationctl simulate: \(error)")
+      status.store(ExitCode.failure, ordering: .relaxed)
+      receiver.stop()
+    }
+    writeError(
+      "locationctl simulate: NMEA 0183 at \(rate) Hz from \(uri) on \(receiver.slavePath), linked at \(path)"
+        + "; run: gpsd -N -n \(path)")
+    await receiver.waitUntilFinished()
+    await backend.stop()
+    done.signal()
+  }
+
+  // SIGINT/SIGTERM: stop writing and remove the link.
+  var sources: [any DispatchSourceSignal] = []
+  for signalNumber in [SIGINT, SIGTERM] {
+    signal(signalNumber, SIG_IGN)
+    let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+    source.setEventHandler { receiver.stop() }
+    source.resume()
+    sources.append(source)
+  }
+  done.wait()
+  task.cancel()
+  for source in sources { source.cancel() }
+  let statistics = receiver.statistics
+  writeError(
+    "locationctl simulate: \(statistics.epochsWritten) epochs written, \(statistics.epochsDropped) dropped, "
+      + "\(statistics.bytesWritten) bytes")
+  return status.load(ordering: .relaxed)
+}

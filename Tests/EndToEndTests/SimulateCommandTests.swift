@@ -1,0 +1,150 @@
+import Foundation
+import LocationTestKit
+import NMEA
+import Testing
+
+/// `locationctl simulate --pty PATH` -> real gpsd (private port) -> `gpspipe -w`.
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct SimulateCommandTests {
+  /// The package root, found from this file's path (Tests/EndToEndTests/...).
+  private static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+    .deletingLastPathComponent().deletingLastPathComponent()
+
+  private func locationctl() throws -> URL {
+    let url = Self.packageRoot.appendingPathComponent(".build/debug/locationctl")
+    try #require(
+      FileManager.default.isExecutableFile(atPath: url.path),
+      "build first: swift build --build-tests (looked for \(url.path))")
+    return url
+  }
+
+  @Test func gpsdDecodesTheSimulatedHardwareLikeAReceiver() async throws {
+    let link =
+      NSTemporaryDirectory() + "locationd-simulate-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    let simulator = Process()
+    simulator.executableURL = try locationctl()
+    simulator.arguments = ["simulate", "--pty", link, "--rate", "10", "--talker", "GN", "--zda"]
+    let errors = Pipe()
+    simulator.standardError = errors
+    simulator.standardOutput = FileHandle.nullDevice
+    try simulator.run()
+    defer { if simulator.isRunning { simulator.terminate() } }
+    // The link appears once the pty is open.
+    var linked = false
+    for _ in 0..<300 where !linked {
+      linked =
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: link))?.hasPrefix("/dev/pts/")
+        == true
+      if !linked { try await Task.sleep(for: .milliseconds(10)) }
+    }
+    try #require(linked, "locationctl simulate linked \(link) to a pty")
+
+    let gpsd = try PrivateGPSD(device: link)
+    try gpsd.start()
+    defer { gpsd.stop() }
+    let gpspipe = Process()
+    gpspipe.executableURL = URL(fileURLWithPath: "/usr/bin/gpspipe")
+    gpspipe.arguments = ["-w", "-n", "40", "127.0.0.1:\(gpsd.port)"]
+    let output = Pipe()
+    gpspipe.standardOutput = output
+    gpspipe.standardError = FileHandle.nullDevice
+    try gpspipe.run()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    gpspipe.waitUntilExit()
+
+    var times: [String] = []
+    var skyReports = 0
+    for line in data.split(separator: UInt8(ascii: "\n")) {
+      guard let object = try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any] else {
+        continue
+      }
+      if object["class"] as? String == "SKY" { skyReports += 1 }
+      guard object["class"] as? String == "TPV", object["mode"] as? Int == 3,
+        let time = object["time"] as? String
+      else { continue }
+      #expect(object["device"] as? String == link)
+      let latitude = try #require(object["lat"] as? Double)
+      let longitude = try #require(object["lon"] as? Double)
+      #expect(abs(latitude) <= 90 && abs(longitude) <= 180)
+      #expect(object["altMSL"] is Double && object["speed"] is Double)
+      times.append(time)
+    }
+    // gpsd may report its first epochs more than once (until it learns the receiver's last
+    // sentence of an epoch); the epochs themselves arrive in order, 10 per second.
+    #expect(Set(times).count >= 15, "distinct 3D epochs from gpsd: \(Set(times).count)")
+    #expect(times == times.sorted(), "epochs in order (ISO 8601 UTC sorts as text)")
+    #expect(skyReports > 0, "gpsd decoded the GSV/GSA sky view")
+
+    // SIGINT: the simulator stops, removes the link and exits 0.
+    simulator.interrupt()
+    simulator.waitUntilExit()
+    #expect(simulator.terminationStatus == 0)
+    #expect(
+      (try? FileManager.default.destinationOfSymbolicLink(atPath: link)) == nil, "link removed")
+    let messages = String(
+      decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    #expect(messages.contains("epochs written"))
+  }
+
+  @Test func replaysALogAndExitsAtItsEnd() throws {
+    // A five-epoch log written by the encoder, replayed as fast as the 10 Hz pty takes it.
+    let log = NSTemporaryDirectory() + "locationd-simulate-\(getpid()).nmea"
+    var bytes: [UInt8] = []
+    for index in 0..<5 {
+      var fix = Fix(mode: .fix3D)
+      fix.time = 1_773_489_600_000 + Int64(index) * 1000
+      fix.coordinate = Coordinate(latitude: 50 + Double(index) * 1e-4, longitude: -4)
+      fix.altitudeMSL = 12
+      NMEAEncoder().encode(fix, into: &bytes)
+    }
+    #expect(FileManager.default.createFile(atPath: log, contents: Data(bytes)))
+    defer { try? FileManager.default.removeItem(atPath: log) }
+    let link = log + ".pty"
+    let simulator = Process()
+    simulator.executableURL = try locationctl()
+    simulator.arguments = [
+      "simulate", "--pty", link, "--rate", "10", "--backend", "replay:\(log)?speed=0",
+    ]
+    let errors = Pipe()
+    simulator.standardError = errors
+    try simulator.run()
+    simulator.waitUntilExit()
+    let messages = String(
+      decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    #expect(simulator.terminationStatus == 0, "\(messages)")
+    #expect(messages.contains("reached the end of its log"))
+    #expect(messages.contains("5 epochs written"))
+    #expect(
+      (try? FileManager.default.destinationOfSymbolicLink(atPath: link)) == nil, "link removed")
+  }
+
+  @Test func refusesToReplaceARegularFile() throws {
+    let path = NSTemporaryDirectory() + "locationd-simulate-file-\(getpid())"
+    #expect(FileManager.default.createFile(atPath: path, contents: Data("data".utf8)))
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    let simulator = Process()
+    simulator.executableURL = try locationctl()
+    simulator.arguments = ["simulate", "--pty", path]
+    let errors = Pipe()
+    simulator.standardError = errors
+    try simulator.run()
+    simulator.waitUntilExit()
+    #expect(simulator.terminationStatus == 1)
+    let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    #expect(message.contains("is not a symbolic link"))
+    #expect(try String(contentsOfFile: path, encoding: .utf8) == "data")
+  }
+
+  @Test(arguments: [
+    ["simulate"], ["simulate", "--pty", "/tmp/x", "--rate", "20"], ["simulate", "--pty"],
+  ])
+  func badUsageExits64(_ arguments: [String]) throws {
+    let simulator = Process()
+    simulator.executableURL = try locationctl()
+    simulator.arguments = arguments
+    simulator.standardError = FileHandle.nullDevice
+    try simulator.run()
+    simulator.waitUntilExit()
+    #expect(simulator.terminationStatus == 64)
+  }
+}
