@@ -305,6 +305,7 @@ public actor LocationService: RequestHandler {
   private static func mapError(_ error: MapStateError) -> ServiceError {
     switch error {
     case .noCurrentLocation: return ServiceError(code: .noFix, message: error.description)
+    case .noSuchAnnotation: return ServiceError(code: .notFound, message: error.description)
     default: return ServiceError(code: .invalidArgument, message: error.description)
     }
   }
