@@ -30,7 +30,7 @@ func encodeLine(_ object: JSONObject) -> String {
 func jsonEqual(_ lhs: Any?, _ rhs: Any?) -> Bool {
   switch (lhs, rhs) {
   case (nil, nil): return true
-  case (let left?, let right?): return NSDictionary(dictionary: ["v": left]).isEqual(to: ["v": right])
+  case (let left?, let right?): return encodeLine(["v": left]) == encodeLine(["v": right])
   default: return false
   }
 }
