@@ -247,7 +247,8 @@ final class DaemonProcess {
 }
 
 /// A blocking client of the daemon's socket, one JSON object per line; reads wait with poll(2).
-final class LineClient {
+/// Not thread-safe: one thread uses it at a time (handed over, never shared).
+final class LineClient: @unchecked Sendable {
   let fd: Int32
   private var buffer: [UInt8] = []
   private(set) var closedByPeer = false
