@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import LocationTestKit
 import Testing
 
 extension EndToEnd {
@@ -14,7 +15,9 @@ extension EndToEnd {
     /// every client proves every fix. The replay is paced (10 times real time) so "in time" means
     /// something: each fix must reach every watcher close to its place in the log's schedule while
     /// one more watcher has stopped reading altogether.
-    @Test("100 lossless watchers all get every fix in time while one watcher never reads", .timeLimit(.minutes(1)))
+    @Test(
+      "100 lossless watchers all get every fix in time while one watcher never reads",
+      .timeLimit(.minutes(1)), .enabled(if: corpusTestsEnabled, "\(NMEACorpus.missingMessage)"))
     func hundredWatchersAndAStalledOne() throws {
       guard let log = try corpusLog("quectel-l76k-nmea.log") else { return }
       let expected = try decodedFixes(log)
@@ -25,7 +28,8 @@ extension EndToEnd {
       defer { scratch.remove() }
       // Paused until every watcher is in, so that all of them can get the first fix.
       let daemon = try DaemonProcess(
-        scratch: scratch, backend: "replay:\(log)?speed=\(Self.speed)&paused=true", extra: ["--max-clients", "128"])
+        scratch: scratch, backend: "replay:\(log)?speed=\(Self.speed)&paused=true",
+        extra: ["--max-clients", "128"])
       defer { daemon.stop() }
       try daemon.waitUntilReady()
 
@@ -40,7 +44,8 @@ extension EndToEnd {
       try stalled.authorizeAndWatch(coalesce: false)
       let control = try LineClient(path: daemon.socketPath)
       _ = try control.require("request", class: "AUTHORIZATION")
-      #expect(try control.require("status", class: "STATUS")["clients"] as? Int == Self.clientCount + 2)
+      #expect(
+        try control.require("status", class: "STATUS")["clients"] as? Int == Self.clientCount + 2)
 
       let resumed = now()
       let replay = try control.require("replay", ["action": "resume"], class: "REPLAY")
@@ -67,7 +72,8 @@ extension EndToEnd {
             if line.hasPrefix(#"{"class":"TPV""#) {
               lines[index].append(line)
               arrivals[index].append(time)
-            } else if line.hasPrefix(#"{"class":"BACKEND""#), line.contains(#""state":"endOfData""#) {
+            } else if line.hasPrefix(#"{"class":"BACKEND""#), line.contains(#""state":"endOfData""#)
+            {
               endOfData[index] = time
             }
           }
@@ -76,15 +82,23 @@ extension EndToEnd {
       }
 
       let finished = endOfData.compactMap { $0 }
-      #expect(finished.count == Self.clientCount, "\(Self.clientCount - finished.count) watchers got no endOfData")
-      #expect(watchers.allSatisfy { !$0.closedByPeer }, "the daemon dropped watchers: \(daemon.log)")
+      #expect(
+        finished.count == Self.clientCount,
+        "\(Self.clientCount - finished.count) watchers got no endOfData")
+      #expect(
+        watchers.allSatisfy { !$0.closedByPeer }, "the daemon dropped watchers: \(daemon.log)")
       #expect(stashedTPVs.allSatisfy { $0 == 0 }, "fixes arrived before the replay was resumed")
 
       // Every fix: watcher 0 got exactly what decode prints, and every other watcher the same lines.
       let first = lines[0].compactMap(parseObject)
-      #expect(firstDifference(received: first, expected: expected) == nil, "\(firstDifference(received: first, expected: expected) ?? "")")
+      #expect(
+        firstDifference(received: first, expected: expected) == nil,
+        "\(firstDifference(received: first, expected: expected) ?? "")")
       let differing = lines.indices.filter { lines[$0] != lines[0] }
-      #expect(differing.isEmpty, "watchers \(differing.prefix(10)) got other fixes (counts \(differing.prefix(10).map { lines[$0].count }))")
+      #expect(
+        differing.isEmpty,
+        "watchers \(differing.prefix(10)) got other fixes (counts \(differing.prefix(10).map { lines[$0].count }))"
+      )
 
       // In time: each fix reached each watcher within 1 s of the log's schedule at this speed.
       var worstLateness = 0.0
@@ -96,21 +110,28 @@ extension EndToEnd {
         worstLateness = max(worstLateness, latest - due)
         worstSpread = max(worstSpread, latest - earliest)
       }
-      #expect(worstLateness < 1.0, "a fix reached a watcher \(worstLateness) s after its time in the replay")
+      #expect(
+        worstLateness < 1.0,
+        "a fix reached a watcher \(worstLateness) s after its time in the replay")
       #expect(worstSpread < 0.5, "a fix reached the watchers up to \(worstSpread) s apart")
       let elapsed = (finished.max() ?? now()) - resumed
-      #expect(elapsed < logSeconds / Self.speed + 2, "the replay took \(elapsed) s for \(logSeconds / Self.speed) s of log")
+      #expect(
+        elapsed < logSeconds / Self.speed + 2,
+        "the replay took \(elapsed) s for \(logSeconds / Self.speed) s of log")
 
       var queuedAtStalled: Int32 = 0
       _ = ioctl(stalled.fd, UInt(FIONREAD), &queuedAtStalled)
       print(
         "many clients: \(expected.count) fixes x \(Self.clientCount) watchers in \(elapsed) s; worst lateness \(worstLateness) s, "
-          + "spread \(worstSpread) s; \(queuedAtStalled) bytes waiting in the stalled watcher's socket")
+          + "spread \(worstSpread) s; \(queuedAtStalled) bytes waiting in the stalled watcher's socket"
+      )
 
       // The stalled watcher was kept (its backlog is within bounds) and, reading at last, gets
       // every fix too: a lossless watcher loses nothing by being slow.
       let (stalledFixes, _) = try stalled.collectUntilEndOfData(timeout: 10)
-      #expect(firstDifference(received: stalledFixes, expected: expected) == nil, "stalled: \(firstDifference(received: stalledFixes, expected: expected) ?? "")")
+      #expect(
+        firstDifference(received: stalledFixes, expected: expected) == nil,
+        "stalled: \(firstDifference(received: stalledFixes, expected: expected) ?? "")")
       #expect(daemon.stop() == 0, "\(daemon.log.suffix(2000))")
     }
   }

@@ -29,13 +29,20 @@ struct MapModel: Equatable {
   /// there is one), the others add or replace one of five ids.
   func request(_ index: Int) -> (command: String, members: JSONObject) {
     if index % 7 == 6 { return ("zoom", ["zoom": Double(index % 20)]) }
-    if index % 3 == 2, let oldest = annotations.first { return ("remove", ["annotation": oldest.id]) }
+    if index % 3 == 2, let oldest = annotations.first {
+      return ("remove", ["annotation": oldest.id])
+    }
     let item = Self.item(index)
-    return ("annotate", ["annotation": ["id": item.id, "lat": item.lat, "lon": item.lon, "title": item.title]])
+    return (
+      "annotate",
+      ["annotation": ["id": item.id, "lat": item.lat, "lon": item.lon, "title": item.title]]
+    )
   }
 
   static func item(_ index: Int) -> Item {
-    Item(id: "p\(index % 5)", lat: Double(index % 80) + 0.25, lon: Double(index % 170) - 0.5, title: "t\(index)")
+    Item(
+      id: "p\(index % 5)", lat: Double(index % 80) + 0.25, lon: Double(index % 170) - 0.5,
+      title: "t\(index)")
   }
 
   /// The state after operation `index`.
@@ -60,7 +67,8 @@ struct MapModel: Equatable {
   init(file object: JSONObject) {
     annotations = (object["annotations"] as? [JSONObject] ?? []).map {
       Item(
-        id: $0["id"] as? String ?? "?", lat: $0["lat"] as? Double ?? .nan, lon: $0["lon"] as? Double ?? .nan,
+        id: $0["id"] as? String ?? "?", lat: $0["lat"] as? Double ?? .nan,
+        lon: $0["lon"] as? Double ?? .nan,
         title: $0["title"] as? String ?? "?")
     }
     zoom = (object["viewport"] as? JSONObject)?["zoom"] as? Double
@@ -68,7 +76,11 @@ struct MapModel: Equatable {
 
   /// The model of a `map` reply (without the current-location annotation).
   init(map object: JSONObject) {
-    self.init(file: ["annotations": (object["annotations"] as? [JSONObject] ?? []).filter { $0["id"] as? String != "location" }])
+    self.init(file: [
+      "annotations": (object["annotations"] as? [JSONObject] ?? []).filter {
+        $0["id"] as? String != "location"
+      }
+    ])
     zoom = object["zoom"] as? Double
   }
 
@@ -84,7 +96,9 @@ extension EndToEnd {
   /// Issue 5, test 5: the map state survives SIGTERM and `kill -9`.
   @Suite("End to end: restart and persistence", .serialized)
   struct RestartEndToEndTests {
-    @Test("viewport, mode and annotations survive SIGTERM and a restart with the same state directory", .timeLimit(.minutes(1)))
+    @Test(
+      "viewport, mode and annotations survive SIGTERM and a restart with the same state directory",
+      .timeLimit(.minutes(1)))
     func survivesSIGTERM() throws {
       let scratch = try Scratch()
       defer { scratch.remove() }
@@ -95,12 +109,24 @@ extension EndToEnd {
       _ = try client.require("setCenter", ["lat": 48.8566, "lon": 2.3522], class: "MAP")
       _ = try client.require("zoom", ["zoom": 13.5], class: "MAP")
       _ = try client.require("mode", ["mode": "follow"], class: "MAP")
-      _ = try client.require("annotate", ["annotation": ["id": "a", "lat": 48.85, "lon": 2.29, "title": "Tower"]], class: "MAP")
       _ = try client.require(
-        "annotate", ["annotation": ["id": "b", "lat": 48.86, "lon": 2.33, "title": "Museum", "subtitle": "Rue", "kind": "poi"]],
+        "annotate", ["annotation": ["id": "a", "lat": 48.85, "lon": 2.29, "title": "Tower"]],
         class: "MAP")
-      _ = try client.require("annotate", ["annotation": ["id": "c", "lat": -33.9, "lon": 151.2, "title": "Gone"]], class: "MAP")
-      _ = try client.require("annotate", ["annotation": ["id": "a", "lat": 48.8584, "lon": 2.2945, "title": "Eiffel"]], class: "MAP")
+      _ = try client.require(
+        "annotate",
+        [
+          "annotation": [
+            "id": "b", "lat": 48.86, "lon": 2.33, "title": "Museum", "subtitle": "Rue",
+            "kind": "poi",
+          ]
+        ],
+        class: "MAP")
+      _ = try client.require(
+        "annotate", ["annotation": ["id": "c", "lat": -33.9, "lon": 151.2, "title": "Gone"]],
+        class: "MAP")
+      _ = try client.require(
+        "annotate", ["annotation": ["id": "a", "lat": 48.8584, "lon": 2.2945, "title": "Eiffel"]],
+        class: "MAP")
       let before = try client.require("remove", ["annotation": "c"], class: "MAP")
       #expect((before["annotations"] as? [JSONObject])?.map { $0["id"] as? String } == ["a", "b"])
 
@@ -109,7 +135,8 @@ extension EndToEnd {
       #expect(access(daemon.socketPath, F_OK) != 0, "the socket file was left behind")
       let file = try #require(
         (try? Data(contentsOf: URL(fileURLWithPath: daemon.stateDirectory + "/mapstate.json")))
-          .flatMap { try? JSONSerialization.jsonObject(with: $0) as? JSONObject }, "no valid mapstate.json")
+          .flatMap { try? JSONSerialization.jsonObject(with: $0) as? JSONObject },
+        "no valid mapstate.json")
       #expect((file["annotations"] as? [JSONObject])?.count == 2)
 
       daemon = try DaemonProcess(scratch: scratch, backend: "simulate", name: "second")
@@ -119,7 +146,9 @@ extension EndToEnd {
       _ = try again.require("request", class: "AUTHORIZATION")
       let after = try again.require("map", class: "MAP")
       for key in ["center", "zoom", "mode", "annotations", "rotation", "size", "span"] {
-        #expect(jsonEqual(after[key], before[key]), "\(key): \(after[key].map { encodeLine(["v": $0]) } ?? "nil") after restart")
+        #expect(
+          jsonEqual(after[key], before[key]),
+          "\(key): \(after[key].map { encodeLine(["v": $0]) } ?? "nil") after restart")
       }
       #expect((after["center"] as? JSONObject)?["lat"] as? Double == 48.8566)
       #expect(after["zoom"] as? Double == 13.5)
@@ -129,7 +158,9 @@ extension EndToEnd {
       #expect(daemon.stop() == 0, "\(daemon.log)")
     }
 
-    @Test("kill -9 at random moments while annotations change: mapstate.json is old or new valid JSON and the daemon restarts from it", .timeLimit(.minutes(1)))
+    @Test(
+      "kill -9 at random moments while annotations change: mapstate.json is old or new valid JSON and the daemon restarts from it",
+      .timeLimit(.minutes(1)))
     func survivesKill9() throws {
       let seed = UInt64(wallClockSeed())
       print("kill -9 test seed \(seed)")
@@ -149,7 +180,10 @@ extension EndToEnd {
         let client = try LineClient(path: daemon.socketPath)
         _ = try client.require("request", class: "AUTHORIZATION")
         let served = MapModel(map: try client.require("map", class: "MAP"))
-        #expect(served.matches(model), "round \(round): the daemon serves \(served.annotations) but the file held \(model.annotations)")
+        #expect(
+          served.matches(model),
+          "round \(round): the daemon serves \(served.annotations) but the file held \(model.annotations)"
+        )
 
         // A writer keeps changing the map; a reader keeps parsing the file.
         let progress = OperationLog()
@@ -159,7 +193,9 @@ extension EndToEnd {
           while true {
             let (command, members) = state.request(index)
             progress.sending(index)
-            guard let reply = try? client.call(command, members, timeout: 5), reply["class"] as? String == "MAP" else { break }
+            guard let reply = try? client.call(command, members, timeout: 5),
+              reply["class"] as? String == "MAP"
+            else { break }
             state = state.applying(index)
             progress.acknowledged(index)
             index += 1
@@ -183,26 +219,36 @@ extension EndToEnd {
         let firstOperation = nextOperation
         var afterAcknowledged = model
         if let last = acknowledged {
-          for index in nextOperation...last { afterAcknowledged = afterAcknowledged.applying(index) }
+          for index in nextOperation...last {
+            afterAcknowledged = afterAcknowledged.applying(index)
+          }
         }
         let candidates = [afterAcknowledged] + (sent.map { [afterAcknowledged.applying($0)] } ?? [])
         if access(statePath, F_OK) != 0 {
-          #expect(acknowledged == nil, "round \(round): mapstate.json missing after acknowledged changes")
+          #expect(
+            acknowledged == nil, "round \(round): mapstate.json missing after acknowledged changes")
         } else {
           let data = try Data(contentsOf: URL(fileURLWithPath: statePath))
           let object = try? JSONSerialization.jsonObject(with: data) as? JSONObject
-          try #require(object != nil, "round \(round): mapstate.json is not valid JSON: \(String(decoding: data, as: UTF8.self))")
+          try #require(
+            object != nil,
+            "round \(round): mapstate.json is not valid JSON: \(String(decoding: data, as: UTF8.self))"
+          )
           let saved = MapModel(file: object ?? [:])
-          let position = candidates.firstIndex { $0.matches(saved) && (saved.zoom == $0.zoom || $0.zoom == nil) }
+          let position = candidates.firstIndex {
+            $0.matches(saved) && (saved.zoom == $0.zoom || $0.zoom == nil)
+          }
           #expect(
             position != nil,
-            "round \(round): the file holds \(saved) but after operation \(acknowledged.map(String.init) ?? "none") it should be \(candidates)")
+            "round \(round): the file holds \(saved) but after operation \(acknowledged.map(String.init) ?? "none") it should be \(candidates)"
+          )
           model = candidates[position ?? 0]
           nextOperation = (acknowledged.map { $0 + 1 } ?? nextOperation) + (position == 1 ? 1 : 0)
         }
         print(
           "round \(round): \((acknowledged ?? firstOperation - 1) - firstOperation + 1) changes acknowledged before kill -9, "
-            + "\(sent == nil ? "none" : "one") in flight, the file held \(nextOperation - firstOperation)")
+            + "\(sent == nil ? "none" : "one") in flight, the file held \(nextOperation - firstOperation)"
+        )
       }
       #expect(kills == 6)
       #expect(unreadable.isEmpty, "a reader saw a broken mapstate.json: \(unreadable.prefix(3))")

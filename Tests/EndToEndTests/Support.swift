@@ -22,7 +22,8 @@ func parseObject(_ line: String) -> JSONObject? {
 
 /// Encodes a request object as one line (without newline).
 func encodeLine(_ object: JSONObject) -> String {
-  guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return "{}" }
+  guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+  else { return "{}" }
   return String(decoding: data, as: UTF8.self)
 }
 
@@ -64,10 +65,16 @@ final class Scratch {
 enum Products {
   static func path(_ name: String) throws -> String {
     let path = BuiltProducts.path(name)
-    guard access(path, X_OK) == 0 else { throw E2EError("\(name) is not built at \(path): run swift build --build-tests") }
+    guard access(path, X_OK) == 0 else {
+      throw E2EError("\(name) is not built at \(path): run swift build --build-tests")
+    }
     return path
   }
 }
+
+/// Whether tests that need the NMEA corpus run: it is present, or CI=true makes its absence a
+/// failure (``corpusLog(_:)`` throws then); otherwise they are skipped with a message.
+let corpusTestsEnabled = NMEACorpus.isAvailable || NMEACorpus.isRequired
 
 /// The corpus log `name`, or `nil` (skip) when the corpus is absent outside CI.
 func corpusLog(_ name: String) throws -> String? {
@@ -88,7 +95,8 @@ struct ToolRun {
 
 /// Runs a program to completion (output through files, so any size works); kills it after `timeout`.
 func runTool(
-  _ executable: String, _ arguments: [String], environment: [String: String]? = nil, timeout: Double = 30
+  _ executable: String, _ arguments: [String], environment: [String: String]? = nil,
+  timeout: Double = 30
 ) throws -> ToolRun {
   let scratch = try Scratch()
   defer { scratch.remove() }
@@ -118,13 +126,16 @@ func runTool(
 
 /// `locationctl ARGS` against `socket`.
 func locationctl(_ socket: String, _ arguments: [String], json: Bool = true) throws -> ToolRun {
-  try runTool(try Products.path("locationctl"), ["--socket", socket] + (json ? ["--json"] : []) + arguments)
+  try runTool(
+    try Products.path("locationctl"), ["--socket", socket] + (json ? ["--json"] : []) + arguments)
 }
 
 /// The TPV objects `locationctl decode` prints for a log (the reference the daemon must match).
 func decodedFixes(_ log: String) throws -> [JSONObject] {
   let run = try runTool(try Products.path("locationctl"), ["decode", log])
-  guard run.status == 0 else { throw E2EError("locationctl decode \(log) exited \(run.status): \(run.stderr)") }
+  guard run.status == 0 else {
+    throw E2EError("locationctl decode \(log) exited \(run.status): \(run.stderr)")
+  }
   return try run.lines.map { line in
     guard let object = parseObject(line), object["class"] as? String == "TPV" else {
       throw E2EError("decode printed a line that is not a TPV: \(line)")
@@ -166,7 +177,8 @@ final class DaemonProcess {
   /// Starts `locationd --socket SOCK --state-dir DIR --group GROUP [--backend URI] EXTRA` with its
   /// standard error in `scratch/NAME.log`.
   convenience init(
-    scratch: Scratch, backend: String?, group: String = "", extra: [String] = [], name: String = "locationd",
+    scratch: Scratch, backend: String?, group: String = "", extra: [String] = [],
+    name: String = "locationd",
     socketPath: String? = nil, stateDirectory: String? = nil
   ) throws {
     let socket = socketPath ?? scratch.file("l.sock")
@@ -180,7 +192,8 @@ final class DaemonProcess {
   }
 
   init(
-    executable: String, arguments: [String], environment: [String: String]?, logPath: String, socketPath: String,
+    executable: String, arguments: [String], environment: [String: String]?, logPath: String,
+    socketPath: String,
     stateDirectory: String
   ) throws {
     self.socketPath = socketPath
@@ -214,7 +227,10 @@ final class DaemonProcess {
     let deadline = now() + timeout
     while now() < deadline {
       if log.contains(text) { return }
-      if !process.isRunning { throw E2EError("locationd exited (\(process.terminationStatus)) before logging \(text):\n\(log)") }
+      if !process.isRunning {
+        throw E2EError(
+          "locationd exited (\(process.terminationStatus)) before logging \(text):\n\(log)")
+      }
       usleep(5_000)
     }
     throw E2EError("locationd did not log \(text) within \(timeout) s:\n\(log)")
@@ -274,7 +290,9 @@ final class LineClient: @unchecked Sendable {
       for (index, byte) in bytes.enumerated() { raw[index] = byte }
     }
     let result = withUnsafePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+      }
     }
     guard result == 0 else {
       let code = errno
@@ -311,7 +329,9 @@ final class LineClient: @unchecked Sendable {
   @discardableResult func drainAvailable() -> Bool {
     var chunk = [UInt8](repeating: 0, count: 65_536)
     while true {
-      let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+      let count = chunk.withUnsafeMutableBytes {
+        recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT))
+      }
       if count > 0 {
         buffer.append(contentsOf: chunk[0..<count])
         continue
@@ -348,13 +368,17 @@ final class LineClient: @unchecked Sendable {
   /// The next line as a JSON object; `nil` at end of stream or timeout; throws on a line that is not JSON.
   func readObject(timeout: Double = 10) throws -> JSONObject? {
     guard let line = readLine(timeout: timeout) else { return nil }
-    guard let object = parseObject(line) else { throw E2EError("not a JSON object: \(line.prefix(300))") }
+    guard let object = parseObject(line) else {
+      throw E2EError("not a JSON object: \(line.prefix(300))")
+    }
     return object
   }
 
   /// Sends `{"cmd":CMD,"id":N,MEMBERS}` and returns the reply with that id (or an id-less ERROR
   /// about the connection); other messages are stashed as events.
-  func call(_ command: String, _ members: JSONObject = [:], timeout: Double = 10) throws -> JSONObject {
+  func call(_ command: String, _ members: JSONObject = [:], timeout: Double = 10) throws
+    -> JSONObject
+  {
     let id = nextID
     nextID += 1
     var request = members
@@ -364,7 +388,10 @@ final class LineClient: @unchecked Sendable {
     let deadline = now() + timeout
     while true {
       guard let message = try readObject(timeout: max(0.01, deadline - now())) else {
-        throw E2EError(closedByPeer ? "locationd closed the connection before answering \(command)" : "no reply to \(command) within \(timeout) s")
+        throw E2EError(
+          closedByPeer
+            ? "locationd closed the connection before answering \(command)"
+            : "no reply to \(command) within \(timeout) s")
       }
       if let replyID = message["id"] as? Int, replyID == id { return message }
       if message["id"] == nil, message["class"] as? String == "ERROR" { return message }
@@ -373,7 +400,9 @@ final class LineClient: @unchecked Sendable {
   }
 
   /// `call` that requires a reply of `class` (not an ERROR).
-  func require(_ command: String, _ members: JSONObject = [:], class expected: String) throws -> JSONObject {
+  func require(_ command: String, _ members: JSONObject = [:], class expected: String) throws
+    -> JSONObject
+  {
     let reply = try call(command, members)
     guard reply["class"] as? String == expected else {
       throw E2EError("\(command) answered \(encodeLine(reply)), expected class \(expected)")
@@ -394,18 +423,23 @@ final class LineClient: @unchecked Sendable {
   }
 
   /// Reads events until `BACKEND` `endOfData`; returns the TPVs in order and every event.
-  func collectUntilEndOfData(timeout: Double = 30) throws -> (tpvs: [JSONObject], events: [JSONObject]) {
+  func collectUntilEndOfData(timeout: Double = 30) throws -> (
+    tpvs: [JSONObject], events: [JSONObject]
+  ) {
     var tpvs: [JSONObject] = []
     var events: [JSONObject] = []
     let deadline = now() + timeout
     while true {
       guard let event = try nextEvent(timeout: max(0.01, deadline - now())) else {
         throw E2EError(
-          "no endOfData: \(closedByPeer ? "connection closed" : "timeout") after \(tpvs.count) fixes; last events: \(events.suffix(3).map(encodeLine))")
+          "no endOfData: \(closedByPeer ? "connection closed" : "timeout") after \(tpvs.count) fixes; last events: \(events.suffix(3).map(encodeLine))"
+        )
       }
       events.append(event)
       if event["class"] as? String == "TPV" { tpvs.append(event) }
-      if event["class"] as? String == "BACKEND", event["state"] as? String == "endOfData" { return (tpvs, events) }
+      if event["class"] as? String == "BACKEND", event["state"] as? String == "endOfData" {
+        return (tpvs, events)
+      }
     }
   }
 }
@@ -447,7 +481,11 @@ final class WatchRecorder: @unchecked Sendable {
   private func record(_ event: JSONObject) {
     let time = now()
     lock.withLock {
-      if event["class"] as? String == "TPV" { arrivals.append((time, event)) } else { others.append(event) }
+      if event["class"] as? String == "TPV" {
+        arrivals.append((time, event))
+      } else {
+        others.append(event)
+      }
     }
   }
 

@@ -19,9 +19,13 @@ final class NotifyListener {
       for (index, byte) in path.utf8.enumerated() { raw[index] = byte }
     }
     let bound = withUnsafePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+      }
     }
-    guard bound == 0 else { throw E2EError("bind \(path) failed: \(String(cString: strerror(errno)))") }
+    guard bound == 0 else {
+      throw E2EError("bind \(path) failed: \(String(cString: strerror(errno)))")
+    }
   }
 
   deinit { close(fd) }
@@ -34,7 +38,9 @@ final class NotifyListener {
   @discardableResult func waitFor(_ assignment: String, timeout: Double = 10) -> Bool {
     let deadline = now() + timeout
     while true {
-      if let index = messages[cursor...].firstIndex(where: { $0.text.split(separator: "\n").contains(Substring(assignment)) }) {
+      if let index = messages[cursor...].firstIndex(where: {
+        $0.text.split(separator: "\n").contains(Substring(assignment))
+      }) {
         cursor = index + 1
         return true
       }
@@ -51,8 +57,12 @@ final class NotifyListener {
       var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
       if poll(&descriptor, 1, Int32(max(0, remaining * 1000))) > 0 {
         var buffer = [UInt8](repeating: 0, count: 4096)
-        let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
-        if count > 0 { messages.append((now(), String(decoding: buffer[0..<count], as: UTF8.self))) }
+        let count = buffer.withUnsafeMutableBytes {
+          recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT))
+        }
+        if count > 0 {
+          messages.append((now(), String(decoding: buffer[0..<count], as: UTF8.self)))
+        }
         continue
       }
       if remaining <= 0 { return }
@@ -69,10 +79,14 @@ extension EndToEnd {
   /// Issue 5, test 6 and the reload: socket activation, sd_notify, watchdog, SIGHUP.
   @Suite("End to end: systemd integration and reload", .serialized)
   struct SystemdEndToEndTests {
-    @Test("socket activation: READY=1 with STATUS, WATCHDOG=1 every 100 ms, clients through the passed socket, STOPPING=1", .timeLimit(.minutes(1)))
+    @Test(
+      "socket activation: READY=1 with STATUS, WATCHDOG=1 every 100 ms, clients through the passed socket, STOPPING=1",
+      .timeLimit(.minutes(1)))
     func socketActivationAndNotify() throws {
       let activate = "/usr/bin/systemd-socket-activate"
-      try #require(access(activate, X_OK) == 0, "systemd-socket-activate is missing: install the systemd package (scripts/setup)")
+      try #require(
+        access(activate, X_OK) == 0,
+        "systemd-socket-activate is missing: install the systemd package (scripts/setup)")
       let scratch = try Scratch()
       defer { scratch.remove() }
       let notify = try NotifyListener(path: scratch.file("notify.sock"))
@@ -83,8 +97,10 @@ extension EndToEnd {
       let daemon = try DaemonProcess(
         executable: activate,
         arguments: [
-          "-l", socketPath, "-E", "NOTIFY_SOCKET", "-E", "WATCHDOG_USEC", try Products.path("locationd"),
-          "--socket", socketPath, "--state-dir", scratch.file("state"), "--group", "", "--backend", "simulate",
+          "-l", socketPath, "-E", "NOTIFY_SOCKET", "-E", "WATCHDOG_USEC",
+          try Products.path("locationd"),
+          "--socket", socketPath, "--state-dir", scratch.file("state"), "--group", "", "--backend",
+          "simulate",
         ],
         environment: environment, logPath: scratch.file("activate.log"), socketPath: socketPath,
         stateDirectory: scratch.file("state"))
@@ -92,14 +108,20 @@ extension EndToEnd {
       // systemd-socket-activate listens first and starts locationd on the first connection.
       #expect(waitUntil(timeout: 10) { access(socketPath, F_OK) == 0 }, "no socket: \(daemon.log)")
       let client = try LineClient(path: socketPath)
-      try #require(notify.waitFor("READY=1"), "no READY=1: \(notify.messages.map(\.text)) \(daemon.log)")
+      try #require(
+        notify.waitFor("READY=1"), "no READY=1: \(notify.messages.map(\.text)) \(daemon.log)")
       let ready = notify.messages.first { $0.text.contains("READY=1") }?.text ?? ""
-      #expect(ready.split(separator: "\n").contains { $0.hasPrefix("STATUS=") && $0.contains(socketPath) }, "READY without STATUS: \(ready)")
+      #expect(
+        ready.split(separator: "\n").contains {
+          $0.hasPrefix("STATUS=") && $0.contains(socketPath)
+        }, "READY without STATUS: \(ready)")
       try daemon.waitUntilReady()
       #expect(daemon.log.contains("activated=true"), "\(daemon.log)")
 
       // The client that triggered the start is served through the passed socket, and so is a new one.
-      #expect(try client.require("request", class: "AUTHORIZATION")["authorization"] as? String == "authorized")
+      #expect(
+        try client.require("request", class: "AUTHORIZATION")["authorization"] as? String
+          == "authorized")
       let second = try LineClient(path: socketPath)
       let status = try second.require("status", class: "STATUS")
       #expect((status["backend"] as? JSONObject)?["uri"] as? String == "simulate")
@@ -114,26 +136,33 @@ extension EndToEnd {
       #expect((intervals.last ?? 1) < 0.5, "a watchdog gap of \(intervals.last ?? 0) s")
 
       daemon.signal(SIGTERM)
-      #expect(notify.waitFor("STOPPING=1"), "no STOPPING=1: \(notify.messages.suffix(3).map(\.text))")
+      #expect(
+        notify.waitFor("STOPPING=1"), "no STOPPING=1: \(notify.messages.suffix(3).map(\.text))")
       #expect(daemon.waitForExit() == 0, "\(daemon.log)")
       // The socket belongs to the service manager: locationd leaves it in place.
       #expect(access(socketPath, F_OK) == 0)
       #expect(client.readLine(timeout: 2) == nil || client.closedByPeer)
     }
 
-    @Test("SIGHUP re-reads max-clients from --config: the next client over the new cap gets tooManyClients", .timeLimit(.minutes(1)))
+    @Test(
+      "SIGHUP re-reads max-clients from --config: the next client over the new cap gets tooManyClients",
+      .timeLimit(.minutes(1)))
     func reloadChangesMaxClients() throws {
       let scratch = try Scratch()
       defer { scratch.remove() }
       let config = scratch.file("locationd.conf")
-      try "# test configuration\nmax-clients = 2\n".write(toFile: config, atomically: true, encoding: .utf8)
+      try "# test configuration\nmax-clients = 2\n".write(
+        toFile: config, atomically: true, encoding: .utf8)
       let notify = try NotifyListener(path: scratch.file("notify.sock"))
       var environment = ProcessInfo.processInfo.environment
       environment["NOTIFY_SOCKET"] = notify.path
       let socketPath = scratch.file("l.sock")
       let daemon = try DaemonProcess(
         executable: try Products.path("locationd"),
-        arguments: ["--config", config, "--socket", socketPath, "--state-dir", scratch.file("state"), "--group", "", "--backend", "simulate"],
+        arguments: [
+          "--config", config, "--socket", socketPath, "--state-dir", scratch.file("state"),
+          "--group", "", "--backend", "simulate",
+        ],
         environment: environment, logPath: scratch.file("locationd.log"), socketPath: socketPath,
         stateDirectory: scratch.file("state"))
       defer { daemon.stop() }
@@ -152,9 +181,16 @@ extension EndToEnd {
           return (client, line)
         }
       }
-      func expectRefused(_ attempt: (client: LineClient, reply: JSONObject), sourceLocation: SourceLocation = #_sourceLocation) {
-        #expect(attempt.reply["code"] as? String == "tooManyClients", "\(encodeLine(attempt.reply))", sourceLocation: sourceLocation)
-        #expect(attempt.client.readLine(timeout: 5) == nil && attempt.client.closedByPeer, sourceLocation: sourceLocation)
+      func expectRefused(
+        _ attempt: (client: LineClient, reply: JSONObject),
+        sourceLocation: SourceLocation = #_sourceLocation
+      ) {
+        #expect(
+          attempt.reply["code"] as? String == "tooManyClients", "\(encodeLine(attempt.reply))",
+          sourceLocation: sourceLocation)
+        #expect(
+          attempt.client.readLine(timeout: 5) == nil && attempt.client.closedByPeer,
+          sourceLocation: sourceLocation)
       }
 
       var admitted: [LineClient] = []
@@ -172,7 +208,10 @@ extension EndToEnd {
       #expect(daemon.log.contains("maxClients=4"), "\(daemon.log)")
       #expect(notify.waitFor("RELOADING=1"))
       #expect(notify.waitFor("READY=1"))
-      #expect(notify.messages.contains { $0.text.contains("RELOADING=1") && $0.text.contains("MONOTONIC_USEC=") })
+      #expect(
+        notify.messages.contains {
+          $0.text.contains("RELOADING=1") && $0.text.contains("MONOTONIC_USEC=")
+        })
       for _ in 0..<2 {
         let attempt = try connect()
         #expect(attempt.reply["class"] as? String == "STATUS", "\(encodeLine(attempt.reply))")
@@ -183,7 +222,8 @@ extension EndToEnd {
       // Lower it to 1: the four connected clients stay, a new one is refused.
       try "max-clients = 1\n".write(toFile: config, atomically: true, encoding: .utf8)
       daemon.signal(SIGHUP)
-      #expect(try waitUntil(timeout: 10) { daemon.log.components(separatedBy: "reloaded").count == 3 })
+      #expect(
+        try waitUntil(timeout: 10) { daemon.log.components(separatedBy: "reloaded").count == 3 })
       expectRefused(try connect())
       for client in admitted {
         #expect(try client.call("status")["class"] as? String == "STATUS")
