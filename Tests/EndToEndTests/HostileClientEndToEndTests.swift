@@ -1,0 +1,243 @@
+import Foundation
+import Glibc
+import Testing
+
+/// Milliseconds since 1970 of a TPV `time` (`2026-11-29T21:31:59.396Z`), or `nil`.
+func tpvMilliseconds(_ tpv: JSONObject) -> Int64? {
+  guard let text = tpv["time"] as? String else { return nil }
+  let formatter = ISO8601DateFormatter()
+  formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+  guard let date = formatter.date(from: text) else { return nil }
+  return Int64((date.timeIntervalSince1970 * 1000).rounded())
+}
+
+/// Checks that a lossless watcher of `simulate?rate=10` got every fix during `window` (monotonic
+/// seconds): fix times 100 ms apart with none missing, and no arrival gap above 0.5 s.
+func expectContinuousFixes(
+  _ recorder: WatchRecorder, during window: ClosedRange<Double>,
+  sourceLocation: SourceLocation = #_sourceLocation
+) {
+  let fixes = recorder.fixes
+  let inWindow = fixes.filter { window.contains($0.time) }
+  let expectedCount = Int((window.upperBound - window.lowerBound) * 10)
+  #expect(
+    inWindow.count >= expectedCount / 2,
+    "only \(inWindow.count) fixes in \(window.upperBound - window.lowerBound) s",
+    sourceLocation: sourceLocation)
+  var arrivals = fixes.map(\.time).filter {
+    $0 >= window.lowerBound - 0.5 && $0 <= window.upperBound + 0.5
+  }
+  arrivals.insert(window.lowerBound, at: 0)
+  arrivals.append(window.upperBound)
+  let longestGap = zip(arrivals, arrivals.dropFirst()).map { $1 - $0 }.max() ?? 0
+  #expect(
+    longestGap < 0.5, "a watcher waited \(longestGap) s for a fix", sourceLocation: sourceLocation)
+  let times = fixes.compactMap { tpvMilliseconds($0.tpv) }
+  #expect(times.count == fixes.count, sourceLocation: sourceLocation)
+  let steps = zip(times, times.dropFirst()).map { $1 - $0 }
+  #expect(
+    steps.allSatisfy { $0 > 0 && $0 <= 150 },
+    "fix time steps (ms) show lost or reordered fixes: \(steps)",
+    sourceLocation: sourceLocation)
+  #expect(fixes.allSatisfy { $0.tpv["missed"] == nil }, sourceLocation: sourceLocation)
+  #expect(!recorder.wasClosed, "the watcher was disconnected", sourceLocation: sourceLocation)
+}
+
+extension EndToEnd {
+  /// Issue 5, tests 2 and 3: unauthorized peers and malformed input.
+  @Suite("End to end: unauthorized and misbehaving clients", .serialized)
+  struct HostileClientEndToEndTests {
+    /// Sends every request at once as uid 65534 and prints whatever comes back within 1.5 s.
+    static let unprivilegedScript = """
+      import socket, sys, time
+      s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+      s.connect(sys.argv[1])
+      requests = [
+        '{"cmd":"request","id":1}', '{"cmd":"status","id":2}', '{"cmd":"watch","id":3}',
+        '{"cmd":"watch","coalesce":false,"id":4}', '{"cmd":"start","id":5}', '{"cmd":"location","id":6}',
+        '{"cmd":"map","id":7}', '{"cmd":"annotate","id":8,"annotation":{"id":"x","lat":1,"lon":2}}',
+        '{"cmd":"center","id":9}', '{"cmd":"zoom","zoom":3,"id":10}', '{"cmd":"replay","action":"pause","id":11}',
+        '{"cmd":"status","id":12}']
+      s.sendall(("\\n".join(requests) + "\\n").encode())
+      s.settimeout(0.1)
+      data = b""
+      end = time.time() + 1.5
+      while time.time() < end:
+          try:
+              chunk = s.recv(65536)
+          except socket.timeout:
+              continue
+          if not chunk:
+              break
+          data += chunk
+      sys.stdout.write(data.decode())
+      """
+
+    static func unprivileged(_ arguments: [String]) throws -> ToolRun {
+      try runTool(
+        "/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups"] + arguments)
+    }
+
+    @Test(
+      "an unprivileged peer is denied, gets notAuthorized for everything else and no locations",
+      .timeLimit(.minutes(1)))
+    func unauthorizedPeer() throws {
+      try #require(getuid() == 0, "needs root to run a client as uid 65534")
+      try #require(access("/usr/bin/python3", X_OK) == 0 && access("/usr/bin/setpriv", X_OK) == 0)
+      let scratch = try Scratch(mode: 0o755)
+      defer { scratch.remove() }
+      // --group "": root only. The daemon creates its socket 0660; open it to everyone so that
+      // uid 65534 can connect at all: authorization is decided from SO_PEERCRED, not file modes.
+      let daemon = try DaemonProcess(scratch: scratch, backend: "simulate?rate=10", group: "")
+      defer { daemon.stop() }
+      try daemon.waitUntilReady()
+      chmod(daemon.socketPath, 0o666)
+
+      let watcher = try WatchRecorder(path: daemon.socketPath, coalesce: true)
+      defer { watcher.stop() }
+      let started = now()
+      let run = try Self.unprivileged([
+        "/usr/bin/python3", "-c", Self.unprivilegedScript, daemon.socketPath,
+      ])
+      let finished = now()
+      #expect(run.status == 0, "\(run.stderr)")
+      let replies = run.lines.compactMap(parseObject)
+      #expect(replies.count == run.lines.count, "lines that are not JSON: \(run.stdout)")
+      var byID: [Int: JSONObject] = [:]
+      for reply in replies { if let id = reply["id"] as? Int { byID[id] = reply } }
+      // Only replies: no TPV, BACKEND, MAP or other event reached the unauthorized peer.
+      #expect(
+        replies.allSatisfy { $0["id"] != nil },
+        "events reached the unauthorized peer: \(run.stdout)")
+      #expect(!replies.contains { $0["class"] as? String == "TPV" })
+      #expect(byID.count == 12, "replies: \(run.stdout)")
+      #expect(
+        byID[1]?["class"] as? String == "ERROR" && byID[1]?["code"] as? String == "notAuthorized",
+        "\(byID[1] ?? [:])")
+      for id in [3, 4, 5, 6, 7, 8, 9, 10, 11] {
+        #expect(
+          byID[id]?["code"] as? String == "notAuthorized",
+          "request \(id): \(byID[id].map(encodeLine) ?? "none")")
+      }
+      for id in [2, 12] {
+        let status = byID[id]
+        #expect(status?["class"] as? String == "STATUS")
+        #expect(status?["authorization"] as? String == "denied")
+        // status is open to everyone, but it must not tell an unauthorized peer where we are.
+        #expect(
+          status?["current"] is NSNull && status?["initial"] is NSNull,
+          "status leaks locations: \(status.map(encodeLine) ?? "")")
+      }
+      // Meanwhile the authorized watcher kept receiving fixes.
+      #expect(watcher.fixes.filter { (started...finished).contains($0.time) }.count >= 5)
+
+      // locationctl as uid 65534: request is refused (exit 1, notAuthorized); start too.
+      let request = try Self.unprivileged([
+        try Products.path("locationctl"), "--socket", daemon.socketPath, "request",
+      ])
+      #expect(request.status == 1)
+      #expect(request.stderr.contains("notAuthorized"), "\(request.stderr)")
+      let start = try Self.unprivileged([
+        try Products.path("locationctl"), "--socket", daemon.socketPath, "start",
+      ])
+      #expect(start.status == 1)
+      #expect(start.stderr.contains("notAuthorized"), "\(start.stderr)")
+      let status = try Self.unprivileged([
+        try Products.path("locationctl"), "--socket", daemon.socketPath, "--json", "status",
+      ])
+      #expect(
+        parseObject(status.stdout)?["authorization"] as? String == "denied",
+        "\(status.stdout) \(status.stderr)")
+
+      // Nothing the peer asked for happened: no annotation, no zoom change.
+      let map = try locationctl(daemon.socketPath, ["map"])
+      let annotations = (parseObject(map.stdout)?["annotations"] as? [JSONObject] ?? []).compactMap
+      { $0["id"] as? String }
+      #expect(!annotations.contains("x"))
+      #expect(parseObject(map.stdout)?["zoom"] as? Double != 3)
+      #expect(daemon.stop() == 0, "\(daemon.log)")
+    }
+
+    @Test(
+      "malformed JSON, unknown commands, a 1 MB line and half requests get their errors; watchers keep their fixes",
+      .timeLimit(.minutes(1)))
+    func malformedInput() throws {
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      let daemon = try DaemonProcess(scratch: scratch, backend: "simulate?rate=10")
+      defer { daemon.stop() }
+      try daemon.waitUntilReady()
+      let watcher = try WatchRecorder(path: daemon.socketPath, coalesce: false)
+      defer { watcher.stop() }
+      #expect(waitUntil(timeout: 5) { watcher.fixes.count >= 3 }, "the watcher got no fixes")
+      let started = now()
+
+      let client = try LineClient(path: daemon.socketPath)
+      _ = try client.require("request", class: "AUTHORIZATION")
+      func expectError(
+        _ line: String, _ code: String, id: Any? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
+      ) throws {
+        try client.send(line + "\n")
+        let reply = try client.readObject(timeout: 10)
+        #expect(reply?["class"] as? String == "ERROR", sourceLocation: sourceLocation)
+        #expect(
+          reply?["code"] as? String == code,
+          "\(line.prefix(80)) -> \(reply.map(encodeLine) ?? "nothing")",
+          sourceLocation: sourceLocation)
+        #expect(
+          jsonEqual(reply?["id"], id), "id of \(reply.map(encodeLine) ?? "")",
+          sourceLocation: sourceLocation)
+        let message = reply?["message"] as? String ?? ""
+        #expect(message.count > 0, "an error without a message", sourceLocation: sourceLocation)
+      }
+      try expectError("{not json", "malformedJSON")
+      try expectError(#"{"cmd":"status""#, "malformedJSON")
+      try expectError("[1,2,3]", "malformedJSON")
+      try expectError("\u{01}\u{ff}garbage", "malformedJSON")
+      try expectError(#"{"cmd":"fly","id":"f1"}"#, "unknownCommand", id: "f1")
+      try expectError(#"{"id":7}"#, "unknownCommand", id: 7)
+      try expectError(#"{"cmd":42,"id":8}"#, "unknownCommand", id: 8)
+      try expectError(#"{"cmd":"zoom","zoom":99,"id":9}"#, "invalidArgument", id: 9)
+      // A 1 MB line: one lineTooLong (the daemon discards up to the newline), then back in sync.
+      try expectError(String(repeating: "x", count: 1 << 20), "lineTooLong")
+      try expectError(
+        #"{"cmd":"status","pad":""# + String(repeating: "y", count: 1 << 20) + #""}"#, "lineTooLong"
+      )
+      // The connection is still up and answers in order.
+      let status = try client.require("status", class: "STATUS")
+      #expect(status["authorization"] as? String == "authorized")
+      #expect(
+        client.readLine(timeout: 0.2) == nil && !client.closedByPeer,
+        "an extra line or a close after lineTooLong")
+
+      // Half a request, then a full close: dropped without an answer, and forgotten by the server.
+      let halfClose = try LineClient(path: daemon.socketPath)
+      try halfClose.send(#"{"cmd":"request","id":1}"# + "\n" + #"{"cmd":"sta"#)
+      #expect(try halfClose.readObject()?["class"] as? String == "AUTHORIZATION")
+      halfClose.close()
+      // Half a request, then end of input (write side shut): the daemon closes without a reply.
+      let halfShut = try LineClient(path: daemon.socketPath)
+      try halfShut.send(#"{"cmd":"status","id":1}"# + "\n" + #"{"cmd":"loc"#)
+      halfShut.closeWrite()
+      #expect(try halfShut.readObject()?["class"] as? String == "STATUS")
+      #expect(
+        halfShut.readLine(timeout: 5) == nil && halfShut.closedByPeer,
+        "the daemon kept a half-closed client open")
+      // Both are gone: the watcher and this client remain.
+      #expect(
+        try waitUntil(timeout: 5) {
+          try client.require("status", class: "STATUS")["clients"] as? Int == 2
+        },
+        "clients: \(daemon.log)")
+      usleep(300_000)
+      let finished = now()
+
+      // The watcher received every fix meanwhile, on time.
+      usleep(200_000)
+      expectContinuousFixes(watcher, during: started...finished)
+      #expect(daemon.log.contains("lineTooLong"))
+      #expect(daemon.stop() == 0, "\(daemon.log)")
+    }
+  }
+}

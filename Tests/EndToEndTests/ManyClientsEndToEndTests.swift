@@ -1,0 +1,138 @@
+import Foundation
+import Glibc
+import LocationTestKit
+import Testing
+
+extension EndToEnd {
+  /// Issue 5, test 4: 100 watchers at once, and one that never reads.
+  @Suite("End to end: many clients", .serialized)
+  struct ManyClientsEndToEndTests {
+    static let clientCount = 100
+    static let speed = 10.0
+
+    /// Each watcher asks for every fix (`coalesce:false`): the daemon then either delivers every fix
+    /// or disconnects the client, never skips one, so "same fixes as decode, then endOfData" at
+    /// every client proves every fix. The replay is paced (10 times real time) so "in time" means
+    /// something: each fix must reach every watcher close to its place in the log's schedule while
+    /// one more watcher has stopped reading altogether.
+    @Test(
+      "100 lossless watchers all get every fix in time while one watcher never reads",
+      .timeLimit(.minutes(1)), .enabled(if: corpusTestsEnabled, "\(NMEACorpus.missingMessage)"))
+    func hundredWatchersAndAStalledOne() throws {
+      guard let log = try corpusLog("quectel-l76k-nmea.log") else { return }
+      let expected = try decodedFixes(log)
+      let expectedTimes = expected.compactMap(tpvMilliseconds)
+      try #require(expectedTimes.count == expected.count && expected.count > 100)
+
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      // Paused until every watcher is in, so that all of them can get the first fix.
+      let daemon = try DaemonProcess(
+        scratch: scratch, backend: "replay:\(log)?speed=\(Self.speed)&paused=true",
+        extra: ["--max-clients", "128"])
+      defer { daemon.stop() }
+      try daemon.waitUntilReady()
+
+      var watchers: [LineClient] = []
+      for _ in 0..<Self.clientCount {
+        let client = try LineClient(path: daemon.socketPath)
+        try client.authorizeAndWatch(coalesce: false)
+        watchers.append(client)
+      }
+      // The stalled watcher: a small receive buffer, asks for every fix, never reads again.
+      let stalled = try LineClient(path: daemon.socketPath, receiveBuffer: 4096)
+      try stalled.authorizeAndWatch(coalesce: false)
+      let control = try LineClient(path: daemon.socketPath)
+      _ = try control.require("request", class: "AUTHORIZATION")
+      #expect(
+        try control.require("status", class: "STATUS")["clients"] as? Int == Self.clientCount + 2)
+
+      let resumed = now()
+      let replay = try control.require("replay", ["action": "resume"], class: "REPLAY")
+      #expect(replay["state"] as? String == "playing", "\(encodeLine(replay))")
+
+      // Read all watchers with one poll loop, recording each TPV line and its arrival time.
+      var lines = [[String]](repeating: [], count: Self.clientCount)
+      var arrivals = [[Double]](repeating: [], count: Self.clientCount)
+      var endOfData = [Double?](repeating: nil, count: Self.clientCount)
+      var stashedTPVs = [Int](repeating: 0, count: Self.clientCount)
+      for (index, client) in watchers.enumerated() {
+        stashedTPVs[index] = client.stashed.filter { $0["class"] as? String == "TPV" }.count
+      }
+      let logSeconds = Double(expectedTimes[expectedTimes.count - 1] - expectedTimes[0]) / 1000
+      let deadline = resumed + logSeconds / Self.speed + 20
+      var descriptors = watchers.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+      while endOfData.contains(where: { $0 == nil }) && now() < deadline {
+        _ = poll(&descriptors, nfds_t(descriptors.count), 100)
+        for index in descriptors.indices where descriptors[index].revents != 0 {
+          let client = watchers[index]
+          client.drainAvailable()
+          let time = now()
+          while let line = client.takeLine() {
+            if line.hasPrefix(#"{"class":"TPV""#) {
+              lines[index].append(line)
+              arrivals[index].append(time)
+            } else if line.hasPrefix(#"{"class":"BACKEND""#), line.contains(#""state":"endOfData""#)
+            {
+              endOfData[index] = time
+            }
+          }
+          if client.closedByPeer { descriptors[index].events = 0 }
+        }
+      }
+
+      let finished = endOfData.compactMap { $0 }
+      #expect(
+        finished.count == Self.clientCount,
+        "\(Self.clientCount - finished.count) watchers got no endOfData")
+      #expect(
+        watchers.allSatisfy { !$0.closedByPeer }, "the daemon dropped watchers: \(daemon.log)")
+      #expect(stashedTPVs.allSatisfy { $0 == 0 }, "fixes arrived before the replay was resumed")
+
+      // Every fix: watcher 0 got exactly what decode prints, and every other watcher the same lines.
+      let first = lines[0].compactMap(parseObject)
+      #expect(
+        firstDifference(received: first, expected: expected) == nil,
+        "\(firstDifference(received: first, expected: expected) ?? "")")
+      let differing = lines.indices.filter { lines[$0] != lines[0] }
+      #expect(
+        differing.isEmpty,
+        "watchers \(differing.prefix(10)) got other fixes (counts \(differing.prefix(10).map { lines[$0].count }))"
+      )
+
+      // In time: each fix reached each watcher within 1 s of the log's schedule at this speed.
+      var worstLateness = 0.0
+      var worstSpread = 0.0
+      for fix in expectedTimes.indices {
+        let due = resumed + Double(expectedTimes[fix] - expectedTimes[0]) / 1000 / Self.speed
+        let times = arrivals.compactMap { fix < $0.count ? $0[fix] : nil }
+        guard let latest = times.max(), let earliest = times.min() else { continue }
+        worstLateness = max(worstLateness, latest - due)
+        worstSpread = max(worstSpread, latest - earliest)
+      }
+      #expect(
+        worstLateness < 1.0,
+        "a fix reached a watcher \(worstLateness) s after its time in the replay")
+      #expect(worstSpread < 0.5, "a fix reached the watchers up to \(worstSpread) s apart")
+      let elapsed = (finished.max() ?? now()) - resumed
+      #expect(
+        elapsed < logSeconds / Self.speed + 2,
+        "the replay took \(elapsed) s for \(logSeconds / Self.speed) s of log")
+
+      var queuedAtStalled: Int32 = 0
+      _ = ioctl(stalled.fd, UInt(FIONREAD), &queuedAtStalled)
+      print(
+        "many clients: \(expected.count) fixes x \(Self.clientCount) watchers in \(elapsed) s; worst lateness \(worstLateness) s, "
+          + "spread \(worstSpread) s; \(queuedAtStalled) bytes waiting in the stalled watcher's socket"
+      )
+
+      // The stalled watcher was kept (its backlog is within bounds) and, reading at last, gets
+      // every fix too: a lossless watcher loses nothing by being slow.
+      let (stalledFixes, _) = try stalled.collectUntilEndOfData(timeout: 10)
+      #expect(
+        firstDifference(received: stalledFixes, expected: expected) == nil,
+        "stalled: \(firstDifference(received: stalledFixes, expected: expected) ?? "")")
+      #expect(daemon.stop() == 0, "\(daemon.log.suffix(2000))")
+    }
+  }
+}

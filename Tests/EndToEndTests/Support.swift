@@ -1,0 +1,514 @@
+import Foundation
+import Glibc
+import LocationTestKit
+import Testing
+
+/// A test failure with a message.
+struct E2EError: Error, CustomStringConvertible {
+  var description: String
+  init(_ description: String) { self.description = description }
+}
+
+/// A decoded JSON object (JSONSerialization's shapes).
+typealias JSONObject = [String: Any]
+
+/// Parses one line as a JSON object, or `nil`.
+func parseObject(_ line: String) -> JSONObject? {
+  guard let data = line.data(using: .utf8),
+    let value = try? JSONSerialization.jsonObject(with: data, options: [])
+  else { return nil }
+  return value as? JSONObject
+}
+
+/// Encodes a request object as one line (without newline).
+func encodeLine(_ object: JSONObject) -> String {
+  guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+  else { return "{}" }
+  return String(decoding: data, as: UTF8.self)
+}
+
+/// Whether two decoded JSON values are equal (numbers compared as numbers).
+func jsonEqual(_ lhs: Any?, _ rhs: Any?) -> Bool {
+  switch (lhs, rhs) {
+  case (nil, nil): return true
+  case (let left?, let right?): return encodeLine(["v": left]) == encodeLine(["v": right])
+  default: return false
+  }
+}
+
+/// Seconds since an arbitrary start (monotonic).
+func now() -> Double {
+  var spec = timespec()
+  clock_gettime(CLOCK_MONOTONIC, &spec)
+  return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+}
+
+/// A temporary directory under /tmp (short, for socket paths), removed by `remove()`.
+final class Scratch {
+  let path: String
+
+  /// Creates the directory with `mode` (0755 lets an unprivileged peer reach a socket inside).
+  init(mode: mode_t = 0o755) throws {
+    var template = Array("/tmp/l5e2e-XXXXXX".utf8CString)
+    guard let result = mkdtemp(&template) else { throw E2EError("mkdtemp failed") }
+    path = String(cString: result)
+    chmod(path, mode)
+  }
+
+  /// A path inside the directory.
+  func file(_ name: String) -> String { path + "/" + name }
+
+  func remove() { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// The built executables (`swift build --build-tests` puts them beside the test binary).
+enum Products {
+  static func path(_ name: String) throws -> String {
+    let path = BuiltProducts.path(name)
+    guard access(path, X_OK) == 0 else {
+      throw E2EError("\(name) is not built at \(path): run swift build --build-tests")
+    }
+    return path
+  }
+}
+
+/// Whether tests that need the NMEA corpus run: it is present, or CI=true makes its absence a
+/// failure (``corpusLog(_:)`` throws then); otherwise they are skipped with a message.
+let corpusTestsEnabled = NMEACorpus.isAvailable || NMEACorpus.isRequired
+
+/// The corpus log `name`, or `nil` (skip) when the corpus is absent outside CI.
+func corpusLog(_ name: String) throws -> String? {
+  let path = NMEACorpus.directory.appendingPathComponent(name).path
+  if FileManager.default.fileExists(atPath: path) { return path }
+  if NMEACorpus.isRequired { throw E2EError("\(NMEACorpus.missingMessage) (\(name))") }
+  print(NMEACorpus.missingMessage)
+  return nil
+}
+
+/// The result of a finished child process.
+struct ToolRun {
+  var status: Int32
+  var stdout: String
+  var stderr: String
+  var lines: [String] { stdout.split(separator: "\n").map(String.init) }
+}
+
+/// Runs a program to completion (output through files, so any size works); kills it after `timeout`.
+func runTool(
+  _ executable: String, _ arguments: [String], environment: [String: String]? = nil,
+  timeout: Double = 30
+) throws -> ToolRun {
+  let scratch = try Scratch()
+  defer { scratch.remove() }
+  FileManager.default.createFile(atPath: scratch.file("out"), contents: nil)
+  FileManager.default.createFile(atPath: scratch.file("err"), contents: nil)
+  let process = Process()
+  process.executableURL = URL(fileURLWithPath: executable)
+  process.arguments = arguments
+  if let environment { process.environment = environment }
+  process.standardInput = FileHandle.nullDevice
+  process.standardOutput = FileHandle(forWritingAtPath: scratch.file("out"))
+  process.standardError = FileHandle(forWritingAtPath: scratch.file("err"))
+  try process.run()
+  let deadline = now() + timeout
+  while process.isRunning {
+    if now() > deadline {
+      kill(process.processIdentifier, SIGKILL)
+      process.waitUntilExit()
+      throw E2EError("\(executable) \(arguments) did not finish within \(timeout) s")
+    }
+    usleep(2_000)
+  }
+  let out = (try? String(contentsOfFile: scratch.file("out"), encoding: .utf8)) ?? ""
+  let err = (try? String(contentsOfFile: scratch.file("err"), encoding: .utf8)) ?? ""
+  return ToolRun(status: process.terminationStatus, stdout: out, stderr: err)
+}
+
+/// `locationctl ARGS` against `socket`.
+func locationctl(_ socket: String, _ arguments: [String], json: Bool = true) throws -> ToolRun {
+  try runTool(
+    try Products.path("locationctl"), ["--socket", socket] + (json ? ["--json"] : []) + arguments)
+}
+
+/// The TPV objects `locationctl decode` prints for a log (the reference the daemon must match).
+func decodedFixes(_ log: String) throws -> [JSONObject] {
+  let run = try runTool(try Products.path("locationctl"), ["decode", log])
+  guard run.status == 0 else {
+    throw E2EError("locationctl decode \(log) exited \(run.status): \(run.stderr)")
+  }
+  return try run.lines.map { line in
+    guard let object = parseObject(line), object["class"] as? String == "TPV" else {
+      throw E2EError("decode printed a line that is not a TPV: \(line)")
+    }
+    return object
+  }
+}
+
+/// The members locationd adds to gpsd's TPV (provenance); not part of the comparison.
+let provenanceKeys: Set<String> = ["backend", "source", "line", "simulated"]
+
+/// The TPV without the daemon's provenance members.
+func gpsdFields(_ tpv: JSONObject) -> JSONObject {
+  tpv.filter { !provenanceKeys.contains($0.key) }
+}
+
+/// Compares received TPVs with the decoded reference; returns a description of the first
+/// difference, or `nil` when they are equal (every gpsd member, in number and value).
+func firstDifference(received: [JSONObject], expected: [JSONObject]) -> String? {
+  for (index, (got, want)) in zip(received, expected).enumerated() {
+    let fields = gpsdFields(got)
+    if !NSDictionary(dictionary: fields).isEqual(to: want) {
+      return "fix \(index) differs:\n  daemon: \(encodeLine(fields))\n  decode: \(encodeLine(want))"
+    }
+  }
+  if received.count != expected.count {
+    return "the daemon delivered \(received.count) fixes, decode printed \(expected.count)"
+  }
+  return nil
+}
+
+/// A running `locationd` (or a launcher that execs it), killed when the test ends.
+final class DaemonProcess {
+  let process: Process
+  let socketPath: String
+  let stateDirectory: String
+  let logPath: String
+
+  /// Starts `locationd --socket SOCK --state-dir DIR --group GROUP [--backend URI] EXTRA` with its
+  /// standard error in `scratch/NAME.log`.
+  convenience init(
+    scratch: Scratch, backend: String?, group: String = "", extra: [String] = [],
+    name: String = "locationd",
+    socketPath: String? = nil, stateDirectory: String? = nil
+  ) throws {
+    let socket = socketPath ?? scratch.file("l.sock")
+    let state = stateDirectory ?? scratch.file("state")
+    var arguments = ["--socket", socket, "--state-dir", state, "--group", group]
+    if let backend { arguments += ["--backend", backend] }
+    arguments += extra
+    try self.init(
+      executable: try Products.path("locationd"), arguments: arguments, environment: nil,
+      logPath: scratch.file(name + ".log"), socketPath: socket, stateDirectory: state)
+  }
+
+  init(
+    executable: String, arguments: [String], environment: [String: String]?, logPath: String,
+    socketPath: String,
+    stateDirectory: String
+  ) throws {
+    self.socketPath = socketPath
+    self.stateDirectory = stateDirectory
+    self.logPath = logPath
+    FileManager.default.createFile(atPath: logPath, contents: nil)
+    process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    if let environment { process.environment = environment }
+    process.standardInput = FileHandle.nullDevice
+    process.standardOutput = FileHandle(forWritingAtPath: logPath)
+    process.standardError = FileHandle(forWritingAtPath: logPath)
+    try process.run()
+  }
+
+  deinit {
+    if process.isRunning {
+      kill(process.processIdentifier, SIGKILL)
+      process.waitUntilExit()
+    }
+  }
+
+  var pid: Int32 { process.processIdentifier }
+
+  /// Everything the daemon logged so far.
+  var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+  /// Waits until the log contains `text` (e.g. the `ready` event).
+  func waitForLog(_ text: String, timeout: Double = 15) throws {
+    let deadline = now() + timeout
+    while now() < deadline {
+      if log.contains(text) { return }
+      if !process.isRunning {
+        throw E2EError(
+          "locationd exited (\(process.terminationStatus)) before logging \(text):\n\(log)")
+      }
+      usleep(5_000)
+    }
+    throw E2EError("locationd did not log \(text) within \(timeout) s:\n\(log)")
+  }
+
+  /// Waits for the `ready` event: the socket accepts clients.
+  func waitUntilReady() throws { try waitForLog("locationd: ready ") }
+
+  func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+
+  /// Waits for the process to exit; its status (exit code or signal number), or `nil` on timeout.
+  func waitForExit(timeout: Double = 15) -> Int32? {
+    let deadline = now() + timeout
+    while process.isRunning {
+      if now() > deadline { return nil }
+      usleep(2_000)
+    }
+    return process.terminationStatus
+  }
+
+  /// SIGTERM and wait; SIGKILL when it does not stop. Returns the exit status after SIGTERM.
+  @discardableResult func stop() -> Int32? {
+    guard process.isRunning else { return process.terminationStatus }
+    signal(SIGTERM)
+    if let status = waitForExit(timeout: 10) { return status }
+    signal(SIGKILL)
+    _ = waitForExit(timeout: 10)
+    return nil
+  }
+}
+
+/// A blocking client of the daemon's socket, one JSON object per line; reads wait with poll(2).
+/// Not thread-safe: one thread uses it at a time (handed over, never shared).
+final class LineClient: @unchecked Sendable {
+  let fd: Int32
+  private var buffer: [UInt8] = []
+  private(set) var closedByPeer = false
+  private var nextID = 1
+  /// Messages read while waiting for a reply (events), in order.
+  var stashed: [JSONObject] = []
+
+  /// Connects to `path`; `receiveBuffer` shrinks SO_RCVBUF before connecting.
+  init(path: String, receiveBuffer: Int32? = nil) throws {
+    fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard fd >= 0 else { throw E2EError("socket failed") }
+    if var size = receiveBuffer {
+      setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+    }
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    let bytes = Array(path.utf8)
+    guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+      Glibc.close(fd)
+      throw E2EError("socket path too long: \(path)")
+    }
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+      for (index, byte) in bytes.enumerated() { raw[index] = byte }
+    }
+    let result = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+      }
+    }
+    guard result == 0 else {
+      let code = errno
+      Glibc.close(fd)
+      throw E2EError("connect \(path) failed: \(String(cString: strerror(code)))")
+    }
+  }
+
+  deinit { Glibc.close(fd) }
+
+  /// Closes the connection (both directions).
+  func close() { shutdown(fd, Int32(SHUT_RDWR)) }
+
+  /// Closes the write side only (the daemon sees end of input).
+  func closeWrite() { shutdown(fd, Int32(SHUT_WR)) }
+
+  func send(_ text: String) throws { try send(Array(text.utf8)) }
+
+  func send(_ bytes: [UInt8]) throws {
+    var offset = 0
+    while offset < bytes.count {
+      let written = bytes.withUnsafeBytes {
+        Glibc.send(fd, $0.baseAddress.map { $0 + offset }, $0.count - offset, Int32(MSG_NOSIGNAL))
+      }
+      if written < 0 {
+        if errno == EINTR { continue }
+        throw E2EError("send failed: \(String(cString: strerror(errno)))")
+      }
+      offset += written
+    }
+  }
+
+  /// Reads what is available now (without waiting); `false` at end of stream.
+  @discardableResult func drainAvailable() -> Bool {
+    var chunk = [UInt8](repeating: 0, count: 65_536)
+    while true {
+      let count = chunk.withUnsafeMutableBytes {
+        recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT))
+      }
+      if count > 0 {
+        buffer.append(contentsOf: chunk[0..<count])
+        continue
+      }
+      if count < 0 && errno == EINTR { continue }
+      if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return true }
+      closedByPeer = true
+      return false
+    }
+  }
+
+  /// Takes one complete line from the buffer, if any.
+  func takeLine() -> String? {
+    guard let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) else { return nil }
+    let line = String(decoding: buffer[..<newline], as: UTF8.self)
+    buffer.removeSubrange(...newline)
+    return line
+  }
+
+  /// The next line, or `nil` at end of stream or after `timeout` seconds.
+  func readLine(timeout: Double = 10) -> String? {
+    let deadline = now() + timeout
+    while true {
+      if let line = takeLine() { return line }
+      if closedByPeer { return nil }
+      let remaining = deadline - now()
+      if remaining <= 0 { return nil }
+      var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+      _ = poll(&descriptor, 1, Int32(min(remaining * 1000, 1000)) + 1)
+      drainAvailable()
+    }
+  }
+
+  /// The next line as a JSON object; `nil` at end of stream or timeout; throws on a line that is not JSON.
+  func readObject(timeout: Double = 10) throws -> JSONObject? {
+    guard let line = readLine(timeout: timeout) else { return nil }
+    guard let object = parseObject(line) else {
+      throw E2EError("not a JSON object: \(line.prefix(300))")
+    }
+    return object
+  }
+
+  /// Sends `{"cmd":CMD,"id":N,MEMBERS}` and returns the reply with that id (or an id-less ERROR
+  /// about the connection); other messages are stashed as events.
+  func call(_ command: String, _ members: JSONObject = [:], timeout: Double = 10) throws
+    -> JSONObject
+  {
+    let id = nextID
+    nextID += 1
+    var request = members
+    request["cmd"] = command
+    request["id"] = id
+    try send(encodeLine(request) + "\n")
+    let deadline = now() + timeout
+    while true {
+      guard let message = try readObject(timeout: max(0.01, deadline - now())) else {
+        throw E2EError(
+          closedByPeer
+            ? "locationd closed the connection before answering \(command)"
+            : "no reply to \(command) within \(timeout) s")
+      }
+      if let replyID = message["id"] as? Int, replyID == id { return message }
+      if message["id"] == nil, message["class"] as? String == "ERROR" { return message }
+      stashed.append(message)
+    }
+  }
+
+  /// `call` that requires a reply of `class` (not an ERROR).
+  func require(_ command: String, _ members: JSONObject = [:], class expected: String) throws
+    -> JSONObject
+  {
+    let reply = try call(command, members)
+    guard reply["class"] as? String == expected else {
+      throw E2EError("\(command) answered \(encodeLine(reply)), expected class \(expected)")
+    }
+    return reply
+  }
+
+  /// The next event: a stashed one first, then from the socket.
+  func nextEvent(timeout: Double = 10) throws -> JSONObject? {
+    if !stashed.isEmpty { return stashed.removeFirst() }
+    return try readObject(timeout: timeout)
+  }
+
+  /// `request` then `watch` (`coalesce` as given): the client is authorized and watching.
+  func authorizeAndWatch(coalesce: Bool) throws {
+    _ = try require("request", class: "AUTHORIZATION")
+    _ = try require("watch", ["coalesce": coalesce], class: "WATCH")
+  }
+
+  /// Reads events until `BACKEND` `endOfData`; returns the TPVs in order and every event.
+  func collectUntilEndOfData(timeout: Double = 30) throws -> (
+    tpvs: [JSONObject], events: [JSONObject]
+  ) {
+    var tpvs: [JSONObject] = []
+    var events: [JSONObject] = []
+    let deadline = now() + timeout
+    while true {
+      guard let event = try nextEvent(timeout: max(0.01, deadline - now())) else {
+        throw E2EError(
+          "no endOfData: \(closedByPeer ? "connection closed" : "timeout") after \(tpvs.count) fixes; last events: \(events.suffix(3).map(encodeLine))"
+        )
+      }
+      events.append(event)
+      if event["class"] as? String == "TPV" { tpvs.append(event) }
+      if event["class"] as? String == "BACKEND", event["state"] as? String == "endOfData" {
+        return (tpvs, events)
+      }
+    }
+  }
+}
+
+/// A watching client read on its own thread, recording each TPV with its arrival time.
+final class WatchRecorder: @unchecked Sendable {
+  private let lock = NSLock()
+  private var arrivals: [(time: Double, tpv: JSONObject)] = []
+  private var others: [JSONObject] = []
+  private var stopped = false
+  private var closed = false
+  private let finished = DispatchSemaphore(value: 0)
+  let client: LineClient
+
+  /// Connects, authorizes and watches (`coalesce` as given), then reads on a new thread.
+  init(path: String, coalesce: Bool) throws {
+    client = try LineClient(path: path)
+    try client.authorizeAndWatch(coalesce: coalesce)
+    let thread = Thread { [self] in
+      for event in client.stashed { record(event) }
+      client.stashed.removeAll()
+      while !isStopped {
+        guard let line = client.readLine(timeout: 0.05) else {
+          if client.closedByPeer {
+            lock.withLock { closed = true }
+            break
+          }
+          continue
+        }
+        if let event = parseObject(line) { record(event) }
+      }
+      finished.signal()
+    }
+    thread.start()
+  }
+
+  private var isStopped: Bool { lock.withLock { stopped } }
+
+  private func record(_ event: JSONObject) {
+    let time = now()
+    lock.withLock {
+      if event["class"] as? String == "TPV" {
+        arrivals.append((time, event))
+      } else {
+        others.append(event)
+      }
+    }
+  }
+
+  /// The TPVs received so far with their arrival times.
+  var fixes: [(time: Double, tpv: JSONObject)] { lock.withLock { arrivals } }
+  /// Non-TPV events received so far.
+  var otherEvents: [JSONObject] { lock.withLock { others } }
+  /// Whether the daemon closed the connection.
+  var wasClosed: Bool { lock.withLock { closed } }
+
+  /// Stops the reader thread.
+  func stop() {
+    lock.withLock { stopped = true }
+    finished.wait()
+  }
+}
+
+/// Runs `body` until it returns true or `timeout` passes (sleeping 10 ms between tries).
+func waitUntil(timeout: Double = 10, _ body: () throws -> Bool) rethrows -> Bool {
+  let deadline = now() + timeout
+  while now() < deadline {
+    if try body() { return true }
+    usleep(10_000)
+  }
+  return try body()
+}
