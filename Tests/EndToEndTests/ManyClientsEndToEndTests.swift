@@ -136,3 +136,63 @@ extension EndToEnd {
     }
   }
 }
+
+extension EndToEnd.ManyClientsEndToEndTests {
+  /// A coalescing watcher that does not read while a long log replays at full speed gets, when
+  /// it reads at last, fixes in log order whose count plus their `missed` counts is every fix,
+  /// ending with the last fix; a lossless watcher reading meanwhile gets every fix.
+  @Test(
+    "a stalled coalescing watcher's fixes plus their missed counts add up to every fix; a lossless reader gets all",
+    .timeLimit(.minutes(1)), .enabled(if: corpusTestsEnabled, "\(NMEACorpus.missingMessage)"))
+  func coalescingAccountsForEveryFix() throws {
+    guard let log = try corpusLog("nmeaparser-NmeaSampleData-trimmed.txt") else { return }
+    let expected = try decodedFixes(log)
+    try #require(expected.count > 2000)
+    let scratch = try Scratch()
+    defer { scratch.remove() }
+    let daemon = try DaemonProcess(scratch: scratch, backend: "replay:\(log)?speed=0&paused=true")
+    defer { daemon.stop() }
+    try daemon.waitUntilReady()
+    let reader = try LineClient(path: daemon.socketPath)
+    try reader.authorizeAndWatch(coalesce: false)
+    let stalled = try LineClient(path: daemon.socketPath)
+    try stalled.authorizeAndWatch(coalesce: true)
+    let control = try LineClient(path: daemon.socketPath)
+    _ = try control.require("request", class: "AUTHORIZATION")
+    _ = try control.require("replay", ["action": "resume"], class: "REPLAY")
+
+    let (all, _) = try reader.collectUntilEndOfData(timeout: 40)
+    #expect(
+      firstDifference(received: all, expected: expected) == nil,
+      "\(firstDifference(received: all, expected: expected) ?? "")")
+
+    let (coalesced, _) = try stalled.collectUntilEndOfData(timeout: 10)
+    let missed = coalesced.map { $0["missed"] as? Int ?? 0 }
+    #expect(
+      coalesced.count + missed.reduce(0, +) == expected.count,
+      "\(coalesced.count) fixes + \(missed.reduce(0, +)) missed")
+    #expect(
+      missed.contains { $0 > 0 },
+      "the stalled watcher was never coalesced: the test did not stall it")
+    // In log order, each one the fix that follows the ones it says were missed.
+    var position = -1
+    var ordered = true
+    for (fix, skipped) in zip(coalesced, missed) {
+      position += skipped + 1
+      let fields = gpsdFields(fix).filter { $0.key != "missed" }
+      guard position < expected.count,
+        NSDictionary(dictionary: fields).isEqual(to: expected[position])
+      else {
+        ordered = false
+        break
+      }
+    }
+    #expect(
+      ordered, "a coalesced fix is not the one its missed count points to (at position \(position))"
+    )
+    print(
+      "coalescing: \(coalesced.count) of \(expected.count) fixes delivered to the stalled watcher, \(missed.reduce(0, +)) missed"
+    )
+    #expect(daemon.stop() == 0, "\(daemon.log.suffix(2000))")
+  }
+}
