@@ -404,8 +404,10 @@ final class ServerCore: Sendable {
         }
       }
     }
-    // Shutdown: close every client and the listening socket.
+    // Shutdown: send what is queued (e.g. the SHUTDOWN event) as far as each socket takes it
+    // without waiting, then close every client and the listening socket.
     let remaining = state.withLock { Array($0.clients.keys) }
+    for id in remaining { flush(id) }
     for id in remaining { removeClient(id, reason: "serverStopping") }
     socket.close()
     let writeEnd = wakeFD.exchange(-1, ordering: .acquiringAndReleasing)
