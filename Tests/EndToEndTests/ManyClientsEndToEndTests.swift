@@ -100,7 +100,10 @@ extension EndToEnd {
         "watchers \(differing.prefix(10)) got other fixes (counts \(differing.prefix(10).map { lines[$0].count }))"
       )
 
-      // In time: each fix reached each watcher within 1 s of the log's schedule at this speed.
+      // In time: each fix reached each watcher close to the log's schedule at this speed. A
+      // daemon that waited for the stalled watcher would never deliver the rest at all; the
+      // margins (2 s late, 1.5 s apart; about 0.03 s on an idle machine) only absorb this one
+      // reading thread being descheduled on a busy 2-core machine.
       var worstLateness = 0.0
       var worstSpread = 0.0
       for fix in expectedTimes.indices {
@@ -111,12 +114,12 @@ extension EndToEnd {
         worstSpread = max(worstSpread, latest - earliest)
       }
       #expect(
-        worstLateness < 1.0,
+        worstLateness < 2.0,
         "a fix reached a watcher \(worstLateness) s after its time in the replay")
-      #expect(worstSpread < 0.5, "a fix reached the watchers up to \(worstSpread) s apart")
+      #expect(worstSpread < 1.5, "a fix reached the watchers up to \(worstSpread) s apart")
       let elapsed = (finished.max() ?? now()) - resumed
       #expect(
-        elapsed < logSeconds / Self.speed + 2,
+        elapsed < logSeconds / Self.speed + 3,
         "the replay took \(elapsed) s for \(logSeconds / Self.speed) s of log")
 
       var queuedAtStalled: Int32 = 0
