@@ -12,7 +12,9 @@ func tpvMilliseconds(_ tpv: JSONObject) -> Int64? {
 }
 
 /// Checks that a lossless watcher of `simulate?rate=10` got every fix during `window` (monotonic
-/// seconds): fix times 100 ms apart with none missing, and no arrival gap above 0.5 s.
+/// seconds): the simulator stamps epoch n with start + n x 100 ms however late it runs, so fix
+/// times exactly 100 ms apart mean none was lost; and fixes kept arriving (no gap of 1 s, ten
+/// fixes; a loaded 2-core machine can delay a reader a few hundred milliseconds).
 func expectContinuousFixes(
   _ recorder: WatchRecorder, during window: ClosedRange<Double>,
   sourceLocation: SourceLocation = #_sourceLocation
@@ -31,12 +33,12 @@ func expectContinuousFixes(
   arrivals.append(window.upperBound)
   let longestGap = zip(arrivals, arrivals.dropFirst()).map { $1 - $0 }.max() ?? 0
   #expect(
-    longestGap < 0.5, "a watcher waited \(longestGap) s for a fix", sourceLocation: sourceLocation)
+    longestGap < 1.0, "a watcher waited \(longestGap) s for a fix", sourceLocation: sourceLocation)
   let times = fixes.compactMap { tpvMilliseconds($0.tpv) }
   #expect(times.count == fixes.count, sourceLocation: sourceLocation)
   let steps = zip(times, times.dropFirst()).map { $1 - $0 }
   #expect(
-    steps.allSatisfy { $0 > 0 && $0 <= 150 },
+    steps.allSatisfy { $0 == 100 },
     "fix time steps (ms) show lost or reordered fixes: \(steps)",
     sourceLocation: sourceLocation)
   #expect(fixes.allSatisfy { $0.tpv["missed"] == nil }, sourceLocation: sourceLocation)
