@@ -243,3 +243,69 @@ extension EndToEnd {
     }
   }
 }
+
+extension EndToEnd.HostileClientEndToEndTests {
+  @Test(
+    "a client that floods requests and never reads its replies is dropped; a watcher keeps every fix",
+    .timeLimit(.minutes(1)))
+  func requestFlood() throws {
+    let scratch = try Scratch()
+    defer { scratch.remove() }
+    let daemon = try DaemonProcess(scratch: scratch, backend: "simulate?rate=10")
+    defer { daemon.stop() }
+    try daemon.waitUntilReady()
+    let watcher = try WatchRecorder(path: daemon.socketPath, coalesce: false)
+    defer { watcher.stop() }
+    #expect(waitUntil(timeout: 5) { watcher.fixes.count >= 3 }, "the watcher got no fixes")
+    let started = now()
+
+    // 50,000 status requests (about 1 MB) written by another thread, replies never read: the
+    // daemon stops reading at its pending-request bound and drops the client once its replies
+    // exceed the backlog bound, so the writer's send fails.
+    let flooder = try LineClient(path: daemon.socketPath)
+    _ = try flooder.require("request", class: "AUTHORIZATION")
+    let outcome = FloodOutcome()
+    Thread {
+      let line = Array(#"{"cmd":"status"}"#.utf8) + [UInt8(ascii: "\n")]
+      var batch: [UInt8] = []
+      for _ in 0..<1000 { batch += line }
+      for _ in 0..<50 {
+        do { try flooder.send(batch) } catch {
+          outcome.finish(dropped: true)
+          return
+        }
+      }
+      outcome.finish(dropped: false)
+    }.start()
+    let dropped = outcome.wait(timeout: 30)
+    #expect(dropped == true, "the flooding client was not dropped (\(String(describing: dropped)))")
+    #expect(daemon.log.contains("reason=slowClient"), "\(daemon.log.suffix(1500))")
+    usleep(300_000)
+    let finished = now()
+    expectContinuousFixes(watcher, during: started...finished)
+
+    // The daemon still serves new clients.
+    let client = try LineClient(path: daemon.socketPath)
+    #expect(try client.require("status", class: "STATUS")["clients"] as? Int == 2)
+    #expect(daemon.stop() == 0, "\(daemon.log.suffix(1500))")
+  }
+}
+
+/// How the flooding thread ended.
+final class FloodOutcome: @unchecked Sendable {
+  private let lock = NSLock()
+  private var dropped: Bool?
+  private let done = DispatchSemaphore(value: 0)
+
+  func finish(dropped: Bool) {
+    lock.withLock { self.dropped = dropped }
+    done.signal()
+  }
+
+  /// `true` when the daemon dropped the connection, `false` when every request was sent, `nil`
+  /// when the thread still blocks after `timeout` seconds.
+  func wait(timeout: Double) -> Bool? {
+    guard done.wait(timeout: .now() + timeout) == .success else { return nil }
+    return lock.withLock { dropped }
+  }
+}

@@ -1,4 +1,5 @@
 import Foundation
+import FoundationXML
 import Glibc
 import LocationTestKit
 import Testing
@@ -206,5 +207,64 @@ extension EndToEnd {
         messages.filter { $0["class"] as? String == "TPV" }.count >= 3, "\(run.stdout.prefix(500))")
       #expect(daemon.stop() == 0, "\(daemon.log)")
     }
+  }
+}
+
+extension EndToEnd.TrackingEndToEndTests {
+  @Test(
+    "annotation text with quotes, markup, control characters and emoji survives map, GeoJSON, SVG and a restart",
+    .timeLimit(.minutes(1)))
+  func annotationTextRoundTrips() throws {
+    let scratch = try Scratch()
+    defer { scratch.remove() }
+    var daemon = try DaemonProcess(scratch: scratch, backend: "simulate", name: "first")
+    try daemon.waitUntilReady()
+    let title = "He said \"hi\" <b>&amp;</b>\n\ttab \\ back ✓ 😀 \u{7}"
+    let subtitle = "]]></text><script>alert(1)</script>"
+    var client = try LineClient(path: daemon.socketPath)
+    _ = try client.require("request", class: "AUTHORIZATION")
+    _ = try client.require(
+      "annotate",
+      [
+        "annotation": [
+          "id": "ü \"id\"", "lat": 10.5, "lon": -20.25, "title": title, "subtitle": subtitle,
+          "kind": "<poi>",
+        ]
+      ],
+      class: "MAP")
+    func checkMap(_ map: JSONObject, sourceLocation: SourceLocation = #_sourceLocation) {
+      let annotation = (map["annotations"] as? [JSONObject])?.first {
+        $0["id"] as? String == "ü \"id\""
+      }
+      #expect(annotation?["title"] as? String == title, sourceLocation: sourceLocation)
+      #expect(annotation?["subtitle"] as? String == subtitle, sourceLocation: sourceLocation)
+      #expect(annotation?["kind"] as? String == "<poi>", sourceLocation: sourceLocation)
+    }
+    checkMap(try client.require("map", class: "MAP"))
+
+    let geo = try client.require("map", ["format": "geojson"], class: "MAP")
+    let features = (geo["geojson"] as? JSONObject)?["features"] as? [JSONObject] ?? []
+    let properties = features.compactMap { $0["properties"] as? JSONObject }
+    #expect(properties.contains { $0["title"] as? String == title }, "geojson: \(encodeLine(geo))")
+
+    let svg = try #require(
+      try client.require("map", ["format": "svg"], class: "MAP")["svg"] as? String)
+    #expect(
+      !svg.contains("<script>") && !svg.contains("<b>") && !svg.contains("<poi>"),
+      "unescaped markup in the SVG")
+    #expect(svg.contains("&lt;b&gt;") || svg.contains("&#60;b&#62;"), "the title is not in the SVG")
+    // The SVG must be well-formed XML.
+    let parser = XMLParser(data: Data(svg.utf8))
+    #expect(
+      parser.parse(), "SVG is not well-formed XML: \(parser.parserError.map { "\($0)" } ?? "")")
+
+    #expect(daemon.stop() == 0)
+    daemon = try DaemonProcess(scratch: scratch, backend: "simulate", name: "second")
+    defer { daemon.stop() }
+    try daemon.waitUntilReady()
+    client = try LineClient(path: daemon.socketPath)
+    _ = try client.require("request", class: "AUTHORIZATION")
+    checkMap(try client.require("map", class: "MAP"))
+    #expect(daemon.stop() == 0)
   }
 }
