@@ -93,6 +93,100 @@ struct ToolRun {
   var lines: [String] { stdout.split(separator: "\n").map(String.init) }
 }
 
+/// A child process started with `posix_spawn` and reaped with `waitpid` on its own pid.
+///
+/// Foundation's `Process` is not used: its one process monitor per test process blocks in
+/// `waitpid` for a child that closed its inherited descriptors while still running (as
+/// `systemd-socket-activate` does), and then no `Process` in the whole test process is seen to
+/// exit any more. Spawning and reaping by pid keeps these tests independent of other suites.
+final class Child: @unchecked Sendable {
+  let pid: pid_t
+  private let lock = NSLock()
+  private var exitStatus: Int32?
+
+  /// Starts `executable` with `arguments`, standard input from /dev/null, standard output to
+  /// `stdout` and standard error to `stderr` (files, created or truncated), signal mask empty
+  /// and SIGPIPE, SIGTERM, SIGINT, SIGHUP at their defaults.
+  init(
+    _ executable: String, _ arguments: [String], environment: [String: String]? = nil,
+    stdout: String, stderr: String
+  ) throws {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+    if stderr == stdout {
+      posix_spawn_file_actions_adddup2(&actions, 1, 2)
+    } else {
+      posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+    }
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var emptyMask = sigset_t()
+    sigemptyset(&emptyMask)
+    posix_spawnattr_setsigmask(&attributes, &emptyMask)
+    var defaults = sigset_t()
+    sigemptyset(&defaults)
+    for number in [SIGPIPE, SIGTERM, SIGINT, SIGHUP] { sigaddset(&defaults, number) }
+    posix_spawnattr_setsigdefault(&attributes, &defaults)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+    let environmentLines = (environment ?? ProcessInfo.processInfo.environment).map {
+      "\($0.key)=\($0.value)"
+    }
+    let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+    let envp: [UnsafeMutablePointer<CChar>?] = environmentLines.map { strdup($0) } + [nil]
+    defer {
+      for pointer in argv { free(pointer) }
+      for pointer in envp { free(pointer) }
+    }
+    var child = pid_t()
+    let result = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
+    guard result == 0 else {
+      throw E2EError("cannot start \(executable): \(String(cString: strerror(result)))")
+    }
+    pid = child
+  }
+
+  deinit {
+    if isRunning {
+      kill(pid, SIGKILL)
+      _ = waitForExit(timeout: 10)
+    }
+  }
+
+  /// Whether the child has not exited yet (reaps it when it has).
+  var isRunning: Bool {
+    lock.withLock {
+      if exitStatus != nil { return false }
+      var status: Int32 = 0
+      let result = waitpid(pid, &status, WNOHANG)
+      guard result == pid else { return result == 0 }
+      // Exit code, or the number of the signal that ended it.
+      exitStatus = status & 0x7F == 0 ? (status >> 8) & 0xFF : status & 0x7F
+      return false
+    }
+  }
+
+  /// The exit code (or ending signal number); `nil` while running.
+  var terminationStatus: Int32? {
+    _ = isRunning
+    return lock.withLock { exitStatus }
+  }
+
+  /// Waits up to `timeout` seconds; the exit code (or signal number), `nil` when still running.
+  func waitForExit(timeout: Double) -> Int32? {
+    let deadline = now() + timeout
+    while isRunning {
+      if now() > deadline { return nil }
+      usleep(2_000)
+    }
+    return terminationStatus
+  }
+}
+
 /// Runs a program to completion (output through files, so any size works); kills it after `timeout`.
 func runTool(
   _ executable: String, _ arguments: [String], environment: [String: String]? = nil,
@@ -100,28 +194,17 @@ func runTool(
 ) throws -> ToolRun {
   let scratch = try Scratch()
   defer { scratch.remove() }
-  FileManager.default.createFile(atPath: scratch.file("out"), contents: nil)
-  FileManager.default.createFile(atPath: scratch.file("err"), contents: nil)
-  let process = Process()
-  process.executableURL = URL(fileURLWithPath: executable)
-  process.arguments = arguments
-  if let environment { process.environment = environment }
-  process.standardInput = FileHandle.nullDevice
-  process.standardOutput = FileHandle(forWritingAtPath: scratch.file("out"))
-  process.standardError = FileHandle(forWritingAtPath: scratch.file("err"))
-  try process.run()
-  let deadline = now() + timeout
-  while process.isRunning {
-    if now() > deadline {
-      kill(process.processIdentifier, SIGKILL)
-      process.waitUntilExit()
-      throw E2EError("\(executable) \(arguments) did not finish within \(timeout) s")
-    }
-    usleep(2_000)
+  let child = try Child(
+    executable, arguments, environment: environment, stdout: scratch.file("out"),
+    stderr: scratch.file("err"))
+  guard let status = child.waitForExit(timeout: timeout) else {
+    kill(child.pid, SIGKILL)
+    _ = child.waitForExit(timeout: 10)
+    throw E2EError("\(executable) \(arguments) did not finish within \(timeout) s")
   }
   let out = (try? String(contentsOfFile: scratch.file("out"), encoding: .utf8)) ?? ""
   let err = (try? String(contentsOfFile: scratch.file("err"), encoding: .utf8)) ?? ""
-  return ToolRun(status: process.terminationStatus, stdout: out, stderr: err)
+  return ToolRun(status: status, stdout: out, stderr: err)
 }
 
 /// `locationctl ARGS` against `socket`.
@@ -169,7 +252,7 @@ func firstDifference(received: [JSONObject], expected: [JSONObject]) -> String? 
 
 /// A running `locationd` (or a launcher that execs it), killed when the test ends.
 final class DaemonProcess {
-  let process: Process
+  let process: Child
   let socketPath: String
   let stateDirectory: String
   let logPath: String
@@ -200,24 +283,11 @@ final class DaemonProcess {
     self.stateDirectory = stateDirectory
     self.logPath = logPath
     FileManager.default.createFile(atPath: logPath, contents: nil)
-    process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    if let environment { process.environment = environment }
-    process.standardInput = FileHandle.nullDevice
-    process.standardOutput = FileHandle(forWritingAtPath: logPath)
-    process.standardError = FileHandle(forWritingAtPath: logPath)
-    try process.run()
+    process = try Child(
+      executable, arguments, environment: environment, stdout: logPath, stderr: logPath)
   }
 
-  deinit {
-    if process.isRunning {
-      kill(process.processIdentifier, SIGKILL)
-      process.waitUntilExit()
-    }
-  }
-
-  var pid: Int32 { process.processIdentifier }
+  var pid: Int32 { process.pid }
 
   /// Everything the daemon logged so far.
   var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
@@ -229,7 +299,7 @@ final class DaemonProcess {
       if log.contains(text) { return }
       if !process.isRunning {
         throw E2EError(
-          "locationd exited (\(process.terminationStatus)) before logging \(text):\n\(log)")
+          "locationd exited (\(process.terminationStatus ?? -1)) before logging \(text):\n\(log)")
       }
       usleep(5_000)
     }
@@ -239,17 +309,10 @@ final class DaemonProcess {
   /// Waits for the `ready` event: the socket accepts clients.
   func waitUntilReady() throws { try waitForLog("locationd: ready ") }
 
-  func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+  func signal(_ number: Int32) { kill(process.pid, number) }
 
   /// Waits for the process to exit; its status (exit code or signal number), or `nil` on timeout.
-  func waitForExit(timeout: Double = 15) -> Int32? {
-    let deadline = now() + timeout
-    while process.isRunning {
-      if now() > deadline { return nil }
-      usleep(2_000)
-    }
-    return process.terminationStatus
-  }
+  func waitForExit(timeout: Double = 15) -> Int32? { process.waitForExit(timeout: timeout) }
 
   /// SIGTERM and wait; SIGKILL when it does not stop. Returns the exit status after SIGTERM.
   @discardableResult func stop() -> Int32? {
