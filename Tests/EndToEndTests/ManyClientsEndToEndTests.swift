@@ -18,9 +18,9 @@ extension EndToEnd {
     @Test(
       "100 lossless watchers all get every fix in time while one watcher never reads",
       .timeLimit(.minutes(1)), .enabled(if: corpusTestsEnabled, "\(NMEACorpus.missingMessage)"))
-    func hundredWatchersAndAStalledOne() throws {
+    func hundredWatchersAndAStalledOne() async throws {
       guard let log = try corpusLog("quectel-l76k-nmea.log") else { return }
-      let expected = try decodedFixes(log)
+      let expected = try await decodedFixes(log)
       let expectedTimes = expected.compactMap(tpvMilliseconds)
       try #require(expectedTimes.count == expected.count && expected.count > 100)
 
@@ -30,25 +30,26 @@ extension EndToEnd {
       let daemon = try DaemonProcess(
         scratch: scratch, backend: "replay:\(log)?speed=\(Self.speed)&paused=true",
         extra: ["--max-clients", "128"])
-      defer { daemon.stop() }
-      try daemon.waitUntilReady()
+      defer { daemon.cleanUp() }
+      try await daemon.waitUntilReady()
 
       var watchers: [LineClient] = []
       for _ in 0..<Self.clientCount {
         let client = try LineClient(path: daemon.socketPath)
-        try client.authorizeAndWatch(coalesce: false)
+        try await client.authorizeAndWatch(coalesce: false)
         watchers.append(client)
       }
       // The stalled watcher: a small receive buffer, asks for every fix, never reads again.
       let stalled = try LineClient(path: daemon.socketPath, receiveBuffer: 4096)
-      try stalled.authorizeAndWatch(coalesce: false)
+      try await stalled.authorizeAndWatch(coalesce: false)
       let control = try LineClient(path: daemon.socketPath)
-      _ = try control.require("request", class: "AUTHORIZATION")
+      _ = try await control.require("request", class: "AUTHORIZATION")
       #expect(
-        try control.require("status", class: "STATUS")["clients"] as? Int == Self.clientCount + 2)
+        try await control.require("status", class: "STATUS")["clients"] as? Int == Self.clientCount
+          + 2)
 
       let resumed = now()
-      let replay = try control.require("replay", ["action": "resume"], class: "REPLAY")
+      let replay = try await control.require("replay", ["action": "resume"], class: "REPLAY")
       #expect(replay["state"] as? String == "playing", "\(encodeLine(replay))")
 
       // Read all watchers with one poll loop, recording each TPV line and its arrival time.
@@ -63,7 +64,11 @@ extension EndToEnd {
       let deadline = resumed + logSeconds / Self.speed + 20
       var descriptors = watchers.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
       while endOfData.contains(where: { $0 == nil }) && now() < deadline {
-        _ = poll(&descriptors, nfds_t(descriptors.count), 100)
+        // Poll without waiting; sleep (off the cooperative pool's threads) while nothing is ready.
+        if poll(&descriptors, nfds_t(descriptors.count), 0) <= 0 {
+          await pause(0.001)
+          continue
+        }
         for index in descriptors.indices where descriptors[index].revents != 0 {
           let client = watchers[index]
           client.drainAvailable()
@@ -131,11 +136,11 @@ extension EndToEnd {
 
       // The stalled watcher was kept (its backlog is within bounds) and, reading at last, gets
       // every fix too: a lossless watcher loses nothing by being slow.
-      let (stalledFixes, _) = try stalled.collectUntilEndOfData(timeout: 10)
+      let (stalledFixes, _) = try await stalled.collectUntilEndOfData(timeout: 10)
       #expect(
         firstDifference(received: stalledFixes, expected: expected) == nil,
         "stalled: \(firstDifference(received: stalledFixes, expected: expected) ?? "")")
-      #expect(daemon.stop() == 0, "\(daemon.log.suffix(2000))")
+      #expect(await daemon.stop() == 0, "\(daemon.log.suffix(2000))")
     }
   }
 }
@@ -147,29 +152,29 @@ extension EndToEnd.ManyClientsEndToEndTests {
   @Test(
     "a stalled coalescing watcher's fixes plus their missed counts add up to every fix; a lossless reader gets all",
     .timeLimit(.minutes(1)), .enabled(if: corpusTestsEnabled, "\(NMEACorpus.missingMessage)"))
-  func coalescingAccountsForEveryFix() throws {
+  func coalescingAccountsForEveryFix() async throws {
     guard let log = try corpusLog("nmeaparser-NmeaSampleData-trimmed.txt") else { return }
-    let expected = try decodedFixes(log)
+    let expected = try await decodedFixes(log)
     try #require(expected.count > 2000)
     let scratch = try Scratch()
     defer { scratch.remove() }
     let daemon = try DaemonProcess(scratch: scratch, backend: "replay:\(log)?speed=0&paused=true")
-    defer { daemon.stop() }
-    try daemon.waitUntilReady()
+    defer { daemon.cleanUp() }
+    try await daemon.waitUntilReady()
     let reader = try LineClient(path: daemon.socketPath)
-    try reader.authorizeAndWatch(coalesce: false)
+    try await reader.authorizeAndWatch(coalesce: false)
     let stalled = try LineClient(path: daemon.socketPath)
-    try stalled.authorizeAndWatch(coalesce: true)
+    try await stalled.authorizeAndWatch(coalesce: true)
     let control = try LineClient(path: daemon.socketPath)
-    _ = try control.require("request", class: "AUTHORIZATION")
-    _ = try control.require("replay", ["action": "resume"], class: "REPLAY")
+    _ = try await control.require("request", class: "AUTHORIZATION")
+    _ = try await control.require("replay", ["action": "resume"], class: "REPLAY")
 
-    let (all, _) = try reader.collectUntilEndOfData(timeout: 40)
+    let (all, _) = try await reader.collectUntilEndOfData(timeout: 40)
     #expect(
       firstDifference(received: all, expected: expected) == nil,
       "\(firstDifference(received: all, expected: expected) ?? "")")
 
-    let (coalesced, _) = try stalled.collectUntilEndOfData(timeout: 10)
+    let (coalesced, _) = try await stalled.collectUntilEndOfData(timeout: 10)
     let missed = coalesced.map { $0["missed"] as? Int ?? 0 }
     #expect(
       coalesced.count + missed.reduce(0, +) == expected.count,
@@ -196,6 +201,6 @@ extension EndToEnd.ManyClientsEndToEndTests {
     print(
       "coalescing: \(coalesced.count) of \(expected.count) fixes delivered to the stalled watcher, \(missed.reduce(0, +)) missed"
     )
-    #expect(daemon.stop() == 0, "\(daemon.log.suffix(2000))")
+    #expect(await daemon.stop() == 0, "\(daemon.log.suffix(2000))")
   }
 }
