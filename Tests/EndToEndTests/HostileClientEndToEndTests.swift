@@ -277,7 +277,7 @@ extension EndToEnd.HostileClientEndToEndTests {
       }
       outcome.finish(dropped: false)
     }.start()
-    let dropped = outcome.wait(timeout: 30)
+    let dropped = await outcome.wait(timeout: 30)
     #expect(dropped == true, "the flooding client was not dropped (\(String(describing: dropped)))")
     // The daemon logs the reason just after closing the connection.
     try await daemon.waitForLog("reason=slowClient", timeout: 5)
@@ -296,17 +296,17 @@ extension EndToEnd.HostileClientEndToEndTests {
 final class FloodOutcome: @unchecked Sendable {
   private let lock = NSLock()
   private var dropped: Bool?
-  private let done = DispatchSemaphore(value: 0)
 
-  func finish(dropped: Bool) {
-    lock.withLock { self.dropped = dropped }
-    done.signal()
-  }
+  func finish(dropped: Bool) { lock.withLock { self.dropped = dropped } }
 
   /// `true` when the daemon dropped the connection, `false` when every request was sent, `nil`
   /// when the thread still blocks after `timeout` seconds.
-  func wait(timeout: Double) -> Bool? {
-    guard done.wait(timeout: .now() + timeout) == .success else { return nil }
+  func wait(timeout: Double) async -> Bool? {
+    let deadline = now() + timeout
+    while now() < deadline {
+      if let result = lock.withLock({ dropped }) { return result }
+      await pause(0.005)
+    }
     return lock.withLock { dropped }
   }
 }

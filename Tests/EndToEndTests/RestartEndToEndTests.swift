@@ -210,7 +210,7 @@ extension EndToEnd {
         let status = await daemon.waitForExit(timeout: 10)
         #expect(status == SIGKILL, "round \(round): exit \(String(describing: status))")
         kills += 1
-        progress.waitUntilFinished()
+        await progress.waitUntilFinished()
         unreadable += reader.stop()
 
         // The file is absent (nothing saved yet) or valid JSON holding the last acknowledged
@@ -278,12 +278,14 @@ final class OperationLog: @unchecked Sendable {
   private let lock = NSLock()
   private var lastSent: Int?
   private var lastAcknowledged: Int?
-  private let done = DispatchSemaphore(value: 0)
+  private var finished = false
 
   func sending(_ index: Int) { lock.withLock { lastSent = index } }
   func acknowledged(_ index: Int) { lock.withLock { lastAcknowledged = index } }
-  func finish() { done.signal() }
-  func waitUntilFinished() { done.wait() }
+  func finish() { lock.withLock { finished = true } }
+  func waitUntilFinished() async {
+    while !lock.withLock({ finished }) { await pause(0.002) }
+  }
 
   /// The last acknowledged operation and the one in flight (sent, not acknowledged), if any.
   var snapshot: (acknowledged: Int?, inFlight: Int?) {
