@@ -235,12 +235,16 @@ func decodedFixes(_ log: String) async throws -> [JSONObject] {
   guard run.status == 0 else {
     throw E2EError("locationctl decode \(log) exited \(run.status): \(run.stderr)")
   }
-  return try run.lines.map { line in
+  var fixes: [JSONObject] = []
+  for (index, line) in run.lines.enumerated() {
     guard let object = parseObject(line), object["class"] as? String == "TPV" else {
       throw E2EError("decode printed a line that is not a TPV: \(line)")
     }
-    return object
+    fixes.append(object)
+    // Parsing thousands of lines takes a while in a debug build: let other tasks run.
+    if index % 100 == 99 { await Task.yield() }
   }
+  return fixes
 }
 
 /// The members locationd adds to gpsd's TPV (provenance); not part of the comparison.
@@ -446,6 +450,8 @@ final class LineClient: @unchecked Sendable {
   /// millisecond without holding a thread of the cooperative pool.
   func readLine(timeout: Double = 10) async -> String? {
     let deadline = now() + timeout
+    // A stream that never runs dry never suspends below: give other tasks their turn first.
+    await Task.yield()
     while true {
       if let line = takeLine() { return line }
       if closedByPeer { return nil }
