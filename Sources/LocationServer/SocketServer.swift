@@ -432,8 +432,10 @@ final class ServerCore: Sendable {
         }
       }
     }
-    // Shutdown: close every client and the listening socket.
+    // Shutdown: send what is queued (e.g. the SHUTDOWN event) as far as each socket takes it
+    // without waiting, then close every client and the listening socket.
     let remaining = state.withLock { Array($0.clients.keys) }
+    for id in remaining { flush(id) }
     for id in remaining { removeClient(id, reason: "serverStopping") }
     socket.close()
     // The wake-up pipe stays open until deinit: a late wake() must never write to a reused fd.

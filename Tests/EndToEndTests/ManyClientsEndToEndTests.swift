@@ -18,9 +18,9 @@ extension EndToEnd {
     @Test(
       "100 lossless watchers all get every fix in time while one watcher never reads",
       .timeLimit(.minutes(1)), .enabled(if: corpusTestsEnabled, "\(NMEACorpus.missingMessage)"))
-    func hundredWatchersAndAStalledOne() throws {
+    func hundredWatchersAndAStalledOne() async throws {
       guard let log = try corpusLog("quectel-l76k-nmea.log") else { return }
-      let expected = try decodedFixes(log)
+      let expected = try await decodedFixes(log)
       let expectedTimes = expected.compactMap(tpvMilliseconds)
       try #require(expectedTimes.count == expected.count && expected.count > 100)
 
@@ -30,25 +30,26 @@ extension EndToEnd {
       let daemon = try DaemonProcess(
         scratch: scratch, backend: "replay:\(log)?speed=\(Self.speed)&paused=true",
         extra: ["--max-clients", "128"])
-      defer { daemon.stop() }
-      try daemon.waitUntilReady()
+      defer { daemon.cleanUp() }
+      try await daemon.waitUntilReady()
 
       var watchers: [LineClient] = []
       for _ in 0..<Self.clientCount {
         let client = try LineClient(path: daemon.socketPath)
-        try client.authorizeAndWatch(coalesce: false)
+        try await client.authorizeAndWatch(coalesce: false)
         watchers.append(client)
       }
       // The stalled watcher: a small receive buffer, asks for every fix, never reads again.
       let stalled = try LineClient(path: daemon.socketPath, receiveBuffer: 4096)
-      try stalled.authorizeAndWatch(coalesce: false)
+      try await stalled.authorizeAndWatch(coalesce: false)
       let control = try LineClient(path: daemon.socketPath)
-      _ = try control.require("request", class: "AUTHORIZATION")
+      _ = try await control.require("request", class: "AUTHORIZATION")
       #expect(
-        try control.require("status", class: "STATUS")["clients"] as? Int == Self.clientCount + 2)
+        try await control.require("status", class: "STATUS")["clients"] as? Int == Self.clientCount
+          + 2)
 
       let resumed = now()
-      let replay = try control.require("replay", ["action": "resume"], class: "REPLAY")
+      let replay = try await control.require("replay", ["action": "resume"], class: "REPLAY")
       #expect(replay["state"] as? String == "playing", "\(encodeLine(replay))")
 
       // Read all watchers with one poll loop, recording each TPV line and its arrival time.
@@ -63,7 +64,11 @@ extension EndToEnd {
       let deadline = resumed + logSeconds / Self.speed + 20
       var descriptors = watchers.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
       while endOfData.contains(where: { $0 == nil }) && now() < deadline {
-        _ = poll(&descriptors, nfds_t(descriptors.count), 100)
+        // Poll without waiting; sleep (off the cooperative pool's threads) while nothing is ready.
+        if poll(&descriptors, nfds_t(descriptors.count), 0) <= 0 {
+          await pause(0.001)
+          continue
+        }
         for index in descriptors.indices where descriptors[index].revents != 0 {
           let client = watchers[index]
           client.drainAvailable()
@@ -100,7 +105,10 @@ extension EndToEnd {
         "watchers \(differing.prefix(10)) got other fixes (counts \(differing.prefix(10).map { lines[$0].count }))"
       )
 
-      // In time: each fix reached each watcher within 1 s of the log's schedule at this speed.
+      // In time: each fix reached each watcher close to the log's schedule at this speed. A
+      // daemon that waited for the stalled watcher would never deliver the rest at all; the
+      // margins (2 s late, 1.5 s apart; about 0.03 s on an idle machine) only absorb this one
+      // reading thread being descheduled on a busy 2-core machine.
       var worstLateness = 0.0
       var worstSpread = 0.0
       for fix in expectedTimes.indices {
@@ -111,12 +119,12 @@ extension EndToEnd {
         worstSpread = max(worstSpread, latest - earliest)
       }
       #expect(
-        worstLateness < 1.0,
+        worstLateness < 2.0,
         "a fix reached a watcher \(worstLateness) s after its time in the replay")
-      #expect(worstSpread < 0.5, "a fix reached the watchers up to \(worstSpread) s apart")
+      #expect(worstSpread < 1.5, "a fix reached the watchers up to \(worstSpread) s apart")
       let elapsed = (finished.max() ?? now()) - resumed
       #expect(
-        elapsed < logSeconds / Self.speed + 2,
+        elapsed < logSeconds / Self.speed + 3,
         "the replay took \(elapsed) s for \(logSeconds / Self.speed) s of log")
 
       var queuedAtStalled: Int32 = 0
@@ -128,11 +136,71 @@ extension EndToEnd {
 
       // The stalled watcher was kept (its backlog is within bounds) and, reading at last, gets
       // every fix too: a lossless watcher loses nothing by being slow.
-      let (stalledFixes, _) = try stalled.collectUntilEndOfData(timeout: 10)
+      let (stalledFixes, _) = try await stalled.collectUntilEndOfData(timeout: 10)
       #expect(
         firstDifference(received: stalledFixes, expected: expected) == nil,
         "stalled: \(firstDifference(received: stalledFixes, expected: expected) ?? "")")
-      #expect(daemon.stop() == 0, "\(daemon.log.suffix(2000))")
+      #expect(await daemon.stop() == 0, "\(daemon.log.suffix(2000))")
     }
+  }
+}
+
+extension EndToEnd.ManyClientsEndToEndTests {
+  /// A coalescing watcher that does not read while a long log replays at full speed gets, when
+  /// it reads at last, fixes in log order whose count plus their `missed` counts is every fix,
+  /// ending with the last fix; a lossless watcher reading meanwhile gets every fix.
+  @Test(
+    "a stalled coalescing watcher's fixes plus their missed counts add up to every fix; a lossless reader gets all",
+    .timeLimit(.minutes(1)), .enabled(if: corpusTestsEnabled, "\(NMEACorpus.missingMessage)"))
+  func coalescingAccountsForEveryFix() async throws {
+    guard let log = try corpusLog("nmeaparser-NmeaSampleData-trimmed.txt") else { return }
+    let expected = try await decodedFixes(log)
+    try #require(expected.count > 2000)
+    let scratch = try Scratch()
+    defer { scratch.remove() }
+    let daemon = try DaemonProcess(scratch: scratch, backend: "replay:\(log)?speed=0&paused=true")
+    defer { daemon.cleanUp() }
+    try await daemon.waitUntilReady()
+    let reader = try LineClient(path: daemon.socketPath)
+    try await reader.authorizeAndWatch(coalesce: false)
+    let stalled = try LineClient(path: daemon.socketPath)
+    try await stalled.authorizeAndWatch(coalesce: true)
+    let control = try LineClient(path: daemon.socketPath)
+    _ = try await control.require("request", class: "AUTHORIZATION")
+    _ = try await control.require("replay", ["action": "resume"], class: "REPLAY")
+
+    let (all, _) = try await reader.collectUntilEndOfData(timeout: 40)
+    #expect(
+      firstDifference(received: all, expected: expected) == nil,
+      "\(firstDifference(received: all, expected: expected) ?? "")")
+
+    let (coalesced, _) = try await stalled.collectUntilEndOfData(timeout: 10)
+    let missed = coalesced.map { $0["missed"] as? Int ?? 0 }
+    #expect(
+      coalesced.count + missed.reduce(0, +) == expected.count,
+      "\(coalesced.count) fixes + \(missed.reduce(0, +)) missed")
+    #expect(
+      missed.contains { $0 > 0 },
+      "the stalled watcher was never coalesced: the test did not stall it")
+    // In log order, each one the fix that follows the ones it says were missed.
+    var position = -1
+    var ordered = true
+    for (fix, skipped) in zip(coalesced, missed) {
+      position += skipped + 1
+      let fields = gpsdFields(fix).filter { $0.key != "missed" }
+      guard position < expected.count,
+        NSDictionary(dictionary: fields).isEqual(to: expected[position])
+      else {
+        ordered = false
+        break
+      }
+    }
+    #expect(
+      ordered, "a coalesced fix is not the one its missed count points to (at position \(position))"
+    )
+    print(
+      "coalescing: \(coalesced.count) of \(expected.count) fixes delivered to the stalled watcher, \(missed.reduce(0, +)) missed"
+    )
+    #expect(await daemon.stop() == 0, "\(daemon.log.suffix(2000))")
   }
 }

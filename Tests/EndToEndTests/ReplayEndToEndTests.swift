@@ -12,9 +12,9 @@ extension EndToEnd {
       "a lossless watcher gets exactly the decoded fixes; status, center and annotations follow",
       .timeLimit(.minutes(1)), .enabled(if: corpusTestsEnabled, "\(NMEACorpus.missingMessage)"),
       arguments: ["mt3339.log", "quectel-l76k-nmea.log"])
-    func replayMatchesDecode(logName: String) throws {
+    func replayMatchesDecode(logName: String) async throws {
       guard let log = try corpusLog(logName) else { return }
-      let expected = try decodedFixes(log)
+      let expected = try await decodedFixes(log)
       try #require(expected.count > 10, "decode found only \(expected.count) fixes in \(logName)")
       let withPosition = expected.filter { ($0["mode"] as? Int ?? 0) >= 2 }
       try #require(!withPosition.isEmpty)
@@ -22,12 +22,12 @@ extension EndToEnd {
       let scratch = try Scratch()
       defer { scratch.remove() }
       let daemon = try DaemonProcess(scratch: scratch, backend: "replay:\(log)?speed=0")
-      defer { daemon.stop() }
-      try daemon.waitUntilReady()
+      defer { daemon.cleanUp() }
+      try await daemon.waitUntilReady()
 
       let watcher = try LineClient(path: daemon.socketPath)
-      try watcher.authorizeAndWatch(coalesce: false)
-      let (received, events) = try watcher.collectUntilEndOfData()
+      try await watcher.authorizeAndWatch(coalesce: false)
+      let (received, events) = try await watcher.collectUntilEndOfData()
       #expect(
         firstDifference(received: received, expected: expected) == nil,
         "\(firstDifference(received: received, expected: expected) ?? "")")
@@ -46,7 +46,7 @@ extension EndToEnd {
         "warnings: \(events.filter { $0["class"] as? String == "WARNING" }.map(encodeLine))")
 
       // Initial and current location: the first and last fixes with a position.
-      let status = try watcher.require("status", class: "STATUS")
+      let status = try await watcher.require("status", class: "STATUS")
       let initial = try #require(status["initial"] as? JSONObject, "status: \(encodeLine(status))")
       let current = try #require(status["current"] as? JSONObject, "status: \(encodeLine(status))")
       #expect(
@@ -56,28 +56,29 @@ extension EndToEnd {
         NSDictionary(dictionary: gpsdFields(current)).isEqual(
           to: withPosition[withPosition.count - 1]),
         "current \(encodeLine(current))")
-      let location = try watcher.require("location", class: "LOCATION")
+      let location = try await watcher.require("location", class: "LOCATION")
       #expect(jsonEqual(location["initial"], status["initial"]))
       #expect(jsonEqual(location["current"], status["current"]))
       #expect((status["backend"] as? JSONObject)?["state"] as? String == "endOfData")
 
       // center: the map center moves to the current location.
       let last = withPosition[withPosition.count - 1]
-      let centered = try watcher.require("center", class: "MAP")
+      let centered = try await watcher.require("center", class: "MAP")
       let center = try #require(centered["center"] as? JSONObject)
       #expect(abs((center["lat"] as? Double ?? 0) - (last["lat"] as? Double ?? 999)) < 1e-8)
       #expect(abs((center["lon"] as? Double ?? 0) - (last["lon"] as? Double ?? 999)) < 1e-8)
 
       // Annotations through locationctl: add, replace by id (not duplicated), add another, remove.
       let socket = daemon.socketPath
-      var run = try locationctl(socket, ["annotate", "camp", "44.0688", "-121.3142", "Camp"])
+      var run = try await locationctl(socket, ["annotate", "camp", "44.0688", "-121.3142", "Camp"])
       #expect(run.status == 0, "\(run.stderr)")
-      run = try locationctl(
+      run = try await locationctl(
         socket, ["annotate", "camp", "44.5", "-121.5", "Moved camp", "--kind", "waypoint"])
       #expect(run.status == 0, "\(run.stderr)")
-      run = try locationctl(socket, ["annotate", "peak", "44.1", "-121.7", "Peak"])
+      run = try await locationctl(socket, ["annotate", "peak", "44.1", "-121.7", "Peak"])
       #expect(run.status == 0, "\(run.stderr)")
-      var map = try #require(parseObject(try locationctl(socket, ["map"]).stdout), "map output")
+      var map = try #require(
+        parseObject(try await locationctl(socket, ["map"]).stdout), "map output")
       // The map shows the current location as the reserved annotation "location"; clients' follow.
       let userLocation = (map["annotations"] as? [JSONObject] ?? []).first {
         $0["id"] as? String == "location"
@@ -100,19 +101,20 @@ extension EndToEnd {
       #expect(
         jsonEqual(mapCenter?["lat"], center["lat"]) && jsonEqual(mapCenter?["lon"], center["lon"]))
 
-      run = try locationctl(socket, ["remove", "camp"])
+      run = try await locationctl(socket, ["remove", "camp"])
       #expect(run.status == 0, "\(run.stderr)")
-      run = try locationctl(socket, ["remove", "camp"])
+      run = try await locationctl(socket, ["remove", "camp"])
       #expect(run.status == 1)
       #expect(run.stderr.contains("notFound"), "\(run.stderr)")
-      map = try #require(parseObject(try locationctl(socket, ["map"]).stdout), "map output")
+      map = try #require(parseObject(try await locationctl(socket, ["map"]).stdout), "map output")
       annotations = (map["annotations"] as? [JSONObject] ?? []).filter {
         $0["id"] as? String != "location"
       }
       #expect(annotations.map { $0["id"] as? String } == ["peak"])
 
       // The GeoJSON view shows the same annotation.
-      let geo = try #require(parseObject(try locationctl(socket, ["map", "--geojson"]).stdout))
+      let geo = try #require(
+        parseObject(try await locationctl(socket, ["map", "--geojson"]).stdout))
       let collection = try #require(geo["geojson"] as? JSONObject)
       let features = collection["features"] as? [JSONObject] ?? []
       #expect(
@@ -121,21 +123,21 @@ extension EndToEnd {
             || $0["id"] as? String == "peak"
         },
         "geojson: \(encodeLine(collection))")
-      #expect(daemon.stop() == 0, "\(daemon.log)")
+      #expect(await daemon.stop() == 0, "\(daemon.log)")
     }
 
     @Test(
       "locationctl --json watch --every prints exactly the decoded fixes and exits at endOfData",
       .timeLimit(.minutes(1)), .enabled(if: corpusTestsEnabled, "\(NMEACorpus.missingMessage)"))
-    func locationctlWatchEvery() throws {
+    func locationctlWatchEvery() async throws {
       guard let log = try corpusLog("mt3339.log") else { return }
-      let expected = try decodedFixes(log)
+      let expected = try await decodedFixes(log)
       let scratch = try Scratch()
       defer { scratch.remove() }
       let daemon = try DaemonProcess(scratch: scratch, backend: "replay:\(log)?speed=0")
-      defer { daemon.stop() }
-      try daemon.waitUntilReady()
-      let run = try locationctl(daemon.socketPath, ["watch", "--every"])
+      defer { daemon.cleanUp() }
+      try await daemon.waitUntilReady()
+      let run = try await locationctl(daemon.socketPath, ["watch", "--every"])
       #expect(run.status == 0, "\(run.stderr)")
       let objects = run.lines.compactMap(parseObject)
       #expect(objects.count == run.lines.count, "locationctl printed lines that are not JSON")

@@ -99,20 +99,20 @@ extension EndToEnd {
     @Test(
       "viewport, mode and annotations survive SIGTERM and a restart with the same state directory",
       .timeLimit(.minutes(1)))
-    func survivesSIGTERM() throws {
+    func survivesSIGTERM() async throws {
       let scratch = try Scratch()
       defer { scratch.remove() }
       var daemon = try DaemonProcess(scratch: scratch, backend: "simulate", name: "first")
-      try daemon.waitUntilReady()
+      try await daemon.waitUntilReady()
       let client = try LineClient(path: daemon.socketPath)
-      _ = try client.require("request", class: "AUTHORIZATION")
-      _ = try client.require("setCenter", ["lat": 48.8566, "lon": 2.3522], class: "MAP")
-      _ = try client.require("zoom", ["zoom": 13.5], class: "MAP")
-      _ = try client.require("mode", ["mode": "follow"], class: "MAP")
-      _ = try client.require(
+      _ = try await client.require("request", class: "AUTHORIZATION")
+      _ = try await client.require("setCenter", ["lat": 48.8566, "lon": 2.3522], class: "MAP")
+      _ = try await client.require("zoom", ["zoom": 13.5], class: "MAP")
+      _ = try await client.require("mode", ["mode": "follow"], class: "MAP")
+      _ = try await client.require(
         "annotate", ["annotation": ["id": "a", "lat": 48.85, "lon": 2.29, "title": "Tower"]],
         class: "MAP")
-      _ = try client.require(
+      _ = try await client.require(
         "annotate",
         [
           "annotation": [
@@ -121,16 +121,16 @@ extension EndToEnd {
           ]
         ],
         class: "MAP")
-      _ = try client.require(
+      _ = try await client.require(
         "annotate", ["annotation": ["id": "c", "lat": -33.9, "lon": 151.2, "title": "Gone"]],
         class: "MAP")
-      _ = try client.require(
+      _ = try await client.require(
         "annotate", ["annotation": ["id": "a", "lat": 48.8584, "lon": 2.2945, "title": "Eiffel"]],
         class: "MAP")
-      let before = try client.require("remove", ["annotation": "c"], class: "MAP")
+      let before = try await client.require("remove", ["annotation": "c"], class: "MAP")
       #expect((before["annotations"] as? [JSONObject])?.map { $0["id"] as? String } == ["a", "b"])
 
-      #expect(daemon.stop() == 0, "\(daemon.log)")
+      #expect(await daemon.stop() == 0, "\(daemon.log)")
       #expect(daemon.log.contains("locationd: stopped"))
       #expect(access(daemon.socketPath, F_OK) != 0, "the socket file was left behind")
       let file = try #require(
@@ -140,11 +140,11 @@ extension EndToEnd {
       #expect((file["annotations"] as? [JSONObject])?.count == 2)
 
       daemon = try DaemonProcess(scratch: scratch, backend: "simulate", name: "second")
-      defer { daemon.stop() }
-      try daemon.waitUntilReady()
+      defer { daemon.cleanUp() }
+      try await daemon.waitUntilReady()
       let again = try LineClient(path: daemon.socketPath)
-      _ = try again.require("request", class: "AUTHORIZATION")
-      let after = try again.require("map", class: "MAP")
+      _ = try await again.require("request", class: "AUTHORIZATION")
+      let after = try await again.require("map", class: "MAP")
       for key in ["center", "zoom", "mode", "annotations", "rotation", "size", "span"] {
         #expect(
           jsonEqual(after[key], before[key]),
@@ -155,13 +155,13 @@ extension EndToEnd {
       #expect(after["mode"] as? String == "follow")
       let b = (after["annotations"] as? [JSONObject])?.last
       #expect(b?["subtitle"] as? String == "Rue" && b?["kind"] as? String == "poi")
-      #expect(daemon.stop() == 0, "\(daemon.log)")
+      #expect(await daemon.stop() == 0, "\(daemon.log)")
     }
 
     @Test(
       "kill -9 at random moments while annotations change: mapstate.json is old or new valid JSON and the daemon restarts from it",
       .timeLimit(.minutes(1)))
-    func survivesKill9() throws {
+    func survivesKill9() async throws {
       let seed = UInt64(wallClockSeed())
       print("kill -9 test seed \(seed)")
       var random = SplitMix64(state: seed)
@@ -175,11 +175,11 @@ extension EndToEnd {
 
       for round in 0..<6 {
         let daemon = try DaemonProcess(scratch: scratch, backend: "simulate", name: "round\(round)")
-        try daemon.waitUntilReady()
+        try await daemon.waitUntilReady()
         // The restarted daemon serves what the file held.
         let client = try LineClient(path: daemon.socketPath)
-        _ = try client.require("request", class: "AUTHORIZATION")
-        let served = MapModel(map: try client.require("map", class: "MAP"))
+        _ = try await client.require("request", class: "AUTHORIZATION")
+        let served = MapModel(map: try await client.require("map", class: "MAP"))
         #expect(
           served.matches(model),
           "round \(round): the daemon serves \(served.annotations) but the file held \(model.annotations)"
@@ -193,7 +193,7 @@ extension EndToEnd {
           while true {
             let (command, members) = state.request(index)
             progress.sending(index)
-            guard let reply = try? client.call(command, members, timeout: 5),
+            guard let reply = client.callBlocking(command, members, timeout: 5),
               reply["class"] as? String == "MAP"
             else { break }
             state = state.applying(index)
@@ -205,12 +205,12 @@ extension EndToEnd {
         let reader = FileWatcher(path: statePath)
         writer.start()
         reader.start()
-        usleep(UInt32.random(in: 30_000...300_000, using: &random))
+        await pause(Double(UInt32.random(in: 30_000...300_000, using: &random)) / 1e6)
         daemon.signal(SIGKILL)
-        let status = daemon.waitForExit(timeout: 10)
+        let status = await daemon.waitForExit(timeout: 10)
         #expect(status == SIGKILL, "round \(round): exit \(String(describing: status))")
         kills += 1
-        progress.waitUntilFinished()
+        await progress.waitUntilFinished()
         unreadable += reader.stop()
 
         // The file is absent (nothing saved yet) or valid JSON holding the last acknowledged
@@ -256,12 +256,12 @@ extension EndToEnd {
 
       // A last start from the surviving file, and a clean stop.
       let daemon = try DaemonProcess(scratch: scratch, backend: "simulate", name: "final")
-      defer { daemon.stop() }
-      try daemon.waitUntilReady()
+      defer { daemon.cleanUp() }
+      try await daemon.waitUntilReady()
       let client = try LineClient(path: daemon.socketPath)
-      _ = try client.require("request", class: "AUTHORIZATION")
-      #expect(MapModel(map: try client.require("map", class: "MAP")).matches(model))
-      #expect(daemon.stop() == 0)
+      _ = try await client.require("request", class: "AUTHORIZATION")
+      #expect(MapModel(map: try await client.require("map", class: "MAP")).matches(model))
+      #expect(await daemon.stop() == 0)
     }
   }
 }
@@ -278,12 +278,14 @@ final class OperationLog: @unchecked Sendable {
   private let lock = NSLock()
   private var lastSent: Int?
   private var lastAcknowledged: Int?
-  private let done = DispatchSemaphore(value: 0)
+  private var finished = false
 
   func sending(_ index: Int) { lock.withLock { lastSent = index } }
   func acknowledged(_ index: Int) { lock.withLock { lastAcknowledged = index } }
-  func finish() { done.signal() }
-  func waitUntilFinished() { done.wait() }
+  func finish() { lock.withLock { finished = true } }
+  func waitUntilFinished() async {
+    while !lock.withLock({ finished }) { await pause(0.002) }
+  }
 
   /// The last acknowledged operation and the one in flight (sent, not acknowledged), if any.
   var snapshot: (acknowledged: Int?, inFlight: Int?) {

@@ -36,6 +36,11 @@ func jsonEqual(_ lhs: Any?, _ rhs: Any?) -> Bool {
   }
 }
 
+/// Sleeps without holding a thread of the cooperative pool (other suites' tasks keep running).
+func pause(_ seconds: Double) async {
+  try? await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
+}
+
 /// Seconds since an arbitrary start (monotonic).
 func now() -> Double {
   var spec = timespec()
@@ -93,55 +98,153 @@ struct ToolRun {
   var lines: [String] { stdout.split(separator: "\n").map(String.init) }
 }
 
+/// A child process started with `posix_spawn` and reaped with `waitpid` on its own pid.
+///
+/// Foundation's `Process` is not used: its one process monitor per test process blocks in
+/// `waitpid` for a child that closed its inherited descriptors while still running (as
+/// `systemd-socket-activate` does), and then no `Process` in the whole test process is seen to
+/// exit any more. Spawning and reaping by pid keeps these tests independent of other suites.
+final class Child: @unchecked Sendable {
+  let pid: pid_t
+  private let lock = NSLock()
+  private var exitStatus: Int32?
+
+  /// Starts `executable` with `arguments`, standard input from /dev/null, standard output to
+  /// `stdout` and standard error to `stderr` (files, created or truncated), signal mask empty
+  /// and SIGPIPE, SIGTERM, SIGINT, SIGHUP at their defaults.
+  init(
+    _ executable: String, _ arguments: [String], environment: [String: String]? = nil,
+    stdout: String, stderr: String
+  ) throws {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+    if stderr == stdout {
+      posix_spawn_file_actions_adddup2(&actions, 1, 2)
+    } else {
+      posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+    }
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var emptyMask = sigset_t()
+    sigemptyset(&emptyMask)
+    posix_spawnattr_setsigmask(&attributes, &emptyMask)
+    var defaults = sigset_t()
+    sigemptyset(&defaults)
+    for number in [SIGPIPE, SIGTERM, SIGINT, SIGHUP] { sigaddset(&defaults, number) }
+    posix_spawnattr_setsigdefault(&attributes, &defaults)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+    let environmentLines = (environment ?? ProcessInfo.processInfo.environment).map {
+      "\($0.key)=\($0.value)"
+    }
+    let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+    let envp: [UnsafeMutablePointer<CChar>?] = environmentLines.map { strdup($0) } + [nil]
+    defer {
+      for pointer in argv { free(pointer) }
+      for pointer in envp { free(pointer) }
+    }
+    var child = pid_t()
+    let result = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
+    guard result == 0 else {
+      throw E2EError("cannot start \(executable): \(String(cString: strerror(result)))")
+    }
+    pid = child
+  }
+
+  deinit {
+    if isRunning {
+      kill(pid, SIGKILL)
+      _ = waitForExitBlocking(timeout: 10)
+    }
+  }
+
+  /// Whether the child has not exited yet (reaps it when it has).
+  var isRunning: Bool {
+    lock.withLock {
+      if exitStatus != nil { return false }
+      var status: Int32 = 0
+      let result = waitpid(pid, &status, WNOHANG)
+      guard result == pid else { return result == 0 }
+      // Exit code, or the number of the signal that ended it.
+      exitStatus = status & 0x7F == 0 ? (status >> 8) & 0xFF : status & 0x7F
+      return false
+    }
+  }
+
+  /// The exit code (or ending signal number); `nil` while running.
+  var terminationStatus: Int32? {
+    _ = isRunning
+    return lock.withLock { exitStatus }
+  }
+
+  /// Waits up to `timeout` seconds; the exit code (or signal number), `nil` when still running.
+  func waitForExit(timeout: Double) async -> Int32? {
+    let deadline = now() + timeout
+    while isRunning {
+      if now() > deadline { return nil }
+      await pause(0.002)
+    }
+    return terminationStatus
+  }
+
+  /// ``waitForExit(timeout:)`` blocking the calling thread (for `deinit` and `defer`).
+  func waitForExitBlocking(timeout: Double) -> Int32? {
+    let deadline = now() + timeout
+    while isRunning {
+      if now() > deadline { return nil }
+      usleep(2_000)
+    }
+    return terminationStatus
+  }
+}
+
 /// Runs a program to completion (output through files, so any size works); kills it after `timeout`.
 func runTool(
   _ executable: String, _ arguments: [String], environment: [String: String]? = nil,
   timeout: Double = 30
-) throws -> ToolRun {
+) async throws -> ToolRun {
   let scratch = try Scratch()
   defer { scratch.remove() }
-  FileManager.default.createFile(atPath: scratch.file("out"), contents: nil)
-  FileManager.default.createFile(atPath: scratch.file("err"), contents: nil)
-  let process = Process()
-  process.executableURL = URL(fileURLWithPath: executable)
-  process.arguments = arguments
-  if let environment { process.environment = environment }
-  process.standardInput = FileHandle.nullDevice
-  process.standardOutput = FileHandle(forWritingAtPath: scratch.file("out"))
-  process.standardError = FileHandle(forWritingAtPath: scratch.file("err"))
-  try process.run()
-  let deadline = now() + timeout
-  while process.isRunning {
-    if now() > deadline {
-      kill(process.processIdentifier, SIGKILL)
-      process.waitUntilExit()
-      throw E2EError("\(executable) \(arguments) did not finish within \(timeout) s")
-    }
-    usleep(2_000)
+  let child = try Child(
+    executable, arguments, environment: environment, stdout: scratch.file("out"),
+    stderr: scratch.file("err"))
+  guard let status = await child.waitForExit(timeout: timeout) else {
+    kill(child.pid, SIGKILL)
+    _ = await child.waitForExit(timeout: 10)
+    throw E2EError("\(executable) \(arguments) did not finish within \(timeout) s")
   }
   let out = (try? String(contentsOfFile: scratch.file("out"), encoding: .utf8)) ?? ""
   let err = (try? String(contentsOfFile: scratch.file("err"), encoding: .utf8)) ?? ""
-  return ToolRun(status: process.terminationStatus, stdout: out, stderr: err)
+  return ToolRun(status: status, stdout: out, stderr: err)
 }
 
 /// `locationctl ARGS` against `socket`.
-func locationctl(_ socket: String, _ arguments: [String], json: Bool = true) throws -> ToolRun {
-  try runTool(
+func locationctl(_ socket: String, _ arguments: [String], json: Bool = true) async throws -> ToolRun
+{
+  try await runTool(
     try Products.path("locationctl"), ["--socket", socket] + (json ? ["--json"] : []) + arguments)
 }
 
 /// The TPV objects `locationctl decode` prints for a log (the reference the daemon must match).
-func decodedFixes(_ log: String) throws -> [JSONObject] {
-  let run = try runTool(try Products.path("locationctl"), ["decode", log])
+func decodedFixes(_ log: String) async throws -> [JSONObject] {
+  let run = try await runTool(try Products.path("locationctl"), ["decode", log])
   guard run.status == 0 else {
     throw E2EError("locationctl decode \(log) exited \(run.status): \(run.stderr)")
   }
-  return try run.lines.map { line in
+  var fixes: [JSONObject] = []
+  for (index, line) in run.lines.enumerated() {
     guard let object = parseObject(line), object["class"] as? String == "TPV" else {
       throw E2EError("decode printed a line that is not a TPV: \(line)")
     }
-    return object
+    fixes.append(object)
+    // Parsing thousands of lines takes a while in a debug build: let other tasks run.
+    if index % 100 == 99 { await Task.yield() }
   }
+  return fixes
 }
 
 /// The members locationd adds to gpsd's TPV (provenance); not part of the comparison.
@@ -169,7 +272,7 @@ func firstDifference(received: [JSONObject], expected: [JSONObject]) -> String? 
 
 /// A running `locationd` (or a launcher that execs it), killed when the test ends.
 final class DaemonProcess {
-  let process: Process
+  let process: Child
   let socketPath: String
   let stateDirectory: String
   let logPath: String
@@ -199,66 +302,58 @@ final class DaemonProcess {
     self.socketPath = socketPath
     self.stateDirectory = stateDirectory
     self.logPath = logPath
-    FileManager.default.createFile(atPath: logPath, contents: nil)
-    process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    if let environment { process.environment = environment }
-    process.standardInput = FileHandle.nullDevice
-    process.standardOutput = FileHandle(forWritingAtPath: logPath)
-    process.standardError = FileHandle(forWritingAtPath: logPath)
-    try process.run()
+    _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+    process = try Child(
+      executable, arguments, environment: environment, stdout: logPath, stderr: logPath)
   }
 
-  deinit {
-    if process.isRunning {
-      kill(process.processIdentifier, SIGKILL)
-      process.waitUntilExit()
-    }
-  }
-
-  var pid: Int32 { process.processIdentifier }
+  var pid: Int32 { process.pid }
 
   /// Everything the daemon logged so far.
   var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
   /// Waits until the log contains `text` (e.g. the `ready` event).
-  func waitForLog(_ text: String, timeout: Double = 15) throws {
+  func waitForLog(_ text: String, timeout: Double = 15) async throws {
     let deadline = now() + timeout
     while now() < deadline {
       if log.contains(text) { return }
       if !process.isRunning {
         throw E2EError(
-          "locationd exited (\(process.terminationStatus)) before logging \(text):\n\(log)")
+          "locationd exited (\(process.terminationStatus ?? -1)) before logging \(text):\n\(log)")
       }
-      usleep(5_000)
+      await pause(0.005)
     }
     throw E2EError("locationd did not log \(text) within \(timeout) s:\n\(log)")
   }
 
   /// Waits for the `ready` event: the socket accepts clients.
-  func waitUntilReady() throws { try waitForLog("locationd: ready ") }
+  func waitUntilReady() async throws { try await waitForLog("locationd: ready ") }
 
-  func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+  func signal(_ number: Int32) { kill(process.pid, number) }
 
   /// Waits for the process to exit; its status (exit code or signal number), or `nil` on timeout.
-  func waitForExit(timeout: Double = 15) -> Int32? {
-    let deadline = now() + timeout
-    while process.isRunning {
-      if now() > deadline { return nil }
-      usleep(2_000)
-    }
-    return process.terminationStatus
+  func waitForExit(timeout: Double = 15) async -> Int32? {
+    await process.waitForExit(timeout: timeout)
   }
 
   /// SIGTERM and wait; SIGKILL when it does not stop. Returns the exit status after SIGTERM.
-  @discardableResult func stop() -> Int32? {
+  @discardableResult func stop() async -> Int32? {
     guard process.isRunning else { return process.terminationStatus }
     signal(SIGTERM)
-    if let status = waitForExit(timeout: 10) { return status }
+    if let status = await waitForExit(timeout: 10) { return status }
     signal(SIGKILL)
-    _ = waitForExit(timeout: 10)
+    _ = await waitForExit(timeout: 10)
     return nil
+  }
+
+  /// Cleanup for `defer` (which cannot wait asynchronously): SIGTERM, a short blocking wait, then
+  /// SIGKILL. Tests stop their daemon with ``stop()`` first, so this usually finds it gone.
+  func cleanUp() {
+    guard process.isRunning else { return }
+    signal(SIGTERM)
+    if process.waitForExitBlocking(timeout: 5) != nil { return }
+    signal(SIGKILL)
+    _ = process.waitForExitBlocking(timeout: 5)
   }
 }
 
@@ -351,8 +446,24 @@ final class LineClient: @unchecked Sendable {
     return line
   }
 
-  /// The next line, or `nil` at end of stream or after `timeout` seconds.
-  func readLine(timeout: Double = 10) -> String? {
+  /// The next line, or `nil` at end of stream or after `timeout` seconds; polls every
+  /// millisecond without holding a thread of the cooperative pool.
+  func readLine(timeout: Double = 10) async -> String? {
+    let deadline = now() + timeout
+    // A stream that never runs dry never suspends below: give other tasks their turn first.
+    await Task.yield()
+    while true {
+      if let line = takeLine() { return line }
+      if closedByPeer { return nil }
+      drainAvailable()
+      if let line = takeLine() { return line }
+      if closedByPeer || now() >= deadline { return nil }
+      await pause(0.001)
+    }
+  }
+
+  /// ``readLine(timeout:)`` blocking the calling thread in poll(2) (for reader threads).
+  func readLineBlocking(timeout: Double = 10) -> String? {
     let deadline = now() + timeout
     while true {
       if let line = takeLine() { return line }
@@ -366,8 +477,8 @@ final class LineClient: @unchecked Sendable {
   }
 
   /// The next line as a JSON object; `nil` at end of stream or timeout; throws on a line that is not JSON.
-  func readObject(timeout: Double = 10) throws -> JSONObject? {
-    guard let line = readLine(timeout: timeout) else { return nil }
+  func readObject(timeout: Double = 10) async throws -> JSONObject? {
+    guard let line = await readLine(timeout: timeout) else { return nil }
     guard let object = parseObject(line) else {
       throw E2EError("not a JSON object: \(line.prefix(300))")
     }
@@ -376,7 +487,7 @@ final class LineClient: @unchecked Sendable {
 
   /// Sends `{"cmd":CMD,"id":N,MEMBERS}` and returns the reply with that id (or an id-less ERROR
   /// about the connection); other messages are stashed as events.
-  func call(_ command: String, _ members: JSONObject = [:], timeout: Double = 10) throws
+  func call(_ command: String, _ members: JSONObject = [:], timeout: Double = 10) async throws
     -> JSONObject
   {
     let id = nextID
@@ -387,7 +498,7 @@ final class LineClient: @unchecked Sendable {
     try send(encodeLine(request) + "\n")
     let deadline = now() + timeout
     while true {
-      guard let message = try readObject(timeout: max(0.01, deadline - now())) else {
+      guard let message = try await readObject(timeout: max(0.01, deadline - now())) else {
         throw E2EError(
           closedByPeer
             ? "locationd closed the connection before answering \(command)"
@@ -399,11 +510,31 @@ final class LineClient: @unchecked Sendable {
     }
   }
 
+  /// ``call(_:_:timeout:)`` blocking the calling thread (for worker threads); `nil` when the
+  /// connection closed or no reply came within `timeout`.
+  func callBlocking(_ command: String, _ members: JSONObject = [:], timeout: Double = 10)
+    -> JSONObject?
+  {
+    let id = nextID
+    nextID += 1
+    var request = members
+    request["cmd"] = command
+    request["id"] = id
+    guard (try? send(encodeLine(request) + "\n")) != nil else { return nil }
+    let deadline = now() + timeout
+    while let line = readLineBlocking(timeout: max(0.01, deadline - now())) {
+      guard let message = parseObject(line) else { return nil }
+      if let replyID = message["id"] as? Int, replyID == id { return message }
+      stashed.append(message)
+    }
+    return nil
+  }
+
   /// `call` that requires a reply of `class` (not an ERROR).
-  func require(_ command: String, _ members: JSONObject = [:], class expected: String) throws
+  func require(_ command: String, _ members: JSONObject = [:], class expected: String) async throws
     -> JSONObject
   {
-    let reply = try call(command, members)
+    let reply = try await call(command, members)
     guard reply["class"] as? String == expected else {
       throw E2EError("\(command) answered \(encodeLine(reply)), expected class \(expected)")
     }
@@ -411,26 +542,26 @@ final class LineClient: @unchecked Sendable {
   }
 
   /// The next event: a stashed one first, then from the socket.
-  func nextEvent(timeout: Double = 10) throws -> JSONObject? {
+  func nextEvent(timeout: Double = 10) async throws -> JSONObject? {
     if !stashed.isEmpty { return stashed.removeFirst() }
-    return try readObject(timeout: timeout)
+    return try await readObject(timeout: timeout)
   }
 
   /// `request` then `watch` (`coalesce` as given): the client is authorized and watching.
-  func authorizeAndWatch(coalesce: Bool) throws {
-    _ = try require("request", class: "AUTHORIZATION")
-    _ = try require("watch", ["coalesce": coalesce], class: "WATCH")
+  func authorizeAndWatch(coalesce: Bool) async throws {
+    _ = try await require("request", class: "AUTHORIZATION")
+    _ = try await require("watch", ["coalesce": coalesce], class: "WATCH")
   }
 
   /// Reads events until `BACKEND` `endOfData`; returns the TPVs in order and every event.
-  func collectUntilEndOfData(timeout: Double = 30) throws -> (
+  func collectUntilEndOfData(timeout: Double = 30) async throws -> (
     tpvs: [JSONObject], events: [JSONObject]
   ) {
     var tpvs: [JSONObject] = []
     var events: [JSONObject] = []
     let deadline = now() + timeout
     while true {
-      guard let event = try nextEvent(timeout: max(0.01, deadline - now())) else {
+      guard let event = try await nextEvent(timeout: max(0.01, deadline - now())) else {
         throw E2EError(
           "no endOfData: \(closedByPeer ? "connection closed" : "timeout") after \(tpvs.count) fixes; last events: \(events.suffix(3).map(encodeLine))"
         )
@@ -455,14 +586,19 @@ final class WatchRecorder: @unchecked Sendable {
   let client: LineClient
 
   /// Connects, authorizes and watches (`coalesce` as given), then reads on a new thread.
-  init(path: String, coalesce: Bool) throws {
-    client = try LineClient(path: path)
-    try client.authorizeAndWatch(coalesce: coalesce)
+  static func start(path: String, coalesce: Bool) async throws -> WatchRecorder {
+    let client = try LineClient(path: path)
+    try await client.authorizeAndWatch(coalesce: coalesce)
+    return WatchRecorder(client: client)
+  }
+
+  private init(client: LineClient) {
+    self.client = client
     let thread = Thread { [self] in
       for event in client.stashed { record(event) }
       client.stashed.removeAll()
       while !isStopped {
-        guard let line = client.readLine(timeout: 0.05) else {
+        guard let line = client.readLineBlocking(timeout: 0.05) else {
           if client.closedByPeer {
             lock.withLock { closed = true }
             break
@@ -496,7 +632,7 @@ final class WatchRecorder: @unchecked Sendable {
   /// Whether the daemon closed the connection.
   var wasClosed: Bool { lock.withLock { closed } }
 
-  /// Stops the reader thread.
+  /// Stops the reader thread (within 50 ms).
   func stop() {
     lock.withLock { stopped = true }
     finished.wait()
@@ -504,11 +640,11 @@ final class WatchRecorder: @unchecked Sendable {
 }
 
 /// Runs `body` until it returns true or `timeout` passes (sleeping 10 ms between tries).
-func waitUntil(timeout: Double = 10, _ body: () throws -> Bool) rethrows -> Bool {
+func waitUntil(timeout: Double = 10, _ body: () async throws -> Bool) async rethrows -> Bool {
   let deadline = now() + timeout
   while now() < deadline {
-    if try body() { return true }
-    usleep(10_000)
+    if try await body() { return true }
+    await pause(0.01)
   }
-  return try body()
+  return try await body()
 }

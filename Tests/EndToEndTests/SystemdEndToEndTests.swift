@@ -35,7 +35,7 @@ final class NotifyListener {
 
   /// Waits for the next datagram (after the one the previous call matched) containing
   /// `assignment` (e.g. `READY=1`); `false` after `timeout`.
-  @discardableResult func waitFor(_ assignment: String, timeout: Double = 10) -> Bool {
+  @discardableResult func waitFor(_ assignment: String, timeout: Double = 10) async -> Bool {
     let deadline = now() + timeout
     while true {
       if let index = messages[cursor...].firstIndex(where: {
@@ -45,17 +45,16 @@ final class NotifyListener {
         return true
       }
       if now() >= deadline { return false }
-      receive(for: min(0.05, deadline - now()))
+      await receive(for: min(0.05, deadline - now()))
     }
   }
 
   /// Receives whatever arrives within `seconds`.
-  func receive(for seconds: Double) {
+  func receive(for seconds: Double) async {
     let deadline = now() + seconds
     while true {
-      let remaining = deadline - now()
       var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-      if poll(&descriptor, 1, Int32(max(0, remaining * 1000))) > 0 {
+      if poll(&descriptor, 1, 0) > 0 {
         var buffer = [UInt8](repeating: 0, count: 4096)
         let count = buffer.withUnsafeMutableBytes {
           recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT))
@@ -65,7 +64,8 @@ final class NotifyListener {
         }
         continue
       }
-      if remaining <= 0 { return }
+      if now() >= deadline { return }
+      await pause(0.001)
     }
   }
 
@@ -82,7 +82,7 @@ extension EndToEnd {
     @Test(
       "socket activation: READY=1 with STATUS, WATCHDOG=1 every 100 ms, clients through the passed socket, STOPPING=1",
       .timeLimit(.minutes(1)))
-    func socketActivationAndNotify() throws {
+    func socketActivationAndNotify() async throws {
       let activate = "/usr/bin/systemd-socket-activate"
       try #require(
         access(activate, X_OK) == 0,
@@ -104,30 +104,31 @@ extension EndToEnd {
         ],
         environment: environment, logPath: scratch.file("activate.log"), socketPath: socketPath,
         stateDirectory: scratch.file("state"))
-      defer { daemon.stop() }
+      defer { daemon.cleanUp() }
       // systemd-socket-activate listens first and starts locationd on the first connection.
-      #expect(waitUntil(timeout: 10) { access(socketPath, F_OK) == 0 }, "no socket: \(daemon.log)")
+      #expect(
+        await waitUntil(timeout: 10) { access(socketPath, F_OK) == 0 }, "no socket: \(daemon.log)")
       let client = try LineClient(path: socketPath)
       try #require(
-        notify.waitFor("READY=1"), "no READY=1: \(notify.messages.map(\.text)) \(daemon.log)")
+        await notify.waitFor("READY=1"), "no READY=1: \(notify.messages.map(\.text)) \(daemon.log)")
       let ready = notify.messages.first { $0.text.contains("READY=1") }?.text ?? ""
       #expect(
         ready.split(separator: "\n").contains {
           $0.hasPrefix("STATUS=") && $0.contains(socketPath)
         }, "READY without STATUS: \(ready)")
-      try daemon.waitUntilReady()
+      try await daemon.waitUntilReady()
       #expect(daemon.log.contains("activated=true"), "\(daemon.log)")
 
       // The client that triggered the start is served through the passed socket, and so is a new one.
       #expect(
-        try client.require("request", class: "AUTHORIZATION")["authorization"] as? String
+        try await client.require("request", class: "AUTHORIZATION")["authorization"] as? String
           == "authorized")
       let second = try LineClient(path: socketPath)
-      let status = try second.require("status", class: "STATUS")
+      let status = try await second.require("status", class: "STATUS")
       #expect((status["backend"] as? JSONObject)?["uri"] as? String == "simulate")
 
       // WATCHDOG=1 at half of WATCHDOG_USEC (100 ms).
-      notify.receive(for: 1.0)
+      await notify.receive(for: 1.0)
       let beats = notify.times(of: "WATCHDOG=1")
       let intervals = zip(beats, beats.dropFirst()).map { $1 - $0 }.sorted()
       #expect(beats.count >= 6, "\(beats.count) WATCHDOG=1 in about 1 s")
@@ -137,17 +138,18 @@ extension EndToEnd {
 
       daemon.signal(SIGTERM)
       #expect(
-        notify.waitFor("STOPPING=1"), "no STOPPING=1: \(notify.messages.suffix(3).map(\.text))")
-      #expect(daemon.waitForExit() == 0, "\(daemon.log)")
+        await notify.waitFor("STOPPING=1"),
+        "no STOPPING=1: \(notify.messages.suffix(3).map(\.text))")
+      #expect(await daemon.waitForExit() == 0, "\(daemon.log)")
       // The socket belongs to the service manager: locationd leaves it in place.
       #expect(access(socketPath, F_OK) == 0)
-      #expect(client.readLine(timeout: 2) == nil || client.closedByPeer)
+      #expect(await client.readLine(timeout: 2) == nil || client.closedByPeer)
     }
 
     @Test(
       "SIGHUP re-reads max-clients from --config: the next client over the new cap gets tooManyClients",
       .timeLimit(.minutes(1)))
-    func reloadChangesMaxClients() throws {
+    func reloadChangesMaxClients() async throws {
       let scratch = try Scratch()
       defer { scratch.remove() }
       let config = scratch.file("locationd.conf")
@@ -165,77 +167,77 @@ extension EndToEnd {
         ],
         environment: environment, logPath: scratch.file("locationd.log"), socketPath: socketPath,
         stateDirectory: scratch.file("state"))
-      defer { daemon.stop() }
-      try daemon.waitUntilReady()
-      #expect(notify.waitFor("READY=1"))
+      defer { daemon.cleanUp() }
+      try await daemon.waitUntilReady()
+      #expect(await notify.waitFor("READY=1"))
 
       /// Connects and asks for status: the client, or the error line it got instead.
-      func connect() throws -> (client: LineClient, reply: JSONObject) {
+      func connect() async throws -> (client: LineClient, reply: JSONObject) {
         let client = try LineClient(path: socketPath)
         do {
-          return (client, try client.call("status"))
+          return (client, try await client.call("status"))
         } catch {
           // A refused client may find the connection already closed when it sends: the error
           // line is still there to read.
-          guard let line = try client.readObject(timeout: 5) else { throw error }
+          guard let line = try await client.readObject(timeout: 5) else { throw error }
           return (client, line)
         }
       }
       func expectRefused(
         _ attempt: (client: LineClient, reply: JSONObject),
         sourceLocation: SourceLocation = #_sourceLocation
-      ) {
+      ) async {
         #expect(
           attempt.reply["code"] as? String == "tooManyClients", "\(encodeLine(attempt.reply))",
           sourceLocation: sourceLocation)
         #expect(
-          attempt.client.readLine(timeout: 5) == nil && attempt.client.closedByPeer,
+          await attempt.client.readLine(timeout: 5) == nil && attempt.client.closedByPeer,
           sourceLocation: sourceLocation)
       }
 
       var admitted: [LineClient] = []
       for _ in 0..<2 {
-        let attempt = try connect()
+        let attempt = try await connect()
         #expect(attempt.reply["class"] as? String == "STATUS")
         admitted.append(attempt.client)
       }
-      expectRefused(try connect())
+      await expectRefused(try await connect())
 
       // Raise the cap to 4 and reload.
       try "max-clients = 4\n".write(toFile: config, atomically: true, encoding: .utf8)
       daemon.signal(SIGHUP)
-      try daemon.waitForLog("reloaded")
+      try await daemon.waitForLog("reloaded")
       #expect(daemon.log.contains("maxClients=4"), "\(daemon.log)")
-      #expect(notify.waitFor("RELOADING=1"))
-      #expect(notify.waitFor("READY=1"))
+      #expect(await notify.waitFor("RELOADING=1"))
+      #expect(await notify.waitFor("READY=1"))
       #expect(
         notify.messages.contains {
           $0.text.contains("RELOADING=1") && $0.text.contains("MONOTONIC_USEC=")
         })
       for _ in 0..<2 {
-        let attempt = try connect()
+        let attempt = try await connect()
         #expect(attempt.reply["class"] as? String == "STATUS", "\(encodeLine(attempt.reply))")
         admitted.append(attempt.client)
       }
-      expectRefused(try connect())
+      await expectRefused(try await connect())
 
       // Lower it to 1: the four connected clients stay, a new one is refused.
       try "max-clients = 1\n".write(toFile: config, atomically: true, encoding: .utf8)
       daemon.signal(SIGHUP)
       #expect(
-        try waitUntil(timeout: 10) { daemon.log.components(separatedBy: "reloaded").count == 3 })
-      expectRefused(try connect())
+        await waitUntil(timeout: 10) { daemon.log.components(separatedBy: "reloaded").count == 3 })
+      await expectRefused(try await connect())
       for client in admitted {
-        #expect(try client.call("status")["class"] as? String == "STATUS")
+        #expect(try await client.call("status")["class"] as? String == "STATUS")
       }
 
       // A broken file keeps the old settings (logged), and the daemon keeps running.
       try "max-clients = lots\n".write(toFile: config, atomically: true, encoding: .utf8)
       daemon.signal(SIGHUP)
-      try daemon.waitForLog("reloadFailed")
-      expectRefused(try connect())
-      #expect(try admitted[0].call("status")["class"] as? String == "STATUS")
-      #expect(daemon.stop() == 0, "\(daemon.log)")
+      try await daemon.waitForLog("reloadFailed")
+      await expectRefused(try await connect())
+      #expect(try await admitted[0].call("status")["class"] as? String == "STATUS")
+      #expect(await daemon.stop() == 0, "\(daemon.log)")
     }
   }
 }
