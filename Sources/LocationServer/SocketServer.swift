@@ -315,7 +315,12 @@ final class ServerCore: Sendable {
   func enqueue(_ body: [UInt8], to id: UInt64, coalescingKey: String?) -> Bool {
     var line = body
     let result = state.withLock { state -> (ok: Bool, wake: Bool) in
-      guard var client = state.clients[id], client.dropReason == nil else { return (false, false) }
+      // Taken out of the dictionary (and put back below) so that the queue and the coalesced
+      // events are uniquely referenced: appending then mutates in place instead of copying them
+      // for every client and every fix.
+      guard var client = state.clients.removeValue(forKey: id) else { return (false, false) }
+      defer { state.clients[id] = client }
+      guard client.dropReason == nil else { return (false, false) }
       let wasIdle = client.queue.isEmpty
       if let key = coalescingKey {
         if let pending = client.coalesced[key] {
@@ -541,8 +546,10 @@ final class ServerCore: Sendable {
 
   private func flush(_ id: UInt64) {
     state.withLock { state in
-      guard var client = state.clients[id], client.dropReason == nil else { return }
+      // Taken out and put back, as in `enqueue`: the queue is then mutated in place.
+      guard var client = state.clients.removeValue(forKey: id) else { return }
       defer { state.clients[id] = client }
+      guard client.dropReason == nil else { return }
       while let head = client.queue.first {
         var bytes: [UInt8]
         var counted = false
