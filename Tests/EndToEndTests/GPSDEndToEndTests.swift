@@ -11,7 +11,9 @@ extension EndToEnd {
   /// `locationd --backend gpsd://...` -> `locationctl --json watch`.
   @Suite("End to end: gpsd through locationd", .serialized, .timeLimit(.minutes(1)))
   struct GPSDEndToEndTests {
-    @Test("the watching client gets the fixes written to the pty; gpspipe on the same gpsd sees the same")
+    @Test(
+      "the watching client gets the fixes written to the pty; gpspipe on the same gpsd sees the same"
+    )
     func fixesThroughGPSDMatchThePty() throws {
       let scratch = try Scratch()
       defer { scratch.remove() }
@@ -62,7 +64,8 @@ extension EndToEnd {
       #expect(piped.contains { clientTimes.contains($0.time) }, "gpspipe and the client overlap")
     }
 
-    @Test("gpsd killed and restarted while a client watches: disconnected, connected, fixes within 2 s")
+    @Test(
+      "gpsd killed and restarted while a client watches: disconnected, connected, fixes within 2 s")
     func gpsdRestartIsSeenByTheWatchingClient() throws {
       let scratch = try Scratch()
       defer { scratch.remove() }
@@ -78,7 +81,8 @@ extension EndToEnd {
       let watch = try WatchProcess(socket: daemon.socketPath, output: scratch.file("watch.out"))
       defer { watch.stop() }
       try #require(
-        waitUntil(timeout: 15) { watch.fixes().count >= 5 }, "fixes before the restart:\n\(watch.output)")
+        waitUntil(timeout: 15) { watch.fixes().count >= 5 },
+        "fixes before the restart:\n\(watch.output)")
       let clientPID = watch.pid
 
       gpsd.kill()
@@ -108,7 +112,9 @@ extension EndToEnd {
       }
       #expect(resumedAt != nil, "fixes resumed after the restart:\n\(watch.output)\n\(daemon.log)")
       if let resumedAt {
-        #expect(resumedAt - restartedAt < 2, "fixes resumed \(resumedAt - restartedAt) s after gpsd's restart")
+        #expect(
+          resumedAt - restartedAt < 2,
+          "fixes resumed \(resumedAt - restartedAt) s after gpsd's restart")
       }
       #expect(watch.fixes().count > fixesBeforeRestart)
       // The same client process, still connected: it never had to reconnect.
@@ -259,7 +265,8 @@ private final class WatchProcess {
 
 /// `gpspipe -w -n COUNT 127.0.0.1:PORT`: the TPVs with a position (killed after 15 s).
 private func gpsdTPVs(port: UInt16, count: Int) throws -> (fixes: [ClientFix], output: String) {
-  let run = try runTool("/usr/bin/gpspipe", ["-w", "-n", String(count), "127.0.0.1:\(port)"], timeout: 15)
+  let run = try runTool(
+    "/usr/bin/gpspipe", ["-w", "-n", String(count), "127.0.0.1:\(port)"], timeout: 15)
   // gpsd ends its lines with CRLF, which is one Character: split the bytes.
   let lines = Array(run.stdout.utf8).split(separator: UInt8(ascii: "\n"))
   let fixes: [ClientFix] = lines.compactMap { line in
@@ -276,7 +283,8 @@ private func gpsdTPVs(port: UInt16, count: Int) throws -> (fixes: [ClientFix], o
 /// Parses `2026-03-14T12:00:00.100Z` (gpsd's and locationd's TPV time) into ms since 1970.
 private func isoMilliseconds(_ text: String) -> Int64? {
   let parts = text.split(whereSeparator: { "-T:Z".contains($0) })
-  guard parts.count == 6, let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
+  guard parts.count == 6, let year = Int(parts[0]), let month = Int(parts[1]),
+    let day = Int(parts[2]),
     let hour = Int(parts[3]), let minute = Int(parts[4]), let seconds = Double(parts[5])
   else { return nil }
   // days_from_civil (Howard Hinnant).
@@ -286,5 +294,6 @@ private func isoMilliseconds(_ text: String) -> Int64? {
   let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
   let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
   let days = Int64(era * 146_097 + doe - 719_468)
-  return days * 86_400_000 + Int64(hour * 3_600_000 + minute * 60_000) + Int64((seconds * 1000).rounded())
+  return days * 86_400_000 + Int64(hour * 3_600_000 + minute * 60_000)
+    + Int64((seconds * 1000).rounded())
 }
