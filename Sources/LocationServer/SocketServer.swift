@@ -159,11 +159,7 @@ public final class SocketServer: Sendable {
   {
     let bytes = event.body.encoded
     let ids = clients?.map(\.id) ?? core.connections().map(\.id)
-    var count = 0
-    for id in ids where core.enqueue(bytes, to: id, coalescingKey: event.coalescingKey) {
-      count += 1
-    }
-    return count
+    return core.enqueue(bytes, to: ids, coalescingKey: event.coalescingKey)
   }
 }
 
@@ -313,50 +309,74 @@ final class ServerCore: Sendable {
 
   /// Queues encoded JSON (no newline) for a client. See ``ClientConnection/send(_:)``.
   func enqueue(_ body: [UInt8], to id: UInt64, coalescingKey: String?) -> Bool {
+    enqueue(body, to: [id], coalescingKey: coalescingKey) == 1
+  }
+
+  /// Queues the same encoded JSON (no newline) for every client in `ids` under one lock, so that
+  /// a broadcast to many clients takes the lock once instead of contending with the I/O thread
+  /// for each client; the line with its newline is built once and shared. Returns how many
+  /// clients it was queued for.
+  func enqueue(_ body: [UInt8], to ids: [UInt64], coalescingKey: String?) -> Int {
     var line = body
-    let result = state.withLock { state -> (ok: Bool, wake: Bool) in
-      guard var client = state.clients[id], client.dropReason == nil else { return (false, false) }
-      let wasIdle = client.queue.isEmpty
-      if let key = coalescingKey {
-        if let pending = client.coalesced[key] {
-          client.coalesced[key] = (body, pending.missed + 1)
-          if let index = client.queue.lastIndex(where: {
-            if case .coalesced(let other) = $0 { return other == key }
-            return false
-          }) {
-            client.queue.remove(at: index)
-          }
-        } else {
-          client.coalesced[key] = (body, 0)
-        }
-        client.queue.append(.coalesced(key))
-        state.clients[id] = client
-        return (true, wasIdle)
+    line.append(UInt8(ascii: "\n"))
+    let result = state.withLock { state -> (count: Int, wake: Bool) in
+      var count = 0
+      var wake = false
+      for id in ids {
+        let one = enqueueLocked(body, line: line, to: id, coalescingKey: coalescingKey, in: &state)
+        if one.ok { count += 1 }
+        if one.wake { wake = true }
       }
-      line.append(UInt8(ascii: "\n"))
-      client.backlogBytes += line.count
-      client.backlogMessages += 1
-      if client.backlogBytes > options.maxBacklogBytes
-        || client.backlogMessages > options.maxBacklogMessages
-      {
-        client.dropReason = "slowClient"
-        Log.event(
-          "slowClient",
-          [
-            "client": String(id), "backlogBytes": String(client.backlogBytes),
-            "backlogMessages": String(client.backlogMessages),
-          ])
-        client.queue = []
-        client.coalesced = [:]
-        state.clients[id] = client
-        return (false, true)
-      }
-      client.queue.append(.bytes(line, counted: true))
-      state.clients[id] = client
-      return (true, wasIdle)
+      return (count, wake)
     }
     if result.wake { wake() }
-    return result.ok
+    return result.count
+  }
+
+  /// Queues `body` (or `line`, the same with its newline) for one client; the caller holds the lock.
+  private func enqueueLocked(
+    _ body: [UInt8], line: [UInt8], to id: UInt64, coalescingKey: String?, in state: inout State
+  ) -> (ok: Bool, wake: Bool) {
+    // Taken out of the dictionary (and put back below) so that the queue and the coalesced
+    // events are uniquely referenced: appending then mutates in place instead of copying them
+    // for every client and every fix.
+    guard var client = state.clients.removeValue(forKey: id) else { return (false, false) }
+    defer { state.clients[id] = client }
+    guard client.dropReason == nil else { return (false, false) }
+    let wasIdle = client.queue.isEmpty
+    if let key = coalescingKey {
+      if let pending = client.coalesced[key] {
+        client.coalesced[key] = (body, pending.missed + 1)
+        if let index = client.queue.lastIndex(where: {
+          if case .coalesced(let other) = $0 { return other == key }
+          return false
+        }) {
+          client.queue.remove(at: index)
+        }
+      } else {
+        client.coalesced[key] = (body, 0)
+      }
+      client.queue.append(.coalesced(key))
+      return (true, wasIdle)
+    }
+    client.backlogBytes += line.count
+    client.backlogMessages += 1
+    if client.backlogBytes > options.maxBacklogBytes
+      || client.backlogMessages > options.maxBacklogMessages
+    {
+      client.dropReason = "slowClient"
+      Log.event(
+        "slowClient",
+        [
+          "client": String(id), "backlogBytes": String(client.backlogBytes),
+          "backlogMessages": String(client.backlogMessages),
+        ])
+      client.queue = []
+      client.coalesced = [:]
+      return (false, true)
+    }
+    client.queue.append(.bytes(line, counted: true))
+    return (true, wasIdle)
   }
 
   // MARK: I/O thread
@@ -543,8 +563,10 @@ final class ServerCore: Sendable {
 
   private func flush(_ id: UInt64) {
     state.withLock { state in
-      guard var client = state.clients[id], client.dropReason == nil else { return }
+      // Taken out and put back, as in `enqueue`: the queue is then mutated in place.
+      guard var client = state.clients.removeValue(forKey: id) else { return }
       defer { state.clients[id] = client }
+      guard client.dropReason == nil else { return }
       while let head = client.queue.first {
         var bytes: [UInt8]
         var counted = false
