@@ -38,6 +38,9 @@ let package = Package(
     .executableTarget(
       name: "gpsd-bench", dependencies: ["GPSDBackend", "LocationCore", "LocationTestKit", "NMEA"],
       swiftSettings: swiftSettings),
+    .executableTarget(
+      name: "daemon-bench", dependencies: ["LocationServer", "LocationCore", "LocationTestKit", "NMEA"],
+      swiftSettings: swiftSettings),
     .testTarget(name: "NMEATests", dependencies: ["NMEA", "LocationTestKit"], swiftSettings: swiftSettings),
     .testTarget(
       name: "LocationCoreTests", dependencies: ["LocationCore", "LocationTestKit", "NMEA"],
@@ -51,7 +54,7 @@ let package = Package(
       name: "GPSDBackendTests", dependencies: ["GPSDBackend", "LocationCore", "LocationTestKit"],
       swiftSettings: swiftSettings),
     .testTarget(
-      name: "EndToEndTests", dependencies: ["LocationTestKit", "NMEA"],
+      name: "EndToEndTests", dependencies: ["LocationCore", "LocationTestKit", "NMEA"],
       swiftSettings: swiftSettings),
   ]
 )

@@ -5,7 +5,8 @@ public enum BackendURI: Sendable, Hashable, CustomStringConvertible {
   /// `simulate` or `simulate:ROUTE.gpx`: a simulated GPS, on a built-in route or a GPX route file.
   case simulate(route: String?)
   /// `replay:PATH?speed=S&loop=BOOL`: replays an NMEA 0183 log at `speed` times real time
-  /// (`> 0`, default 1), from the start again at the end when `loop` (default false).
+  /// (`>= 0`, 0 = as fast as possible, default 1), from the start again at the end when `loop`
+  /// (default false).
   case replay(path: String, speed: Double, loop: Bool)
   /// `gpsd://HOST:PORT[/DEVICE]` (or `gpsd` for `localhost:2947`): a gpsd daemon, optionally one device.
   case gpsd(host: String, port: Int, device: String?)
@@ -35,8 +36,8 @@ public enum BackendURI: Sendable, Hashable, CustomStringConvertible {
           let value = keyValue.count == 2 ? String(keyValue[1]) : ""
           switch key {
           case "speed":
-            guard let number = Double(value), number.isFinite, number > 0, number <= 1000 else {
-              throw fail("speed must be a number in (0, 1000], e.g. speed=10")
+            guard let number = Double(value), number.isFinite, number >= 0 else {
+              throw fail("speed must be a number >= 0 (0 = as fast as possible), e.g. speed=10")
             }
             speed = number
           case "loop":

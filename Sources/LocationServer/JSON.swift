@@ -73,7 +73,9 @@ public enum JSONValue: Sendable, Hashable {
 
   /// A number that is `.int` when `value` is integral and fits, `.double` otherwise.
   public static func number(_ value: Double) -> JSONValue {
-    if value.isFinite, value.rounded() == value, abs(value) < 9.0e15, let exact = Int64(exactly: value) {
+    if value.isFinite, value.rounded() == value, abs(value) < 9.0e15,
+      let exact = Int64(exactly: value)
+    {
       return .int(exact)
     }
     return .double(value)
@@ -262,8 +264,9 @@ extension JSONValue {
   static func appending(_ members: [JSONMember], toEncodedObject object: [UInt8]) -> [UInt8] {
     guard !members.isEmpty else { return object }
     var end = object.count
-    while end > 0, [UInt8(ascii: " "), UInt8(ascii: "\n"), UInt8(ascii: "\r"), UInt8(ascii: "\t")]
-      .contains(object[end - 1])
+    while end > 0,
+      [UInt8(ascii: " "), UInt8(ascii: "\n"), UInt8(ascii: "\r"), UInt8(ascii: "\t")]
+        .contains(object[end - 1])
     {
       end -= 1
     }

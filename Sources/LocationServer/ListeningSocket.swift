@@ -23,9 +23,11 @@ public enum ListenError: Error, Sendable, Hashable, CustomStringConvertible {
     case .pathTooLong(let path):
       return "socket path \(path) is longer than 107 bytes: choose a shorter --socket path"
     case .cannotCreateDirectory(let path, let code):
-      return "cannot create directory \(path): \(String(cString: strerror(code))); create it or choose another --socket path"
+      return
+        "cannot create directory \(path): \(String(cString: strerror(code))); create it or choose another --socket path"
     case .alreadyListening(let path):
-      return "another server is listening at \(path): stop it (systemctl stop locationd) or choose another --socket path"
+      return
+        "another server is listening at \(path): stop it (systemctl stop locationd) or choose another --socket path"
     case .notASocket(let path):
       return "\(path) exists and is not a socket: remove it or choose another --socket path"
     case .systemCall(let call, let path, let code):
@@ -33,7 +35,8 @@ public enum ListenError: Error, Sendable, Hashable, CustomStringConvertible {
     case .noSuchGroup(let name):
       return "group \(name) does not exist: create it (groupadd \(name)) or change --group"
     case .invalidActivatedSocket(let fd):
-      return "file descriptor \(fd) passed by systemd is not a listening Unix stream socket: check locationd.socket (ListenStream=)"
+      return
+        "file descriptor \(fd) passed by systemd is not a listening Unix stream socket: check locationd.socket (ListenStream=)"
     }
   }
 }
@@ -46,7 +49,9 @@ public enum SocketActivation {
   /// The descriptors passed to this process: `$LISTEN_FDS` of them from fd 3, when `$LISTEN_PID`
   /// equals `pid` (or is unset, as some launchers leave it). Empty otherwise or on malformed values.
   public static func passedDescriptors(environment: [String: String], pid: Int32) -> [Int32] {
-    guard let countText = environment["LISTEN_FDS"], let count = Int32(countText), count > 0, count < 4096 else {
+    guard let countText = environment["LISTEN_FDS"], let count = Int32(countText), count > 0,
+      count < 4096
+    else {
       return []
     }
     if let pidText = environment["LISTEN_PID"], !pidText.isEmpty {
@@ -80,7 +85,8 @@ public struct ListeningSocket: Sendable {
   ///   - group: group to own a created socket (mode 0660), or `nil` to keep the creator's group.
   ///   - environment: the process environment (`LISTEN_FDS`, `LISTEN_PID`).
   /// - Throws: ``ListenError``.
-  public static func open(path: String, group: String?, environment: [String: String]) throws(ListenError)
+  public static func open(path: String, group: String?, environment: [String: String])
+    throws(ListenError)
     -> ListeningSocket
   {
     let passed = SocketActivation.passedDescriptors(environment: environment, pid: getpid())
@@ -91,14 +97,17 @@ public struct ListeningSocket: Sendable {
     return try create(path: path, group: group)
   }
 
-  /// Adopts an inherited listening socket (checks it is a listening Unix stream socket).
+  /// Adopts an inherited listening socket (checks it is a listening Unix stream socket); its
+  /// ``path`` is the address it is bound to, or `path` when that cannot be read.
   ///
   /// - Throws: ``ListenError/invalidActivatedSocket(fd:)``.
   public static func adopt(fd: Int32, path: String) throws(ListenError) -> ListeningSocket {
     var type: Int32 = 0
     var accepting: Int32 = 0
     var length = socklen_t(MemoryLayout<Int32>.size)
-    guard getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &length) == 0, type == Int32(SOCK_STREAM.rawValue) else {
+    guard getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &length) == 0,
+      type == Int32(SOCK_STREAM.rawValue)
+    else {
       throw .invalidActivatedSocket(fd: fd)
     }
     length = socklen_t(MemoryLayout<Int32>.size)
@@ -106,7 +115,31 @@ public struct ListeningSocket: Sendable {
       throw .invalidActivatedSocket(fd: fd)
     }
     setNonBlockingCloseOnExec(fd)
-    return ListeningSocket(fd: fd, path: path, isActivated: true)
+    return ListeningSocket(fd: fd, path: boundPath(of: fd) ?? path, isActivated: true)
+  }
+
+  /// The path a Unix socket is bound to (`getsockname`), `@name` for an abstract socket, `nil`
+  /// when unnamed or not a Unix socket.
+  public static func boundPath(of fd: Int32) -> String? {
+    var address = sockaddr_un()
+    var length = socklen_t(MemoryLayout<sockaddr_un>.size)
+    let result = withUnsafeMutablePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    }
+    let offset = MemoryLayout<sockaddr_un>.offset(of: \sockaddr_un.sun_path) ?? 2
+    guard result == 0, address.sun_family == sa_family_t(AF_UNIX), Int(length) > offset else {
+      return nil
+    }
+    var bytes = withUnsafeBytes(of: &address.sun_path) {
+      Array($0.prefix(min($0.count, Int(length) - offset)))
+    }
+    guard let first = bytes.first else { return nil }
+    if first == 0 {
+      bytes[0] = UInt8(ascii: "@")
+    } else if let end = bytes.firstIndex(of: 0) {
+      bytes.removeSubrange(end...)
+    }
+    return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)
   }
 
   /// Creates, binds and listens at `path`: creates the parent directory (0755) when missing,
@@ -115,7 +148,9 @@ public struct ListeningSocket: Sendable {
   ///
   /// - Throws: ``ListenError``.
   public static func create(path: String, group: String?) throws(ListenError) -> ListeningSocket {
-    guard var address = UnixAddress(path: path), !path.hasPrefix("@") else { throw .pathTooLong(path) }
+    guard var address = UnixAddress(path: path), !path.hasPrefix("@") else {
+      throw .pathTooLong(path)
+    }
     var gid: UInt32? = nil
     if let group, !group.isEmpty {
       guard let found = Authorizer.groupID(named: group) else { throw .noSuchGroup(group) }

@@ -211,13 +211,16 @@ public actor LocationService: RequestHandler {
 
   // MARK: - Status and watch
 
+  /// `status` is open to unauthorized clients, so it carries locations only for authorized ones.
   private func statusReply(_ client: ClientContext) async -> Reply {
     let status = await manager.backendStatus
+    let authorized = client.authorization == .authorized
     return .status(
       authorization: client.authorization, tracking: await manager.isTracking, backendURI: backend.uri,
       backendState: status, detail: await manager.backendStatusDetail,
-      initial: await manager.initialLocation.map(EventEncoding.tpv),
-      current: await manager.currentLocation.map(EventEncoding.tpv), clients: server?.clientCount ?? 0)
+      initial: authorized ? await manager.initialLocation.map(EventEncoding.tpv) : nil,
+      current: authorized ? await manager.currentLocation.map(EventEncoding.tpv) : nil,
+      clients: server?.clientCount ?? 0)
   }
 
   /// Starts (or ends) streaming events to the connection, with connection-scoped tracking.
@@ -315,6 +318,7 @@ public actor LocationService: RequestHandler {
   private static func mapError(_ error: MapStateError) -> ServiceError {
     switch error {
     case .noCurrentLocation: return ServiceError(code: .noFix, message: error.description)
+    case .noSuchAnnotation: return ServiceError(code: .notFound, message: error.description)
     default: return ServiceError(code: .invalidArgument, message: error.description)
     }
   }

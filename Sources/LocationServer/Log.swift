@@ -42,7 +42,9 @@ public enum Log {
   public static func quote(_ value: String) -> String {
     let needsQuotes =
       value.isEmpty
-      || value.utf8.contains { $0 <= 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "=") || $0 == 0x7F }
+      || value.utf8.contains {
+        $0 <= 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "=") || $0 == 0x7F
+      }
     guard needsQuotes else { return value }
     var result = "\""
     for scalar in value.unicodeScalars {

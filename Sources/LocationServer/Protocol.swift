@@ -61,7 +61,9 @@ public struct TrackingOptions: Sendable, Hashable {
   public var desiredAccuracy: Double?
 
   /// Creates tracking options; `nil` means "no filter".
-  public init(distanceFilter: Double? = nil, minInterval: Double? = nil, desiredAccuracy: Double? = nil) {
+  public init(
+    distanceFilter: Double? = nil, minInterval: Double? = nil, desiredAccuracy: Double? = nil
+  ) {
     self.distanceFilter = distanceFilter
     self.minInterval = minInterval
     self.desiredAccuracy = desiredAccuracy
@@ -82,7 +84,10 @@ public struct AnnotationRequest: Sendable, Hashable {
   public var kind: String?
 
   /// Creates an annotation request.
-  public init(id: String, coordinate: Coordinate, title: String = "", subtitle: String? = nil, kind: String? = nil) {
+  public init(
+    id: String, coordinate: Coordinate, title: String = "", subtitle: String? = nil,
+    kind: String? = nil
+  ) {
     self.id = id
     self.coordinate = coordinate
     self.title = title
@@ -99,7 +104,7 @@ public enum ReplayAction: Sendable, Hashable {
   case resume
   /// Moves to `seconds` after the first epoch of the log (`>= 0`).
   case seek(seconds: Double)
-  /// Sets the playback speed factor (`> 0`, at most 1000; 1 = real time).
+  /// Sets the playback speed factor (`>= 0`; 1 = real time, 0 = as fast as possible).
   case speed(Double)
   /// Emits the next `epochs` epochs (`1...10_000`) and stays paused.
   case step(epochs: Int)
@@ -247,7 +252,8 @@ extension Request {
     do {
       value = try JSONCoding.decode(bytes)
     } catch {
-      throw ProtocolError(.malformedJSON, "the line is not valid JSON: send one JSON object per line")
+      throw ProtocolError(
+        .malformedJSON, "the line is not valid JSON: send one JSON object per line")
     }
     return try parse(value)
   }
@@ -265,12 +271,14 @@ extension Request {
   /// - Throws: ``ProtocolError`` as ``parse(_:)-([UInt8])`` does (except `malformedJSON` for bad syntax).
   public static func parse(_ value: JSONValue) throws(ProtocolError) -> Request {
     guard let members = value.objectMembers else {
-      throw ProtocolError(.malformedJSON, "a request must be a JSON object such as {\"cmd\":\"status\"}")
+      throw ProtocolError(
+        .malformedJSON, "a request must be a JSON object such as {\"cmd\":\"status\"}")
     }
     var reader = ArgumentReader(members: members)
     let id = try reader.readID()
     guard let cmdValue = reader.take("cmd") else {
-      throw ProtocolError(.unknownCommand, "the request has no \"cmd\" member: add e.g. \"cmd\":\"status\"", id: id)
+      throw ProtocolError(
+        .unknownCommand, "the request has no \"cmd\" member: add e.g. \"cmd\":\"status\"", id: id)
     }
     guard let cmd = cmdValue.stringValue else {
       throw ProtocolError(.unknownCommand, "\"cmd\" must be a string such as \"status\"", id: id)
@@ -293,7 +301,8 @@ extension Request {
     case "mode":
       let name = try reader.string("mode", maxBytes: 64)
       guard let mode = UserTrackingMode(rawValue: name) else {
-        throw reader.error("\"mode\" must be one of none, follow, followWithHeading (got \"\(name)\")")
+        throw reader.error(
+          "\"mode\" must be one of none, follow, followWithHeading (got \"\(name)\")")
       }
       command = .mode(mode)
     case "annotate":
@@ -309,9 +318,11 @@ extension Request {
       let kind = try inner.optionalString("kind", maxBytes: 64)
       try inner.rejectLeftovers(command: cmd)
       command = .annotate(
-        AnnotationRequest(id: annotationID, coordinate: coordinate, title: title, subtitle: subtitle, kind: kind))
+        AnnotationRequest(
+          id: annotationID, coordinate: coordinate, title: title, subtitle: subtitle, kind: kind))
     case "remove":
-      command = .removeAnnotation(id: try reader.string("annotation", maxBytes: 256, key: "annotation id"))
+      command = .removeAnnotation(
+        id: try reader.string("annotation", maxBytes: 256, key: "annotation id"))
     case "map":
       let name = try reader.optionalString("format", maxBytes: 16) ?? "json"
       guard let format = MapFormat(rawValue: name) else {
@@ -323,8 +334,12 @@ extension Request {
       switch action {
       case "pause": command = .replay(.pause)
       case "resume": command = .replay(.resume)
-      case "seek": command = .replay(.seek(seconds: try reader.number("value", in: 0...1.0e9, unit: "seconds")))
-      case "speed": command = .replay(.speed(try reader.number("value", in: 0.001...1000, unit: "times real time")))
+      case "seek":
+        command = .replay(
+          .seek(seconds: try reader.number("value", in: 0...1.0e9, unit: "seconds")))
+      case "speed":
+        command = .replay(
+          .speed(try reader.number("value", in: 0...1.0e6, unit: "times real time")))
       case "step":
         let epochs = try reader.optionalNumber("value", in: 1...10_000, unit: "epochs") ?? 1
         guard epochs.rounded() == epochs, let count = Int(exactly: epochs) else {
@@ -332,7 +347,8 @@ extension Request {
         }
         command = .replay(.step(epochs: count))
       default:
-        throw reader.error("\"action\" must be one of pause, resume, seek, speed, step (got \"\(action)\")")
+        throw reader.error(
+          "\"action\" must be one of pause, resume, seek, speed, step (got \"\(action)\")")
       }
     default:
       throw ProtocolError(
@@ -357,7 +373,9 @@ private struct ArgumentReader {
     return members.remove(at: index).value
   }
 
-  func error(_ message: String) -> ProtocolError { ProtocolError(.invalidArgument, message, id: id) }
+  func error(_ message: String) -> ProtocolError {
+    ProtocolError(.invalidArgument, message, id: id)
+  }
 
   mutating func readID() throws(ProtocolError) -> RequestID? {
     guard let value = take("id") else { return nil }
@@ -371,7 +389,8 @@ private struct ArgumentReader {
     return id
   }
 
-  mutating func optionalNumber(_ key: String, in range: ClosedRange<Double>, unit: String) throws(ProtocolError)
+  mutating func optionalNumber(_ key: String, in range: ClosedRange<Double>, unit: String)
+    throws(ProtocolError)
     -> Double?
   {
     guard let value = take(key), value != .null else { return nil }
@@ -379,38 +398,52 @@ private struct ArgumentReader {
       throw error("\"\(context)\(key)\" must be a number (\(unit))")
     }
     guard range.contains(number) else {
-      throw error("\"\(context)\(key)\" must be within \(range.lowerBound)...\(range.upperBound) \(unit) (got \(number))")
+      throw error(
+        "\"\(context)\(key)\" must be within \(range.lowerBound)...\(range.upperBound) \(unit) (got \(number))"
+      )
     }
     return number
   }
 
-  mutating func number(_ key: String, in range: ClosedRange<Double>, unit: String) throws(ProtocolError) -> Double {
+  mutating func number(_ key: String, in range: ClosedRange<Double>, unit: String)
+    throws(ProtocolError) -> Double
+  {
     guard let number = try optionalNumber(key, in: range, unit: unit) else {
-      throw error("missing \"\(context)\(key)\": a number (\(unit)) within \(range.lowerBound)...\(range.upperBound)")
+      throw error(
+        "missing \"\(context)\(key)\": a number (\(unit)) within \(range.lowerBound)...\(range.upperBound)"
+      )
     }
     return number
   }
 
   mutating func optionalBool(_ key: String) throws(ProtocolError) -> Bool? {
     guard let value = take(key), value != .null else { return nil }
-    guard let bool = value.boolValue else { throw error("\"\(context)\(key)\" must be true or false") }
+    guard let bool = value.boolValue else {
+      throw error("\"\(context)\(key)\" must be true or false")
+    }
     return bool
   }
 
-  mutating func optionalString(_ key: String, maxBytes: Int, key name: String? = nil) throws(ProtocolError)
+  mutating func optionalString(_ key: String, maxBytes: Int, key name: String? = nil)
+    throws(ProtocolError)
     -> String?
   {
     guard let value = take(key), value != .null else { return nil }
-    guard let string = value.stringValue else { throw error("\"\(context)\(key)\" must be a string") }
+    guard let string = value.stringValue else {
+      throw error("\"\(context)\(key)\" must be a string")
+    }
     guard string.utf8.count <= maxBytes else {
       throw error("\"\(context)\(key)\" is longer than \(maxBytes) bytes")
     }
     return string
   }
 
-  mutating func string(_ key: String, maxBytes: Int, key name: String? = nil) throws(ProtocolError) -> String {
+  mutating func string(_ key: String, maxBytes: Int, key name: String? = nil) throws(ProtocolError)
+    -> String
+  {
     guard let string = try optionalString(key, maxBytes: maxBytes), !string.isEmpty else {
-      throw error("missing \"\(context)\(key)\": a non-empty string\(name.map { " (\($0))" } ?? "")")
+      throw error(
+        "missing \"\(context)\(key)\": a non-empty string\(name.map { " (\($0))" } ?? "")")
     }
     return string
   }
@@ -423,6 +456,7 @@ private struct ArgumentReader {
 
   func rejectLeftovers(command: String) throws(ProtocolError) {
     guard let extra = members.first else { return }
-    throw error("unknown member \"\(context)\(extra.key)\" for command \"\(command)\": see docs/PROTOCOL.md")
+    throw error(
+      "unknown member \"\(context)\(extra.key)\" for command \"\(command)\": see docs/PROTOCOL.md")
   }
 }

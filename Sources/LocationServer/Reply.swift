@@ -35,12 +35,15 @@ public enum Reply: Sendable, Hashable {
 
   /// `{"class":"AUTHORIZATION","authorization":STATUS}`: the answer to `request`.
   public static func authorization(_ status: AuthorizationStatus) -> Reply {
-    .object(class: "AUTHORIZATION", members: [JSONMember("authorization", .string(status.rawValue))])
+    .object(
+      class: "AUTHORIZATION", members: [JSONMember("authorization", .string(status.rawValue))])
   }
 
   /// `{"class":"TRACKING","tracking":BOOL,"distanceFilter":..,"minInterval":..,"desiredAccuracy":..}`:
   /// the answer to `start` and `stop`; filters in metres and seconds, `null` when not set.
-  public static func tracking(_ tracking: Bool, options: TrackingOptions = TrackingOptions()) -> Reply {
+  public static func tracking(_ tracking: Bool, options: TrackingOptions = TrackingOptions())
+    -> Reply
+  {
     .object(
       class: "TRACKING",
       members: [
@@ -65,7 +68,8 @@ public enum Reply: Sendable, Hashable {
   ///   - current: the newest location with a position, as a TPV object, or `nil`.
   ///   - clients: the number of connected clients.
   public static func status(
-    authorization: AuthorizationStatus, tracking: Bool, backendURI: String, backendState: BackendStatus,
+    authorization: AuthorizationStatus, tracking: Bool, backendURI: String,
+    backendState: BackendStatus,
     detail: String? = nil, initial: JSONValue?, current: JSONValue?, clients: Int
   ) -> Reply {
     .object(
@@ -76,7 +80,8 @@ public enum Reply: Sendable, Hashable {
         JSONMember(
           "backend",
           [
-            "uri": .string(backendURI), "state": .string(backendState.rawValue), "detail": .string(detail),
+            "uri": .string(backendURI), "state": .string(backendState.rawValue),
+            "detail": .string(detail),
           ]),
         JSONMember("initial", initial ?? .null),
         JSONMember("current", current ?? .null),
@@ -116,12 +121,15 @@ public enum Reply: Sendable, Hashable {
   /// `{"class":"MAP","format":"geojson","geojson":{..}}`: the answer to `map` with format geojson;
   /// `geojson` is an encoded RFC 7946 FeatureCollection, inserted verbatim.
   public static func mapGeoJSON(_ featureCollection: [UInt8]) -> Reply {
-    .object(class: "MAP", members: [JSONMember("format", "geojson"), JSONMember("geojson", .raw(featureCollection))])
+    .object(
+      class: "MAP",
+      members: [JSONMember("format", "geojson"), JSONMember("geojson", .raw(featureCollection))])
   }
 
   /// `{"class":"MAP","format":"svg","svg":"<svg ..."}`: the answer to `map` with format svg.
   public static func mapSVG(_ document: String) -> Reply {
-    .object(class: "MAP", members: [JSONMember("format", "svg"), JSONMember("svg", .string(document))])
+    .object(
+      class: "MAP", members: [JSONMember("format", "svg"), JSONMember("svg", .string(document))])
   }
 
   /// `{"class":"REPLAY","state":..,"speed":..,"position":..}`: the answer to `replay`.
@@ -146,7 +154,9 @@ public enum Reply: Sendable, Hashable {
       JSONMember("lon", .number(annotation.coordinate.longitude)),
       JSONMember("title", .string(annotation.title)),
     ]
-    if let subtitle = annotation.subtitle { members.append(JSONMember("subtitle", .string(subtitle))) }
+    if let subtitle = annotation.subtitle {
+      members.append(JSONMember("subtitle", .string(subtitle)))
+    }
     if let kind = annotation.kind { members.append(JSONMember("kind", .string(kind))) }
     return .object(members)
   }
@@ -181,7 +191,8 @@ public struct Event: Sendable, Hashable {
   public static func backend(uri: String, state: BackendStatus, detail: String?) -> Event {
     Event(
       body: [
-        "class": "BACKEND", "uri": .string(uri), "state": .string(state.rawValue), "detail": .string(detail),
+        "class": "BACKEND", "uri": .string(uri), "state": .string(state.rawValue),
+        "detail": .string(detail),
       ])
   }
 
@@ -192,11 +203,15 @@ public struct Event: Sendable, Hashable {
 
   /// A map state change (`{"class":"MAP",...}` as ``Reply/map(center:zoom:mode:annotations:)``),
   /// coalesced under `"MAP"`.
-  public static func map(center: Coordinate, zoom: Double, mode: UserTrackingMode, annotations: [AnnotationRequest])
+  public static func map(
+    center: Coordinate, zoom: Double, mode: UserTrackingMode, annotations: [AnnotationRequest]
+  )
     -> Event
   {
-    Event(body: Reply.map(center: center, zoom: zoom, mode: mode, annotations: annotations).json(id: nil),
-          coalescingKey: "MAP")
+    Event(
+      body: Reply.map(center: center, zoom: zoom, mode: mode, annotations: annotations).json(
+        id: nil),
+      coalescingKey: "MAP")
   }
 }
 
@@ -210,7 +225,9 @@ public enum EventEncoding {
     GPSDJSON.appendTPV(location.fix, to: &bytes)
     if bytes.isEmpty { bytes = Array(#"{"class":"TPV"}"#.utf8) }
     var extra = [JSONMember("backend", .string(location.provenance.backend))]
-    if let source = location.provenance.source { extra.append(JSONMember("source", .string(source))) }
+    if let source = location.provenance.source {
+      extra.append(JSONMember("source", .string(source)))
+    }
     if let line = location.provenance.line { extra.append(JSONMember("line", .int(Int64(line)))) }
     extra.append(JSONMember("simulated", .bool(location.provenance.isSimulated)))
     return .raw(JSONValue.appending(extra, toEncodedObject: bytes))

@@ -18,7 +18,8 @@ public enum SignalSequence {
   /// The signals in `signals` (e.g. `[SIGTERM, SIGINT, SIGHUP]`), in arrival order. While any
   /// stream is being iterated the signals are caught; when the consumer stops, they are ignored.
   public static func stream(_ signals: [Int32]) -> AsyncStream<Int32> {
-    let (stream, continuation) = AsyncStream.makeStream(of: Int32.self, bufferingPolicy: .bufferingNewest(64))
+    let (stream, continuation) = AsyncStream.makeStream(
+      of: Int32.self, bufferingPolicy: .bufferingNewest(64))
     let token = SignalPipe.shared.register(Set(signals), continuation)
     continuation.onTermination = { _ in SignalPipe.shared.unregister(token) }
     for number in signals {
@@ -80,7 +81,8 @@ private final class SignalPipe: Sendable {
     }
     signalPipeWriteFD.store(fds[1], ordering: .releasing)
     let readFD = fds[0]
-    let source = DispatchSource.makeReadSource(fileDescriptor: readFD, queue: DispatchQueue(label: "locationd.signals"))
+    let source = DispatchSource.makeReadSource(
+      fileDescriptor: readFD, queue: DispatchQueue(label: "locationd.signals"))
     self.source = source
     source.setEventHandler { [self] in
       var buffer = [UInt8](repeating: 0, count: 64)
@@ -102,7 +104,9 @@ private final class SignalPipe: Sendable {
 
   func register(_ signals: Set<Int32>, _ continuation: AsyncStream<Int32>.Continuation) -> UInt64 {
     let token = nextToken.wrappingAdd(1, ordering: .relaxed).oldValue
-    registrations.withLock { $0[token] = Registration(signals: signals, continuation: continuation) }
+    registrations.withLock {
+      $0[token] = Registration(signals: signals, continuation: continuation)
+    }
     return token
   }
 

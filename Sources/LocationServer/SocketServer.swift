@@ -154,12 +154,12 @@ public final class SocketServer: Sendable {
   /// Sends `event` to every client in `clients` (default: all), encoding it once.
   ///
   /// - Returns: the number of clients it was queued for.
-  @discardableResult public func broadcast(_ event: Event, to clients: [ClientConnection]? = nil) -> Int {
+  @discardableResult public func broadcast(_ event: Event, to clients: [ClientConnection]? = nil)
+    -> Int
+  {
     let bytes = event.body.encoded
     let ids = clients?.map(\.id) ?? core.connections().map(\.id)
-    var count = 0
-    for id in ids where core.enqueue(bytes, to: id, coalescingKey: event.coalescingKey) { count += 1 }
-    return count
+    return core.enqueue(bytes, to: ids, coalescingKey: event.coalescingKey)
   }
 }
 
@@ -211,11 +211,21 @@ final class ServerCore: Sendable {
   private let wakeFD = Atomic<Int32>(-1)
   private let wakeReadFD = Atomic<Int32>(-1)
 
-  init(socket: ListeningSocket, handler: any RequestHandler, authorizer: Authorizer, options: ServerOptions) {
+  init(
+    socket: ListeningSocket, handler: any RequestHandler, authorizer: Authorizer,
+    options: ServerOptions
+  ) {
     self.socket = socket
     self.handler = handler
     self.options = options
     state = Mutex(State(authorizer: authorizer, maxClients: options.maxClients))
+  }
+
+  deinit {
+    for fd in [wakeFD.load(ordering: .acquiring), wakeReadFD.load(ordering: .acquiring)]
+    where fd >= 0 {
+      Glibc.close(fd)
+    }
   }
 
   func start() throws(ListenError) {
@@ -234,7 +244,8 @@ final class ServerCore: Sendable {
       for fd in pipeFDs { Glibc.close(fd) }
       throw .systemCall("pthread_create", path: socket.path, errno: errno)
     }
-    Log.event("listening", ["path": socket.path, "activated": socket.isActivated ? "true" : "false"])
+    Log.event(
+      "listening", ["path": socket.path, "activated": socket.isActivated ? "true" : "false"])
   }
 
   func stop() {
@@ -298,46 +309,74 @@ final class ServerCore: Sendable {
 
   /// Queues encoded JSON (no newline) for a client. See ``ClientConnection/send(_:)``.
   func enqueue(_ body: [UInt8], to id: UInt64, coalescingKey: String?) -> Bool {
+    enqueue(body, to: [id], coalescingKey: coalescingKey) == 1
+  }
+
+  /// Queues the same encoded JSON (no newline) for every client in `ids` under one lock, so that
+  /// a broadcast to many clients takes the lock once instead of contending with the I/O thread
+  /// for each client; the line with its newline is built once and shared. Returns how many
+  /// clients it was queued for.
+  func enqueue(_ body: [UInt8], to ids: [UInt64], coalescingKey: String?) -> Int {
     var line = body
-    let result = state.withLock { state -> (ok: Bool, wake: Bool) in
-      guard var client = state.clients[id], client.dropReason == nil else { return (false, false) }
-      let wasIdle = client.queue.isEmpty
-      if let key = coalescingKey {
-        if let pending = client.coalesced[key] {
-          client.coalesced[key] = (body, pending.missed + 1)
-          if let index = client.queue.lastIndex(where: {
-            if case .coalesced(let other) = $0 { return other == key }
-            return false
-          }) {
-            client.queue.remove(at: index)
-          }
-        } else {
-          client.coalesced[key] = (body, 0)
-        }
-        client.queue.append(.coalesced(key))
-        state.clients[id] = client
-        return (true, wasIdle)
+    line.append(UInt8(ascii: "\n"))
+    let result = state.withLock { state -> (count: Int, wake: Bool) in
+      var count = 0
+      var wake = false
+      for id in ids {
+        let one = enqueueLocked(body, line: line, to: id, coalescingKey: coalescingKey, in: &state)
+        if one.ok { count += 1 }
+        if one.wake { wake = true }
       }
-      line.append(UInt8(ascii: "\n"))
-      client.backlogBytes += line.count
-      client.backlogMessages += 1
-      if client.backlogBytes > options.maxBacklogBytes || client.backlogMessages > options.maxBacklogMessages {
-        client.dropReason = "slowClient"
-        Log.event(
-          "slowClient",
-          ["client": String(id), "backlogBytes": String(client.backlogBytes),
-           "backlogMessages": String(client.backlogMessages)])
-        client.queue = []
-        client.coalesced = [:]
-        state.clients[id] = client
-        return (false, true)
-      }
-      client.queue.append(.bytes(line, counted: true))
-      state.clients[id] = client
-      return (true, wasIdle)
+      return (count, wake)
     }
     if result.wake { wake() }
-    return result.ok
+    return result.count
+  }
+
+  /// Queues `body` (or `line`, the same with its newline) for one client; the caller holds the lock.
+  private func enqueueLocked(
+    _ body: [UInt8], line: [UInt8], to id: UInt64, coalescingKey: String?, in state: inout State
+  ) -> (ok: Bool, wake: Bool) {
+    // Taken out of the dictionary (and put back below) so that the queue and the coalesced
+    // events are uniquely referenced: appending then mutates in place instead of copying them
+    // for every client and every fix.
+    guard var client = state.clients.removeValue(forKey: id) else { return (false, false) }
+    defer { state.clients[id] = client }
+    guard client.dropReason == nil else { return (false, false) }
+    let wasIdle = client.queue.isEmpty
+    if let key = coalescingKey {
+      if let pending = client.coalesced[key] {
+        client.coalesced[key] = (body, pending.missed + 1)
+        if let index = client.queue.lastIndex(where: {
+          if case .coalesced(let other) = $0 { return other == key }
+          return false
+        }) {
+          client.queue.remove(at: index)
+        }
+      } else {
+        client.coalesced[key] = (body, 0)
+      }
+      client.queue.append(.coalesced(key))
+      return (true, wasIdle)
+    }
+    client.backlogBytes += line.count
+    client.backlogMessages += 1
+    if client.backlogBytes > options.maxBacklogBytes
+      || client.backlogMessages > options.maxBacklogMessages
+    {
+      client.dropReason = "slowClient"
+      Log.event(
+        "slowClient",
+        [
+          "client": String(id), "backlogBytes": String(client.backlogBytes),
+          "backlogMessages": String(client.backlogMessages),
+        ])
+      client.queue = []
+      client.coalesced = [:]
+      return (false, true)
+    }
+    client.queue.append(.bytes(line, counted: true))
+    return (true, wasIdle)
   }
 
   // MARK: I/O thread
@@ -346,10 +385,13 @@ final class ServerCore: Sendable {
     var readers: [UInt64: LineReader] = [:]
     var chunk = [UInt8](repeating: 0, count: 65_536)
     let wakeDescriptor = wakeReadFD.load(ordering: .acquiring)
+    // After EMFILE/ENFILE, stop polling the listening socket for a moment instead of spinning.
+    var acceptPausedUntil: ContinuousClock.Instant?
     while true {
+      if let until = acceptPausedUntil, ContinuousClock.now >= until { acceptPausedUntil = nil }
       // Build the poll set from the current state.
       var descriptors: [pollfd] = [
-        pollfd(fd: socket.fd, events: Int16(POLLIN), revents: 0),
+        pollfd(fd: socket.fd, events: acceptPausedUntil == nil ? Int16(POLLIN) : 0, revents: 0),
         pollfd(fd: wakeDescriptor, events: Int16(POLLIN), revents: 0),
       ]
       var ids: [UInt64] = []
@@ -365,7 +407,9 @@ final class ServerCore: Sendable {
             continue
           }
           var events: Int32 = 0
-          if !client.readClosed && client.pendingRequests < options.maxPendingRequests { events |= Int32(POLLIN) }
+          if !client.readClosed && client.pendingRequests < options.maxPendingRequests {
+            events |= Int32(POLLIN)
+          }
           if !client.queue.isEmpty { events |= Int32(POLLOUT) }
           descriptors.append(pollfd(fd: client.fd, events: Int16(events), revents: 0))
           ids.append(id)
@@ -379,7 +423,8 @@ final class ServerCore: Sendable {
       if stopping { break }
       if !toDrop.isEmpty { continue }
 
-      let ready = poll(&descriptors, nfds_t(descriptors.count), 1000)
+      let ready = poll(
+        &descriptors, nfds_t(descriptors.count), acceptPausedUntil == nil ? 1000 : 100)
       if ready < 0 {
         if errno == EINTR { continue }
         Log.event("pollFailed", ["error": String(cString: strerror(errno))])
@@ -387,10 +432,11 @@ final class ServerCore: Sendable {
       }
       if descriptors[1].revents != 0 {
         var drain = [UInt8](repeating: 0, count: 256)
-        while drain.withUnsafeMutableBytes({ read(wakeDescriptor, $0.baseAddress, $0.count) }) > 0 {}
+        while drain.withUnsafeMutableBytes({ read(wakeDescriptor, $0.baseAddress, $0.count) }) > 0 {
+        }
       }
-      if descriptors[0].revents & Int16(POLLIN) != 0 {
-        acceptClients(&readers)
+      if descriptors[0].revents & Int16(POLLIN) != 0, !acceptClients(&readers) {
+        acceptPausedUntil = ContinuousClock.now + .milliseconds(100)
       }
       for (offset, id) in ids.enumerated() {
         let entry = descriptors[offset + 2]
@@ -400,33 +446,38 @@ final class ServerCore: Sendable {
           flush(id)
         }
         if revents & (Int32(POLLIN) | Int32(POLLHUP) | Int32(POLLERR)) != 0 {
-          readClient(id, fd: entry.fd, chunk: &chunk, readers: &readers, hangUp: revents & Int32(POLLHUP) != 0)
+          readClient(
+            id, fd: entry.fd, chunk: &chunk, readers: &readers,
+            hangUp: revents & Int32(POLLHUP) != 0)
         }
       }
     }
-    // Shutdown: close every client and the listening socket.
+    // Shutdown: send what is queued (e.g. the SHUTDOWN event) as far as each socket takes it
+    // without waiting, then close every client and the listening socket.
     let remaining = state.withLock { Array($0.clients.keys) }
+    for id in remaining { flush(id) }
     for id in remaining { removeClient(id, reason: "serverStopping") }
     socket.close()
-    let writeEnd = wakeFD.exchange(-1, ordering: .acquiringAndReleasing)
-    Glibc.close(writeEnd)
-    Glibc.close(wakeDescriptor)
+    // The wake-up pipe stays open until deinit: a late wake() must never write to a reused fd.
     Log.event("stopped", ["path": socket.path])
     finishStopped()
   }
 
-  private func acceptClients(_ readers: inout [UInt64: LineReader]) {
+  /// Accepts every pending connection; `false` when out of descriptors (pause accepting).
+  private func acceptClients(_ readers: inout [UInt64: LineReader]) -> Bool {
     while true {
       let fd = accept(socket.fd, nil, nil)
       if fd < 0 {
-        if errno == EINTR { continue }
-        if errno != EAGAIN && errno != EWOULDBLOCK {
-          Log.event("acceptFailed", ["error": String(cString: strerror(errno))])
-        }
-        return
+        let code = errno
+        if code == EINTR { continue }
+        if code == EAGAIN || code == EWOULDBLOCK { return true }
+        Log.event("acceptFailed", ["error": String(cString: strerror(code))])
+        return !(code == EMFILE || code == ENFILE || code == ENOBUFS || code == ENOMEM)
       }
       ListeningSocket.setNonBlockingCloseOnExec(fd)
-      let peer = PeerCredentials.read(socket: fd) ?? PeerCredentials(pid: 0, uid: UInt32.max, gid: UInt32.max)
+      let peer =
+        PeerCredentials.read(socket: fd)
+        ?? PeerCredentials(pid: 0, uid: UInt32.max, gid: UInt32.max)
       var stream: AsyncStream<LineReader.Item>?
       let admitted = state.withLock { state -> ClientConnection? in
         guard state.clients.count < state.maxClients else { return nil }
@@ -442,18 +493,24 @@ final class ServerCore: Sendable {
         let max = state.withLock { $0.maxClients }
         let reply = Reply.error(
           .tooManyClients,
-          message: "locationd already serves \(max) clients (--max-clients): close another client and retry")
+          message:
+            "locationd already serves \(max) clients (--max-clients): close another client and retry"
+        )
         var bytes = reply.json(id: nil).encoded
         bytes.append(UInt8(ascii: "\n"))
         _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         Glibc.close(fd)
-        Log.event("tooManyClients", ["pid": String(peer.pid), "uid": String(peer.uid), "max": String(max)])
+        Log.event(
+          "tooManyClients", ["pid": String(peer.pid), "uid": String(peer.uid), "max": String(max)])
         continue
       }
       readers[connection.id] = LineReader(maximumLength: options.maxLineLength)
       Log.event(
         "clientConnected",
-        ["client": String(connection.id), "pid": String(peer.pid), "uid": String(peer.uid), "gid": String(peer.gid)])
+        [
+          "client": String(connection.id), "pid": String(peer.pid), "uid": String(peer.uid),
+          "gid": String(peer.gid),
+        ])
       let context = (connection: connection, peer: peer)
       Task { [self] in
         await self.serve(stream, connection: context.connection, peer: context.peer)
@@ -506,8 +563,10 @@ final class ServerCore: Sendable {
 
   private func flush(_ id: UInt64) {
     state.withLock { state in
-      guard var client = state.clients[id], client.dropReason == nil else { return }
+      // Taken out and put back, as in `enqueue`: the queue is then mutated in place.
+      guard var client = state.clients.removeValue(forKey: id) else { return }
       defer { state.clients[id] = client }
+      guard client.dropReason == nil else { return }
       while let head = client.queue.first {
         var bytes: [UInt8]
         var counted = false
@@ -520,15 +579,19 @@ final class ServerCore: Sendable {
             client.queue.removeFirst()
             continue
           }
-          bytes = pending.missed > 0
-            ? JSONValue.appending([JSONMember("missed", .int(Int64(pending.missed)))], toEncodedObject: pending.bytes)
+          bytes =
+            pending.missed > 0
+            ? JSONValue.appending(
+              [JSONMember("missed", .int(Int64(pending.missed)))], toEncodedObject: pending.bytes)
             : pending.bytes
           bytes.append(UInt8(ascii: "\n"))
           client.queue[0] = .bytes(bytes, counted: false)
         }
         let offset = client.headOffset
         let written = bytes.withUnsafeBytes { buffer in
-          send(client.fd, buffer.baseAddress.map { $0 + offset }, buffer.count - offset, Int32(MSG_NOSIGNAL))
+          send(
+            client.fd, buffer.baseAddress.map { $0 + offset }, buffer.count - offset,
+            Int32(MSG_NOSIGNAL))
         }
         if written < 0 {
           if errno == EINTR { continue }
@@ -557,9 +620,11 @@ final class ServerCore: Sendable {
 
   // MARK: Per-client request task
 
-  private func serve(_ lines: AsyncStream<LineReader.Item>, connection: ClientConnection, peer: PeerCredentials) async {
+  private func serve(
+    _ lines: AsyncStream<LineReader.Item>, connection: ClientConnection, peer: PeerCredentials
+  ) async {
     for await item in lines {
-      let (json, close) = await answer(item, connection: connection, peer: peer)
+      let json = await answer(item, connection: connection, peer: peer)
       var line = json.encoded
       line.append(UInt8(ascii: "\n"))
       let wakeNeeded = state.withLock { state -> Bool in
@@ -572,11 +637,12 @@ final class ServerCore: Sendable {
           client.queue.append(.bytes(line, counted: true))
           client.backlogBytes += line.count
           client.backlogMessages += 1
-          if client.backlogBytes > options.maxBacklogBytes || client.backlogMessages > options.maxBacklogMessages {
+          if client.backlogBytes > options.maxBacklogBytes
+            || client.backlogMessages > options.maxBacklogMessages
+          {
             client.dropReason = "slowClient"
             wake = true
           }
-          if close { client.dropReason = "closedByServer" }
         }
         state.clients[connection.id] = client
         return wake
@@ -586,31 +652,33 @@ final class ServerCore: Sendable {
     let context = state.withLock { state -> ClientContext in
       state.clients[connection.id]?.requestsFinished = true
       return ClientContext(
-        connection: connection, peer: peer, authorization: state.clients[connection.id]?.authorization ?? .notDetermined)
+        connection: connection, peer: peer,
+        authorization: state.clients[connection.id]?.authorization ?? .notDetermined)
     }
     wake()
     await handler.clientDisconnected(context)
   }
 
-  private func answer(_ item: LineReader.Item, connection: ClientConnection, peer: PeerCredentials) async
-    -> (JSONValue, close: Bool)
+  private func answer(_ item: LineReader.Item, connection: ClientConnection, peer: PeerCredentials)
+    async
+    -> JSONValue
   {
     let request: Request
     switch item {
     case .tooLong:
-      Log.event("lineTooLong", ["client": String(connection.id), "max": String(options.maxLineLength)])
-      return (
-        Reply.error(
-          .lineTooLong,
-          message: "request line longer than \(options.maxLineLength) bytes was discarded: send shorter requests"
-        ).json(id: nil), false
-      )
+      Log.event(
+        "lineTooLong", ["client": String(connection.id), "max": String(options.maxLineLength)])
+      return Reply.error(
+        .lineTooLong,
+        message:
+          "request line longer than \(options.maxLineLength) bytes was discarded: send shorter requests"
+      ).json(id: nil)
     case .line(let bytes):
       do {
         request = try Request.parse(bytes)
       } catch {
         Log.event("badRequest", ["client": String(connection.id), "code": error.code.rawValue])
-        return (Reply.error(error.code, message: error.message).json(id: error.id), false)
+        return Reply.error(error.code, message: error.message).json(id: error.id)
       }
     }
     if request.command == .requestAuthorization {
@@ -621,26 +689,35 @@ final class ServerCore: Sendable {
       }
       Log.event(
         "authorization",
-        ["client": String(connection.id), "uid": String(peer.uid), "status": status.rawValue, "reason": reason])
-      if status == .authorized { return (Reply.authorization(.authorized).json(id: request.id), false) }
+        [
+          "client": String(connection.id), "uid": String(peer.uid), "status": status.rawValue,
+          "reason": reason,
+        ])
+      if status == .authorized {
+        return Reply.authorization(.authorized).json(id: request.id)
+      }
       let group = state.withLock { $0.authorizer.groupName }
-      let hint = group.map { "run as root or as a member of group \($0) (usermod -aG \($0) USER, then log in again)" }
+      let hint =
+        group.map {
+          "run as root or as a member of group \($0) (usermod -aG \($0) USER, then log in again)"
+        }
         ?? "run as root"
-      return (
-        Reply.error(.notAuthorized, message: "uid \(peer.uid) is not authorized: \(hint)").json(id: request.id), false
-      )
+      return Reply.error(.notAuthorized, message: "uid \(peer.uid) is not authorized: \(hint)")
+        .json(id: request.id)
     }
-    let authorization = state.withLock { $0.clients[connection.id]?.authorization ?? .notDetermined }
+    let authorization = state.withLock {
+      $0.clients[connection.id]?.authorization ?? .notDetermined
+    }
     if authorization != .authorized && !request.command.isAllowedUnauthorized {
       let message =
         authorization == .denied
         ? "this client was denied authorization: run as root or as a member of the configured group"
         : "send {\"cmd\":\"request\"} first to ask for authorization"
-      return (Reply.error(.notAuthorized, message: message).json(id: request.id), false)
+      return Reply.error(.notAuthorized, message: message).json(id: request.id)
     }
     let context = ClientContext(connection: connection, peer: peer, authorization: authorization)
     let reply = await handler.handle(request, from: context)
-    return (reply.json(id: request.id), false)
+    return reply.json(id: request.id)
   }
 }
 

@@ -27,7 +27,9 @@ public struct SystemdNotifier: Sendable {
   /// Half of `$WATCHDOG_USEC` (microseconds, `> 0`) when `$WATCHDOG_PID` is unset or equals `pid`;
   /// otherwise `nil`.
   public static func watchdogInterval(environment: [String: String], pid: Int32) -> Duration? {
-    guard let text = environment["WATCHDOG_USEC"], let usec = UInt64(text), usec > 0 else { return nil }
+    guard let text = environment["WATCHDOG_USEC"], let usec = UInt64(text), usec > 0 else {
+      return nil
+    }
     if let owner = environment["WATCHDOG_PID"], !owner.isEmpty {
       guard let ownerPID = Int32(owner), ownerPID == pid else { return nil }
     }

@@ -19,7 +19,9 @@ let clientCommands: [String: @Sendable ([String], ClientOptions) throws -> Int32
 ]
 
 /// Prints a reply: the object without `id` in JSON mode, text otherwise; exit 0, or 1 for `ERROR`.
-private func finish(_ reply: JSONValue, _ options: ClientOptions, text: (JSONValue) -> String) -> Int32 {
+private func finish(_ reply: Message, _ options: ClientOptions, text: (JSONValue) -> String)
+  -> Int32
+{
   if reply["class"] == "ERROR" {
     if options.json { printJSON(reply) }
     let code = reply["code"]?.stringValue ?? "error"
@@ -29,23 +31,20 @@ private func finish(_ reply: JSONValue, _ options: ClientOptions, text: (JSONVal
   if options.json {
     printJSON(reply)
   } else {
-    print(text(reply))
+    print(text(reply.value))
   }
   return ExitCode.success
 }
 
-/// Prints one JSON object per line, without the request `id`.
-func printJSON(_ value: JSONValue) {
-  if case .object(let members) = value {
-    print(JSONValue.object(members.filter { $0.key != "id" }).jsonString)
-  } else {
-    print(value.jsonString)
-  }
+/// Prints a reply or event as received, on one line, without the request `id`.
+func printJSON(_ message: Message) {
+  print(String(decoding: message.rawWithoutID, as: UTF8.self))
 }
 
 /// Connects, asks for authorization, sends one command and prints its reply.
 private func authorizedCall(
-  _ options: ClientOptions, _ command: String, _ members: [JSONMember] = [], text: (JSONValue) -> String
+  _ options: ClientOptions, _ command: String, _ members: [JSONMember] = [],
+  text: (JSONValue) -> String
 ) throws -> Int32 {
   let connection = try DaemonConnection(path: options.socketPath)
   let authorization = try connection.call("request")
@@ -54,22 +53,33 @@ private func authorizedCall(
 }
 
 private func expectNoArguments(_ arguments: [String], _ command: String) throws {
-  guard arguments.isEmpty else { throw UsageError("\(command) takes no arguments (got \(arguments.joined(separator: " ")))") }
+  guard arguments.isEmpty else {
+    throw UsageError("\(command) takes no arguments (got \(arguments.joined(separator: " ")))")
+  }
 }
 
 func runRequest(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
   try expectNoArguments(arguments, "request")
   let connection = try DaemonConnection(path: options.socketPath)
-  return finish(try connection.call("request"), options) { "authorization: \($0["authorization"]?.stringValue ?? "?")" }
+  return finish(try connection.call("request"), options) {
+    "authorization: \($0["authorization"]?.stringValue ?? "?")"
+  }
 }
 
 func runStart(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
-  let list = try ArgumentList(arguments, valued: ["--distance-filter", "--min-interval", "--accuracy"])
+  let list = try ArgumentList(
+    arguments, valued: ["--distance-filter", "--min-interval", "--accuracy"])
   try expectNoArguments(list.positional, "start")
   var members: [JSONMember] = []
-  if let value = try list.number("--distance-filter") { members.append(JSONMember("distanceFilter", .number(value))) }
-  if let value = try list.number("--min-interval") { members.append(JSONMember("minInterval", .number(value))) }
-  if let value = try list.number("--accuracy") { members.append(JSONMember("desiredAccuracy", .number(value))) }
+  if let value = try list.number("--distance-filter") {
+    members.append(JSONMember("distanceFilter", .number(value)))
+  }
+  if let value = try list.number("--min-interval") {
+    members.append(JSONMember("minInterval", .number(value)))
+  }
+  if let value = try list.number("--accuracy") {
+    members.append(JSONMember("desiredAccuracy", .number(value)))
+  }
   return try authorizedCall(options, "start", members, text: Format.tracking)
 }
 
@@ -109,7 +119,7 @@ func runWatch(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
     if options.json {
       printJSON(event)
     } else {
-      print(Format.event(event))
+      print(Format.event(event.value))
     }
     fflush(nil)
     if event["class"] == "BACKEND", event["state"] == "endOfData" { return ExitCode.success }
@@ -126,7 +136,8 @@ func runCenter(_ arguments: [String], _ options: ClientOptions) throws -> Int32 
     let latitude = try parseNumber(arguments[0], "LAT")
     let longitude = try parseNumber(arguments[1], "LON")
     return try authorizedCall(
-      options, "setCenter", [JSONMember("lat", .number(latitude)), JSONMember("lon", .number(longitude))],
+      options, "setCenter",
+      [JSONMember("lat", .number(latitude)), JSONMember("lon", .number(longitude))],
       text: Format.map)
   default: throw UsageError("center takes no arguments (current location) or LAT LON in degrees")
   }
@@ -142,7 +153,8 @@ func runMode(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
   guard arguments.count == 1, UserTrackingMode(rawValue: arguments[0]) != nil else {
     throw UsageError("mode takes one of none, follow, followWithHeading")
   }
-  return try authorizedCall(options, "mode", [JSONMember("mode", .string(arguments[0]))], text: Format.map)
+  return try authorizedCall(
+    options, "mode", [JSONMember("mode", .string(arguments[0]))], text: Format.map)
 }
 
 func runAnnotate(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
@@ -157,22 +169,28 @@ func runAnnotate(_ arguments: [String], _ options: ClientOptions) throws -> Int3
     JSONMember("lon", .number(longitude)),
     JSONMember("title", .string(list.positional.count == 4 ? list.positional[3] : "")),
   ]
-  if let subtitle = list.values["--subtitle"] { annotation.append(JSONMember("subtitle", .string(subtitle))) }
+  if let subtitle = list.values["--subtitle"] {
+    annotation.append(JSONMember("subtitle", .string(subtitle)))
+  }
   if let kind = list.values["--kind"] { annotation.append(JSONMember("kind", .string(kind))) }
-  return try authorizedCall(options, "annotate", [JSONMember("annotation", .object(annotation))], text: Format.map)
+  return try authorizedCall(
+    options, "annotate", [JSONMember("annotation", .object(annotation))], text: Format.map)
 }
 
 func runRemove(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
   guard arguments.count == 1 else { throw UsageError("remove takes one annotation ID") }
-  return try authorizedCall(options, "remove", [JSONMember("annotation", .string(arguments[0]))], text: Format.map)
+  return try authorizedCall(
+    options, "remove", [JSONMember("annotation", .string(arguments[0]))], text: Format.map)
 }
 
 func runMap(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
   let list = try ArgumentList(arguments, flags: ["--geojson", "--svg"])
   try expectNoArguments(list.positional, "map")
   guard list.flags.count <= 1 else { throw UsageError("give at most one of --geojson and --svg") }
-  let format = list.flags.contains("--svg") ? "svg" : list.flags.contains("--geojson") ? "geojson" : "json"
-  return try authorizedCall(options, "map", [JSONMember("format", .string(format))], text: Format.map)
+  let format =
+    list.flags.contains("--svg") ? "svg" : list.flags.contains("--geojson") ? "geojson" : "json"
+  return try authorizedCall(
+    options, "map", [JSONMember("format", .string(format))], text: Format.map)
 }
 
 func runReplay(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
@@ -182,10 +200,14 @@ func runReplay(_ arguments: [String], _ options: ClientOptions) throws -> Int32 
   var members = [JSONMember("action", .string(action))]
   switch (action, arguments.count) {
   case ("pause", 1), ("resume", 1), ("step", 1): break
-  case ("seek", 2): members.append(JSONMember("value", .number(try parseNumber(arguments[1], "SECONDS"))))
-  case ("speed", 2): members.append(JSONMember("value", .number(try parseNumber(arguments[1], "FACTOR"))))
-  case ("step", 2): members.append(JSONMember("value", .number(try parseNumber(arguments[1], "EPOCHS"))))
-  default: throw UsageError("replay takes pause, resume, seek SECONDS, speed FACTOR or step [EPOCHS]")
+  case ("seek", 2):
+    members.append(JSONMember("value", .number(try parseNumber(arguments[1], "SECONDS"))))
+  case ("speed", 2):
+    members.append(JSONMember("value", .number(try parseNumber(arguments[1], "FACTOR"))))
+  case ("step", 2):
+    members.append(JSONMember("value", .number(try parseNumber(arguments[1], "EPOCHS"))))
+  default:
+    throw UsageError("replay takes pause, resume, seek SECONDS, speed FACTOR or step [EPOCHS]")
   }
   return try authorizedCall(options, "replay", members, text: Format.replay)
 }

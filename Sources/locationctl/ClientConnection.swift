@@ -12,13 +12,37 @@ struct ClientError: Error {
   }
 }
 
+/// One line received from locationd: the parsed object and its bytes as sent.
+struct Message {
+  /// The parsed object.
+  let value: JSONValue
+  /// The line without its newline, members in the order the server wrote them.
+  let raw: [UInt8]
+  /// The request id this line answers (set by ``DaemonConnection/call(_:_:)``), `nil` for events.
+  var replyTo: Int?
+
+  /// The member named `key`.
+  subscript(key: String) -> JSONValue? { value[key] }
+
+  /// The line without the reply's `"id"` member, which the server writes right after `"class"`.
+  var rawWithoutID: [UInt8] {
+    guard let id = replyTo, let classValue = value["class"] else { return raw }
+    let prefix = Array("{\"class\":".utf8) + classValue.encoded
+    let member = Array(",\"id\":\(id)".utf8)
+    guard raw.starts(with: prefix), raw.dropFirst(prefix.count).starts(with: member) else {
+      return raw
+    }
+    return prefix + raw.dropFirst(prefix.count + member.count)
+  }
+}
+
 /// A blocking connection to locationd's socket, one JSON object per line.
 final class DaemonConnection {
   private let fd: Int32
   private var buffer: [UInt8] = []
   private var nextID = 1
   /// Events received while waiting for a reply, in order.
-  private(set) var pendingEvents: [JSONValue] = []
+  private(set) var pendingEvents: [Message] = []
   let path: String
 
   /// Connects to `path`.
@@ -27,7 +51,9 @@ final class DaemonConnection {
   init(path: String) throws {
     self.path = path
     fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw ClientError("cannot create a socket: \(String(cString: strerror(errno)))") }
+    guard fd >= 0 else {
+      throw ClientError("cannot create a socket: \(String(cString: strerror(errno)))")
+    }
     var address = sockaddr_un()
     address.sun_family = sa_family_t(AF_UNIX)
     let bytes = Array(path.utf8)
@@ -50,11 +76,14 @@ final class DaemonConnection {
       switch code {
       case ENOENT:
         throw ClientError(
-          "socket \(path) does not exist: is locationd running? (systemctl start locationd, or give --socket PATH)")
+          "socket \(path) does not exist: is locationd running? (systemctl start locationd, or give --socket PATH)"
+        )
       case ECONNREFUSED:
-        throw ClientError("nothing listens at \(path): is locationd running? (systemctl status locationd)")
+        throw ClientError(
+          "nothing listens at \(path): is locationd running? (systemctl status locationd)")
       case EACCES, EPERM:
-        throw ClientError("permission denied on \(path): run as root or as a member of group locationd")
+        throw ClientError(
+          "permission denied on \(path): run as root or as a member of group locationd")
       default:
         throw ClientError("cannot connect to \(path): \(String(cString: strerror(code)))")
       }
@@ -68,10 +97,12 @@ final class DaemonConnection {
   ///
   /// - Returns: the reply object (success or `ERROR`).
   /// - Throws: ``ClientError`` when the connection fails or closes.
-  func call(_ command: String, _ members: [JSONMember] = []) throws -> JSONValue {
+  func call(_ command: String, _ members: [JSONMember] = []) throws -> Message {
     let id = nextID
     nextID += 1
-    var request: [JSONMember] = [JSONMember("cmd", .string(command)), JSONMember("id", .int(Int64(id)))]
+    var request: [JSONMember] = [
+      JSONMember("cmd", .string(command)), JSONMember("id", .int(Int64(id))),
+    ]
     request.append(contentsOf: members)
     var line = JSONValue.object(request).encoded
     line.append(UInt8(ascii: "\n"))
@@ -80,7 +111,11 @@ final class DaemonConnection {
       guard let message = try readMessage() else {
         throw ClientError("locationd closed the connection before answering \(command)")
       }
-      if message["id"]?.intValue == id { return message }
+      if message["id"]?.intValue == id {
+        var reply = message
+        reply.replyTo = id
+        return reply
+      }
       if message["id"] == nil && message["class"] == "ERROR" {
         // An error about the connection itself (e.g. tooManyClients).
         return message
@@ -90,12 +125,12 @@ final class DaemonConnection {
   }
 
   /// Like ``call(_:_:)`` but throws the error reply as a ``ClientError``.
-  func require(_ command: String, _ members: [JSONMember] = []) throws -> JSONValue {
+  func require(_ command: String, _ members: [JSONMember] = []) throws -> Message {
     let reply = try call(command, members)
     if reply["class"] == "ERROR" {
       let code = reply["code"]?.stringValue ?? "error"
       let message = reply["message"]?.stringValue ?? "unknown error"
-      throw ClientError("\(command): \(code): \(message)", reply: reply)
+      throw ClientError("\(command): \(code): \(message)", reply: reply.value)
     }
     return reply
   }
@@ -108,7 +143,7 @@ final class DaemonConnection {
   /// The next message: a pending event first, then from the socket; `nil` at end of stream.
   ///
   /// - Throws: ``ClientError`` on a read error or an unparsable line.
-  func nextEvent() throws -> JSONValue? {
+  func nextEvent() throws -> Message? {
     if !pendingEvents.isEmpty { return pendingEvents.removeFirst() }
     return try readMessage()
   }
@@ -127,16 +162,18 @@ final class DaemonConnection {
     }
   }
 
-  private func readMessage() throws -> JSONValue? {
+  private func readMessage() throws -> Message? {
     while true {
       if let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
         let line = Array(buffer[..<newline])
         buffer.removeSubrange(...newline)
         if line.isEmpty { continue }
         do {
-          return try JSONValue.parse(line)
+          return Message(value: try JSONValue.parse(line), raw: line)
         } catch {
-          throw ClientError("locationd sent a line that is not JSON: \(String(decoding: line.prefix(200), as: UTF8.self))")
+          throw ClientError(
+            "locationd sent a line that is not JSON: \(String(decoding: line.prefix(200), as: UTF8.self))"
+          )
         }
       }
       var chunk = [UInt8](repeating: 0, count: 65_536)

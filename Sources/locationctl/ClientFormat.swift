@@ -23,11 +23,15 @@ enum Format {
     if let time = tpv["time"]?.stringValue { parts.append(time) }
     let mode = tpv["mode"]?.intValue ?? 0
     if let lat = tpv["lat"]?.doubleValue, let lon = tpv["lon"]?.doubleValue {
-      parts.append(fixed(abs(lat), 6) + (lat < 0 ? " S" : " N") + " " + fixed(abs(lon), 6) + (lon < 0 ? " W" : " E"))
+      parts.append(
+        fixed(abs(lat), 6) + (lat < 0 ? " S" : " N") + " " + fixed(abs(lon), 6)
+          + (lon < 0 ? " W" : " E"))
     } else {
       parts.append("no position")
     }
-    if let alt = tpv["altMSL"]?.doubleValue ?? tpv["alt"]?.doubleValue { parts.append("alt \(fixed(alt, 1)) m") }
+    if let alt = tpv["altMSL"]?.doubleValue ?? tpv["alt"]?.doubleValue {
+      parts.append("alt \(fixed(alt, 1)) m")
+    }
     if let speed = tpv["speed"]?.doubleValue { parts.append("speed \(fixed(speed, 2)) m/s") }
     if let track = tpv["track"]?.doubleValue { parts.append("course \(fixed(track, 1))°") }
     if let eph = tpv["eph"]?.doubleValue { parts.append("±\(fixed(eph, 1)) m") }
@@ -39,15 +43,20 @@ enum Format {
   static func tracking(_ reply: JSONValue) -> String {
     guard reply["tracking"] == true else { return "tracking: off" }
     var filters: [String] = []
-    if let value = reply["distanceFilter"]?.doubleValue { filters.append("distance filter \(value) m") }
+    if let value = reply["distanceFilter"]?.doubleValue {
+      filters.append("distance filter \(value) m")
+    }
     if let value = reply["minInterval"]?.doubleValue { filters.append("min interval \(value) s") }
-    if let value = reply["desiredAccuracy"]?.doubleValue { filters.append("desired accuracy \(value) m") }
+    if let value = reply["desiredAccuracy"]?.doubleValue {
+      filters.append("desired accuracy \(value) m")
+    }
     return "tracking: on" + (filters.isEmpty ? "" : " (" + filters.joined(separator: ", ") + ")")
   }
 
   static func status(_ reply: JSONValue) -> String {
     let backend = reply["backend"]
-    var backendText = (backend?["uri"]?.stringValue ?? "?") + " (" + (backend?["state"]?.stringValue ?? "?") + ")"
+    var backendText =
+      (backend?["uri"]?.stringValue ?? "?") + " (" + (backend?["state"]?.stringValue ?? "?") + ")"
     if let detail = backend?["detail"]?.stringValue { backendText += ": " + detail }
     return """
       authorization: \(reply["authorization"]?.stringValue ?? "?")
@@ -69,7 +78,8 @@ enum Format {
     if reply["class"] == "OK" { return "ok" }
     let center = reply["center"]
     var lines = [
-      "center: " + fixed(center?["lat"]?.doubleValue ?? 0, 6) + ", " + fixed(center?["lon"]?.doubleValue ?? 0, 6),
+      "center: " + fixed(center?["lat"]?.doubleValue ?? 0, 6) + ", "
+        + fixed(center?["lon"]?.doubleValue ?? 0, 6),
       "zoom: " + (reply["zoom"]?.doubleValue.map { fixed($0, 2) } ?? "?"),
       "mode: " + (reply["mode"]?.stringValue ?? "?"),
     ]
@@ -77,7 +87,9 @@ enum Format {
     lines.append("annotations: \(annotations.count)")
     for annotation in annotations {
       var line = "  " + (annotation["id"]?.stringValue ?? "?") + "  "
-      line += fixed(annotation["lat"]?.doubleValue ?? 0, 6) + ", " + fixed(annotation["lon"]?.doubleValue ?? 0, 6)
+      line +=
+        fixed(annotation["lat"]?.doubleValue ?? 0, 6) + ", "
+        + fixed(annotation["lon"]?.doubleValue ?? 0, 6)
       if let title = annotation["title"]?.stringValue, !title.isEmpty { line += "  " + title }
       if let subtitle = annotation["subtitle"]?.stringValue { line += " (" + subtitle + ")" }
       lines.append(line)
@@ -96,7 +108,9 @@ enum Format {
     switch event["class"]?.stringValue {
     case "TPV": return fix(event)
     case "BACKEND":
-      var text = "backend " + (event["uri"]?.stringValue ?? "?") + ": " + (event["state"]?.stringValue ?? "?")
+      var text =
+        "backend " + (event["uri"]?.stringValue ?? "?") + ": "
+        + (event["state"]?.stringValue ?? "?")
       if let detail = event["detail"]?.stringValue { text += " (" + detail + ")" }
       return text
     case "WARNING": return "warning: " + (event["message"]?.stringValue ?? "")

@@ -60,7 +60,8 @@ let usageText = """
 /// Runs the subcommand named by `arguments` and returns the exit status.
 func dispatch(_ arguments: [String]) -> Int32 {
   var options = ClientOptions(
-    socketPath: getenv("LOCATIOND_SOCKET").map { String(cString: $0) } ?? Configuration.defaultSocketPath)
+    socketPath: getenv("LOCATIOND_SOCKET").map { String(cString: $0) }
+      ?? Configuration.defaultSocketPath)
   var rest: [String] = []
   var index = 0
   var command: String?
@@ -132,7 +133,8 @@ struct ArgumentList {
   ///   - valued: option names that take a value (`--distance-filter`).
   ///   - flags: option names without a value (`--svg`).
   /// - Throws: ``UsageError`` for unknown options or a missing value.
-  init(_ arguments: [String], valued: Set<String> = [], flags allowedFlags: Set<String> = []) throws {
+  init(_ arguments: [String], valued: Set<String> = [], flags allowedFlags: Set<String> = []) throws
+  {
     var index = 0
     while index < arguments.count {
       let argument = arguments[index]
@@ -167,7 +169,9 @@ struct ArgumentList {
   /// - Throws: ``UsageError`` when the value is not a finite number.
   func number(_ name: String) throws -> Double? {
     guard let text = values[name] else { return nil }
-    guard let value = Double(text), value.isFinite else { throw UsageError("\(name) needs a number, got \(text)") }
+    guard let value = Double(text), value.isFinite else {
+      throw UsageError("\(name) needs a number, got \(text)")
+    }
     return value
   }
 }
@@ -176,6 +180,8 @@ struct ArgumentList {
 ///
 /// - Throws: ``UsageError`` naming the argument.
 func parseNumber(_ text: String, _ name: String) throws -> Double {
-  guard let value = Double(text), value.isFinite else { throw UsageError("\(name) must be a number, got \(text)") }
+  guard let value = Double(text), value.isFinite else {
+    throw UsageError("\(name) must be a number, got \(text)")
+  }
   return value
 }

@@ -33,7 +33,9 @@ struct ConfigurationTests {
 
       """
     let configuration = try Configuration.parse(
-      arguments: ["--config", "/etc/locationd.conf", "--socket=/tmp/flag.sock", "--state-dir", "/tmp/state"],
+      arguments: [
+        "--config", "/etc/locationd.conf", "--socket=/tmp/flag.sock", "--state-dir", "/tmp/state",
+      ],
       readFile: files(["/etc/locationd.conf": file]))
     #expect(configuration.backend == .simulate(route: nil))
     #expect(configuration.socketPath == "/tmp/flag.sock")
@@ -46,7 +48,8 @@ struct ConfigurationTests {
   @Test("reload re-reads the file and keeps the flags")
   func reload() throws {
     let first = try Configuration.parse(
-      arguments: ["--config", "/c", "--group", "gps"], readFile: files(["/c": "max-clients = 4\ngroup = other\n"]))
+      arguments: ["--config", "/c", "--group", "gps"],
+      readFile: files(["/c": "max-clients = 4\ngroup = other\n"]))
     #expect(first.maxClients == 4)
     #expect(first.group == "gps")
     let second = try first.reloaded(readFile: files(["/c": "max-clients = 9\n"]))
@@ -75,7 +78,8 @@ struct ConfigurationTests {
   func errors(arguments: [String], fragment: String) {
     do {
       _ = try Configuration.parse(
-        arguments: arguments, readFile: files(["/bad": "backend = simulate\ncolour = red\n", "/noequals": "backend\n"]))
+        arguments: arguments,
+        readFile: files(["/bad": "backend = simulate\ncolour = red\n", "/noequals": "backend\n"]))
       Issue.record("accepted \(arguments)")
     } catch {
       #expect(error.description.contains(fragment), "\(error.description)")
@@ -87,15 +91,27 @@ struct ConfigurationTests {
     arguments: [
       ("simulate", BackendURI.simulate(route: nil), "simulate"),
       ("simulate:/srv/route.gpx", .simulate(route: "/srv/route.gpx"), "simulate:/srv/route.gpx"),
-      ("replay:/logs/a.nmea", .replay(path: "/logs/a.nmea", speed: 1, loop: false), "replay:/logs/a.nmea"),
       (
-        "replay:/logs/a.nmea?speed=10&loop=true", .replay(path: "/logs/a.nmea", speed: 10, loop: true),
+        "replay:/logs/a.nmea", .replay(path: "/logs/a.nmea", speed: 1, loop: false),
+        "replay:/logs/a.nmea"
+      ),
+      (
+        "replay:/logs/a.nmea?speed=0", .replay(path: "/logs/a.nmea", speed: 0, loop: false),
+        "replay:/logs/a.nmea?speed=0"
+      ),
+      (
+        "replay:/logs/a.nmea?speed=10&loop=true",
+        .replay(path: "/logs/a.nmea", speed: 10, loop: true),
         "replay:/logs/a.nmea?speed=10&loop=true"
       ),
       ("gpsd", .gpsd(host: "localhost", port: 2947, device: nil), "gpsd://localhost:2947"),
-      ("gpsd://127.0.0.1:2950", .gpsd(host: "127.0.0.1", port: 2950, device: nil), "gpsd://127.0.0.1:2950"),
       (
-        "gpsd://gps.local:2947/dev/ttyACM0", .gpsd(host: "gps.local", port: 2947, device: "/dev/ttyACM0"),
+        "gpsd://127.0.0.1:2950", .gpsd(host: "127.0.0.1", port: 2950, device: nil),
+        "gpsd://127.0.0.1:2950"
+      ),
+      (
+        "gpsd://gps.local:2947/dev/ttyACM0",
+        .gpsd(host: "gps.local", port: 2947, device: "/dev/ttyACM0"),
         "gpsd://gps.local:2947/dev/ttyACM0"
       ),
       ("gpsd://[::1]:2947", .gpsd(host: "::1", port: 2947, device: nil), "gpsd://[::1]:2947"),

@@ -7,9 +7,13 @@ import Testing
 /// The built `locationctl` next to the test binary (`swift build --build-tests` builds it).
 private func locationctlPath() throws -> String {
   let testBinary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-  let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+  let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
     .deletingLastPathComponent()
-  for candidate in [testBinary.appendingPathComponent("locationctl").path, packageRoot.path + "/.build/debug/locationctl"]
+    .deletingLastPathComponent()
+  for candidate in [
+    testBinary.appendingPathComponent("locationctl").path,
+    packageRoot.path + "/.build/debug/locationctl",
+  ]
   where access(candidate, X_OK) == 0 {
     return candidate
   }
@@ -46,6 +50,8 @@ struct ControlClientTests {
     #expect(run.status == 0, "\(run.stderr)")
     let lines = run.stdout.split(separator: "\n")
     #expect(lines.count == 1)
+    #expect(
+      run.stdout.hasPrefix(#"{"class":"STATUS","authorization":"authorized","tracking":false,"#))
     let status = try JSONValue.parse(Array((lines.first ?? "").utf8))
     #expect(status["class"] == "STATUS")
     #expect(status["authorization"] == "authorized")
@@ -76,12 +82,15 @@ struct ControlClientTests {
     #expect(usage.stderr.contains("annotate takes ID LAT LON [TITLE]"))
     let unknown = try await locationctl(["frobnicate"])
     #expect(unknown.status == 64)
-    let annotate = try await locationctl(["--socket", fixture.path, "annotate", "home", "49.5", "-123.25", "Home"])
+    let annotate = try await locationctl([
+      "--socket", fixture.path, "annotate", "home", "49.5", "-123.25", "Home",
+    ])
     #expect(annotate.status == 0)
     #expect(
       fixture.handler.handled.withLock { $0 }.contains(
         .annotate(
-          AnnotationRequest(id: "home", coordinate: .init(latitude: 49.5, longitude: -123.25), title: "Home"))))
+          AnnotationRequest(
+            id: "home", coordinate: .init(latitude: 49.5, longitude: -123.25), title: "Home"))))
     await fixture.stop()
   }
 

@@ -5,7 +5,7 @@ import Testing
 @testable import LocationServer
 
 /// A datagram socket standing in for systemd's notification socket.
-private final class DatagramListener {
+final class DatagramListener {
   let fd: Int32
   let name: String
 
@@ -26,7 +26,9 @@ private final class DatagramListener {
     let deadline = ContinuousClock.now + .seconds(5)
     var buffer = [UInt8](repeating: 0, count: 4096)
     while ContinuousClock.now < deadline {
-      let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+      let count = buffer.withUnsafeMutableBytes {
+        recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT))
+      }
       if count >= 0 { return String(decoding: buffer[0..<count], as: UTF8.self) }
       try? await Task.sleep(for: .milliseconds(2))
     }
@@ -36,16 +38,21 @@ private final class DatagramListener {
 
 @Suite("sd_notify")
 struct NotifierTests {
-  @Test("READY, STATUS, WATCHDOG, STOPPING and RELOADING reach a path socket", arguments: [false, true])
+  @Test(
+    "READY, STATUS, WATCHDOG, STOPPING and RELOADING reach a path socket", arguments: [false, true])
   func notifications(abstract: Bool) async throws {
     let directory = try TemporaryDirectory()
     defer { directory.remove() }
-    let path = abstract ? "@locationd-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))" : directory.path + "/notify"
+    let path =
+      abstract
+      ? "@locationd-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+      : directory.path + "/notify"
     let listener = try DatagramListener(path: path)
     let notifier = SystemdNotifier(environment: ["NOTIFY_SOCKET": path])
     #expect(notifier.isEnabled)
     #expect(notifier.ready(status: "listening on /run/locationd/locationd.sock"))
-    #expect(await listener.receive() == "READY=1\nSTATUS=listening on /run/locationd/locationd.sock")
+    #expect(
+      await listener.receive() == "READY=1\nSTATUS=listening on /run/locationd/locationd.sock")
     #expect(notifier.status("3 clients\nnew line"))
     #expect(await listener.receive() == "STATUS=3 clients new line")
     #expect(notifier.watchdog())
@@ -86,7 +93,8 @@ struct NotifierTests {
     defer { directory.remove() }
     let listener = try DatagramListener(path: directory.path + "/notify")
     let notifier = SystemdNotifier(
-      environment: ["NOTIFY_SOCKET": directory.path + "/notify", "WATCHDOG_USEC": "40000"], pid: getpid())
+      environment: ["NOTIFY_SOCKET": directory.path + "/notify", "WATCHDOG_USEC": "40000"],
+      pid: getpid())
     #expect(notifier.watchdogInterval == .milliseconds(20))
     let task = Task { await notifier.runWatchdog() }
     #expect(await listener.receive() == "WATCHDOG=1")

@@ -24,7 +24,8 @@ private func runUnprivilegedClient(socketPath: String) async throws -> [String] 
   let process = Process()
   process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
   process.arguments = [
-    "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script, socketPath,
+    "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script,
+    socketPath,
   ]
   let output = Pipe()
   process.standardOutput = output
@@ -83,11 +84,17 @@ struct PeerTests {
 
   @Test("Authorizer: root always, group by primary gid, unknown group denies")
   func authorizer() {
-    #expect(Authorizer(groupName: nil).decide(for: PeerCredentials(pid: 1, uid: 0, gid: 0)).status == .authorized)
-    #expect(Authorizer(groupName: nil).decide(for: PeerCredentials(pid: 1, uid: 65534, gid: 65534)).status == .denied)
-    let nogroup = Authorizer(groupName: "nogroup").decide(for: PeerCredentials(pid: 1, uid: 65534, gid: 1))
+    #expect(
+      Authorizer(groupName: nil).decide(for: PeerCredentials(pid: 1, uid: 0, gid: 0)).status
+        == .authorized)
+    #expect(
+      Authorizer(groupName: nil).decide(for: PeerCredentials(pid: 1, uid: 65534, gid: 65534)).status
+        == .denied)
+    let nogroup = Authorizer(groupName: "nogroup").decide(
+      for: PeerCredentials(pid: 1, uid: 65534, gid: 1))
     #expect(nogroup.status == .authorized)  // nobody's primary group from the passwd entry
-    let missing = Authorizer(groupName: "no-such-group-xyz").decide(for: PeerCredentials(pid: 1, uid: 65534, gid: 65534))
+    let missing = Authorizer(groupName: "no-such-group-xyz").decide(
+      for: PeerCredentials(pid: 1, uid: 65534, gid: 65534))
     #expect(missing.status == .denied)
     #expect(missing.reason == "noSuchGroup")
     #expect(Authorizer.groupID(named: "root") == 0)
@@ -107,7 +114,9 @@ struct ListeningSocketTests {
     #expect(info.st_mode & 0o777 == 0o660)
     #expect(info.st_mode & S_IFMT == S_IFSOCK)
     #expect(info.st_gid == 65534)
-    #expect(throws: ListenError.alreadyListening(path)) { try ListeningSocket.create(path: path, group: nil) }
+    #expect(throws: ListenError.alreadyListening(path)) {
+      try ListeningSocket.create(path: path, group: nil)
+    }
     // Close without unlinking: a stale socket file remains.
     Glibc.close(first.fd)
     #expect(lstat(path, &info) == 0)
@@ -132,7 +141,9 @@ struct ListeningSocketTests {
     defer { directory.remove() }
     let path = directory.path + "/file"
     _ = FileManager.default.createFile(atPath: path, contents: Data("x".utf8))
-    #expect(throws: ListenError.notASocket(path)) { try ListeningSocket.create(path: path, group: nil) }
+    #expect(throws: ListenError.notASocket(path)) {
+      try ListeningSocket.create(path: path, group: nil)
+    }
     #expect(throws: ListenError.noSuchGroup("no-such-group-xyz")) {
       try ListeningSocket.create(path: directory.path + "/s.sock", group: "no-such-group-xyz")
     }
@@ -144,9 +155,11 @@ struct ListeningSocketTests {
     defer { directory.remove() }
     let path = directory.path + "/activated.sock"
     let made = try ListeningSocket.create(path: path, group: nil)
-    let adopted = try ListeningSocket.adopt(fd: made.fd, path: path)
+    let adopted = try ListeningSocket.adopt(fd: made.fd, path: "/run/locationd/locationd.sock")
     #expect(adopted.isActivated)
-    let server = SocketServer(socket: adopted, handler: FakeHandler(), authorizer: Authorizer(groupName: nil))
+    #expect(adopted.path == path, "the bound address, not the configured path")
+    let server = SocketServer(
+      socket: adopted, handler: FakeHandler(), authorizer: Authorizer(groupName: nil))
     try server.start()
     let client = try TestClient(path: path)
     #expect(try await client.roundTrip(#"{"cmd":"status"}"#)?["class"] == "STATUS")
@@ -156,7 +169,9 @@ struct ListeningSocketTests {
     #expect(lstat(path, &info) == 0, "an activated socket's file belongs to systemd and stays")
     let plain = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
     defer { Glibc.close(plain) }
-    #expect(throws: ListenError.invalidActivatedSocket(fd: plain)) { try ListeningSocket.adopt(fd: plain, path: path) }
+    #expect(throws: ListenError.invalidActivatedSocket(fd: plain)) {
+      try ListeningSocket.adopt(fd: plain, path: path)
+    }
   }
 
   @Test(

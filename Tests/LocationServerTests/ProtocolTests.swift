@@ -1,7 +1,7 @@
+import NMEA
 import Testing
 
 @testable import LocationServer
-import NMEA
 
 @Suite("Request parsing")
 struct ProtocolTests {
@@ -24,14 +24,18 @@ struct ProtocolTests {
       (#"{"cmd":"watch"}"#, .watch(enable: true)),
       (#"{"cmd":"watch","enable":false}"#, .watch(enable: false)),
       (#"{"cmd":"center"}"#, .centerOnLocation),
-      (#"{"cmd":"setCenter","lat":49.27,"lon":-123.18}"#, .setCenter(Coordinate(latitude: 49.27, longitude: -123.18))),
+      (
+        #"{"cmd":"setCenter","lat":49.27,"lon":-123.18}"#,
+        .setCenter(Coordinate(latitude: 49.27, longitude: -123.18))
+      ),
       (#"{"cmd":"zoom","zoom":15}"#, .zoom(15)),
       (#"{"cmd":"mode","mode":"followWithHeading"}"#, .mode(.followWithHeading)),
       (
         #"{"cmd":"annotate","annotation":{"id":"home","lat":1.5,"lon":2,"title":"Home","subtitle":"s","kind":"poi"}}"#,
         .annotate(
           AnnotationRequest(
-            id: "home", coordinate: Coordinate(latitude: 1.5, longitude: 2), title: "Home", subtitle: "s", kind: "poi"))
+            id: "home", coordinate: Coordinate(latitude: 1.5, longitude: 2), title: "Home",
+            subtitle: "s", kind: "poi"))
       ),
       (
         #"{"cmd":"annotate","id":9,"annotation":{"id":"a","lat":0,"lon":0}}"#,
@@ -44,6 +48,7 @@ struct ProtocolTests {
       (#"{"cmd":"replay","action":"resume"}"#, .replay(.resume)),
       (#"{"cmd":"replay","action":"seek","value":120}"#, .replay(.seek(seconds: 120))),
       (#"{"cmd":"replay","action":"speed","value":10}"#, .replay(.speed(10))),
+      (#"{"cmd":"replay","action":"speed","value":0}"#, .replay(.speed(0))),
       (#"{"cmd":"replay","action":"step"}"#, .replay(.step(epochs: 1))),
       (#"{"cmd":"replay","action":"step","value":5}"#, .replay(.step(epochs: 5))),
     ])
@@ -57,8 +62,10 @@ struct ProtocolTests {
     #expect(try parse(#"{"cmd":"status","id":"abc"}"#).id == .string("abc"))
     #expect(try parse(#"{"cmd":"status","id":12}"#).id == .number(12))
     #expect(try parse(#"{"cmd":"status"}"#).id == nil)
-    #expect(Reply.ok(.stop).json(id: .number(12)).jsonString == #"{"class":"OK","id":12,"cmd":"stop"}"#)
-    #expect(Reply.ok(.stop).json(id: .number(1.5)).jsonString == #"{"class":"OK","id":1.5,"cmd":"stop"}"#)
+    #expect(
+      Reply.ok(.stop).json(id: .number(12)).jsonString == #"{"class":"OK","id":12,"cmd":"stop"}"#)
+    #expect(
+      Reply.ok(.stop).json(id: .number(1.5)).jsonString == #"{"class":"OK","id":1.5,"cmd":"stop"}"#)
     #expect(
       Reply.error(.noFix, message: "no fix yet").json(id: .string("q")).jsonString
         == #"{"class":"ERROR","id":"q","code":"noFix","message":"no fix yet"}"#)
@@ -86,14 +93,17 @@ struct ProtocolTests {
       (#"{"cmd":"annotate","annotation":"a"}"#, .invalidArgument),
       (#"{"cmd":"annotate","annotation":{"id":"","lat":0,"lon":0}}"#, .invalidArgument),
       (#"{"cmd":"annotate","annotation":{"id":"a","lat":0,"lon":0,"title":3}}"#, .invalidArgument),
-      (#"{"cmd":"annotate","annotation":{"id":"a","lat":0,"lon":0,"color":"red"}}"#, .invalidArgument),
+      (
+        #"{"cmd":"annotate","annotation":{"id":"a","lat":0,"lon":0,"color":"red"}}"#,
+        .invalidArgument
+      ),
       (#"{"cmd":"annotate","annotation":{"id":"a","lat":-91,"lon":0}}"#, .invalidArgument),
       (#"{"cmd":"remove"}"#, .invalidArgument),
       (#"{"cmd":"remove","annotation":7}"#, .invalidArgument),
       (#"{"cmd":"map","format":"png"}"#, .invalidArgument),
       (#"{"cmd":"replay"}"#, .invalidArgument),
       (#"{"cmd":"replay","action":"rewind"}"#, .invalidArgument),
-      (#"{"cmd":"replay","action":"speed","value":0}"#, .invalidArgument),
+      (#"{"cmd":"replay","action":"speed","value":-1}"#, .invalidArgument),
       (#"{"cmd":"replay","action":"step","value":1.5}"#, .invalidArgument),
       (#"{"cmd":"watch","enable":"yes"}"#, .invalidArgument),
     ])
@@ -119,20 +129,27 @@ struct ProtocolTests {
   }
 }
 
-
 @Suite("JSON encoding")
 struct JSONTests {
   @Test("strings are escaped; non-finite numbers are null; integral doubles have no fraction")
   func encoding() {
-    let value: JSONValue = ["s": .string("a\"b\\c\nd\u{1}"), "n": .double(.nan), "i": .double(3), "f": .double(0.25)]
+    let value: JSONValue = [
+      "s": .string("a\"b\\c\nd\u{1}"), "n": .double(.nan), "i": .double(3), "f": .double(0.25),
+    ]
     #expect(value.jsonString == #"{"s":"a\"b\\c\nd\u0001","n":null,"i":3,"f":0.25}"#)
   }
 
   @Test("members are appended to encoded objects")
   func appending() {
     let missed = [JSONMember("missed", 3)]
-    #expect(String(decoding: JSONValue.appending(missed, toEncodedObject: Array(#"{"a":1}"#.utf8)), as: UTF8.self) == #"{"a":1,"missed":3}"#)
-    #expect(String(decoding: JSONValue.appending(missed, toEncodedObject: Array("{ }".utf8)), as: UTF8.self) == #"{ "missed":3}"#)
+    #expect(
+      String(
+        decoding: JSONValue.appending(missed, toEncodedObject: Array(#"{"a":1}"#.utf8)),
+        as: UTF8.self) == #"{"a":1,"missed":3}"#)
+    #expect(
+      String(
+        decoding: JSONValue.appending(missed, toEncodedObject: Array("{ }".utf8)), as: UTF8.self)
+        == #"{ "missed":3}"#)
   }
 
   @Test("decoding round-trips nested values")
@@ -146,7 +163,8 @@ struct JSONTests {
   @Test("status and map replies have the documented shape")
   func shapes() throws {
     let status = Reply.status(
-      authorization: .authorized, tracking: true, backendURI: "simulate", backendState: .connected, detail: nil,
+      authorization: .authorized, tracking: true, backendURI: "simulate", backendState: .connected,
+      detail: nil,
       initial: .raw(Array(#"{"class":"TPV","mode":3}"#.utf8)), current: nil, clients: 2
     ).json(id: nil)
     #expect(
@@ -155,7 +173,9 @@ struct JSONTests {
     )
     let map = Reply.map(
       center: Coordinate(latitude: 49.5, longitude: -123.25), zoom: 15, mode: .follow,
-      annotations: [AnnotationRequest(id: "h", coordinate: Coordinate(latitude: 1, longitude: 2), title: "Home")]
+      annotations: [
+        AnnotationRequest(id: "h", coordinate: Coordinate(latitude: 1, longitude: 2), title: "Home")
+      ]
     ).json(id: nil)
     #expect(
       map.jsonString
@@ -170,7 +190,9 @@ struct LineReaderTests {
     "{\"cmd\":\"status\"}\n\r\n   \n{\"cmd\":\"stop\"}\r\n\(String(repeating: "x", count: 300))\n{\"cmd\":\"start\"}\n"
       .utf8)
 
-  @Test("any chunking gives the same lines; a long line is reported once and skipped", arguments: [1, 2, 7, 82, 4096])
+  @Test(
+    "any chunking gives the same lines; a long line is reported once and skipped",
+    arguments: [1, 2, 7, 82, 4096])
   func chunking(size: Int) {
     var reader = LineReader(maximumLength: 100)
     var items: [LineReader.Item] = []
@@ -182,7 +204,8 @@ struct LineReaderTests {
     }
     #expect(
       items == [
-        .line(Array("{\"cmd\":\"status\"}".utf8)), .line(Array("{\"cmd\":\"stop\"}".utf8)), .tooLong,
+        .line(Array("{\"cmd\":\"status\"}".utf8)), .line(Array("{\"cmd\":\"stop\"}".utf8)),
+        .tooLong,
         .line(Array("{\"cmd\":\"start\"}".utf8)),
       ])
     #expect(reader.bufferedCount == 0)

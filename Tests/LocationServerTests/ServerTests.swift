@@ -138,7 +138,8 @@ struct ServerTests {
     var fastLast = -1
     for batch in stride(from: 0, to: total, by: 100) {
       for sequence in batch..<(batch + 100) {
-        fixture.server.broadcast(.location(["class": "TPV", "seq": .int(Int64(sequence)), "pad": .string(padding)]))
+        fixture.server.broadcast(
+          .location(["class": "TPV", "seq": .int(Int64(sequence)), "pad": .string(padding)]))
       }
       while fastLast < batch + 99 {
         guard let event = await fast.readJSON(timeout: .seconds(5)) else { break }
@@ -166,7 +167,8 @@ struct ServerTests {
     // Phase 2: non-coalescible events: the stalled client exceeds 256 KiB and is dropped.
     for batch in stride(from: 0, to: 1000, by: 50) {
       for sequence in batch..<(batch + 50) {
-        fixture.server.broadcast(Event(body: ["class": "NOTE", "seq": .int(Int64(sequence)), "pad": .string(padding)]))
+        fixture.server.broadcast(
+          Event(body: ["class": "NOTE", "seq": .int(Int64(sequence)), "pad": .string(padding)]))
       }
       for sequence in batch..<(batch + 50) {
         let event = await fast.readJSON(timeout: .seconds(5))
@@ -179,6 +181,19 @@ struct ServerTests {
     #expect(await eventually { fixture.handler.watchers.withLock { $0.count } == 2 })
     #expect(await stalled.waitForClose())
     #expect(try await fast.roundTrip(#"{"cmd":"status"}"#)?["class"] == "STATUS")
+    await fixture.stop()
+  }
+
+  @Test("a client that shuts down its sending side still gets its replies, then EOF")
+  func halfClose() async throws {
+    let fixture = try ServerFixture()
+    let client = try fixture.connect()
+    try await client.send("{\"cmd\":\"status\",\"id\":1}\n{\"cmd\":\"status\",\"id\":2}\n")
+    Glibc.shutdown(client.fd, Int32(SHUT_WR))
+    #expect(await client.readJSON()?["id"] == .int(1))
+    #expect(await client.readJSON()?["id"] == .int(2))
+    #expect(await client.waitForClose())
+    #expect(await eventually { fixture.server.clientCount == 0 })
     await fixture.stop()
   }
 

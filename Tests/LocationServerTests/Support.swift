@@ -134,7 +134,8 @@ final class FakeHandler: RequestHandler {
     switch request.command {
     case .status:
       return .status(
-        authorization: client.authorization, tracking: false, backendURI: "simulate", backendState: .stopped,
+        authorization: client.authorization, tracking: false, backendURI: "simulate",
+        backendState: .stopped,
         initial: nil, current: nil, clients: 1)
     case .start(let options): return .tracking(true, options: options)
     case .stop: return .tracking(false)
@@ -167,7 +168,8 @@ struct ServerFixture {
     path = directory.path + "/run/locationd.sock"
     let socket = try ListeningSocket.create(path: path, group: nil)
     handler = FakeHandler()
-    server = SocketServer(socket: socket, handler: handler, authorizer: Authorizer(groupName: group), options: options)
+    server = SocketServer(
+      socket: socket, handler: handler, authorizer: Authorizer(groupName: group), options: options)
     try server.start()
   }
 

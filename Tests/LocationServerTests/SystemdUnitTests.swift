@@ -2,11 +2,14 @@ import Foundation
 import Glibc
 import Testing
 
-private let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+private let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+  .deletingLastPathComponent()
   .deletingLastPathComponent().path
 
 /// Runs a program and returns its exit status and combined output.
-private func run(_ executable: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
+private func run(_ executable: String, _ arguments: [String]) async throws -> (
+  status: Int32, output: String
+) {
   let process = Process()
   process.executableURL = URL(fileURLWithPath: executable)
   process.arguments = arguments
@@ -14,7 +17,10 @@ private func run(_ executable: String, _ arguments: [String]) async throws -> (s
   process.standardOutput = output
   process.standardError = output
   try await runToExit(process)
-  return (process.terminationStatus, String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+  return (
+    process.terminationStatus,
+    String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+  )
 }
 
 @Suite("systemd units")
@@ -24,7 +30,9 @@ struct SystemdUnitTests {
   /// The built locationd (ExecStart must name an existing binary for `verify`).
   private func builtDaemon() throws -> String {
     let testBinary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    for candidate in [testBinary.appendingPathComponent("locationd").path, packageRoot + "/.build/debug/locationd"]
+    for candidate in [
+      testBinary.appendingPathComponent("locationd").path, packageRoot + "/.build/debug/locationd",
+    ]
     where access(candidate, X_OK) == 0 {
       return candidate
     }
@@ -36,14 +44,22 @@ struct SystemdUnitTests {
     try #require(access(analyze, X_OK) == 0, "systemd-analyze is missing: run scripts/setup")
     let directory = try TemporaryDirectory()
     defer { directory.remove() }
-    let service = try String(contentsOfFile: packageRoot + "/systemd/locationd.service", encoding: .utf8)
+    let service = try String(
+      contentsOfFile: packageRoot + "/systemd/locationd.service", encoding: .utf8)
     #expect(service.contains("ExecStart=/usr/local/bin/locationd "))
-    try service.replacingOccurrences(of: "ExecStart=/usr/local/bin/locationd ", with: "ExecStart=\(try builtDaemon()) ")
-      .write(toFile: directory.path + "/locationd.service", atomically: true, encoding: .utf8)
+    try service.replacingOccurrences(
+      of: "ExecStart=/usr/local/bin/locationd ", with: "ExecStart=\(try builtDaemon()) "
+    )
+    .write(toFile: directory.path + "/locationd.service", atomically: true, encoding: .utf8)
     try FileManager.default.copyItem(
-      atPath: packageRoot + "/systemd/locationd.socket", toPath: directory.path + "/locationd.socket")
+      atPath: packageRoot + "/systemd/locationd.socket",
+      toPath: directory.path + "/locationd.socket")
     let result = try await run(
-      analyze, ["verify", "--man=no", directory.path + "/locationd.service", directory.path + "/locationd.socket"])
+      analyze,
+      [
+        "verify", "--man=no", directory.path + "/locationd.service",
+        directory.path + "/locationd.socket",
+      ])
     #expect(result.status == 0)
     #expect(result.output == "", "systemd-analyze verify said: \(result.output)")
   }
@@ -51,10 +67,14 @@ struct SystemdUnitTests {
   @Test("locationd.service exposure is at most 2.0")
   func security() async throws {
     try #require(access(analyze, X_OK) == 0, "systemd-analyze is missing: run scripts/setup")
-    let result = try await run(analyze, ["security", "--offline=true", packageRoot + "/systemd/locationd.service"])
-    let line = result.output.split(separator: "\n").first { $0.contains("Overall exposure level") } ?? ""
+    let result = try await run(
+      analyze, ["security", "--offline=true", packageRoot + "/systemd/locationd.service"])
+    let line =
+      result.output.split(separator: "\n").first { $0.contains("Overall exposure level") } ?? ""
     let figure = line.split(separator: ":").last?.split(separator: " ").first.flatMap { Double($0) }
-    print("systemd-analyze security: locationd.service exposure \(figure.map { String($0) } ?? "unknown")")
+    print(
+      "systemd-analyze security: locationd.service exposure \(figure.map { String($0) } ?? "unknown")"
+    )
     let score = try #require(figure, "no exposure figure in: \(result.output.suffix(300))")
     #expect(score <= 2.0)
   }

@@ -1,0 +1,299 @@
+import Foundation
+import Glibc
+import LocationCore
+import LocationTestKit
+import NMEA
+import Synchronization
+import Testing
+
+extension EndToEnd {
+  /// Issue 6: simulated GPS hardware (a pty) -> a real private gpsd -> a real
+  /// `locationd --backend gpsd://...` -> `locationctl --json watch`.
+  @Suite("End to end: gpsd through locationd", .serialized, .timeLimit(.minutes(1)))
+  struct GPSDEndToEndTests {
+    @Test(
+      "the watching client gets the fixes written to the pty; gpspipe on the same gpsd sees the same"
+    )
+    func fixesThroughGPSDMatchThePty() throws {
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      let written = PtyWrites()
+      let receiver = try startReceiver(scratch.file("gps0"), written)
+      defer { receiver.stop() }
+      let gpsd = try PrivateGPSD(device: receiver.linkPath)
+      try gpsd.start()
+      defer { gpsd.stop() }
+      let daemon = try DaemonProcess(scratch: scratch, backend: "gpsd://127.0.0.1:\(gpsd.port)")
+      defer { daemon.stop() }
+      try daemon.waitUntilReady()
+      let watch = try WatchProcess(socket: daemon.socketPath, output: scratch.file("watch.out"))
+      defer { watch.stop() }
+
+      // gpspipe reads the same gpsd meanwhile (40 lines: VERSION, DEVICES, WATCH, then TPV/SKY).
+      let (piped, pipedOutput) = try gpsdTPVs(port: gpsd.port, count: 40)
+      #expect(
+        waitUntil(timeout: 15) { watch.fixes().count >= 30 },
+        "30 fixes through locationd; got \(watch.fixes().count):\n\(watch.output)\n\(daemon.log)")
+
+      let fixes = watch.fixes()
+      #expect(fixes.count >= 30)
+      var previous: Int64 = .min
+      for fix in fixes {
+        let epoch = written.epoch(at: fix.time)
+        #expect(epoch != nil, "the client's fix at \(fix.time) ms was written to the pty")
+        guard let coordinate = epoch?.coordinate else { continue }
+        #expect(abs(fix.latitude - coordinate.latitude) < 1e-6, "latitude at \(fix.time)")
+        #expect(abs(fix.longitude - coordinate.longitude) < 1e-6, "longitude at \(fix.time)")
+        #expect(fix.time > previous, "one fix per epoch, in order (\(fix.time) after \(previous))")
+        previous = fix.time
+      }
+      // Consecutive fixes are consecutive epochs: nothing lost on the way (10 Hz, 100 ms apart).
+      let steps = zip(fixes.dropFirst(), fixes).map { $0.time - $1.time }
+      #expect(steps.allSatisfy { $0 == 100 }, "epochs 100 ms apart, got steps \(Set(steps))")
+
+      #expect(piped.count >= 10, "gpspipe saw \(piped.count) TPVs with a position:\n\(pipedOutput)")
+      for fix in piped {
+        let epoch = written.epoch(at: fix.time)
+        #expect(epoch != nil, "gpspipe's fix at \(fix.time) ms was written to the pty")
+        guard let coordinate = epoch?.coordinate else { continue }
+        #expect(abs(fix.latitude - coordinate.latitude) < 1e-6)
+        #expect(abs(fix.longitude - coordinate.longitude) < 1e-6)
+      }
+      // Both clients saw some of the same epochs, at the same positions.
+      let clientTimes = Set(fixes.map(\.time))
+      #expect(piped.contains { clientTimes.contains($0.time) }, "gpspipe and the client overlap")
+    }
+
+    @Test(
+      "gpsd killed and restarted while a client watches: disconnected, connected, fixes within 2 s")
+    func gpsdRestartIsSeenByTheWatchingClient() throws {
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      let written = PtyWrites()
+      let receiver = try startReceiver(scratch.file("gps0"), written)
+      defer { receiver.stop() }
+      let gpsd = try PrivateGPSD(device: receiver.linkPath)
+      try gpsd.start()
+      defer { gpsd.stop() }
+      let daemon = try DaemonProcess(scratch: scratch, backend: "gpsd://127.0.0.1:\(gpsd.port)")
+      defer { daemon.stop() }
+      try daemon.waitUntilReady()
+      let watch = try WatchProcess(socket: daemon.socketPath, output: scratch.file("watch.out"))
+      defer { watch.stop() }
+      try #require(
+        waitUntil(timeout: 15) { watch.fixes().count >= 5 },
+        "fixes before the restart:\n\(watch.output)")
+      let clientPID = watch.pid
+
+      gpsd.kill()
+      #expect(
+        waitUntil(timeout: 10) { watch.events().contains { $0.state == "disconnected" } },
+        "BACKEND disconnected after gpsd died:\n\(watch.output)")
+      let fixesBeforeRestart = watch.fixes().count
+      usleep(300_000)
+      let restartedAt = now()
+      try gpsd.start()
+      var resumedAt: Double?
+      _ = waitUntil(timeout: 5) {
+        let events = watch.events()
+        guard let lost = events.firstIndex(where: { $0.state == "disconnected" }),
+          let back = events[lost...].firstIndex(where: { $0.state == "connected" }),
+          events[back...].contains(where: { $0.isFix })
+        else { return false }
+        resumedAt = now()
+        return true
+      }
+      let events = watch.events()
+      let states = events.compactMap(\.state)
+      let lost = states.firstIndex(of: "disconnected")
+      #expect(lost != nil, "disconnected reported: \(states)")
+      if let lost {
+        #expect(states[lost...].contains("connected"), "connected after disconnected: \(states)")
+      }
+      #expect(resumedAt != nil, "fixes resumed after the restart:\n\(watch.output)\n\(daemon.log)")
+      if let resumedAt {
+        #expect(
+          resumedAt - restartedAt < 2,
+          "fixes resumed \(resumedAt - restartedAt) s after gpsd's restart")
+      }
+      #expect(watch.fixes().count > fixesBeforeRestart)
+      // The same client process, still connected: it never had to reconnect.
+      #expect(watch.isRunning && watch.pid == clientPID, "locationctl watch kept its connection")
+      // Fixes after the restart are still the pty's epochs.
+      for fix in watch.fixes().suffix(3) {
+        let coordinate = written.epoch(at: fix.time)?.coordinate
+        #expect(coordinate != nil, "fix at \(fix.time) after the restart was written to the pty")
+        if let coordinate { #expect(abs(fix.latitude - coordinate.latitude) < 1e-6) }
+      }
+    }
+
+    /// Starts the simulated receiver at 10 Hz on `link`, recording every epoch written.
+    private func startReceiver(_ link: String, _ written: PtyWrites) throws -> SimulatedReceiver {
+      let receiver = try SimulatedReceiver(linkPath: link, onWrite: { written.record($0.fix) })
+      try receiver.start(rate: 10) { elapsed in gpsdRouteFix(Int((elapsed * 10).rounded())) }
+      return receiver
+    }
+  }
+}
+
+/// 2026-03-14T12:00:00Z in milliseconds since 1970: the first epoch written to the pty.
+private let gpsdRouteStart: Int64 = 1_773_489_600_000
+
+/// Epoch `index` of a 10 Hz route north-east from Munich, with small wiggles so that positions
+/// differ in every digit pattern.
+private func gpsdRouteFix(_ index: Int) -> Fix {
+  var fix = Fix(mode: .fix3D)
+  fix.time = gpsdRouteStart + Int64(index) * 100
+  fix.quality = .gps
+  let wiggle = Double((index * 7919) % 101) * 1.3e-7
+  fix.coordinate = Coordinate(
+    latitude: 48.137_154 + Double(index) * 8.1e-6 + wiggle,
+    longitude: 11.576_124 + Double(index) * 1.21e-5 - wiggle)
+  fix.altitudeMSL = 519.5 + Double(index % 50) * 0.1
+  fix.geoidSeparation = 47.3
+  fix.speedOverGround = 12.5
+  fix.courseOverGround = 45
+  fix.hdop = 0.9
+  fix.vdop = 1.3
+  fix.pdop = 1.6
+  fix.satellitesUsed = 4
+  fix.satellites = [
+    Satellite(constellation: .gps, prn: 3, elevation: 61, azimuth: 120, snr: 44, used: true),
+    Satellite(constellation: .gps, prn: 8, elevation: 35, azimuth: 250, snr: 40, used: true),
+    Satellite(constellation: .gps, prn: 14, elevation: 20, azimuth: 40, snr: 35, used: true),
+    Satellite(constellation: .gps, prn: 22, elevation: 75, azimuth: 310, snr: 47, used: true),
+  ]
+  return fix
+}
+
+/// The fixes the simulated receiver wrote, by fix time (milliseconds since 1970).
+private final class PtyWrites: Sendable {
+  private let fixes = Mutex<[Int64: Fix]>([:])
+
+  func record(_ fix: Fix) {
+    guard let time = fix.time else { return }
+    fixes.withLock { $0[time] = fix }
+  }
+
+  /// The fix written for `time`; waits up to 100 ms, since gpsd may report an epoch before the
+  /// writer thread has recorded it.
+  func epoch(at time: Int64) -> Fix? {
+    for _ in 0..<10 {
+      if let fix = fixes.withLock({ $0[time] }) { return fix }
+      usleep(10_000)
+    }
+    return nil
+  }
+}
+
+/// A fix as a client printed it: time (ms since 1970) and position (degrees).
+private struct ClientFix {
+  var time: Int64
+  var latitude: Double
+  var longitude: Double
+}
+
+/// One line of `locationctl --json watch`: a TPV with a position, or a BACKEND state.
+private struct WatchLine {
+  var state: String?
+  var isFix: Bool
+}
+
+/// `locationctl --json watch` as a child process, its output in a file.
+private final class WatchProcess {
+  private let process = Process()
+  private let outputPath: String
+
+  init(socket: String, output: String) throws {
+    outputPath = output
+    FileManager.default.createFile(atPath: output, contents: nil)
+    process.executableURL = URL(fileURLWithPath: try Products.path("locationctl"))
+    process.arguments = ["--socket", socket, "--json", "watch", "--every"]
+    process.standardInput = FileHandle.nullDevice
+    process.standardOutput = FileHandle(forWritingAtPath: output)
+    process.standardError = FileHandle(forWritingAtPath: output)
+    try process.run()
+  }
+
+  deinit { stop() }
+
+  var pid: Int32 { process.processIdentifier }
+  var isRunning: Bool { process.isRunning }
+
+  /// Everything printed so far.
+  var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
+
+  private func objects() -> [[String: Any]] {
+    output.split(separator: "\n").compactMap { line in
+      (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+    }
+  }
+
+  /// The TPVs with a position, in order.
+  func fixes() -> [ClientFix] {
+    objects().compactMap(Self.fix)
+  }
+
+  /// TPVs with a position and BACKEND states, in order.
+  func events() -> [WatchLine] {
+    objects().compactMap { object in
+      if Self.fix(object) != nil { return WatchLine(state: nil, isFix: true) }
+      if object["class"] as? String == "BACKEND", let state = object["state"] as? String {
+        return WatchLine(state: state, isFix: false)
+      }
+      return nil
+    }
+  }
+
+  private static func fix(_ object: [String: Any]) -> ClientFix? {
+    guard object["class"] as? String == "TPV", let latitude = object["lat"] as? Double,
+      let longitude = object["lon"] as? Double, let text = object["time"] as? String,
+      let time = isoMilliseconds(text)
+    else { return nil }
+    return ClientFix(time: time, latitude: latitude, longitude: longitude)
+  }
+
+  func stop() {
+    guard process.isRunning else { return }
+    kill(process.processIdentifier, SIGTERM)
+    if !waitUntil(timeout: 5, { !process.isRunning }) {
+      kill(process.processIdentifier, SIGKILL)
+      process.waitUntilExit()
+    }
+  }
+}
+
+/// `gpspipe -w -n COUNT 127.0.0.1:PORT`: the TPVs with a position (killed after 15 s).
+private func gpsdTPVs(port: UInt16, count: Int) throws -> (fixes: [ClientFix], output: String) {
+  let run = try runTool(
+    "/usr/bin/gpspipe", ["-w", "-n", String(count), "127.0.0.1:\(port)"], timeout: 15)
+  // gpsd ends its lines with CRLF, which is one Character: split the bytes.
+  let lines = Array(run.stdout.utf8).split(separator: UInt8(ascii: "\n"))
+  let fixes: [ClientFix] = lines.compactMap { line in
+    guard let object = (try? JSONSerialization.jsonObject(with: Data(line))) as? [String: Any],
+      object["class"] as? String == "TPV", let latitude = object["lat"] as? Double,
+      let longitude = object["lon"] as? Double, let text = object["time"] as? String,
+      let time = isoMilliseconds(text)
+    else { return nil }
+    return ClientFix(time: time, latitude: latitude, longitude: longitude)
+  }
+  return (fixes, String((run.stdout + run.stderr).prefix(600)))
+}
+
+/// Parses `2026-03-14T12:00:00.100Z` (gpsd's and locationd's TPV time) into ms since 1970.
+private func isoMilliseconds(_ text: String) -> Int64? {
+  let parts = text.split(whereSeparator: { "-T:Z".contains($0) })
+  guard parts.count == 6, let year = Int(parts[0]), let month = Int(parts[1]),
+    let day = Int(parts[2]),
+    let hour = Int(parts[3]), let minute = Int(parts[4]), let seconds = Double(parts[5])
+  else { return nil }
+  // days_from_civil (Howard Hinnant).
+  let y = month <= 2 ? year - 1 : year
+  let era = (y >= 0 ? y : y - 399) / 400
+  let yoe = y - era * 400
+  let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+  let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+  let days = Int64(era * 146_097 + doe - 719_468)
+  return days * 86_400_000 + Int64(hour * 3_600_000 + minute * 60_000)
+    + Int64((seconds * 1000).rounded())
+}

@@ -1,0 +1,312 @@
+import Foundation
+import Glibc
+import Testing
+
+/// Milliseconds since 1970 of a TPV `time` (`2026-11-29T21:31:59.396Z`), or `nil`.
+func tpvMilliseconds(_ tpv: JSONObject) -> Int64? {
+  guard let text = tpv["time"] as? String else { return nil }
+  let formatter = ISO8601DateFormatter()
+  formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+  guard let date = formatter.date(from: text) else { return nil }
+  return Int64((date.timeIntervalSince1970 * 1000).rounded())
+}
+
+/// Checks that a lossless watcher of `simulate?rate=10` got every fix during `window` (monotonic
+/// seconds): the simulator stamps epoch n with start + n x 100 ms however late it runs, so fix
+/// times exactly 100 ms apart mean none was lost; and fixes kept arriving (no gap of 1 s, ten
+/// fixes; a loaded 2-core machine can delay a reader a few hundred milliseconds).
+func expectContinuousFixes(
+  _ recorder: WatchRecorder, during window: ClosedRange<Double>,
+  sourceLocation: SourceLocation = #_sourceLocation
+) async {
+  let fixes = recorder.fixes
+  let inWindow = fixes.filter { window.contains($0.time) }
+  let expectedCount = Int((window.upperBound - window.lowerBound) * 10)
+  #expect(
+    inWindow.count >= expectedCount / 2,
+    "only \(inWindow.count) fixes in \(window.upperBound - window.lowerBound) s",
+    sourceLocation: sourceLocation)
+  var arrivals = fixes.map(\.time).filter {
+    $0 >= window.lowerBound - 0.5 && $0 <= window.upperBound + 0.5
+  }
+  arrivals.insert(window.lowerBound, at: 0)
+  arrivals.append(window.upperBound)
+  let longestGap = zip(arrivals, arrivals.dropFirst()).map { $1 - $0 }.max() ?? 0
+  #expect(
+    longestGap < 1.0, "a watcher waited \(longestGap) s for a fix", sourceLocation: sourceLocation)
+  let times = fixes.compactMap { tpvMilliseconds($0.tpv) }
+  #expect(times.count == fixes.count, sourceLocation: sourceLocation)
+  let steps = zip(times, times.dropFirst()).map { $1 - $0 }
+  #expect(
+    steps.allSatisfy { $0 == 100 },
+    "fix time steps (ms) show lost or reordered fixes: \(steps)",
+    sourceLocation: sourceLocation)
+  #expect(fixes.allSatisfy { $0.tpv["missed"] == nil }, sourceLocation: sourceLocation)
+  #expect(!recorder.wasClosed, "the watcher was disconnected", sourceLocation: sourceLocation)
+}
+
+extension EndToEnd {
+  /// Issue 5, tests 2 and 3: unauthorized peers and malformed input.
+  @Suite("End to end: unauthorized and misbehaving clients", .serialized)
+  struct HostileClientEndToEndTests {
+    /// Sends every request at once as uid 65534 and prints whatever comes back within 1.5 s.
+    static let unprivilegedScript = """
+      import socket, sys, time
+      s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+      s.connect(sys.argv[1])
+      requests = [
+        '{"cmd":"request","id":1}', '{"cmd":"status","id":2}', '{"cmd":"watch","id":3}',
+        '{"cmd":"watch","coalesce":false,"id":4}', '{"cmd":"start","id":5}', '{"cmd":"location","id":6}',
+        '{"cmd":"map","id":7}', '{"cmd":"annotate","id":8,"annotation":{"id":"x","lat":1,"lon":2}}',
+        '{"cmd":"center","id":9}', '{"cmd":"zoom","zoom":3,"id":10}', '{"cmd":"replay","action":"pause","id":11}',
+        '{"cmd":"status","id":12}']
+      s.sendall(("\\n".join(requests) + "\\n").encode())
+      s.settimeout(0.1)
+      data = b""
+      end = time.time() + 1.5
+      while time.time() < end:
+          try:
+              chunk = s.recv(65536)
+          except socket.timeout:
+              continue
+          if not chunk:
+              break
+          data += chunk
+      sys.stdout.write(data.decode())
+      """
+
+    static func unprivileged(_ arguments: [String]) async throws -> ToolRun {
+      try await runTool(
+        "/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups"] + arguments)
+    }
+
+    @Test(
+      "an unprivileged peer is denied, gets notAuthorized for everything else and no locations",
+      .timeLimit(.minutes(1)))
+    func unauthorizedPeer() async throws {
+      try #require(getuid() == 0, "needs root to run a client as uid 65534")
+      try #require(access("/usr/bin/python3", X_OK) == 0 && access("/usr/bin/setpriv", X_OK) == 0)
+      let scratch = try Scratch(mode: 0o755)
+      defer { scratch.remove() }
+      // --group "": root only. The daemon creates its socket 0660; open it to everyone so that
+      // uid 65534 can connect at all: authorization is decided from SO_PEERCRED, not file modes.
+      let daemon = try DaemonProcess(scratch: scratch, backend: "simulate?rate=10", group: "")
+      defer { daemon.cleanUp() }
+      try await daemon.waitUntilReady()
+      chmod(daemon.socketPath, 0o666)
+
+      let watcher = try await WatchRecorder.start(path: daemon.socketPath, coalesce: true)
+      defer { watcher.stop() }
+      let started = now()
+      let run = try await Self.unprivileged([
+        "/usr/bin/python3", "-c", Self.unprivilegedScript, daemon.socketPath,
+      ])
+      let finished = now()
+      #expect(run.status == 0, "\(run.stderr)")
+      let replies = run.lines.compactMap(parseObject)
+      #expect(replies.count == run.lines.count, "lines that are not JSON: \(run.stdout)")
+      var byID: [Int: JSONObject] = [:]
+      for reply in replies { if let id = reply["id"] as? Int { byID[id] = reply } }
+      // Only replies: no TPV, BACKEND, MAP or other event reached the unauthorized peer.
+      #expect(
+        replies.allSatisfy { $0["id"] != nil },
+        "events reached the unauthorized peer: \(run.stdout)")
+      #expect(!replies.contains { $0["class"] as? String == "TPV" })
+      #expect(byID.count == 12, "replies: \(run.stdout)")
+      #expect(
+        byID[1]?["class"] as? String == "ERROR" && byID[1]?["code"] as? String == "notAuthorized",
+        "\(byID[1] ?? [:])")
+      for id in [3, 4, 5, 6, 7, 8, 9, 10, 11] {
+        #expect(
+          byID[id]?["code"] as? String == "notAuthorized",
+          "request \(id): \(byID[id].map(encodeLine) ?? "none")")
+      }
+      for id in [2, 12] {
+        let status = byID[id]
+        #expect(status?["class"] as? String == "STATUS")
+        #expect(status?["authorization"] as? String == "denied")
+        // status is open to everyone, but it must not tell an unauthorized peer where we are.
+        #expect(
+          status?["current"] is NSNull && status?["initial"] is NSNull,
+          "status leaks locations: \(status.map(encodeLine) ?? "")")
+      }
+      // Meanwhile the authorized watcher kept receiving fixes.
+      #expect(watcher.fixes.filter { (started...finished).contains($0.time) }.count >= 5)
+
+      // locationctl as uid 65534: request is refused (exit 1, notAuthorized); start too.
+      let request = try await Self.unprivileged([
+        try Products.path("locationctl"), "--socket", daemon.socketPath, "request",
+      ])
+      #expect(request.status == 1)
+      #expect(request.stderr.contains("notAuthorized"), "\(request.stderr)")
+      let start = try await Self.unprivileged([
+        try Products.path("locationctl"), "--socket", daemon.socketPath, "start",
+      ])
+      #expect(start.status == 1)
+      #expect(start.stderr.contains("notAuthorized"), "\(start.stderr)")
+      let status = try await Self.unprivileged([
+        try Products.path("locationctl"), "--socket", daemon.socketPath, "--json", "status",
+      ])
+      #expect(
+        parseObject(status.stdout)?["authorization"] as? String == "denied",
+        "\(status.stdout) \(status.stderr)")
+
+      // Nothing the peer asked for happened: no annotation, no zoom change.
+      let map = try await locationctl(daemon.socketPath, ["map"])
+      let annotations = (parseObject(map.stdout)?["annotations"] as? [JSONObject] ?? []).compactMap
+      { $0["id"] as? String }
+      #expect(!annotations.contains("x"))
+      #expect(parseObject(map.stdout)?["zoom"] as? Double != 3)
+      #expect(await daemon.stop() == 0, "\(daemon.log)")
+    }
+
+    @Test(
+      "malformed JSON, unknown commands, a 1 MB line and half requests get their errors; watchers keep their fixes",
+      .timeLimit(.minutes(1)))
+    func malformedInput() async throws {
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      let daemon = try DaemonProcess(scratch: scratch, backend: "simulate?rate=10")
+      defer { daemon.cleanUp() }
+      try await daemon.waitUntilReady()
+      let watcher = try await WatchRecorder.start(path: daemon.socketPath, coalesce: false)
+      defer { watcher.stop() }
+      #expect(await waitUntil(timeout: 5) { watcher.fixes.count >= 3 }, "the watcher got no fixes")
+      let started = now()
+
+      let client = try LineClient(path: daemon.socketPath)
+      _ = try await client.require("request", class: "AUTHORIZATION")
+      func expectError(
+        _ line: String, _ code: String, id: Any? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
+      ) async throws {
+        try client.send(line + "\n")
+        let reply = try await client.readObject(timeout: 10)
+        #expect(reply?["class"] as? String == "ERROR", sourceLocation: sourceLocation)
+        #expect(
+          reply?["code"] as? String == code,
+          "\(line.prefix(80)) -> \(reply.map(encodeLine) ?? "nothing")",
+          sourceLocation: sourceLocation)
+        #expect(
+          jsonEqual(reply?["id"], id), "id of \(reply.map(encodeLine) ?? "")",
+          sourceLocation: sourceLocation)
+        let message = reply?["message"] as? String ?? ""
+        #expect(message.count > 0, "an error without a message", sourceLocation: sourceLocation)
+      }
+      try await expectError("{not json", "malformedJSON")
+      try await expectError(#"{"cmd":"status""#, "malformedJSON")
+      try await expectError("[1,2,3]", "malformedJSON")
+      try await expectError("\u{01}\u{ff}garbage", "malformedJSON")
+      try await expectError(#"{"cmd":"fly","id":"f1"}"#, "unknownCommand", id: "f1")
+      try await expectError(#"{"id":7}"#, "unknownCommand", id: 7)
+      try await expectError(#"{"cmd":42,"id":8}"#, "unknownCommand", id: 8)
+      try await expectError(#"{"cmd":"zoom","zoom":99,"id":9}"#, "invalidArgument", id: 9)
+      // A 1 MB line: one lineTooLong (the daemon discards up to the newline), then back in sync.
+      try await expectError(String(repeating: "x", count: 1 << 20), "lineTooLong")
+      try await expectError(
+        #"{"cmd":"status","pad":""# + String(repeating: "y", count: 1 << 20) + #""}"#, "lineTooLong"
+      )
+      // The connection is still up and answers in order.
+      let status = try await client.require("status", class: "STATUS")
+      #expect(status["authorization"] as? String == "authorized")
+      #expect(
+        await client.readLine(timeout: 0.2) == nil && !client.closedByPeer,
+        "an extra line or a close after lineTooLong")
+
+      // Half a request, then a full close: dropped without an answer, and forgotten by the server.
+      let halfClose = try LineClient(path: daemon.socketPath)
+      try halfClose.send(#"{"cmd":"request","id":1}"# + "\n" + #"{"cmd":"sta"#)
+      #expect(try await halfClose.readObject()?["class"] as? String == "AUTHORIZATION")
+      halfClose.close()
+      // Half a request, then end of input (write side shut): the daemon closes without a reply.
+      let halfShut = try LineClient(path: daemon.socketPath)
+      try halfShut.send(#"{"cmd":"status","id":1}"# + "\n" + #"{"cmd":"loc"#)
+      halfShut.closeWrite()
+      #expect(try await halfShut.readObject()?["class"] as? String == "STATUS")
+      #expect(
+        await halfShut.readLine(timeout: 5) == nil && halfShut.closedByPeer,
+        "the daemon kept a half-closed client open")
+      // Both are gone: the watcher and this client remain.
+      #expect(
+        try await waitUntil(timeout: 5) {
+          try await client.require("status", class: "STATUS")["clients"] as? Int == 2
+        },
+        "clients: \(daemon.log)")
+      await pause(0.3)
+      let finished = now()
+
+      // The watcher received every fix meanwhile, on time.
+      await pause(0.2)
+      await expectContinuousFixes(watcher, during: started...finished)
+      #expect(daemon.log.contains("lineTooLong"))
+      #expect(await daemon.stop() == 0, "\(daemon.log)")
+    }
+  }
+}
+
+extension EndToEnd.HostileClientEndToEndTests {
+  @Test(
+    "a client that floods requests and never reads its replies is dropped; a watcher keeps every fix",
+    .timeLimit(.minutes(1)))
+  func requestFlood() async throws {
+    let scratch = try Scratch()
+    defer { scratch.remove() }
+    let daemon = try DaemonProcess(scratch: scratch, backend: "simulate?rate=10")
+    defer { daemon.cleanUp() }
+    try await daemon.waitUntilReady()
+    let watcher = try await WatchRecorder.start(path: daemon.socketPath, coalesce: false)
+    defer { watcher.stop() }
+    #expect(await waitUntil(timeout: 5) { watcher.fixes.count >= 3 }, "the watcher got no fixes")
+    let started = now()
+
+    // 50,000 status requests (about 1 MB) written by another thread, replies never read: the
+    // daemon stops reading at its pending-request bound and drops the client once its replies
+    // exceed the backlog bound, so the writer's send fails.
+    let flooder = try LineClient(path: daemon.socketPath)
+    _ = try await flooder.require("request", class: "AUTHORIZATION")
+    let outcome = FloodOutcome()
+    Thread {
+      let line = Array(#"{"cmd":"status"}"#.utf8) + [UInt8(ascii: "\n")]
+      var batch: [UInt8] = []
+      for _ in 0..<1000 { batch += line }
+      for _ in 0..<50 {
+        do { try flooder.send(batch) } catch {
+          outcome.finish(dropped: true)
+          return
+        }
+      }
+      outcome.finish(dropped: false)
+    }.start()
+    let dropped = await outcome.wait(timeout: 30)
+    #expect(dropped == true, "the flooding client was not dropped (\(String(describing: dropped)))")
+    // The daemon logs the reason just after closing the connection.
+    try await daemon.waitForLog("reason=slowClient", timeout: 5)
+    await pause(0.3)
+    let finished = now()
+    await expectContinuousFixes(watcher, during: started...finished)
+
+    // The daemon still serves new clients.
+    let client = try LineClient(path: daemon.socketPath)
+    #expect(try await client.require("status", class: "STATUS")["clients"] as? Int == 2)
+    #expect(await daemon.stop() == 0, "\(daemon.log.suffix(1500))")
+  }
+}
+
+/// How the flooding thread ended.
+final class FloodOutcome: @unchecked Sendable {
+  private let lock = NSLock()
+  private var dropped: Bool?
+
+  func finish(dropped: Bool) { lock.withLock { self.dropped = dropped } }
+
+  /// `true` when the daemon dropped the connection, `false` when every request was sent, `nil`
+  /// when the thread still blocks after `timeout` seconds.
+  func wait(timeout: Double) async -> Bool? {
+    let deadline = now() + timeout
+    while now() < deadline {
+      if let result = lock.withLock({ dropped }) { return result }
+      await pause(0.005)
+    }
+    return lock.withLock { dropped }
+  }
+}

@@ -1,0 +1,243 @@
+import Foundation
+import Glibc
+import Testing
+
+/// A stand-in for systemd's notification socket: a Unix datagram socket bound in a directory.
+final class NotifyListener {
+  let path: String
+  let fd: Int32
+  /// Every datagram received, with its arrival time.
+  private(set) var messages: [(time: Double, text: String)] = []
+
+  init(path: String) throws {
+    self.path = path
+    fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard fd >= 0 else { throw E2EError("socket failed") }
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+      for (index, byte) in path.utf8.enumerated() { raw[index] = byte }
+    }
+    let bound = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+      }
+    }
+    guard bound == 0 else {
+      throw E2EError("bind \(path) failed: \(String(cString: strerror(errno)))")
+    }
+  }
+
+  deinit { close(fd) }
+
+  /// Messages before this index were matched by ``waitFor(_:timeout:)`` already.
+  private var cursor = 0
+
+  /// Waits for the next datagram (after the one the previous call matched) containing
+  /// `assignment` (e.g. `READY=1`); `false` after `timeout`.
+  @discardableResult func waitFor(_ assignment: String, timeout: Double = 10) async -> Bool {
+    let deadline = now() + timeout
+    while true {
+      if let index = messages[cursor...].firstIndex(where: {
+        $0.text.split(separator: "\n").contains(Substring(assignment))
+      }) {
+        cursor = index + 1
+        return true
+      }
+      if now() >= deadline { return false }
+      await receive(for: min(0.05, deadline - now()))
+    }
+  }
+
+  /// Receives whatever arrives within `seconds`.
+  func receive(for seconds: Double) async {
+    let deadline = now() + seconds
+    while true {
+      var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+      if poll(&descriptor, 1, 0) > 0 {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = buffer.withUnsafeMutableBytes {
+          recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT))
+        }
+        if count > 0 {
+          messages.append((now(), String(decoding: buffer[0..<count], as: UTF8.self)))
+        }
+        continue
+      }
+      if now() >= deadline { return }
+      await pause(0.001)
+    }
+  }
+
+  /// Arrival times of datagrams containing `assignment`.
+  func times(of assignment: String) -> [Double] {
+    messages.filter { $0.text.split(separator: "\n").contains(Substring(assignment)) }.map(\.time)
+  }
+}
+
+extension EndToEnd {
+  /// Issue 5, test 6 and the reload: socket activation, sd_notify, watchdog, SIGHUP.
+  @Suite("End to end: systemd integration and reload", .serialized)
+  struct SystemdEndToEndTests {
+    @Test(
+      "socket activation: READY=1 with STATUS, WATCHDOG=1 every 100 ms, clients through the passed socket, STOPPING=1",
+      .timeLimit(.minutes(1)))
+    func socketActivationAndNotify() async throws {
+      let activate = "/usr/bin/systemd-socket-activate"
+      try #require(
+        access(activate, X_OK) == 0,
+        "systemd-socket-activate is missing: install the systemd package (scripts/setup)")
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      let notify = try NotifyListener(path: scratch.file("notify.sock"))
+      let socketPath = scratch.file("l.sock")
+      var environment = ProcessInfo.processInfo.environment
+      environment["NOTIFY_SOCKET"] = notify.path
+      environment["WATCHDOG_USEC"] = "200000"
+      let daemon = try DaemonProcess(
+        executable: activate,
+        arguments: [
+          "-l", socketPath, "-E", "NOTIFY_SOCKET", "-E", "WATCHDOG_USEC",
+          try Products.path("locationd"),
+          "--socket", socketPath, "--state-dir", scratch.file("state"), "--group", "", "--backend",
+          "simulate",
+        ],
+        environment: environment, logPath: scratch.file("activate.log"), socketPath: socketPath,
+        stateDirectory: scratch.file("state"))
+      defer { daemon.cleanUp() }
+      // systemd-socket-activate listens first and starts locationd on the first connection.
+      #expect(
+        await waitUntil(timeout: 10) { access(socketPath, F_OK) == 0 }, "no socket: \(daemon.log)")
+      let client = try LineClient(path: socketPath)
+      try #require(
+        await notify.waitFor("READY=1"), "no READY=1: \(notify.messages.map(\.text)) \(daemon.log)")
+      let ready = notify.messages.first { $0.text.contains("READY=1") }?.text ?? ""
+      #expect(
+        ready.split(separator: "\n").contains {
+          $0.hasPrefix("STATUS=") && $0.contains(socketPath)
+        }, "READY without STATUS: \(ready)")
+      try await daemon.waitUntilReady()
+      #expect(daemon.log.contains("activated=true"), "\(daemon.log)")
+
+      // The client that triggered the start is served through the passed socket, and so is a new one.
+      #expect(
+        try await client.require("request", class: "AUTHORIZATION")["authorization"] as? String
+          == "authorized")
+      let second = try LineClient(path: socketPath)
+      let status = try await second.require("status", class: "STATUS")
+      #expect((status["backend"] as? JSONObject)?["uri"] as? String == "simulate")
+
+      // WATCHDOG=1 at half of WATCHDOG_USEC (100 ms).
+      await notify.receive(for: 1.0)
+      let beats = notify.times(of: "WATCHDOG=1")
+      let intervals = zip(beats, beats.dropFirst()).map { $1 - $0 }.sorted()
+      #expect(beats.count >= 6, "\(beats.count) WATCHDOG=1 in about 1 s")
+      let median = intervals.isEmpty ? 0 : intervals[intervals.count / 2]
+      #expect(median > 0.07 && median < 0.15, "median watchdog interval \(median) s")
+      #expect((intervals.last ?? 1) < 0.5, "a watchdog gap of \(intervals.last ?? 0) s")
+
+      daemon.signal(SIGTERM)
+      #expect(
+        await notify.waitFor("STOPPING=1"),
+        "no STOPPING=1: \(notify.messages.suffix(3).map(\.text))")
+      #expect(await daemon.waitForExit() == 0, "\(daemon.log)")
+      // The socket belongs to the service manager: locationd leaves it in place.
+      #expect(access(socketPath, F_OK) == 0)
+      #expect(await client.readLine(timeout: 2) == nil || client.closedByPeer)
+    }
+
+    @Test(
+      "SIGHUP re-reads max-clients from --config: the next client over the new cap gets tooManyClients",
+      .timeLimit(.minutes(1)))
+    func reloadChangesMaxClients() async throws {
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      let config = scratch.file("locationd.conf")
+      try "# test configuration\nmax-clients = 2\n".write(
+        toFile: config, atomically: true, encoding: .utf8)
+      let notify = try NotifyListener(path: scratch.file("notify.sock"))
+      var environment = ProcessInfo.processInfo.environment
+      environment["NOTIFY_SOCKET"] = notify.path
+      let socketPath = scratch.file("l.sock")
+      let daemon = try DaemonProcess(
+        executable: try Products.path("locationd"),
+        arguments: [
+          "--config", config, "--socket", socketPath, "--state-dir", scratch.file("state"),
+          "--group", "", "--backend", "simulate",
+        ],
+        environment: environment, logPath: scratch.file("locationd.log"), socketPath: socketPath,
+        stateDirectory: scratch.file("state"))
+      defer { daemon.cleanUp() }
+      try await daemon.waitUntilReady()
+      #expect(await notify.waitFor("READY=1"))
+
+      /// Connects and asks for status: the client, or the error line it got instead.
+      func connect() async throws -> (client: LineClient, reply: JSONObject) {
+        let client = try LineClient(path: socketPath)
+        do {
+          return (client, try await client.call("status"))
+        } catch {
+          // A refused client may find the connection already closed when it sends: the error
+          // line is still there to read.
+          guard let line = try await client.readObject(timeout: 5) else { throw error }
+          return (client, line)
+        }
+      }
+      func expectRefused(
+        _ attempt: (client: LineClient, reply: JSONObject),
+        sourceLocation: SourceLocation = #_sourceLocation
+      ) async {
+        #expect(
+          attempt.reply["code"] as? String == "tooManyClients", "\(encodeLine(attempt.reply))",
+          sourceLocation: sourceLocation)
+        #expect(
+          await attempt.client.readLine(timeout: 5) == nil && attempt.client.closedByPeer,
+          sourceLocation: sourceLocation)
+      }
+
+      var admitted: [LineClient] = []
+      for _ in 0..<2 {
+        let attempt = try await connect()
+        #expect(attempt.reply["class"] as? String == "STATUS")
+        admitted.append(attempt.client)
+      }
+      await expectRefused(try await connect())
+
+      // Raise the cap to 4 and reload.
+      try "max-clients = 4\n".write(toFile: config, atomically: true, encoding: .utf8)
+      daemon.signal(SIGHUP)
+      try await daemon.waitForLog("reloaded")
+      #expect(daemon.log.contains("maxClients=4"), "\(daemon.log)")
+      #expect(await notify.waitFor("RELOADING=1"))
+      #expect(await notify.waitFor("READY=1"))
+      #expect(
+        notify.messages.contains {
+          $0.text.contains("RELOADING=1") && $0.text.contains("MONOTONIC_USEC=")
+        })
+      for _ in 0..<2 {
+        let attempt = try await connect()
+        #expect(attempt.reply["class"] as? String == "STATUS", "\(encodeLine(attempt.reply))")
+        admitted.append(attempt.client)
+      }
+      await expectRefused(try await connect())
+
+      // Lower it to 1: the four connected clients stay, a new one is refused.
+      try "max-clients = 1\n".write(toFile: config, atomically: true, encoding: .utf8)
+      daemon.signal(SIGHUP)
+      #expect(
+        await waitUntil(timeout: 10) { daemon.log.components(separatedBy: "reloaded").count == 3 })
+      await expectRefused(try await connect())
+      for client in admitted {
+        #expect(try await client.call("status")["class"] as? String == "STATUS")
+      }
+
+      // A broken file keeps the old settings (logged), and the daemon keeps running.
+      try "max-clients = lots\n".write(toFile: config, atomically: true, encoding: .utf8)
+      daemon.signal(SIGHUP)
+      try await daemon.waitForLog("reloadFailed")
+      await expectRefused(try await connect())
+      #expect(try await admitted[0].call("status")["class"] as? String == "STATUS")
+      #expect(await daemon.stop() == 0, "\(daemon.log)")
+    }
+  }
+}

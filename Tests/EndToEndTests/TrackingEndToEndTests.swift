@@ -1,0 +1,275 @@
+import Foundation
+import FoundationXML
+import Glibc
+import LocationTestKit
+import Testing
+
+extension EndToEnd {
+  /// Who owns tracking (a user's `start` outlives its connection, a `watch` ends with its
+  /// connection), replay control, group authorization and shutdown as clients see them.
+  @Suite("End to end: tracking, replay control, shutdown")
+  struct TrackingEndToEndTests {
+    /// `status` through locationctl as JSON.
+    static func status(_ socket: String) async throws -> JSONObject {
+      let run = try await locationctl(socket, ["status"])
+      guard run.status == 0, let object = parseObject(run.stdout) else {
+        throw E2EError("locationctl status failed: \(run.status) \(run.stderr)")
+      }
+      return object
+    }
+
+    @Test(
+      "start outlives its connection until stop; watch tracks for its connection only; watchers get SHUTDOWN",
+      .timeLimit(.minutes(1)))
+    func trackingOwnership() async throws {
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      let daemon = try DaemonProcess(scratch: scratch, backend: "simulate?rate=10")
+      defer { daemon.cleanUp() }
+      try await daemon.waitUntilReady()
+      let socket = daemon.socketPath
+
+      var status = try await Self.status(socket)
+      #expect(status["tracking"] as? Bool == false)
+      #expect(status["current"] is NSNull, "a location before any tracking: \(encodeLine(status))")
+      let center = try await locationctl(socket, ["center"])
+      #expect(
+        center.status == 1 && center.stderr.contains("noFix"),
+        "center without a fix: \(center.stderr)")
+      let replay = try await locationctl(socket, ["replay", "pause"])
+      #expect(replay.status == 1 && replay.stderr.contains("notReplay"), "\(replay.stderr)")
+
+      // locationctl start: its connection ends at once, tracking goes on.
+      let start = try await locationctl(socket, ["start"])
+      #expect(
+        start.status == 0 && parseObject(start.stdout)?["tracking"] as? Bool == true,
+        "\(start.stderr)")
+      #expect(
+        try await waitUntil(timeout: 5) { try await Self.status(socket)["current"] is JSONObject },
+        "no current location while tracking")
+      status = try await Self.status(socket)
+      #expect(status["tracking"] as? Bool == true)
+      #expect((status["backend"] as? JSONObject)?["state"] as? String == "connected")
+      let stop = try await locationctl(socket, ["stop"])
+      #expect(
+        stop.status == 0 && parseObject(stop.stdout)?["tracking"] as? Bool == false,
+        "\(stop.stderr)")
+      #expect(
+        try await waitUntil(timeout: 5) {
+          try await Self.status(socket)["tracking"] as? Bool == false
+        })
+
+      // A watch tracks while its connection lasts.
+      var watcher: LineClient? = try LineClient(path: socket)
+      try await watcher?.authorizeAndWatch(coalesce: true)
+      #expect(try await Self.status(socket)["tracking"] as? Bool == true)
+      watcher?.close()
+      watcher = nil
+      #expect(
+        try await waitUntil(timeout: 5) {
+          try await Self.status(socket)["tracking"] as? Bool == false
+        },
+        "tracking outlived the watching connection")
+
+      // watch enable:false ends the stream on a connection that stays open.
+      let client = try LineClient(path: socket)
+      try await client.authorizeAndWatch(coalesce: true)
+      var fixes = 0
+      while fixes < 3, let event = try await client.nextEvent(timeout: 5) {
+        if event["class"] as? String == "TPV" { fixes += 1 }
+      }
+      #expect(fixes == 3)
+      let off = try await client.require("watch", ["enable": false], class: "WATCH")
+      #expect(off["enable"] as? Bool == false)
+      client.stashed.removeAll()
+      await pause(0.3)
+      var late: [String] = []
+      while let line = await client.readLine(timeout: 0.3) { late.append(line) }
+      #expect(
+        !late.contains { $0.hasPrefix(#"{"class":"TPV""#) },
+        "fixes after watch enable:false: \(late.prefix(2))")
+      #expect(try await client.require("status", class: "STATUS")["tracking"] as? Bool == false)
+
+      // SIGTERM: a watcher is told, then the connection closes.
+      let last = try LineClient(path: socket)
+      try await last.authorizeAndWatch(coalesce: true)
+      daemon.signal(SIGTERM)
+      var shutdown: JSONObject?
+      while let event = try await last.nextEvent(timeout: 5) {
+        if event["class"] as? String == "SHUTDOWN" { shutdown = event }
+      }
+      #expect(shutdown?["reason"] as? String == "SIGTERM", "no SHUTDOWN event")
+      #expect(last.closedByPeer)
+      #expect(await daemon.waitForExit() == 0, "\(daemon.log)")
+    }
+
+    @Test(
+      "replay control: step emits exactly N epochs, seek moves, resume plays the rest to endOfData",
+      .timeLimit(.minutes(1)), .enabled(if: corpusTestsEnabled, "\(NMEACorpus.missingMessage)"))
+    func replayControl() async throws {
+      guard let log = try corpusLog("mt3339.log") else { return }
+      let expected = try await decodedFixes(log)
+      let times = expected.compactMap(tpvMilliseconds)
+      try #require(times.count == expected.count && expected.count == 30)
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      let daemon = try DaemonProcess(scratch: scratch, backend: "replay:\(log)?speed=0&paused=true")
+      defer { daemon.cleanUp() }
+      try await daemon.waitUntilReady()
+      let watcher = try LineClient(path: daemon.socketPath)
+      try await watcher.authorizeAndWatch(coalesce: false)
+
+      /// The TPVs that arrive within `seconds`.
+      func fixesArriving(within seconds: Double) async throws -> [JSONObject] {
+        var fixes: [JSONObject] = []
+        let deadline = now() + seconds
+        while let event = try await watcher.nextEvent(timeout: max(0.01, deadline - now())) {
+          if event["class"] as? String == "TPV" { fixes.append(event) }
+        }
+        return fixes
+      }
+      #expect(try await fixesArriving(within: 0.3).isEmpty, "a paused replay emitted fixes")
+
+      var run = try await locationctl(daemon.socketPath, ["replay", "step", "5"])
+      #expect(run.status == 0, "\(run.stderr)")
+      #expect(parseObject(run.stdout)?["state"] as? String == "paused", "\(run.stdout)")
+      let stepped = try await fixesArriving(within: 0.5)
+      #expect(
+        firstDifference(received: stepped, expected: Array(expected.prefix(5))) == nil,
+        "\(firstDifference(received: stepped, expected: Array(expected.prefix(5))) ?? "")")
+
+      run = try await locationctl(daemon.socketPath, ["replay", "seek", "20"])
+      #expect(run.status == 0, "\(run.stderr)")
+      run = try await locationctl(daemon.socketPath, ["replay", "step"])
+      #expect(run.status == 0, "\(run.stderr)")
+      let afterSeek = try await fixesArriving(within: 0.5)
+      let target = try #require(times.firstIndex { $0 - times[0] >= 20_000 })
+      #expect(
+        firstDifference(received: afterSeek, expected: [expected[target]]) == nil,
+        "\(firstDifference(received: afterSeek, expected: [expected[target]]) ?? "")")
+
+      run = try await locationctl(daemon.socketPath, ["replay", "resume"])
+      #expect(
+        run.status == 0 && parseObject(run.stdout)?["state"] as? String != "paused", "\(run.stdout)"
+      )
+      let (rest, _) = try await watcher.collectUntilEndOfData(timeout: 10)
+      let remaining = Array(expected[(target + 1)...])
+      #expect(
+        firstDifference(received: rest, expected: remaining) == nil,
+        "\(firstDifference(received: rest, expected: remaining) ?? "")")
+      let final = try await locationctl(daemon.socketPath, ["replay", "pause"])
+      #expect(
+        parseObject(final.stdout)?["state"] as? String == "endOfData",
+        "\(final.stdout) \(final.stderr)")
+      #expect(await daemon.stop() == 0, "\(daemon.log)")
+    }
+
+    @Test(
+      "a member of the configured group (uid 65534 in nogroup) is authorized and gets fixes",
+      .timeLimit(.minutes(1)))
+    func groupMemberIsAuthorized() async throws {
+      try #require(getuid() == 0, "needs root to run a client as uid 65534")
+      try #require(access("/usr/bin/python3", X_OK) == 0 && access("/usr/bin/setpriv", X_OK) == 0)
+      let scratch = try Scratch(mode: 0o755)
+      defer { scratch.remove() }
+      let daemon = try DaemonProcess(
+        scratch: scratch, backend: "simulate?rate=10", group: "nogroup")
+      defer { daemon.cleanUp() }
+      try await daemon.waitUntilReady()
+      // Authorization is by SO_PEERCRED; the file mode only decides who can connect at all.
+      chmod(daemon.socketPath, 0o666)
+      let script = """
+        import socket, sys, time
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(sys.argv[1])
+        s.sendall(b'{"cmd":"request","id":1}\\n{"cmd":"watch","id":2}\\n')
+        s.settimeout(0.1)
+        data = b""
+        end = time.time() + 1.0
+        while time.time() < end:
+            try:
+                chunk = s.recv(65536)
+            except socket.timeout:
+                continue
+            if not chunk:
+                break
+            data += chunk
+        sys.stdout.write(data.decode())
+        """
+      let run = try await runTool(
+        "/usr/bin/setpriv",
+        [
+          "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script,
+          daemon.socketPath,
+        ])
+      let messages = run.lines.compactMap(parseObject)
+      #expect(
+        messages.first { $0["id"] as? Int == 1 }?["authorization"] as? String == "authorized",
+        "\(run.stdout)")
+      #expect(
+        messages.first { $0["id"] as? Int == 2 }?["class"] as? String == "WATCH", "\(run.stdout)")
+      #expect(
+        messages.filter { $0["class"] as? String == "TPV" }.count >= 3, "\(run.stdout.prefix(500))")
+      #expect(await daemon.stop() == 0, "\(daemon.log)")
+    }
+  }
+}
+
+extension EndToEnd.TrackingEndToEndTests {
+  @Test(
+    "annotation text with quotes, markup, control characters and emoji survives map, GeoJSON, SVG and a restart",
+    .timeLimit(.minutes(1)))
+  func annotationTextRoundTrips() async throws {
+    let scratch = try Scratch()
+    defer { scratch.remove() }
+    var daemon = try DaemonProcess(scratch: scratch, backend: "simulate", name: "first")
+    try await daemon.waitUntilReady()
+    let title = "He said \"hi\" <b>&amp;</b>\n\ttab \\ back ✓ 😀 \u{7}"
+    let subtitle = "]]></text><script>alert(1)</script>"
+    var client = try LineClient(path: daemon.socketPath)
+    _ = try await client.require("request", class: "AUTHORIZATION")
+    _ = try await client.require(
+      "annotate",
+      [
+        "annotation": [
+          "id": "ü \"id\"", "lat": 10.5, "lon": -20.25, "title": title, "subtitle": subtitle,
+          "kind": "<poi>",
+        ]
+      ],
+      class: "MAP")
+    func checkMap(_ map: JSONObject, sourceLocation: SourceLocation = #_sourceLocation) async {
+      let annotation = (map["annotations"] as? [JSONObject])?.first {
+        $0["id"] as? String == "ü \"id\""
+      }
+      #expect(annotation?["title"] as? String == title, sourceLocation: sourceLocation)
+      #expect(annotation?["subtitle"] as? String == subtitle, sourceLocation: sourceLocation)
+      #expect(annotation?["kind"] as? String == "<poi>", sourceLocation: sourceLocation)
+    }
+    await checkMap(try await client.require("map", class: "MAP"))
+
+    let geo = try await client.require("map", ["format": "geojson"], class: "MAP")
+    let features = (geo["geojson"] as? JSONObject)?["features"] as? [JSONObject] ?? []
+    let properties = features.compactMap { $0["properties"] as? JSONObject }
+    #expect(properties.contains { $0["title"] as? String == title }, "geojson: \(encodeLine(geo))")
+
+    let svg = try #require(
+      try await client.require("map", ["format": "svg"], class: "MAP")["svg"] as? String)
+    #expect(
+      !svg.contains("<script>") && !svg.contains("<b>") && !svg.contains("<poi>"),
+      "unescaped markup in the SVG")
+    #expect(svg.contains("&lt;b&gt;") || svg.contains("&#60;b&#62;"), "the title is not in the SVG")
+    // The SVG must be well-formed XML.
+    let parser = XMLParser(data: Data(svg.utf8))
+    #expect(
+      parser.parse(), "SVG is not well-formed XML: \(parser.parserError.map { "\($0)" } ?? "")")
+
+    #expect(await daemon.stop() == 0)
+    daemon = try DaemonProcess(scratch: scratch, backend: "simulate", name: "second")
+    defer { daemon.cleanUp() }
+    try await daemon.waitUntilReady()
+    client = try LineClient(path: daemon.socketPath)
+    _ = try await client.require("request", class: "AUTHORIZATION")
+    await checkMap(try await client.require("map", class: "MAP"))
+    #expect(await daemon.stop() == 0)
+  }
+}
