@@ -80,6 +80,21 @@ public final class PrivateGPSD: @unchecked Sendable {
   ///
   /// Waits with `Task.sleep`, never blocking a thread of the concurrency pool.
   public func start(timeout: Double = 5) async throws {
+    let process = try launch()
+    let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+    while ContinuousClock.now < deadline {
+      if Self.canConnect(port: port) { return }
+      if !Self.isAlive(process.processIdentifier) { break }
+      try await Task.sleep(for: .milliseconds(10))
+    }
+    kill()
+    throw Failure.notListening(
+      port: port, output: "exit status \(process.isRunning ? -1 : process.terminationStatus)")
+  }
+
+  /// Spawns gpsd (private port, control socket and shared-memory key) without waiting.
+  @discardableResult
+  private func launch() throws -> Process {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments =
@@ -97,15 +112,22 @@ public final class PrivateGPSD: @unchecked Sendable {
       self.process = process
       pids.insert(process.processIdentifier)
     }
+    return process
+  }
+
+  /// Starts gpsd and waits until it accepts TCP connections (at most `timeout` seconds), for
+  /// synchronous callers: it sleeps the calling thread. Async code gets the overload above, which
+  /// does not block a thread of the concurrency pool.
+  public func start(timeout: Double = 5) throws {
+    try launch()
     let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
     while ContinuousClock.now < deadline {
       if Self.canConnect(port: port) { return }
-      if !Self.isAlive(process.processIdentifier) { break }
-      try await Task.sleep(for: .milliseconds(10))
+      if let pid = lock.withLock({ process?.processIdentifier }), !Self.isAlive(pid) { break }
+      usleep(10_000)
     }
     kill()
-    throw Failure.notListening(
-      port: port, output: "exit status \(process.isRunning ? -1 : process.terminationStatus)")
+    throw Failure.notListening(port: port, output: "gpsd exited or did not listen in time")
   }
 
   /// Kills gpsd with `signal` (SIGKILL by default: a crash) and waits, at most 3 s, until it has
@@ -217,7 +239,7 @@ extension Process {
   /// Waits until the process has exited, at most `timeout`, polling with `Task.sleep` so no thread
   /// of the concurrency pool blocks (tests run in parallel on as many threads as cores). Returns
   /// whether it exited.
-  public func waitForExit(timeout: Duration = .seconds(20)) async -> Bool {
+  public func hasExited(within timeout: Duration = .seconds(20)) async -> Bool {
     let deadline = ContinuousClock.now + timeout
     while isRunning && ContinuousClock.now < deadline {
       try? await Task.sleep(for: .milliseconds(10))

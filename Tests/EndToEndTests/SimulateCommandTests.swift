@@ -55,7 +55,7 @@ struct SimulateCommandTests {
     gpspipe.standardOutput = FileHandle.nullDevice
     gpspipe.standardError = FileHandle.nullDevice
     try gpspipe.run()
-    let gpspipeExited = await gpspipe.waitForExit()
+    let gpspipeExited = await gpspipe.hasExited()
     if !gpspipeExited { gpspipe.terminate() }
     #expect(gpspipeExited, "gpspipe printed 40 lines within 20 s")
     let data = try Data(contentsOf: URL(fileURLWithPath: outputPath))
@@ -86,7 +86,7 @@ struct SimulateCommandTests {
 
     // SIGINT: the simulator stops, removes the link and exits 0.
     simulator.interrupt()
-    #expect(await simulator.waitForExit(), "locationctl simulate exits after SIGINT")
+    #expect(await simulator.hasExited(), "locationctl simulate exits after SIGINT")
     #expect(simulator.terminationStatus == 0)
     #expect(
       (try? FileManager.default.destinationOfSymbolicLink(atPath: link)) == nil, "link removed")
@@ -117,7 +117,7 @@ struct SimulateCommandTests {
     let errors = Pipe()
     simulator.standardError = errors
     try simulator.run()
-    #expect(await simulator.waitForExit())
+    #expect(await simulator.hasExited())
     let messages = String(
       decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     #expect(simulator.terminationStatus == 0, "\(messages)")
@@ -138,7 +138,7 @@ struct SimulateCommandTests {
     let errors = Pipe()
     simulator.standardError = errors
     try simulator.run()
-    #expect(await simulator.waitForExit())
+    #expect(await simulator.hasExited())
     #expect(simulator.terminationStatus == 1)
     let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     #expect(message.contains("is not a symbolic link"))
@@ -154,7 +154,7 @@ struct SimulateCommandTests {
     simulator.arguments = arguments
     simulator.standardError = FileHandle.nullDevice
     try simulator.run()
-    #expect(await simulator.waitForExit())
+    #expect(await simulator.hasExited())
     #expect(simulator.terminationStatus == 64)
   }
 }

@@ -313,7 +313,7 @@ func gpspipeTPVs(port: UInt16, count: Int) async throws -> [(
   process.standardOutput = FileHandle.nullDevice
   process.standardError = FileHandle.nullDevice
   try process.run()
-  let exited = await process.waitForExit(timeout: .seconds(20))
+  let exited = await process.hasExited(within: .seconds(20))
   if !exited { process.terminate() }
   #expect(exited, "gpspipe printed \(count) lines within 20 s")
   let data = try Data(contentsOf: URL(fileURLWithPath: outputPath))
