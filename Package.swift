@@ -18,9 +18,12 @@ let package = Package(
   targets: [
     // libgps through pkg-config; only GPSDBackend imports it.
     .systemLibrary(name: "CGPS", pkgConfig: "libgps", providers: [.apt(["libgps-dev"])]),
+    // libxml2 for GPX route files (instead of Foundation's XMLParser, which links all of
+    // Foundation and ICU into the daemon).
+    .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
     // NMEA 0183 framing, parsing, fix assembly and encoding; pure, no I/O.
     .target(name: "NMEA", swiftSettings: swiftSettings, linkerSettings: [.linkedLibrary("m")]),
-    .target(name: "LocationCore", dependencies: ["NMEA"], swiftSettings: swiftSettings),
+    .target(name: "LocationCore", dependencies: ["NMEA", "CLibXML2"], swiftSettings: swiftSettings),
     .target(name: "GPSDBackend", dependencies: ["CGPS", "LocationCore", "NMEA"], swiftSettings: swiftSettings),
     .target(name: "MapState", dependencies: ["NMEA"], swiftSettings: swiftSettings),
     .target(

@@ -1,11 +1,6 @@
+import CLibXML2
+import Glibc
 import NMEA
-
-#if canImport(FoundationXML)
-  import Foundation
-  import FoundationXML
-#else
-  import Foundation
-#endif
 
 /// Why a GPX file could not become a route.
 public enum GPXError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -48,33 +43,58 @@ public struct GPXPoint: Sendable, Hashable {
 
 /// Reads the points of a GPX 1.0/1.1 file (Topografix GPX schema): the first route's `rtept`s if
 /// there is a route, else all `trkpt`s of the tracks in order, else the `wpt`s.
+///
+/// XML is parsed by libxml2 (no network access, no entity expansion beyond the document).
 public enum GPXReader {
+  /// Largest GPX file accepted, bytes.
+  public static let maximumFileSize = 64 * 1024 * 1024
+
   /// Reads and parses the GPX file at `path`.
   ///
   /// - Throws: ``GPXError``.
   public static func points(contentsOf path: String) throws(GPXError) -> [GPXPoint] {
-    let data: Data
-    do {
-      data = try Data(contentsOf: URL(fileURLWithPath: path))
-    } catch {
-      throw .unreadable(path: path, message: "\(error.localizedDescription)")
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { throw .unreadable(path: path, message: String(cString: strerror(errno))) }
+    defer { close(fd) }
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 1 << 16)
+    while true {
+      let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+      if n < 0 {
+        if errno == EINTR { continue }
+        throw .unreadable(path: path, message: String(cString: strerror(errno)))
+      }
+      if n == 0 { break }
+      bytes.append(contentsOf: chunk[0..<n])
+      guard bytes.count <= maximumFileSize else {
+        throw .unreadable(path: path, message: "larger than \(maximumFileSize) bytes")
+      }
     }
-    return try points(from: data)
+    return try points(from: bytes)
   }
 
-  /// Parses GPX XML from `data`.
+  /// Parses GPX XML held in `bytes` (UTF-8 or as the XML declaration says).
   ///
   /// - Throws: ``GPXError``.
-  public static func points(from data: Data) throws(GPXError) -> [GPXPoint] {
-    let parser = XMLParser(data: data)
-    let collector = GPXCollector()
-    parser.delegate = collector
-    let ok = parser.parse()
-    if let error = collector.error { throw error }
-    guard ok else {
-      throw .malformed(
-        line: parser.lineNumber, message: parser.parserError.map { "\($0)" } ?? "parse failed")
+  public static func points(from bytes: [UInt8]) throws(GPXError) -> [GPXPoint] {
+    let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue)
+    let document: xmlDocPtr? = bytes.withUnsafeBufferPointer { buffer in
+      buffer.baseAddress.flatMap { base in
+        base.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
+          xmlReadMemory($0, Int32(clamping: buffer.count), "route.gpx", nil, options)
+        }
+      }
     }
+    guard let document else {
+      if let error = xmlGetLastError() {
+        let message = error.pointee.message.map { String(cString: $0) } ?? "parse failed"
+        throw .malformed(line: Int(error.pointee.line), message: message.trimmingTrailingNewlines)
+      }
+      throw .malformed(line: 0, message: bytes.isEmpty ? "the document is empty" : "parse failed")
+    }
+    defer { xmlFreeDoc(document) }
+    var collector = GPXCollector()
+    if let root = xmlDocGetRootElement(document) { try collector.visit(root) }
     if !collector.route.isEmpty { return collector.route }
     if !collector.track.isEmpty { return collector.track }
     if !collector.waypoints.isEmpty { return collector.waypoints }
@@ -82,96 +102,83 @@ public enum GPXReader {
   }
 }
 
-private final class GPXCollector: NSObject, XMLParserDelegate {
+private struct GPXCollector {
   var route: [GPXPoint] = []
   var track: [GPXPoint] = []
   var waypoints: [GPXPoint] = []
-  var error: GPXError?
   private var routeCount = 0
-  private var current: (kind: String, point: GPXPoint)?
-  private var inElevation = false
-  private var elevationText = ""
-  private var depth = 0
 
-  func parser(
-    _ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
-    qualifiedName qName: String?,
-    attributes attributeDict: [String: String] = [:]
-  ) {
-    depth += 1
-    let name = localName(elementName)
-    switch name {
-    case "rte":
-      routeCount += 1
-    case "rtept", "trkpt", "wpt":
-      let lat = attributeDict["lat"]
-      let lon = attributeDict["lon"]
-      guard let latText = lat, let lonText = lon,
-        let latitude = Double(latText.trimmingCharacters(in: .whitespaces)),
-        let longitude = Double(lonText.trimmingCharacters(in: .whitespaces)),
-        Coordinate(latitude: latitude, longitude: longitude).isValid
-      else {
-        if error == nil {
-          error = .invalidCoordinate(line: parser.lineNumber, latitude: lat, longitude: lon)
+  /// Visits the sibling list starting at `first` and every descendant, in document order
+  /// (libxml2 limits nesting to 256 levels, so the recursion is bounded).
+  mutating func visit(_ first: xmlNodePtr?) throws(GPXError) {
+    var child = first
+    while let current = child {
+      if current.pointee.type == XML_ELEMENT_NODE {
+        let name = current.pointee.name.map { String(cString: $0) } ?? ""
+        switch name {
+        case "rtept", "trkpt", "wpt":
+          let point = try Self.point(current)
+          switch name {
+          case "rtept": if routeCount == 1 { route.append(point) }
+          case "trkpt": track.append(point)
+          default: waypoints.append(point)
+          }
+        default:
+          if name == "rte" { routeCount += 1 }
+          try visit(current.pointee.children)
         }
-        parser.abortParsing()
-        return
       }
-      current = (name, GPXPoint(coordinate: Coordinate(latitude: latitude, longitude: longitude)))
-    case "ele":
-      if current != nil {
-        inElevation = true
-        elevationText = ""
-      }
-    default:
-      break
+      child = current.pointee.next
     }
   }
 
-  func parser(_ parser: XMLParser, foundCharacters string: String) {
-    if inElevation { elevationText += string }
-  }
-
-  func parser(
-    _ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?,
-    qualifiedName qName: String?
-  ) {
-    depth -= 1
-    let name = localName(elementName)
-    switch name {
-    case "ele":
-      if inElevation,
-        let value = Double(elevationText.trimmingCharacters(in: .whitespacesAndNewlines)),
-        value.isFinite
+  static func point(_ node: xmlNodePtr) throws(GPXError) -> GPXPoint {
+    let line = Int(xmlGetLineNo(node))
+    let lat = attribute(node, "lat")
+    let lon = attribute(node, "lon")
+    guard let latText = lat, let lonText = lon,
+      let latitude = Double(latText.trimmingWhitespace), let longitude = Double(lonText.trimmingWhitespace),
+      Coordinate(latitude: latitude, longitude: longitude).isValid
+    else {
+      throw .invalidCoordinate(line: line, latitude: lat, longitude: lon)
+    }
+    var point = GPXPoint(coordinate: Coordinate(latitude: latitude, longitude: longitude))
+    var child = node.pointee.children
+    while let current = child {
+      if current.pointee.type == XML_ELEMENT_NODE, current.pointee.name.map({ String(cString: $0) }) == "ele",
+        let text = content(current), let value = Double(text.trimmingWhitespace), value.isFinite
       {
-        current?.point.elevation = value
+        point.elevation = value
       }
-      inElevation = false
-    case "rtept", "trkpt", "wpt":
-      guard let (kind, point) = current else { return }
-      switch kind {
-      case "rtept": if routeCount == 1 { route.append(point) }
-      case "trkpt": track.append(point)
-      default: waypoints.append(point)
-      }
-      current = nil
-    default:
-      break
+      child = current.pointee.next
     }
+    return point
   }
 
-  func parser(_ parser: XMLParser, parseErrorOccurred parseError: any Error) {
-    if error == nil { error = .malformed(line: parser.lineNumber, message: "\(parseError)") }
+  static func attribute(_ node: xmlNodePtr, _ name: String) -> String? {
+    guard let value = xmlGetProp(node, name) else { return nil }
+    defer { locationd_xml_free(value) }
+    return String(cString: value)
   }
 
-  func parserDidEndDocument(_ parser: XMLParser) {
-    if depth != 0, error == nil {
-      error = .malformed(line: parser.lineNumber, message: "document ends inside an element")
-    }
+  static func content(_ node: xmlNodePtr) -> String? {
+    guard let value = xmlNodeGetContent(node) else { return nil }
+    defer { locationd_xml_free(value) }
+    return String(cString: value)
+  }
+}
+
+extension String {
+  fileprivate var trimmingWhitespace: String {
+    var scalars = Substring(self)
+    while let first = scalars.first, first.isWhitespace { scalars.removeFirst() }
+    while let last = scalars.last, last.isWhitespace { scalars.removeLast() }
+    return String(scalars)
   }
 
-  private func localName(_ name: String) -> String {
-    if let colon = name.lastIndex(of: ":") { return String(name[name.index(after: colon)...]) }
-    return name
+  fileprivate var trimmingTrailingNewlines: String {
+    var text = Substring(self)
+    while let last = text.last, last.isNewline { text.removeLast() }
+    return String(text)
   }
 }

@@ -253,7 +253,9 @@ public actor LocationManager {
     record.lastDelivered = nil
     trackingClients.append(record)
     try await applyDesiredState()
-    if record.isTracking, let current {
+    // A late tracker gets the current location at once, unless the backend already delivered
+    // it while it was starting (a fast replay can run to its end during that await).
+    if record.isTracking, let current, record.lastDelivered !== current {
       deliver(current, to: record)
       flushWakes()
     }

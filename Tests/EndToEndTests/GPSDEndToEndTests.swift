@@ -14,7 +14,7 @@ extension EndToEnd {
     @Test(
       "the watching client gets the fixes written to the pty; gpspipe on the same gpsd sees the same"
     )
-    func fixesThroughGPSDMatchThePty() throws {
+    func fixesThroughGPSDMatchThePty() async throws {
       let scratch = try Scratch()
       defer { scratch.remove() }
       let written = PtyWrites()
@@ -24,15 +24,15 @@ extension EndToEnd {
       try gpsd.start()
       defer { gpsd.stop() }
       let daemon = try DaemonProcess(scratch: scratch, backend: "gpsd://127.0.0.1:\(gpsd.port)")
-      defer { daemon.stop() }
-      try daemon.waitUntilReady()
+      defer { daemon.cleanUp() }
+      try await daemon.waitUntilReady()
       let watch = try WatchProcess(socket: daemon.socketPath, output: scratch.file("watch.out"))
       defer { watch.stop() }
 
       // gpspipe reads the same gpsd meanwhile (40 lines: VERSION, DEVICES, WATCH, then TPV/SKY).
-      let (piped, pipedOutput) = try gpsdTPVs(port: gpsd.port, count: 40)
+      let (piped, pipedOutput) = try await gpsdTPVs(port: gpsd.port, count: 40)
       #expect(
-        waitUntil(timeout: 15) { watch.fixes().count >= 30 },
+        await waitUntil(timeout: 15) { watch.fixes().count >= 30 },
         "30 fixes through locationd; got \(watch.fixes().count):\n\(watch.output)\n\(daemon.log)")
 
       let fixes = watch.fixes()
@@ -66,7 +66,7 @@ extension EndToEnd {
 
     @Test(
       "gpsd killed and restarted while a client watches: disconnected, connected, fixes within 2 s")
-    func gpsdRestartIsSeenByTheWatchingClient() throws {
+    func gpsdRestartIsSeenByTheWatchingClient() async throws {
       let scratch = try Scratch()
       defer { scratch.remove() }
       let written = PtyWrites()
@@ -76,25 +76,25 @@ extension EndToEnd {
       try gpsd.start()
       defer { gpsd.stop() }
       let daemon = try DaemonProcess(scratch: scratch, backend: "gpsd://127.0.0.1:\(gpsd.port)")
-      defer { daemon.stop() }
-      try daemon.waitUntilReady()
+      defer { daemon.cleanUp() }
+      try await daemon.waitUntilReady()
       let watch = try WatchProcess(socket: daemon.socketPath, output: scratch.file("watch.out"))
       defer { watch.stop() }
       try #require(
-        waitUntil(timeout: 15) { watch.fixes().count >= 5 },
+        await waitUntil(timeout: 15) { watch.fixes().count >= 5 },
         "fixes before the restart:\n\(watch.output)")
       let clientPID = watch.pid
 
       gpsd.kill()
       #expect(
-        waitUntil(timeout: 10) { watch.events().contains { $0.state == "disconnected" } },
+        await waitUntil(timeout: 10) { watch.events().contains { $0.state == "disconnected" } },
         "BACKEND disconnected after gpsd died:\n\(watch.output)")
       let fixesBeforeRestart = watch.fixes().count
       usleep(300_000)
       let restartedAt = now()
       try gpsd.start()
       var resumedAt: Double?
-      _ = waitUntil(timeout: 5) {
+      _ = await waitUntil(timeout: 5) {
         let events = watch.events()
         guard let lost = events.firstIndex(where: { $0.state == "disconnected" }),
           let back = events[lost...].firstIndex(where: { $0.state == "connected" }),
@@ -256,7 +256,7 @@ private final class WatchProcess {
   func stop() {
     guard process.isRunning else { return }
     kill(process.processIdentifier, SIGTERM)
-    if !waitUntil(timeout: 5, { !process.isRunning }) {
+    if !waitUntilBlocking(timeout: 5, { !process.isRunning }) {
       kill(process.processIdentifier, SIGKILL)
       process.waitUntilExit()
     }
@@ -264,8 +264,8 @@ private final class WatchProcess {
 }
 
 /// `gpspipe -w -n COUNT 127.0.0.1:PORT`: the TPVs with a position (killed after 15 s).
-private func gpsdTPVs(port: UInt16, count: Int) throws -> (fixes: [ClientFix], output: String) {
-  let run = try runTool(
+private func gpsdTPVs(port: UInt16, count: Int) async throws -> (fixes: [ClientFix], output: String) {
+  let run = try await runTool(
     "/usr/bin/gpspipe", ["-w", "-n", String(count), "127.0.0.1:\(port)"], timeout: 15)
   // gpsd ends its lines with CRLF, which is one Character: split the bytes.
   let lines = Array(run.stdout.utf8).split(separator: UInt8(ascii: "\n"))
@@ -296,4 +296,14 @@ private func isoMilliseconds(_ text: String) -> Int64? {
   let days = Int64(era * 146_097 + doe - 719_468)
   return days * 86_400_000 + Int64(hour * 3_600_000 + minute * 60_000)
     + Int64((seconds * 1000).rounded())
+}
+
+/// Polls `condition` every 10 ms for at most `timeout` seconds, blocking the calling thread.
+private func waitUntilBlocking(timeout: Double, _ condition: () -> Bool) -> Bool {
+  let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+  while ContinuousClock.now < deadline {
+    if condition() { return true }
+    usleep(10_000)
+  }
+  return condition()
 }
