@@ -21,7 +21,7 @@ extension EndToEnd {
       let receiver = try startReceiver(scratch.file("gps0"), written)
       defer { receiver.stop() }
       let gpsd = try PrivateGPSD(device: receiver.linkPath)
-      try gpsd.start()
+      try await gpsd.start()
       defer { gpsd.stop() }
       let daemon = try DaemonProcess(scratch: scratch, backend: "gpsd://127.0.0.1:\(gpsd.port)")
       defer { daemon.cleanUp() }
@@ -73,7 +73,7 @@ extension EndToEnd {
       let receiver = try startReceiver(scratch.file("gps0"), written)
       defer { receiver.stop() }
       let gpsd = try PrivateGPSD(device: receiver.linkPath)
-      try gpsd.start()
+      try await gpsd.start()
       defer { gpsd.stop() }
       let daemon = try DaemonProcess(scratch: scratch, backend: "gpsd://127.0.0.1:\(gpsd.port)")
       defer { daemon.cleanUp() }
@@ -92,7 +92,7 @@ extension EndToEnd {
       let fixesBeforeRestart = watch.fixes().count
       usleep(300_000)
       let restartedAt = now()
-      try gpsd.start()
+      try await gpsd.start()
       var resumedAt: Double?
       _ = await waitUntil(timeout: 5) {
         let events = watch.events()
