@@ -35,7 +35,8 @@ let usageText = """
     stop                          stop location updates
     status                        authorization, tracking, backend, initial and current location
     location                      initial and current location
-    watch                         start updates and print every event until interrupted
+    watch [--every]               track on this connection and print every event until interrupted
+                                (--every: every fix, never coalesced when the terminal is slow)
     center [LAT LON]              center the map on the current location, or on LAT LON
     zoom LEVEL                    set the map zoom level (0...22)
     mode none|follow|followWithHeading
@@ -46,7 +47,7 @@ let usageText = """
     map [--geojson|--svg]         print the map state (JSON by default)
     replay pause|resume|seek SECONDS|speed FACTOR|step [EPOCHS]
                                   control a replay backend
-    decode [FILE...]              decode NMEA 0183 into gpsd TPV lines (no daemon needed)
+    decode [--sky] [FILE|-]       decode NMEA 0183 into gpsd TPV (and SKY) lines (no daemon needed)
     simulate --pty PATH [--rate HZ] [--backend URI]
                                   simulated GPS hardware: NMEA 0183 on a pty for gpsd
 
