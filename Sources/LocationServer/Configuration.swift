@@ -1,112 +1,5 @@
 import FoundationEssentials
 
-/// Where locations come from, parsed from `--backend URI`.
-public enum BackendURI: Sendable, Hashable, CustomStringConvertible {
-  /// `simulate` or `simulate:ROUTE.gpx`: a simulated GPS, on a built-in route or a GPX route file.
-  case simulate(route: String?)
-  /// `replay:PATH?speed=S&loop=BOOL`: replays an NMEA 0183 log at `speed` times real time
-  /// (`>= 0`, 0 = as fast as possible, default 1), from the start again at the end when `loop`
-  /// (default false).
-  case replay(path: String, speed: Double, loop: Bool)
-  /// `gpsd://HOST:PORT[/DEVICE]` (or `gpsd` for `localhost:2947`): a gpsd daemon, optionally one device.
-  case gpsd(host: String, port: Int, device: String?)
-
-  /// Parses a backend URI.
-  ///
-  /// - Throws: ``ConfigurationError/invalidBackend(_:reason:)`` saying what is wrong.
-  public init(parsing text: String) throws(ConfigurationError) {
-    func fail(_ reason: String) -> ConfigurationError { .invalidBackend(text, reason: reason) }
-    if text == "simulate" {
-      self = .simulate(route: nil)
-    } else if text.hasPrefix("simulate:") {
-      let route = String(text.dropFirst("simulate:".count))
-      guard !route.isEmpty else { throw fail("give a GPX route after simulate:, or use plain simulate") }
-      self = .simulate(route: route)
-    } else if text.hasPrefix("replay:") {
-      let rest = text.dropFirst("replay:".count)
-      let parts = rest.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
-      let path = String(parts.first ?? "")
-      guard !path.isEmpty else { throw fail("give the NMEA log path after replay:, e.g. replay:/var/log/drive.nmea") }
-      var speed = 1.0
-      var loop = false
-      if parts.count == 2 {
-        for pair in parts[1].split(separator: "&") {
-          let keyValue = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-          let key = String(keyValue[0])
-          let value = keyValue.count == 2 ? String(keyValue[1]) : ""
-          switch key {
-          case "speed":
-            guard let number = Double(value), number.isFinite, number >= 0 else {
-              throw fail("speed must be a number >= 0 (0 = as fast as possible), e.g. speed=10")
-            }
-            speed = number
-          case "loop":
-            switch value {
-            case "true", "1", "yes": loop = true
-            case "false", "0", "no": loop = false
-            default: throw fail("loop must be true or false")
-            }
-          default:
-            throw fail("unknown replay option \"\(key)\": use speed= and loop=")
-          }
-        }
-      }
-      self = .replay(path: path, speed: speed, loop: loop)
-    } else if text == "gpsd" {
-      self = .gpsd(host: "localhost", port: 2947, device: nil)
-    } else if text.hasPrefix("gpsd://") {
-      var rest = Substring(text.dropFirst("gpsd://".count))
-      var device: String? = nil
-      if let slash = rest.firstIndex(of: "/") {
-        let path = String(rest[slash...])
-        device = path == "/" ? nil : path
-        rest = rest[..<slash]
-      }
-      var host = String(rest)
-      var port = 2947
-      if rest.hasPrefix("[") {
-        // [IPv6]:port
-        guard let close = rest.firstIndex(of: "]") else { throw fail("an IPv6 host needs a closing ]") }
-        host = String(rest[rest.index(after: rest.startIndex)..<close])
-        let after = rest[rest.index(after: close)...]
-        if after.hasPrefix(":") {
-          guard let number = Int(after.dropFirst()), (1...65_535).contains(number) else {
-            throw fail("the port must be 1...65535")
-          }
-          port = number
-        } else if !after.isEmpty {
-          throw fail("expected :PORT after the IPv6 address")
-        }
-      } else if let colon = rest.lastIndex(of: ":") {
-        host = String(rest[..<colon])
-        guard let number = Int(rest[rest.index(after: colon)...]), (1...65_535).contains(number) else {
-          throw fail("the port must be 1...65535, e.g. gpsd://localhost:2947")
-        }
-        port = number
-      }
-      if host.isEmpty { host = "localhost" }
-      self = .gpsd(host: host, port: port, device: device)
-    } else {
-      throw fail("use simulate[:ROUTE.gpx], replay:PATH[?speed=N&loop=true] or gpsd://HOST:PORT[/DEVICE]")
-    }
-  }
-
-  /// The canonical URI text (what `status` reports as the backend URI).
-  public var description: String {
-    switch self {
-    case .simulate(let route): return route.map { "simulate:" + $0 } ?? "simulate"
-    case .replay(let path, let speed, let loop):
-      var options: [String] = []
-      if speed != 1 { options.append("speed=" + JSONValue.number(speed).jsonString) }
-      if loop { options.append("loop=true") }
-      return "replay:" + path + (options.isEmpty ? "" : "?" + options.joined(separator: "&"))
-    case .gpsd(let host, let port, let device):
-      let hostPart = host.contains(":") ? "[" + host + "]" : host
-      return "gpsd://\(hostPart):\(port)" + (device ?? "")
-    }
-  }
-}
-
 /// Why the configuration is unusable; each message says what to do.
 public enum ConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
   /// An unknown command-line flag.
@@ -152,10 +45,7 @@ public struct Configuration: Sendable, Hashable {
   /// The default state directory (systemd's `StateDirectory=locationd`).
   public static let defaultStateDirectory = "/var/lib/locationd"
   /// The default backend.
-  public static let defaultBackend = BackendURI.simulate(route: nil)
 
-  /// Where locations come from (`--backend`).
-  public var backend: BackendURI = defaultBackend
   /// The backend URI exactly as configured (`simulate` by default); ``BackendFactory`` creates
   /// the backend from it.
   public var backendURI: String = "simulate"
@@ -272,7 +162,6 @@ public struct Configuration: Sendable, Hashable {
         throw .invalidBackend(value, reason: error.reason)
       }
       backendURI = value
-      if let parsed = try? BackendURI(parsing: value) { backend = parsed }
     case "socket":
       guard value.hasPrefix("/"), value.utf8.count <= 107 else {
         throw .invalidValue(key: "socket", value: value, reason: "use an absolute path of at most 107 bytes")
