@@ -253,7 +253,7 @@ func tpvTime(_ line: ArraySlice<UInt8>) -> Int64? {
     if line[index] == key[0], line[index..<(index + key.count)].elementsEqual(key) {
       let start = index + key.count
       guard let end = line[start...].firstIndex(of: UInt8(ascii: "\"")) else { return nil }
-      return isoMilliseconds(String(decoding: line[start..<end], as: UTF8.self))
+      return TestRoute.milliseconds(iso8601: String(decoding: line[start..<end], as: UTF8.self))
     }
     index += 1
   }
@@ -263,23 +263,6 @@ func tpvTime(_ line: ArraySlice<UInt8>) -> Int64? {
 func isTPV(_ line: ArraySlice<UInt8>) -> Bool {
   let prefix = Array(#"{"class":"TPV""#.utf8)
   return line.count >= prefix.count && line.prefix(prefix.count).elementsEqual(prefix)
-}
-
-/// Parses `2026-03-14T12:00:00.100Z` into milliseconds since 1970.
-func isoMilliseconds(_ text: String) -> Int64? {
-  let parts = text.split(whereSeparator: { "-T:Z".contains($0) })
-  guard parts.count == 6, let year = Int(parts[0]), let month = Int(parts[1]),
-    let day = Int(parts[2]),
-    let hour = Int(parts[3]), let minute = Int(parts[4]), let seconds = Double(parts[5])
-  else { return nil }
-  let y = month <= 2 ? year - 1 : year
-  let era = (y >= 0 ? y : y - 399) / 400
-  let yoe = y - era * 400
-  let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-  let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-  let days = Int64(era * 146_097 + doe - 719_468)
-  return days * 86_400_000 + Int64(hour * 3_600_000 + minute * 60_000)
-    + Int64((seconds * 1000).rounded())
 }
 
 // MARK: Statistics

@@ -130,41 +130,13 @@ extension EndToEnd {
     /// Starts the simulated receiver at 10 Hz on `link`, recording every epoch written.
     private func startReceiver(_ link: String, _ written: PtyWrites) throws -> SimulatedReceiver {
       let receiver = try SimulatedReceiver(linkPath: link, onWrite: { written.record($0.fix) })
-      try receiver.start(rate: 10) { elapsed in gpsdRouteFix(Int((elapsed * 10).rounded())) }
+      try receiver.start(rate: 10) { elapsed in TestRoute.fix(Int((elapsed * 10).rounded())) }
       return receiver
     }
   }
 }
 
 /// 2026-03-14T12:00:00Z in milliseconds since 1970: the first epoch written to the pty.
-private let gpsdRouteStart: Int64 = 1_773_489_600_000
-
-/// Epoch `index` of a 10 Hz route north-east from Munich, with small wiggles so that positions
-/// differ in every digit pattern.
-private func gpsdRouteFix(_ index: Int) -> Fix {
-  var fix = Fix(mode: .fix3D)
-  fix.time = gpsdRouteStart + Int64(index) * 100
-  fix.quality = .gps
-  let wiggle = Double((index * 7919) % 101) * 1.3e-7
-  fix.coordinate = Coordinate(
-    latitude: 48.137_154 + Double(index) * 8.1e-6 + wiggle,
-    longitude: 11.576_124 + Double(index) * 1.21e-5 - wiggle)
-  fix.altitudeMSL = 519.5 + Double(index % 50) * 0.1
-  fix.geoidSeparation = 47.3
-  fix.speedOverGround = 12.5
-  fix.courseOverGround = 45
-  fix.hdop = 0.9
-  fix.vdop = 1.3
-  fix.pdop = 1.6
-  fix.satellitesUsed = 4
-  fix.satellites = [
-    Satellite(constellation: .gps, prn: 3, elevation: 61, azimuth: 120, snr: 44, used: true),
-    Satellite(constellation: .gps, prn: 8, elevation: 35, azimuth: 250, snr: 40, used: true),
-    Satellite(constellation: .gps, prn: 14, elevation: 20, azimuth: 40, snr: 35, used: true),
-    Satellite(constellation: .gps, prn: 22, elevation: 75, azimuth: 310, snr: 47, used: true),
-  ]
-  return fix
-}
 
 /// The fixes the simulated receiver wrote, by fix time (milliseconds since 1970).
 private final class PtyWrites: Sendable {
@@ -248,7 +220,7 @@ private final class WatchProcess {
   private static func fix(_ object: [String: Any]) -> ClientFix? {
     guard object["class"] as? String == "TPV", let latitude = object["lat"] as? Double,
       let longitude = object["lon"] as? Double, let text = object["time"] as? String,
-      let time = isoMilliseconds(text)
+      let time = TestRoute.milliseconds(iso8601: text)
     else { return nil }
     return ClientFix(time: time, latitude: latitude, longitude: longitude)
   }
@@ -273,29 +245,11 @@ private func gpsdTPVs(port: UInt16, count: Int) async throws -> (fixes: [ClientF
     guard let object = (try? JSONSerialization.jsonObject(with: Data(line))) as? [String: Any],
       object["class"] as? String == "TPV", let latitude = object["lat"] as? Double,
       let longitude = object["lon"] as? Double, let text = object["time"] as? String,
-      let time = isoMilliseconds(text)
+      let time = TestRoute.milliseconds(iso8601: text)
     else { return nil }
     return ClientFix(time: time, latitude: latitude, longitude: longitude)
   }
   return (fixes, String((run.stdout + run.stderr).prefix(600)))
-}
-
-/// Parses `2026-03-14T12:00:00.100Z` (gpsd's and locationd's TPV time) into ms since 1970.
-private func isoMilliseconds(_ text: String) -> Int64? {
-  let parts = text.split(whereSeparator: { "-T:Z".contains($0) })
-  guard parts.count == 6, let year = Int(parts[0]), let month = Int(parts[1]),
-    let day = Int(parts[2]),
-    let hour = Int(parts[3]), let minute = Int(parts[4]), let seconds = Double(parts[5])
-  else { return nil }
-  // days_from_civil (Howard Hinnant).
-  let y = month <= 2 ? year - 1 : year
-  let era = (y >= 0 ? y : y - 399) / 400
-  let yoe = y - era * 400
-  let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-  let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-  let days = Int64(era * 146_097 + doe - 719_468)
-  return days * 86_400_000 + Int64(hour * 3_600_000 + minute * 60_000)
-    + Int64((seconds * 1000).rounded())
 }
 
 /// Polls `condition` every 10 ms for at most `timeout` seconds, blocking the calling thread.
