@@ -1,4 +1,5 @@
 import GPSDBackend
+import Glibc
 import LocationCore
 
 /// Why a backend could not be created from its URI.
@@ -47,11 +48,25 @@ public enum BackendFactory {
       }
     }
     if uri.hasPrefix("replay:") {
+      let options: ReplayBackend.Options
       do {
-        return ReplayBackend(options: try ReplayBackend.Options.parse(uri), clock: clock, uri: uri)
+        options = try ReplayBackend.Options.parse(uri)
       } catch {
         throw BackendCreationError(uri: uri, reason: error.description)
       }
+      // Check the log now, so that a wrong path stops the daemon at start with a clear message
+      // instead of a replay that never produces anything.
+      if options.path != "-" {
+        var info = stat()
+        guard stat(options.path, &info) == 0 else {
+          throw BackendCreationError(
+            uri: uri, reason: "cannot open \(options.path): \(String(cString: strerror(errno)))")
+        }
+        guard (info.st_mode & S_IFMT) != S_IFDIR else {
+          throw BackendCreationError(uri: uri, reason: "\(options.path) is a directory: give an NMEA log file")
+        }
+      }
+      return ReplayBackend(options: options, clock: clock, uri: uri)
     }
     if uri == "gpsd" || uri.hasPrefix("gpsd://") {
       do {

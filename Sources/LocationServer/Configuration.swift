@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Glibc
 
 /// Why the configuration is unusable; each message says what to do.
 public enum ConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -222,7 +223,27 @@ public struct Configuration: Sendable, Hashable {
   ///
   /// - Throws: the file system error.
   public static func readTextFile(_ path: String) throws -> String {
-    let data = try Data(contentsOf: URL(fileURLWithPath: path))
-    return String(decoding: data, as: UTF8.self)
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { throw FileError(message: String(cString: strerror(errno))) }
+    defer { close(fd) }
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 4096)
+    while true {
+      let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+      if n < 0 {
+        if errno == EINTR { continue }
+        throw FileError(message: String(cString: strerror(errno)))
+      }
+      if n == 0 { break }
+      bytes.append(contentsOf: chunk[0..<n])
+      guard bytes.count <= 1 << 20 else { throw FileError(message: "larger than 1 MiB") }
+    }
+    return String(decoding: bytes, as: UTF8.self)
+  }
+
+  /// A file error with the system's message (`No such file or directory`).
+  struct FileError: Error, CustomStringConvertible {
+    var message: String
+    var description: String { message }
   }
 }

@@ -265,7 +265,14 @@ public actor LocationService: RequestHandler {
     let tracking = await manager.isTracking
     guard tracking != wasTracking else { return }
     wasTracking = tracking
-    if tracking { await map.trackingStarted() } else { await map.trackingStopped() }
+    if tracking {
+      await map.trackingStarted()
+    } else {
+      // The manager forgets the current location when tracking stops; so does the map, so that
+      // "center" cannot center on a stale fix.
+      await map.update(fix: nil)
+      await map.trackingStopped()
+    }
   }
 
   // MARK: - Hub

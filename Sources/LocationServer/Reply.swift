@@ -63,7 +63,7 @@ public enum Reply: Sendable, Hashable {
   ///   - backendURI: e.g. `gpsd://localhost:2947`.
   ///   - backendState: the backend's last ``BackendStatus``.
   ///   - detail: the backend's last human-readable detail, if any.
-  ///   - initial: the first location with a position since the daemon started, as a TPV object
+  ///   - initial: the first location with a position since tracking started, as a TPV object
   ///     (see ``EventEncoding/tpv(_:)``), or `nil`.
   ///   - current: the newest location with a position, as a TPV object, or `nil`.
   ///   - clients: the number of connected clients.

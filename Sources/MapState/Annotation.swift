@@ -83,6 +83,12 @@ public struct Annotation: Sendable, Hashable, Codable {
     if let kind, kind.count > Self.maxKindLength {
       throw .textTooLong(field: "kind", count: kind.count, limit: Self.maxKindLength)
     }
+    // Control characters would reach other users' terminals (escape sequences) and break the
+    // one-line text output; they are refused like in identifiers.
+    for (field, text) in [("title", title), ("subtitle", subtitle ?? ""), ("kind", kind ?? "")]
+    where text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+      throw .controlCharacters(field: field)
+    }
   }
 
   /// Checks that an identifier is 1...128 characters without control characters.
@@ -135,6 +141,8 @@ public enum MapStateError: Error, Hashable, Sendable, CustomStringConvertible {
   case reservedIdentifier(String)
   /// A title, subtitle or kind is longer than allowed.
   case textTooLong(field: String, count: Int, limit: Int)
+  /// A title, subtitle or kind contains control characters (escape sequences, newlines).
+  case controlCharacters(field: String)
   /// No annotation has this identifier.
   case noSuchAnnotation(id: String)
   /// "Center on current location" was asked while there is no fix.
@@ -164,6 +172,8 @@ public enum MapStateError: Error, Hashable, Sendable, CustomStringConvertible {
       return "annotation id \"\(id)\" is reserved for the current location"
     case .textTooLong(let field, let count, let limit):
       return "annotation \(field) too long: \(count) characters, limit \(limit)"
+    case .controlCharacters(let field):
+      return "annotation \(field) contains control characters (escape sequences, newlines): use plain text"
     case .noSuchAnnotation(let id):
       return "no annotation with id \"\(id)\""
     case .noCurrentLocation:

@@ -395,6 +395,8 @@ public actor MapStateService {
   private func stopFollowing(changes: inout [MapChange]) {
     guard mode.follows else { return }
     changes.append(.mode(from: mode, to: .none))
+    // Leaving followWithHeading turns the map north up, as setMode does.
+    if mode == .followWithHeading { rotate(to: 0, changes: &changes) }
     mode = .none
   }
 

@@ -71,6 +71,8 @@ struct ConfigurationTests {
       (["--backend", "replay:/x.nmea?fast=1"], "unknown parameter 'fast'"),
       (["--backend", "gpsd://localhost:99999"], "not a number in 1...65535"),
       (["--backend", "simulate:/no/such/route.gpx"], "/no/such/route.gpx"),
+      (["--backend", "replay:/no/such/log.nmea"], "cannot open /no/such/log.nmea: No such file or directory"),
+      (["--backend", "replay:/tmp"], "/tmp is a directory"),
       (["--config", "/missing"], "cannot read config file /missing"),
       (["--config", "/bad"], "/bad:2: unknown key \"colour\""),
       (["--config", "/noequals"], "/noequals:1: expected key = value"),
@@ -89,13 +91,25 @@ struct ConfigurationTests {
   @Test(
     "backend URIs are validated by the backend factory and kept as given",
     arguments: [
-      "simulate", "simulate?rate=5&seed=7", "replay:/logs/a.nmea", "replay:/logs/a.nmea?speed=0",
-      "replay:/logs/a.nmea?speed=10&loop=true", "gpsd", "gpsd://127.0.0.1:2950",
+      "simulate", "simulate?rate=5&seed=7", "replay:/dev/null", "replay:/dev/null?speed=0",
+      "replay:/dev/null?speed=10&loop=true", "gpsd", "gpsd://127.0.0.1:2950",
       "gpsd://gps.local:2947/dev/ttyACM0", "gpsd://[::1]:2947",
     ])
   func backends(text: String) throws {
     let configuration = try Configuration.parse(arguments: ["--backend", text])
     #expect(configuration.backendURI == text)
+  }
+
+  @Test("a config file that cannot be read is reported with the system's message")
+  func unreadableConfigFile() {
+    do {
+      _ = try Configuration.parse(arguments: ["--config", "/no/such/file.conf"])
+      Issue.record("accepted a missing config file")
+    } catch {
+      #expect(
+        error.description
+          == "cannot read config file /no/such/file.conf: No such file or directory; fix the path given to --config")
+    }
   }
 
   @Test("log values with spaces are quoted")
