@@ -217,14 +217,14 @@ extension EndToEnd {
 
 extension EndToEnd.TrackingEndToEndTests {
   @Test(
-    "annotation text with quotes, markup, control characters and emoji survives map, GeoJSON, SVG and a restart",
+    "annotation text with quotes, markup and emoji survives map, GeoJSON, SVG and a restart; control characters are refused",
     .timeLimit(.minutes(1)))
   func annotationTextRoundTrips() async throws {
     let scratch = try Scratch()
     defer { scratch.remove() }
     var daemon = try DaemonProcess(scratch: scratch, backend: "simulate", name: "first")
     try await daemon.waitUntilReady()
-    let title = "He said \"hi\" <b>&amp;</b>\n\ttab \\ back ✓ 😀 \u{7}"
+    let title = "He said \"hi\" <b>&amp;</b> \\ back ✓ 😀"
     let subtitle = "]]></text><script>alert(1)</script>"
     var client = try LineClient(path: daemon.socketPath)
     _ = try await client.require("request", class: "AUTHORIZATION")
@@ -246,6 +246,10 @@ extension EndToEnd.TrackingEndToEndTests {
       #expect(annotation?["kind"] as? String == "<poi>", sourceLocation: sourceLocation)
     }
     await checkMap(try await client.require("map", class: "MAP"))
+    // Escape sequences and newlines would reach other users' terminals: refused.
+    let refused = try await client.call(
+      "annotate", ["annotation": ["id": "esc", "lat": 1, "lon": 2, "title": "\u{1B}[31mred\u{1B}[0m\n"]])
+    #expect(refused["code"] as? String == "invalidArgument", "\(encodeLine(refused))")
 
     let geo = try await client.require("map", ["format": "geojson"], class: "MAP")
     let features = (geo["geojson"] as? JSONObject)?["features"] as? [JSONObject] ?? []
