@@ -280,11 +280,7 @@ public actor LocationService: RequestHandler {
   private func dispatch(_ event: ManagerEvent) async {
     switch event {
     case .location(let location, _):
-      if location.fix.mode.hasPosition {
-        await map.update(fix: location.fix)
-      } else {
-        await map.update(fix: nil)
-      }
+      await map.update(fix: location.fix)  // a fix without a position clears the location
       guard !watchers.isEmpty else { return }
       let tpv = EventEncoding.tpv(location)
       var coalescing: [ClientConnection] = []

@@ -283,26 +283,8 @@ func format(_ value: Double, _ digits: Int = 2) -> String {
 func writeLog(_ path: String, seconds: Int) {
   let encoder = NMEAEncoder()
   var bytes: [UInt8] = []
-  let start: Int64 = 1_773_489_600_000  // 2026-03-14T12:00:00Z
   for index in 0..<(seconds * 10) {
-    var fix = Fix(mode: .fix3D)
-    fix.time = start + Int64(index) * 100
-    fix.quality = .gps
-    fix.coordinate = Coordinate(
-      latitude: 48.137_154 + Double(index) * 8.1e-6, longitude: 11.576_124 + Double(index) * 1.21e-5
-    )
-    fix.altitudeMSL = 519.5
-    fix.geoidSeparation = 47.3
-    fix.speedOverGround = 12.5
-    fix.courseOverGround = 45
-    fix.hdop = 0.9
-    fix.vdop = 1.3
-    fix.pdop = 1.6
-    fix.satellitesUsed = 4
-    fix.satellites = [3, 8, 14, 22].map {
-      Satellite(
-        constellation: .gps, prn: $0, elevation: 40, azimuth: Double($0 * 10), snr: 40, used: true)
-    }
+    let fix = TestRoute.fix(index)  // 10 Hz epochs from 2026-03-14T12:00:00Z
     encoder.encode(fix, into: &bytes)
   }
   guard FileManager.default.createFile(atPath: path, contents: Data(bytes)) else {

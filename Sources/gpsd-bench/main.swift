@@ -89,27 +89,9 @@ func format(_ value: Double, _ places: Int = 2) -> String {
   String(format: "%.\(places)f", value)
 }
 
-/// Epoch `index` of a straight route at `rate` Hz.
+/// Epoch `index` of the shared test route at `rate` Hz.
 func benchFix(_ index: Int, rate: Double) -> Fix {
-  var fix = Fix(mode: .fix3D)
-  fix.time = 1_773_489_600_000 + Int64((Double(index) * 1000 / rate).rounded())
-  fix.quality = .gps
-  fix.coordinate = Coordinate(
-    latitude: 48.137_154 + Double(index) * 1e-6, longitude: 11.576_124 + Double(index) * 1.5e-6)
-  fix.altitudeMSL = 520
-  fix.geoidSeparation = 47.3
-  fix.speedOverGround = 12.5
-  fix.courseOverGround = 45
-  fix.hdop = 0.9
-  fix.vdop = 1.3
-  fix.pdop = 1.6
-  fix.satellitesUsed = 6
-  fix.satellites = (1...8).map {
-    Satellite(
-      constellation: .gps, prn: $0 * 3, elevation: Double(10 * $0), azimuth: Double(40 * $0),
-      snr: 40, used: $0 <= 6)
-  }
-  return fix
+  TestRoute.fix(index, periodMilliseconds: Int64((1000 / rate).rounded()))
 }
 
 func temporaryLink(_ name: String) -> String {
