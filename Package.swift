@@ -21,6 +21,9 @@ let package = Package(
     // libxml2 for GPX route files (instead of Foundation's XMLParser, which links all of
     // Foundation and ICU into the daemon).
     .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
+    // epoll(7) and eventfd(2), which the Glibc module does not export: the socket server's event
+    // loop and the benchmark's clients.
+    .target(name: "CLinux"),
     // NMEA 0183 framing, parsing, fix assembly and encoding; pure, no I/O.
     .target(name: "NMEA", swiftSettings: swiftSettings, linkerSettings: [.linkedLibrary("m")]),
     .target(name: "LocationCore", dependencies: ["NMEA", "CLibXML2"], swiftSettings: swiftSettings),
@@ -28,7 +31,7 @@ let package = Package(
     .target(name: "MapState", dependencies: ["NMEA"], swiftSettings: swiftSettings),
     .target(
       name: "LocationServer",
-      dependencies: ["LocationCore", "MapState", "NMEA", "GPSDBackend"],
+      dependencies: ["CLinux", "LocationCore", "MapState", "NMEA", "GPSDBackend"],
       swiftSettings: swiftSettings),
     .target(name: "LocationTestKit", dependencies: ["LocationCore", "NMEA"], swiftSettings: swiftSettings),
     .executableTarget(name: "locationd", dependencies: ["LocationServer"], swiftSettings: swiftSettings),
@@ -42,7 +45,7 @@ let package = Package(
       name: "gpsd-bench", dependencies: ["GPSDBackend", "LocationCore", "LocationTestKit", "NMEA"],
       swiftSettings: swiftSettings),
     .executableTarget(
-      name: "daemon-bench", dependencies: ["LocationServer", "LocationCore", "LocationTestKit", "NMEA"],
+      name: "daemon-bench", dependencies: ["CLinux", "LocationServer", "LocationCore", "LocationTestKit", "NMEA"],
       swiftSettings: swiftSettings),
     .testTarget(name: "NMEATests", dependencies: ["NMEA", "LocationTestKit"], swiftSettings: swiftSettings),
     .testTarget(

@@ -1,0 +1,2 @@
+/* Headers only; a C target needs one source file. */
+#include "CLinux.h"
