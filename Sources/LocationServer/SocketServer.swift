@@ -1,3 +1,4 @@
+import CLinux
 import Glibc
 import Synchronization
 
@@ -59,29 +60,32 @@ public struct ServerOptions: Sendable, Hashable {
 /// A connected client, for pushing events. Safe to use from any thread; after the client has
 /// gone every call does nothing.
 public final class ClientConnection: Sendable, Hashable {
-  /// The server-unique client number.
-  public let id: UInt64
+  let slot: ClientSlot
   private let core: ServerCore
 
-  init(id: UInt64, core: ServerCore) {
-    self.id = id
+  init(slot: ClientSlot, core: ServerCore) {
+    self.slot = slot
     self.core = core
   }
 
-  /// Queues `event` for this client.
+  /// The server-unique client number.
+  public var id: UInt64 { slot.id }
+
+  /// Gives `event` to this client: written at once when nothing is queued for it and its socket
+  /// takes it, queued otherwise.
   ///
   /// - Returns: `false` when the client has gone (stop sending), `true` otherwise. The event
   ///   may be coalesced (``Event/coalescingKey``); a client whose backlog exceeds the bounds of
   ///   ``ServerOptions`` is disconnected (and this returns `false`).
   @discardableResult public func send(_ event: Event) -> Bool {
-    core.enqueue(event.body.encoded, to: id, coalescingKey: event.coalescingKey)
+    core.deliver(event.body.encoded, to: [self], coalescingKey: event.coalescingKey) == 1
   }
 
   /// Whether the client is still connected.
-  public var isConnected: Bool { core.isConnected(id) }
+  public var isConnected: Bool { slot.state.withLock { $0.open && $0.dropReason == nil } }
 
   /// Disconnects the client (after nothing: queued data is discarded).
-  public func close() { core.requestClose(id, reason: "closedByServer") }
+  public func close() { core.requestClose(slot, reason: "closedByServer") }
 
   /// Compares by ``id``.
   public static func == (lhs: ClientConnection, rhs: ClientConnection) -> Bool { lhs.id == rhs.id }
@@ -91,11 +95,15 @@ public final class ClientConnection: Sendable, Hashable {
 
 /// A Unix stream socket server speaking one JSON object per line.
 ///
-/// All socket I/O runs on one dedicated thread with `poll(2)` (never on Swift's cooperative
-/// pool); requests are handed to the ``RequestHandler`` in a task per client. Each client has a
-/// bounded outgoing queue: replies and plain events are never dropped, coalescible events are
-/// replaced by newer ones, and a client whose backlog exceeds the bounds is disconnected
-/// without affecting others.
+/// One dedicated thread (never Swift's cooperative pool) accepts, reads and closes with
+/// `epoll(7)`; complete request lines go to the ``RequestHandler`` in a task that runs while the
+/// client has requests waiting. Outgoing lines are written by the thread that produces them
+/// (a reply's task, a broadcast's caller) when nothing is queued for the client and its socket
+/// takes them, so a fix reaches a thousand clients without a hop through the I/O thread; what
+/// does not fit waits in the client's bounded queue, which the I/O thread writes when the socket
+/// becomes writable. Replies and plain events are never dropped, coalescible events are replaced
+/// by newer ones, and a client whose backlog exceeds the bounds is disconnected without
+/// affecting others.
 public final class SocketServer: Sendable {
   private let core: ServerCore
 
@@ -157,59 +165,320 @@ public final class SocketServer: Sendable {
   @discardableResult public func broadcast(_ event: Event, to clients: [ClientConnection]? = nil)
     -> Int
   {
-    let bytes = event.body.encoded
-    let ids = clients?.map(\.id) ?? core.connections().map(\.id)
-    return core.enqueue(bytes, to: ids, coalescingKey: event.coalescingKey)
+    core.deliver(
+      event.body.encoded, to: clients ?? core.connections(), coalescingKey: event.coalescingKey)
   }
 }
 
 // MARK: - Implementation
 
+/// One queued write.
 private enum OutEntry {
   /// Bytes to write (newline included); `counted` when part of the backlog bound.
   case bytes([UInt8], counted: Bool)
-  /// The pending coalescible event with this key (its bytes live in `coalesced`).
+  /// The pending coalescible event with this key (its bytes are in `ClientState.coalesced`).
   case coalesced(String)
 }
 
-private struct Client {
-  let fd: Int32
-  let peer: PeerCredentials
-  let connection: ClientConnection
+/// A coalescible event waiting in a slow client's queue, with how many it replaced.
+private struct PendingEvent {
+  var key: String
+  var body: [UInt8]
+  var missed: Int
+}
+
+/// A first-in first-out queue that pops in O(1) and gives its memory back when drained.
+private struct FIFO<Element> {
+  private var storage: [Element?] = []
+  private var head = 0
+
+  var isEmpty: Bool { head == storage.count }
+  var count: Int { storage.count - head }
+  var first: Element? { isEmpty ? nil : storage[head] }
+
+  mutating func append(_ element: Element) { storage.append(element) }
+
+  mutating func popFirst() -> Element? {
+    guard head < storage.count else { return nil }
+    let element = storage[head]
+    storage[head] = nil
+    head += 1
+    if head == storage.count {
+      storage.removeAll(keepingCapacity: storage.capacity <= 16)
+      head = 0
+    } else if head >= 64 && head * 2 >= storage.count {
+      storage.removeFirst(head)
+      head = 0
+    }
+    return element
+  }
+
+  /// Replaces the first element; the queue must not be empty.
+  mutating func replaceFirst(_ element: Element) { storage[head] = element }
+
+  /// Removes the last element that matches.
+  mutating func removeLast(where matches: (Element) -> Bool) {
+    var index = storage.count - 1
+    while index >= head {
+      if let element = storage[index], matches(element) {
+        storage.remove(at: index)
+        return
+      }
+      index -= 1
+    }
+  }
+
+  mutating func removeAll() {
+    storage = []
+    head = 0
+  }
+}
+
+/// What became of a line given to a client.
+private enum Delivery {
+  /// Written to the socket, or queued behind earlier data.
+  case accepted
+  /// The client has gone or is being dropped; nothing was queued.
+  case gone
+  /// This line made the client exceed its backlog bound or hit a write error: drop it.
+  case drop(String)
+}
+
+/// Everything about one client that more than one thread touches, under the client's own lock.
+private struct ClientState {
+  /// The I/O thread has not closed the socket yet.
+  var open = true
   var authorization: AuthorizationStatus = .notDetermined
-  var queue: [OutEntry] = []
+  // Outgoing: written directly by whichever thread produces a line while nothing is queued;
+  // queued (and written by the I/O thread when the socket is writable) otherwise.
+  var queue = FIFO<OutEntry>()
+  /// Bytes of the first queue entry already written.
   var headOffset = 0
   var backlogBytes = 0
   var backlogMessages = 0
-  var coalesced: [String: (bytes: [UInt8], missed: Int)] = [:]
-  var pendingRequests = 0
-  var lines: AsyncStream<LineReader.Item>.Continuation
-  /// The peer closed its write side: close once its requests are answered and the queue is sent.
+  var coalesced: [PendingEvent] = []
+  // Incoming.
+  /// Requests read, not yet answered.
+  var requests = FIFO<LineReader.Item>()
+  /// A task is answering `requests`; at most one per client, so replies keep request order.
+  var serving = false
+  /// The peer closed its sending side: close once its requests are answered and sent.
   var readClosed = false
-  var requestsFinished = false
-  /// Set by other threads; the I/O thread closes the descriptor.
+  /// Set by any thread; the I/O thread then closes the socket.
   var dropReason: String?
+  var disconnectNotified = false
+  /// The epoll events registered for the socket.
+  var interest = EPOLLIN.rawValue
 }
 
-private struct State {
-  var clients: [UInt64: Client] = [:]
+/// One connected client: the public handle for pushing events and the server's per-client state.
+///
+/// Lock order: a client's lock may be taken while holding nothing or the server's registry lock
+/// is not held; the registry lock is never taken while a client's lock is held.
+final class ClientSlot: Sendable {
+  let id: UInt64
+  let fd: Int32
+  let peer: PeerCredentials
+  fileprivate let state: Mutex<ClientState>
+  private let epollFD: Int32
+  private let options: ServerOptions
+
+  fileprivate init(id: UInt64, fd: Int32, peer: PeerCredentials, epollFD: Int32, options: ServerOptions) {
+    self.id = id
+    self.fd = fd
+    self.peer = peer
+    self.epollFD = epollFD
+    self.options = options
+    state = Mutex(ClientState())
+  }
+
+  /// Gives a line (`body` plus newline) to the client: written at once when nothing is queued
+  /// and the socket takes it, queued otherwise.
+  fileprivate func deliver(body: [UInt8], line: [UInt8], coalescingKey: String?) -> Delivery {
+    state.withLock { state in
+      let delivery = deliverLocked(body: body, line: line, key: coalescingKey, &state)
+      updateInterest(&state)
+      return delivery
+    }
+  }
+
+  private func deliverLocked(body: [UInt8], line: [UInt8], key: String?, _ state: inout ClientState)
+    -> Delivery
+  {
+    guard state.open, state.dropReason == nil else { return .gone }
+    if state.queue.isEmpty {
+      var offset = 0
+      while offset < line.count {
+        let written = line.withUnsafeBytes { buffer in
+          send(fd, buffer.baseAddress.map { $0 + offset }, buffer.count - offset, Int32(MSG_NOSIGNAL))
+        }
+        if written >= 0 {
+          offset += written
+          continue
+        }
+        if errno == EINTR { continue }
+        if errno == EAGAIN || errno == EWOULDBLOCK { break }
+        return dropLocked("writeError", &state)
+      }
+      if offset == line.count { return .accepted }
+      if let key, offset == 0 {
+        state.coalesced.append(PendingEvent(key: key, body: body, missed: 0))
+        state.queue.append(.coalesced(key))
+        return .accepted
+      }
+      // Partly written: the rest goes first, whatever its kind.
+      state.headOffset = offset
+      state.queue.append(.bytes(line, counted: key == nil))
+      if key != nil { return .accepted }
+      return countLocked(line.count, &state)
+    }
+    if let key {
+      if let index = state.coalesced.firstIndex(where: { $0.key == key }) {
+        state.coalesced[index].body = body
+        state.coalesced[index].missed += 1
+        state.queue.removeLast {
+          if case .coalesced(let other) = $0 { return other == key }
+          return false
+        }
+      } else {
+        state.coalesced.append(PendingEvent(key: key, body: body, missed: 0))
+      }
+      state.queue.append(.coalesced(key))
+      return .accepted
+    }
+    state.queue.append(.bytes(line, counted: true))
+    return countLocked(line.count, &state)
+  }
+
+  /// Adds a queued line to the backlog; drops the client beyond the bounds.
+  private func countLocked(_ bytes: Int, _ state: inout ClientState) -> Delivery {
+    state.backlogBytes += bytes
+    state.backlogMessages += 1
+    guard
+      state.backlogBytes > options.maxBacklogBytes
+        || state.backlogMessages > options.maxBacklogMessages
+    else { return .accepted }
+    Log.event(
+      "slowClient",
+      [
+        "client": String(id), "backlogBytes": String(state.backlogBytes),
+        "backlogMessages": String(state.backlogMessages),
+      ])
+    return dropLocked("slowClient", &state)
+  }
+
+  private func dropLocked(_ reason: String, _ state: inout ClientState) -> Delivery {
+    state.dropReason = reason
+    state.queue.removeAll()
+    state.coalesced = []
+    return .drop(reason)
+  }
+
+  /// Marks the client for closing; `true` when this call did (the caller tells the I/O thread).
+  fileprivate func markForClosing(_ reason: String) -> Bool {
+    state.withLock { state in
+      guard state.open, state.dropReason == nil else { return false }
+      _ = dropLocked(reason, &state)
+      updateInterest(&state)
+      return true
+    }
+  }
+
+  /// Writes queued data until the socket would block; `false` on a write error.
+  fileprivate func flushLocked(_ state: inout ClientState) -> Bool {
+    guard state.open, state.dropReason == nil else { return true }
+    while let head = state.queue.first {
+      var bytes: [UInt8]
+      var counted = false
+      switch head {
+      case .bytes(let data, let isCounted):
+        bytes = data
+        counted = isCounted
+      case .coalesced(let key):
+        guard let index = state.coalesced.firstIndex(where: { $0.key == key }) else {
+          _ = state.queue.popFirst()
+          continue
+        }
+        let pending = state.coalesced.remove(at: index)
+        bytes =
+          pending.missed > 0
+          ? JSONValue.appending(
+            [JSONMember("missed", .int(Int64(pending.missed)))], toEncodedObject: pending.body)
+          : pending.body
+        bytes.append(UInt8(ascii: "\n"))
+        state.queue.replaceFirst(.bytes(bytes, counted: false))
+      }
+      let offset = state.headOffset
+      let written = bytes.withUnsafeBytes { buffer in
+        send(fd, buffer.baseAddress.map { $0 + offset }, buffer.count - offset, Int32(MSG_NOSIGNAL))
+      }
+      if written < 0 {
+        if errno == EINTR { continue }
+        if errno == EAGAIN || errno == EWOULDBLOCK { return true }
+        _ = dropLocked("writeError", &state)
+        return false
+      }
+      state.headOffset += written
+      if state.headOffset < bytes.count { return true }
+      state.headOffset = 0
+      _ = state.queue.popFirst()
+      if counted {
+        state.backlogBytes -= bytes.count
+        state.backlogMessages -= 1
+      }
+    }
+    return true
+  }
+
+  /// Registers the epoll events the state calls for: readable while requests may be read,
+  /// writable while data is queued.
+  fileprivate func updateInterest(_ state: inout ClientState) {
+    guard state.open else { return }
+    var wanted: UInt32 = 0
+    if !state.readClosed && state.dropReason == nil
+      && state.requests.count < options.maxPendingRequests
+    {
+      wanted |= EPOLLIN.rawValue
+    }
+    if !state.queue.isEmpty { wanted |= EPOLLOUT.rawValue }
+    guard wanted != state.interest else { return }
+    var event = epoll_event()
+    event.events = wanted
+    event.data.u64 = id
+    if epoll_ctl(epollFD, EPOLL_CTL_MOD, fd, &event) == 0 { state.interest = wanted }
+  }
+
+  /// The peer sent all it will and everything is answered and written.
+  fileprivate static func isFinished(_ state: ClientState) -> Bool {
+    state.readClosed && !state.serving && state.requests.isEmpty && state.queue.isEmpty
+  }
+}
+
+private struct Registry {
+  var clients: [UInt64: ClientConnection] = [:]
   var nextID: UInt64 = 1
   var authorizer: Authorizer
   var maxClients: Int
+  /// Clients to close, with the reason (set by threads other than the I/O thread).
+  var closing: [(UInt64, String)] = []
   var started = false
   var stopping = false
   var stopped = false
   var waiters: [CheckedContinuation<Void, Never>] = []
 }
 
+/// epoll tokens of the two descriptors that are not clients (client ids start at 1).
+private let listenToken: UInt64 = 0
+private let wakeToken = UInt64.max
+
 final class ServerCore: Sendable {
   private let socket: ListeningSocket
   private let handler: any RequestHandler
-  private let options: ServerOptions
-  private let state: Mutex<State>
-  /// Write end of the wake-up pipe (a byte makes the I/O thread re-read the state).
-  private let wakeFD = Atomic<Int32>(-1)
-  private let wakeReadFD = Atomic<Int32>(-1)
+  fileprivate let options: ServerOptions
+  private let registry: Mutex<Registry>
+  private let epollFD: Int32
+  /// An eventfd: a write makes the I/O thread look at `Registry.closing` and `stopping`.
+  private let wakeFD: Int32
 
   init(
     socket: ListeningSocket, handler: any RequestHandler, authorizer: Authorizer,
@@ -218,30 +487,33 @@ final class ServerCore: Sendable {
     self.socket = socket
     self.handler = handler
     self.options = options
-    state = Mutex(State(authorizer: authorizer, maxClients: options.maxClients))
+    registry = Mutex(Registry(authorizer: authorizer, maxClients: options.maxClients))
+    epollFD = epoll_create1(Int32(EPOLL_CLOEXEC))
+    wakeFD = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
   }
 
   deinit {
-    for fd in [wakeFD.load(ordering: .acquiring), wakeReadFD.load(ordering: .acquiring)]
-    where fd >= 0 {
-      Glibc.close(fd)
-    }
+    // Closed only here: a late wake() must never write to a reused descriptor.
+    for fd in [epollFD, wakeFD] where fd >= 0 { Glibc.close(fd) }
   }
 
   func start() throws(ListenError) {
-    let alreadyStarted = state.withLock { state in
-      defer { state.started = true }
-      return state.started
+    let alreadyStarted = registry.withLock { registry in
+      defer { registry.started = true }
+      return registry.started
     }
     if alreadyStarted { return }
-    var pipeFDs: [Int32] = [-1, -1]
-    guard pipe(&pipeFDs) == 0 else { throw .systemCall("pipe", path: socket.path, errno: errno) }
-    for fd in pipeFDs { ListeningSocket.setNonBlockingCloseOnExec(fd) }
-    wakeReadFD.store(pipeFDs[0], ordering: .releasing)
-    wakeFD.store(pipeFDs[1], ordering: .releasing)
-    let started = startThread { [self] in self.loop() }
-    guard started else {
-      for fd in pipeFDs { Glibc.close(fd) }
+    guard epollFD >= 0 else { throw .systemCall("epoll_create1", path: socket.path, errno: errno) }
+    guard wakeFD >= 0 else { throw .systemCall("eventfd", path: socket.path, errno: errno) }
+    for (fd, token) in [(socket.fd, listenToken), (wakeFD, wakeToken)] {
+      var event = epoll_event()
+      event.events = EPOLLIN.rawValue
+      event.data.u64 = token
+      guard epoll_ctl(epollFD, EPOLL_CTL_ADD, fd, &event) == 0 else {
+        throw .systemCall("epoll_ctl", path: socket.path, errno: errno)
+      }
+    }
+    guard startThread({ [self] in self.loop() }) else {
       throw .systemCall("pthread_create", path: socket.path, errno: errno)
     }
     Log.event(
@@ -249,10 +521,10 @@ final class ServerCore: Sendable {
   }
 
   func stop() {
-    let wasStarted = state.withLock { state -> Bool in
-      state.stopping = true
-      if !state.started {
-        state.stopped = true
+    let wasStarted = registry.withLock { registry -> Bool in
+      registry.stopping = true
+      if !registry.started {
+        registry.stopped = true
         return false
       }
       return true
@@ -262,9 +534,9 @@ final class ServerCore: Sendable {
 
   func waitUntilStopped() async {
     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-      let done = state.withLock { state -> Bool in
-        if state.stopped { return true }
-        state.waiters.append(continuation)
+      let done = registry.withLock { registry -> Bool in
+        if registry.stopped { return true }
+        registry.waiters.append(continuation)
         return false
       }
       if done { continuation.resume() }
@@ -272,199 +544,145 @@ final class ServerCore: Sendable {
   }
 
   private func finishStopped() {
-    let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-      state.stopped = true
-      defer { state.waiters = [] }
-      return state.waiters
+    let waiters = registry.withLock { registry -> [CheckedContinuation<Void, Never>] in
+      registry.stopped = true
+      defer { registry.waiters = [] }
+      return registry.waiters
     }
     for waiter in waiters { waiter.resume() }
   }
 
-  func setAuthorizer(_ authorizer: Authorizer) { state.withLock { $0.authorizer = authorizer } }
-  func setMaxClients(_ maxClients: Int) { state.withLock { $0.maxClients = max(1, maxClients) } }
-  var clientCount: Int { state.withLock { $0.clients.count } }
+  func setAuthorizer(_ authorizer: Authorizer) { registry.withLock { $0.authorizer = authorizer } }
+  func setMaxClients(_ maxClients: Int) { registry.withLock { $0.maxClients = max(1, maxClients) } }
+  var clientCount: Int { registry.withLock { $0.clients.count } }
   func connections() -> [ClientConnection] {
-    state.withLock { $0.clients.values.filter { $0.dropReason == nil }.map(\.connection) }
-      .sorted { $0.id < $1.id }
-  }
-  func isConnected(_ id: UInt64) -> Bool {
-    state.withLock { $0.clients[id].map { $0.dropReason == nil } ?? false }
+    registry.withLock { Array($0.clients.values) }.filter(\.isConnected).sorted { $0.id < $1.id }
   }
 
   private func wake() {
-    let fd = wakeFD.load(ordering: .acquiring)
-    guard fd >= 0 else { return }
-    var one: UInt8 = 1
-    _ = write(fd, &one, 1)
+    var one: UInt64 = 1
+    _ = write(wakeFD, &one, MemoryLayout<UInt64>.size)
   }
 
-  func requestClose(_ id: UInt64, reason: String) {
-    let changed = state.withLock { state -> Bool in
-      guard state.clients[id] != nil, state.clients[id]?.dropReason == nil else { return false }
-      state.clients[id]?.dropReason = reason
-      return true
-    }
-    if changed { wake() }
+  /// Has the I/O thread close `id` (from any thread).
+  fileprivate func scheduleClose(_ id: UInt64, reason: String) {
+    registry.withLock { $0.closing.append((id, reason)) }
+    wake()
   }
 
-  /// Queues encoded JSON (no newline) for a client. See ``ClientConnection/send(_:)``.
-  func enqueue(_ body: [UInt8], to id: UInt64, coalescingKey: String?) -> Bool {
-    enqueue(body, to: [id], coalescingKey: coalescingKey) == 1
+  func requestClose(_ slot: ClientSlot, reason: String) {
+    if slot.markForClosing(reason) { scheduleClose(slot.id, reason: reason) }
   }
 
-  /// Queues the same encoded JSON (no newline) for every client in `ids` under one lock, so that
-  /// a broadcast to many clients takes the lock once instead of contending with the I/O thread
-  /// for each client; the line with its newline is built once and shared. Returns how many
-  /// clients it was queued for.
-  func enqueue(_ body: [UInt8], to ids: [UInt64], coalescingKey: String?) -> Int {
+  /// Gives the same encoded JSON (no newline) to every client in `connections`; the line with
+  /// its newline is built once and shared. Returns how many clients took it.
+  func deliver(_ body: [UInt8], to connections: [ClientConnection], coalescingKey: String?) -> Int {
     var line = body
     line.append(UInt8(ascii: "\n"))
-    let result = state.withLock { state -> (count: Int, wake: Bool) in
-      var count = 0
-      var wake = false
-      for id in ids {
-        let one = enqueueLocked(body, line: line, to: id, coalescingKey: coalescingKey, in: &state)
-        if one.ok { count += 1 }
-        if one.wake { wake = true }
+    var count = 0
+    for connection in connections {
+      switch connection.slot.deliver(body: body, line: line, coalescingKey: coalescingKey) {
+      case .accepted: count += 1
+      case .gone: break
+      case .drop(let reason): scheduleClose(connection.id, reason: reason)
       }
-      return (count, wake)
     }
-    if result.wake { wake() }
-    return result.count
-  }
-
-  /// Queues `body` (or `line`, the same with its newline) for one client; the caller holds the lock.
-  private func enqueueLocked(
-    _ body: [UInt8], line: [UInt8], to id: UInt64, coalescingKey: String?, in state: inout State
-  ) -> (ok: Bool, wake: Bool) {
-    // Taken out of the dictionary (and put back below) so that the queue and the coalesced
-    // events are uniquely referenced: appending then mutates in place instead of copying them
-    // for every client and every fix.
-    guard var client = state.clients.removeValue(forKey: id) else { return (false, false) }
-    defer { state.clients[id] = client }
-    guard client.dropReason == nil else { return (false, false) }
-    let wasIdle = client.queue.isEmpty
-    if let key = coalescingKey {
-      if let pending = client.coalesced[key] {
-        client.coalesced[key] = (body, pending.missed + 1)
-        if let index = client.queue.lastIndex(where: {
-          if case .coalesced(let other) = $0 { return other == key }
-          return false
-        }) {
-          client.queue.remove(at: index)
-        }
-      } else {
-        client.coalesced[key] = (body, 0)
-      }
-      client.queue.append(.coalesced(key))
-      return (true, wasIdle)
-    }
-    client.backlogBytes += line.count
-    client.backlogMessages += 1
-    if client.backlogBytes > options.maxBacklogBytes
-      || client.backlogMessages > options.maxBacklogMessages
-    {
-      client.dropReason = "slowClient"
-      Log.event(
-        "slowClient",
-        [
-          "client": String(id), "backlogBytes": String(client.backlogBytes),
-          "backlogMessages": String(client.backlogMessages),
-        ])
-      client.queue = []
-      client.coalesced = [:]
-      return (false, true)
-    }
-    client.queue.append(.bytes(line, counted: true))
-    return (true, wasIdle)
+    return count
   }
 
   // MARK: I/O thread
 
+  /// The event loop: accepts, reads requests, writes what could not be written at once, and
+  /// closes clients. Only this thread closes client sockets, so that no other thread can write
+  /// to a descriptor number that has been reused.
   private func loop() {
-    var readers: [UInt64: LineReader] = [:]
+    var clients: [UInt64: (connection: ClientConnection, reader: LineReader)] = [:]
     var chunk = [UInt8](repeating: 0, count: 65_536)
-    let wakeDescriptor = wakeReadFD.load(ordering: .acquiring)
-    // After EMFILE/ENFILE, stop polling the listening socket for a moment instead of spinning.
+    var events = [epoll_event](repeating: epoll_event(), count: 256)
+    // After EMFILE/ENFILE, stop watching the listening socket for a moment instead of spinning.
     var acceptPausedUntil: ContinuousClock.Instant?
     while true {
-      if let until = acceptPausedUntil, ContinuousClock.now >= until { acceptPausedUntil = nil }
-      // Build the poll set from the current state.
-      var descriptors: [pollfd] = [
-        pollfd(fd: socket.fd, events: acceptPausedUntil == nil ? Int16(POLLIN) : 0, revents: 0),
-        pollfd(fd: wakeDescriptor, events: Int16(POLLIN), revents: 0),
-      ]
-      var ids: [UInt64] = []
-      var toDrop: [(UInt64, String)] = []
-      let stopping = state.withLock { state -> Bool in
-        for (id, client) in state.clients {
-          if let reason = client.dropReason {
-            toDrop.append((id, reason))
-            continue
-          }
-          if client.readClosed && client.requestsFinished && client.queue.isEmpty {
-            toDrop.append((id, "closedByPeer"))
-            continue
-          }
-          var events: Int32 = 0
-          if !client.readClosed && client.pendingRequests < options.maxPendingRequests {
-            events |= Int32(POLLIN)
-          }
-          if !client.queue.isEmpty { events |= Int32(POLLOUT) }
-          descriptors.append(pollfd(fd: client.fd, events: Int16(events), revents: 0))
-          ids.append(id)
-        }
-        return state.stopping
+      let (closing, stopping) = registry.withLock { registry in
+        defer { registry.closing = [] }
+        return (registry.closing, registry.stopping)
       }
-      for (id, reason) in toDrop {
-        removeClient(id, reason: reason)
-        readers[id] = nil
-      }
+      for (id, reason) in closing { close(id, reason: reason, &clients) }
       if stopping { break }
-      if !toDrop.isEmpty { continue }
-
-      let ready = poll(
-        &descriptors, nfds_t(descriptors.count), acceptPausedUntil == nil ? 1000 : 100)
-      if ready < 0 {
+      if let until = acceptPausedUntil, ContinuousClock.now >= until {
+        acceptPausedUntil = nil
+        setListening(true)
+      }
+      let count = epoll_wait(
+        epollFD, &events, Int32(events.count), acceptPausedUntil == nil ? -1 : 100)
+      if count < 0 {
         if errno == EINTR { continue }
         Log.event("pollFailed", ["error": String(cString: strerror(errno))])
         break
       }
-      if descriptors[1].revents != 0 {
-        var drain = [UInt8](repeating: 0, count: 256)
-        while drain.withUnsafeMutableBytes({ read(wakeDescriptor, $0.baseAddress, $0.count) }) > 0 {
-        }
-      }
-      if descriptors[0].revents & Int16(POLLIN) != 0, !acceptClients(&readers) {
-        acceptPausedUntil = ContinuousClock.now + .milliseconds(100)
-      }
-      for (offset, id) in ids.enumerated() {
-        let entry = descriptors[offset + 2]
-        let revents = Int32(entry.revents)
-        if revents == 0 { continue }
-        if revents & Int32(POLLOUT) != 0 {
-          flush(id)
-        }
-        if revents & (Int32(POLLIN) | Int32(POLLHUP) | Int32(POLLERR)) != 0 {
-          readClient(
-            id, fd: entry.fd, chunk: &chunk, readers: &readers,
-            hangUp: revents & Int32(POLLHUP) != 0)
+      for index in 0..<Int(count) {
+        let token = events[index].data.u64
+        let flags = events[index].events
+        switch token {
+        case listenToken:
+          if !acceptClients(&clients) {
+            acceptPausedUntil = ContinuousClock.now + .milliseconds(100)
+            setListening(false)
+          }
+        case wakeToken:
+          var value: UInt64 = 0
+          _ = read(wakeFD, &value, MemoryLayout<UInt64>.size)
+        default:
+          guard let connection = clients[token]?.connection else { continue }  // already closed
+          if flags & EPOLLOUT.rawValue != 0, !flush(connection, &clients) { continue }
+          let readable = EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue
+          if flags & readable != 0 {
+            readClient(
+              token, chunk: &chunk, clients: &clients, hangUp: flags & EPOLLHUP.rawValue != 0)
+          }
         }
       }
     }
-    // Shutdown: send what is queued (e.g. the SHUTDOWN event) as far as each socket takes it
+    // Shutdown: write what is queued (e.g. the SHUTDOWN event) as far as each socket takes it
     // without waiting, then close every client and the listening socket.
-    let remaining = state.withLock { Array($0.clients.keys) }
-    for id in remaining { flush(id) }
-    for id in remaining { removeClient(id, reason: "serverStopping") }
+    for (connection, _) in clients.values {
+      connection.slot.state.withLock { _ = connection.slot.flushLocked(&$0) }
+    }
+    for id in Array(clients.keys) { close(id, reason: "serverStopping", &clients) }
     socket.close()
-    // The wake-up pipe stays open until deinit: a late wake() must never write to a reused fd.
     Log.event("stopped", ["path": socket.path])
     finishStopped()
   }
 
+  /// Writes the client's queue as far as the socket takes it; closes the client on a write error
+  /// or when it half-closed and everything is sent. `false` when it was closed.
+  private func flush(
+    _ connection: ClientConnection,
+    _ clients: inout [UInt64: (connection: ClientConnection, reader: LineReader)]
+  ) -> Bool {
+    let slot = connection.slot
+    let (ok, finished) = slot.state.withLock { state in
+      let ok = slot.flushLocked(&state)
+      slot.updateInterest(&state)
+      return (ok, ClientSlot.isFinished(state))
+    }
+    guard ok && !finished else {
+      close(connection.id, reason: ok ? "closedByPeer" : "writeError", &clients)
+      return false
+    }
+    return true
+  }
+
+  private func setListening(_ on: Bool) {
+    var event = epoll_event()
+    event.events = on ? EPOLLIN.rawValue : 0
+    event.data.u64 = listenToken
+    _ = epoll_ctl(epollFD, EPOLL_CTL_MOD, socket.fd, &event)
+  }
+
   /// Accepts every pending connection; `false` when out of descriptors (pause accepting).
-  private func acceptClients(_ readers: inout [UInt64: LineReader]) -> Bool {
+  private func acceptClients(
+    _ clients: inout [UInt64: (connection: ClientConnection, reader: LineReader)]
+  ) -> Bool {
     while true {
       let fd = accept(socket.fd, nil, nil)
       if fd < 0 {
@@ -478,19 +696,17 @@ final class ServerCore: Sendable {
       let peer =
         PeerCredentials.read(socket: fd)
         ?? PeerCredentials(pid: 0, uid: UInt32.max, gid: UInt32.max)
-      var stream: AsyncStream<LineReader.Item>?
-      let admitted = state.withLock { state -> ClientConnection? in
-        guard state.clients.count < state.maxClients else { return nil }
-        let id = state.nextID
-        state.nextID += 1
-        let (lines, continuation) = AsyncStream.makeStream(of: LineReader.Item.self)
-        stream = lines
-        let connection = ClientConnection(id: id, core: self)
-        state.clients[id] = Client(fd: fd, peer: peer, connection: connection, lines: continuation)
+      let admitted = registry.withLock { registry -> ClientConnection? in
+        guard registry.clients.count < registry.maxClients else { return nil }
+        let id = registry.nextID
+        registry.nextID += 1
+        let slot = ClientSlot(id: id, fd: fd, peer: peer, epollFD: epollFD, options: options)
+        let connection = ClientConnection(slot: slot, core: self)
+        registry.clients[id] = connection
         return connection
       }
-      guard let connection = admitted, let stream else {
-        let max = state.withLock { $0.maxClients }
+      guard let connection = admitted else {
+        let max = registry.withLock { $0.maxClients }
         let reply = Reply.error(
           .tooManyClients,
           message:
@@ -504,165 +720,152 @@ final class ServerCore: Sendable {
           "tooManyClients", ["pid": String(peer.pid), "uid": String(peer.uid), "max": String(max)])
         continue
       }
-      readers[connection.id] = LineReader(maximumLength: options.maxLineLength)
+      var event = epoll_event()
+      event.events = EPOLLIN.rawValue
+      event.data.u64 = connection.id
+      guard epoll_ctl(epollFD, EPOLL_CTL_ADD, fd, &event) == 0 else {
+        Log.event("acceptFailed", ["error": "epoll_ctl: \(String(cString: strerror(errno)))"])
+        registry.withLock { $0.clients[connection.id] = nil }
+        connection.slot.state.withLock { $0.open = false }
+        Glibc.close(fd)
+        continue
+      }
+      clients[connection.id] = (connection, LineReader(maximumLength: options.maxLineLength))
       Log.event(
         "clientConnected",
         [
           "client": String(connection.id), "pid": String(peer.pid), "uid": String(peer.uid),
           "gid": String(peer.gid),
         ])
-      let context = (connection: connection, peer: peer)
-      Task { [self] in
-        await self.serve(stream, connection: context.connection, peer: context.peer)
-      }
     }
   }
 
+  /// Reads what the client sent (at most four chunks, fewer once enough requests wait) and
+  /// hands complete lines to the client's request task, starting one when none runs.
   private func readClient(
-    _ id: UInt64, fd: Int32, chunk: inout [UInt8], readers: inout [UInt64: LineReader], hangUp: Bool
+    _ id: UInt64, chunk: inout [UInt8],
+    clients: inout [UInt64: (connection: ClientConnection, reader: LineReader)], hangUp: Bool
   ) {
+    guard let connection = clients[id]?.connection else { return }
+    let slot = connection.slot
     var total = 0
     while total < 4 * chunk.count {
-      let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+      let count = chunk.withUnsafeMutableBytes { read(slot.fd, $0.baseAddress, $0.count) }
       if count > 0 {
         total += count
-        guard var reader = readers[id] else { return }
-        let items = reader.feed(chunk[0..<count])
-        readers[id] = reader
-        if !items.isEmpty {
-          state.withLock { state in
-            state.clients[id]?.pendingRequests += items.count
-            for item in items { state.clients[id]?.lines.yield(item) }
-          }
+        guard let items = clients[id]?.reader.feed(chunk[0..<count]), !items.isEmpty else {
+          continue
         }
+        let (startTask, paused) = slot.state.withLock { state -> (Bool, Bool) in
+          for item in items { state.requests.append(item) }
+          let startTask = !state.serving
+          state.serving = true
+          slot.updateInterest(&state)
+          return (startTask, state.interest & EPOLLIN.rawValue == 0)
+        }
+        if startTask { Task { [self] in await self.serve(connection) } }
+        if paused && !hangUp { return }
         continue
       }
       if count < 0 && errno == EINTR { continue }
       if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
-        if hangUp { requestCloseLocal(id, reason: "closedByPeer") }
+        if hangUp { close(id, reason: "closedByPeer", &clients) }
         return
       }
       if count == 0 && !hangUp {
         // Half-close: answer what was asked, then close.
-        state.withLock { state in
-          state.clients[id]?.readClosed = true
-          state.clients[id]?.lines.finish()
+        let finished = slot.state.withLock { state -> Bool in
+          state.readClosed = true
+          slot.updateInterest(&state)
+          return ClientSlot.isFinished(state)
         }
+        if finished { close(id, reason: "closedByPeer", &clients) }
         return
       }
-      requestCloseLocal(id, reason: count == 0 ? "closedByPeer" : "readError")
+      close(id, reason: count == 0 ? "closedByPeer" : "readError", &clients)
       return
     }
   }
 
-  private func requestCloseLocal(_ id: UInt64, reason: String) {
-    state.withLock { state in
-      if state.clients[id]?.dropReason == nil { state.clients[id]?.dropReason = reason }
+  /// Closes a client's socket (I/O thread only) and, unless its request task still runs (which
+  /// then does it), tells the handler.
+  private func close(
+    _ id: UInt64, reason: String,
+    _ clients: inout [UInt64: (connection: ClientConnection, reader: LineReader)]
+  ) {
+    guard let connection = clients.removeValue(forKey: id)?.connection else { return }
+    let slot = connection.slot
+    let (why, notify, authorization) = slot.state.withLock {
+      state -> (String, Bool, AuthorizationStatus) in
+      _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, slot.fd, nil)
+      Glibc.close(slot.fd)
+      state.open = false
+      if state.dropReason == nil { state.dropReason = reason }
+      state.queue.removeAll()
+      state.coalesced = []
+      let notify = !state.serving && !state.disconnectNotified
+      if notify { state.disconnectNotified = true }
+      return (state.dropReason ?? reason, notify, state.authorization)
+    }
+    registry.withLock { $0.clients[id] = nil }
+    Log.event("clientDisconnected", ["client": String(id), "reason": why])
+    if notify {
+      let context = ClientContext(
+        connection: connection, peer: slot.peer, authorization: authorization)
+      Task { [handler] in await handler.clientDisconnected(context) }
     }
   }
 
-  private func flush(_ id: UInt64) {
-    state.withLock { state in
-      // Taken out and put back, as in `enqueue`: the queue is then mutated in place.
-      guard var client = state.clients.removeValue(forKey: id) else { return }
-      defer { state.clients[id] = client }
-      guard client.dropReason == nil else { return }
-      while let head = client.queue.first {
-        var bytes: [UInt8]
-        var counted = false
-        switch head {
-        case .bytes(let data, let isCounted):
-          bytes = data
-          counted = isCounted
-        case .coalesced(let key):
-          guard let pending = client.coalesced.removeValue(forKey: key) else {
-            client.queue.removeFirst()
-            continue
-          }
-          bytes =
-            pending.missed > 0
-            ? JSONValue.appending(
-              [JSONMember("missed", .int(Int64(pending.missed)))], toEncodedObject: pending.bytes)
-            : pending.bytes
-          bytes.append(UInt8(ascii: "\n"))
-          client.queue[0] = .bytes(bytes, counted: false)
+  // MARK: Request tasks
+
+  /// What a request task does next.
+  private enum Next {
+    case answer(LineReader.Item)
+    /// Nothing left: `notify` when the client has gone (tell the handler), `finished` when it
+    /// half-closed and everything is sent (close it).
+    case done(notify: Bool, finished: Bool, authorization: AuthorizationStatus)
+  }
+
+  /// Answers the client's requests in order until none is left, then ends: no task waits for
+  /// an idle client (each would keep its task allocator's memory).
+  private func serve(_ connection: ClientConnection) async {
+    let slot = connection.slot
+    while true {
+      let next = slot.state.withLock { state -> Next in
+        if let item = state.requests.popFirst() {
+          slot.updateInterest(&state)
+          return .answer(item)
         }
-        let offset = client.headOffset
-        let written = bytes.withUnsafeBytes { buffer in
-          send(
-            client.fd, buffer.baseAddress.map { $0 + offset }, buffer.count - offset,
-            Int32(MSG_NOSIGNAL))
+        state.serving = false
+        let notify = !state.open && !state.disconnectNotified
+        if notify { state.disconnectNotified = true }
+        return .done(
+          notify: notify, finished: state.open && ClientSlot.isFinished(state),
+          authorization: state.authorization)
+      }
+      switch next {
+      case .answer(let item):
+        let json = await answer(item, connection: connection)
+        let body = json.encoded
+        var line = body
+        line.append(UInt8(ascii: "\n"))
+        // Replies are never coalesced or dropped; they count towards the backlog bound.
+        if case .drop(let reason) = slot.deliver(body: body, line: line, coalescingKey: nil) {
+          scheduleClose(connection.id, reason: reason)
         }
-        if written < 0 {
-          if errno == EINTR { continue }
-          if errno == EAGAIN || errno == EWOULDBLOCK { return }
-          client.dropReason = "writeError"
-          return
+      case .done(let notify, let finished, let authorization):
+        if finished { scheduleClose(connection.id, reason: "closedByPeer") }
+        if notify {
+          await handler.clientDisconnected(
+            ClientContext(connection: connection, peer: slot.peer, authorization: authorization))
         }
-        client.headOffset += written
-        if client.headOffset < bytes.count { return }
-        client.headOffset = 0
-        client.queue.removeFirst()
-        if counted {
-          client.backlogBytes -= bytes.count
-          client.backlogMessages -= 1
-        }
+        return
       }
     }
   }
 
-  private func removeClient(_ id: UInt64, reason: String) {
-    guard let client = state.withLock({ $0.clients.removeValue(forKey: id) }) else { return }
-    client.lines.finish()
-    Glibc.close(client.fd)
-    Log.event("clientDisconnected", ["client": String(id), "reason": reason])
-  }
-
-  // MARK: Per-client request task
-
-  private func serve(
-    _ lines: AsyncStream<LineReader.Item>, connection: ClientConnection, peer: PeerCredentials
-  ) async {
-    for await item in lines {
-      let json = await answer(item, connection: connection, peer: peer)
-      var line = json.encoded
-      line.append(UInt8(ascii: "\n"))
-      let wakeNeeded = state.withLock { state -> Bool in
-        guard var client = state.clients[connection.id] else { return false }
-        client.pendingRequests -= 1
-        var wake = client.pendingRequests == options.maxPendingRequests - 1
-        if client.dropReason == nil {
-          // Replies are never dropped; they count towards the backlog bound.
-          wake = wake || client.queue.isEmpty
-          client.queue.append(.bytes(line, counted: true))
-          client.backlogBytes += line.count
-          client.backlogMessages += 1
-          if client.backlogBytes > options.maxBacklogBytes
-            || client.backlogMessages > options.maxBacklogMessages
-          {
-            client.dropReason = "slowClient"
-            wake = true
-          }
-        }
-        state.clients[connection.id] = client
-        return wake
-      }
-      if wakeNeeded { wake() }
-    }
-    let context = state.withLock { state -> ClientContext in
-      state.clients[connection.id]?.requestsFinished = true
-      return ClientContext(
-        connection: connection, peer: peer,
-        authorization: state.clients[connection.id]?.authorization ?? .notDetermined)
-    }
-    wake()
-    await handler.clientDisconnected(context)
-  }
-
-  private func answer(_ item: LineReader.Item, connection: ClientConnection, peer: PeerCredentials)
-    async
-    -> JSONValue
-  {
+  private func answer(_ item: LineReader.Item, connection: ClientConnection) async -> JSONValue {
+    let peer = connection.slot.peer
     let request: Request
     switch item {
     case .tooLong:
@@ -682,11 +885,9 @@ final class ServerCore: Sendable {
       }
     }
     if request.command == .requestAuthorization {
-      let (status, reason) = state.withLock { state -> (AuthorizationStatus, String) in
-        let decision = state.authorizer.decide(for: peer)
-        state.clients[connection.id]?.authorization = decision.status
-        return decision
-      }
+      let (authorizer, group) = registry.withLock { ($0.authorizer, $0.authorizer.groupName) }
+      let (status, reason) = authorizer.decide(for: peer)
+      connection.slot.state.withLock { $0.authorization = status }
       Log.event(
         "authorization",
         [
@@ -696,7 +897,6 @@ final class ServerCore: Sendable {
       if status == .authorized {
         return Reply.authorization(.authorized).json(id: request.id)
       }
-      let group = state.withLock { $0.authorizer.groupName }
       let hint =
         group.map {
           "run as root or as a member of group \($0) (usermod -aG \($0) USER, then log in again)"
@@ -705,9 +905,7 @@ final class ServerCore: Sendable {
       return Reply.error(.notAuthorized, message: "uid \(peer.uid) is not authorized: \(hint)")
         .json(id: request.id)
     }
-    let authorization = state.withLock {
-      $0.clients[connection.id]?.authorization ?? .notDetermined
-    }
+    let authorization = connection.slot.state.withLock { $0.authorization }
     if authorization != .authorized && !request.command.isAllowedUnauthorized {
       let message =
         authorization == .denied
