@@ -95,8 +95,9 @@ public struct LocationFilter: Sendable, Hashable, Codable {
     return true
   }
 
-  /// Whether the filter lets every fix through.
-  var acceptsEverything: Bool {
+  /// Whether the filter lets every fix through (no accuracy, interval or distance condition), so
+  /// that ``accepts(_:after:)`` is `true` whatever the locations.
+  public var acceptsEverything: Bool {
     desiredAccuracy == nil && (minimumInterval ?? 0) <= 0 && (distanceFilter ?? 0) <= 0
   }
 

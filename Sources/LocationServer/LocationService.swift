@@ -20,14 +20,28 @@ public actor LocationService: RequestHandler {
     var connection: ClientConnection
     var filter: LocationFilter
     var lossless: Bool
-    var lastDelivered: Location?
+  }
+
+  /// The watchers' connections by delivery: every fix coalesced, every fix lossless, and those
+  /// whose filter decides per fix. Rebuilt when the watchers change, so that a fix reaches a
+  /// thousand watchers without a dictionary walk.
+  private struct Audience {
+    var coalescing: [ClientConnection] = []
+    var lossless: [ClientConnection] = []
+    var filtered: [UInt64] = []
+    var all: [ClientConnection] = []
   }
 
   private let manager: LocationManager
   private let map: MapStateService
   private let backend: any LocationBackend
   private var server: SocketServer?
-  private var watchers: [UInt64: Watcher] = [:]
+  private var watchers: [UInt64: Watcher] = [:] {
+    didSet { audienceValue = nil }
+  }
+  private var audienceValue: Audience?
+  /// The last location delivered to each watcher with a filter (its filter compares with it).
+  private var lastDelivered: [UInt64: Location] = [:]
   private var authorizedConnections: Set<UInt64> = []
   private var wasTracking = false
   private var tasks: [Task<Void, Never>] = []
@@ -238,7 +252,8 @@ public actor LocationService: RequestHandler {
     }
     _ = try await authorize(client)
     watchers[client.id] = Watcher(
-      connection: client.connection, filter: Self.filter(options), lossless: lossless, lastDelivered: nil)
+      connection: client.connection, filter: Self.filter(options), lossless: lossless)
+    lastDelivered[client.id] = nil
     client.connection.send(
       .backend(uri: backend.uri, state: await manager.backendStatus, detail: await manager.backendStatusDetail))
     await trackingWillStart()
@@ -283,15 +298,15 @@ public actor LocationService: RequestHandler {
       await map.update(fix: location.fix)  // a fix without a position clears the location
       guard !watchers.isEmpty else { return }
       let tpv = EventEncoding.tpv(location)
-      var coalescing: [ClientConnection] = []
-      var lossless: [ClientConnection] = []
-      for (key, watcher) in watchers {
-        if location.fix.mode.hasPosition
-          && !watcher.filter.accepts(location, after: watcher.lastDelivered)
-        {
-          continue
+      let audience = audience()
+      var coalescing = audience.coalescing
+      var lossless = audience.lossless
+      for id in audience.filtered {
+        guard let watcher = watchers[id] else { continue }
+        if location.fix.mode.hasPosition {
+          guard watcher.filter.accepts(location, after: lastDelivered[id]) else { continue }
+          lastDelivered[id] = location
         }
-        if location.fix.mode.hasPosition { watchers[key]?.lastDelivered = location }
         if watcher.lossless { lossless.append(watcher.connection) } else { coalescing.append(watcher.connection) }
       }
       if !coalescing.isEmpty { server?.broadcast(.location(tpv), to: coalescing) }
@@ -313,7 +328,25 @@ public actor LocationService: RequestHandler {
 
   private func broadcastToWatchers(_ event: Event) {
     guard !watchers.isEmpty else { return }
-    server?.broadcast(event, to: watchers.values.map(\.connection))
+    server?.broadcast(event, to: audience().all)
+  }
+
+  private func audience() -> Audience {
+    if let audienceValue { return audienceValue }
+    var audience = Audience()
+    for (id, watcher) in watchers.sorted(by: { $0.key < $1.key }) {
+      audience.all.append(watcher.connection)
+      if !watcher.filter.acceptsEverything {
+        audience.filtered.append(id)
+      } else if watcher.lossless {
+        audience.lossless.append(watcher.connection)
+      } else {
+        audience.coalescing.append(watcher.connection)
+      }
+    }
+    lastDelivered = lastDelivered.filter { watchers[$0.key] != nil }
+    audienceValue = audience
+    return audience
   }
 
   // MARK: - Map
