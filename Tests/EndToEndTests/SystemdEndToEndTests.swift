@@ -105,10 +105,15 @@ extension EndToEnd {
         environment: environment, logPath: scratch.file("activate.log"), socketPath: socketPath,
         stateDirectory: scratch.file("state"))
       defer { daemon.cleanUp() }
-      // systemd-socket-activate listens first and starts locationd on the first connection.
+      // systemd-socket-activate listens first and starts locationd on the first connection. The
+      // socket file exists from bind(2), a moment before listen(2): retry a refused connection.
+      var first: LineClient?
       #expect(
-        await waitUntil(timeout: 10) { access(socketPath, F_OK) == 0 }, "no socket: \(daemon.log)")
-      let client = try LineClient(path: socketPath)
+        await waitUntil(timeout: 10) {
+          first = try? LineClient(path: socketPath)
+          return first != nil
+        }, "no socket: \(daemon.log)")
+      let client = try #require(first)
       try #require(
         await notify.waitFor("READY=1"), "no READY=1: \(notify.messages.map(\.text)) \(daemon.log)")
       let ready = notify.messages.first { $0.text.contains("READY=1") }?.text ?? ""
