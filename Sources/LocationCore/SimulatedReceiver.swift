@@ -235,21 +235,25 @@ public final class SimulatedReceiver: Sendable {
   /// reader sees a hang-up. Idempotent. Once started, the writer thread does the closing within
   /// a few milliseconds; ``waitUntilFinished()`` waits for it.
   public func stop() {
-    let (task, waiters) = state.withLock { state in
+    let task = state.withLock { state in
       state.stopped = true
-      defer { state.waiters = [] }
-      return (state.task, state.waiters)
+      return state.task
     }
     task?.cancel()
-    for waiter in waiters { waiter.resume() }
     wake()
-    // The writer thread closes the descriptors when it sees `stopped`; if it never ran, close here.
-    let closeNow = state.withLock { state -> Bool in
-      if state.started { return false }
-      defer { state.closed = true }
-      return !state.closed
+    // The writer thread closes the descriptors (and removes the link) when it sees `stopped`,
+    // then wakes the waiters; if it never ran, do both here. Waking them earlier let a caller of
+    // waitUntilFinished() exit before the link was removed.
+    let (closeNow, waiters) = state.withLock { state -> (Bool, [CheckedContinuation<Void, Never>]) in
+      if state.started { return (false, []) }
+      defer {
+        state.closed = true
+        state.waiters = []
+      }
+      return (!state.closed, state.waiters)
     }
     if closeNow { closeDescriptors() }
+    for waiter in waiters { waiter.resume() }
   }
 
   /// Waits until the writer has finished (stopped, or the sequence ended) and the pty is closed.
