@@ -16,11 +16,14 @@ let package = Package(
     .library(name: "MapState", targets: ["MapState"]),
   ],
   targets: [
-    // libgps through pkg-config; only GPSDBackend imports it.
-    .systemLibrary(name: "CGPS", pkgConfig: "libgps", providers: [.apt(["libgps-dev"])]),
+    // libgps (headers from libgps-dev); only GPSDBackend imports it. A C target that loads the
+    // library with dlopen on first use instead of linking it (see its header), so no pkgConfig:
+    // that would link it.
+    .target(name: "CGPS", linkerSettings: [.linkedLibrary("dl")]),
     // libxml2 for GPX route files (instead of Foundation's XMLParser, which links all of
-    // Foundation and ICU into the daemon).
-    .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
+    // Foundation and ICU into the daemon); loaded on first use like libgps. Its headers are
+    // reached through the link Sources/CLibXML2/include/libxml -> /usr/include/libxml2/libxml.
+    .target(name: "CLibXML2", linkerSettings: [.linkedLibrary("dl")]),
     // epoll(7) and eventfd(2), which the Glibc module does not export: the socket server's event
     // loop and the benchmark's clients.
     .target(name: "CLinux"),
@@ -51,7 +54,10 @@ let package = Package(
     .testTarget(
       name: "LocationCoreTests", dependencies: ["LocationCore", "LocationTestKit", "NMEA"],
       swiftSettings: swiftSettings),
-    .testTarget(name: "MapStateTests", dependencies: ["MapState", "NMEA"], swiftSettings: swiftSettings),
+    // Golden/ holds expected renderer output, read by path (not a resource bundle).
+    .testTarget(
+      name: "MapStateTests", dependencies: ["MapState", "NMEA"], exclude: ["Golden"],
+      swiftSettings: swiftSettings),
     .testTarget(
       name: "LocationServerTests",
       dependencies: ["LocationServer", "LocationCore", "MapState", "LocationTestKit"],

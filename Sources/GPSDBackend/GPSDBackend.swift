@@ -1,3 +1,4 @@
+import CGPS
 import Glibc
 import LocationCore
 import NMEA
@@ -184,8 +185,13 @@ public final class GPSDBackend: LocationBackend {
   /// Starts the connection thread; returns at once (connection and retries happen in the
   /// background and are reported as status events). Idempotent while running.
   ///
-  /// - Throws: ``GPSDBackendError/threadCreationFailed(errno:)`` when no thread can be created.
+  /// - Throws: ``GPSDBackendError/libraryUnavailable(_:)`` when libgps cannot be loaded (it is
+  ///   loaded on the first start), ``GPSDBackendError/threadCreationFailed(errno:)`` when no
+  ///   thread can be created.
   public func start() async throws {
+    if let reason = locationd_gps_load() {
+      throw GPSDBackendError.libraryUnavailable(String(cString: reason))
+    }
     try running.withLock { current throws(GPSDBackendError) in
       guard current == nil else { return }
       let worker = GPSDWorker(
@@ -219,11 +225,14 @@ public final class GPSDBackend: LocationBackend {
 public enum GPSDBackendError: Error, Sendable, Hashable, CustomStringConvertible {
   /// `pthread_create` or `pipe` failed.
   case threadCreationFailed(errno: Int32)
+  /// libgps could not be loaded; the text says what to install.
+  case libraryUnavailable(String)
 
   /// A one-line explanation.
   public var description: String {
     switch self {
     case .threadCreationFailed(let code): return "cannot start the gpsd thread (errno \(code))"
+    case .libraryUnavailable(let reason): return reason
     }
   }
 }

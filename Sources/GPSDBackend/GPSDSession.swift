@@ -150,6 +150,8 @@ public enum GPSDSessionError: Error, Sendable, Hashable, CustomStringConvertible
   case connectionLost(code: Int32, message: String)
   /// The libgps data structure could not be allocated.
   case outOfMemory
+  /// libgps could not be loaded (it is loaded on first use); the text says what to install.
+  case libraryUnavailable(String)
 
   /// A one-line explanation.
   public var description: String {
@@ -159,6 +161,7 @@ public enum GPSDSessionError: Error, Sendable, Hashable, CustomStringConvertible
     case .watchFailed(let code, let message): return "gpsd WATCH failed: \(message) (\(code))"
     case .connectionLost(let code, let message): return "gpsd connection lost: \(message) (\(code))"
     case .outOfMemory: return "cannot allocate the libgps data structure"
+    case .libraryUnavailable(let reason): return reason
     }
   }
 }
@@ -177,10 +180,11 @@ final class GPSDSession {
   ///
   /// - Throws: ``GPSDSessionError/openFailed(host:port:code:message:)``.
   init(host: String, port: UInt16) throws(GPSDSessionError) {
+    if let reason = locationd_gps_load() { throw .libraryUnavailable(String(cString: reason)) }
     guard let data = locationd_gps_alloc() else { throw .outOfMemory }
     // Do the fallible call before storing anything: a throwing init whose stored properties are
     // all set still runs deinit, and gps_close after a failed gps_open is a double free.
-    let result = gps_open(host, String(port), data)
+    let result = locationd_gps_open(host, String(port), data)
     if result != 0 {
       let code = errno
       locationd_gps_free(data)
@@ -211,9 +215,9 @@ final class GPSDSession {
     let result: Int32
     if let device {
       flags |= UInt32(WATCH_DEVICE)
-      result = device.withCString { gps_stream(data, flags, UnsafeMutableRawPointer(mutating: $0)) }
+      result = device.withCString { locationd_gps_stream(data, flags, UnsafeMutableRawPointer(mutating: $0)) }
     } else {
-      result = gps_stream(data, flags, nil)
+      result = locationd_gps_stream(data, flags, nil)
     }
     if result != 0 {
       let code = errno
@@ -224,11 +228,11 @@ final class GPSDSession {
   /// Sends `?WATCH={"enable":false}`: gpsd may then close the device and power the receiver down.
   func unwatch() {
     guard isOpen else { return }
-    _ = gps_stream(data, UInt32(WATCH_DISABLE), nil)
+    _ = locationd_gps_stream(data, UInt32(WATCH_DISABLE), nil)
   }
 
   /// Whether libgps already holds unread input (a complete or partial line), without waiting.
-  var hasBufferedInput: Bool { isOpen && gps_waiting(data, 0) }
+  var hasBufferedInput: Bool { isOpen && locationd_gps_waiting(data, 0) }
 
   /// Reads and decodes one report. Call when ``fileDescriptor`` is readable or
   /// ``hasBufferedInput`` is true, otherwise it blocks.
@@ -236,7 +240,7 @@ final class GPSDSession {
   /// - Throws: ``GPSDSessionError/connectionLost(code:message:)`` when gpsd closed the socket.
   func read() throws(GPSDSessionError) -> GPSDReport {
     data.pointee.set = 0
-    let result = gps_read(data, nil, 0)
+    let result = locationd_gps_read(data)
     if result < 0 {
       let code = errno
       throw .connectionLost(
@@ -250,7 +254,7 @@ final class GPSDSession {
   func close() {
     guard isOpen else { return }
     isOpen = false
-    _ = gps_close(data)
+    _ = locationd_gps_close(data)
   }
 
   // MARK: Copying out of gps_data_t
@@ -345,7 +349,7 @@ final class GPSDSession {
   }
 
   static func errorText(_ code: Int32) -> String {
-    guard let text = gps_errstr(code) else { return "error \(code)" }
+    guard let text = locationd_gps_errstr(code) else { return "error \(code)" }
     return String(cString: text)
   }
 }

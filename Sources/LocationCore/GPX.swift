@@ -12,6 +12,9 @@ public enum GPXError: Error, Hashable, Sendable, CustomStringConvertible {
   case invalidCoordinate(line: Int, latitude: String?, longitude: String?)
   /// The file has no `rtept`, `trkpt` or `wpt` elements.
   case noPoints
+  /// libxml2 could not be loaded (it is loaded for the first GPX file); the text says what to
+  /// install.
+  case parserUnavailable(String)
 
   /// A one-line message for logs and error replies.
   public var description: String {
@@ -23,6 +26,7 @@ public enum GPXError: Error, Hashable, Sendable, CustomStringConvertible {
       return
         "GPX point on line \(line) has an invalid coordinate (lat=\(lat ?? "missing"), lon=\(lon ?? "missing"))"
     case .noPoints: return "GPX file has no rtept, trkpt or wpt points"
+    case .parserUnavailable(let reason): return reason
     }
   }
 }
@@ -77,24 +81,25 @@ public enum GPXReader {
   ///
   /// - Throws: ``GPXError``.
   public static func points(from bytes: [UInt8]) throws(GPXError) -> [GPXPoint] {
+    if let reason = locationd_xml_load() { throw .parserUnavailable(String(cString: reason)) }
     let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue)
     let document: xmlDocPtr? = bytes.withUnsafeBufferPointer { buffer in
       buffer.baseAddress.flatMap { base in
         base.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
-          xmlReadMemory($0, Int32(clamping: buffer.count), "route.gpx", nil, options)
+          locationd_xml_read_memory($0, Int32(clamping: buffer.count), "route.gpx", options)
         }
       }
     }
     guard let document else {
-      if let error = xmlGetLastError() {
+      if let error = locationd_xml_last_error() {
         let message = error.pointee.message.map { String(cString: $0) } ?? "parse failed"
         throw .malformed(line: Int(error.pointee.line), message: message.trimmingTrailingNewlines)
       }
       throw .malformed(line: 0, message: bytes.isEmpty ? "the document is empty" : "parse failed")
     }
-    defer { xmlFreeDoc(document) }
+    defer { locationd_xml_free_doc(document) }
     var collector = GPXCollector()
-    if let root = xmlDocGetRootElement(document) { try collector.visit(root) }
+    if let root = locationd_xml_root(document) { try collector.visit(root) }
     if !collector.route.isEmpty { return collector.route }
     if !collector.track.isEmpty { return collector.track }
     if !collector.waypoints.isEmpty { return collector.waypoints }
@@ -133,7 +138,7 @@ private struct GPXCollector {
   }
 
   static func point(_ node: xmlNodePtr) throws(GPXError) -> GPXPoint {
-    let line = Int(xmlGetLineNo(node))
+    let line = Int(locationd_xml_line(node))
     let lat = attribute(node, "lat")
     let lon = attribute(node, "lon")
     guard let latText = lat, let lonText = lon,
@@ -156,13 +161,13 @@ private struct GPXCollector {
   }
 
   static func attribute(_ node: xmlNodePtr, _ name: String) -> String? {
-    guard let value = xmlGetProp(node, name) else { return nil }
+    guard let value = locationd_xml_attribute(node, name) else { return nil }
     defer { locationd_xml_free(value) }
     return String(cString: value)
   }
 
   static func content(_ node: xmlNodePtr) -> String? {
-    guard let value = xmlNodeGetContent(node) else { return nil }
+    guard let value = locationd_xml_content(node) else { return nil }
     defer { locationd_xml_free(value) }
     return String(cString: value)
   }

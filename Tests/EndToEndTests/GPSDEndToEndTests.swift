@@ -178,7 +178,7 @@ private final class WatchProcess {
 
   init(socket: String, output: String) throws {
     outputPath = output
-    FileManager.default.createFile(atPath: output, contents: nil)
+    _ = FileManager.default.createFile(atPath: output, contents: nil)
     process.executableURL = URL(fileURLWithPath: try Products.path("locationctl"))
     process.arguments = ["--socket", socket, "--json", "watch", "--every"]
     process.standardInput = FileHandle.nullDevice
