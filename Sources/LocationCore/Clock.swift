@@ -16,10 +16,18 @@ public protocol LocationClock: Sendable {
   var now: Duration { get }
   /// UTC wall time in milliseconds since 1970-01-01T00:00:00Z.
   var wallTimeMilliseconds: Int64 { get }
+  /// UTC wall time in nanoseconds since 1970-01-01T00:00:00Z, for scheduling on whole wall
+  /// milliseconds. The default is ``wallTimeMilliseconds`` times 10^6.
+  var wallTimeNanoseconds: Int64 { get }
   /// Suspends until ``now`` reaches `deadline`; returns at once when it already has.
   ///
   /// - Throws: `CancellationError` when the calling task is cancelled while sleeping.
   func sleep(until deadline: Duration) async throws
+}
+
+extension LocationClock {
+  /// ``wallTimeMilliseconds`` in nanoseconds (a clock with a finer wall time overrides it).
+  public var wallTimeNanoseconds: Int64 { wallTimeMilliseconds * 1_000_000 }
 }
 
 /// The real clock: `ContinuousClock` for sleeping, `CLOCK_REALTIME` for timestamps.
@@ -39,6 +47,13 @@ public struct SystemClock: LocationClock {
     var spec = timespec()
     clock_gettime(CLOCK_REALTIME, &spec)
     return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
+  }
+
+  /// UTC wall time from `clock_gettime(CLOCK_REALTIME)`, nanoseconds since 1970.
+  public var wallTimeNanoseconds: Int64 {
+    var spec = timespec()
+    clock_gettime(CLOCK_REALTIME, &spec)
+    return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)
   }
 
   /// Sleeps on `ContinuousClock` until `deadline` (relative to this clock's origin).
@@ -93,6 +108,12 @@ public final class VirtualClock: LocationClock {
   /// `wallOrigin` plus ``now``, in milliseconds since 1970.
   public var wallTimeMilliseconds: Int64 {
     wallOrigin + Self.milliseconds(now)
+  }
+
+  /// `wallOrigin` plus ``now``, in nanoseconds since 1970.
+  public var wallTimeNanoseconds: Int64 {
+    let (seconds, attoseconds) = now.components
+    return wallOrigin * 1_000_000 + seconds * 1_000_000_000 + attoseconds / 1_000_000_000
   }
 
   /// Number of tasks currently sleeping on this clock.

@@ -118,6 +118,9 @@ public final class ReplayBackend: BatchingLocationBackend {
     /// Log clock: log time `anchorPace` (ms) was at clock instant `anchorInstant`.
     var anchorPace: Int64?
     var anchorInstant: Duration = .zero
+    /// The wall time (ns since 1970) at `anchorInstant`, when the anchor was put on a whole wall
+    /// millisecond for shifted timestamps; `nil` after pause, resume, step, speed changes.
+    var anchorWall: Int64?
     var lastEmittedPace: Int64?
     var progress: ReplayProgress
   }
@@ -197,6 +200,7 @@ public final class ReplayBackend: BatchingLocationBackend {
       if let position = Self.logPosition(control, now: now) {
         control.anchorPace = position
         control.anchorInstant = now
+        control.anchorWall = nil
       }
       control.speed = speed
       control.progress.speed = speed
@@ -219,6 +223,7 @@ public final class ReplayBackend: BatchingLocationBackend {
       if let position = Self.logPosition(control, now: now) {
         control.anchorPace = position
       }
+      control.anchorWall = nil
       control.paused = true
       control.progress.isPaused = true
     }
@@ -230,6 +235,7 @@ public final class ReplayBackend: BatchingLocationBackend {
     changeControl { control in
       guard control.paused else { return }
       control.anchorInstant = now
+      control.anchorWall = nil
       control.paused = false
       control.progress.isPaused = false
     }
@@ -242,6 +248,7 @@ public final class ReplayBackend: BatchingLocationBackend {
       if !control.paused, let position = Self.logPosition(control, now: now) {
         control.anchorPace = position
       }
+      control.anchorWall = nil
       control.paused = true
       control.progress.isPaused = true
       control.pendingSteps += 1
@@ -315,6 +322,7 @@ public final class ReplayBackend: BatchingLocationBackend {
       control.pendingSteps = 0
       control.pendingSeek = nil
       control.anchorPace = nil
+      control.anchorWall = nil
       control.lastEmittedPace = nil
       control.progress = ReplayProgress(
         pass: 1, fixesEmitted: 0, isPaused: startPaused, isAtEnd: false, speed: control.speed,
@@ -509,6 +517,7 @@ public final class ReplayBackend: BatchingLocationBackend {
       }
 
       let pace = timeline.pace
+      var dueWall: Int64?
 
       // Wait until the epoch is due, honouring pause, step, speed changes and seeks.
       wait: while true {
@@ -517,7 +526,8 @@ public final class ReplayBackend: BatchingLocationBackend {
         let offset = pace - passFirstPace
         let line = decoded.line
         enum Decision {
-          case emit
+          /// Emit now; the wall time (ms) at which the epoch was due, when known exactly.
+          case emit(Int64?)
           case seek
           case waitForChange(UInt64)
           case sleep(Duration, UInt64)
@@ -529,12 +539,26 @@ public final class ReplayBackend: BatchingLocationBackend {
             control.progress.line = line
             control.progress.logOffsetMilliseconds = offset
             control.progress.isAtEnd = false
-            return .emit
+            guard let wall = control.anchorWall, let anchor = control.anchorPace,
+              !control.paused, control.speed > 0
+            else { return .emit(nil) }
+            let ahead = Double(pace - anchor) / control.speed * 1_000_000
+            return .emit((wall + Int64(ahead.rounded(.down))) / 1_000_000)
           }
           if control.pendingSeek != nil { return .seek }
           if control.anchorPace == nil {
             control.anchorPace = pace
             control.anchorInstant = clock.now
+            control.anchorWall = nil
+            if timestamps == .shifted && !control.paused && control.speed > 0 {
+              // Put the anchor on the next whole wall millisecond, so that a shifted timestamp
+              // (milliseconds, as gpsd writes them) is the exact time its epoch is due rather
+              // than up to 1 ms before it.
+              let wall = clock.wallTimeNanoseconds
+              let wait = (1_000_000 - wall % 1_000_000) % 1_000_000
+              control.anchorInstant += .nanoseconds(wait)
+              control.anchorWall = wall + wait
+            }
           }
           if control.paused {
             if control.pendingSteps > 0 {
@@ -552,7 +576,8 @@ public final class ReplayBackend: BatchingLocationBackend {
           return .sleep(due, control.generation)
         }
         switch decision {
-        case .emit:
+        case .emit(let wall):
+          dueWall = wall
           break wait
         case .seek:
           continue outer
@@ -567,7 +592,7 @@ public final class ReplayBackend: BatchingLocationBackend {
 
       var fix = decoded.fix
       if timestamps == .shifted, fix.time != nil || fix.timeOfDay != nil {
-        let base = passWallBase ?? clock.wallTimeMilliseconds
+        let base = passWallBase ?? dueWall ?? clock.wallTimeMilliseconds
         passWallBase = base
         let time = base + (pace - passFirstPace)
         fix.time = time
@@ -647,6 +672,7 @@ public final class ReplayBackend: BatchingLocationBackend {
     timeline = probe
     control.withLock { control in
       control.anchorPace = nil
+      control.anchorWall = nil
       control.progress.isAtEnd = false
     }
     return rewound

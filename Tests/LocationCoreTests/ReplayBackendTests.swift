@@ -263,6 +263,27 @@ struct ReplayBackendTests {
     await replay.stop()
   }
 
+  @Test func shiftedTimestampsAreTheExactTimeTheEpochIsDue() async throws {
+    // Started 0.4 ms into a wall millisecond: the first epoch waits for the next whole
+    // millisecond, so that its millisecond timestamp is when it was due, not 0.4 ms before.
+    let fixes = epochs(atOffsets: [0, 1000, 1500])
+    let clock = VirtualClock(wallOrigin: 1_900_000_000_000)
+    clock.advance(to: .microseconds(400))
+    let replay = makeReplay(fixes, clock: clock, speed: 1, timestamps: .shifted)
+    var events = replay.events.makeAsyncIterator()
+    try await replay.start()
+    var instants: [Duration] = []
+    var times: [Int64?] = []
+    for _ in fixes.indices {
+      await clock.advanceToNextDeadline()
+      times.append(try #require(await nextLocation(&events)).fix.time)
+      instants.append(clock.now)
+    }
+    #expect(instants == [1, 1001, 1501].map { Duration.milliseconds($0) })
+    #expect(times == [1, 1001, 1501].map { 1_900_000_000_000 + $0 })
+    await replay.stop()
+  }
+
   @Test func speedZeroEmitsEverythingThenEndOfData() async throws {
     let fixes = epochs(atOffsets: (0..<500).map { Int64($0) * 1000 })
     let replay = makeReplay(fixes, clock: VirtualClock(), speed: 0)
