@@ -295,22 +295,12 @@ public actor LocationService: RequestHandler {
   private func dispatch(_ event: ManagerEvent) async {
     switch event {
     case .location(let location, _):
+      // The fix goes to the watchers before the map state hears of it: awaiting the map first
+      // let the MAP event of the previous fix (a write per watcher, about 2 ms for 1000) slip in
+      // ahead of this TPV. The next manager event is dispatched only after the map has this
+      // fix, so a client that waits for, say, endOfData sees a map state that knows every fix.
+      if !watchers.isEmpty { broadcast(location) }
       await map.update(fix: location.fix)  // a fix without a position clears the location
-      guard !watchers.isEmpty else { return }
-      let tpv = EventEncoding.tpv(location)
-      let audience = audience()
-      var coalescing = audience.coalescing
-      var lossless = audience.lossless
-      for id in audience.filtered {
-        guard let watcher = watchers[id] else { continue }
-        if location.fix.mode.hasPosition {
-          guard watcher.filter.accepts(location, after: lastDelivered[id]) else { continue }
-          lastDelivered[id] = location
-        }
-        if watcher.lossless { lossless.append(watcher.connection) } else { coalescing.append(watcher.connection) }
-      }
-      if !coalescing.isEmpty { server?.broadcast(.location(tpv), to: coalescing) }
-      if !lossless.isEmpty { server?.broadcast(Event(body: tpv), to: lossless) }
     case .status(let status, let detail):
       if status == .stopped, await !manager.isTracking {
         await trackingChanged()
@@ -319,6 +309,24 @@ public actor LocationService: RequestHandler {
     case .error(let message):
       broadcastToWatchers(.warning(message))
     }
+  }
+
+  /// Sends a location to every watcher whose filter accepts it, encoded once.
+  private func broadcast(_ location: Location) {
+    let tpv = EventEncoding.tpv(location)
+    let audience = audience()
+    var coalescing = audience.coalescing
+    var lossless = audience.lossless
+    for id in audience.filtered {
+      guard let watcher = watchers[id] else { continue }
+      if location.fix.mode.hasPosition {
+        guard watcher.filter.accepts(location, after: lastDelivered[id]) else { continue }
+        lastDelivered[id] = location
+      }
+      if watcher.lossless { lossless.append(watcher.connection) } else { coalescing.append(watcher.connection) }
+    }
+    if !coalescing.isEmpty { server?.broadcast(.location(tpv), to: coalescing) }
+    if !lossless.isEmpty { server?.broadcast(Event(body: tpv), to: lossless) }
   }
 
   private func dispatch(_ change: MapEvent) {
