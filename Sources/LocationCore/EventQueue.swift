@@ -7,29 +7,14 @@ import Synchronization
 /// the queue.
 final class EventQueue<Element: Sendable>: Sendable {
   private struct State {
-    /// Queued elements from `head` on; taken slots are cleared so they release their element.
-    var items: [Element?] = []
-    var head = 0
+    var items: FIFO<Element>
     var consumer: CheckedContinuation<Element?, Never>?
     var producers: [CheckedContinuation<Void, Never>] = []
     var finished = false
 
-    var count: Int { items.count - head }
+    var count: Int { items.count }
 
-    mutating func take() -> Element? {
-      guard head < items.count else { return nil }
-      let element = items[head]
-      items[head] = nil
-      head += 1
-      if head == items.count {
-        items.removeAll(keepingCapacity: true)
-        head = 0
-      } else if head >= 64 && head * 2 > items.count {
-        items.removeFirst(head)
-        head = 0
-      }
-      return element
-    }
+    mutating func take() -> Element? { items.popFirst() }
   }
 
   private enum Outcome {
@@ -45,11 +30,12 @@ final class EventQueue<Element: Sendable>: Sendable {
 
   /// Most elements queued by ``push(_:)`` before it waits.
   let capacity: Int
-  private let state = Mutex(State())
+  private let state: Mutex<State>
 
   /// Creates a queue that makes producers wait beyond `capacity` queued elements.
   init(capacity: Int) {
     self.capacity = max(1, capacity)
+    state = Mutex(State(items: FIFO(retainedCapacity: max(1, capacity))))
   }
 
   /// An `AsyncStream` reading this queue; one consumer. Cancelling the consuming task ends it.
@@ -164,7 +150,7 @@ final class EventQueue<Element: Sendable>: Sendable {
       (CheckedContinuation<Element?, Never>?, [CheckedContinuation<Void, Never>]) =
         state.withLock { state in
           state.finished = true
-          let consumer = state.items.count > state.head ? nil : state.consumer
+          let consumer = state.items.isEmpty ? state.consumer : nil
           if consumer != nil { state.consumer = nil }
           let producers = state.producers
           state.producers = []

@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import LocationCore
 import Synchronization
 
 /// Answers requests. The daemon implements it with its `LocationManager` and `MapStateService`.
@@ -185,53 +186,6 @@ private struct PendingEvent {
   var key: String
   var body: [UInt8]
   var missed: Int
-}
-
-/// A first-in first-out queue that pops in O(1) and gives its memory back when drained.
-private struct FIFO<Element> {
-  private var storage: [Element?] = []
-  private var head = 0
-
-  var isEmpty: Bool { head == storage.count }
-  var count: Int { storage.count - head }
-  var first: Element? { isEmpty ? nil : storage[head] }
-
-  mutating func append(_ element: Element) { storage.append(element) }
-
-  mutating func popFirst() -> Element? {
-    guard head < storage.count else { return nil }
-    let element = storage[head]
-    storage[head] = nil
-    head += 1
-    if head == storage.count {
-      storage.removeAll(keepingCapacity: storage.capacity <= 16)
-      head = 0
-    } else if head >= 64 && head * 2 >= storage.count {
-      storage.removeFirst(head)
-      head = 0
-    }
-    return element
-  }
-
-  /// Replaces the first element; the queue must not be empty.
-  mutating func replaceFirst(_ element: Element) { storage[head] = element }
-
-  /// Removes the last element that matches.
-  mutating func removeLast(where matches: (Element) -> Bool) {
-    var index = storage.count - 1
-    while index >= head {
-      if let element = storage[index], matches(element) {
-        storage.remove(at: index)
-        return
-      }
-      index -= 1
-    }
-  }
-
-  mutating func removeAll() {
-    storage = []
-    head = 0
-  }
 }
 
 /// What became of a line given to a client.

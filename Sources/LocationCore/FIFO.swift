@@ -1,0 +1,60 @@
+/// A first-in first-out queue that pops in O(1), releases each element as it is taken, and gives
+/// its storage back once drained (keeping up to `retainedCapacity` slots for reuse).
+///
+/// For the event queues of this package: a backend's queue to its consumer, a socket client's
+/// outgoing lines and pending requests. Not thread-safe; keep it under a lock.
+package struct FIFO<Element> {
+  /// Queued elements from `head` on; taken slots are cleared so they release their element.
+  private var storage: [Element?] = []
+  private var head = 0
+  private let retainedCapacity: Int
+
+  /// Creates an empty queue that keeps up to `retainedCapacity` slots when drained.
+  package init(retainedCapacity: Int = 16) {
+    self.retainedCapacity = retainedCapacity
+  }
+
+  package var isEmpty: Bool { head == storage.count }
+  package var count: Int { storage.count - head }
+  /// The next element to be taken.
+  package var first: Element? { isEmpty ? nil : storage[head] }
+
+  package mutating func append(_ element: Element) { storage.append(element) }
+
+  /// Takes the first element; `nil` when empty.
+  package mutating func popFirst() -> Element? {
+    guard head < storage.count else { return nil }
+    let element = storage[head]
+    storage[head] = nil
+    head += 1
+    if head == storage.count {
+      storage.removeAll(keepingCapacity: storage.capacity <= retainedCapacity)
+      head = 0
+    } else if head >= 64 && head * 2 >= storage.count {
+      storage.removeFirst(head)
+      head = 0
+    }
+    return element
+  }
+
+  /// Replaces the first element; the queue must not be empty.
+  package mutating func replaceFirst(_ element: Element) { storage[head] = element }
+
+  /// Removes the last element that matches, if any.
+  package mutating func removeLast(where matches: (Element) -> Bool) {
+    var index = storage.count - 1
+    while index >= head {
+      if let element = storage[index], matches(element) {
+        storage.remove(at: index)
+        return
+      }
+      index -= 1
+    }
+  }
+
+  /// Empties the queue and releases its storage.
+  package mutating func removeAll() {
+    storage = []
+    head = 0
+  }
+}
