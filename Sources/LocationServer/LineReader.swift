@@ -58,7 +58,8 @@ public struct LineReader: Sendable {
       } else if buffer.contains(where: { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }) {
         items.append(.line(buffer))
       }
-      buffer.removeAll(keepingCapacity: true)
+      // Keep a small buffer for the next line, not one grown by an occasional long request.
+      buffer.removeAll(keepingCapacity: buffer.capacity <= 4096)
     }
     return items
   }
