@@ -329,7 +329,9 @@ public actor LocationManager {
 
   /// A new stream of every backend event, unfiltered and without authorization (for the
   /// daemon's own use, such as the map state): all locations (with or without a position),
-  /// status changes and errors. `coalescing` as for ``subscribe(client:coalescing:)``.
+  /// status changes and errors. With `coalescing` (the default) a slow reader gets only the
+  /// newest location; without it every event is kept, and while ``losslessBacklog`` of them wait
+  /// unread the manager stops reading the backend (which then waits too, for a replay).
   public func observe(coalescing: Bool = true) -> ManagerEventStream {
     let mailbox = EventMailbox(coalesces: coalescing)
     nextSubscriptionID += 1
@@ -379,6 +381,7 @@ public actor LocationManager {
       if Task.isCancelled { return }
       handle(event)
       flushWakes()
+      await waitForLosslessReaders()
     }
   }
 
@@ -387,6 +390,22 @@ public actor LocationManager {
       if Task.isCancelled { return }
       handle(batch: batch)
       flushWakes()
+      await waitForLosslessReaders()
+    }
+  }
+
+  /// Most events queued for an observer that gets every event before the manager stops taking
+  /// events from the backend.
+  public static let losslessBacklog = 1024
+
+  /// Back-pressure for observers that keep every event (`observe(coalescing: false)`, such as
+  /// the daemon's hub): while one holds ``losslessBacklog`` unread events, stop reading the
+  /// backend, whose own bounded queue then makes it wait. A replay at speed 0 then runs at the
+  /// pace of that observer instead of filling memory. (Client subscriptions without coalescing
+  /// are not waited for: they are for recording and may be read only at the end.)
+  private func waitForLosslessReaders() async {
+    for mailbox in observers.values where !mailbox.coalesces {
+      await mailbox.waitForSpace(below: Self.losslessBacklog)
     }
   }
 

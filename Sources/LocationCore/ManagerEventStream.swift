@@ -42,6 +42,9 @@ final class EventMailbox: Sendable {
     var waiter: CheckedContinuation<ManagerEvent?, Never>?
     var wakeScheduled = false
     var finished = false
+    /// Producers waiting in ``waitForSpace(below:)`` until fewer than `spaceLimit` are queued.
+    var spaceWaiters: [CheckedContinuation<Void, Never>] = []
+    var spaceLimit = 0
   }
 
   /// Most non-location events kept for a consumer that does not read; older ones are dropped.
@@ -106,13 +109,31 @@ final class EventMailbox: Sendable {
 
   /// Ends the mailbox: queued events are still read, then `nil`.
   func finish() {
-    let waiter: CheckedContinuation<ManagerEvent?, Never>? = state.withLock { state in
+    let (waiter, producers) = state.withLock { state in
       state.finished = true
       let waiter = state.waiter
       state.waiter = nil
-      return waiter
+      defer { state.spaceWaiters = [] }
+      return (waiter, state.spaceWaiters)
     }
     waiter?.resume(returning: nil)
+    for producer in producers { producer.resume() }
+  }
+
+  /// Waits while `limit` or more events are queued and the mailbox is not finished; returns when
+  /// the reader has taken it down to half of `limit`. For the producer of a mailbox that keeps
+  /// every event: without it a source faster than the reader (a replay at full speed) would
+  /// queue without bound.
+  func waitForSpace(below limit: Int) async {
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+      let ready = state.withLock { state -> Bool in
+        if state.finished || state.queue.count - state.head < limit { return true }
+        state.spaceLimit = limit
+        state.spaceWaiters.append(continuation)
+        return false
+      }
+      if ready { continuation.resume() }
+    }
   }
 
   var isFinished: Bool { state.withLock { $0.finished } }
@@ -122,6 +143,11 @@ final class EventMailbox: Sendable {
     let event = state.queue[state.head]
     state.queue[state.head] = nil
     state.head += 1
+    if !state.spaceWaiters.isEmpty && (state.queue.count - state.head) * 2 <= state.spaceLimit {
+      // Resuming only schedules the waiting producer; it does not run under this lock.
+      for producer in state.spaceWaiters { producer.resume() }
+      state.spaceWaiters = []
+    }
     if state.head == state.queue.count {
       state.queue.removeAll(keepingCapacity: true)
       state.head = 0
