@@ -461,7 +461,9 @@ public final class ReplayBackend: BatchingLocationBackend {
     var reportedEnd = false
     var outbox: [BackendEvent] = []
     outbox.reserveCapacity(Self.batchSize)
+    // Said at once: the first epoch may take long to read (a slow pipe, a device).
     outbox.append(.status(.connected, detail: "replaying \(source.name)"))
+    await flush(&outbox)
 
     outer: while !Task.isCancelled {
       // A seek restarts from the beginning (or skips forward on standard input).
@@ -481,6 +483,8 @@ public final class ReplayBackend: BatchingLocationBackend {
       let decoded: DecodedFix
       do throws(ReplayError) {
         guard let next = try seekAwareNext(&cursor, &timeline) else {
+          if Task.isCancelled { break outer }  // stopped while reading, not the end of the log
+          if let report = cursor.takeRejectionReport() { outbox.append(.error(report)) }
           // End of the log.
           let (loop, generation) = control.withLock { ($0.loop, $0.generation) }
           if loop && source.isRewindable {
@@ -511,6 +515,7 @@ public final class ReplayBackend: BatchingLocationBackend {
         }
         reportedEnd = false
         decoded = next
+        if let report = cursor.takeRejectionReport() { outbox.append(.error(report)) }
       } catch {
         outbox.append(.error(error.description))
         break outer

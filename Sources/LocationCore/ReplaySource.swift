@@ -49,6 +49,16 @@ public protocol ReplayCursor: AnyObject {
   ///
   /// - Throws: ``ReplayError/readFailed(path:errno:message:)``.
   func next() throws(ReplayError) -> DecodedFix?
+
+  /// A one-line report of the sentences rejected (bad checksum, malformed...) since the last
+  /// call, or `nil` when there were none; the replay sends it to clients as a warning. The
+  /// default reports nothing.
+  func takeRejectionReport() -> String?
+}
+
+extension ReplayCursor {
+  /// Reports nothing.
+  public func takeRejectionReport() -> String? { nil }
 }
 
 /// An NMEA 0183 log file (or standard input, path `-`), decoded with ``NMEADecoder`` in 64 KiB
@@ -89,6 +99,10 @@ final class NMEAFileCursor: ReplayCursor {
   private var pending: [DecodedFix] = []
   private var index = 0
   private var atEnd = false
+  /// Rejections already reported, and the line the last report reached.
+  private var reported: [NMEARejection: Int] = [:]
+  private var reportedLine = 0
+  private var report: String?
 
   init(fd: Int32, name: String, owned: Bool) {
     self.fd = fd
@@ -104,6 +118,9 @@ final class NMEAFileCursor: ReplayCursor {
   func next() throws(ReplayError) -> DecodedFix? {
     while index >= pending.count {
       if atEnd { return nil }
+      // An endless input without a single epoch (a device such as /dev/zero) must not keep a
+      // stopping replay here: give up between reads once the task is cancelled.
+      if Task.isCancelled { return nil }
       pending.removeAll(keepingCapacity: true)
       index = 0
       let count = buffer.withUnsafeMutableBytes { raw in read(fd, raw.baseAddress, raw.count) }
@@ -120,9 +137,40 @@ final class NMEAFileCursor: ReplayCursor {
           decoder.feed(UnsafeRawBufferPointer(rebasing: raw[0..<count])) { pending.append($0) }
         }
       }
+      noteRejections()
     }
     defer { index += 1 }
     return pending[index]
+  }
+
+  /// Turns the rejections of the chunk just decoded into one report (at most one per chunk, so
+  /// a damaged log cannot flood the clients).
+  private func noteRejections() {
+    let rejected = decoder.statistics.rejected
+    var parts: [String] = []
+    var total = 0
+    for reason in NMEARejection.allCases {
+      let new = (rejected[reason] ?? 0) - (reported[reason] ?? 0)
+      if new > 0 {
+        parts.append("\(reason.rawValue)=\(new)")
+        total += new
+      }
+    }
+    let line = decoder.lineNumber
+    defer {
+      reported = rejected
+      reportedLine = line
+    }
+    guard total > 0 else { return }
+    let text =
+      "\(name) lines \(reportedLine + 1)-\(line): \(total) sentence\(total == 1 ? "" : "s") rejected and skipped ("
+      + parts.joined(separator: " ") + ")"
+    report = report.map { $0 + "; " + text } ?? text
+  }
+
+  func takeRejectionReport() -> String? {
+    defer { report = nil }
+    return report
   }
 }
 

@@ -10,11 +10,18 @@ extension NMEACorpus {
   ///
   /// - Throws: the `Data(contentsOf:)` error when the file cannot be read.
   public static func decode(path: String) throws -> [DecodedFix] {
+    try decodeWithStatistics(path: path).fixes
+  }
+
+  /// ``decode(path:)`` with the decoder's counters (rejected sentences by reason, ...).
+  public static func decodeWithStatistics(path: String) throws
+    -> (fixes: [DecodedFix], statistics: NMEAStatistics)
+  {
     let data = try Data(contentsOf: URL(fileURLWithPath: path))
     var decoder = NMEADecoder()
     var fixes: [DecodedFix] = []
     data.withUnsafeBytes { raw in decoder.feed(raw) { fixes.append($0) } }
     decoder.finish { fixes.append($0) }
-    return fixes
+    return (fixes, decoder.statistics)
   }
 }

@@ -20,7 +20,7 @@ struct CorpusReplayTests {
   /// `locationctl decode` prints), field by field, with their line numbers.
   @Test(arguments: logs)
   func replayThroughTheManagerYieldsTheDecodersFixes(path: String) async throws {
-    let expected = try NMEACorpus.decode(path: path)
+    let (expected, statistics) = try NMEACorpus.decodeWithStatistics(path: path)
     #expect(!expected.isEmpty, "no fixes decoded from \(path)")
     let backend = ReplayBackend(options: .init(path: path, speed: 0), clock: VirtualClock())
     let manager = LocationManager(backend: backend) { _ in .authorized }
@@ -32,14 +32,26 @@ struct CorpusReplayTests {
     try await manager.startUpdating(client: client)
 
     var observed: [Location] = []
+    var reportedRejections = 0
     loop: for await event in observer {
       switch event {
       case .location(let location, _): observed.append(location)
       case .status(.endOfData, _): break loop
-      case .error(let message): Issue.record("replay error: \(message)")
+      case .error(let message):
+        // "PATH lines A-B: N sentence(s) rejected and skipped (reason=n ...)"
+        let words = message.split(separator: " ")
+        guard message.contains("rejected and skipped"), let count = words.firstIndex(of: "sentences")
+          ?? words.firstIndex(of: "sentence"), count > 0, let n = Int(words[count - 1])
+        else {
+          Issue.record("replay error: \(message)")
+          continue
+        }
+        reportedRejections += n
       default: continue
       }
     }
+    // Every sentence the decoder rejects is reported to the clients, none twice.
+    #expect(reportedRejections == statistics.rejectedTotal)
     #expect(observed.count == expected.count)
     if let index = zip(observed, expected).map({ $0.fix != $1.fix }).firstIndex(of: true) {
       #expect(

@@ -1,3 +1,4 @@
+import Foundation
 import LocationCore
 import LocationTestKit
 import NMEA
@@ -353,5 +354,98 @@ struct ReplayBackendTests {
       try ReplayBackend.Options.parse("replay:")
     }
     #expect(throws: BackendURIError.self) { try ReplayBackend.Options.parse("simulate") }
+  }
+}
+
+@Suite(.timeLimit(.minutes(1)))
+struct ReplayRejectionTests {
+  @Test func rejectedSentencesOfALogAreReportedAsOneWarningPerChunk() async throws {
+    // Three epochs; the second RMC has a wrong checksum and a line of garbage follows it.
+    let encoder = NMEAEncoder()
+    var lines = (0..<3).flatMap { encoder.encode(TestRoute.fix($0 * 10)) }
+    let rmc = try #require(lines.indices.filter { lines[$0].contains("RMC") }.dropFirst().first)
+    var damaged = lines[rmc]
+    let star = try #require(damaged.lastIndex(of: "*"))
+    damaged.replaceSubrange(damaged.index(after: star)..., with: "00")
+    lines[rmc] = damaged
+    lines.insert("$GPGGA,this is not a sentence*7F", at: rmc + 1)
+    let path = "/tmp/locationd-rejections-\(getpid()).nmea"
+    #expect(FileManager.default.createFile(
+      atPath: path, contents: Data(lines.map { $0.hasSuffix("\r\n") ? $0 : $0 + "\r\n" }.joined().utf8)))
+    defer { try? FileManager.default.removeItem(atPath: path) }
+
+    let replay = ReplayBackend(
+      source: NMEAFileSource(path: path), options: .init(path: path, speed: 0),
+      clock: VirtualClock(), uri: "replay:\(path)")
+    var events = replay.events.makeAsyncIterator()
+    try await replay.start()
+    var warnings: [String] = []
+    var fixes = 0
+    loop: while let event = await events.next() {
+      switch event {
+      case .location: fixes += 1
+      case .error(let message): warnings.append(message)
+      case .status(.endOfData, _): break loop
+      default: continue
+      }
+    }
+    await replay.stop()
+    #expect(fixes == 3)
+    #expect(warnings.count == 1, "\(warnings)")
+    let warning = try #require(warnings.first)
+    #expect(warning.contains("2 sentences rejected and skipped"), "\(warning)")
+    #expect(warning.contains("checksumMismatch=2"), "\(warning)")
+    #expect(warning.hasPrefix("\(path) lines 1-"), "\(warning)")
+  }
+}
+
+@Suite(.timeLimit(.minutes(1)))
+struct ReplayFlowTests {
+  /// A looping replay at speed 0 never ends; an observer that keeps every event and reads slowly
+  /// must hold it back instead of queueing without bound.
+  @Test func aSlowLosslessObserverHoldsBackAnEndlessReplay() async throws {
+    let replay = ReplayBackend(
+      source: DecodedFixesSource(name: "loop", fixes: TestFixes.track(count: 100)),
+      options: .init(path: "loop", speed: 0, loop: true), clock: VirtualClock(), uri: "replay:loop")
+    let manager = LocationManager(backend: replay) { _ in .authorized }
+    let client = ClientID(1)
+    _ = await manager.requestAuthorization(
+      client: client, credentials: ClientCredentials(uid: 0, gid: 0))
+    let observer = await manager.observe(coalescing: false)
+    try await manager.startUpdating(client: client)
+    // Not reading for a while: the replay must stop at the bounded queues (observer backlog,
+    // the manager's batch and the backend's queue), not run on.
+    try await Task.sleep(for: .milliseconds(300))
+    let emittedWhileStalled = replay.progress.fixesEmitted
+    try await Task.sleep(for: .milliseconds(300))
+    #expect(replay.progress.fixesEmitted == emittedWhileStalled, "the replay kept running")
+    #expect(emittedWhileStalled < 5_000, "emitted \(emittedWhileStalled) fixes for a stalled reader")
+    // Reading again lets it go on, in order.
+    var lines: [Int] = []
+    for await event in observer {
+      if case .location(let location, let missed) = event {
+        #expect(missed == 0)
+        lines.append(location.provenance.line ?? -1)
+        if lines.count == 3 * emittedWhileStalled { break }
+      }
+    }
+    #expect(replay.progress.fixesEmitted > emittedWhileStalled)
+    #expect(lines.count == 3 * emittedWhileStalled)
+    await manager.stopUpdating(client: client)
+    await manager.shutdown()
+  }
+
+  /// An endless input without a single epoch keeps the replay reading; stop() must still end it.
+  @Test func stopEndsAReplayOfAnEndlessInputWithoutEpochs() async throws {
+    let replay = ReplayBackend(
+      source: NMEAFileSource(path: "/dev/zero"), options: .init(path: "/dev/zero", speed: 0),
+      clock: VirtualClock(), uri: "replay:/dev/zero")
+    var events = replay.events.makeAsyncIterator()
+    try await replay.start()
+    #expect(await nextStatus(.connected, &events) != nil, "connected is said before reading")
+    try await Task.sleep(for: .milliseconds(200))
+    await replay.stop()  // returned: the read loop saw the cancellation
+    #expect(await nextStatus(.stopped, &events) != nil)
+    #expect(replay.progress.fixesEmitted == 0)
   }
 }
