@@ -26,6 +26,17 @@ public struct LineReader: Sendable {
   /// Bytes of an incomplete line held so far.
   public var bufferedCount: Int { buffer.count }
 
+  /// Ends the input: an unterminated last line counts as a line (a client that sends its last
+  /// request without a newline and then shuts down its sending side still gets an answer).
+  public mutating func finish() -> [Item] {
+    guard !discarding, !buffer.isEmpty else {
+      discarding = false
+      buffer = []
+      return []
+    }
+    return feed([UInt8(ascii: "\n")])
+  }
+
   /// Consumes a chunk and returns the items it completes, in order. Blank lines are skipped.
   public mutating func feed(_ chunk: some Collection<UInt8>) -> [Item] {
     var items: [Item] = []

@@ -727,12 +727,17 @@ final class ServerCore: Sendable {
         return
       }
       if count == 0 && !hangUp {
-        // Half-close: answer what was asked, then close.
-        let finished = slot.state.withLock { state -> Bool in
+        // Half-close: answer what was asked (an unterminated last line included), then close.
+        let last = clients[id]?.reader.finish() ?? []
+        let (finished, startTask) = slot.state.withLock { state -> (Bool, Bool) in
+          for item in last { state.requests.append(item) }
+          let startTask = !last.isEmpty && !state.serving
+          if startTask { state.serving = true }
           state.readClosed = true
           slot.updateInterest(&state)
-          return ClientSlot.isFinished(state)
+          return (ClientSlot.isFinished(state), startTask)
         }
+        if startTask { Task { [self] in await self.serve(connection) } }
         if finished { close(id, reason: "closedByPeer", &clients) }
         return
       }

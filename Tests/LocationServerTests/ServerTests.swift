@@ -197,6 +197,18 @@ struct ServerTests {
     await fixture.stop()
   }
 
+  @Test("an unterminated last request before a half-close is answered")
+  func halfCloseUnterminated() async throws {
+    let fixture = try ServerFixture()
+    let client = try fixture.connect()
+    try await client.send("{\"cmd\":\"status\",\"id\":1}\n{\"cmd\":\"status\",\"id\":2}")
+    Glibc.shutdown(client.fd, Int32(SHUT_WR))
+    #expect(await client.readJSON()?["id"] == .int(1))
+    #expect(await client.readJSON()?["id"] == .int(2))
+    #expect(await client.waitForClose())
+    await fixture.stop()
+  }
+
   @Test("server shutdown closes clients and removes the socket file")
   func shutdown() async throws {
     let fixture = try ServerFixture()
