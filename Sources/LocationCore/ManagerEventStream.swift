@@ -125,6 +125,8 @@ final class EventMailbox: Sendable {
   /// every event: without it a source faster than the reader (a replay at full speed) would
   /// queue without bound.
   func waitForSpace(below limit: Int) async {
+    // The usual case, without suspending the caller.
+    if state.withLock({ $0.finished || $0.queue.count - $0.head < limit }) { return }
     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
       let ready = state.withLock { state -> Bool in
         if state.finished || state.queue.count - state.head < limit { return true }
