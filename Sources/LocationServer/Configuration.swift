@@ -77,7 +77,7 @@ public struct Configuration: Sendable, Hashable {
       --backend URI     simulate[:ROUTE.gpx] | replay:PATH[?speed=10&loop=true] |
                         gpsd://HOST:PORT[/DEVICE]          (default simulate)
       --socket PATH     Unix socket to listen on           (default /run/locationd/locationd.sock)
-      --state-dir DIR   persistent state                   (default /var/lib/locationd)
+      --state-dir DIR   persistent state, a directory      (default /var/lib/locationd)
       --group NAME      members may use the service, "" for root only (default locationd)
       --max-clients N   1...4096                           (default 64)
       --config FILE     key = value lines with the same names; flags win; re-read on SIGHUP

@@ -45,8 +45,23 @@ public enum Daemon {
       let peer = PeerCredentials(pid: credentials.pid ?? 0, uid: credentials.uid, gid: credentials.gid)
       return authorizer.decide(for: peer).status == .authorized ? .authorized : .denied
     }
+    // The map state (annotations, viewport) lives here: a path that cannot be a directory would
+    // lose every change at the next restart while clients were told it succeeded, so refuse it.
+    var stateProblem: String?
+    var info = stat()
     if mkdir(configuration.stateDirectory, 0o750) != 0 && errno != EEXIST {
-      Log.event("stateDirectoryUnavailable", ["path": configuration.stateDirectory, "errno": String(errno)])
+      stateProblem = String(cString: strerror(errno))
+    } else if stat(configuration.stateDirectory, &info) != 0 {
+      stateProblem = String(cString: strerror(errno))
+    } else if (info.st_mode & S_IFMT) != S_IFDIR {
+      stateProblem = "not a directory"
+    }
+    if let reason = stateProblem {
+      Log.event("startFailed", ["reason": "state directory \(configuration.stateDirectory): \(reason)"])
+      writeStandardError(
+        "locationd: --state-dir \(configuration.stateDirectory) cannot be used (\(reason)): give a directory locationd may create or write\n"
+      )
+      return 64
     }
     let map = MapStateService(
       store: MapStateStore(directory: configuration.stateDirectory) { Log.event("mapState", ["message": $0]) })

@@ -326,3 +326,27 @@ final class FileWatcher: @unchecked Sendable {
     return lock.withLock { broken }
   }
 }
+
+extension EndToEnd {
+  @Suite("End to end: state directory checks")
+  struct StateDirectoryEndToEndTests {
+    @Test("a --state-dir that is a file or cannot be created stops locationd at start with exit 64")
+    func unusableStateDirectory() async throws {
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      let file = scratch.file("not-a-directory")
+      #expect(FileManager.default.createFile(atPath: file, contents: Data("x".utf8)))
+      for (index, path) in [file, scratch.file("missing/parent")].enumerated() {
+        let daemon = try DaemonProcess(
+          scratch: scratch, backend: nil, name: "state\(index)",
+          socketPath: scratch.file("s\(index).sock"), stateDirectory: path)
+        defer { daemon.cleanUp() }
+        #expect(await daemon.waitForExit(timeout: 10) == 64, "\(daemon.log)")
+        #expect(daemon.log.contains("--state-dir \(path) cannot be used"), "\(daemon.log)")
+        #expect(access(scratch.file("s\(index).sock"), F_OK) != 0, "no socket is left behind")
+      }
+      // The file was not touched.
+      #expect(try String(contentsOfFile: file, encoding: .utf8) == "x")
+    }
+  }
+}
