@@ -26,8 +26,8 @@ public struct LineReader: Sendable {
   /// Bytes of an incomplete line held so far.
   public var bufferedCount: Int { buffer.count }
 
-  /// Ends the input: an unterminated last line counts as a line (a client that sends its last
-  /// request without a newline and then shuts down its sending side still gets an answer).
+  /// Ends the input: an unterminated last line is returned as a line (or as ``Item/tooLong``),
+  /// for the caller to decide whether it is a request.
   public mutating func finish() -> [Item] {
     guard !discarding, !buffer.isEmpty else {
       discarding = false

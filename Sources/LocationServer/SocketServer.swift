@@ -727,8 +727,12 @@ final class ServerCore: Sendable {
         return
       }
       if count == 0 && !hangUp {
-        // Half-close: answer what was asked (an unterminated last line included), then close.
-        let last = clients[id]?.reader.finish() ?? []
+        // Half-close: answer what was asked, then close. An unterminated last line is a request
+        // when it is complete JSON; a fragment (the client stopped mid-request) is dropped.
+        let last = (clients[id]?.reader.finish() ?? []).filter { item in
+          guard case .line(let bytes) = item else { return false }
+          return (try? JSONValue.parse(bytes)) != nil
+        }
         let (finished, startTask) = slot.state.withLock { state -> (Bool, Bool) in
           for item in last { state.requests.append(item) }
           let startTask = !last.isEmpty && !state.serving
