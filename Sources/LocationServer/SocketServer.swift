@@ -225,10 +225,9 @@ private struct ClientState {
   var interest = EPOLLIN.rawValue
 }
 
-/// One connected client: the public handle for pushing events and the server's per-client state.
+/// One connected client's socket and state, under the client's own lock.
 ///
-/// Lock order: a client's lock may be taken while holding nothing or the server's registry lock
-/// is not held; the registry lock is never taken while a client's lock is held.
+/// Lock order: the server's registry lock is never taken while a client's lock is held.
 final class ClientSlot: Sendable {
   let id: UInt64
   let fd: Int32
