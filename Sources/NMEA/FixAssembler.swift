@@ -29,6 +29,7 @@ public struct FixAssembler: Sendable {
   private var quality: FixQuality?
   private var modeQuality: FixQuality?
   private var gsaMode: FixMode?
+  private var positionSays3D = false
   private var valid = false
   private var invalid = false
   private var altitudeMSL: Double?
@@ -105,6 +106,10 @@ public struct FixAssembler: Sendable {
         if q == .invalid { invalid = true } else { valid = true }
       }
       if let n = s.satellitesUsed { satellitesUsed = n }
+      // gpsd processGGA: a position with an altitude from at least four satellites is 3D.
+      if s.coordinate != nil, s.altitudeMSL != nil, let q = s.quality, q != .invalid, (s.satellitesUsed ?? 0) >= 4 {
+        positionSays3D = true
+      }
       if let h = s.hdop { ggaHDOP = h }
       if let a = s.altitudeMSL { altitudeMSL = a }
       if let g = s.geoidSeparation { geoidSeparation = g }
@@ -139,6 +144,10 @@ public struct FixAssembler: Sendable {
         }
       }
       if let c = s.coordinate, ggaCoordinate == nil { ggaCoordinate = c }
+      // gpsd processGNS: the same with "more than three" satellites.
+      if s.isValid == true, s.coordinate != nil, s.altitudeMSL != nil, (s.satellitesUsed ?? 0) > 3 {
+        positionSays3D = true
+      }
       if altitudeMSL == nil { altitudeMSL = s.altitudeMSL }
       if geoidSeparation == nil { geoidSeparation = s.geoidSeparation }
       if ggaHDOP == nil { ggaHDOP = s.hdop }
@@ -232,6 +241,10 @@ public struct FixAssembler: Sendable {
         mode = .noFix
       } else if gsaMode == .noFix && valid && !invalid {
         mode = altitudeMSL != nil && quality != nil ? .fix3D : .fix2D
+      } else if gsaMode == .fix2D && positionSays3D && altitudeMSL != nil {
+        // gpsd nmea_parse (end): a sentence saying 2D does not downgrade a 3D fix while an
+        // altitude is known; GGA/GNS with an altitude from four or more satellites made it 3D.
+        mode = .fix3D
       } else {
         mode = gsaMode
       }
@@ -300,6 +313,7 @@ public struct FixAssembler: Sendable {
     quality = nil
     modeQuality = nil
     gsaMode = nil
+    positionSays3D = false
     valid = false
     invalid = false
     altitudeMSL = nil

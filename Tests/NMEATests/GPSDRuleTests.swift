@@ -1,0 +1,55 @@
+import Foundation
+import NMEA
+import Testing
+
+/// One hand-made input for each rule of docs/nmea-vs-gpsd.md that gpsd 3.22's NMEA driver
+/// (drivers/driver_nmea0183.c) and core (gpsd/libgpsd_core.c) apply, and that we follow.
+@Suite("gpsd rules")
+struct GPSDRuleTests {
+  /// Three epochs as an MTK/SiRF/Quectel part sends them: GGA with an altitude, GSA saying 2D.
+  static func ggaAltitudeGSA2D() -> String {
+    var text = ""
+    for (second, altitude) in [(0, "56.1"), (1, "56.2"), (2, "56.3")] {
+      let time = "10150\(second).00"
+      text += sentence("GPGGA,\(time),4807.038000,N,01131.000000,E,1,07,1.1,\(altitude),M,37.0,M,,")
+      text += sentence("GPVTG,301.9,T,283.6,M,0.0,N,0.0,K,A")
+      text += sentence("GPRMC,\(time),A,4807.038000,N,01131.000000,E,0.0,301.9,071020,18.3,E,A,V")
+      text += sentence("GPGSA,A,2,06,07,11,19,22,28,30,,,,,,1.4,1.1,0.8,1")
+    }
+    return text
+  }
+
+  @Test("GSA saying 2D does not downgrade a GGA fix with an altitude from 4+ satellites (nmea_parse)")
+  func gsa2DKeeps3DWithAltitude() throws {
+    let (fixes, stats) = decode(Self.ggaAltitudeGSA2D())
+    #expect(stats.rejectedTotal == 0)
+    #expect(fixes.count == 3)
+    #expect(fixes.map(\.mode) == [.fix3D, .fix3D, .fix3D])
+    #expect(fixes.map(\.altitudeMSL) == [56.1, 56.2, 56.3])
+    let second = try #require(fixes.dropFirst().first)
+    #expect(second.time == utc(2020, 10, 7, 10, 15, 1))
+    var json: [UInt8] = []
+    GPSDJSON.appendTPV(second, to: &json)
+    let object = try #require(try JSONSerialization.jsonObject(with: Data(json)) as? [String: Any])
+    #expect(object["mode"] as? Int == 3)
+    #expect(object["altMSL"] as? Double == 56.2)
+    #expect(object["altHAE"] as? Double == 93.2)
+    #expect(object["epv"] as? Double == 18.4)  // VDOP 0.8 x 23 m
+  }
+
+  @Test("GSA saying 2D stays 2D when GGA has no altitude or fewer than four satellites")
+  func gsa2DStays2D() throws {
+    let noAltitude =
+      sentence("GPGGA,101500.00,4807.038,N,01131.000,E,1,07,1.1,,M,,M,,")
+      + sentence("GPRMC,101500.00,A,4807.038,N,01131.000,E,0.0,301.9,071020,,,A")
+      + sentence("GPGSA,A,2,06,07,11,19,22,28,30,,,,,,1.4,1.1,0.8")
+    let fix = try #require(decode(noAltitude).0.first)
+    #expect(fix.mode == .fix2D)
+    #expect(fix.altitudeMSL == nil)
+    let threeSatellites =
+      sentence("GPGGA,101500.00,4807.038,N,01131.000,E,1,03,1.1,56.1,M,37.0,M,,")
+      + sentence("GPRMC,101500.00,A,4807.038,N,01131.000,E,0.0,301.9,071020,,,A")
+      + sentence("GPGSA,A,2,06,07,11,,,,,,,,,,1.4,1.1,0.8")
+    #expect(decode(threeSatellites).0.first?.mode == .fix2D)
+  }
+}
