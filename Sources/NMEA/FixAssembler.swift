@@ -59,6 +59,11 @@ public struct FixAssembler: Sendable {
   private var lastTimeOfDay: Int32?
   private var lastSky: [Satellite] = []
   private var lastAltitude: (time: Int64, altitude: Double)?
+  // gpsd's state before an epoch's first sentence: whether the last epoch reported an altitude
+  // (even without a fix), its mode, and how many satellites its GSAs listed as used.
+  private var previousHadAltitude = false
+  private var previousMode: FixMode = .unknown
+  private var previousUsedCount = 0
 
   /// Creates an assembler with no date or sky view known.
   public init() {}
@@ -124,6 +129,11 @@ public struct FixAssembler: Sendable {
         if q == .invalid { invalid = true } else if modeQuality == nil { modeQuality = q }
       }
       if let c = s.coordinate { otherCoordinate = c }
+      // gpsd processRMC: a valid position is 3D when the last GSA listed more than three
+      // satellites or an altitude is known (the previous epoch's, or this epoch's GGA).
+      if s.isValid == true, s.coordinate != nil, previousUsedCount > 3 || previousHadAltitude || altitudeMSL != nil {
+        positionSays3D = true
+      }
       if let v = s.speedOverGroundKnots { speedKnots = v }
       if let c = s.courseOverGround { course = c }
       if let d = s.date { acceptDate(d) }
@@ -134,6 +144,10 @@ public struct FixAssembler: Sendable {
         if v { valid = true } else { invalid = true }
       }
       if otherCoordinate == nil, let c = s.coordinate { otherCoordinate = c }
+      // gpsd processGLL: the same rule as RMC's.
+      if s.isValid == true, s.coordinate != nil, previousUsedCount > 3 || previousHadAltitude || altitudeMSL != nil {
+        positionSays3D = true
+      }
     case .gns(let s):
       if let v = s.isValid {
         if v {
@@ -241,10 +255,6 @@ public struct FixAssembler: Sendable {
         mode = .noFix
       } else if gsaMode == .noFix && valid && !invalid {
         mode = altitudeMSL != nil && quality != nil ? .fix3D : .fix2D
-      } else if gsaMode == .fix2D && positionSays3D && altitudeMSL != nil {
-        // gpsd nmea_parse (end): a sentence saying 2D does not downgrade a 3D fix while an
-        // altitude is known; GGA/GNS with an altitude from four or more satellites made it 3D.
-        mode = .fix3D
       } else {
         mode = gsaMode
       }
@@ -255,9 +265,18 @@ public struct FixAssembler: Sendable {
     } else {
       mode = .unknown
     }
+    // gpsd nmea_parse (end): a sentence saying 2D does not downgrade a 3D fix while an altitude
+    // is known. The fix is 3D when a sentence of this epoch made it so (GGA/GNS with an altitude
+    // from four or more satellites, RMC/GLL by their rule above) or the last epoch was 3D.
+    if mode == .fix2D, altitudeMSL != nil, positionSays3D || (previousMode == .fix3D && previousHadAltitude) {
+      mode = .fix3D
+    }
     if mode >= .fix2D && coordinate == nil { mode = .noFix }
     if mode == .fix3D && altitudeMSL == nil { mode = .fix2D }
     fix.mode = mode
+    previousMode = mode
+    previousHadAltitude = altitudeMSL != nil
+    if usedSeen { previousUsedCount = used.count }
     fix.quality = quality ?? modeQuality ?? (invalid && !valid ? .invalid : nil)
     if let n = navigationalStatus { fix.navigationalStatus = String(UnicodeScalar(n)) }
 

@@ -46,10 +46,31 @@ struct GPSDRuleTests {
     let fix = try #require(decode(noAltitude).0.first)
     #expect(fix.mode == .fix2D)
     #expect(fix.altitudeMSL == nil)
+    // RMC first, with no altitude known yet, then GGA from three satellites: 2D throughout.
     let threeSatellites =
+      sentence("GPRMC,101500.00,A,4807.038,N,01131.000,E,0.0,301.9,071020,,,A")
+      + sentence("GPGGA,101500.00,4807.038,N,01131.000,E,1,03,1.1,56.1,M,37.0,M,,")
+      + sentence("GPGSA,A,2,06,07,11,,,,,,,,,,1.4,1.1,0.8")
+    #expect(decode(threeSatellites).0.first?.mode == .fix2D)
+  }
+
+  @Test("RMC after an altitude is known is 3D, and a later 2D keeps it 3D (processRMC, nmea_parse)")
+  func rmcWithKnownAltitude() throws {
+    // GGA from three satellites is 2D by itself; the RMC that follows it sees the altitude.
+    let sameEpoch =
       sentence("GPGGA,101500.00,4807.038,N,01131.000,E,1,03,1.1,56.1,M,37.0,M,,")
       + sentence("GPRMC,101500.00,A,4807.038,N,01131.000,E,0.0,301.9,071020,,,A")
       + sentence("GPGSA,A,2,06,07,11,,,,,,,,,,1.4,1.1,0.8")
-    #expect(decode(threeSatellites).0.first?.mode == .fix2D)
+    #expect(decode(sameEpoch).0.first?.mode == .fix3D)
+    // The altitude of an epoch without a fix (no satellites) makes the next RMC 3D.
+    let nextEpoch =
+      sentence("GPRMC,120326,A,4221.3871,N,01322.0800,E,000.0,000.0,150305,001.4,E")
+      + sentence("GPGGA,120326,4221.3871,N,01322.0800,E,1,00,3.1,746.1,M,44.2,M,,")
+      + sentence("GPRMC,120327,A,4221.3872,N,01322.0800,E,000.0,000.0,150305,001.4,E")
+      + sentence("GPGGA,120327,4221.3872,N,01322.0800,E,1,03,3.1,746.1,M,44.2,M,,")
+      + sentence("GPGSA,A,2,01,03,14,,,,,,,,,,3.1,3.1,")
+    let fixes = decode(nextEpoch).0
+    #expect(fixes.last?.mode == .fix3D)
+    #expect(fixes.last?.altitudeMSL == 746.1)
   }
 }
