@@ -144,6 +144,12 @@ public struct FixAssembler: Sendable {
         if v { valid = true } else { invalid = true }
       }
       if otherCoordinate == nil, let c = s.coordinate { otherCoordinate = c }
+      // gpsd processGLL: the status from the mode letter (FAA mode), or a plain fix without one.
+      if s.isValid == true, s.coordinate != nil, modeQuality == nil {
+        let q = s.modeIndicator.map { FixQuality(modeIndicator: $0) } ?? .gps
+        if q != .invalid { modeQuality = q }
+      }
+      if s.modeIndicator.map({ FixQuality(modeIndicator: $0) }) == .invalid { invalid = true }
       // gpsd processGLL: the same rule as RMC's.
       if s.isValid == true, s.coordinate != nil, previousUsedCount > 3 || previousHadAltitude || altitudeMSL != nil {
         positionSays3D = true
@@ -176,7 +182,8 @@ public struct FixAssembler: Sendable {
       for index in 0..<s.satelliteCount {
         let id = s.satelliteID(at: index)
         guard let constellation = Self.constellation(of: id, talker: system, isGSA: true) else { continue }
-        used.append(Self.key(constellation, id))
+        let key = Self.key(constellation, Satellite.svid(constellation: constellation, nmeaID: id))
+        if !used.contains(key) { used.append(key) }
       }
     case .gsv(let s):
       skySeen = true
@@ -308,17 +315,25 @@ public struct FixAssembler: Sendable {
     fix.hdop = hdop ?? ggaHDOP
     fix.vdop = vdop
     fix.pdop = pdop
-    fix.satellitesUsed = satellitesUsed ?? (usedSeen ? used.count : nil)
 
     if skySeen { lastSky = sky }
     var satellites = lastSky
     if usedSeen {
       for i in satellites.indices {
-        satellites[i].used = used.contains(Self.key(satellites[i].constellation, satellites[i].prn))
+        satellites[i].used = used.contains(Self.key(satellites[i].constellation, satellites[i].svid))
       }
       lastSky = satellites
     }
     fix.satellites = satellites
+    // Satellites used: those the epoch's GSAs list, across every constellation, counted as the
+    // sky view flags them (gpsd json_sky_dump counts the skyview entries marked used), so that
+    // uSat always equals the SKY entries with "used": true. GGA's two-digit count (capped at 12
+    // by many multi-GNSS receivers) and GNS's count serve only when no GSA was sent.
+    if usedSeen {
+      fix.satellitesUsed = satellites.isEmpty ? used.count : satellites.reduce(0) { $0 + ($1.used ? 1 : 0) }
+    } else {
+      fix.satellitesUsed = satellitesUsed
+    }
     return fix
   }
 

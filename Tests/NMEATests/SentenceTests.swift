@@ -397,7 +397,7 @@ struct SentenceTests {
     let object = try #require(try JSONSerialization.jsonObject(with: Data(out)) as? [String: Any])
     #expect(object["class"] as? String == "SKY")
     #expect(object["nSat"] as? Int == 3)
-    #expect(object["uSat"] as? Int == 12)
+    #expect(object["uSat"] as? Int == 2)  // the GSA's two, not GGA's 12
     #expect(object["pdop"] as? Double == 1.05)
     let satellites = try #require(object["satellites"] as? [[String: Any]])
     #expect(satellites.map { $0["PRN"] as? Int } == [2, 7, 65])
