@@ -65,8 +65,25 @@ public struct FixAssembler: Sendable {
   private var previousMode: FixMode = .unknown
   private var previousUsedCount = 0
 
+  /// The GPS week-rollover floor, days since 1970-01-01, or `nil` for none.
+  private let rolloverFloor: Int?
+  private var rolloverWeeks = 0
+  private var lastRolloverWeeks = 0
+
+  /// The number of days in 1024 GPS weeks: a receiver whose firmware predates a week rollover
+  /// reports dates exactly this much too early.
+  public static let rolloverDays = 7168
+
   /// Creates an assembler with no date or sky view known.
-  public init() {}
+  ///
+  /// - Parameter rolloverFloor: days since 1970-01-01 before which no date from this source can
+  ///   be genuine (GPS week rollover: the 10-bit week number of IS-GPS-200 wraps every 1024 weeks,
+  ///   last on 1999-08-22 and 2019-04-07). A date from RMC or ZDA before the floor moves forward
+  ///   in steps of 1024 weeks (7168 days) until it is not; the fix says so in
+  ///   ``DecodedFix/rolloverWeeks``. `nil` (the default) keeps dates as the receiver sent them.
+  public init(rolloverFloor: Int? = nil) {
+    self.rolloverFloor = rolloverFloor
+  }
 
   /// Adds one sentence; calls `emit` when it completes the previous epoch.
   /// - Parameter line: 1-based input line of the sentence, reported as the epoch's first line.
@@ -99,7 +116,8 @@ public struct FixAssembler: Sendable {
   public mutating func flush(_ emit: (DecodedFix) -> Void) {
     defer { resetEpoch() }
     guard started, timeOfDay != nil || seen & Self.fixTypes != 0 else { return }
-    emit(DecodedFix(fix: buildFix(), line: line))
+    let fix = buildFix()
+    emit(DecodedFix(fix: fix, line: line, rolloverWeeks: fix.time == nil ? 0 : lastRolloverWeeks))
   }
 
   private mutating func merge(_ sentence: NMEASentence) {
@@ -215,9 +233,18 @@ public struct FixAssembler: Sendable {
     }
   }
 
-  private mutating func acceptDate(_ candidate: Int) {
+  private mutating func acceptDate(_ received: Int) {
+    var candidate = received
+    var weeks = 0
+    if let floor = rolloverFloor {
+      while candidate < floor {
+        candidate += Self.rolloverDays
+        weeks += 1024
+      }
+    }
     if let last = lastDate, candidate < last - 1 { return }
     date = candidate
+    rolloverWeeks = weeks
   }
 
   private static func key(_ constellation: Constellation, _ prn: Int) -> UInt32 {
@@ -247,6 +274,7 @@ public struct FixAssembler: Sendable {
     if day == nil, let lastDate, let lastTimeOfDay, let tod = timeOfDay {
       day = tod < lastTimeOfDay - 43_200_000 ? lastDate + 1 : lastDate
     }
+    if date != nil { lastRolloverWeeks = rolloverWeeks }
     if let day, let tod = timeOfDay {
       fix.time = Int64(day) * 86_400_000 + Int64(tod)
       lastDate = day
@@ -342,6 +370,7 @@ public struct FixAssembler: Sendable {
     timeOfDay = nil
     seen = 0
     date = nil
+    rolloverWeeks = 0
     ggaCoordinate = nil
     otherCoordinate = nil
     quality = nil

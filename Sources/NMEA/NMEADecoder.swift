@@ -4,11 +4,15 @@ public struct DecodedFix: Sendable, Hashable {
   public var fix: Fix
   /// 1-based line number of the first sentence of the epoch in the input.
   public var line: Int
+  /// GPS weeks added to the receiver's date by the week-rollover floor (a multiple of 1024), or
+  /// 0 when the date is as the receiver sent it.
+  public var rolloverWeeks: Int
 
   /// Creates a decoded fix.
-  public init(fix: Fix, line: Int) {
+  public init(fix: Fix, line: Int, rolloverWeeks: Int = 0) {
     self.fix = fix
     self.line = line
+    self.rolloverWeeks = rolloverWeeks
   }
 }
 
@@ -32,6 +36,12 @@ public struct NMEADecoder: Sendable {
 
   /// Creates a decoder with empty state.
   public init() {}
+
+  /// Creates a decoder whose dates before `rolloverFloor` (days since 1970-01-01) move forward
+  /// in 1024-week steps (see ``FixAssembler/init(rolloverFloor:)``); `nil` keeps dates as sent.
+  public init(rolloverFloor: Int?) {
+    assembler = FixAssembler(rolloverFloor: rolloverFloor)
+  }
 
   /// 1-based number of the input line the decoder has reached.
   public var lineNumber: Int { framer.lineNumber }

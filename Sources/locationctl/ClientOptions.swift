@@ -47,7 +47,8 @@ let usageText = """
     map [--geojson|--svg]         print the map state (JSON by default)
     replay pause|resume|seek SECONDS|speed FACTOR|step [EPOCHS]
                                   control a replay backend
-    decode [--sky] [FILE|-]       decode NMEA 0183 into gpsd TPV (and SKY) lines (no daemon needed)
+    decode [--sky] [--rollover-floor DATE] [FILE|-]
+                                  decode NMEA 0183 into gpsd TPV (and SKY) lines (no daemon needed)
     simulate --pty PATH [--rate HZ] [--backend URI]
                                   simulated GPS hardware: NMEA 0183 on a pty for gpsd
 

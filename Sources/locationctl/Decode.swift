@@ -5,17 +5,35 @@
 #endif
 import NMEA
 
-/// `locationctl decode [--sky] [FILE|-]`: decodes an NMEA 0183 log into gpsd TPV (and SKY) JSON
-/// lines on standard output, streaming in 64 KiB chunks; prints the sentence counters on standard
-/// error at the end. Exit status 0, 1 when the input cannot be read, 64 on bad usage.
+/// `locationctl decode [--sky] [--rollover-floor DATE] [FILE|-]`: decodes an NMEA 0183 log into
+/// gpsd TPV (and SKY) JSON lines on standard output, streaming in 64 KiB chunks; prints the
+/// sentence counters on standard error at the end. Exit status 0, 1 when the input cannot be
+/// read, 64 on bad usage.
+///
+/// `--rollover-floor YYYY-MM-DD`: dates before it move forward in 1024-week steps until they are
+/// not (GPS week rollover); such a TPV carries `"rolloverWeeks":N`. Without it (the default for
+/// recorded logs) dates are printed as recorded.
 func runDecode(arguments: [String]) -> Int32 {
   var sky = false
   var path: String?
-  for argument in arguments {
+  var floor: Int?
+  var index = 0
+  while index < arguments.count {
+    let argument = arguments[index]
+    index += 1
     switch argument {
     case "--sky": sky = true
+    case "--rollover-floor":
+      guard index < arguments.count, let day = CivilDate.days(iso: arguments[index]) else {
+        writeError("locationctl decode: --rollover-floor needs a date YYYY-MM-DD (1980 or later)")
+        return 64
+      }
+      floor = day
+      index += 1
     case "-h", "--help":
-      print("usage: locationctl decode [--sky] [FILE|-]\n  Decodes NMEA 0183 into gpsd TPV JSON lines (and SKY with --sky).")
+      print(
+        "usage: locationctl decode [--sky] [--rollover-floor YYYY-MM-DD] [FILE|-]\n  Decodes NMEA 0183 into gpsd TPV JSON lines (and SKY with --sky);\n  dates before the rollover floor move forward by 1024 GPS weeks until they are not."
+      )
       return 0
     default:
       if argument.hasPrefix("-") && argument != "-" {
@@ -41,11 +59,15 @@ func runDecode(arguments: [String]) -> Int32 {
   }
   defer { if fd != 0 { close(fd) } }
 
-  var decoder = NMEADecoder()
+  var decoder = NMEADecoder(rolloverFloor: floor)
   var output: [UInt8] = []
   output.reserveCapacity(1 << 17)
   let emit: (DecodedFix) -> Void = { decoded in
     GPSDJSON.appendTPV(decoded.fix, to: &output)
+    if decoded.rolloverWeeks != 0, output.last == 0x7D {
+      output.removeLast()
+      output.append(contentsOf: Array(",\"rolloverWeeks\":\(decoded.rolloverWeeks)}".utf8))
+    }
     output.append(0x0A)
     if sky {
       GPSDJSON.appendSKY(decoded.fix, to: &output)
