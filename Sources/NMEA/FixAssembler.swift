@@ -64,6 +64,8 @@ public struct FixAssembler: Sendable {
   private var previousHadAltitude = false
   private var previousMode: FixMode = .unknown
   private var previousUsedCount = 0
+  // The last epoch with a time (gpsd's oldfix): its time, mode and position.
+  private var previousTimed: (time: Int64, mode: FixMode, coordinate: Coordinate?)?
 
   /// The GPS week-rollover floor, days since 1970-01-01, or `nil` for none.
   private let rolloverFloor: Int?
@@ -328,6 +330,18 @@ public struct FixAssembler: Sendable {
       fix.dgpsAge = dgpsAge
       fix.dgpsStation = dgpsStation
       fix.errorEstimates = errors
+    }
+    // gpsd gpsd_error_model (libgpsd_core.c): a receiver that sent no speed gets the distance
+    // from the previous timed fix (both 2D or better) over the time between them.
+    if let time = fix.time {
+      if fix.speedOverGround == nil, mode >= .fix2D, let here = fix.coordinate, let last = previousTimed,
+        last.mode >= .fix2D, let there = last.coordinate, time > last.time,
+        let metres = WGS84Geodesic.distance(here, there)
+      {
+        let speed = metres * 1000 / Double(time - last.time)
+        if speed <= 9999.9 { fix.speedOverGround = speed }
+      }
+      previousTimed = (time, mode, fix.coordinate)
     }
     if mode == .fix3D {
       fix.altitudeMSL = altitudeMSL

@@ -74,3 +74,34 @@ struct GPSDRuleTests {
     #expect(fixes.last?.altitudeMSL == 746.1)
   }
 }
+
+@Suite("gpsd rules: derived values")
+struct GPSDDerivedValueTests {
+  @Test("no speed sent: distance from the previous timed fix over the time between (gpsd_error_model)")
+  func speedFromPositions() throws {
+    // Ten-hertz GGA only, after one RMC for the date: 0.001 minute of latitude is 1.853 m here.
+    let text =
+      sentence("GPRMC,204132.00,A,4205.733000,N,08802.041000,W,9.415,21.404,190214,,,D")
+      + sentence("GPGGA,204132.10,4205.734000,N,08802.041000,W,2,08,1.0,221.9,M,,,3,0138")
+      + sentence("GPGGA,204132.20,4205.735000,N,08802.041000,W,2,08,1.0,221.9,M,,,3,0138")
+      + sentence("GPGGA,204132.30,4205.735000,N,08802.041000,W,2,08,1.0,221.9,M,,,3,0138")
+    let fixes = decode(text).0
+    #expect(fixes.count == 4)
+    #expect(abs((fixes[0].speedOverGround ?? 0) - 9.415 * 1852 / 3600) < 1e-9)  // as sent
+    let first = try #require(fixes[1].speedOverGround)
+    let here = try #require(fixes[1].coordinate)
+    let there = try #require(fixes[0].coordinate)
+    let metres = try #require(WGS84Geodesic.distance(here, there))
+    #expect(abs(first - metres / 0.1) < 1e-9)
+    #expect(abs(first - 18.53) < 0.05)
+    #expect(fixes[3].speedOverGround == 0)
+    #expect(fixes[1].courseOverGround == nil)  // gpsd 3.22 derives no course
+  }
+
+  @Test("Vincenty distance: one degree of latitude at the equator, and zero")
+  func vincenty() throws {
+    let d = try #require(WGS84Geodesic.distance(Coordinate(latitude: 0, longitude: 0), Coordinate(latitude: 1, longitude: 0)))
+    #expect(abs(d - 110_574.389) < 0.01)
+    #expect(WGS84Geodesic.distance(Coordinate(latitude: 45, longitude: 7), Coordinate(latitude: 45, longitude: 7)) == 0)
+  }
+}
