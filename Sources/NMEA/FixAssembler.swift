@@ -26,10 +26,12 @@ public struct FixAssembler: Sendable {
   private var date: Int?
   private var ggaCoordinate: Coordinate?
   private var otherCoordinate: Coordinate?
+  private var latestCoordinate: Coordinate?
   private var quality: FixQuality?
   private var modeQuality: FixQuality?
   private var gsaMode: FixMode?
   private var positionSays3D = false
+  private var usedSatellitesSay3D = false
   private var valid = false
   private var invalid = false
   private var altitudeMSL: Double?
@@ -37,6 +39,9 @@ public struct FixAssembler: Sendable {
   private var speedKnots: Double?
   private var speedKmh: Double?
   private var vtgKnots: Double?
+  // gpsd gps_merge_fix: the last valid RMC or VTG of the epoch sets speed and course.
+  private var latestKnots: Double?
+  private var latestCourse: Double?
   private var course: Double?
   private var vtgCourse: Double?
   private var magneticVariation: Double?
@@ -125,7 +130,10 @@ public struct FixAssembler: Sendable {
   private mutating func merge(_ sentence: NMEASentence) {
     switch sentence.payload {
     case .gga(let s):
-      if let c = s.coordinate { ggaCoordinate = c }
+      if let c = s.coordinate {
+        ggaCoordinate = c
+        latestCoordinate = c
+      }
       if let q = s.quality {
         quality = q
         if q == .invalid { invalid = true } else { valid = true }
@@ -148,14 +156,22 @@ public struct FixAssembler: Sendable {
         let q = FixQuality(modeIndicator: m)
         if q == .invalid { invalid = true } else if modeQuality == nil { modeQuality = q }
       }
-      if let c = s.coordinate { otherCoordinate = c }
+      if let c = s.coordinate {
+        otherCoordinate = c
+        if s.isValid == true { latestCoordinate = c }
+      }
       // gpsd processRMC: a valid position is 3D when the last GSA listed more than three
       // satellites or an altitude is known (the previous epoch's, or this epoch's GGA).
       if s.isValid == true, s.coordinate != nil, previousUsedCount > 3 || previousHadAltitude || altitudeMSL != nil {
         positionSays3D = true
+        usedSatellitesSay3D = true
       }
       if let v = s.speedOverGroundKnots { speedKnots = v }
       if let c = s.courseOverGround { course = c }
+      if s.isValid == true {
+        if let v = s.speedOverGroundKnots { latestKnots = v }
+        if let c = s.courseOverGround { latestCourse = c }
+      }
       if let d = s.date { acceptDate(d) }
       if let m = s.magneticVariation { magneticVariation = m }
       if let n = s.navigationalStatus { navigationalStatus = n }
@@ -164,6 +180,7 @@ public struct FixAssembler: Sendable {
         if v { valid = true } else { invalid = true }
       }
       if otherCoordinate == nil, let c = s.coordinate { otherCoordinate = c }
+      if let c = s.coordinate, s.isValid == true, s.modeIndicator != 0x4E { latestCoordinate = c }
       // gpsd processGLL: the status from the mode letter (FAA mode), or a plain fix without one.
       if s.isValid == true, s.coordinate != nil, modeQuality == nil {
         let q = s.modeIndicator.map { FixQuality(modeIndicator: $0) } ?? .gps
@@ -173,6 +190,7 @@ public struct FixAssembler: Sendable {
       // gpsd processGLL: the same rule as RMC's.
       if s.isValid == true, s.coordinate != nil, previousUsedCount > 3 || previousHadAltitude || altitudeMSL != nil {
         positionSays3D = true
+        usedSatellitesSay3D = true
       }
     case .gns(let s):
       if let v = s.isValid {
@@ -184,6 +202,7 @@ public struct FixAssembler: Sendable {
         }
       }
       if let c = s.coordinate, ggaCoordinate == nil { ggaCoordinate = c }
+      if let c = s.coordinate, s.isValid == true { latestCoordinate = c }
       // gpsd processGNS: the same with "more than three" satellites.
       if s.isValid == true, s.coordinate != nil, s.altitudeMSL != nil, (s.satellitesUsed ?? 0) > 3 {
         positionSays3D = true
@@ -226,6 +245,12 @@ public struct FixAssembler: Sendable {
       if let c = s.courseOverGround { vtgCourse = c }
       if let k = s.speedOverGroundKnots { vtgKnots = k }
       if let k = s.speedOverGroundKmh { speedKmh = k }
+      // gpsd processVTG: used only with both course and knots, and not when the mode letter is
+      // N (not valid) or E (dead reckoning).
+      if let c = s.courseOverGround, let k = s.speedOverGroundKnots, s.modeIndicator != 0x4E, s.modeIndicator != 0x45 {
+        latestKnots = k
+        latestCourse = c
+      }
     case .zda(let s):
       if let d = s.date { acceptDate(d) }
     case .gst(let s):
@@ -285,7 +310,9 @@ public struct FixAssembler: Sendable {
       lastDate = day
     }
 
-    let coordinate = ggaCoordinate ?? otherCoordinate
+    // gpsd gps_merge_fix: every sentence with a valid position replaces the one before, so the
+    // epoch's position is the last one sent (GGA's, or a valid RMC/GLL/GNS after it).
+    let coordinate = latestCoordinate ?? ggaCoordinate ?? otherCoordinate
     var mode: FixMode
     if let gsaMode {
       if gsaMode >= .fix2D && invalid && !valid {
@@ -305,11 +332,19 @@ public struct FixAssembler: Sendable {
     // gpsd nmea_parse (end): a sentence saying 2D does not downgrade a 3D fix while an altitude
     // is known. The fix is 3D when a sentence of this epoch made it so (GGA/GNS with an altitude
     // from four or more satellites, RMC/GLL by their rule above) or the last epoch was 3D.
-    if mode == .fix2D, altitudeMSL != nil, positionSays3D || (previousMode == .fix3D && previousHadAltitude) {
+    // Without GSA in the epoch, gpsd's processRMC/processGLL call a fix 3D by their rule above
+    // (the last GSA listed four or more satellites, or an altitude is known) even when this
+    // epoch sends no altitude.
+    let satellites3D = usedSatellitesSay3D && gsaMode == nil
+    if mode == .fix2D,
+      satellites3D || (altitudeMSL != nil && (positionSays3D || (previousMode == .fix3D && previousHadAltitude)))
+    {
       mode = .fix3D
     }
     if mode >= .fix2D && coordinate == nil { mode = .noFix }
-    if mode == .fix3D && altitudeMSL == nil { mode = .fix2D }
+    // A 3D fix needs an altitude, unless the receiver's GSA says 3D itself (a receiver that
+    // sends RMC and GSA only): gpsd keeps GSA's mode, and so does NMEA 0183 (GSA field 2).
+    if mode == .fix3D && altitudeMSL == nil && gsaMode != .fix3D && !satellites3D { mode = .fix2D }
     fix.mode = mode
     previousMode = mode
     previousHadAltitude = altitudeMSL != nil
@@ -319,12 +354,12 @@ public struct FixAssembler: Sendable {
 
     if mode >= .fix2D {
       fix.coordinate = coordinate
-      if let knots = speedKnots ?? vtgKnots {
+      if let knots = latestKnots ?? speedKnots ?? vtgKnots {
         fix.speedOverGround = knots * Self.knotsToMetresPerSecond
       } else if let kmh = speedKmh {
         fix.speedOverGround = kmh / 3.6
       }
-      fix.courseOverGround = course ?? vtgCourse
+      fix.courseOverGround = latestCourse ?? course ?? vtgCourse
       fix.magneticVariation = magneticVariation
       fix.geoidSeparation = geoidSeparation
       fix.dgpsAge = dgpsAge
@@ -387,10 +422,12 @@ public struct FixAssembler: Sendable {
     rolloverWeeks = 0
     ggaCoordinate = nil
     otherCoordinate = nil
+    latestCoordinate = nil
     quality = nil
     modeQuality = nil
     gsaMode = nil
     positionSays3D = false
+    usedSatellitesSay3D = false
     valid = false
     invalid = false
     altitudeMSL = nil
@@ -398,6 +435,8 @@ public struct FixAssembler: Sendable {
     speedKnots = nil
     speedKmh = nil
     vtgKnots = nil
+    latestKnots = nil
+    latestCourse = nil
     course = nil
     vtgCourse = nil
     magneticVariation = nil

@@ -105,3 +105,47 @@ struct GPSDDerivedValueTests {
     #expect(WGS84Geodesic.distance(Coordinate(latitude: 45, longitude: 7), Coordinate(latitude: 45, longitude: 7)) == 0)
   }
 }
+
+@Suite("gpsd rules: merging an epoch")
+struct GPSDMergeRuleTests {
+  @Test("the last valid position of the epoch wins: GLL after GGA (gps_merge_fix)")
+  func lastPositionWins() throws {
+    let text =
+      sentence("GPRMC,094737,A,5251.0093,N,00518.8170,E,5.6,230.5,200818,1.4,E,A")
+      + sentence("GPGGA,094737,5251.0085,N,00518.8151,E,1,12,0.60,-4,M,46.8,M,,")
+      + sentence("GPGLL,5251.0084,N,00518.8149,E,094737,A,A")
+    let fix = try #require(decode(text).0.first)
+    let c = try #require(fix.coordinate)
+    #expect(abs(c.latitude - (52 + 51.0084 / 60)) < 1e-9)
+    #expect(abs(c.longitude - (5 + 18.8149 / 60)) < 1e-9)
+  }
+
+  @Test("the last RMC or VTG sets speed and course; a VTG marked N or without speed does not (processVTG)")
+  func lastSpeedWins() throws {
+    let text =
+      sentence("GPRMC,094855,A,5250.9358,N,00518.6506,E,6.3,232.6,200818,1.4,E,A")
+      + sentence("GPVTG,222.3,T,220.9,M,6.6,N,12.2,K,A")
+      + sentence("GPVTG,100.0,T,,M,9.9,N,18.3,K,N")
+      + sentence("GPVTG,101.0,T,,M,,N,,K,A")
+    let fix = try #require(decode(text).0.first)
+    #expect(fix.courseOverGround == 222.3)
+    #expect(abs((fix.speedOverGround ?? 0) - 6.6 * 1852 / 3600) < 1e-9)
+  }
+
+  @Test("RMC without GSA is 3D when the last GSA listed 4+ satellites or an altitude is known (processRMC)")
+  func rmcThreeDWithoutAltitude() throws {
+    let afterGSA =
+      sentence("GPRMC,045849.000,A,3519.9048,N,13640.2631,E,0.10,92.17,270705,,")
+      + sentence("GPGSA,A,3,09,05,14,26,,,,,,,,,2.9,2.2,1.9")
+      + sentence("GPRMC,045850.000,A,3519.9047,N,13640.2631,E,0.11,99.12,270705,,")
+    let fixes = decode(afterGSA).0
+    #expect(fixes.map(\.mode) == [.fix3D, .fix3D])  // GSA's own 3D, then RMC's rule
+    #expect(fixes.allSatisfy { $0.altitudeMSL == nil })
+    let afterAltitude =
+      sentence("GPGGA,230153,3348.607,N,11821.124,W,1,05,1.7,49.1,M,-32.4,M,,")
+      + sentence("GPRMC,230154,A,3348.607,N,11821.124,W,000.0,209.4,261002,013.8,E")
+    #expect(decode(afterAltitude).0.last?.mode == .fix3D)
+    // With neither, RMC alone is 2D.
+    #expect(decode(sentence("GPRMC,230154,A,3348.607,N,11821.124,W,000.0,209.4,261002,013.8,E")).0.first?.mode == .fix2D)
+  }
+}
