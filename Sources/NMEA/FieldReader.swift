@@ -3,6 +3,11 @@
 /// Field 0 is the address (`GPGGA`); data fields are numbered from 1, as NMEA 0183 does.
 /// Every reader returns `nil` for an empty field (an absent value, never 0) and throws
 /// ``NMEAError/invalidField(_:index:name:value:)`` for text that is not a valid value.
+///
+/// Bounds: every read goes through ``range(_:)``, which answers `nil` for an index outside
+/// `0..<count` (negative ones included) and for offsets outside `0...bytes.count`; `count` is
+/// clamped to the offset buffers' size at creation. No index computed by a sentence parser, however
+/// wrong, reads outside `bytes`, `starts` or `ends`.
 struct FieldReader {
   static let maximumFields = 48
   let bytes: UnsafeBufferPointer<UInt8>
@@ -20,15 +25,19 @@ struct FieldReader {
     self.bytes = bytes
     self.starts = starts
     self.ends = ends
-    self.count = count
+    self.count = max(0, min(count, starts.count, ends.count))
     self.type = type
   }
 
+  /// The byte offsets `(start, end)` of field `i` in `bytes`, end exclusive; `nil` when the field
+  /// is empty or `i` is outside `0..<count`. Both offsets are checked against `bytes`.
   @inline(__always) func range(_ i: Int) -> (Int, Int)? {
-    guard i < count else { return nil }
+    // One unsigned comparison rejects negative indices as well as those past the end.
+    guard UInt(bitPattern: i) < UInt(bitPattern: count) else { return nil }
     let s = Int(starts[i])
     let e = Int(ends[i])
-    return s < e ? (s, e) : nil
+    guard s >= 0, s < e, e <= bytes.count else { return nil }
+    return (s, e)
   }
 
   func isEmpty(_ i: Int) -> Bool { range(i) == nil }

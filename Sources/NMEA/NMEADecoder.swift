@@ -142,6 +142,8 @@ public enum NMEARejection: String, Sendable, Hashable, CaseIterable, Codable {
   case malformedAddress
   /// A field could not be read (not a number, out of range).
   case invalidField
+  /// A sentence with fewer fields than its formatter needs (``SentenceType/minimumFieldCount``).
+  case tooFewFields
 }
 
 extension NMEASentence.Payload {

@@ -14,6 +14,9 @@ public enum NMEAError: Error, Equatable, Sendable {
   case malformedAddress
   /// A field could not be read; `index` is 1-based after the address field, as NMEA numbers them.
   case invalidField(SentenceType, index: Int, name: String, value: String)
+  /// The sentence has `count` fields (the address included) where its formatter needs at least
+  /// `minimum` (``SentenceType/minimumFieldCount``).
+  case tooFewFields(SentenceType, count: Int, minimum: Int)
 
   /// The statistics bucket this error is counted in.
   public var rejection: NMEARejection {
@@ -24,6 +27,7 @@ public enum NMEAError: Error, Equatable, Sendable {
     case .malformedChecksum: return .malformedChecksum
     case .checksumMismatch: return .checksumMismatch
     case .invalidField: return .invalidField
+    case .tooFewFields: return .tooFewFields
     }
   }
 }
@@ -48,6 +52,27 @@ public enum SentenceType: String, Sendable, Hashable, CaseIterable, Codable {
   case gns = "GNS"
   /// GST: GNSS pseudorange error statistics.
   case gst = "GST"
+
+  /// The fewest fields, the address field included, that a sentence of this formatter must have to
+  /// be read at all; a shorter one is rejected as ``NMEAError/tooFewFields(_:count:minimum:)``.
+  ///
+  /// These are gpsd 3.22's minimums (`nmea_phrase[]` in `drivers/driver_nmea0183.c`, and
+  /// `processGSV`'s "fieldcount <= 3" check), so that a sentence gpsd skips as too short is skipped
+  /// here too. gpsd counts the fields of a sentence without a checksum one short; here the count
+  /// is the same with or without one.
+  public var minimumFieldCount: Int {
+    switch self {
+    case .gga: return 13
+    case .rmc: return 8
+    case .gll: return 7
+    case .gsa: return 18
+    case .gsv: return 4
+    case .vtg: return 5
+    case .zda: return 4
+    case .gns: return 13
+    case .gst: return 8
+    }
+  }
 }
 
 /// The talker identifier: the two letters after `$` naming the source (NMEA 0183 table 5).

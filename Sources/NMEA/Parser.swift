@@ -183,6 +183,9 @@ public enum NMEAParser {
         let name = SentenceName(UnsafeBufferPointer(rebasing: body[2..<5]))
         return NMEASentence(talker: talker, hasChecksum: checked, payload: .unsupported(name))
       }
+      guard fieldCount >= type.minimumFieldCount else {
+        throw .tooFewFields(type, count: fieldCount, minimum: type.minimumFieldCount)
+      }
       let fields = FieldReader(bytes: body, starts: starts, ends: ends, count: fieldCount, type: type)
       let payload: NMEASentence.Payload
       var time: Int32?

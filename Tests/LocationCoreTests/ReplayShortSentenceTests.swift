@@ -1,0 +1,47 @@
+import Foundation
+import LocationCore
+import LocationTestKit
+import NMEA
+import Testing
+
+/// A log with sentences too short for their formatter among valid epochs: the replay skips and
+/// reports them and delivers every epoch.
+@Suite(.timeLimit(.minutes(1)))
+struct ReplayShortSentenceTests {
+  @Test func shortSentencesAmongValidEpochsAreSkippedAndEveryFixArrives() async throws {
+    let encoder = NMEAEncoder()
+    let short = ["$GPGSA", "$GPGSA*42", "$GNGSA", "$GPGGA,120000", "$GPRMC,,V", "$GPGSV,1"]
+    var lines: [String] = []
+    for epoch in 0..<20 {
+      lines += encoder.encode(TestRoute.fix(epoch * 10))
+      lines.append(short[epoch % short.count])
+    }
+    let path = "/tmp/locationd-short-sentences-\(getpid()).nmea"
+    #expect(FileManager.default.createFile(
+      atPath: path, contents: Data(lines.map { $0.hasSuffix("\r\n") ? $0 : $0 + "\r\n" }.joined().utf8)))
+    defer { try? FileManager.default.removeItem(atPath: path) }
+
+    let replay = ReplayBackend(
+      source: NMEAFileSource(path: path), options: .init(path: path, speed: 0),
+      clock: VirtualClock(), uri: "replay:\(path)")
+    var events = replay.events.makeAsyncIterator()
+    try await replay.start()
+    var warnings: [String] = []
+    var latitudes: [Double] = []
+    loop: while let event = await events.next() {
+      switch event {
+      case .location(let location): latitudes.append(location.coordinate?.latitude ?? .nan)
+      case .error(let message): warnings.append(message)
+      case .status(.endOfData, _): break loop
+      default: continue
+      }
+    }
+    await replay.stop()
+    let expected = (0..<20).map { TestRoute.fix($0 * 10).coordinate?.latitude ?? .nan }
+    #expect(latitudes.count == 20)
+    for (got, want) in zip(latitudes, expected) { #expect(abs(got - want) < 1e-6) }
+    let warning = warnings.joined(separator: "; ")
+    #expect(warning.contains("20 sentences rejected and skipped"), "\(warning)")
+    #expect(warning.contains("tooFewFields=20"), "\(warning)")
+  }
+}
