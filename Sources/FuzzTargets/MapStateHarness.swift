@@ -18,11 +18,17 @@ enum MapStateHarness {
     let lines = Mutex<[String]>([])
   }
 
-  /// The private directory, created once per process.
+  /// The private directory, created once per process: in /dev/shm when there is one, because
+  /// rewriting a file on a disk file system waits for the disk (ext4 flushes a truncated file).
   static let directory: String = {
-    var template = Array("/tmp/locationd-fuzz-mapstate-XXXXXX".utf8CString)
+    let parent = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp"
+    var template = Array("\(parent)/locationd-fuzz-mapstate-XXXXXX".utf8CString)
     return template.withUnsafeMutableBufferPointer { buffer in
       guard let base = buffer.baseAddress, let result = mkdtemp(base) else { return "/tmp" }
+      atexit {
+        _ = unlink(MapStateHarness.directory + "/" + MapStateStore.fileName)
+        _ = rmdir(MapStateHarness.directory)
+      }
       return String(cString: result)
     }
   }()
