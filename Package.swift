@@ -65,8 +65,29 @@ let package = Package(
     .testTarget(
       name: "GPSDBackendTests", dependencies: ["GPSDBackend", "LocationCore", "LocationTestKit"],
       swiftSettings: swiftSettings),
+    // Fuzz targets: the harness logic, built and tested like any library; the libFuzzer driver
+    // that runs it is added below only for scripts/fuzz.
+    .target(
+      name: "FuzzTargets", dependencies: ["NMEA", "LocationCore", "LocationServer", "MapState", "GPSDBackend"],
+      swiftSettings: swiftSettings),
+    // Replays the committed fuzz corpus (Tests/FuzzCorpus) and every crash found so far.
+    .testTarget(
+      name: "FuzzTargetsTests", dependencies: ["FuzzTargets"],
+      swiftSettings: swiftSettings),
     .testTarget(
       name: "EndToEndTests", dependencies: ["LocationCore", "LocationTestKit", "NMEA"],
       swiftSettings: swiftSettings),
   ]
 )
+
+// The libFuzzer driver links only with -sanitize=fuzzer (it calls LLVMFuzzerRunDriver), so a plain
+// `swift build` must not see it: scripts/fuzz sets LOCATIOND_FUZZ=1 and builds it in its own
+// scratch path.
+if Context.environment["LOCATIOND_FUZZ"] == "1" {
+  package.targets += [
+    .target(name: "CLibFuzzer", path: "Fuzz/CLibFuzzer"),
+    .executableTarget(
+      name: "locationd-fuzz", dependencies: ["CLibFuzzer", "FuzzTargets"], path: "Fuzz/locationd-fuzz",
+      swiftSettings: swiftSettings),
+  ]
+}

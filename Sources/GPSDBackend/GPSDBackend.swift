@@ -10,6 +10,9 @@ public enum GPSDURIError: Error, Sendable, Hashable, CustomStringConvertible {
   case notGPSD(String)
   /// The host part is empty.
   case missingHost(String)
+  /// The host is neither a name or IPv4 address (letters, digits, `-`, `.`, `_`) nor an IPv6
+  /// address in brackets (hexadecimal digits, `:`, `.`, and a `%` zone of letters and digits).
+  case invalidHost(String)
   /// The port is not a number in `1...65535`.
   case invalidPort(String)
   /// The device part is not an absolute path (`gpsd://host:port/dev/ttyACM0`).
@@ -23,6 +26,8 @@ public enum GPSDURIError: Error, Sendable, Hashable, CustomStringConvertible {
     switch self {
     case .notGPSD(let uri): return "\"\(uri)\" is not a gpsd URI; \(form)"
     case .missingHost(let uri): return "\"\(uri)\" has no host; \(form)"
+    case .invalidHost(let host):
+      return "host \"\(host)\" is not a host name, an IPv4 address or an IPv6 address in brackets; \(form)"
     case .invalidPort(let port): return "port \"\(port)\" is not a number in 1...65535; \(form)"
     case .invalidDevice(let device): return "device \"\(device)\" is not an absolute path; \(form)"
     case .invalidParameter(let parameter):
@@ -92,6 +97,7 @@ public struct GPSDEndpoint: Sendable, Hashable {
     if authority.hasPrefix("[") {
       guard let close = authority.firstIndex(of: "]") else { throw .missingHost(uri) }
       host = authority[authority.index(after: authority.startIndex)..<close]
+      guard Self.isIPv6Literal(host) else { throw .invalidHost(String(host)) }
       let after = authority[authority.index(after: close)...]
       if after.hasPrefix(":") {
         portText = after.dropFirst()
@@ -104,6 +110,7 @@ public struct GPSDEndpoint: Sendable, Hashable {
     } else {
       host = authority
     }
+    if !authority.hasPrefix("[") && !Self.isHostName(host) { throw .invalidHost(String(host)) }
     if host.isEmpty { host = "localhost" }
     var port = Self.defaultPort
     if let portText {
@@ -114,6 +121,33 @@ public struct GPSDEndpoint: Sendable, Hashable {
     }
     if let device, device.count < 2 || device.contains("\0") { throw .invalidDevice(device) }
     self.init(host: String(host), port: port, device: device)
+  }
+
+  /// RFC 3986 reg-name or IPv4address as gpsd hosts use them: letters, digits, `-`, `.`, `_`
+  /// (empty means localhost).
+  static func isHostName(_ host: Substring) -> Bool {
+    host.utf8.allSatisfy { b in
+      (b >= 0x30 && b <= 0x39) || (b | 0x20 >= 0x61 && b | 0x20 <= 0x7A) || b == 0x2D || b == 0x2E || b == 0x5F
+    }
+  }
+
+  /// An IPv6 address as written in brackets (RFC 3986 IP-literal, RFC 6874 zone): hexadecimal
+  /// digits, `:` and `.` (an embedded IPv4 address), at least one `:`, then an optional `%` and a
+  /// zone of letters, digits, `-`, `.`, `_`. Empty means localhost.
+  static func isIPv6Literal(_ host: Substring) -> Bool {
+    if host.isEmpty { return true }
+    let address: Substring
+    if let percent = host.firstIndex(of: "%") {
+      let zone = host[host.index(after: percent)...]
+      guard !zone.isEmpty, isHostName(zone) else { return false }
+      address = host[..<percent]
+    } else {
+      address = host
+    }
+    return address.contains(":")
+      && address.utf8.allSatisfy { b in
+        (b >= 0x30 && b <= 0x39) || (b | 0x20 >= 0x61 && b | 0x20 <= 0x66) || b == 0x3A || b == 0x2E
+      }
   }
 
   /// Creates an endpoint from its parts.

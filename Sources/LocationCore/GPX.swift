@@ -53,13 +53,21 @@ public enum GPXReader {
   /// Largest GPX file accepted, bytes.
   public static let maximumFileSize = 64 * 1024 * 1024
 
-  /// Reads and parses the GPX file at `path`.
+  /// Reads and parses the GPX file at `path`. The file is opened with `O_NONBLOCK` and read only
+  /// when it is a regular file, so a FIFO or device at the path cannot hang the backend.
   ///
-  /// - Throws: ``GPXError``.
+  /// - Throws: ``GPXError`` (``GPXError/unreadable(path:message:)`` also for "not a regular file").
   public static func points(contentsOf path: String) throws(GPXError) -> [GPXPoint] {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
     guard fd >= 0 else { throw .unreadable(path: path, message: String(cString: strerror(errno))) }
     defer { close(fd) }
+    var info = stat()
+    guard fstat(fd, &info) == 0 else {
+      throw .unreadable(path: path, message: String(cString: strerror(errno)))
+    }
+    guard info.st_mode & S_IFMT == S_IFREG else {
+      throw .unreadable(path: path, message: "not a regular file")
+    }
     var bytes: [UInt8] = []
     var chunk = [UInt8](repeating: 0, count: 1 << 16)
     while true {

@@ -219,13 +219,17 @@ public struct Configuration: Sendable, Hashable {
     String(text.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
   }
 
-  /// Reads a UTF-8 text file.
+  /// Reads a UTF-8 text file of at most 1 MiB. Opened with `O_NONBLOCK` and read only when it
+  /// is a regular file, so a FIFO or device at the path cannot hang a reload.
   ///
-  /// - Throws: the file system error.
+  /// - Throws: the file system error, or "not a regular file".
   public static func readTextFile(_ path: String) throws -> String {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
     guard fd >= 0 else { throw FileError(message: String(cString: strerror(errno))) }
     defer { close(fd) }
+    var info = stat()
+    guard fstat(fd, &info) == 0 else { throw FileError(message: String(cString: strerror(errno))) }
+    guard info.st_mode & S_IFMT == S_IFREG else { throw FileError(message: "not a regular file") }
     var bytes: [UInt8] = []
     var chunk = [UInt8](repeating: 0, count: 4096)
     while true {

@@ -55,6 +55,11 @@ public enum Daemon {
       stateProblem = String(cString: strerror(errno))
     } else if (info.st_mode & S_IFMT) != S_IFDIR {
       stateProblem = "not a directory"
+    } else {
+      // Another user who can write there could plant links or FIFOs for the daemon to follow.
+      do { try MapStateStore.checkDirectory(configuration.stateDirectory) } catch {
+        stateProblem = error.description
+      }
     }
     if let reason = stateProblem {
       Log.event("startFailed", ["reason": "state directory \(configuration.stateDirectory): \(reason)"])
@@ -106,6 +111,10 @@ public enum Daemon {
         notifier.reloading()
         do {
           let reloaded = try configuration.reloaded()
+          // Refused as at start: a group that does not exist would shut every member out.
+          if let group = reloaded.group, !group.isEmpty, Authorizer.groupID(named: group) == nil {
+            throw ListenError.noSuchGroup(group)
+          }
           server.setAuthorizer(Authorizer(groupName: reloaded.group))
           server.setMaxClients(reloaded.maxClients)
           var needsRestart: [String] = []
@@ -120,7 +129,7 @@ public enum Daemon {
             ])
           configuration = reloaded
         } catch {
-          Log.event("reloadFailed", ["reason": error.description])
+          Log.event("reloadFailed", ["reason": "\(error)"])
         }
         notifier.ready(status: "serving on \(socket.path), backend \(backend.uri)")
         continue

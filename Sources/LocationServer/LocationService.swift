@@ -88,6 +88,10 @@ public actor LocationService: RequestHandler {
       await map.trackingStopped()
     }
     await map.finishEvents()
+    // A change whose save failed is retried once more before the process ends.
+    if let failure = await map.saveIfNeeded() {
+      Log.event("mapStateLost", ["reason": failure.description])
+    }
     for task in tasks { task.cancel() }
     tasks.removeAll()
   }
@@ -153,28 +157,28 @@ public actor LocationService: RequestHandler {
       } catch {
         throw ServiceError(code: .noFix, message: error.description)
       }
-      return try await mapReply()
+      return try await changedMapReply()
     case .setCenter(let coordinate):
       do { try await map.setCenter(coordinate) } catch { throw Self.mapError(error) }
-      return try await mapReply()
+      return try await changedMapReply()
     case .zoom(let zoom):
       do { try await map.setZoom(zoom) } catch { throw Self.mapError(error) }
-      return try await mapReply()
+      return try await changedMapReply()
     case .mode(let mode):
       guard let mapMode = MapState.UserTrackingMode(rawValue: mode.rawValue) else {
         throw ServiceError(code: .invalidArgument, message: "unknown tracking mode \(mode.rawValue)")
       }
       await map.setMode(mapMode)
-      return try await mapReply()
+      return try await changedMapReply()
     case .annotate(let request):
       let annotation = Annotation(
         id: request.id, coordinate: request.coordinate, title: request.title, subtitle: request.subtitle,
         kind: request.kind)
       do { try await map.addAnnotation(annotation) } catch { throw Self.mapError(error) }
-      return try await mapReply()
+      return try await changedMapReply()
     case .removeAnnotation(let id):
       do { try await map.removeAnnotation(id: id) } catch { throw Self.mapError(error) }
-      return try await mapReply()
+      return try await changedMapReply()
     case .map(let format):
       switch format {
       case .json:
@@ -363,8 +367,22 @@ public actor LocationService: RequestHandler {
     switch error {
     case .noCurrentLocation: return ServiceError(code: .noFix, message: error.description)
     case .noSuchAnnotation: return ServiceError(code: .notFound, message: error.description)
+    case .limitExceeded: return ServiceError(code: .limitExceeded, message: error.description)
     default: return ServiceError(code: .invalidArgument, message: error.description)
     }
+  }
+
+  /// The reply to a request that changed the map: `MAP`, or `notSaved` when the state could not
+  /// be saved (the change stays in effect; the next change or shutdown retries the save).
+  private func changedMapReply() async throws -> Reply {
+    if let failure = await map.unsavedChanges {
+      throw ServiceError(
+        code: .notSaved,
+        message:
+          "the change is in effect but could not be saved, so a restart would lose it (\(failure)); it is saved with the next change or at shutdown once the disk works again"
+      )
+    }
+    return try await mapReply()
   }
 
   private func mapReply() async throws -> Reply {

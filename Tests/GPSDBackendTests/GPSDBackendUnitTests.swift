@@ -30,6 +30,14 @@ import Testing
     ("gpsd://localhost:port", .invalidPort("port")),
     ("gpsd://localhost:", .invalidPort("")),
     ("gpsd://[::1", .missingHost("gpsd://[::1")),
+    // Found by fuzzing: hosts that are neither a name, an IPv4 address nor a bracketed IPv6
+    // address were accepted, and their canonical URI did not parse back.
+    ("gpsd://d::1]:2", .invalidHost("d::1]")),
+    ("gpsd://::1", .invalidHost(":")),
+    ("gpsd://a b:2947", .invalidHost("a b")),
+    ("gpsd://user@host", .invalidHost("user@host")),
+    ("gpsd://[::1%eth0 x]:2947", .invalidHost("::1%eth0 x")),
+    ("gpsd://[gps.example]", .invalidHost("gps.example")),
   ])
   func rejects(_ uri: String, _ error: GPSDURIError) {
     #expect(throws: error) { try GPSDEndpoint(uri: uri) }
@@ -58,6 +66,15 @@ import Testing
 
   @Test func errorMessagesShowTheExpectedForm() {
     #expect(GPSDURIError.invalidPort("x").description.contains("gpsd://HOST[:PORT][/DEVICE]"))
+  }
+
+  @Test(arguments: [
+    "gpsd://localhost:2947", "gpsd://[::1]:2948/dev/ttyS0", "gpsd://[fe80::1%eth0]", "gpsd://gps_1.example-2",
+    "gpsd://192.0.2.7/dev/serial/by-id/usb-u-blox", "gpsd://[::ffff:192.0.2.7]:1",
+  ])
+  func canonicalURIParsesBack(_ uri: String) throws {
+    let endpoint = try GPSDEndpoint(uri: uri)
+    #expect(try GPSDEndpoint(uri: endpoint.uri) == endpoint)
   }
 
   @Test func canonicalURI() {

@@ -1,0 +1,45 @@
+import LocationCore
+import NMEA
+
+/// GPX target: the input is a GPX file, read as `simulate:ROUTE.gpx` reads it (libxml2).
+///
+/// Invariants:
+/// - the reader returns at least one point or throws a ``GPXError`` (never an empty route);
+/// - every point has a finite latitude in [-90, 90] and longitude in [-180, 180], and a finite
+///   elevation when it has one;
+/// - the points written back as a GPX route read back to exactly the same points.
+enum GPXHarness {
+  static func check(_ input: [UInt8]) throws(FuzzFailure) {
+    let points: [GPXPoint]
+    do {
+      points = try GPXReader.points(from: input)
+    } catch {
+      if case .parserUnavailable(let reason) = error {
+        throw FuzzFailure("libxml2 is not available: \(reason)")
+      }
+      try require(!error.description.isEmpty, "empty error description")
+      return
+    }
+    try require(!points.isEmpty, "an empty route was returned instead of GPXError.noPoints")
+    for point in points {
+      let c = point.coordinate
+      try require(
+        c.latitude.isFinite && (-90...90).contains(c.latitude) && c.longitude.isFinite
+          && (-180...180).contains(c.longitude),
+        "point out of range: \(c.latitude), \(c.longitude)")
+      if let e = point.elevation { try require(e.isFinite, "elevation \(e)") }
+    }
+    var document = "<?xml version=\"1.0\"?><gpx version=\"1.1\" creator=\"fuzz\"><rte>"
+    for point in points {
+      document += "<rtept lat=\"\(point.coordinate.latitude)\" lon=\"\(point.coordinate.longitude)\">"
+      if let e = point.elevation { document += "<ele>\(e)</ele>" }
+      document += "</rtept>"
+    }
+    document += "</rte></gpx>"
+    let reread: [GPXPoint]
+    do { reread = try GPXReader.points(from: Array(document.utf8)) } catch {
+      throw FuzzFailure("points written back do not read back: \(error)")
+    }
+    try require(reread == points, "points changed when written back and read again")
+  }
+}
