@@ -148,4 +148,16 @@ struct GPSDMergeRuleTests {
     // With neither, RMC alone is 2D.
     #expect(decode(sentence("GPRMC,230154,A,3348.607,N,11821.124,W,000.0,209.4,261002,013.8,E")).0.first?.mode == .fix2D)
   }
+
+  @Test("a GGA whose time does not advance adds nothing: one fix per time, as gpsd's latch_mode reports none")
+  func nonAdvancingTimestamp() throws {
+    let text =
+      sentence("GPRMC,120000,A,4807.038,N,01131.000,E,0.0,0.0,010120,,")
+      + sentence("GPGGA,120000,4807.038,N,01131.000,E,1,05,1.0,500.0,M,47.0,M,,")
+      + sentence("GPGGA,120000,4807.038,N,01131.000,E,1,05,1.0,500.0,M,47.0,M,,")
+      + sentence("GPGSA,A,3,01,02,03,04,05,,,,,,,,2.0,1.0,1.7")
+    let fixes = decode(text).0
+    #expect(fixes.count == 1)
+    #expect(fixes.first?.time == utc(2020, 1, 1, 12, 0, 0))
+  }
 }
