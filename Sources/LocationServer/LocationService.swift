@@ -135,12 +135,12 @@ public actor LocationService: RequestHandler {
         await trackingChanged()
         throw ServiceError(code: .unavailable, message: error.description)
       }
-      return .tracking(true, options: options)
+      return .tracking(true, options: options, backendActive: await manager.isTracking)
     case .stop:
       await manager.stopUpdating(client: Self.userClient(client.peer.uid))
       await manager.stopUpdating(client: Self.connectionClient(client.id))
       await trackingChanged()
-      return .tracking(false)
+      return .tracking(false, backendActive: await manager.isTracking)
     case .location:
       return .location(
         initial: await manager.initialLocation.map(EventEncoding.tpv),
@@ -229,8 +229,12 @@ public actor LocationService: RequestHandler {
   private func statusReply(_ client: ClientContext) async -> Reply {
     let status = await manager.backendStatus
     let authorized = client.authorization == .authorized
+    let userTracking = await manager.isTracking(client: Self.userClient(client.peer.uid))
+    let connectionTracking = await manager.isTracking(client: Self.connectionClient(client.id))
+    let ownTracking = userTracking || connectionTracking
     return .status(
-      authorization: client.authorization, tracking: await manager.isTracking, backendURI: backend.uri,
+      authorization: client.authorization, tracking: ownTracking,
+      backendActive: await manager.isTracking, backendURI: backend.uri,
       backendState: status, detail: await manager.backendStatusDetail,
       initial: authorized ? await manager.initialLocation.map(EventEncoding.tpv) : nil,
       current: authorized ? await manager.currentLocation.map(EventEncoding.tpv) : nil,
