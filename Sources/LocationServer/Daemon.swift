@@ -107,6 +107,7 @@ public enum Daemon {
         do {
           let reloaded = try configuration.reloaded()
           server.setAuthorizer(Authorizer(groupName: reloaded.group))
+          applySocketGroup(socket, reloaded.group)
           server.setMaxClients(reloaded.maxClients)
           var needsRestart: [String] = []
           if reloaded.backendURI != configuration.backendURI { needsRestart.append("backend") }
@@ -136,6 +137,25 @@ public enum Daemon {
     watchdog.cancel()
     Log.event("stopped", [:])
     return 0
+  }
+
+  /// Gives the socket file a reloaded `group` (mode 0660), so that the group's members can
+  /// connect; a socket passed by systemd keeps systemd's owner, group and mode, which is logged.
+  static func applySocketGroup(_ socket: ListeningSocket, _ group: String?) {
+    do throws(ListenError) {
+      if try socket.applyOwnership(group: group) {
+        Log.event("socketGroupApplied", ["path": socket.path, "group": group ?? "", "mode": "0660"])
+      } else {
+        Log.event(
+          "socketOwnedBySystemd",
+          [
+            "path": socket.path,
+            "reason": "socket-activated: its group and mode are systemd's (SocketGroup=, SocketMode= in locationd.socket)",
+          ])
+      }
+    } catch {
+      Log.event("socketGroupFailed", ["path": socket.path, "reason": error.description])
+    }
   }
 
   static func writeStandardError(_ text: String) {
