@@ -654,8 +654,16 @@ public final class ReplayBackend: BatchingLocationBackend {
             reportedEnd = true
             reportedPaused = false
             if loop { outbox.append(.error(ReplayError.notRewindable(source.name).description)) }
-            control.withLock { $0.progress.isAtEnd = true }
-            outbox.append(.status(.endOfData, detail: "end of \(source.name)"))
+            let nothing: Bool = control.withLock { control in
+              control.progress.isAtEnd = true
+              return control.progress.fixesEmitted == 0 && pass == 1
+            }
+            outbox.append(
+              .status(
+                .endOfData,
+                detail: nothing
+                  ? "end of \(source.name): no NMEA sentences found in \(source.name)"
+                  : "end of \(source.name)"))
           }
           await flush(&outbox)
           markApplied(generation)

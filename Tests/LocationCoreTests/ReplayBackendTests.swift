@@ -641,3 +641,22 @@ struct ReplayControlTests {
     await replay.stop()
   }
 }
+
+@Suite(.timeLimit(.minutes(1)))
+struct ReplayNonNMEATests {
+  @Test func aLogWithoutNMEASentencesSaysSoAtItsEnd() async throws {
+    let path = "/tmp/locationd-not-nmea-\(getpid()).gpx"
+    #expect(FileManager.default.createFile(
+      atPath: path, contents: Data(#"<gpx version="1.1"><wpt lat="1" lon="2"/></gpx>"#.utf8)))
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    let replay = ReplayBackend(
+      source: NMEAFileSource(path: path), options: .init(path: path, speed: 0),
+      clock: VirtualClock(), uri: "replay:\(path)")
+    var events = replay.events.makeAsyncIterator()
+    try await replay.start()
+    #expect(
+      await nextStatus(.endOfData, &events)
+        == .some("end of \(path): no NMEA sentences found in \(path)"))
+    await replay.stop()
+  }
+}

@@ -64,6 +64,32 @@ struct ControlClientTests {
     await fixture.stop()
   }
 
+  @Test("decode says plainly when an input holds no NMEA sentence, and exits 1")
+  func decodeNonNMEA() async throws {
+    let directory = try TemporaryDirectory()
+    defer { directory.remove() }
+    let gpx = directory.path + "/route.gpx"
+    let empty = directory.path + "/empty.nmea"
+    let nmea = directory.path + "/one.nmea"
+    _ = FileManager.default.createFile(
+      atPath: gpx,
+      contents: Data(#"<?xml version="1.0"?><gpx version="1.1"><wpt lat="1" lon="2"/></gpx>"#.utf8))
+    _ = FileManager.default.createFile(atPath: empty, contents: Data())
+    _ = FileManager.default.createFile(
+      atPath: nmea,
+      contents: Data(
+        "$GPRMC,225446,A,4916.45,N,12311.12,W,000.5,054.7,191194,020.3,E*68\r\n".utf8))
+    let notNMEA = try await locationctl(["decode", gpx])
+    #expect(notNMEA.status == 1 && notNMEA.stdout.isEmpty)
+    #expect(notNMEA.stderr.contains("no NMEA sentences found in \(gpx)"), "\(notNMEA.stderr)")
+    let nothing = try await locationctl(["decode", empty])
+    #expect(nothing.status == 1)
+    #expect(nothing.stderr.contains("no NMEA sentences found in \(empty) (it is empty)"))
+    let one = try await locationctl(["decode", nmea])
+    #expect(one.status == 0 && one.stdout.hasPrefix(#"{"class":"TPV""#), "\(one.stderr)")
+    #expect(!one.stderr.contains("no NMEA"))
+  }
+
   @Test("text output, error replies exit 1, bad usage exits 64")
   func exitStatuses() async throws {
     let fixture = try ServerFixture()
