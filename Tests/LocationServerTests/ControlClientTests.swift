@@ -120,6 +120,43 @@ struct ControlClientTests {
     await fixture.stop()
   }
 
+  @Test(
+    "COMMAND --help prints that command's usage and exits 0, for every command",
+    arguments: [
+      "request", "start", "stop", "status", "location", "watch", "center", "zoom", "mode",
+      "annotate", "remove", "map", "replay", "decode", "simulate",
+    ])
+  func commandHelp(_ command: String) async throws {
+    for flag in ["--help", "-h"] {
+      let run = try await locationctl(["--socket", "/nonexistent/l.sock", command, flag])
+      #expect(run.status == 0, "\(command) \(flag): \(run.stderr)")
+      #expect(run.stdout.hasPrefix("usage: locationctl"), "\(command) \(flag): \(run.stdout)")
+      #expect(run.stdout.contains(command), "\(command) \(flag): \(run.stdout)")
+    }
+  }
+
+  @Test("-- ends the options: negative coordinates and option-like titles are operands")
+  func endOfOptions() async throws {
+    let fixture = try ServerFixture()
+    let center = try await locationctl(["--socket", fixture.path, "center", "--", "-33", "151"])
+    #expect(center.status == 0, "\(center.stderr)")
+    let annotate = try await locationctl([
+      "--socket", fixture.path, "annotate", "--", "x", "-33.5", "-70.25", "--json",
+    ])
+    #expect(annotate.status == 0, "\(annotate.stderr)")
+    let handled = fixture.handler.handled.withLock { $0 }
+    #expect(handled.contains(.setCenter(.init(latitude: -33, longitude: 151))))
+    #expect(
+      handled.contains(
+        .annotate(
+          AnnotationRequest(
+            id: "x", coordinate: .init(latitude: -33.5, longitude: -70.25), title: "--json"))))
+    // Without `--` a negative number still works where no option is expected.
+    let plain = try await locationctl(["--socket", fixture.path, "center", "-34", "150"])
+    #expect(plain.status == 0, "\(plain.stderr)")
+    await fixture.stop()
+  }
+
   @Test("a missing socket says whether locationd runs")
   func missingSocket() async throws {
     let run = try await locationctl(["--socket", "/nonexistent/locationd.sock", "status"])
