@@ -337,3 +337,38 @@ extension EndToEnd.TrackingEndToEndTests {
     #expect(await daemon.stop() == 0)
   }
 }
+
+extension EndToEnd.TrackingEndToEndTests {
+  @Test(
+    "seek, speed and resume given while paused play from the seek position at the new speed, without a burst",
+    .timeLimit(.minutes(1)))
+  func seekSpeedResumeWhilePaused() async throws {
+    let scratch = try Scratch()
+    defer { scratch.remove() }
+    let log = scratch.file("drive.nmea")
+    try EndToEnd.DocsExamplesTests.writeLog(log)  // 600 epochs, one per second
+    let daemon = try DaemonProcess(scratch: scratch, backend: "replay:\(log)?speed=1&paused=true")
+    defer { daemon.cleanUp() }
+    try await daemon.waitUntilReady()
+    let watcher = try LineClient(path: daemon.socketPath)
+    try await watcher.authorizeAndWatch(coalesce: false)
+    var run = try await locationctl(daemon.socketPath, ["replay", "step", "11"])
+    #expect(parseObject(run.stdout)?["position"] as? Double == 10, "\(run.stdout) \(run.stderr)")
+    for control in [["seek", "1"], ["speed", "2"], ["resume"]] {
+      run = try await locationctl(daemon.socketPath, ["replay"] + control)
+      #expect(run.status == 0, "\(control): \(run.stderr)")
+    }
+    #expect(parseObject(run.stdout)?["position"] as? Double == 1, "\(run.stdout)")
+    // Drain the eleven stepped fixes, then count what arrives in 1.2 s: from 1 s at 2x that is
+    // the epochs at 1, 2 and 3 s; a burst would bring the nine epochs up to 10 s at once.
+    var lines: [Int] = []
+    let deadline = now() + 1.2
+    while let event = try await watcher.nextEvent(timeout: max(0.01, deadline - now())) {
+      if event["class"] as? String == "TPV", let line = event["line"] as? Int { lines.append(line) }
+    }
+    let afterResume = Array(lines.dropFirst(11))
+    #expect(!afterResume.isEmpty && afterResume.count <= 4, "\(afterResume)")
+    #expect(afterResume.first == lines.dropFirst().first, "replay did not restart at 1 s: \(lines)")
+    #expect(await daemon.stop() == 0, "\(daemon.log)")
+  }
+}
