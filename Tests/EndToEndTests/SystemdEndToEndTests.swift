@@ -141,6 +141,15 @@ extension EndToEnd {
       #expect(median > 0.07 && median < 0.15, "median watchdog interval \(median) s")
       #expect((intervals.last ?? 1) < 0.5, "a watchdog gap of \(intervals.last ?? 0) s")
 
+      // A reload leaves a passed socket's group and mode to systemd, and says so.
+      var before = stat()
+      #expect(lstat(socketPath, &before) == 0)
+      daemon.signal(SIGHUP)
+      try await daemon.waitForLog("socketOwnedBySystemd")
+      var after = stat()
+      #expect(lstat(socketPath, &after) == 0)
+      #expect(after.st_gid == before.st_gid && after.st_mode == before.st_mode)
+
       daemon.signal(SIGTERM)
       #expect(
         await notify.waitFor("STOPPING=1"),
