@@ -30,7 +30,9 @@ public enum ReplayError: Error, Hashable, Sendable, CustomStringConvertible {
     case .notRewindable(let name):
       return "\(name) cannot be read again (no loop, no seeking backwards)"
     case .notRunning:
-      return "the replay is stopped: replay controls apply while some client tracks (locationctl start or watch)"
+      return
+        "the replay is stopped: replay controls apply while some client tracks "
+        + "(locationctl start or watch)"
     }
   }
 }

@@ -109,7 +109,9 @@ public struct SimulatedRoute: Sendable, Hashable {
       return Coordinate(latitude: latitude, longitude: longitude == -180 ? 180 : longitude)
     }
 
-    static func + (a: Vector, b: Vector) -> Vector { Vector(x: a.x + b.x, y: a.y + b.y, z: a.z + b.z) }
+    static func + (a: Vector, b: Vector) -> Vector {
+      Vector(x: a.x + b.x, y: a.y + b.y, z: a.z + b.z)
+    }
     static func * (a: Vector, s: Double) -> Vector { Vector(x: a.x * s, y: a.y * s, z: a.z * s) }
     func dot(_ b: Vector) -> Double { x * b.x + y * b.y + z * b.z }
     func cross(_ b: Vector) -> Vector {

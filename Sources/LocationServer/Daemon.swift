@@ -151,13 +151,16 @@ public enum Daemon {
   static func applySocketGroup(_ socket: ListeningSocket, _ group: String?) {
     do throws(ListenError) {
       if try socket.applyOwnership(group: group) {
-        Log.event("socketGroupApplied", ["path": socket.path, "group": group ?? "", "mode": "0660"])
+        Log.event(
+          "socketGroupApplied", ["path": socket.path, "group": group ?? "", "mode": "0660"])
       } else {
         Log.event(
           "socketOwnedBySystemd",
           [
             "path": socket.path,
-            "reason": "socket-activated: its group and mode are systemd's (SocketGroup=, SocketMode= in locationd.socket)",
+            "reason":
+              "socket-activated: its group and mode are systemd's "
+              + "(SocketGroup=, SocketMode= in locationd.socket)",
           ])
       }
     } catch {

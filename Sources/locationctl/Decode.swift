@@ -79,7 +79,8 @@ func runDecode(arguments: [String]) -> Int32 {
     let name = path.map { $0 == "-" ? "standard input" : $0 } ?? "standard input"
     writeError(
       "locationctl decode: no NMEA sentences found in \(name)"
-        + (bytesRead == 0 ? " (it is empty)" : " (\(bytesRead) bytes read; is it an NMEA 0183 log?)"))
+        + (bytesRead == 0
+          ? " (it is empty)" : " (\(bytesRead) bytes read; is it an NMEA 0183 log?)"))
     return 1
   }
   return 0

@@ -86,7 +86,8 @@ enum DocExamples {
           pending = (number, text.dropLast().trimmingCharacters(in: .whitespaces))
         } else {
           examples.append(
-            DocExample(file: file, line: number, kind: .shell, text: text, block: block, context: ""))
+            DocExample(
+              file: file, line: number, kind: .shell, text: text, block: block, context: ""))
         }
       }
     }
@@ -112,7 +113,9 @@ enum DocExamples {
         continue
       }
       // An indented code block: four spaces after a blank line, outside a list.
-      if line.hasPrefix("    "), index > 0, lines[index - 1].trimmingCharacters(in: .whitespaces).isEmpty {
+      if line.hasPrefix("    "), index > 0,
+        lines[index - 1].trimmingCharacters(in: .whitespaces).isEmpty
+      {
         var body: [(Int, String)] = []
         while index < lines.count, lines[index].hasPrefix("    ") || lines[index].isEmpty {
           body.append((index + 1, lines[index]))
@@ -147,22 +150,46 @@ enum DocExamples {
   /// Commands a test does not run, by prefix, with the reason.
   static let notRunnable: [(prefix: String, reason: String)] = [
     ("scripts/test", "runs this whole test suite"),
-    ("scripts/run", "installs packages and builds before it runs locationd on the simulated backend with locationctl watch, which this test runs directly"),
-    ("sudo scripts/install", "installs into /usr/local and systemd; SystemdUnitTests verify the units"),
+    (
+      "scripts/run",
+      "installs packages and builds before it runs locationd on the simulated backend with locationctl watch, which this test runs directly"
+    ),
+    (
+      "sudo scripts/install",
+      "installs into /usr/local and systemd; SystemdUnitTests verify the units"
+    ),
     ("scripts/install", "installs into /usr/local and systemd; SystemdUnitTests verify the units"),
-    ("swift build", "a release build of a benchmark: minutes, and benchmarks print figures rather than test"),
+    (
+      "swift build",
+      "a release build of a benchmark: minutes, and benchmarks print figures rather than test"
+    ),
     ("swift test", "runs a test suite"),
-    ("systemctl", "needs systemd as init; SystemdEndToEndTests send SIGHUP as systemctl reload does"),
+    (
+      "systemctl",
+      "needs systemd as init; SystemdEndToEndTests send SIGHUP as systemctl reload does"
+    ),
     (".build/release/nmea-bench", "a benchmark: prints figures"),
     (".build/release/core-bench", "a benchmark: prints figures"),
     (".build/release/daemon-bench", "a benchmark: prints figures"),
     (".build/release/gpsd-bench", "a benchmark: prints figures"),
-    ("gpsd ", "needs gpsd on the simulated pty; GPSDEndToEndTests and SimulateCommandTests run that path"),
-    ("gpspipe", "needs gpsd on the simulated pty; GPSDEndToEndTests and SimulateCommandTests run that path"),
+    (
+      "gpsd ",
+      "needs gpsd on the simulated pty; GPSDEndToEndTests and SimulateCommandTests run that path"
+    ),
+    (
+      "gpspipe",
+      "needs gpsd on the simulated pty; GPSDEndToEndTests and SimulateCommandTests run that path"
+    ),
     ("locationctl simulate", "needs gpsd reading the pty; SimulateCommandTests run it"),
-    ("locationd --backend gpsd", "needs gpsd; GPSDEndToEndTests run locationd against a private gpsd"),
+    (
+      "locationd --backend gpsd",
+      "needs gpsd; GPSDEndToEndTests run locationd against a private gpsd"
+    ),
     ("locationctl [", "a synopsis with placeholders, not a command"),
-    ("locationctl COMMAND", "a synopsis with placeholders; every COMMAND --help is tested in ControlClientTests"),
+    (
+      "locationctl COMMAND",
+      "a synopsis with placeholders; every COMMAND --help is tested in ControlClientTests"
+    ),
   ]
 
   /// Why `example` is not run, or `nil` when it is.
@@ -225,7 +252,8 @@ extension EndToEnd {
         }
         for key in docKeys.intersection(realKeys).sorted() {
           if let value = doc[key], let other = real[key], !(value is NSNull), !(other is NSNull) {
-            differences += shapeDifferences(documented: value, actual: other, path: path + key + ".")
+            differences += shapeDifferences(
+              documented: value, actual: other, path: path + key + ".")
           }
         }
         return differences
@@ -332,7 +360,8 @@ extension EndToEnd {
       let watching = command.contains(" watch")
       if watching {
         // watch runs until interrupted: take its first lines.
-        let out = scratch.file("watch-\(example.file.replacingOccurrences(of: "/", with: "-"))-\(example.line).out")
+        let out = scratch.file(
+          "watch-\(example.file.replacingOccurrences(of: "/", with: "-"))-\(example.line).out")
         let child = try Child(
           "/bin/sh", ["-c", "exec " + command], environment: environment, stdout: out,
           stderr: scratch.file("watch.err"))
@@ -454,7 +483,8 @@ extension EndToEnd {
         let run = try await runTool("/bin/sh", ["-c", command])
         #expect(run.status == 0, "\(example): exit \(run.status): \(run.stderr)")
         if command.hasSuffix("replay pause") {
-          #expect(run.stdout.hasPrefix("replay: paused, speed 10.0x, at "), "\(example): \(run.stdout)")
+          #expect(
+            run.stdout.hasPrefix("replay: paused, speed 10.0x, at "), "\(example): \(run.stdout)")
         }
       }
     }
@@ -521,7 +551,8 @@ extension EndToEnd {
         // must be a documented one.
         let code = try #require(
           text.firstMatch(of: /"code":"([A-Za-z]+)"/).map { String($0.output.1) }, "\(example)")
-        let table = try String(contentsOfFile: DocExamples.root + "/docs/PROTOCOL.md", encoding: .utf8)
+        let table = try String(
+          contentsOfFile: DocExamples.root + "/docs/PROTOCOL.md", encoding: .utf8)
         #expect(table.contains("| `\(code)` |"), "\(example): code \(code) not in the table")
       case "WARNING":
         // A warning needs a damaged log: ReplayRejectionTests checks its text. Its shape:

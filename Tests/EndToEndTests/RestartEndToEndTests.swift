@@ -371,13 +371,24 @@ extension EndToEnd {
       let cases: [(arguments: [String], status: Int32, says: String)] = [
         (["--no-such-flag"], 64, "unknown option"),
         (["--backend"], 64, "needs a value"),
-        (base + socket + ["--backend", "replay:/nonexistent/drive.nmea"], 66, "/nonexistent/drive.nmea"),
-        (base + socket + ["--backend", "simulate:/nonexistent/route.gpx"], 66, "/nonexistent/route.gpx"),
-        (base + socket + ["--config", "/nonexistent/locationd.conf"], 66, "/nonexistent/locationd.conf"),
+        (
+          base + socket + ["--backend", "replay:/nonexistent/drive.nmea"], 66,
+          "/nonexistent/drive.nmea"
+        ),
+        (
+          base + socket + ["--backend", "simulate:/nonexistent/route.gpx"], 66,
+          "/nonexistent/route.gpx"
+        ),
+        (
+          base + socket + ["--config", "/nonexistent/locationd.conf"], 66,
+          "/nonexistent/locationd.conf"
+        ),
         (base + socket + ["--backend", "teleport"], 78, "unknown backend"),
         (base + socket + ["--max-clients", "lots"], 78, "max-clients"),
-        (["--state-dir", scratch.file("state"), "--group", "no-such-group-xyz"] + socket, 78,
-         "group no-such-group-xyz does not exist"),
+        (
+          ["--state-dir", scratch.file("state"), "--group", "no-such-group-xyz"] + socket, 78,
+          "group no-such-group-xyz does not exist"
+        ),
         (base + ["--socket", file], 78, "is not a socket"),
         (["--state-dir", file, "--group", ""] + socket, 78, "not a directory"),
         (["--state-dir", scratch.file("a/b"), "--group", ""] + socket, 73, "cannot be used"),

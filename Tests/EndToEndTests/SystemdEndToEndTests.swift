@@ -283,7 +283,8 @@ extension EndToEnd {
       #expect(info.st_gid == 65534 && info.st_mode & 0o777 == 0o660, "\(daemon.log)")
       #expect(daemon.log.contains("socketGroupApplied"), "\(daemon.log)")
       #expect(await daemon.stop() == 0, "\(daemon.log)")
-      #expect(lstat(scratch.file("run"), &info) != 0, "the created socket directory was left behind")
+      #expect(
+        lstat(scratch.file("run"), &info) != 0, "the created socket directory was left behind")
 
       // A socket in a directory whose parent is missing is refused, and nothing is created.
       let deep = scratch.file("a/b/l.sock")

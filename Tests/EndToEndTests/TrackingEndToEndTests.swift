@@ -263,11 +263,14 @@ extension EndToEnd.TrackingEndToEndTests {
     #expect(stopped["tracking"] as? Bool == false && stopped["backendActive"] as? Bool == true)
     let human = try await asNobody(["stop"])
     #expect(
-      human.stdout == "tracking: off (the backend still runs for other clients)\n", "\(human.stdout)")
+      human.stdout == "tracking: off (the backend still runs for other clients)\n",
+      "\(human.stdout)")
     let statusB = try #require(parseObject(try await asNobody(["--json", "status"]).stdout))
     #expect(statusB["tracking"] as? Bool == false && statusB["backendActive"] as? Bool == true)
     let humanB = try await asNobody(["status"]).stdout
-    #expect(humanB.contains("tracking: off (yours") && humanB.contains("backend active: yes"), "\(humanB)")
+    #expect(
+      humanB.contains("tracking: off (yours") && humanB.contains("backend active: yes"), "\(humanB)"
+    )
     let statusA = try await Self.status(daemon.socketPath)
     #expect(statusA["tracking"] as? Bool == true && statusA["backendActive"] as? Bool == true)
     #expect(try await locationctl(daemon.socketPath, ["stop"]).status == 0)
@@ -308,7 +311,8 @@ extension EndToEnd.TrackingEndToEndTests {
     await checkMap(try await client.require("map", class: "MAP"))
     // Escape sequences and newlines would reach other users' terminals: refused.
     let refused = try await client.call(
-      "annotate", ["annotation": ["id": "esc", "lat": 1, "lon": 2, "title": "\u{1B}[31mred\u{1B}[0m\n"]])
+      "annotate",
+      ["annotation": ["id": "esc", "lat": 1, "lon": 2, "title": "\u{1B}[31mred\u{1B}[0m\n"]])
     #expect(refused["code"] as? String == "invalidArgument", "\(encodeLine(refused))")
 
     let geo = try await client.require("map", ["format": "geojson"], class: "MAP")

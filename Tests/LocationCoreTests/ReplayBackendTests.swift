@@ -370,8 +370,10 @@ struct ReplayRejectionTests {
     lines[rmc] = damaged
     lines.insert("$GPGGA,this is not a sentence*7F", at: rmc + 1)
     let path = "/tmp/locationd-rejections-\(getpid()).nmea"
-    #expect(FileManager.default.createFile(
-      atPath: path, contents: Data(lines.map { $0.hasSuffix("\r\n") ? $0 : $0 + "\r\n" }.joined().utf8)))
+    #expect(
+      FileManager.default.createFile(
+        atPath: path,
+        contents: Data(lines.map { $0.hasSuffix("\r\n") ? $0 : $0 + "\r\n" }.joined().utf8)))
     defer { try? FileManager.default.removeItem(atPath: path) }
 
     let replay = ReplayBackend(
@@ -419,7 +421,8 @@ struct ReplayFlowTests {
     let emittedWhileStalled = replay.progress.fixesEmitted
     try await Task.sleep(for: .milliseconds(300))
     #expect(replay.progress.fixesEmitted == emittedWhileStalled, "the replay kept running")
-    #expect(emittedWhileStalled < 5_000, "emitted \(emittedWhileStalled) fixes for a stalled reader")
+    #expect(
+      emittedWhileStalled < 5_000, "emitted \(emittedWhileStalled) fixes for a stalled reader")
     // Reading again lets it go on, in order.
     var lines: [Int] = []
     for await event in observer {
@@ -646,8 +649,9 @@ struct ReplayControlTests {
 struct ReplayNonNMEATests {
   @Test func aLogWithoutNMEASentencesSaysSoAtItsEnd() async throws {
     let path = "/tmp/locationd-not-nmea-\(getpid()).gpx"
-    #expect(FileManager.default.createFile(
-      atPath: path, contents: Data(#"<gpx version="1.1"><wpt lat="1" lon="2"/></gpx>"#.utf8)))
+    #expect(
+      FileManager.default.createFile(
+        atPath: path, contents: Data(#"<gpx version="1.1"><wpt lat="1" lon="2"/></gpx>"#.utf8)))
     defer { try? FileManager.default.removeItem(atPath: path) }
     let replay = ReplayBackend(
       source: NMEAFileSource(path: path), options: .init(path: path, speed: 0),

@@ -90,7 +90,10 @@ struct SimulatedBackendTests {
       #expect(abs(step - 3.0) < 0.01)  // 12 m/s at 4 Hz
     }
     // Due north along a meridian (a great circle): course 0 up to rounding.
-    #expect(epochs.allSatisfy { abs($0.fix.courseOverGround ?? 99) < 1e-9 && $0.fix.speedOverGround == 12 })
+    #expect(
+      epochs.allSatisfy {
+        abs($0.fix.courseOverGround ?? 99) < 1e-9 && $0.fix.speedOverGround == 12
+      })
     #expect(epochs.allSatisfy { $0.fix.mode == .fix3D && $0.fix.satellitesUsed == 9 })
   }
 
@@ -356,7 +359,8 @@ struct SimulatedBackendTests {
     ])
     let middle = try #require(three.elevations?[1])
     #expect(abs(middle - 20) < 1e-6)
-    #expect(SimulatedRoute(gpx: [GPXPoint(coordinate: Coordinate(latitude: 1, longitude: 1))])
-      .elevations == nil)
+    #expect(
+      SimulatedRoute(gpx: [GPXPoint(coordinate: Coordinate(latitude: 1, longitude: 1))])
+        .elevations == nil)
   }
 }

@@ -103,7 +103,8 @@ struct PeerTests {
 
 @Suite("Listening socket", .serialized)
 struct ListeningSocketTests {
-  @Test("creates the socket's directory and a 0660 socket; refuses a live one; replaces a stale one")
+  @Test(
+    "creates the socket's directory and a 0660 socket; refuses a live one; replaces a stale one")
   func createAndStale() throws {
     let directory = try TemporaryDirectory()
     defer { directory.remove() }
