@@ -216,7 +216,7 @@ private struct HugeReplyHandler: RequestHandler {
   func handle(_ request: Request, from client: ClientContext) async -> Reply {
     if case .status = request.command {
       return .status(
-        authorization: client.authorization, tracking: false, backendURI: "x", backendState: .stopped,
+        authorization: client.authorization, tracking: false, backendActive: false, backendURI: "x", backendState: .stopped,
         initial: nil, current: nil, clients: 1)
     }
     return .mapSVG(String(repeating: "x", count: 2_000_000))
