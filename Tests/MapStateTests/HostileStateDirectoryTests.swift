@@ -37,6 +37,25 @@ struct HostileStateDirectoryTests {
     #expect(store.load() == state())
   }
 
+  @Test func aFIFOPlantedAtATemporaryNameDoesNotHangTheSave() throws {
+    let directory = try temporaryDirectory()
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    for pid in (getpid() - 5)...(getpid() + 5) {
+      #expect(mkfifo(directory + "/" + MapStateStore.temporaryPrefix + String(pid), 0o600) == 0)
+    }
+    let store = MapStateStore(directory: directory, log: { _ in })
+    let expected = state()
+    // Opening a FIFO for writing waits for a reader: run the save where a hang can be seen.
+    let saved = Mutex<Bool?>(nil)
+    Thread.detachNewThread {
+      let ok = (try? store.save(expected)) != nil
+      saved.withLock { $0 = ok }
+    }
+    for _ in 0..<500 where saved.withLock({ $0 }) == nil { usleep(10_000) }
+    #expect(saved.withLock { $0 } == true, "the save hung on a planted FIFO or failed")
+    #expect(store.load() == expected)
+  }
+
   @Test func aFIFOInPlaceOfTheStateFileDoesNotHangTheLoad() throws {
     let directory = try temporaryDirectory()
     defer { try? FileManager.default.removeItem(atPath: directory) }
