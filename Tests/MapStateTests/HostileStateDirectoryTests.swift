@@ -312,3 +312,24 @@ struct SaveFailureTests {
     #expect(MapStateStore(directory: directory, log: { _ in }).load()?.viewport.zoom == 4)
   }
 }
+
+@Suite("Save failure log")
+struct SaveFailureLogTests {
+  @Test func aRepeatedFailureIsLoggedOnceAndTheRecoveryToo() async throws {
+    let directory = try temporaryDirectory()
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let failing = Mutex<Int32?>(ENOSPC)
+    let log = LogCollector()
+    let service = MapStateService(
+      store: MapStateStore(
+        directory: directory, log: log.sink,
+        failureInjector: { step in step == "write" ? failing.withLock { $0 } : nil }))
+    await service.setMode(.follow)
+    for index in 0..<20 { await service.update(fix: fix(1, Double(index))) }
+    #expect(log.all.filter { $0.hasPrefix("map state not saved") }.count == 1, "\(log.all)")
+    failing.withLock { $0 = nil }
+    await service.update(fix: fix(2, 2))
+    #expect(log.all.last?.hasPrefix("map state saved again after an earlier failure") == true)
+    #expect(await service.unsavedChanges == nil)
+  }
+}
