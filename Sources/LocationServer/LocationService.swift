@@ -78,7 +78,8 @@ public actor LocationService: RequestHandler {
       })
   }
 
-  /// Ends tracking and the hub tasks (daemon shutdown); the map state is already saved on disk.
+  /// Ends tracking and the hub tasks (daemon shutdown). The map state is saved on every change;
+  /// a save that failed is tried once more here (logged as `mapStateLost` if it fails again).
   public func shutdown(reason: String) async {
     let event = Event(body: ["class": "SHUTDOWN", "reason": .string(reason)])
     for watcher in watchers.values { watcher.connection.send(event) }
