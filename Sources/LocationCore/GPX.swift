@@ -35,7 +35,8 @@ public enum GPXError: Error, Hashable, Sendable, CustomStringConvertible {
 public struct GPXPoint: Sendable, Hashable {
   /// Position, WGS84 degrees.
   public var coordinate: Coordinate
-  /// `<ele>`: elevation in metres (GPX 1.1 says above mean sea level), when given.
+  /// `<ele>`: elevation in metres, when given. GPX 1.1 names no datum; locationd takes it as
+  /// height above mean sea level (`altMSL`), as receivers write it.
   public var elevation: Double?
 
   /// Creates a point.

@@ -439,6 +439,15 @@ public actor MapStateService {
     return saveFailure
   }
 
+  /// Whether `new` is the failure `old` was: the same step and error (temporary names differ).
+  private static func sameFailure(_ old: MapStoreError?, _ new: MapStoreError) -> Bool {
+    guard let old else { return false }
+    if case .system(let oldStep, _, let oldCode) = old, case .system(let newStep, _, let newCode) = new {
+      return oldStep == newStep && oldCode == newCode
+    }
+    return old == new
+  }
+
   private func persistIfChanged() {
     guard let store else { return }
     let current = PersistedMapState(
@@ -456,8 +465,11 @@ public actor MapStateService {
       }
       saveFailure = nil
     } catch {
+      // Once per failure, not once per fix while following on a full disk.
+      if !Self.sameFailure(saveFailure, error) {
+        store.log("map state not saved, keeping it in memory path=\(store.path) error=\(error)")
+      }
       saveFailure = error
-      store.log("map state not saved, keeping it in memory path=\(store.path) error=\(error)")
     }
   }
 }

@@ -37,6 +37,25 @@ struct HostileStateDirectoryTests {
     #expect(store.load() == state())
   }
 
+  @Test func aFIFOPlantedAtATemporaryNameDoesNotHangTheSave() throws {
+    let directory = try temporaryDirectory()
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    for pid in (getpid() - 5)...(getpid() + 5) {
+      #expect(mkfifo(directory + "/" + MapStateStore.temporaryPrefix + String(pid), 0o600) == 0)
+    }
+    let store = MapStateStore(directory: directory, log: { _ in })
+    let expected = state()
+    // Opening a FIFO for writing waits for a reader: run the save where a hang can be seen.
+    let saved = Mutex<Bool?>(nil)
+    Thread.detachNewThread {
+      let ok = (try? store.save(expected)) != nil
+      saved.withLock { $0 = ok }
+    }
+    for _ in 0..<500 where saved.withLock({ $0 }) == nil { usleep(10_000) }
+    #expect(saved.withLock { $0 } == true, "the save hung on a planted FIFO or failed")
+    #expect(store.load() == expected)
+  }
+
   @Test func aFIFOInPlaceOfTheStateFileDoesNotHangTheLoad() throws {
     let directory = try temporaryDirectory()
     defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -291,5 +310,26 @@ struct SaveFailureTests {
     failing.withLock { $0 = nil }
     #expect(await service.saveIfNeeded() == nil)
     #expect(MapStateStore(directory: directory, log: { _ in }).load()?.viewport.zoom == 4)
+  }
+}
+
+@Suite("Save failure log")
+struct SaveFailureLogTests {
+  @Test func aRepeatedFailureIsLoggedOnceAndTheRecoveryToo() async throws {
+    let directory = try temporaryDirectory()
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let failing = Mutex<Int32?>(ENOSPC)
+    let log = LogCollector()
+    let service = MapStateService(
+      store: MapStateStore(
+        directory: directory, log: log.sink,
+        failureInjector: { step in step == "write" ? failing.withLock { $0 } : nil }))
+    await service.setMode(.follow)
+    for index in 0..<20 { await service.update(fix: fix(1, Double(index))) }
+    #expect(log.all.filter { $0.hasPrefix("map state not saved") }.count == 1, "\(log.all)")
+    failing.withLock { $0 = nil }
+    await service.update(fix: fix(2, 2))
+    #expect(log.all.last?.hasPrefix("map state saved again after an earlier failure") == true)
+    #expect(await service.unsavedChanges == nil)
   }
 }
