@@ -213,7 +213,9 @@ public struct Fix: Sendable, Hashable, Codable {
   public var altitudeMSL: Double?
   /// Geoid separation (height of the geoid above the WGS84 ellipsoid), metres; gpsd `geoidSep`.
   public var geoidSeparation: Double?
-  /// Speed over ground, m/s; gpsd `speed`.
+  /// Speed over ground, m/s; gpsd `speed`. From the last RMC or VTG of the epoch; when the
+  /// receiver sent none, the geodesic distance from the previous timed fix over the time between
+  /// (as gpsd derives it).
   public var speedOverGround: Double?
   /// Course over ground ("track made good"), degrees true, `0..<360`; gpsd `track`.
   public var courseOverGround: Double?

@@ -6,12 +6,22 @@
 /// GLL, GNS) with another time arrives, or when a fix sentence without any time (a receiver with no
 /// fix) repeats. ZDA and GST complete the epoch in progress even when their time differs slightly.
 ///
+/// The rules are gpsd 3.22's (drivers/driver_nmea0183.c, gpsd/libgpsd_core.c); docs/nmea-vs-gpsd.md
+/// lists each with the test that pins it, and where we deliberately differ.
+///
 /// - Date: from RMC or ZDA; carried to later epochs, and advanced by a day when the time of day
 ///   wraps past midnight with no new date. A date more than a day before the established one is
-///   ignored (GPS week-rollover garbage such as 1999 or 2006 after 2019).
+///   ignored (GPS week-rollover garbage such as 1999 or 2006 after 2019). With a rollover floor,
+///   dates before it move forward in 1024-week steps first.
 /// - Mode: GSA's fix mode, reconciled with the validity flags (RMC/GLL status, GGA quality, GNS
 ///   mode letters): a receiver that says "void" everywhere has no fix whatever GSA says; without
-///   GSA, a valid GGA with altitude is 3D, any other valid position 2D.
+///   GSA, a valid GGA with altitude is 3D, any other valid position 2D. As in gpsd, GGA or GNS
+///   with an altitude from four or more satellites makes the fix 3D, RMC and GLL do when the last
+///   GSA listed more than three satellites or an altitude is known, and a later 2D does not
+///   downgrade a 3D fix while an altitude is known.
+/// - Values: the last valid position, speed and course of the epoch win (gpsd's merge); a fix
+///   without a speed gets one from the distance to the previous timed fix.
+/// - Satellites used: those the epoch's GSAs list, as the sky view flags them.
 /// - Units: knots become m/s (x 1852/3600), the climb rate comes from the MSL altitude of
 ///   consecutive 3D epochs.
 public struct FixAssembler: Sendable {
