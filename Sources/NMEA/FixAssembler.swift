@@ -41,7 +41,7 @@ public struct FixAssembler: Sendable {
   private var modeQuality: FixQuality?
   private var gsaMode: FixMode?
   private var positionSays3D = false
-  private var usedSatellitesSay3D = false
+  private var rmcOrGLLSays3D = false
   private var valid = false
   private var invalid = false
   private var altitudeMSL: Double?
@@ -174,7 +174,7 @@ public struct FixAssembler: Sendable {
       // satellites or an altitude is known (the previous epoch's, or this epoch's GGA).
       if s.isValid == true, s.coordinate != nil, previousUsedCount > 3 || previousHadAltitude || altitudeMSL != nil {
         positionSays3D = true
-        usedSatellitesSay3D = true
+        rmcOrGLLSays3D = true
       }
       if let v = s.speedOverGroundKnots { speedKnots = v }
       if let c = s.courseOverGround { course = c }
@@ -200,7 +200,7 @@ public struct FixAssembler: Sendable {
       // gpsd processGLL: the same rule as RMC's.
       if s.isValid == true, s.coordinate != nil, previousUsedCount > 3 || previousHadAltitude || altitudeMSL != nil {
         positionSays3D = true
-        usedSatellitesSay3D = true
+        rmcOrGLLSays3D = true
       }
     case .gns(let s):
       if let v = s.isValid {
@@ -345,7 +345,7 @@ public struct FixAssembler: Sendable {
     // Without GSA in the epoch, gpsd's processRMC/processGLL call a fix 3D by their rule above
     // (the last GSA listed four or more satellites, or an altitude is known) even when this
     // epoch sends no altitude.
-    let satellites3D = usedSatellitesSay3D && gsaMode == nil
+    let satellites3D = rmcOrGLLSays3D && gsaMode == nil
     if mode == .fix2D,
       satellites3D || (altitudeMSL != nil && (positionSays3D || (previousMode == .fix3D && previousHadAltitude)))
     {
@@ -437,7 +437,7 @@ public struct FixAssembler: Sendable {
     modeQuality = nil
     gsaMode = nil
     positionSays3D = false
-    usedSatellitesSay3D = false
+    rmcOrGLLSays3D = false
     valid = false
     invalid = false
     altitudeMSL = nil
