@@ -426,11 +426,10 @@ public final class ReplayBackend: BatchingLocationBackend {
   public func start() async throws {
     if control.withLock({ $0.runTask != nil }) { return }
     let cursor = CursorBox(try source.open())
-    let task = Task { [self] in await run(cursor) }
-    let duplicate: Bool = control.withLock { control in
-      if control.runTask != nil { return true }
-      control.runTask = task
-      // Every session starts from the URI's settings, whatever the last one was changed to.
+    control.withLock { control in
+      if control.runTask != nil { return }
+      // Every session starts from the URI's settings, whatever the last one was changed to. The
+      // state is reset before the task exists, so that the task never sees the last session's.
       control.speed = initialSpeed
       control.loop = initialLoop
       control.paused = startPaused
@@ -442,9 +441,8 @@ public final class ReplayBackend: BatchingLocationBackend {
       control.progress = ReplayProgress(
         pass: 1, fixesEmitted: 0, isPaused: startPaused, isAtEnd: false, speed: initialSpeed,
         loops: initialLoop)
-      return false
+      control.runTask = Task { [self] in await run(cursor) }
     }
-    if duplicate { task.cancel() }
   }
 
   /// Stops emitting, waits until the replay task has ended, then reports ``BackendStatus/stopped``.

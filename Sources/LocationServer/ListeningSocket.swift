@@ -185,15 +185,8 @@ public struct ListeningSocket: Sendable {
       if bindErrno == EADDRINUSE { throw .alreadyListening(path) }
       throw .systemCall("bind", path: path, errno: bindErrno)
     }
-    if chmod(path, 0o660) != 0 {
-      let code = errno
-      _ = Glibc.close(fd)
-      unlink(path)
-      undo()
-      throw .systemCall("chmod", path: path, errno: code)
-    }
-    if let gid, chown(path, UInt32.max, gid) != 0 {
-      let code = errno
+    // The umask gave the socket mode 0660 at bind; only the group is left to set.
+    if let gid, let code = Self.setGroup(path, gid) {
       _ = Glibc.close(fd)
       unlink(path)
       undo()
@@ -220,11 +213,12 @@ public struct ListeningSocket: Sendable {
 
   /// Gives the socket file mode 0660 and `group` (the daemon's own group when `group` is `nil` or
   /// empty), as ``create(path:group:)`` does: a reload's new `group` applies to who may connect.
+  /// A path that is no longer a socket (a link or another file put there) is left alone.
   ///
   /// - Returns: `false` for a socket systemd passed: its owner, group and mode are systemd's
   ///   (`SocketUser=`, `SocketGroup=`, `SocketMode=` in locationd.socket) and stay as they are.
   /// - Throws: ``ListenError/noSuchGroup(_:)``, or ``ListenError/systemCall(_:path:errno:)``
-  ///   when `chmod` or `chown` fails.
+  ///   when `chown` or `chmod` fails or the path is no longer a socket (`ENOTSOCK`).
   public func applyOwnership(group: String?) throws(ListenError) -> Bool {
     guard !isActivated else { return false }
     var gid = getegid()
@@ -232,9 +226,25 @@ public struct ListeningSocket: Sendable {
       guard let found = Authorizer.groupID(named: group) else { throw .noSuchGroup(group) }
       gid = found
     }
-    if chown(path, UInt32.max, gid) != 0 { throw .systemCall("chown", path: path, errno: errno) }
-    if chmod(path, 0o660) != 0 { throw .systemCall("chmod", path: path, errno: errno) }
+    if let code = Self.setGroup(path, gid) { throw .systemCall("chown", path: path, errno: code) }
+    // Not through a link either (glibc checks the path is not one before changing the mode).
+    if fchmodat(AT_FDCWD, path, 0o660, AT_SYMLINK_NOFOLLOW) != 0 {
+      throw .systemCall("chmod", path: path, errno: errno)
+    }
     return true
+  }
+
+  /// Gives the socket file at `path` the group `gid`, without following a symbolic link and only
+  /// when `path` is still a socket: someone who could replace it (with a link, or a hard link to
+  /// another file) must not get another file's group changed. The mode stays the 0660 it was
+  /// bound with. Returns the `errno` of the failure (`ENOTSOCK` when `path` is no longer a
+  /// socket), `nil` on success.
+  static func setGroup(_ path: String, _ gid: UInt32) -> Int32? {
+    var info = stat()
+    guard fstatat(AT_FDCWD, path, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return errno }
+    guard info.st_mode & S_IFMT == S_IFSOCK else { return ENOTSOCK }
+    guard fchownat(AT_FDCWD, path, UInt32.max, gid, AT_SYMLINK_NOFOLLOW) == 0 else { return errno }
+    return nil
   }
 
   static func setNonBlockingCloseOnExec(_ fd: Int32) {

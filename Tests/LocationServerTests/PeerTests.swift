@@ -175,6 +175,29 @@ struct ListeningSocketTests {
     #expect(lstat(path, &info) == 0 && info.st_gid == getegid())
   }
 
+  @Test("a reload never changes the group of a file put in the socket's place")
+  func ownershipOfAReplacedSocket() throws {
+    let directory = try TemporaryDirectory()
+    defer { directory.remove() }
+    let path = directory.path + "/s.sock"
+    let victim = directory.path + "/victim"
+    #expect(FileManager.default.createFile(atPath: victim, contents: Data("x".utf8)))
+    chmod(victim, 0o600)
+    let socket = try ListeningSocket.create(path: path, group: nil)
+    defer { socket.close() }
+    var info = stat()
+    // A symbolic link, then a hard link, to the victim in place of the socket file.
+    for plant in [{ symlink(victim, path) }, { link(victim, path) }] {
+      unlink(path)
+      #expect(plant() == 0)
+      #expect(throws: ListenError.systemCall("chown", path: path, errno: ENOTSOCK)) {
+        try socket.applyOwnership(group: "nogroup")
+      }
+      #expect(stat(victim, &info) == 0 && info.st_gid == getegid() && info.st_mode & 0o777 == 0o600)
+    }
+    unlink(path)
+  }
+
   @Test("refuses a path that is not a socket, and an unknown group")
   func refusals() throws {
     let directory = try TemporaryDirectory()
