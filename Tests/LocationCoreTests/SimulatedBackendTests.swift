@@ -214,6 +214,16 @@ struct SimulatedBackendTests {
       try SimulatedBackend.Options.parse("simulate?mode=10:4d")
     }
     #expect(throws: BackendURIError.self) { try SimulatedBackend.Options.parse("simulate?seed=-1") }
+    // Found by fuzzing: times too large for a Duration trapped instead of being refused.
+    #expect(throws: BackendURIError.self) {
+      try SimulatedBackend.Options.parse("simulate?outage=10-2099999999999999999999999999999")
+    }
+    #expect(throws: BackendURIError.self) { try SimulatedBackend.Options.parse("simulate?outage=1e300-1e301") }
+    #expect(throws: BackendURIError.self) { try SimulatedBackend.Options.parse("simulate?mode=1e300:2d") }
+    #expect(throws: BackendURIError.self) { try SimulatedBackend.Options.parse("simulate?outage=0-1000000001") }
+    #expect(
+      try SimulatedBackend.Options.parse("simulate?outage=0-1000000000&mode=1000000000:2d").outages
+        == [SimulationOutage(start: .zero, end: .seconds(1_000_000_000))])
     #expect(throws: BackendURIError.self) { try SimulatedBackend.Options.parse("simulated") }
   }
 
