@@ -130,12 +130,16 @@ public struct MapStateStore: Sendable {
 
   /// Reads the saved state.
   ///
-  /// - Returns: the state, or `nil` when the file is missing, unreadable, too large, not valid
-  ///   JSON, of another version, or holds invalid values; each case logs one line naming the
-  ///   path and the reason ("starting with an empty map"). Never throws, never traps.
+  /// - Returns: the state, or `nil` when the file is missing, unreadable, not a regular file
+  ///   (a FIFO or a directory is not opened for reading, so it cannot block the start), too
+  ///   large, not valid JSON, of another version, or holds invalid values; each case logs one
+  ///   line naming the path and the reason ("starting with an empty map"). Never throws, never
+  ///   traps.
   public func load() -> PersistedMapState? {
-    var info = stat()
-    if stat(path, &info) != 0 {
+    // O_NONBLOCK: a FIFO in place of the file must not block the start; only a regular file is
+    // read, and never more than maxFileSize + 1 bytes (the file may grow after fstat).
+    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+    if fd < 0 {
       let code = errno
       if code == ENOENT {
         log("map state file missing, starting with an empty map path=\(path)")
@@ -146,19 +150,44 @@ public struct MapStateStore: Sendable {
       }
       return nil
     }
+    defer { close(fd) }
+    var info = stat()
+    guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+      log("map state file is not a regular file, starting with an empty map path=\(path)")
+      return nil
+    }
     guard Int(info.st_size) <= Self.maxFileSize else {
       log(
         "map state file too large, starting with an empty map path=\(path) bytes=\(info.st_size) limit=\(Self.maxFileSize)"
       )
       return nil
     }
-    let data: Data
-    do {
-      data = try Data(contentsOf: URL(fileURLWithPath: path))
-    } catch {
-      log("map state file unreadable, starting with an empty map path=\(path) error=\(error)")
+    var bytes = [UInt8](repeating: 0, count: Int(info.st_size) + 1)
+    var count = 0
+    while count < bytes.count {
+      let n = bytes.withUnsafeMutableBytes { buffer in
+        read(fd, buffer.baseAddress.map { $0 + count }, buffer.count - count)
+      }
+      if n < 0 && errno == EINTR { continue }
+      if n < 0 {
+        log(
+          "map state file unreadable, starting with an empty map path=\(path) error=\(String(cString: strerror(errno)))"
+        )
+        return nil
+      }
+      if n == 0 { break }
+      count += n
+      if count == bytes.count && count <= Self.maxFileSize {
+        bytes.append(contentsOf: repeatElement(0, count: min(64 * 1024, Self.maxFileSize + 1 - count)))
+      }
+    }
+    guard count <= Self.maxFileSize else {
+      log(
+        "map state file too large, starting with an empty map path=\(path) bytes=\(count) limit=\(Self.maxFileSize)"
+      )
       return nil
     }
+    let data = Data(bytes[0..<count])
     let state: PersistedMapState
     do {
       state = try JSONDecoder().decode(PersistedMapState.self, from: data)
