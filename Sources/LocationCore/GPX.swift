@@ -53,13 +53,20 @@ public enum GPXReader {
   /// Largest GPX file accepted, bytes.
   public static let maximumFileSize = 64 * 1024 * 1024
 
-  /// Reads and parses the GPX file at `path`.
+  /// Reads and parses the GPX file at `path` (a regular file of at most ``maximumFileSize``
+  /// bytes).
   ///
-  /// - Throws: ``GPXError``.
+  /// - Throws: ``GPXError``; ``GPXError/unreadable(path:message:)`` also for a FIFO, a device or
+  ///   a directory, which are refused without reading.
   public static func points(contentsOf path: String) throws(GPXError) -> [GPXPoint] {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    // O_NONBLOCK and the fstat check: a FIFO (or a device) named as a route must not block.
+    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
     guard fd >= 0 else { throw .unreadable(path: path, message: String(cString: strerror(errno))) }
     defer { close(fd) }
+    var info = stat()
+    guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+      throw .unreadable(path: path, message: "not a regular file")
+    }
     var bytes: [UInt8] = []
     var chunk = [UInt8](repeating: 0, count: 1 << 16)
     while true {
