@@ -136,15 +136,18 @@ public struct MapStateStore: Sendable {
   ///   line naming the path and the reason ("starting with an empty map"). Never throws, never
   ///   traps.
   public func load() -> PersistedMapState? {
+    // Messages quote values from the file (a bad mode string, an annotation id): keep each on
+    // one line whatever the file holds.
+    func report(_ message: String) { log(Self.oneLine(message)) }
     // O_NONBLOCK: a FIFO in place of the file must not block the start; only a regular file is
     // read, and never more than maxFileSize + 1 bytes (the file may grow after fstat).
     let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
     if fd < 0 {
       let code = errno
       if code == ENOENT {
-        log("map state file missing, starting with an empty map path=\(path)")
+        report("map state file missing, starting with an empty map path=\(path)")
       } else {
-        log(
+        report(
           "map state file unreadable, starting with an empty map path=\(path) error=\(String(cString: strerror(code)))"
         )
       }
@@ -153,11 +156,11 @@ public struct MapStateStore: Sendable {
     defer { close(fd) }
     var info = stat()
     guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
-      log("map state file is not a regular file, starting with an empty map path=\(path)")
+      report("map state file is not a regular file, starting with an empty map path=\(path)")
       return nil
     }
     guard Int(info.st_size) <= Self.maxFileSize else {
-      log(
+      report(
         "map state file too large, starting with an empty map path=\(path) bytes=\(info.st_size) limit=\(Self.maxFileSize)"
       )
       return nil
@@ -170,7 +173,7 @@ public struct MapStateStore: Sendable {
       }
       if n < 0 && errno == EINTR { continue }
       if n < 0 {
-        log(
+        report(
           "map state file unreadable, starting with an empty map path=\(path) error=\(String(cString: strerror(errno)))"
         )
         return nil
@@ -182,7 +185,7 @@ public struct MapStateStore: Sendable {
       }
     }
     guard count <= Self.maxFileSize else {
-      log(
+      report(
         "map state file too large, starting with an empty map path=\(path) bytes=\(count) limit=\(Self.maxFileSize)"
       )
       return nil
@@ -192,13 +195,13 @@ public struct MapStateStore: Sendable {
     do {
       state = try JSONDecoder().decode(PersistedMapState.self, from: data)
     } catch {
-      log(
+      report(
         "map state file corrupt, starting with an empty map path=\(path) bytes=\(data.count) error=\(Self.describe(error))"
       )
       return nil
     }
     guard state.version == PersistedMapState.currentVersion else {
-      log(
+      report(
         "map state file has unknown version, starting with an empty map path=\(path) version=\(state.version)"
       )
       return nil
@@ -206,7 +209,7 @@ public struct MapStateStore: Sendable {
     do {
       try state.validate()
     } catch {
-      log(
+      report(
         "map state file holds invalid values, starting with an empty map path=\(path) error=\(error)"
       )
       return nil
@@ -276,6 +279,24 @@ public struct MapStateStore: Sendable {
   }
 
   /// A short description of a decoding error (the path of the bad key and the reason).
+  /// `text` with line breaks and other control characters (C0, DEL, C1, U+2028, U+2029)
+  /// written as `\n`, `\r`, `\t` or `\u{XX}`, so a log call stays one line.
+  static func oneLine(_ text: String) -> String {
+    var result = ""
+    result.unicodeScalars.reserveCapacity(text.unicodeScalars.count)
+    for scalar in text.unicodeScalars {
+      switch scalar.value {
+      case 0x0A: result += "\\n"
+      case 0x0D: result += "\\r"
+      case 0x09: result += "\\t"
+      case 0x00..<0x20, 0x7F...0x9F, 0x2028, 0x2029:
+        result += "\\u{" + String(scalar.value, radix: 16) + "}"
+      default: result.unicodeScalars.append(scalar)
+      }
+    }
+    return result
+  }
+
   static func describe(_ error: any Error) -> String {
     guard let decoding = error as? DecodingError else { return String(describing: error) }
     switch decoding {
