@@ -35,7 +35,8 @@ public enum GPXError: Error, Hashable, Sendable, CustomStringConvertible {
 public struct GPXPoint: Sendable, Hashable {
   /// Position, WGS84 degrees.
   public var coordinate: Coordinate
-  /// `<ele>`: elevation in metres (GPX 1.1 says above mean sea level), when given.
+  /// `<ele>`: elevation in metres, when given. GPX 1.1 names no datum; locationd takes it as
+  /// height above mean sea level (`altMSL`), as receivers write it.
   public var elevation: Double?
 
   /// Creates a point.
@@ -53,18 +54,19 @@ public enum GPXReader {
   /// Largest GPX file accepted, bytes.
   public static let maximumFileSize = 64 * 1024 * 1024
 
-  /// Reads and parses the GPX file at `path` (a regular file of at most ``maximumFileSize``
-  /// bytes).
+  /// Reads and parses the GPX file at `path`. The file is opened with `O_NONBLOCK` and read only
+  /// when it is a regular file, so a FIFO or device at the path cannot hang the backend.
   ///
-  /// - Throws: ``GPXError``; ``GPXError/unreadable(path:message:)`` also for a FIFO, a device or
-  ///   a directory, which are refused without reading.
+  /// - Throws: ``GPXError`` (``GPXError/unreadable(path:message:)`` also for "not a regular file").
   public static func points(contentsOf path: String) throws(GPXError) -> [GPXPoint] {
-    // O_NONBLOCK and the fstat check: a FIFO (or a device) named as a route must not block.
-    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+    let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
     guard fd >= 0 else { throw .unreadable(path: path, message: String(cString: strerror(errno))) }
     defer { close(fd) }
     var info = stat()
-    guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+    guard fstat(fd, &info) == 0 else {
+      throw .unreadable(path: path, message: String(cString: strerror(errno)))
+    }
+    guard info.st_mode & S_IFMT == S_IFREG else {
       throw .unreadable(path: path, message: "not a regular file")
     }
     var bytes: [UInt8] = []

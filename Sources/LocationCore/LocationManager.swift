@@ -211,6 +211,10 @@ public actor LocationManager {
   /// Whether the backend is running (at least one client is tracking).
   public var isTracking: Bool { backendActive }
 
+  /// Whether `client` tracks (between its ``startUpdating(client:filter:)`` and
+  /// ``stopUpdating(client:)`` or disconnect).
+  public func isTracking(client: ClientID) -> Bool { clients[client]?.isTracking ?? false }
+
   /// Number of clients currently tracking.
   public var trackingClientCount: Int { trackingClients.count }
 

@@ -21,6 +21,31 @@ public enum ReplayTimestamps: String, Sendable, Hashable, Codable {
   case shifted
 }
 
+/// What a replay does with a gap in its log (an interval between consecutive epochs longer than
+/// ``ReplayBackend/gapThresholdMilliseconds`` and ten times the interval before it).
+public enum ReplayGaps: String, Sendable, Hashable, Codable {
+  /// Waits the gap out at the replay's speed, and says so in a ``BackendStatus/connected`` status
+  /// whose detail reads like `gap of 630 s in the log, next fix in 63 s`.
+  case keep
+  /// Replaces the gap by the interval before it, and says so in a status whose detail reads like
+  /// `skipped a gap of 630 s in the log`. Positions (seek, replies) stay in log time.
+  case skip
+}
+
+/// A replay control as a client gives it, for ``ReplayBackend/perform(_:)``.
+public enum ReplayControl: Sendable, Hashable {
+  /// Freezes the log clock.
+  case pause
+  /// Restarts the log clock where it stands.
+  case resume
+  /// Emits the next `epochs` epochs (at least one) and leaves the replay paused.
+  case step(epochs: Int)
+  /// Changes the speed factor (`>= 0`, 0 = as fast as possible).
+  case speed(Double)
+  /// Moves the replay to a position.
+  case seek(ReplayPosition)
+}
+
 /// Where a replay stands.
 public struct ReplayProgress: Sendable, Hashable {
   /// 1-based pass number (increments when a looping replay restarts).
@@ -29,7 +54,8 @@ public struct ReplayProgress: Sendable, Hashable {
   public var fixesEmitted: Int
   /// Line of the last emitted epoch's first sentence; `nil` before the first.
   public var line: Int?
-  /// Log time of the last emitted epoch since the start of its pass, milliseconds.
+  /// Where the replay stands in log time since the first epoch of its pass, milliseconds: the
+  /// last emitted epoch, or after a seek the epoch found (emitted next); `nil` before either.
   public var logOffsetMilliseconds: Int64?
   /// Whether the replay is paused.
   public var isPaused: Bool
@@ -61,22 +87,26 @@ public final class ReplayBackend: BatchingLocationBackend {
     public var timestamps: ReplayTimestamps
     /// Whether to start paused (then ``ReplayBackend/step()`` or ``ReplayBackend/resume()``).
     public var startPaused: Bool
+    /// What to do with gaps in the log (default ``ReplayGaps/keep``).
+    public var gaps: ReplayGaps
 
     /// Creates options; see the properties for ranges.
     public init(
       path: String, speed: Double = 1, loop: Bool = false, timestamps: ReplayTimestamps = .original,
-      startPaused: Bool = false
+      startPaused: Bool = false, gaps: ReplayGaps = .keep
     ) {
       self.path = path
       self.speed = speed
       self.loop = loop
       self.timestamps = timestamps
       self.startPaused = startPaused
+      self.gaps = gaps
     }
 
-    static let parameterNames = ["speed", "loop", "timestamps", "paused"]
+    static let parameterNames = ["speed", "loop", "timestamps", "paused", "gaps"]
 
-    /// Parses `replay:PATH[?speed=S&loop=BOOL&timestamps=original|shifted&paused=BOOL]`.
+    /// Parses
+    /// `replay:PATH[?speed=S&loop=BOOL&timestamps=original|shifted&paused=BOOL&gaps=keep|skip]`.
     ///
     /// `PATH` is `-` for standard input. `speed` is a finite number `>= 0`.
     /// - Throws: ``BackendURIError`` naming the bad part.
@@ -94,6 +124,11 @@ public final class ReplayBackend: BatchingLocationBackend {
           options.loop = try BackendURIParts.bool(value, key: key)
         case "paused":
           options.startPaused = try BackendURIParts.bool(value, key: key)
+        case "gaps":
+          guard let gaps = ReplayGaps(rawValue: value) else {
+            throw .invalidValue(key: key, value: value, expected: "keep or skip")
+          }
+          options.gaps = gaps
         default:
           guard let timestamps = ReplayTimestamps(rawValue: value) else {
             throw .invalidValue(key: key, value: value, expected: "original or shifted")
@@ -123,6 +158,10 @@ public final class ReplayBackend: BatchingLocationBackend {
     var anchorWall: Int64?
     var lastEmittedPace: Int64?
     var progress: ReplayProgress
+    /// The newest ``generation`` the run loop has fully acted on (seeks done, steps emitted).
+    var appliedGeneration: UInt64 = 0
+    /// ``settled()`` callers waiting for a generation to be applied.
+    var settleWaiters: [(generation: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
   }
 
   /// The backend URI.
@@ -135,6 +174,9 @@ public final class ReplayBackend: BatchingLocationBackend {
   private let timestamps: ReplayTimestamps
   private let control: Mutex<Control>
   private let startPaused: Bool
+  private let initialSpeed: Double
+  private let initialLoop: Bool
+  private let gaps: ReplayGaps
   private let batchQueue = EventQueue<[BackendEvent]>(capacity: 8)
   private let batched = Mutex(false)
 
@@ -154,7 +196,10 @@ public final class ReplayBackend: BatchingLocationBackend {
     self.clock = clock
     self.timestamps = options.timestamps
     self.startPaused = options.startPaused
+    self.gaps = options.gaps
     let speed = options.speed.isFinite && options.speed >= 0 ? options.speed : 1
+    self.initialSpeed = speed
+    self.initialLoop = options.loop
     self.control = Mutex(
       Control(
         speed: speed, loop: options.loop, paused: options.startPaused,
@@ -241,8 +286,9 @@ public final class ReplayBackend: BatchingLocationBackend {
     }
   }
 
-  /// Emits exactly the next epoch and leaves the replay paused (pausing it first if it ran).
-  public func step() {
+  /// Emits exactly the next epoch (`epochs` of them) and leaves the replay paused (pausing it
+  /// first if it ran).
+  public func step(epochs: Int = 1) {
     let now = clock.now
     changeControl { control in
       if !control.paused, let position = Self.logPosition(control, now: now) {
@@ -251,7 +297,7 @@ public final class ReplayBackend: BatchingLocationBackend {
       control.anchorWall = nil
       control.paused = true
       control.progress.isPaused = true
-      control.pendingSteps += 1
+      control.pendingSteps += max(1, epochs)
     }
   }
 
@@ -280,6 +326,63 @@ public final class ReplayBackend: BatchingLocationBackend {
   /// Seeks to `fraction` (`0...1`) of the log's time span.
   public func seek(toFraction fraction: Double) throws(ReplayError) {
     try seek(to: .fraction(fraction))
+  }
+
+  /// Whether the replay runs (between ``start()`` and ``stop()``).
+  public var isRunning: Bool { control.withLock { $0.runTask != nil } }
+
+  /// Applies a client's control and returns where the replay stands once the run loop has acted
+  /// on it: after a seek, the position of the epoch found; after a step, that of the last epoch
+  /// stepped (already emitted).
+  ///
+  /// Controls apply only to a running replay: a speed, pause or seek given while nothing tracks
+  /// would otherwise be lost or silently carried into a later session, so every control is
+  /// refused then, and each ``start()`` begins with the URI's `speed`, `loop` and `paused`.
+  ///
+  /// - Throws: ``ReplayError/notRunning`` while stopped; ``ReplayError/invalidControl(_:)`` for
+  ///   a negative or non-finite speed, a fraction outside `0...1` or a negative offset.
+  public func perform(_ command: ReplayControl) async throws(ReplayError) -> ReplayProgress {
+    guard isRunning else { throw .notRunning }
+    switch command {
+    case .pause: pause()
+    case .resume: resume()
+    case .step(let epochs): step(epochs: max(1, epochs))
+    case .speed(let speed): try setSpeed(speed)
+    case .seek(let position): try seek(to: position)
+    }
+    return await settled()
+  }
+
+  /// Waits until the run loop has acted on every control given so far (a pending seek found its
+  /// epoch, pending steps were emitted or the log ended), then returns ``progress``. Returns at
+  /// once when the replay is not running.
+  public func settled() async -> ReplayProgress {
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+      let done: Bool = control.withLock { control in
+        if control.runTask == nil || control.appliedGeneration >= control.generation { return true }
+        control.settleWaiters.append((control.generation, continuation))
+        return false
+      }
+      if done { continuation.resume() }
+    }
+    return progress
+  }
+
+  /// Records that the run loop has acted on every control up to `generation`.
+  private func markApplied(_ generation: UInt64) {
+    let ready: [CheckedContinuation<Void, Never>] = control.withLock { control in
+      guard generation > control.appliedGeneration else { return [] }
+      control.appliedGeneration = generation
+      guard !control.settleWaiters.isEmpty else { return [] }
+      var ready: [CheckedContinuation<Void, Never>] = []
+      control.settleWaiters.removeAll { waiter in
+        guard waiter.generation <= generation else { return false }
+        ready.append(waiter.continuation)
+        return true
+      }
+      return ready
+    }
+    for continuation in ready { continuation.resume() }
   }
 
   private func changeControl(_ body: (inout Control) -> Void) {
@@ -314,10 +417,12 @@ public final class ReplayBackend: BatchingLocationBackend {
   public func start() async throws {
     if control.withLock({ $0.runTask != nil }) { return }
     let cursor = CursorBox(try source.open())
-    let task = Task { [self] in await run(cursor) }
-    let duplicate: Bool = control.withLock { control in
-      if control.runTask != nil { return true }
-      control.runTask = task
+    control.withLock { control in
+      if control.runTask != nil { return }
+      // Every session starts from the URI's settings, whatever the last one was changed to. The
+      // state is reset before the task exists, so that the task never sees the last session's.
+      control.speed = initialSpeed
+      control.loop = initialLoop
       control.paused = startPaused
       control.pendingSteps = 0
       control.pendingSeek = nil
@@ -325,11 +430,10 @@ public final class ReplayBackend: BatchingLocationBackend {
       control.anchorWall = nil
       control.lastEmittedPace = nil
       control.progress = ReplayProgress(
-        pass: 1, fixesEmitted: 0, isPaused: startPaused, isAtEnd: false, speed: control.speed,
-        loops: control.loop)
-      return false
+        pass: 1, fixesEmitted: 0, isPaused: startPaused, isAtEnd: false, speed: initialSpeed,
+        loops: initialLoop)
+      control.runTask = Task { [self] in await run(cursor) }
     }
-    if duplicate { task.cancel() }
   }
 
   /// Stops emitting, waits until the replay task has ended, then reports ``BackendStatus/stopped``.
@@ -343,6 +447,11 @@ public final class ReplayBackend: BatchingLocationBackend {
     task.cancel()
     changeControl { _ in }
     await task.value
+    let waiters = control.withLock { control in
+      defer { control.settleWaiters.removeAll() }
+      return control.settleWaiters.map(\.continuation)
+    }
+    for waiter in waiters { waiter.resume() }
     // A status is never held back by a full queue.
     if batched.withLock({ $0 }) {
       batchQueue.pushUrgent([.status(.stopped, detail: nil)])
@@ -358,13 +467,26 @@ public final class ReplayBackend: BatchingLocationBackend {
     init(_ cursor: any ReplayCursor) { self.cursor = cursor }
   }
 
+  /// The shortest interval between two epochs that counts as a gap in the log (when it is also
+  /// more than ten times the interval before it), milliseconds.
+  public static let gapThresholdMilliseconds: Int64 = 10_000
+
   /// Computes a monotone pacing time line (ms) from the epochs' UTC times.
+  ///
+  /// `elapsed` is log time (every positive interval); `pace` is what the replay waits by, the same
+  /// except that with ``ReplayGaps/skip`` a gap counts as the interval before it.
   struct Timeline {
     var lastTime: Int64?
     var lastTimeOfDay: Int64?
     var pace: Int64 = 0
+    var elapsed: Int64 = 0
     var started = false
     var lastPositiveDelta: Int64 = 1000
+    var gaps: ReplayGaps = .keep
+    /// The gap (log time, ms) before the epoch last advanced to, `nil` when there was none.
+    var lastGap: Int64?
+
+    init(gaps: ReplayGaps = .keep) { self.gaps = gaps }
 
     mutating func advance(_ fix: Fix) -> Int64 {
       var delta: Int64?
@@ -375,9 +497,16 @@ public final class ReplayBackend: BatchingLocationBackend {
         if d < -43_200_000 { d += 86_400_000 }
         delta = d
       }
+      lastGap = nil
       if started, let delta, delta > 0 {
-        pace += delta
-        lastPositiveDelta = delta
+        elapsed += delta
+        if delta > ReplayBackend.gapThresholdMilliseconds && delta > 10 * lastPositiveDelta {
+          lastGap = delta
+          pace += gaps == .skip ? lastPositiveDelta : delta
+        } else {
+          pace += delta
+          lastPositiveDelta = delta
+        }
       }
       started = true
       if let time = fix.time { lastTime = time }
@@ -388,11 +517,12 @@ public final class ReplayBackend: BatchingLocationBackend {
     /// Starts a new pass after the last epoch: the next epoch follows one usual interval later.
     mutating func restart() {
       let next = pace + lastPositiveDelta
-      self = Timeline()
+      let nextElapsed = elapsed + lastPositiveDelta
+      self = Timeline(gaps: gaps)
       pace = next
+      elapsed = nextElapsed
     }
   }
-
   /// Events produced back to back at speed 0 are handed over in batches of this size, so the
   /// consumer wakes once per batch instead of once per epoch.
   static let batchSize = 256
@@ -463,15 +593,18 @@ public final class ReplayBackend: BatchingLocationBackend {
 
   private func run(_ box: CursorBox) async {
     var cursor = box.cursor
-    var timeline = Timeline()
+    var timeline = Timeline(gaps: gaps)
     var pass = 1
     var passWallBase: Int64?
     var passFirstPace: Int64 = 0
+    var passFirstElapsed: Int64 = 0
     var reportedEnd = false
+    var reportedPaused = false
+    let replaying = "replaying \(source.name)"
     var outbox: [BackendEvent] = []
     outbox.reserveCapacity(Self.batchSize)
     // Said at once: the first epoch may take long to read (a slow pipe, a device).
-    outbox.append(.status(.connected, detail: "replaying \(source.name)"))
+    outbox.append(.status(.connected, detail: replaying))
     await flush(&outbox)
 
     outer: while !Task.isCancelled {
@@ -482,8 +615,16 @@ public final class ReplayBackend: BatchingLocationBackend {
         return seek
       }) {
         do throws(ReplayError) {
-          let rewound = try reposition(to: target, cursor: &cursor, timeline: &timeline)
-          if rewound { passFirstPace = 0 }
+          let (rewound, found) = try reposition(to: target, cursor: &cursor, timeline: &timeline)
+          if rewound {
+            passFirstPace = 0
+            passFirstElapsed = 0
+          }
+          let offset = found.map { $0 - passFirstElapsed }
+          control.withLock { control in
+            control.lastEmittedPace = nil
+            if let offset { control.progress.logOffsetMilliseconds = offset }
+          }
         } catch {
           outbox.append(.error(error.description))
         }
@@ -494,8 +635,11 @@ public final class ReplayBackend: BatchingLocationBackend {
         guard let next = try seekAwareNext(&cursor, &timeline) else {
           if Task.isCancelled { break outer }  // stopped while reading, not the end of the log
           if let report = cursor.takeRejectionReport() { outbox.append(.error(report)) }
-          // End of the log.
-          let (loop, generation) = control.withLock { ($0.loop, $0.generation) }
+          // End of the log: steps beyond it have nothing to emit.
+          let (loop, generation) = control.withLock { control in
+            control.pendingSteps = 0
+            return (control.loop, control.generation)
+          }
           if loop && source.isRewindable {
             do throws(ReplayError) {
               cursor = try source.open()
@@ -507,6 +651,7 @@ public final class ReplayBackend: BatchingLocationBackend {
             pass += 1
             passWallBase = nil
             passFirstPace = timeline.pace
+            passFirstElapsed = timeline.elapsed
             reportedEnd = false
             control.withLock { $0.progress.pass = pass }
             outbox.append(.status(.connected, detail: "replaying \(source.name), pass \(pass)"))
@@ -514,11 +659,21 @@ public final class ReplayBackend: BatchingLocationBackend {
           }
           if !reportedEnd {
             reportedEnd = true
+            reportedPaused = false
             if loop { outbox.append(.error(ReplayError.notRewindable(source.name).description)) }
-            control.withLock { $0.progress.isAtEnd = true }
-            outbox.append(.status(.endOfData, detail: "end of \(source.name)"))
+            let nothing: Bool = control.withLock { control in
+              control.progress.isAtEnd = true
+              return control.progress.fixesEmitted == 0 && pass == 1
+            }
+            outbox.append(
+              .status(
+                .endOfData,
+                detail: nothing
+                  ? "end of \(source.name): no NMEA sentences found in \(source.name)"
+                  : "end of \(source.name)"))
           }
           await flush(&outbox)
+          markApplied(generation)
           await waitForChange(since: generation)
           continue outer
         }
@@ -531,20 +686,22 @@ public final class ReplayBackend: BatchingLocationBackend {
       }
 
       let pace = timeline.pace
+      let offset = timeline.elapsed - passFirstElapsed
+      let gap = timeline.lastGap
+      var reportedGap = false
       var dueWall: Int64?
 
       // Wait until the epoch is due, honouring pause, step, speed changes and seeks.
       wait: while true {
         if Task.isCancelled { break outer }
         let clock = self.clock
-        let offset = pace - passFirstPace
         let line = decoded.line
         enum Decision {
           /// Emit now; the wall time (ms) at which the epoch was due, when known exactly.
-          case emit(Int64?)
+          case emit(Int64?, paused: Bool, generation: UInt64?)
           case seek
-          case waitForChange(UInt64)
-          case sleep(Duration, UInt64)
+          case waitForChange(UInt64, position: Int64?)
+          case sleep(Duration, UInt64, wait: Duration, speed: Double)
         }
         let decision: Decision = control.withLock { control in
           func emitting() -> Decision {
@@ -553,11 +710,14 @@ public final class ReplayBackend: BatchingLocationBackend {
             control.progress.line = line
             control.progress.logOffsetMilliseconds = offset
             control.progress.isAtEnd = false
+            // Every control so far is acted on once no seek or step is left.
+            let applied = control.pendingSteps == 0 ? control.generation : nil
             guard let wall = control.anchorWall, let anchor = control.anchorPace,
               !control.paused, control.speed > 0
-            else { return .emit(nil) }
+            else { return .emit(nil, paused: control.paused, generation: applied) }
             let ahead = Self.clampedAhead(Double(pace - anchor) / control.speed) * 1_000_000
-            return .emit((wall + Int64(ahead.rounded(.down))) / 1_000_000)
+            return .emit(
+              (wall + Int64(ahead.rounded(.down))) / 1_000_000, paused: false, generation: applied)
           }
           if control.pendingSeek != nil { return .seek }
           if control.anchorPace == nil {
@@ -580,28 +740,64 @@ public final class ReplayBackend: BatchingLocationBackend {
               control.anchorPace = pace
               return emitting()
             }
-            return .waitForChange(control.generation)
+            return .waitForChange(
+              control.generation, position: control.progress.logOffsetMilliseconds)
           }
           if control.speed == 0 { return emitting() }
           let anchor = control.anchorPace ?? pace
           let ahead = Self.clampedAhead(Double(pace - anchor) / control.speed)
           let due = control.anchorInstant + .milliseconds(ahead)
-          if due <= clock.now { return emitting() }
-          return .sleep(due, control.generation)
+          let now = clock.now
+          if due <= now { return emitting() }
+          return .sleep(due, control.generation, wait: due - now, speed: control.speed)
         }
         switch decision {
-        case .emit(let wall):
+        case .emit(let wall, let paused, let generation):
           dueWall = wall
+          if reportedPaused && !paused {
+            reportedPaused = false
+            outbox.append(.status(.connected, detail: replaying))
+          }
+          if let gap, !reportedGap, gaps == .skip {
+            outbox.append(
+              .status(.connected, detail: "skipped a gap of \(Self.seconds(gap)) s in the log"))
+          }
+          if let generation { markApplied(generation) }
           break wait
         case .seek:
           continue outer
-        case .waitForChange(let generation):
+        case .waitForChange(let generation, let position):
+          if !reportedPaused {
+            reportedPaused = true
+            outbox.append(
+              .status(
+                .paused,
+                detail: "paused at \(Self.seconds(position ?? 0)) s of \(source.name)"))
+          }
           await flush(&outbox)
+          markApplied(generation)
           await waitForChange(since: generation)
-        case .sleep(let due, let generation):
+        case .sleep(let due, let generation, let wait, let speed):
+          if reportedPaused {
+            reportedPaused = false
+            outbox.append(.status(.connected, detail: replaying))
+          }
+          if let gap, !reportedGap, gaps == .keep {
+            reportedGap = true
+            outbox.append(
+              .status(
+                .connected,
+                detail: "gap of \(Self.seconds(gap)) s in the log, next fix in "
+                  + "\(Self.seconds(VirtualClock.milliseconds(wait))) s"
+                  + (speed == 1 ? "" : " at speed \(Self.speedText(speed))")))
+          }
           await flush(&outbox)
+          markApplied(generation)
           await sleep(until: due, generation: generation)
         }
+      }
+      if reportedGap {
+        outbox.append(.status(.connected, detail: replaying))
       }
 
       var fix = decoded.fix
@@ -623,6 +819,16 @@ public final class ReplayBackend: BatchingLocationBackend {
     await flush(&outbox)
   }
 
+  /// Milliseconds as seconds with at most one decimal, for status details: `630`, `2.5`.
+  static func seconds(_ milliseconds: Int64) -> String {
+    let tenths = (milliseconds + 50) / 100
+    return tenths % 10 == 0 ? "\(tenths / 10)" : "\(tenths / 10).\(tenths % 10)"
+  }
+
+  static func speedText(_ speed: Double) -> String {
+    speed == speed.rounded() && speed < 1e9 ? "\(Int64(speed))" : "\(speed)"
+  }
+
   private func seekAwareNext(_ cursor: inout any ReplayCursor, _ timeline: inout Timeline)
     throws(ReplayError)
     -> DecodedFix?
@@ -633,11 +839,12 @@ public final class ReplayBackend: BatchingLocationBackend {
   }
 
   /// Positions `cursor` so that its next epoch is the first one matching `target`.
-  /// Returns whether the input was read again from the beginning.
+  /// Returns whether the input was read again from the beginning, and the log time (`elapsed`,
+  /// ms) of the epoch found, `nil` when none matched (the end of the log).
   private func reposition(
     to target: ReplayPosition, cursor: inout any ReplayCursor, timeline: inout Timeline
   )
-    throws(ReplayError) -> Bool
+    throws(ReplayError) -> (rewound: Bool, found: Int64?)
   {
     var offsetTarget: Int64?
     var timeTarget: Int64?
@@ -647,26 +854,30 @@ public final class ReplayBackend: BatchingLocationBackend {
     case .fraction(let fraction):
       guard source.isRewindable else { throw .notRewindable(source.name) }
       let scan = try source.open()
-      var scanLine = Timeline()
+      var scanLine = Timeline(gaps: gaps)
       var span: Int64 = 0
-      while let decoded = try scan.next() { span = scanLine.advance(decoded.fix) }
+      while let decoded = try scan.next() {
+        _ = scanLine.advance(decoded.fix)
+        span = scanLine.elapsed
+      }
       offsetTarget = Int64((Double(span) * fraction).rounded(.down))
     }
     var rewound = false
     if source.isRewindable {
       cursor = try source.open()
-      timeline = Timeline()
+      timeline = Timeline(gaps: gaps)
       rewound = true
     }
     // Find the first matching epoch, then rewind by one so that the run loop reads it next.
     let replayCursor = PeekCursor(cursor)
     var probe = timeline
+    var found: Int64?
     while let decoded = try replayCursor.peek() {
       var trial = probe
-      let pace = trial.advance(decoded.fix)
+      _ = trial.advance(decoded.fix)
       let matches: Bool
       if let offsetTarget {
-        matches = pace >= offsetTarget
+        matches = trial.elapsed >= offsetTarget
       } else if let timeTarget {
         if let time = decoded.fix.time {
           matches = time >= timeTarget
@@ -678,7 +889,10 @@ public final class ReplayBackend: BatchingLocationBackend {
       } else {
         matches = true
       }
-      if matches { break }
+      if matches {
+        found = trial.elapsed
+        break
+      }
       probe = trial
       replayCursor.consume()
     }
@@ -689,7 +903,7 @@ public final class ReplayBackend: BatchingLocationBackend {
       control.anchorWall = nil
       control.progress.isAtEnd = false
     }
-    return rewound
+    return (rewound, found)
   }
 }
 

@@ -16,6 +16,8 @@ public enum ReplayError: Error, Hashable, Sendable, CustomStringConvertible {
   case invalidControl(String)
   /// The input cannot be read again (standard input), so it cannot loop or seek backwards.
   case notRewindable(String)
+  /// A control was given while the replay is stopped (no client tracks).
+  case notRunning
 
   /// A one-line message for logs and error replies.
   public var description: String {
@@ -27,6 +29,10 @@ public enum ReplayError: Error, Hashable, Sendable, CustomStringConvertible {
     case .invalidControl(let message): return "invalid replay control: \(message)"
     case .notRewindable(let name):
       return "\(name) cannot be read again (no loop, no seeking backwards)"
+    case .notRunning:
+      return
+        "the replay is stopped: replay controls apply while some client tracks "
+        + "(locationctl start or watch)"
     }
   }
 }

@@ -66,19 +66,62 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable, Hashable {
 }
 
 /// A closed route through waypoints, followed at constant speed: after the last waypoint it
-/// returns to the first. Geometry is flat-earth (equirectangular around the first waypoint),
-/// accurate to well under a metre for routes of a few kilometres.
+/// returns to the first. Each leg is the great circle between its waypoints on a sphere of radius
+/// ``Geodesy/earthRadius`` (the shorter way round, so a leg across the antimeridian stays short
+/// and one over a pole goes over it); positions and courses are interpolated along it. Against the
+/// WGS84 ellipsoid's geodesic this is within 0.5 % in length and a few tenths of a degree in
+/// course.
 public struct SimulatedRoute: Sendable, Hashable {
   /// The waypoints, WGS84 degrees, in order.
   public let waypoints: [Coordinate]
-  /// Elevation of each waypoint in metres above MSL, when every waypoint has one.
+  /// Elevation of each waypoint in metres above MSL, when at least one waypoint has one: a
+  /// waypoint without one takes the elevation interpolated (by distance along the route) between
+  /// the nearest waypoints that have one.
   public let elevations: [Double]?
-  private let east: [Double]
-  private let north: [Double]
+  /// Unit vectors (earth-centred) of the waypoints.
+  private let vectors: [Vector]
   /// Cumulative distance at the start of each leg, metres; last element is the loop length.
   private let cumulative: [Double]
-  private let metresPerDegreeLatitude: Double
-  private let metresPerDegreeLongitude: Double
+
+  /// An earth-centred unit vector.
+  struct Vector: Sendable, Hashable {
+    var x: Double
+    var y: Double
+    var z: Double
+
+    init(x: Double, y: Double, z: Double) {
+      self.x = x
+      self.y = y
+      self.z = z
+    }
+
+    init(_ coordinate: Coordinate) {
+      let lat = coordinate.latitude * .pi / 180
+      let lon = coordinate.longitude * .pi / 180
+      self.init(x: cos(lat) * cos(lon), y: cos(lat) * sin(lon), z: sin(lat))
+    }
+
+    var coordinate: Coordinate {
+      let horizontal = (x * x + y * y).squareRoot()
+      let latitude = atan2(z, horizontal) * 180 / .pi
+      // At a pole the longitude is undefined: 0.
+      let longitude = horizontal < 1e-15 ? 0 : atan2(y, x) * 180 / .pi
+      return Coordinate(latitude: latitude, longitude: longitude == -180 ? 180 : longitude)
+    }
+
+    static func + (a: Vector, b: Vector) -> Vector {
+      Vector(x: a.x + b.x, y: a.y + b.y, z: a.z + b.z)
+    }
+    static func * (a: Vector, s: Double) -> Vector { Vector(x: a.x * s, y: a.y * s, z: a.z * s) }
+    func dot(_ b: Vector) -> Double { x * b.x + y * b.y + z * b.z }
+    func cross(_ b: Vector) -> Vector {
+      Vector(x: y * b.z - z * b.y, y: z * b.x - x * b.z, z: x * b.y - y * b.x)
+    }
+    var norm: Double { dot(self).squareRoot() }
+
+    /// Central angle to `b`, radians, `0...π` (atan2 form: exact for tiny and near-π angles).
+    func angle(to b: Vector) -> Double { atan2(cross(b).norm, dot(b)) }
+  }
 
   /// The default route: a closed loop of about 1.9 km around 3.1386 N, 101.6044 E.
   public static let defaultLoop = SimulatedRoute(waypoints: [
@@ -93,44 +136,62 @@ public struct SimulatedRoute: Sendable, Hashable {
   /// Creates a route through `waypoints` (at least one; a single waypoint is a fixed position).
   /// `elevations`, when given, must have one value per waypoint (metres above MSL).
   public init(waypoints: [Coordinate], elevations: [Double]? = nil) {
+    self.init(
+      waypoints: waypoints,
+      partialElevations: elevations?.count == waypoints.count ? elevations?.map { $0 } : nil)
+  }
+
+  /// Creates a route from GPX points, using the elevation of every point that has one (see
+  /// ``elevations`` for points without).
+  public init(gpx points: [GPXPoint]) {
+    self.init(waypoints: points.map(\.coordinate), partialElevations: points.map(\.elevation))
+  }
+
+  private init(waypoints: [Coordinate], partialElevations: [Double?]?) {
     let points = waypoints.isEmpty ? [Coordinate(latitude: 3.1386, longitude: 101.6044)] : waypoints
     self.waypoints = points
-    self.elevations = elevations?.count == points.count ? elevations : nil
-    let origin = points[0]
-    metresPerDegreeLatitude = Geodesy.earthRadius * .pi / 180
-    metresPerDegreeLongitude = metresPerDegreeLatitude * cos(origin.latitude * .pi / 180)
-    var east: [Double] = []
-    var north: [Double] = []
-    for point in points {
-      east.append((point.longitude - origin.longitude) * metresPerDegreeLongitude)
-      north.append((point.latitude - origin.latitude) * metresPerDegreeLatitude)
-    }
-    self.east = east
-    self.north = north
+    let vectors = points.map(Vector.init)
+    self.vectors = vectors
     var cumulative: [Double] = [0]
     for index in points.indices {
       let next = (index + 1) % points.count
-      let length =
-        ((east[next] - east[index]) * (east[next] - east[index])
-        + (north[next] - north[index]) * (north[next] - north[index])).squareRoot()
-      cumulative.append(cumulative[index] + length)
+      cumulative.append(
+        cumulative[index] + vectors[index].angle(to: vectors[next]) * Geodesy.earthRadius)
     }
     self.cumulative = cumulative
+    self.elevations = Self.fill(
+      partialElevations?.count == points.count ? partialElevations ?? [] : [], cumulative)
   }
 
-  /// Creates a route from GPX points, using their elevations when every point has one.
-  public init(gpx points: [GPXPoint]) {
-    let elevations = points.compactMap(\.elevation)
-    self.init(
-      waypoints: points.map(\.coordinate),
-      elevations: elevations.count == points.count ? elevations : nil)
+  /// Fills missing elevations by interpolating along the closed route between known ones;
+  /// `nil` when none is known.
+  private static func fill(_ partial: [Double?], _ cumulative: [Double]) -> [Double]? {
+    let known = partial.indices.filter { partial[$0] != nil }
+    guard !known.isEmpty else { return nil }
+    let count = partial.count
+    let length = cumulative[count]
+    return partial.indices.map { index in
+      if let value = partial[index] { return value }
+      // The nearest known waypoints before and after, around the loop.
+      let before = known.last { $0 < index } ?? known[known.count - 1]
+      let after = known.first { $0 > index } ?? known[0]
+      let valueBefore = partial[before] ?? 0
+      let valueAfter = partial[after] ?? 0
+      var span = cumulative[after] - cumulative[before]
+      if span <= 0 { span += length }
+      var along = cumulative[index] - cumulative[before]
+      if along < 0 { along += length }
+      guard span > 0 else { return valueBefore }
+      return valueBefore + (valueAfter - valueBefore) * along / span
+    }
   }
 
   /// Length of one lap (the closing leg included), metres.
   public var length: Double { cumulative[cumulative.count - 1] }
 
-  /// Position, course (degrees true; `nil` on a zero-length route) and elevation (when the
-  /// waypoints have elevations) at `distance` metres along the route, wrapping at ``length``.
+  /// Position, course (degrees true, `0..<360`, the direction of the great circle at that point;
+  /// `nil` on a zero-length route or leg) and elevation (when the waypoints have elevations) at
+  /// `distance` metres along the route, wrapping at ``length``.
   public func point(atDistance distance: Double) -> (
     coordinate: Coordinate, course: Double?, elevation: Double?
   ) {
@@ -153,41 +214,95 @@ public struct SimulatedRoute: Sendable, Hashable {
     }
     let next = (leg + 1) % waypoints.count
     let legLength = cumulative[leg + 1] - cumulative[leg]
-    let t = legLength > 0 ? (d - cumulative[leg]) / legLength : 0
-    let e = east[leg] + (east[next] - east[leg]) * t
-    let n = north[leg] + (north[next] - north[leg]) * t
-    var course = atan2(east[next] - east[leg], north[next] - north[leg]) * 180 / .pi
+    let t = legLength > 0 ? min(1, max(0, (d - cumulative[leg]) / legLength)) : 0
+    let elevation = elevations.map { $0[leg] + ($0[next] - $0[leg]) * t }
+    guard legLength > 0 else { return (waypoints[leg], nil, elevation) }
+    let a = vectors[leg]
+    let b = vectors[next]
+    let angle = legLength / Geodesy.earthRadius
+    // Spherical linear interpolation, and the direction of travel there (the derivative).
+    let sinAngle = sin(angle)
+    let position: Vector
+    let tangent: Vector
+    if sinAngle < 1e-12 {
+      position = a
+      tangent = b + a * -1
+    } else {
+      position =
+        a * (sin((1 - t) * angle) / sinAngle) + b * (sin(t * angle) / sinAngle)
+      tangent = a * (-cos((1 - t) * angle) / sinAngle) + b * (cos(t * angle) / sinAngle)
+    }
+    let coordinate = position.coordinate
+    return (coordinate, Self.course(at: position, along: tangent), elevation)
+  }
+
+  /// The direction of `tangent` at `position`, degrees true `0..<360`; at a pole, the direction
+  /// relative to the meridian of longitude 0 (as a compass there would have to be).
+  static func course(at position: Vector, along tangent: Vector) -> Double? {
+    let horizontal = (position.x * position.x + position.y * position.y).squareRoot()
+    let east: Vector
+    let north: Vector
+    if horizontal < 1e-12 {
+      east = Vector(x: 0, y: 1, z: 0)
+      north = Vector(x: position.z > 0 ? -1 : 1, y: 0, z: 0)
+    } else {
+      east = Vector(x: -position.y / horizontal, y: position.x / horizontal, z: 0)
+      north = position.cross(east)
+    }
+    let e = tangent.dot(east)
+    let n = tangent.dot(north)
+    guard e != 0 || n != 0 else { return nil }
+    var course = atan2(e, n) * 180 / .pi
     if course < 0 { course += 360 }
     if course >= 360 { course = 0 }
-    let elevation = elevations.map { $0[leg] + ($0[next] - $0[leg]) * t }
-    return (coordinateAt(east: e, north: n), legLength > 0 ? course : nil, elevation)
+    return course
   }
 
-  /// Shortest distance in metres from `coordinate` to the route's polyline (closing leg included).
+  /// The coordinate `east` and `north` metres (small distances) from `coordinate`, on the sphere:
+  /// valid across the antimeridian and at the poles, where longitude and latitude wrap.
+  static func offset(_ coordinate: Coordinate, east: Double, north: Double) -> Coordinate {
+    guard east != 0 || north != 0 else { return coordinate }
+    let p = Vector(coordinate)
+    let horizontal = (p.x * p.x + p.y * p.y).squareRoot()
+    let eastAxis: Vector
+    let northAxis: Vector
+    if horizontal < 1e-12 {
+      eastAxis = Vector(x: 0, y: 1, z: 0)
+      northAxis = Vector(x: p.z > 0 ? -1 : 1, y: 0, z: 0)
+    } else {
+      eastAxis = Vector(x: -p.y / horizontal, y: p.x / horizontal, z: 0)
+      northAxis = p.cross(eastAxis)
+    }
+    let distance = (east * east + north * north).squareRoot()
+    let angle = distance / Geodesy.earthRadius
+    let direction = (eastAxis * (east / distance)) + (northAxis * (north / distance))
+    return (p * cos(angle) + direction * sin(angle)).coordinate
+  }
+
+  /// Shortest distance in metres from `coordinate` to the route (its great-circle legs, the
+  /// closing leg included).
   public func distance(from coordinate: Coordinate) -> Double {
-    let origin = waypoints[0]
-    let x = (coordinate.longitude - origin.longitude) * metresPerDegreeLongitude
-    let y = (coordinate.latitude - origin.latitude) * metresPerDegreeLatitude
+    let p = Vector(coordinate)
     var best = Double.infinity
     for leg in waypoints.indices {
-      let next = (leg + 1) % waypoints.count
-      let dx = east[next] - east[leg]
-      let dy = north[next] - north[leg]
-      let lengthSquared = dx * dx + dy * dy
-      var t = lengthSquared > 0 ? ((x - east[leg]) * dx + (y - north[leg]) * dy) / lengthSquared : 0
-      t = min(1, max(0, t))
-      let px = east[leg] + dx * t - x
-      let py = north[leg] + dy * t - y
-      best = min(best, (px * px + py * py).squareRoot())
+      let a = vectors[leg]
+      let b = vectors[(leg + 1) % waypoints.count]
+      var angle = min(p.angle(to: a), p.angle(to: b))
+      let normal = a.cross(b)
+      let size = normal.norm
+      if size > 1e-15 {
+        let n = normal * (1 / size)
+        let offPlane = p.dot(n)
+        // The foot of the perpendicular on the great circle; inside the leg when it lies
+        // between a and b.
+        let foot = p + n * -offPlane
+        if a.cross(foot).dot(n) >= 0 && foot.cross(b).dot(n) >= 0 && foot.norm > 1e-15 {
+          angle = min(angle, abs(asin(max(-1, min(1, offPlane)))))
+        }
+      }
+      best = min(best, angle * Geodesy.earthRadius)
     }
     return best
-  }
-
-  /// The coordinate `east`/`north` metres from the first waypoint.
-  func coordinateAt(east: Double, north: Double) -> Coordinate {
-    Coordinate(
-      latitude: waypoints[0].latitude + north / metresPerDegreeLatitude,
-      longitude: waypoints[0].longitude + east / metresPerDegreeLongitude)
   }
 }
 
@@ -329,10 +444,7 @@ public struct SimulatedFixGenerator: Sendable, IteratorProtocol {
       let base = onRoute.coordinate
       let east = noiseEast * sigma
       let north = noiseNorth * sigma
-      let metresPerDegree = Geodesy.earthRadius * .pi / 180
-      fix.coordinate = Coordinate(
-        latitude: base.latitude + north / metresPerDegree,
-        longitude: base.longitude + east / (metresPerDegree * cos(base.latitude * .pi / 180)))
+      fix.coordinate = SimulatedRoute.offset(base, east: east, north: north)
       fix.speedOverGround = speed
       fix.courseOverGround = speed > 0 ? onRoute.course : nil
       fix.magneticVariation = nil

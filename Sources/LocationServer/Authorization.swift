@@ -74,6 +74,16 @@ public struct Authorizer: Sendable {
     return group.gr_gid
   }
 
+  /// The name of the group `gid` (`getgrgid_r`), or `nil` when the group database has none.
+  public static func groupName(id gid: UInt32) -> String? {
+    var group = group()
+    var result: UnsafeMutablePointer<group>? = nil
+    var buffer = [CChar](repeating: 0, count: 16_384)
+    let status = getgrgid_r(gid, &group, &buffer, buffer.count, &result)
+    guard status == 0, result != nil, let name = group.gr_name else { return nil }
+    return String(cString: name)
+  }
+
   /// The primary and supplementary gids of the user `uid` (`getpwuid_r` + `getgrouplist`);
   /// empty when the uid has no passwd entry.
   public static func groups(ofUser uid: UInt32) -> [UInt32] {

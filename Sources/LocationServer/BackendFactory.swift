@@ -8,11 +8,24 @@ public struct BackendCreationError: Error, Sendable, Hashable, CustomStringConve
   public var uri: String
   /// What is wrong and what to do, in one line.
   public var reason: String
+  /// What kind of failure it is (it decides the daemon's exit status).
+  public var kind: Kind
+
+  /// Kinds of ``BackendCreationError``.
+  public enum Kind: Sendable, Hashable {
+    /// The URI is malformed or names something unusable (a directory as a log).
+    case invalid
+    /// A file the URI names (replay log, GPX route) does not exist or cannot be read.
+    case missingInput
+    /// A library the backend needs (libxml2 for GPX) cannot be loaded.
+    case unavailable
+  }
 
   /// Creates an error for `uri`.
-  public init(uri: String, reason: String) {
+  public init(uri: String, reason: String, kind: Kind = .invalid) {
     self.uri = uri
     self.reason = reason
+    self.kind = kind
   }
 
   /// `backend URI: reason`.
@@ -30,7 +43,7 @@ public enum BackendFactory {
   /// Parses `uri` and creates the backend on `clock`; nothing starts until the backend's `start()`.
   ///
   /// - Throws: ``BackendCreationError`` naming the bad part (unknown scheme, bad option, GPX route
-  ///   that cannot be read). A missing replay file is reported when the replay starts.
+  ///   or replay log that cannot be read), with its ``BackendCreationError/Kind``.
   public static func make(uri: String, clock: any LocationClock = SystemClock()) throws(BackendCreationError)
     -> any LocationBackend
   {
@@ -44,7 +57,13 @@ public enum BackendFactory {
       do {
         return try SimulatedBackend(options: options, clock: clock, uri: uri)
       } catch {
-        throw BackendCreationError(uri: uri, reason: "\(error)")
+        let kind: BackendCreationError.Kind
+        switch error {
+        case .unreadable: kind = .missingInput
+        case .parserUnavailable: kind = .unavailable
+        default: kind = .invalid
+        }
+        throw BackendCreationError(uri: uri, reason: "\(error)", kind: kind)
       }
     }
     if uri.hasPrefix("replay:") {
@@ -60,7 +79,8 @@ public enum BackendFactory {
         var info = stat()
         guard stat(options.path, &info) == 0 else {
           throw BackendCreationError(
-            uri: uri, reason: "cannot open \(options.path): \(String(cString: strerror(errno)))")
+            uri: uri, reason: "cannot open \(options.path): \(String(cString: strerror(errno)))",
+            kind: .missingInput)
         }
         guard (info.st_mode & S_IFMT) != S_IFDIR else {
           throw BackendCreationError(uri: uri, reason: "\(options.path) is a directory: give an NMEA log file")

@@ -15,6 +15,10 @@ public enum ConfigurationError: Error, Sendable, Hashable, CustomStringConvertib
   case unreadableFile(String, reason: String)
   /// A config file line is not `key = value` or names an unknown key.
   case invalidLine(file: String, line: Int, reason: String)
+  /// The backend URI names a file (replay log, GPX route) that cannot be read.
+  case missingInput(String, reason: String)
+  /// The backend needs a library that cannot be loaded.
+  case unavailable(String, reason: String)
 
   /// A message that says what to do.
   public var description: String {
@@ -31,6 +35,10 @@ public enum ConfigurationError: Error, Sendable, Hashable, CustomStringConvertib
       return "cannot read config file \(path): \(reason); fix the path given to --config"
     case .invalidLine(let file, let line, let reason):
       return "\(file):\(line): \(reason)"
+    case .missingInput(let uri, let reason):
+      return "backend \"\(uri)\": \(reason)"
+    case .unavailable(let uri, let reason):
+      return "backend \"\(uri)\": \(reason)"
     }
   }
 }
@@ -82,7 +90,10 @@ public struct Configuration: Sendable, Hashable {
       --max-clients N   1...4096                           (default 64)
       --config FILE     key = value lines with the same names; flags win; re-read on SIGHUP
 
-    """
+    The socket's directory and the state directory are created when missing (one level: their
+    parents must exist).
+
+    """ + ExitCode.table
 
   /// Parses command-line arguments (without the program name), reading `--config` when given.
   ///
@@ -160,7 +171,11 @@ public struct Configuration: Sendable, Hashable {
       do {
         _ = try BackendFactory.make(uri: value)
       } catch {
-        throw .invalidBackend(value, reason: error.reason)
+        switch error.kind {
+        case .invalid: throw .invalidBackend(value, reason: error.reason)
+        case .missingInput: throw .missingInput(value, reason: error.reason)
+        case .unavailable: throw .unavailable(value, reason: error.reason)
+        }
       }
       backendURI = value
     case "socket":
@@ -219,13 +234,17 @@ public struct Configuration: Sendable, Hashable {
     String(text.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
   }
 
-  /// Reads a UTF-8 text file.
+  /// Reads a UTF-8 text file of at most 1 MiB. Opened with `O_NONBLOCK` and read only when it
+  /// is a regular file, so a FIFO or device at the path cannot hang a reload.
   ///
-  /// - Throws: the file system error.
+  /// - Throws: the file system error, or "not a regular file".
   public static func readTextFile(_ path: String) throws -> String {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
     guard fd >= 0 else { throw FileError(message: String(cString: strerror(errno))) }
     defer { close(fd) }
+    var info = stat()
+    guard fstat(fd, &info) == 0 else { throw FileError(message: String(cString: strerror(errno))) }
+    guard info.st_mode & S_IFMT == S_IFREG else { throw FileError(message: "not a regular file") }
     var bytes: [UInt8] = []
     var chunk = [UInt8](repeating: 0, count: 4096)
     while true {

@@ -13,7 +13,8 @@ import MapState
 /// on disk (it is saved atomically on every change).
 public enum Daemon {
   /// Runs the daemon with `arguments` (without the program name); returns the exit status:
-  /// 0 after a clean shutdown, 1 when it cannot start, 64 on bad usage.
+  /// 0 after a clean shutdown, otherwise one of ``ExitCode`` (64 only for a malformed command
+  /// line, with the usage text).
   public static func main(arguments: [String], environment: [String: String]) async -> Int32 {
     Log.setProgramName("locationd")
     SignalSequence.ignoreSIGPIPE()
@@ -24,8 +25,12 @@ public enum Daemon {
     do {
       configuration = try Configuration.parse(arguments: arguments)
     } catch {
-      writeStandardError("locationd: \(error)\n\(Configuration.usage)")
-      return 64
+      if error.exitCode == .usage {
+        writeStandardError("locationd: \(error)\n\(Configuration.usage)")
+      } else {
+        writeStandardError("locationd: \(error)\n")
+      }
+      return error.exitCode.rawValue
     }
     if configuration.showHelp {
       print(Configuration.usage, terminator: "")
@@ -38,7 +43,7 @@ public enum Daemon {
     } catch {
       Log.event("startFailed", ["reason": error.description])
       writeStandardError("locationd: \(error)\n")
-      return 64
+      return error.exitCode.rawValue
     }
     let authorizer = Authorizer(groupName: configuration.group)
     let manager = LocationManager(backend: backend) { credentials in
@@ -47,21 +52,27 @@ public enum Daemon {
     }
     // The map state (annotations, viewport) lives here: a path that cannot be a directory would
     // lose every change at the next restart while clients were told it succeeded, so refuse it.
-    var stateProblem: String?
+    // Created when missing, one level only (its parent must exist), like the socket's directory.
+    var stateProblem: (reason: String, code: ExitCode)?
     var info = stat()
     if mkdir(configuration.stateDirectory, 0o750) != 0 && errno != EEXIST {
-      stateProblem = String(cString: strerror(errno))
+      stateProblem = (String(cString: strerror(errno)), .cannotCreate)
     } else if stat(configuration.stateDirectory, &info) != 0 {
-      stateProblem = String(cString: strerror(errno))
+      stateProblem = (String(cString: strerror(errno)), .cannotCreate)
     } else if (info.st_mode & S_IFMT) != S_IFDIR {
-      stateProblem = "not a directory"
+      stateProblem = ("not a directory", .configuration)
+    } else {
+      // Another user who can write there could plant links or FIFOs for the daemon to follow.
+      do { try MapStateStore.checkDirectory(configuration.stateDirectory) } catch {
+        stateProblem = (error.description, .configuration)
+      }
     }
-    if let reason = stateProblem {
+    if let (reason, code) = stateProblem {
       Log.event("startFailed", ["reason": "state directory \(configuration.stateDirectory): \(reason)"])
       writeStandardError(
-        "locationd: --state-dir \(configuration.stateDirectory) cannot be used (\(reason)): give a directory locationd may create or write\n"
+        "locationd: --state-dir \(configuration.stateDirectory) cannot be used (\(reason)): give a directory whose parent exists, which locationd may create or write\n"
       )
-      return 64
+      return code.rawValue
     }
     let map = MapStateService(
       store: MapStateStore(directory: configuration.stateDirectory) { Log.event("mapState", ["message": $0]) })
@@ -74,7 +85,7 @@ public enum Daemon {
     } catch {
       Log.event("startFailed", ["reason": error.description])
       writeStandardError("locationd: \(error)\n")
-      return 1
+      return error.exitCode.rawValue
     }
     let server = SocketServer(
       socket: socket, handler: service, authorizer: authorizer,
@@ -85,7 +96,8 @@ public enum Daemon {
       try server.start()
     } catch {
       Log.event("startFailed", ["reason": error.description])
-      return 1
+      writeStandardError("locationd: \(error)\n")
+      return ExitCode.osError.rawValue
     }
 
     let notifier = SystemdNotifier(environment: environment)
@@ -106,7 +118,12 @@ public enum Daemon {
         notifier.reloading()
         do {
           let reloaded = try configuration.reloaded()
+          // Refused as at start: a group that does not exist would shut every member out.
+          if let group = reloaded.group, !group.isEmpty, Authorizer.groupID(named: group) == nil {
+            throw ListenError.noSuchGroup(group)
+          }
           server.setAuthorizer(Authorizer(groupName: reloaded.group))
+          applySocketGroup(socket, reloaded.group)
           server.setMaxClients(reloaded.maxClients)
           var needsRestart: [String] = []
           if reloaded.backendURI != configuration.backendURI { needsRestart.append("backend") }
@@ -120,7 +137,7 @@ public enum Daemon {
             ])
           configuration = reloaded
         } catch {
-          Log.event("reloadFailed", ["reason": error.description])
+          Log.event("reloadFailed", ["reason": "\(error)"])
         }
         notifier.ready(status: "serving on \(socket.path), backend \(backend.uri)")
         continue
@@ -136,6 +153,28 @@ public enum Daemon {
     watchdog.cancel()
     Log.event("stopped", [:])
     return 0
+  }
+
+  /// Gives the socket file a reloaded `group` (mode 0660), so that the group's members can
+  /// connect; a socket passed by systemd keeps systemd's owner, group and mode, which is logged.
+  static func applySocketGroup(_ socket: ListeningSocket, _ group: String?) {
+    do throws(ListenError) {
+      if try socket.applyOwnership(group: group) {
+        Log.event(
+          "socketGroupApplied", ["path": socket.path, "group": group ?? "", "mode": "0660"])
+      } else {
+        Log.event(
+          "socketOwnedBySystemd",
+          [
+            "path": socket.path,
+            "reason":
+              "socket-activated: its group and mode are systemd's "
+              + "(SocketGroup=, SocketMode= in locationd.socket)",
+          ])
+      }
+    } catch {
+      Log.event("socketGroupFailed", ["path": socket.path, "reason": error.description])
+    }
   }
 
   static func writeStandardError(_ text: String) {

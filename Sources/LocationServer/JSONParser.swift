@@ -18,19 +18,34 @@ enum JSONParser {
   static let maximumDepth = 64
 
   static func parse(_ bytes: [UInt8]) throws(JSONSyntaxError) -> JSONValue {
-    try bytes.withUnsafeBufferPointer { (buffer) throws(JSONSyntaxError) -> JSONValue in
+    try parse(bytes, numberTextOfMember: nil).value
+  }
+
+  /// Parses `bytes`; when the value is an object whose first member named `key` is a number,
+  /// also returns that number's text exactly as written (for ids that must come back byte for
+  /// byte: a `Double` cannot hold every integer above 2^53).
+  static func parse(_ bytes: [UInt8], numberTextOfMember key: String?) throws(JSONSyntaxError)
+    -> (value: JSONValue, numberText: [UInt8]?)
+  {
+    try bytes.withUnsafeBufferPointer {
+      (buffer) throws(JSONSyntaxError) -> (value: JSONValue, numberText: [UInt8]?) in
       var parser = Cursor(bytes: buffer)
+      parser.capturedKey = key
       parser.skipWhitespace()
       let value = try parser.value(depth: 0)
       parser.skipWhitespace()
       guard parser.index == buffer.count else { throw parser.fail("unexpected text after the value") }
-      return value
+      return (value, parser.captured)
     }
   }
 
   private struct Cursor {
     let bytes: UnsafeBufferPointer<UInt8>
     var index = 0
+    /// The top-level member whose number text is kept, and that text.
+    var capturedKey: String?
+    var captured: [UInt8]?
+    var capturedSeen = false
 
     init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
@@ -92,7 +107,16 @@ enum JSONParser {
         guard current == UInt8(ascii: ":") else { throw fail("expected :") }
         index += 1
         skipWhitespace()
-        members.append(JSONMember(key, try value(depth: depth + 1)))
+        let start = index
+        let member = try value(depth: depth + 1)
+        if depth == 0, !capturedSeen, let capturedKey, key == capturedKey {
+          capturedSeen = true
+          switch member {
+          case .int, .double: captured = Array(bytes[start..<index])
+          default: break
+          }
+        }
+        members.append(JSONMember(key, member))
         skipWhitespace()
         switch current {
         case UInt8(ascii: ",")?: index += 1

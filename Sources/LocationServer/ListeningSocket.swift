@@ -24,7 +24,7 @@ public enum ListenError: Error, Sendable, Hashable, CustomStringConvertible {
       return "socket path \(path) is longer than 107 bytes: choose a shorter --socket path"
     case .cannotCreateDirectory(let path, let code):
       return
-        "cannot create directory \(path): \(String(cString: strerror(code))); create it or choose another --socket path"
+        "cannot create directory \(path): \(String(cString: strerror(code))); locationd creates the socket's directory but not its parents: create them or choose another --socket path"
     case .alreadyListening(let path):
       return
         "another server is listening at \(path): stop it (systemctl stop locationd) or choose another --socket path"
@@ -77,6 +77,9 @@ public struct ListeningSocket: Sendable {
   public let path: String
   /// Whether systemd passed the socket (then the path belongs to systemd and is not removed).
   public let isActivated: Bool
+  /// The socket's directory when ``create(path:group:)`` made it (removed again by ``close()``
+  /// when empty), `nil` when it existed.
+  public var createdDirectory: String? = nil
 
   /// Uses the descriptor systemd passed when there is one, otherwise creates the socket at `path`.
   ///
@@ -142,9 +145,10 @@ public struct ListeningSocket: Sendable {
     return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)
   }
 
-  /// Creates, binds and listens at `path`: creates the parent directory (0755) when missing,
-  /// removes a stale socket file only when nothing accepts on it, sets mode 0660 and, when
-  /// `group` is given, the group.
+  /// Creates, binds and listens at `path`: creates the socket's directory (0755) when it is
+  /// missing and its own parent exists (one level, never a whole path: the same rule as the state
+  /// directory), removes a stale socket file only when nothing accepts on it, sets mode 0660 and,
+  /// when `group` is given, the group.
   ///
   /// - Throws: ``ListenError``.
   public static func create(path: String, group: String?) throws(ListenError) -> ListeningSocket {
@@ -156,10 +160,20 @@ public struct ListeningSocket: Sendable {
       guard let found = Authorizer.groupID(named: group) else { throw .noSuchGroup(group) }
       gid = found
     }
-    try makeParentDirectory(of: path)
-    try removeStaleSocket(at: path)
+    let created = try makeParentDirectory(of: path)
+    func undo() { if let created { rmdir(created) } }
+    do throws(ListenError) {
+      try removeStaleSocket(at: path)
+    } catch {
+      undo()
+      throw error
+    }
     let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-    guard fd >= 0 else { throw .systemCall("socket", path: path, errno: errno) }
+    guard fd >= 0 else {
+      let code = errno
+      undo()
+      throw .systemCall("socket", path: path, errno: code)
+    }
     // Bind with a restrictive umask so the socket is never briefly world-connectable.
     let oldMask = umask(0o117)
     let bound = address.withSockaddr { bind(fd, $0, $1) }
@@ -167,35 +181,70 @@ public struct ListeningSocket: Sendable {
     umask(oldMask)
     guard bound == 0 else {
       _ = Glibc.close(fd)
+      undo()
       if bindErrno == EADDRINUSE { throw .alreadyListening(path) }
       throw .systemCall("bind", path: path, errno: bindErrno)
     }
-    if chmod(path, 0o660) != 0 {
-      let code = errno
+    // The umask gave the socket mode 0660 at bind; only the group is left to set.
+    if let gid, let code = Self.setGroup(path, gid) {
       _ = Glibc.close(fd)
       unlink(path)
-      throw .systemCall("chmod", path: path, errno: code)
-    }
-    if let gid, chown(path, UInt32.max, gid) != 0 {
-      let code = errno
-      _ = Glibc.close(fd)
-      unlink(path)
+      undo()
       throw .systemCall("chown", path: path, errno: code)
     }
     guard listen(fd, 64) == 0 else {
       let code = errno
       _ = Glibc.close(fd)
       unlink(path)
+      undo()
       throw .systemCall("listen", path: path, errno: code)
     }
     setNonBlockingCloseOnExec(fd)
-    return ListeningSocket(fd: fd, path: path, isActivated: false)
+    return ListeningSocket(fd: fd, path: path, isActivated: false, createdDirectory: created)
   }
 
-  /// Closes the socket and, unless systemd owns it, removes the socket file.
+  /// Closes the socket and, unless systemd owns it, removes the socket file, and the socket's
+  /// directory when ``create(path:group:)`` made it and it is empty.
   public func close() {
     _ = Glibc.close(fd)
     if !isActivated { unlink(path) }
+    if let createdDirectory { rmdir(createdDirectory) }
+  }
+
+  /// Gives the socket file mode 0660 and `group` (the daemon's own group when `group` is `nil` or
+  /// empty), as ``create(path:group:)`` does: a reload's new `group` applies to who may connect.
+  /// A path that is no longer a socket (a link or another file put there) is left alone.
+  ///
+  /// - Returns: `false` for a socket systemd passed: its owner, group and mode are systemd's
+  ///   (`SocketUser=`, `SocketGroup=`, `SocketMode=` in locationd.socket) and stay as they are.
+  /// - Throws: ``ListenError/noSuchGroup(_:)``, or ``ListenError/systemCall(_:path:errno:)``
+  ///   when `chown` or `chmod` fails or the path is no longer a socket (`ENOTSOCK`).
+  public func applyOwnership(group: String?) throws(ListenError) -> Bool {
+    guard !isActivated else { return false }
+    var gid = getegid()
+    if let group, !group.isEmpty {
+      guard let found = Authorizer.groupID(named: group) else { throw .noSuchGroup(group) }
+      gid = found
+    }
+    if let code = Self.setGroup(path, gid) { throw .systemCall("chown", path: path, errno: code) }
+    // Not through a link either (glibc checks the path is not one before changing the mode).
+    if fchmodat(AT_FDCWD, path, 0o660, AT_SYMLINK_NOFOLLOW) != 0 {
+      throw .systemCall("chmod", path: path, errno: errno)
+    }
+    return true
+  }
+
+  /// Gives the socket file at `path` the group `gid`, without following a symbolic link and only
+  /// when `path` is still a socket: someone who could replace it (with a link, or a hard link to
+  /// another file) must not get another file's group changed. The mode stays the 0660 it was
+  /// bound with. Returns the `errno` of the failure (`ENOTSOCK` when `path` is no longer a
+  /// socket), `nil` on success.
+  static func setGroup(_ path: String, _ gid: UInt32) -> Int32? {
+    var info = stat()
+    guard fstatat(AT_FDCWD, path, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return errno }
+    guard info.st_mode & S_IFMT == S_IFSOCK else { return ENOTSOCK }
+    guard fchownat(AT_FDCWD, path, UInt32.max, gid, AT_SYMLINK_NOFOLLOW) == 0 else { return errno }
+    return nil
   }
 
   static func setNonBlockingCloseOnExec(_ fd: Int32) {
@@ -205,16 +254,14 @@ public struct ListeningSocket: Sendable {
     if fdFlags >= 0 { _ = fcntl(fd, F_SETFD, fdFlags | FD_CLOEXEC) }
   }
 
-  private static func makeParentDirectory(of path: String) throws(ListenError) {
-    guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return }
+  /// Creates the socket's directory when missing (one level); returns it when it was created.
+  private static func makeParentDirectory(of path: String) throws(ListenError) -> String? {
+    guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return nil }
     let parent = String(path[..<slash])
-    var current = parent.hasPrefix("/") ? "" : "."
-    for component in parent.split(separator: "/", omittingEmptySubsequences: true) {
-      current += "/" + component
-      if mkdir(current, 0o755) != 0 && errno != EEXIST {
-        throw .cannotCreateDirectory(current, errno: errno)
-      }
-    }
+    if mkdir(parent, 0o755) == 0 { return parent }
+    let code = errno
+    if code == EEXIST { return nil }
+    throw .cannotCreateDirectory(parent, errno: code)
   }
 
   private static func removeStaleSocket(at path: String) throws(ListenError) {

@@ -78,7 +78,8 @@ public actor LocationService: RequestHandler {
       })
   }
 
-  /// Ends tracking and the hub tasks (daemon shutdown); the map state is already saved on disk.
+  /// Ends tracking and the hub tasks (daemon shutdown). The map state is saved on every change;
+  /// a save that failed is tried once more here (logged as `mapStateLost` if it fails again).
   public func shutdown(reason: String) async {
     let event = Event(body: ["class": "SHUTDOWN", "reason": .string(reason)])
     for watcher in watchers.values { watcher.connection.send(event) }
@@ -88,6 +89,10 @@ public actor LocationService: RequestHandler {
       await map.trackingStopped()
     }
     await map.finishEvents()
+    // A change whose save failed is retried once more before the process ends.
+    if let failure = await map.saveIfNeeded() {
+      Log.event("mapStateLost", ["reason": failure.description])
+    }
     for task in tasks { task.cancel() }
     tasks.removeAll()
   }
@@ -135,12 +140,12 @@ public actor LocationService: RequestHandler {
         await trackingChanged()
         throw ServiceError(code: .unavailable, message: error.description)
       }
-      return .tracking(true, options: options)
+      return .tracking(true, options: options, backendActive: await manager.isTracking)
     case .stop:
       await manager.stopUpdating(client: Self.userClient(client.peer.uid))
       await manager.stopUpdating(client: Self.connectionClient(client.id))
       await trackingChanged()
-      return .tracking(false)
+      return .tracking(false, backendActive: await manager.isTracking)
     case .location:
       return .location(
         initial: await manager.initialLocation.map(EventEncoding.tpv),
@@ -153,28 +158,28 @@ public actor LocationService: RequestHandler {
       } catch {
         throw ServiceError(code: .noFix, message: error.description)
       }
-      return try await mapReply()
+      return try await changedMapReply()
     case .setCenter(let coordinate):
       do { try await map.setCenter(coordinate) } catch { throw Self.mapError(error) }
-      return try await mapReply()
+      return try await changedMapReply()
     case .zoom(let zoom):
       do { try await map.setZoom(zoom) } catch { throw Self.mapError(error) }
-      return try await mapReply()
+      return try await changedMapReply()
     case .mode(let mode):
       guard let mapMode = MapState.UserTrackingMode(rawValue: mode.rawValue) else {
         throw ServiceError(code: .invalidArgument, message: "unknown tracking mode \(mode.rawValue)")
       }
       await map.setMode(mapMode)
-      return try await mapReply()
+      return try await changedMapReply()
     case .annotate(let request):
       let annotation = Annotation(
         id: request.id, coordinate: request.coordinate, title: request.title, subtitle: request.subtitle,
         kind: request.kind)
       do { try await map.addAnnotation(annotation) } catch { throw Self.mapError(error) }
-      return try await mapReply()
+      return try await changedMapReply()
     case .removeAnnotation(let id):
       do { try await map.removeAnnotation(id: id) } catch { throw Self.mapError(error) }
-      return try await mapReply()
+      return try await changedMapReply()
     case .map(let format):
       switch format {
       case .json:
@@ -185,7 +190,7 @@ public actor LocationService: RequestHandler {
         return .mapSVG(await map.svg())
       }
     case .replay(let action):
-      return try replay(action)
+      return try await replay(action)
     }
   }
 
@@ -229,8 +234,12 @@ public actor LocationService: RequestHandler {
   private func statusReply(_ client: ClientContext) async -> Reply {
     let status = await manager.backendStatus
     let authorized = client.authorization == .authorized
+    let userTracking = await manager.isTracking(client: Self.userClient(client.peer.uid))
+    let connectionTracking = await manager.isTracking(client: Self.connectionClient(client.id))
+    let ownTracking = userTracking || connectionTracking
     return .status(
-      authorization: client.authorization, tracking: await manager.isTracking, backendURI: backend.uri,
+      authorization: client.authorization, tracking: ownTracking,
+      backendActive: await manager.isTracking, backendURI: backend.uri,
       backendState: status, detail: await manager.backendStatusDetail,
       initial: authorized ? await manager.initialLocation.map(EventEncoding.tpv) : nil,
       current: authorized ? await manager.currentLocation.map(EventEncoding.tpv) : nil,
@@ -363,8 +372,22 @@ public actor LocationService: RequestHandler {
     switch error {
     case .noCurrentLocation: return ServiceError(code: .noFix, message: error.description)
     case .noSuchAnnotation: return ServiceError(code: .notFound, message: error.description)
+    case .limitExceeded: return ServiceError(code: .limitExceeded, message: error.description)
     default: return ServiceError(code: .invalidArgument, message: error.description)
     }
+  }
+
+  /// The reply to a request that changed the map: `MAP`, or `notSaved` when the state could not
+  /// be saved (the change stays in effect; the next change or shutdown retries the save).
+  private func changedMapReply() async throws -> Reply {
+    if let failure = await map.unsavedChanges {
+      throw ServiceError(
+        code: .notSaved,
+        message:
+          "the change is in effect but could not be saved, so a restart would lose it (\(failure)); it is saved with the next change or at shutdown once the disk works again"
+      )
+    }
+    return try await mapReply()
   }
 
   private func mapReply() async throws -> Reply {
@@ -414,24 +437,31 @@ public actor LocationService: RequestHandler {
 
   // MARK: - Replay
 
-  private func replay(_ action: ReplayAction) throws -> Reply {
+  /// Applies a replay control and answers with where the replay stands after it.
+  private func replay(_ action: ReplayAction) async throws -> Reply {
     guard let replay = backend as? ReplayBackend else {
       throw ServiceError(code: .notReplay, message: "the backend \(backend.uri) is not a replay: start locationd with --backend replay:PATH")
     }
-    do {
-      switch action {
-      case .pause: replay.pause()
-      case .resume: replay.resume()
-      case .step(let epochs):
-        for _ in 0..<max(1, epochs) { replay.step() }
-      case .speed(let speed): try replay.setSpeed(speed)
-      case .seek(let seconds):
-        try replay.seek(to: .offset(.milliseconds(Int64(seconds * 1000))))
+    let control: ReplayControl
+    switch action {
+    case .pause: control = .pause
+    case .resume: control = .resume
+    case .step(let epochs): control = .step(epochs: max(1, epochs))
+    case .speed(let speed): control = .speed(speed)
+    case .seek(let seconds):
+      guard seconds.isFinite, seconds >= 0, seconds < 1e12 else {
+        throw ServiceError(code: .invalidArgument, message: "seek takes seconds >= 0, got \(seconds)")
       }
+      control = .seek(.offset(.milliseconds(Int64(seconds * 1000))))
+    }
+    let progress: ReplayProgress
+    do {
+      progress = try await replay.perform(control)
+    } catch .notRunning {
+      throw ServiceError(code: .unavailable, message: ReplayError.notRunning.description)
     } catch {
       throw ServiceError(code: .invalidArgument, message: "\(error)")
     }
-    let progress = replay.progress
     let state = progress.isAtEnd ? "endOfData" : progress.isPaused ? "paused" : "playing"
     return .replay(
       state: state, speed: progress.speed, position: progress.logOffsetMilliseconds.map { Double($0) / 1000 })

@@ -3,9 +3,11 @@ import Synchronization
 
 /// Logging to standard error, one line per event: `locationd: EVENT key=value key=value`.
 ///
-/// systemd's journal collects standard error. Values containing spaces, quotes, `=` or control
-/// characters are written in double quotes with `\"`, `\\` and `\n` escaped, so each event stays
-/// one line and `key=value` pairs can be split by a simple parser.
+/// systemd's journal collects standard error. Values containing spaces, quotes, `=`, control
+/// characters (Unicode Cc, C1 included) or format characters (Cf, e.g. U+202E) are written in
+/// double quotes with `\"`, `\\` and `\n` escaped, other control characters as `\xHH` and format
+/// characters as `\u{HHHH}`, so each event stays one line, shows what it holds, and `key=value`
+/// pairs can be split by a simple parser.
 public enum Log {
   private static let lock = Mutex(())
   private static let prefix = Mutex("locationd")
@@ -45,6 +47,9 @@ public enum Log {
       || value.utf8.contains {
         $0 <= 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "=") || $0 == 0x7F
       }
+      || value.unicodeScalars.contains {
+        $0.properties.generalCategory == .control || $0.properties.generalCategory == .format
+      }
     guard needsQuotes else { return value }
     var result = "\""
     for scalar in value.unicodeScalars {
@@ -55,8 +60,10 @@ public enum Log {
       case "\r": result += "\\r"
       case "\t": result += "\\t"
       default:
-        if scalar.value < 0x20 || scalar.value == 0x7F {
+        if scalar.properties.generalCategory == .control {
           result += "\\x" + String(scalar.value, radix: 16)
+        } else if scalar.properties.generalCategory == .format {
+          result += "\\u{" + String(scalar.value, radix: 16) + "}"
         } else {
           result.unicodeScalars.append(scalar)
         }

@@ -3,18 +3,34 @@ import NMEA
 
 /// The identifier a client may put in a request as `"id"`; the reply echoes it unchanged.
 ///
-/// A JSON string or number (integral numbers are echoed without a fraction).
+/// A JSON string or number. A numeric id read from a request line keeps the client's text
+/// (``numberText(_:)``), so it comes back byte for byte even beyond 2^53 or with an exponent.
 public enum RequestID: Sendable, Hashable {
   /// A string id, e.g. `"a7"`.
   case string(String)
-  /// A numeric id, e.g. `1`.
+  /// A numeric id, e.g. `1` (integral numbers are written without a fraction).
   case number(Double)
+  /// A numeric id exactly as the request wrote it (valid JSON number text, e.g.
+  /// `9007199254740993` or `1.50e3`), echoed unchanged.
+  case numberText(String)
 
   /// The id as a JSON value.
   public var json: JSONValue {
     switch self {
     case .string(let value): return .string(value)
     case .number(let value): return .number(value)
+    case .numberText(let text): return .raw(Array(text.utf8))
+    }
+  }
+
+  /// The id a reply's `"id"` member holds (inverse of ``json``); `nil` for other values.
+  init?(json: JSONValue) {
+    switch json {
+    case .string(let value): self = .string(value)
+    case .int(let value): self = .number(Double(value))
+    case .double(let value): self = .number(value)
+    case .raw(let bytes): self = .numberText(String(decoding: bytes, as: UTF8.self))
+    default: return nil
     }
   }
 }
@@ -207,6 +223,13 @@ public enum ErrorCode: String, Sendable, Hashable, Codable, CaseIterable {
   case notReplay
   /// No annotation with this id.
   case notFound
+  /// The map would exceed its annotation limits (count or bytes of text; the message gives
+  /// both limits), or a reply would be too large for a client to receive.
+  case limitExceeded
+  /// The change was made and is in effect, but saving the map state failed (disk full, I/O
+  /// error, no file descriptors): it would be lost at a restart unless a later save succeeds.
+  /// Every later change retries the save, and so does shutdown.
+  case notSaved
   /// The backend or service cannot do this now (e.g. gpsd unreachable).
   case unavailable
   /// A bug or unexpected failure in the daemon.
@@ -249,13 +272,14 @@ extension Request {
     var bytes = line
     if bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
     let value: JSONValue
+    let idText: [UInt8]?
     do {
-      value = try JSONCoding.decode(bytes)
+      (value, idText) = try JSONParser.parse(bytes, numberTextOfMember: "id")
     } catch {
       throw ProtocolError(
         .malformedJSON, "the line is not valid JSON: send one JSON object per line")
     }
-    return try parse(value)
+    return try parse(value, idText: idText)
   }
 
   /// The filters of `start` and `watch`: `distanceFilter` (m), `minInterval` (s), `desiredAccuracy` (m).
@@ -270,12 +294,25 @@ extension Request {
   ///
   /// - Throws: ``ProtocolError`` as ``parse(_:)-([UInt8])`` does (except `malformedJSON` for bad syntax).
   public static func parse(_ value: JSONValue) throws(ProtocolError) -> Request {
+    try parse(value, idText: nil)
+  }
+
+  /// As ``parse(_:)-(JSONValue)``; `idText` is the text of a numeric `"id"` as the line wrote
+  /// it, which then becomes the id (``RequestID/numberText(_:)``).
+  static func parse(_ value: JSONValue, idText: [UInt8]?) throws(ProtocolError) -> Request {
     guard let members = value.objectMembers else {
       throw ProtocolError(
         .malformedJSON, "a request must be a JSON object such as {\"cmd\":\"status\"}")
     }
     var reader = ArgumentReader(members: members)
-    let id = try reader.readID()
+    var id = try reader.readID()
+    if case .number = id, let idText {
+      guard idText.count <= 256 else {
+        throw ProtocolError(.invalidArgument, "\"id\" must be a string or a number, at most 256 bytes")
+      }
+      id = .numberText(String(decoding: idText, as: UTF8.self))
+      reader.id = id
+    }
     guard let cmdValue = reader.take("cmd") else {
       throw ProtocolError(
         .unknownCommand, "the request has no \"cmd\" member: add e.g. \"cmd\":\"status\"", id: id)
@@ -384,7 +421,7 @@ private struct ArgumentReader {
     case .string(let string) where string.utf8.count <= 256: id = .string(string)
     case .int(let number): id = .number(Double(number))
     case .double(let number) where number.isFinite: id = .number(number)
-    default: throw error("\"id\" must be a string (at most 256 bytes) or a number")
+    default: throw error("\"id\" must be a string or a number, at most 256 bytes")
     }
     return id
   }

@@ -41,25 +41,33 @@ public enum Reply: Sendable, Hashable {
 
   /// `{"class":"TRACKING","tracking":BOOL,"distanceFilter":..,"minInterval":..,"desiredAccuracy":..}`:
   /// the answer to `start` and `stop`; filters in metres and seconds, `null` when not set.
-  public static func tracking(_ tracking: Bool, options: TrackingOptions = TrackingOptions())
+  ///
+  /// `tracking` is the caller's own tracking; `backendActive`, when given, whether the daemon's
+  /// backend runs (for this or any other client) after the command.
+  public static func tracking(
+    _ tracking: Bool, options: TrackingOptions = TrackingOptions(), backendActive: Bool? = nil
+  )
     -> Reply
   {
-    .object(
-      class: "TRACKING",
-      members: [
-        JSONMember("tracking", .bool(tracking)),
-        JSONMember("distanceFilter", .number(options.distanceFilter)),
-        JSONMember("minInterval", .number(options.minInterval)),
-        JSONMember("desiredAccuracy", .number(options.desiredAccuracy)),
-      ])
+    var members = [
+      JSONMember("tracking", .bool(tracking)),
+      JSONMember("distanceFilter", .number(options.distanceFilter)),
+      JSONMember("minInterval", .number(options.minInterval)),
+      JSONMember("desiredAccuracy", .number(options.desiredAccuracy)),
+    ]
+    if let backendActive { members.append(JSONMember("backendActive", .bool(backendActive))) }
+    return .object(class: "TRACKING", members: members)
   }
 
-  /// `{"class":"STATUS","authorization":..,"tracking":..,"backend":{"uri":..,"state":..,"detail":..},
-  /// "initial":TPV|null,"current":TPV|null,"clients":N}`: the answer to `status`.
+  /// `{"class":"STATUS","authorization":..,"tracking":..,"backendActive":..,"backend":{"uri":..,
+  /// "state":..,"detail":..},"initial":TPV|null,"current":TPV|null,"clients":N}`: the answer to
+  /// `status`.
   ///
   /// - Parameters:
   ///   - authorization: the asking client's authorization status.
-  ///   - tracking: whether location updates are running.
+  ///   - tracking: whether the asking client tracks: its user ran `start` (until `stop`) or its
+  ///     connection watches.
+  ///   - backendActive: whether the daemon's backend runs, for this or any other client.
   ///   - backendURI: e.g. `gpsd://localhost:2947`.
   ///   - backendState: the backend's last ``BackendStatus``.
   ///   - detail: the backend's last human-readable detail, if any.
@@ -68,7 +76,7 @@ public enum Reply: Sendable, Hashable {
   ///   - current: the newest location with a position, as a TPV object, or `nil`.
   ///   - clients: the number of connected clients.
   public static func status(
-    authorization: AuthorizationStatus, tracking: Bool, backendURI: String,
+    authorization: AuthorizationStatus, tracking: Bool, backendActive: Bool, backendURI: String,
     backendState: BackendStatus,
     detail: String? = nil, initial: JSONValue?, current: JSONValue?, clients: Int
   ) -> Reply {
@@ -77,6 +85,7 @@ public enum Reply: Sendable, Hashable {
       members: [
         JSONMember("authorization", .string(authorization.rawValue)),
         JSONMember("tracking", .bool(tracking)),
+        JSONMember("backendActive", .bool(backendActive)),
         JSONMember(
           "backend",
           [

@@ -45,7 +45,10 @@ public struct ServerOptions: Sendable, Hashable {
   /// Maximum request line length, bytes (64 KiB).
   public var maxLineLength: Int = Request.maximumLineLength
   /// A client whose queue of replies and non-coalescible events exceeds this many bytes is
-  /// disconnected (1 MiB).
+  /// disconnected (1 MiB). Replies alone never get there: the server answers a client's next
+  /// request only when nothing is queued for it (its socket took everything so far), and stops
+  /// reading its requests meanwhile, so a client that pipelines requests and reads slowly gets
+  /// every reply. A reply larger than this bound is replaced by a `limitExceeded` error.
   public var maxBacklogBytes: Int = 1 << 20
   /// ... or this many messages.
   public var maxBacklogMessages: Int = 4096
@@ -216,6 +219,9 @@ private struct ClientState {
   var requests = FIFO<LineReader.Item>()
   /// A task is answering `requests`; at most one per client, so replies keep request order.
   var serving = false
+  /// Answering paused because data is queued (the client reads slowly); the I/O thread resumes
+  /// it when the queue has drained.
+  var waitingForDrain = false
   /// The peer closed its sending side: close once its requests are answered and sent.
   var readClosed = false
   /// Set by any thread; the I/O thread then closes the socket.
@@ -613,11 +619,19 @@ final class ServerCore: Sendable {
     _ clients: inout [UInt64: (connection: ClientConnection, reader: LineReader)]
   ) -> Bool {
     let slot = connection.slot
-    let (ok, finished) = slot.state.withLock { state in
+    let (ok, finished, resume) = slot.state.withLock { state in
       let ok = slot.flushLocked(&state)
+      var resume = false
+      if ok && state.waitingForDrain && state.queue.isEmpty {
+        // The client has read everything: answer its next requests.
+        state.waitingForDrain = false
+        resume = !state.requests.isEmpty && !state.serving && state.dropReason == nil
+        if resume { state.serving = true }
+      }
       slot.updateInterest(&state)
-      return (ok, ClientSlot.isFinished(state))
+      return (ok, ClientSlot.isFinished(state), resume)
     }
+    if resume { Task { [self] in await self.serve(connection) } }
     guard ok && !finished else {
       close(connection.id, reason: ok ? "closedByPeer" : "writeError", &clients)
       return false
@@ -711,8 +725,8 @@ final class ServerCore: Sendable {
         }
         let (startTask, paused) = slot.state.withLock { state -> (Bool, Bool) in
           for item in items { state.requests.append(item) }
-          let startTask = !state.serving
-          state.serving = true
+          let startTask = !state.serving && !state.waitingForDrain
+          if startTask { state.serving = true }
           slot.updateInterest(&state)
           return (startTask, state.interest & EPOLLIN.rawValue == 0)
         }
@@ -734,7 +748,7 @@ final class ServerCore: Sendable {
         }
         let (finished, startTask) = slot.state.withLock { state -> (Bool, Bool) in
           for item in last { state.requests.append(item) }
-          let startTask = !last.isEmpty && !state.serving
+          let startTask = !last.isEmpty && !state.serving && !state.waitingForDrain
           if startTask { state.serving = true }
           state.readClosed = true
           slot.updateInterest(&state)
@@ -783,6 +797,8 @@ final class ServerCore: Sendable {
   /// What a request task does next.
   private enum Next {
     case answer(LineReader.Item)
+    /// Data is queued for the client: stop until the I/O thread resumes it.
+    case paused
     /// Nothing left: `notify` when the client has gone (tell the handler), `finished` when it
     /// half-closed and everything is sent (close it).
     case done(notify: Bool, finished: Bool, authorization: AuthorizationStatus)
@@ -794,6 +810,16 @@ final class ServerCore: Sendable {
     let slot = connection.slot
     while true {
       let next = slot.state.withLock { state -> Next in
+        if !state.requests.isEmpty && !state.queue.isEmpty && state.open
+          && state.dropReason == nil
+        {
+          // The socket did not take everything: wait until it has (the I/O thread resumes this
+          // client when its queue has drained) instead of piling up replies. Requests stay
+          // unread meanwhile (see updateInterest).
+          state.serving = false
+          state.waitingForDrain = true
+          return .paused
+        }
         if let item = state.requests.popFirst() {
           slot.updateInterest(&state)
           return .answer(item)
@@ -808,13 +834,25 @@ final class ServerCore: Sendable {
       switch next {
       case .answer(let item):
         let json = await answer(item, connection: connection)
-        let body = json.encoded
+        var body = json.encoded
+        if body.count >= options.maxBacklogBytes {
+          // A client could never receive it (its backlog bound): say so instead.
+          Log.event(
+            "replyTooLarge", ["client": String(connection.id), "bytes": String(body.count)])
+          body = Reply.error(
+            .limitExceeded,
+            message:
+              "the reply would be \(body.count) bytes, more than the \(options.maxBacklogBytes) bytes a client may have pending: ask for less (e.g. remove annotations)"
+          ).json(id: json["id"].flatMap { RequestID(json: $0) }).encoded
+        }
         var line = body
         line.append(UInt8(ascii: "\n"))
         // Replies are never coalesced or dropped; they count towards the backlog bound.
         if case .drop(let reason) = slot.deliver(body: body, line: line, coalescingKey: nil) {
           scheduleClose(connection.id, reason: reason)
         }
+      case .paused:
+        return
       case .done(let notify, let finished, let authorization):
         if finished { scheduleClose(connection.id, reason: "closedByPeer") }
         if notify {
@@ -869,9 +907,11 @@ final class ServerCore: Sendable {
     }
     let authorization = connection.slot.state.withLock { $0.authorization }
     if authorization != .authorized && !request.command.isAllowedUnauthorized {
+      let group = registry.withLock { $0.authorizer.groupName }.flatMap { $0.isEmpty ? nil : $0 }
       let message =
         authorization == .denied
-        ? "this client was denied authorization: run as root or as a member of the configured group"
+        ? "this client was denied authorization: "
+          + (group.map { "run as root or as a member of group \($0)" } ?? "run as root")
         : "send {\"cmd\":\"request\"} first to ask for authorization"
       return Reply.error(.notAuthorized, message: message).json(id: request.id)
     }

@@ -5,7 +5,8 @@ import NMEA
 /// JSON shape (also in snapshots and the state file):
 /// `{"id": String, "lat": degrees, "lon": degrees, "title": String, "subtitle"?: String, "kind"?: String}`.
 public struct Annotation: Sendable, Hashable, Codable {
-  /// Identifier, unique on the map: 1...128 characters, no control characters.
+  /// Identifier, unique on the map: 1...128 characters, no control (Cc) or format (Cf)
+  /// characters.
   public var id: String
   /// Position, WGS84 degrees.
   public var coordinate: Coordinate
@@ -84,14 +85,31 @@ public struct Annotation: Sendable, Hashable, Codable {
       throw .textTooLong(field: "kind", count: kind.count, limit: Self.maxKindLength)
     }
     // Control characters would reach other users' terminals (escape sequences) and break the
-    // one-line text output; they are refused like in identifiers.
+    // one-line text output; format characters (Unicode category Cf: bidirectional overrides such
+    // as U+202E, zero-width characters) make text display as something it is not. Both are
+    // refused, as in identifiers.
     for (field, text) in [("title", title), ("subtitle", subtitle ?? ""), ("kind", kind ?? "")]
-    where text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+    where Self.containsControlOrFormat(text) {
       throw .controlCharacters(field: field)
     }
   }
 
-  /// Checks that an identifier is 1...128 characters without control characters.
+  /// Whether `text` has a scalar of Unicode general category Cc (control) or Cf (format).
+  static func containsControlOrFormat(_ text: String) -> Bool {
+    text.unicodeScalars.contains {
+      let category = $0.properties.generalCategory
+      return category == .control || category == .format
+    }
+  }
+
+  /// The bytes this annotation counts towards ``AnnotationLimits/maxTotalBytes``: the UTF-8
+  /// lengths of ``id``, ``title``, ``subtitle`` and ``kind`` together.
+  public var textByteCount: Int {
+    id.utf8.count + title.utf8.count + (subtitle?.utf8.count ?? 0) + (kind?.utf8.count ?? 0)
+  }
+
+  /// Checks that an identifier is 1...128 characters without control (Cc) or format (Cf)
+  /// characters.
   ///
   /// - Throws: ``MapStateError/invalidIdentifier(_:reason:)``.
   public static func validateIdentifier(_ id: String) throws(MapStateError) {
@@ -100,10 +118,31 @@ public struct Annotation: Sendable, Hashable, Codable {
       throw .invalidIdentifier(
         String(id.prefix(32)) + "...", reason: "longer than \(maxIdentifierLength) characters")
     }
-    if id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
-      throw .invalidIdentifier(id, reason: "contains control characters")
+    if containsControlOrFormat(id) {
+      // The message shows such characters as \u{...} so that it cannot reorder or hide text.
+      let visible = id.unicodeScalars.map { scalar in
+        let category = scalar.properties.generalCategory
+        return category == .control || category == .format
+          ? "\\u{" + String(scalar.value, radix: 16) + "}" : String(scalar)
+      }
+      throw .invalidIdentifier(
+        visible.joined(), reason: "contains control or format characters (Unicode Cc, Cf)")
     }
   }
+}
+
+/// How many annotations the map holds at most, and how much text.
+///
+/// Every `MAP` reply and event carries all annotations, so without a bound one client could make
+/// the map too large for any client to receive. The limits keep the largest reply (JSON, GeoJSON
+/// or SVG) well below a client's backlog bound in the server (1 MiB).
+public enum AnnotationLimits {
+  /// Most annotations on the map (not counting the mirrored current location).
+  public static let maxCount = 1000
+  /// Most bytes of annotation text on the map: the UTF-8 of every annotation's id, title,
+  /// subtitle and kind together (``Annotation/textByteCount``), 64 KiB. With the worst text
+  /// (every character escaped as `&quot;` in SVG) the largest reply stays below 1 MiB.
+  public static let maxTotalBytes = 64 * 1024
 }
 
 /// User-tracking mode, as MapKit's `MKUserTrackingMode`; JSON values `none`, `follow`,
@@ -141,8 +180,12 @@ public enum MapStateError: Error, Hashable, Sendable, CustomStringConvertible {
   case reservedIdentifier(String)
   /// A title, subtitle or kind is longer than allowed.
   case textTooLong(field: String, count: Int, limit: Int)
-  /// A title, subtitle or kind contains control characters (escape sequences, newlines).
+  /// A title, subtitle or kind contains control characters (escape sequences, newlines) or
+  /// format characters (Unicode Cf, e.g. U+202E right-to-left override).
   case controlCharacters(field: String)
+  /// Adding the annotation would exceed ``AnnotationLimits``: the map would then hold `count`
+  /// annotations with `bytes` bytes of text.
+  case limitExceeded(count: Int, bytes: Int)
   /// No annotation has this identifier.
   case noSuchAnnotation(id: String)
   /// "Center on current location" was asked while there is no fix.
@@ -173,7 +216,11 @@ public enum MapStateError: Error, Hashable, Sendable, CustomStringConvertible {
     case .textTooLong(let field, let count, let limit):
       return "annotation \(field) too long: \(count) characters, limit \(limit)"
     case .controlCharacters(let field):
-      return "annotation \(field) contains control characters (escape sequences, newlines): use plain text"
+      return
+        "annotation \(field) contains control or format characters (escape sequences, newlines, direction overrides; Unicode Cc, Cf): use plain text"
+    case .limitExceeded(let count, let bytes):
+      return
+        "annotation limit exceeded: the map would hold \(count) annotations with \(bytes) bytes of text; the limits are \(AnnotationLimits.maxCount) annotations and \(AnnotationLimits.maxTotalBytes) bytes (UTF-8 of ids, titles, subtitles and kinds together): remove annotations first"
     case .noSuchAnnotation(let id):
       return "no annotation with id \"\(id)\""
     case .noCurrentLocation:

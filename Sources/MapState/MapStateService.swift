@@ -45,6 +45,10 @@ public actor MapStateService {
   private var renderers: [any MapRenderer] = []
   private let store: MapStateStore?
   private var lastSaved: PersistedMapState?
+  /// Why the current state is not on disk; `nil` once a save succeeded (or without a store).
+  private var saveFailure: MapStoreError?
+  /// UTF-8 bytes of all annotations' text (``Annotation/textByteCount``).
+  private var annotationBytes = 0
 
   /// Most fixes kept in the recent track; older ones are dropped first.
   public nonisolated let trackCapacity: Int
@@ -68,6 +72,7 @@ public actor MapStateService {
       for annotation in saved.annotations {
         annotationOrder.append(annotation.id)
         annotationsByID[annotation.id] = annotation
+        annotationBytes += annotation.textByteCount
       }
       lastSaved = saved
     } else {
@@ -94,6 +99,11 @@ public actor MapStateService {
 
   /// The current viewport.
   public var currentViewport: Viewport { viewport }
+
+  /// Why the current viewport, mode and annotations are not saved: the last save failed (disk
+  /// full, I/O error, no file descriptors...) and no later one succeeded. `nil` when everything
+  /// is on disk, or without a store. Every later change, and ``saveIfNeeded()``, retries.
+  public var unsavedChanges: MapStoreError? { saveFailure }
 
   /// The user-tracking mode.
   public var trackingMode: UserTrackingMode { mode }
@@ -342,13 +352,20 @@ public actor MapStateService {
   /// Adds an annotation, or replaces the one with the same identifier in place (same list
   /// position, old values gone).
   ///
-  /// - Throws: ``MapStateError/reservedIdentifier(_:)`` for `"location"`, or what
-  ///   ``Annotation/validate()`` throws.
+  /// - Throws: ``MapStateError/reservedIdentifier(_:)`` for `"location"`,
+  ///   ``MapStateError/limitExceeded(count:bytes:)`` when the map would exceed
+  ///   ``AnnotationLimits`` (nothing changes), or what ``Annotation/validate()`` throws.
   public func addAnnotation(_ annotation: Annotation) throws(MapStateError) {
     try annotation.validate()
     guard annotation.id != Annotation.locationID else { throw .reservedIdentifier(annotation.id) }
+    let existing = annotationsByID[annotation.id]
+    let count = annotationOrder.count + (existing == nil ? 1 : 0)
+    let bytes = annotationBytes - (existing?.textByteCount ?? 0) + annotation.textByteCount
+    guard count <= AnnotationLimits.maxCount, bytes <= AnnotationLimits.maxTotalBytes else {
+      throw .limitExceeded(count: count, bytes: bytes)
+    }
     let change: MapChange
-    if let existing = annotationsByID[annotation.id] {
+    if let existing {
       guard existing != annotation else { return }
       change = .annotationReplaced(id: annotation.id)
     } else {
@@ -356,6 +373,7 @@ public actor MapStateService {
       change = .annotationAdded(id: annotation.id)
     }
     annotationsByID[annotation.id] = annotation
+    annotationBytes = bytes
     publish([change])
   }
 
@@ -365,7 +383,10 @@ public actor MapStateService {
   ///   ``MapStateError/noSuchAnnotation(id:)`` when absent.
   public func removeAnnotation(id: String) throws(MapStateError) {
     guard id != Annotation.locationID else { throw .reservedIdentifier(id) }
-    guard annotationsByID.removeValue(forKey: id) != nil else { throw .noSuchAnnotation(id: id) }
+    guard let removed = annotationsByID.removeValue(forKey: id) else {
+      throw .noSuchAnnotation(id: id)
+    }
+    annotationBytes -= removed.textByteCount
     annotationOrder.removeAll { $0 == id }
     publish([.annotationRemoved(id: id)])
   }
@@ -410,17 +431,45 @@ public actor MapStateService {
     persistIfChanged()
   }
 
+  /// Saves the state when it differs from what was last saved (also after a failed save).
+  ///
+  /// - Returns: why the state is not on disk, or `nil` when it is (or there is no store).
+  @discardableResult public func saveIfNeeded() -> MapStoreError? {
+    persistIfChanged()
+    return saveFailure
+  }
+
+  /// Whether `new` is the failure `old` was: the same step and error (temporary names differ).
+  private static func sameFailure(_ old: MapStoreError?, _ new: MapStoreError) -> Bool {
+    guard let old else { return false }
+    if case .system(let oldStep, _, let oldCode) = old, case .system(let newStep, _, let newCode) = new {
+      return oldStep == newStep && oldCode == newCode
+    }
+    return old == new
+  }
+
   private func persistIfChanged() {
     guard let store else { return }
     let current = PersistedMapState(
       viewport: viewport, mode: mode,
       annotations: annotationOrder.compactMap { annotationsByID[$0] })
-    guard current != lastSaved else { return }
+    guard current != lastSaved else {
+      saveFailure = nil
+      return
+    }
     do {
       try store.save(current)
       lastSaved = current
+      if saveFailure != nil {
+        store.log("map state saved again after an earlier failure path=\(store.path)")
+      }
+      saveFailure = nil
     } catch {
-      store.log("map state not saved, keeping it in memory path=\(store.path) error=\(error)")
+      // Once per failure, not once per fix while following on a full disk.
+      if !Self.sameFailure(saveFailure, error) {
+        store.log("map state not saved, keeping it in memory path=\(store.path) error=\(error)")
+      }
+      saveFailure = error
     }
   }
 }

@@ -39,7 +39,8 @@ public struct PersistedMapState: Sendable, Hashable, Codable {
   /// Checks what a file may contain wrongly even when it parses.
   ///
   /// - Throws: a ``MapStateError`` describing the first bad value, or
-  ///   ``MapStateError/invalidIdentifier(_:reason:)`` for a duplicate or reserved identifier.
+  ///   ``MapStateError/invalidIdentifier(_:reason:)`` for a duplicate or reserved identifier, or
+  ///   ``MapStateError/limitExceeded(count:bytes:)`` beyond ``AnnotationLimits``.
   func validate() throws(MapStateError) {
     let center = viewport.center
     guard center.isValid else {
@@ -52,6 +53,12 @@ public struct PersistedMapState: Sendable, Hashable, Codable {
       throw .invalidViewportSize(width: viewport.size.width, height: viewport.size.height)
     }
     guard viewport.rotation.isFinite else { throw .invalidRotation(viewport.rotation) }
+    guard annotations.count <= AnnotationLimits.maxCount,
+      annotations.reduce(0, { $0 + $1.textByteCount }) <= AnnotationLimits.maxTotalBytes
+    else {
+      throw .limitExceeded(
+        count: annotations.count, bytes: annotations.reduce(0, { $0 + $1.textByteCount }))
+    }
     var seen = Set<String>()
     for annotation in annotations {
       try annotation.validate()
@@ -63,7 +70,8 @@ public struct PersistedMapState: Sendable, Hashable, Codable {
   }
 }
 
-/// Why the map state could not be saved. The description names the path and the system error.
+/// Why the map state could not be saved, or its directory cannot be used. The description names
+/// the path and the system error.
 public enum MapStoreError: Error, Hashable, Sendable, CustomStringConvertible {
   /// The state directory could not be created.
   case createDirectory(path: String, message: String)
@@ -71,6 +79,9 @@ public enum MapStoreError: Error, Hashable, Sendable, CustomStringConvertible {
   case system(operation: String, path: String, errno: Int32)
   /// The state could not be encoded (a non-finite number).
   case encoding(String)
+  /// The state directory is owned by another user or writable by group or others, so another
+  /// user could plant links or files in it (see ``MapStateStore/checkDirectory(_:)``).
+  case unsafeDirectory(path: String, reason: String)
 
   /// A one-line explanation.
   public var description: String {
@@ -81,34 +92,59 @@ public enum MapStoreError: Error, Hashable, Sendable, CustomStringConvertible {
       return "\(operation) \(path) failed: \(String(cString: strerror(code))) (errno \(code))"
     case .encoding(let message):
       return "cannot encode map state: \(message)"
+    case .unsafeDirectory(let path, let reason):
+      return "map state directory \(path) is not safe: \(reason)"
     }
   }
 }
 
 /// Saves and restores ``PersistedMapState`` as `mapstate.json` in a state directory.
 ///
-/// Saving is atomic: the JSON goes to a temporary file in the same directory, which is
-/// `fsync`ed, `rename`d over `mapstate.json`, and the directory is `fsync`ed so the rename
-/// survives a power loss. A reader sees the old file or the new one, never a mix.
+/// Saving is atomic: the JSON goes to a new temporary file in the same directory (an
+/// unpredictable name, created exclusively: `O_CREAT|O_EXCL|O_NOFOLLOW`, so a planted link or
+/// file is never followed or reused), which is `fsync`ed, `rename`d over `mapstate.json`, and
+/// the directory is `fsync`ed so the rename survives a power loss. A reader sees the old file or
+/// the new one, never a mix.
+///
+/// The directory must belong to the daemon's user (or to root) and must not be writable by group
+/// or others (``checkDirectory(_:)``); every load and save checks it again on the descriptor it
+/// then works through. Loading opens the file with `O_NOFOLLOW|O_NONBLOCK` and reads it only when
+/// it is a regular file, so a planted symbolic link or FIFO is refused instead of followed or
+/// waited on. Temporary files left by a crash are removed when the state is loaded.
 public struct MapStateStore: Sendable {
+  /// Makes a step of ``save(_:)`` fail: called with the step's name (`open`, `write`, `fsync`,
+  /// `close`, `rename`, `fsyncDirectory`) before the system call; a non-nil `errno` value makes
+  /// the step fail with that error instead. For tests of failing disks (ENOSPC, EIO, EMFILE).
+  public typealias FailureInjector = @Sendable (_ step: String) -> Int32?
+
   /// The state directory (e.g. `/var/lib/locationd`).
   public let directory: String
   /// Where log lines go; one line per call, without a trailing newline.
   public let log: @Sendable (String) -> Void
+  private let failureInjector: FailureInjector?
 
   /// File name inside ``directory``.
   public static let fileName = "mapstate.json"
+  /// Prefix of the temporary files written by ``save(_:)``; leftovers are removed on load.
+  public static let temporaryPrefix = "." + fileName + ".tmp-"
+  /// Name inside ``directory`` under which a state file that cannot be loaded (too large,
+  /// corrupt, not a regular file) is set aside, so that the next save does not destroy it.
+  public static let rejectedFileName = fileName + ".rejected"
   /// Largest file accepted on load, bytes.
   public static let maxFileSize = 16 * 1024 * 1024
 
   /// Creates a store for `directory`; nothing is touched until ``load()`` or ``save(_:)``.
   ///
-  /// - Parameter log: receives one line per problem; defaults to standard error.
+  /// - Parameters:
+  ///   - log: receives one line per problem; defaults to standard error.
+  ///   - failureInjector: makes chosen steps of ``save(_:)`` fail (tests); `nil` in the daemon.
   public init(
-    directory: String, log: @escaping @Sendable (String) -> Void = MapStateStore.logToStandardError
+    directory: String, log: @escaping @Sendable (String) -> Void = MapStateStore.logToStandardError,
+    failureInjector: FailureInjector? = nil
   ) {
     self.directory = directory
     self.log = log
+    self.failureInjector = failureInjector
   }
 
   /// Full path of the state file.
@@ -128,99 +164,236 @@ public struct MapStateStore: Sendable {
     }
   }
 
+  /// Checks that `path` is a directory the daemon may trust: owned by the effective user or by
+  /// root, and not writable by group or others (mode `& 0o022 == 0`). A symbolic link to such a
+  /// directory is accepted (the directory it names is checked).
+  ///
+  /// - Throws: ``MapStoreError/system(operation:path:errno:)`` when it cannot be opened (also
+  ///   `ENOTDIR`), ``MapStoreError/unsafeDirectory(path:reason:)`` when the rule is broken.
+  public static func checkDirectory(_ path: String) throws(MapStoreError) {
+    let fd = try openDirectory(path)
+    close(fd)
+  }
+
+  /// Opens `path` as a directory and checks owner and mode on the open descriptor.
+  static func openDirectory(_ path: String) throws(MapStoreError) -> Int32 {
+    let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    guard fd >= 0 else { throw .system(operation: "open", path: path, errno: errno) }
+    var info = stat()
+    guard fstat(fd, &info) == 0 else {
+      let code = errno
+      close(fd)
+      throw .system(operation: "fstat", path: path, errno: code)
+    }
+    let owner = info.st_uid
+    let me = geteuid()
+    if owner != me && owner != 0 {
+      close(fd)
+      throw .unsafeDirectory(
+        path: path,
+        reason:
+          "owned by uid \(owner), not by the daemon's uid \(me) or root: chown \(me) \(path)")
+    }
+    if info.st_mode & 0o022 != 0 {
+      close(fd)
+      throw .unsafeDirectory(
+        path: path,
+        reason:
+          "writable by group or others (mode \(String(info.st_mode & 0o7777, radix: 8))): chmod go-w \(path)"
+      )
+    }
+    return fd
+  }
+
   /// Reads the saved state.
   ///
-  /// - Returns: the state, or `nil` when the file is missing, unreadable, not a regular file
-  ///   (a FIFO or a directory is not opened for reading, so it cannot block the start), too
-  ///   large, not valid JSON, of another version, or holds invalid values; each case logs one
-  ///   line naming the path and the reason ("starting with an empty map"). Never throws, never
-  ///   traps.
+  /// Removes temporary files a crash left behind first. Annotations the current rules refuse
+  /// (invalid, duplicate, or beyond ``AnnotationLimits``) are left out and the rest is loaded,
+  /// with one log line saying how many were left out.
+  ///
+  /// - Returns: the state, or `nil` when the file is missing, unreadable, not a regular file,
+  ///   too large, not valid JSON, of another version, or has an invalid viewport; each case logs
+  ///   one line naming the path and the reason ("starting with an empty map"). A file that exists
+  ///   but cannot be loaded is renamed to ``rejectedFileName`` so that the next save keeps it.
+  ///   When annotations were left out, the full file stays as a hard link named
+  ///   ``rejectedFileName``. Never throws, never traps.
   public func load() -> PersistedMapState? {
     // Messages quote values from the file (a bad mode string, an annotation id): keep each on
     // one line whatever the file holds.
     func report(_ message: String) { log(Self.oneLine(message)) }
-    // O_NONBLOCK: a FIFO in place of the file must not block the start; only a regular file is
-    // read, and never more than maxFileSize + 1 bytes (the file may grow after fstat).
-    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+    let directoryFD: Int32
+    do {
+      directoryFD = try Self.openDirectory(directory)
+    } catch {
+      if case .system(_, _, let code) = error, code == ENOENT {
+        report("map state file missing, starting with an empty map path=\(path)")
+      } else {
+        report("map state directory unusable, starting with an empty map path=\(path) error=\(error)")
+      }
+      return nil
+    }
+    defer { close(directoryFD) }
+    removeLeftovers(directoryFD)
+    let fd = openat(directoryFD, Self.fileName, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
     if fd < 0 {
       let code = errno
       if code == ENOENT {
         report("map state file missing, starting with an empty map path=\(path)")
-      } else {
-        report(
-          "map state file unreadable, starting with an empty map path=\(path) error=\(String(cString: strerror(code)))"
-        )
+        return nil
       }
+      let reason = code == ELOOP ? "a symbolic link" : String(cString: strerror(code))
+      report("map state file unreadable, starting with an empty map path=\(path) error=\(reason)")
+      if code == ELOOP { setAside(directoryFD) }
       return nil
     }
     defer { close(fd) }
     var info = stat()
-    guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+    guard fstat(fd, &info) == 0 else {
+      report(
+        "map state file unreadable, starting with an empty map path=\(path) error=\(String(cString: strerror(errno)))"
+      )
+      return nil
+    }
+    guard info.st_mode & S_IFMT == S_IFREG else {
       report("map state file is not a regular file, starting with an empty map path=\(path)")
+      setAside(directoryFD)
       return nil
     }
     guard Int(info.st_size) <= Self.maxFileSize else {
       report(
-        "map state file too large, starting with an empty map path=\(path) bytes=\(info.st_size) limit=\(Self.maxFileSize)"
+        "map state file too large, starting with an empty map path=\(path) bytes=\(info.st_size) limit=\(Self.maxFileSize) keptAs=\(Self.rejectedFileName)"
       )
+      setAside(directoryFD)
       return nil
     }
-    var bytes = [UInt8](repeating: 0, count: Int(info.st_size) + 1)
-    var count = 0
-    while count < bytes.count {
-      let n = bytes.withUnsafeMutableBytes { buffer in
-        read(fd, buffer.baseAddress.map { $0 + count }, buffer.count - count)
-      }
-      if n < 0 && errno == EINTR { continue }
-      if n < 0 {
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65_536)
+    while bytes.count <= Self.maxFileSize {
+      let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+      if count < 0 && errno == EINTR { continue }
+      if count < 0 {
         report(
           "map state file unreadable, starting with an empty map path=\(path) error=\(String(cString: strerror(errno)))"
         )
         return nil
       }
-      if n == 0 { break }
-      count += n
-      if count == bytes.count && count <= Self.maxFileSize {
-        bytes.append(contentsOf: repeatElement(0, count: min(64 * 1024, Self.maxFileSize + 1 - count)))
-      }
+      if count == 0 { break }
+      bytes.append(contentsOf: chunk[0..<count])
     }
-    guard count <= Self.maxFileSize else {
+    guard bytes.count <= Self.maxFileSize else {
       report(
-        "map state file too large, starting with an empty map path=\(path) bytes=\(count) limit=\(Self.maxFileSize)"
+        "map state file too large, starting with an empty map path=\(path) limit=\(Self.maxFileSize) keptAs=\(Self.rejectedFileName)"
       )
+      setAside(directoryFD)
       return nil
     }
-    let data = Data(bytes[0..<count])
-    let state: PersistedMapState
+    var state: PersistedMapState
     do {
-      state = try JSONDecoder().decode(PersistedMapState.self, from: data)
+      state = try JSONDecoder().decode(PersistedMapState.self, from: Data(bytes))
     } catch {
       report(
-        "map state file corrupt, starting with an empty map path=\(path) bytes=\(data.count) error=\(Self.describe(error))"
+        "map state file corrupt, starting with an empty map path=\(path) bytes=\(bytes.count) error=\(Self.describe(error)) keptAs=\(Self.rejectedFileName)"
       )
+      setAside(directoryFD)
       return nil
     }
     guard state.version == PersistedMapState.currentVersion else {
       report(
-        "map state file has unknown version, starting with an empty map path=\(path) version=\(state.version)"
+        "map state file has unknown version, starting with an empty map path=\(path) version=\(state.version) keptAs=\(Self.rejectedFileName)"
       )
+      setAside(directoryFD)
       return nil
     }
+    let (kept, leftOut) = Self.admissibleAnnotations(state.annotations)
+    if !leftOut.isEmpty {
+      // The next save replaces mapstate.json; a hard link keeps the full file for the admin.
+      unlinkat(directoryFD, Self.rejectedFileName, 0)
+      let copied = linkat(directoryFD, Self.fileName, directoryFD, Self.rejectedFileName, 0) == 0
+      report(
+        "map state file holds annotations beyond the limits or invalid ones, loading \(kept.count) of \(state.annotations.count) path=\(path) maxAnnotations=\(AnnotationLimits.maxCount) maxBytes=\(AnnotationLimits.maxTotalBytes) first=\(leftOut[0])"
+          + (copied ? " keptAs=\(Self.rejectedFileName)" : "")
+      )
+    }
+    state.annotations = kept
     do {
       try state.validate()
     } catch {
       report(
-        "map state file holds invalid values, starting with an empty map path=\(path) error=\(error)"
+        "map state file holds invalid values, starting with an empty map path=\(path) error=\(error) keptAs=\(Self.rejectedFileName)"
       )
+      setAside(directoryFD)
       return nil
     }
     return state
   }
 
-  /// Saves `state` atomically (temporary file, fsync, rename, fsync of the directory), creating
-  /// the directory (mode 0700) when missing. The file has mode 0600.
+  /// The annotations that pass ``Annotation/validate()``, are not reserved or repeated, and fit
+  /// ``AnnotationLimits`` in list order; and why each other one was left out.
+  static func admissibleAnnotations(_ annotations: [Annotation]) -> ([Annotation], [String]) {
+    var kept: [Annotation] = []
+    var leftOut: [String] = []
+    var seen = Set<String>()
+    var bytes = 0
+    for annotation in annotations {
+      do {
+        try annotation.validate()
+      } catch {
+        leftOut.append(error.description)
+        continue
+      }
+      if annotation.id == Annotation.locationID {
+        leftOut.append(MapStateError.reservedIdentifier(annotation.id).description)
+        continue
+      }
+      guard !seen.contains(annotation.id) else {
+        leftOut.append("annotation id \"\(annotation.id)\" appears twice")
+        continue
+      }
+      let size = annotation.textByteCount
+      guard kept.count < AnnotationLimits.maxCount, bytes + size <= AnnotationLimits.maxTotalBytes
+      else {
+        leftOut.append(
+          MapStateError.limitExceeded(count: kept.count + 1, bytes: bytes + size).description)
+        continue
+      }
+      seen.insert(annotation.id)
+      bytes += size
+      kept.append(annotation)
+    }
+    return (kept, leftOut)
+  }
+
+  /// Removes `.mapstate.json.tmp-*` files (a crash between creating and renaming leaves them).
+  private func removeLeftovers(_ directoryFD: Int32) {
+    guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+    var removed = 0
+    for name in names where name.hasPrefix(Self.temporaryPrefix) {
+      // unlinkat removes the entry itself: a link is not followed, a FIFO is not opened.
+      if unlinkat(directoryFD, name, 0) == 0 { removed += 1 }
+    }
+    if removed > 0 {
+      log("removed temporary map state files left by an earlier run path=\(directory) count=\(removed)")
+    }
+  }
+
+  /// Renames the state file to ``rejectedFileName`` (replacing an older one).
+  private func setAside(_ directoryFD: Int32) {
+    if renameat(directoryFD, Self.fileName, directoryFD, Self.rejectedFileName) != 0 {
+      log(
+        "map state file could not be set aside path=\(path) error=\(String(cString: strerror(errno)))"
+      )
+    }
+  }
+
+  private func injected(_ step: String) -> Int32? { failureInjector?(step) }
+
+  /// Saves `state` atomically (new temporary file, fsync, rename, fsync of the directory),
+  /// creating the directory (mode 0700) when missing. The file has mode 0600.
   ///
-  /// - Throws: ``MapStoreError`` naming the failed step; the previous file is then unchanged.
+  /// - Throws: ``MapStoreError`` naming the failed step (``MapStoreError/unsafeDirectory(path:reason:)``
+  ///   when the directory breaks the rule of ``checkDirectory(_:)``); the previous file is then
+  ///   unchanged (or, when only the final directory fsync failed, replaced but perhaps not yet
+  ///   durable).
   public func save(_ state: PersistedMapState) throws(MapStoreError) {
     let data: Data
     do {
@@ -239,21 +412,34 @@ public struct MapStateStore: Sendable {
         throw .createDirectory(path: directory, message: String(describing: error))
       }
     }
-    let temporary = directory + "/." + Self.fileName + ".tmp-\(getpid())"
-    let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+    let directoryFD = try Self.openDirectory(directory)
+    defer { close(directoryFD) }
+    var random = SystemRandomNumberGenerator()
+    let suffix = String(random.next(), radix: 16) + String(random.next(), radix: 16)
+    let name = Self.temporaryPrefix + suffix
+    let temporary = directory + "/" + name
+    if let code = injected("open") { throw .system(operation: "open", path: temporary, errno: code) }
+    let fd = openat(
+      directoryFD, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
     guard fd >= 0 else { throw .system(operation: "open", path: temporary, errno: errno) }
     var failure: MapStoreError?
-    data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) in
-      var offset = 0
-      while offset < buffer.count, let base = buffer.baseAddress {
-        let written = write(fd, base + offset, buffer.count - offset)
-        if written < 0 {
-          if errno == EINTR { continue }
-          failure = .system(operation: "write", path: temporary, errno: errno)
-          return
+    if let code = injected("write") { failure = .system(operation: "write", path: temporary, errno: code) }
+    if failure == nil {
+      data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) in
+        var offset = 0
+        while offset < buffer.count, let base = buffer.baseAddress {
+          let written = write(fd, base + offset, buffer.count - offset)
+          if written < 0 {
+            if errno == EINTR { continue }
+            failure = .system(operation: "write", path: temporary, errno: errno)
+            return
+          }
+          offset += written
         }
-        offset += written
       }
+    }
+    if failure == nil, let code = injected("fsync") {
+      failure = .system(operation: "fsync", path: temporary, errno: code)
     }
     if failure == nil && fsync(fd) != 0 {
       failure = .system(operation: "fsync", path: temporary, errno: errno)
@@ -261,24 +447,30 @@ public struct MapStateStore: Sendable {
     if close(fd) != 0 && failure == nil {
       failure = .system(operation: "close", path: temporary, errno: errno)
     }
+    if failure == nil, let code = injected("close") {
+      failure = .system(operation: "close", path: temporary, errno: code)
+    }
     if let failure {
-      unlink(temporary)
+      unlinkat(directoryFD, name, 0)
       throw failure
     }
-    guard rename(temporary, path) == 0 else {
-      let code = errno
-      unlink(temporary)
+    if let code = injected("rename") {
+      unlinkat(directoryFD, name, 0)
       throw .system(operation: "rename", path: path, errno: code)
     }
-    let directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-    guard directoryFD >= 0 else { throw .system(operation: "open", path: directory, errno: errno) }
-    defer { close(directoryFD) }
+    guard renameat(directoryFD, name, directoryFD, Self.fileName) == 0 else {
+      let code = errno
+      unlinkat(directoryFD, name, 0)
+      throw .system(operation: "rename", path: path, errno: code)
+    }
+    if let code = injected("fsyncDirectory") {
+      throw .system(operation: "fsync", path: directory, errno: code)
+    }
     guard fsync(directoryFD) == 0 else {
       throw .system(operation: "fsync", path: directory, errno: errno)
     }
   }
 
-  /// A short description of a decoding error (the path of the bad key and the reason).
   /// `text` with line breaks and other control characters (C0, DEL, C1, U+2028, U+2029)
   /// written as `\n`, `\r`, `\t` or `\u{XX}`, so a log call stays one line.
   static func oneLine(_ text: String) -> String {
@@ -297,6 +489,7 @@ public struct MapStateStore: Sendable {
     return result
   }
 
+  /// A short description of a decoding error (the path of the bad key and the reason).
   static func describe(_ error: any Error) -> String {
     guard let decoding = error as? DecodingError else { return String(describing: error) }
     switch decoding {

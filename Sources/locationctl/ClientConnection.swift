@@ -82,8 +82,7 @@ final class DaemonConnection {
         throw ClientError(
           "nothing listens at \(path): is locationd running? (systemctl status locationd)")
       case EACCES, EPERM:
-        throw ClientError(
-          "permission denied on \(path): run as root or as a member of group locationd")
+        throw ClientError("permission denied on \(path): \(Self.permissionHint(path))")
       default:
         throw ClientError("cannot connect to \(path): \(String(cString: strerror(code)))")
       }
@@ -91,6 +90,26 @@ final class DaemonConnection {
   }
 
   deinit { close(fd) }
+
+  /// Who may connect to the socket at `path`, from its owner group and mode (the daemon's
+  /// `--group` sets the group), or from its directory's when the socket cannot be examined.
+  static func permissionHint(_ path: String) -> String {
+    var info = stat()
+    var examined = path
+    if stat(path, &info) != 0 {
+      let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
+      examined = directory.isEmpty ? "/" : directory
+      guard stat(examined, &info) == 0 else {
+        return "run as root or as a member of the group of locationd's socket (see --group)"
+      }
+    }
+    let groupMayUse = info.st_mode & (examined == path ? 0o020 : 0o010) != 0
+    guard groupMayUse, info.st_gid != 0 else {
+      return "run as root (only root may use \(examined))"
+    }
+    let group = Authorizer.groupName(id: info.st_gid) ?? "with gid \(info.st_gid)"
+    return "run as root or as a member of group \(group) (usermod -aG \(group) USER, then log in again)"
+  }
 
   /// Sends `command` (members after `cmd`) and waits for the reply with its id; events that
   /// arrive meanwhile are kept in ``pendingEvents``.

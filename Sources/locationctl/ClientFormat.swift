@@ -41,7 +41,10 @@ enum Format {
   }
 
   static func tracking(_ reply: JSONValue) -> String {
-    guard reply["tracking"] == true else { return "tracking: off" }
+    guard reply["tracking"] == true else {
+      return "tracking: off"
+        + (reply["backendActive"] == true ? " (the backend still runs for other clients)" : "")
+    }
     var filters: [String] = []
     if let value = reply["distanceFilter"]?.doubleValue {
       filters.append("distance filter \(value) m")
@@ -60,7 +63,8 @@ enum Format {
     if let detail = backend?["detail"]?.stringValue { backendText += ": " + detail }
     return """
       authorization: \(reply["authorization"]?.stringValue ?? "?")
-      tracking: \(reply["tracking"] == true ? "on" : "off")
+      tracking: \(reply["tracking"] == true ? "on" : "off") (yours: start until stop, or watch)
+      backend active: \(reply["backendActive"] == true ? "yes" : "no") (for any client)
       backend: \(backendText)
       clients: \(reply["clients"]?.intValue.map(String.init) ?? "?")
       initial: \(fix(reply["initial"]))

@@ -33,12 +33,14 @@ let usageText = """
     start [--distance-filter M] [--min-interval S] [--accuracy M]
                                   start location updates
     stop                          stop location updates
-    status                        authorization, tracking, backend, initial and current location
+    status                        authorization, your tracking, whether the backend runs,
+                                  backend state, initial and current location
     location                      initial and current location
     watch [--every]               track on this connection and print every event until interrupted
                                 (--every: every fix, never coalesced when the terminal is slow)
     center [LAT LON]              center the map on the current location, or on LAT LON
-    zoom LEVEL                    set the map zoom level (0...22)
+                                  (LAT LON turns follow or followWithHeading to none)
+    zoom LEVEL                    set the map zoom level (0...22; turns following to none)
     mode none|follow|followWithHeading
                                   set the map's user-tracking mode
     annotate ID LAT LON [TITLE] [--subtitle TEXT] [--kind KIND]
@@ -54,6 +56,8 @@ let usageText = """
   options:
     --socket PATH   locationd's socket (default $LOCATIOND_SOCKET or /run/locationd/locationd.sock)
     --json          print one JSON object per line
+    --              end of options: what follows are operands (center -- -33.9 151.2)
+  COMMAND --help prints that command's usage.
   exit status: 0 success, 1 error reply or daemon unreachable, 64 bad usage
 
   """
@@ -66,12 +70,19 @@ func dispatch(_ arguments: [String]) -> Int32 {
   var rest: [String] = []
   var index = 0
   var command: String?
+  var operandsOnly = false
   do {
-    // Global options may come before or after the command name (not after `decode`).
+    // Global options may come before or after the command name (not after `decode`); after the
+    // command, `--` ends the options (POSIX utility syntax guideline 10).
     while index < arguments.count {
       let argument = arguments[index]
       index += 1
-      if command == "decode" {
+      if command == "decode" || operandsOnly {
+        rest.append(argument)
+        continue
+      }
+      if argument == "--", command != nil {
+        operandsOnly = true
         rest.append(argument)
         continue
       }
@@ -104,6 +115,15 @@ func dispatch(_ arguments: [String]) -> Int32 {
     guard let run = clientCommands[command] else {
       throw UsageError("unknown command \(command)")
     }
+    let beforeOperands = rest.prefix { $0 != "--" }
+    if beforeOperands.contains("-h") || beforeOperands.contains("--help") {
+      print(commandUsage(command), terminator: "")
+      return ExitCode.success
+    }
+    // Commands with options of their own (ArgumentList) see `--`; the others take operands only.
+    if !commandsWithOptions.contains(command), let end = rest.firstIndex(of: "--") {
+      rest.remove(at: end)
+    }
     return try run(rest, options)
   } catch let error as UsageError {
     writeError("locationctl: \(error.message)\nRun locationctl --help for usage.")
@@ -115,6 +135,40 @@ func dispatch(_ arguments: [String]) -> Int32 {
     writeError("locationctl: \(error)")
     return ExitCode.failure
   }
+}
+
+/// Commands whose arguments go through ``ArgumentList`` (which understands `--` itself).
+let commandsWithOptions: Set<String> = ["start", "annotate", "map"]
+
+/// The usage of one command: its entry in ``usageText`` with the global options.
+func commandUsage(_ command: String) -> String {
+  var entry: [Substring] = []
+  var inEntry = false
+  for line in usageText.split(separator: "\n", omittingEmptySubsequences: false) {
+    // An entry starts at two spaces of indentation; its continuation lines are indented more.
+    let isEntryStart = line.hasPrefix("  ") && !line.hasPrefix("   ")
+    if isEntryStart {
+      let name = line.dropFirst(2).prefix { $0 != " " }
+      inEntry = name == command
+    } else if !line.hasPrefix("   ") {
+      inEntry = false
+    }
+    if inEntry { entry.append(line) }
+  }
+  // "zoom LEVEL      set the map zoom level": the synopsis, then the description lines.
+  var lines: [String] = []
+  for (number, line) in entry.enumerated() {
+    let text = line.drop { $0 == " " }
+    if number == 0, let gap = text.firstRange(of: "   ") {
+      lines.append("usage: locationctl [--socket PATH] [--json] " + text[..<gap.lowerBound])
+      lines.append("  " + text[gap.upperBound...].drop { $0 == " " })
+    } else if number == 0 {
+      lines.append("usage: locationctl [--socket PATH] [--json] " + text)
+    } else {
+      lines.append("  " + text)
+    }
+  }
+  return lines.joined(separator: "\n") + "\n"
 }
 
 /// Writes a line to standard error.
@@ -140,6 +194,10 @@ struct ArgumentList {
     while index < arguments.count {
       let argument = arguments[index]
       index += 1
+      if argument == "--" {
+        positional.append(contentsOf: arguments[index...])
+        break
+      }
       if argument.hasPrefix("--") {
         var name = argument
         var value: String?

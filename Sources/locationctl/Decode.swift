@@ -7,7 +7,8 @@ import NMEA
 
 /// `locationctl decode [--sky] [FILE|-]`: decodes an NMEA 0183 log into gpsd TPV (and SKY) JSON
 /// lines on standard output, streaming in 64 KiB chunks; prints the sentence counters on standard
-/// error at the end. Exit status 0, 1 when the input cannot be read, 64 on bad usage.
+/// error at the end. Exit status 0, 1 when the input cannot be read or holds no NMEA sentence
+/// (empty, or another format such as GPX: "no NMEA sentences found in FILE"), 64 on bad usage.
 func runDecode(arguments: [String]) -> Int32 {
   var sky = false
   var path: String?
@@ -55,6 +56,7 @@ func runDecode(arguments: [String]) -> Int32 {
   let chunkSize = 1 << 18
   let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
   defer { chunk.deallocate() }
+  var bytesRead = 0
   while true {
     let n = read(fd, chunk.baseAddress, chunkSize)
     if n < 0 {
@@ -63,6 +65,7 @@ func runDecode(arguments: [String]) -> Int32 {
       return 1
     }
     if n == 0 { break }
+    bytesRead += n
     decoder.feed(UnsafeRawBufferPointer(rebasing: chunk[0..<n]), emit)
     if output.count >= 1 << 16 {
       guard writeAll(1, output) else { return 1 }
@@ -72,6 +75,14 @@ func runDecode(arguments: [String]) -> Int32 {
   decoder.finish(emit)
   guard writeAll(1, output) else { return 1 }
   writeError("locationctl decode: \(decoder.statistics.summary)")
+  if decoder.statistics.accepted == 0 {
+    let name = path.map { $0 == "-" ? "standard input" : $0 } ?? "standard input"
+    writeError(
+      "locationctl decode: no NMEA sentences found in \(name)"
+        + (bytesRead == 0
+          ? " (it is empty)" : " (\(bytesRead) bytes read; is it an NMEA 0183 log?)"))
+    return 1
+  }
   return 0
 }
 

@@ -330,18 +330,21 @@ final class FileWatcher: @unchecked Sendable {
 extension EndToEnd {
   @Suite("End to end: state directory checks")
   struct StateDirectoryEndToEndTests {
-    @Test("a --state-dir that is a file or cannot be created stops locationd at start with exit 64")
+    @Test("a --state-dir that is a file (78) or cannot be created (73) stops locationd at start")
     func unusableStateDirectory() async throws {
       let scratch = try Scratch()
       defer { scratch.remove() }
       let file = scratch.file("not-a-directory")
       #expect(FileManager.default.createFile(atPath: file, contents: Data("x".utf8)))
-      for (index, path) in [file, scratch.file("missing/parent")].enumerated() {
+      for (index, (path, code)) in [(file, Int32(78)), (scratch.file("missing/parent"), 73)]
+        .enumerated()
+      {
         let daemon = try DaemonProcess(
           scratch: scratch, backend: nil, name: "state\(index)",
           socketPath: scratch.file("s\(index).sock"), stateDirectory: path)
         defer { daemon.cleanUp() }
-        #expect(await daemon.waitForExit(timeout: 10) == 64, "\(daemon.log)")
+        #expect(await daemon.waitForExit(timeout: 10) == code, "\(daemon.log)")
+        #expect(!daemon.log.contains("usage:"), "usage printed for a bad directory")
         #expect(daemon.log.contains("--state-dir \(path) cannot be used"), "\(daemon.log)")
         #expect(access(scratch.file("s\(index).sock"), F_OK) != 0, "no socket is left behind")
       }
@@ -349,4 +352,73 @@ extension EndToEnd {
       #expect(try String(contentsOfFile: file, encoding: .utf8) == "x")
     }
   }
+
+  @Suite("End to end: locationd exit statuses")
+  struct ExitStatusEndToEndTests {
+    /// Runs locationd with `arguments` until it exits.
+    func run(_ arguments: [String]) async throws -> ToolRun {
+      try await runTool(try Products.path("locationd"), arguments)
+    }
+
+    @Test("64 with usage only for a malformed command line; a distinct code for each other failure")
+    func exitStatuses() async throws {
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      let file = scratch.file("regular")
+      #expect(FileManager.default.createFile(atPath: file, contents: Data("x".utf8)))
+      let base = ["--state-dir", scratch.file("state"), "--group", ""]
+      let socket = ["--socket", scratch.file("l.sock")]
+      let cases: [(arguments: [String], status: Int32, says: String)] = [
+        (["--no-such-flag"], 64, "unknown option"),
+        (["--backend"], 64, "needs a value"),
+        (
+          base + socket + ["--backend", "replay:/nonexistent/drive.nmea"], 66,
+          "/nonexistent/drive.nmea"
+        ),
+        (
+          base + socket + ["--backend", "simulate:/nonexistent/route.gpx"], 66,
+          "/nonexistent/route.gpx"
+        ),
+        (
+          base + socket + ["--config", "/nonexistent/locationd.conf"], 66,
+          "/nonexistent/locationd.conf"
+        ),
+        (base + socket + ["--backend", "teleport"], 78, "unknown backend"),
+        (base + socket + ["--max-clients", "lots"], 78, "max-clients"),
+        (
+          ["--state-dir", scratch.file("state"), "--group", "no-such-group-xyz"] + socket, 78,
+          "group no-such-group-xyz does not exist"
+        ),
+        (base + ["--socket", file], 78, "is not a socket"),
+        (["--state-dir", file, "--group", ""] + socket, 78, "not a directory"),
+        (["--state-dir", scratch.file("a/b"), "--group", ""] + socket, 73, "cannot be used"),
+        (base + ["--socket", scratch.file("x/y/l.sock")], 73, "cannot create directory"),
+      ]
+      for (arguments, status, says) in cases {
+        let run = try await run(arguments)
+        #expect(run.status == status, "\(arguments): \(run.status) \(run.stderr)")
+        #expect(run.stderr.contains(says), "\(arguments): \(run.stderr)")
+        #expect(
+          run.stderr.contains("usage: locationd") == (status == 64),
+          "\(arguments): usage shown wrongly: \(run.stderr)")
+      }
+      // Another server at the socket path: 69.
+      let daemon = try DaemonProcess(scratch: scratch, backend: "simulate")
+      defer { daemon.cleanUp() }
+      try await daemon.waitUntilReady()
+      let busy = try await run(
+        ["--socket", daemon.socketPath, "--state-dir", scratch.file("state2"), "--group", ""])
+      #expect(busy.status == 69, "\(busy.stderr)")
+      #expect(await daemon.stop() == 0)
+      // --help prints the table and exits 0.
+      let help = try await run(["--help"])
+      #expect(help.status == 0)
+      for code in ExitCodeTable.codes { #expect(help.stdout.contains("\n  \(code)  "), "\(code)") }
+    }
+  }
+}
+
+/// The codes the README and `locationd --help` document.
+enum ExitCodeTable {
+  static let codes = [0, 64, 66, 69, 71, 73, 78]
 }

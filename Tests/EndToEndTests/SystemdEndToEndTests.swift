@@ -141,6 +141,15 @@ extension EndToEnd {
       #expect(median > 0.07 && median < 0.15, "median watchdog interval \(median) s")
       #expect((intervals.last ?? 1) < 0.5, "a watchdog gap of \(intervals.last ?? 0) s")
 
+      // A reload leaves a passed socket's group and mode to systemd, and says so.
+      var before = stat()
+      #expect(lstat(socketPath, &before) == 0)
+      daemon.signal(SIGHUP)
+      try await daemon.waitForLog("socketOwnedBySystemd")
+      var after = stat()
+      #expect(lstat(socketPath, &after) == 0)
+      #expect(after.st_gid == before.st_gid && after.st_mode == before.st_mode)
+
       daemon.signal(SIGTERM)
       #expect(
         await notify.waitFor("STOPPING=1"),
@@ -243,6 +252,49 @@ extension EndToEnd {
       await expectRefused(try await connect())
       #expect(try await admitted[0].call("status")["class"] as? String == "STATUS")
       #expect(await daemon.stop() == 0, "\(daemon.log)")
+    }
+
+    @Test(
+      "SIGHUP applies a new group to the socket file; the socket's own directory is created and removed",
+      .timeLimit(.minutes(1)))
+    func reloadAppliesTheSocketGroup() async throws {
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      let config = scratch.file("locationd.conf")
+      try "group =\n".write(toFile: config, atomically: true, encoding: .utf8)
+      // The socket's directory is missing: locationd creates it (one level) and removes it.
+      let socketPath = scratch.file("run/l.sock")
+      let daemon = try DaemonProcess(
+        executable: try Products.path("locationd"),
+        arguments: [
+          "--config", config, "--socket", socketPath, "--state-dir", scratch.file("state"),
+          "--backend", "simulate",
+        ],
+        environment: nil, logPath: scratch.file("locationd.log"), socketPath: socketPath,
+        stateDirectory: scratch.file("state"))
+      defer { daemon.cleanUp() }
+      try await daemon.waitUntilReady()
+      var info = stat()
+      #expect(lstat(socketPath, &info) == 0 && info.st_gid == getegid())
+      try "group = nogroup\n".write(toFile: config, atomically: true, encoding: .utf8)
+      daemon.signal(SIGHUP)
+      try await daemon.waitForLog("reloaded")
+      #expect(lstat(socketPath, &info) == 0)
+      #expect(info.st_gid == 65534 && info.st_mode & 0o777 == 0o660, "\(daemon.log)")
+      #expect(daemon.log.contains("socketGroupApplied"), "\(daemon.log)")
+      #expect(await daemon.stop() == 0, "\(daemon.log)")
+      #expect(
+        lstat(scratch.file("run"), &info) != 0, "the created socket directory was left behind")
+
+      // A socket in a directory whose parent is missing is refused, and nothing is created.
+      let deep = scratch.file("a/b/l.sock")
+      let refused = try DaemonProcess(
+        scratch: scratch, backend: "simulate", name: "deep", socketPath: deep)
+      defer { refused.cleanUp() }
+      let status = await refused.waitForExit(timeout: 10)
+      #expect(status != 0 && status != nil, "\(refused.log)")
+      #expect(refused.log.contains("not its parents"), "\(refused.log)")
+      #expect(lstat(scratch.file("a"), &info) != 0, "created \(scratch.file("a"))")
     }
   }
 }

@@ -62,12 +62,14 @@ extension EndToEnd {
       // A watch tracks while its connection lasts.
       var watcher: LineClient? = try LineClient(path: socket)
       try await watcher?.authorizeAndWatch(coalesce: true)
-      #expect(try await Self.status(socket)["tracking"] as? Bool == true)
+      // Another connection's watch is not this caller's tracking, but the backend runs for it.
+      status = try await Self.status(socket)
+      #expect(status["tracking"] as? Bool == false && status["backendActive"] as? Bool == true)
       watcher?.close()
       watcher = nil
       #expect(
         try await waitUntil(timeout: 5) {
-          try await Self.status(socket)["tracking"] as? Bool == false
+          try await Self.status(socket)["backendActive"] as? Bool == false
         },
         "tracking outlived the watching connection")
 
@@ -116,8 +118,22 @@ extension EndToEnd {
       let daemon = try DaemonProcess(scratch: scratch, backend: "replay:\(log)?speed=0&paused=true")
       defer { daemon.cleanUp() }
       try await daemon.waitUntilReady()
+      // While nothing tracks, every control is refused and nothing is kept.
+      for control in [["pause"], ["resume"], ["speed", "5"], ["seek", "3"], ["step"]] {
+        let refused = try await locationctl(daemon.socketPath, ["replay"] + control)
+        #expect(
+          refused.status == 1 && refused.stderr.contains("unavailable"),
+          "\(control): \(refused.status) \(refused.stderr)")
+      }
       let watcher = try LineClient(path: daemon.socketPath)
       try await watcher.authorizeAndWatch(coalesce: false)
+      var sawPaused = false
+      while !sawPaused, let event = try await watcher.nextEvent(timeout: 5) {
+        sawPaused = event["class"] as? String == "BACKEND" && event["state"] as? String == "paused"
+      }
+      #expect(sawPaused, "a paused replay did not report the state paused")
+      let status = try await Self.status(daemon.socketPath)
+      #expect((status["backend"] as? JSONObject)?["state"] as? String == "paused", "\(status)")
 
       /// The TPVs that arrive within `seconds`.
       func fixesArriving(within seconds: Double) async throws -> [JSONObject] {
@@ -138,12 +154,17 @@ extension EndToEnd {
         firstDifference(received: stepped, expected: Array(expected.prefix(5))) == nil,
         "\(firstDifference(received: stepped, expected: Array(expected.prefix(5))) ?? "")")
 
+      let fifth = Double(times[4] - times[0]) / 1000
+      #expect(parseObject(run.stdout)?["position"] as? Double == fifth, "\(run.stdout)")
       run = try await locationctl(daemon.socketPath, ["replay", "seek", "20"])
       #expect(run.status == 0, "\(run.stderr)")
+      let target = try #require(times.firstIndex { $0 - times[0] >= 20_000 })
+      let targetPosition = Double(times[target] - times[0]) / 1000
+      #expect(parseObject(run.stdout)?["position"] as? Double == targetPosition, "\(run.stdout)")
       run = try await locationctl(daemon.socketPath, ["replay", "step"])
       #expect(run.status == 0, "\(run.stderr)")
+      #expect(parseObject(run.stdout)?["position"] as? Double == targetPosition, "\(run.stdout)")
       let afterSeek = try await fixesArriving(within: 0.5)
-      let target = try #require(times.firstIndex { $0 - times[0] >= 20_000 })
       #expect(
         firstDifference(received: afterSeek, expected: [expected[target]]) == nil,
         "\(firstDifference(received: afterSeek, expected: [expected[target]]) ?? "")")
@@ -217,6 +238,48 @@ extension EndToEnd {
 
 extension EndToEnd.TrackingEndToEndTests {
   @Test(
+    "status gives the caller's own tracking and the backend's separately: B's stop leaves A's tracking",
+    .timeLimit(.minutes(1)))
+  func ownTrackingAndBackendActiveAreSeparate() async throws {
+    try #require(getuid() == 0, "needs root to run a client as uid 65534")
+    try #require(access("/usr/bin/setpriv", X_OK) == 0)
+    let scratch = try Scratch(mode: 0o755)
+    defer { scratch.remove() }
+    let daemon = try DaemonProcess(scratch: scratch, backend: "simulate?rate=10", group: "nogroup")
+    defer { daemon.cleanUp() }
+    try await daemon.waitUntilReady()
+    chmod(daemon.socketPath, 0o666)
+    let tool = try Products.path("locationctl")
+    func asNobody(_ arguments: [String]) async throws -> ToolRun {
+      try await runTool(
+        "/usr/bin/setpriv",
+        ["--reuid=65534", "--regid=65534", "--clear-groups", tool, "--socket", daemon.socketPath]
+          + arguments)
+    }
+    // A (root) starts; B (uid 65534, in the group) stops: B's own tracking is off, A's goes on.
+    #expect(try await locationctl(daemon.socketPath, ["start"]).status == 0)
+    let stop = try await asNobody(["--json", "stop"])
+    let stopped = try #require(parseObject(stop.stdout), "\(stop.stderr)")
+    #expect(stopped["tracking"] as? Bool == false && stopped["backendActive"] as? Bool == true)
+    let human = try await asNobody(["stop"])
+    #expect(
+      human.stdout == "tracking: off (the backend still runs for other clients)\n",
+      "\(human.stdout)")
+    let statusB = try #require(parseObject(try await asNobody(["--json", "status"]).stdout))
+    #expect(statusB["tracking"] as? Bool == false && statusB["backendActive"] as? Bool == true)
+    let humanB = try await asNobody(["status"]).stdout
+    #expect(
+      humanB.contains("tracking: off (yours") && humanB.contains("backend active: yes"), "\(humanB)"
+    )
+    let statusA = try await Self.status(daemon.socketPath)
+    #expect(statusA["tracking"] as? Bool == true && statusA["backendActive"] as? Bool == true)
+    #expect(try await locationctl(daemon.socketPath, ["stop"]).status == 0)
+    let after = try await Self.status(daemon.socketPath)
+    #expect(after["tracking"] as? Bool == false && after["backendActive"] as? Bool == false)
+    #expect(await daemon.stop() == 0, "\(daemon.log)")
+  }
+
+  @Test(
     "annotation text with quotes, markup and emoji survives map, GeoJSON, SVG and a restart; control characters are refused",
     .timeLimit(.minutes(1)))
   func annotationTextRoundTrips() async throws {
@@ -248,7 +311,8 @@ extension EndToEnd.TrackingEndToEndTests {
     await checkMap(try await client.require("map", class: "MAP"))
     // Escape sequences and newlines would reach other users' terminals: refused.
     let refused = try await client.call(
-      "annotate", ["annotation": ["id": "esc", "lat": 1, "lon": 2, "title": "\u{1B}[31mred\u{1B}[0m\n"]])
+      "annotate",
+      ["annotation": ["id": "esc", "lat": 1, "lon": 2, "title": "\u{1B}[31mred\u{1B}[0m\n"]])
     #expect(refused["code"] as? String == "invalidArgument", "\(encodeLine(refused))")
 
     let geo = try await client.require("map", ["format": "geojson"], class: "MAP")
@@ -275,5 +339,40 @@ extension EndToEnd.TrackingEndToEndTests {
     _ = try await client.require("request", class: "AUTHORIZATION")
     await checkMap(try await client.require("map", class: "MAP"))
     #expect(await daemon.stop() == 0)
+  }
+}
+
+extension EndToEnd.TrackingEndToEndTests {
+  @Test(
+    "seek, speed and resume given while paused play from the seek position at the new speed, without a burst",
+    .timeLimit(.minutes(1)))
+  func seekSpeedResumeWhilePaused() async throws {
+    let scratch = try Scratch()
+    defer { scratch.remove() }
+    let log = scratch.file("drive.nmea")
+    try EndToEnd.DocsExamplesTests.writeLog(log)  // 600 epochs, one per second
+    let daemon = try DaemonProcess(scratch: scratch, backend: "replay:\(log)?speed=1&paused=true")
+    defer { daemon.cleanUp() }
+    try await daemon.waitUntilReady()
+    let watcher = try LineClient(path: daemon.socketPath)
+    try await watcher.authorizeAndWatch(coalesce: false)
+    var run = try await locationctl(daemon.socketPath, ["replay", "step", "11"])
+    #expect(parseObject(run.stdout)?["position"] as? Double == 10, "\(run.stdout) \(run.stderr)")
+    for control in [["seek", "1"], ["speed", "2"], ["resume"]] {
+      run = try await locationctl(daemon.socketPath, ["replay"] + control)
+      #expect(run.status == 0, "\(control): \(run.stderr)")
+    }
+    #expect(parseObject(run.stdout)?["position"] as? Double == 1, "\(run.stdout)")
+    // Drain the eleven stepped fixes, then count what arrives in 1.2 s: from 1 s at 2x that is
+    // the epochs at 1, 2 and 3 s; a burst would bring the nine epochs up to 10 s at once.
+    var lines: [Int] = []
+    let deadline = now() + 1.2
+    while let event = try await watcher.nextEvent(timeout: max(0.01, deadline - now())) {
+      if event["class"] as? String == "TPV", let line = event["line"] as? Int { lines.append(line) }
+    }
+    let afterResume = Array(lines.dropFirst(11))
+    #expect(!afterResume.isEmpty && afterResume.count <= 4, "\(afterResume)")
+    #expect(afterResume.first == lines.dropFirst().first, "replay did not restart at 1 s: \(lines)")
+    #expect(await daemon.stop() == 0, "\(daemon.log)")
   }
 }

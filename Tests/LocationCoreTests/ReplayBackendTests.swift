@@ -387,8 +387,10 @@ struct ReplayRejectionTests {
     lines[rmc] = damaged
     lines.insert("$GPGGA,this is not a sentence*7F", at: rmc + 1)
     let path = "/tmp/locationd-rejections-\(getpid()).nmea"
-    #expect(FileManager.default.createFile(
-      atPath: path, contents: Data(lines.map { $0.hasSuffix("\r\n") ? $0 : $0 + "\r\n" }.joined().utf8)))
+    #expect(
+      FileManager.default.createFile(
+        atPath: path,
+        contents: Data(lines.map { $0.hasSuffix("\r\n") ? $0 : $0 + "\r\n" }.joined().utf8)))
     defer { try? FileManager.default.removeItem(atPath: path) }
 
     let replay = ReplayBackend(
@@ -436,7 +438,8 @@ struct ReplayFlowTests {
     let emittedWhileStalled = replay.progress.fixesEmitted
     try await Task.sleep(for: .milliseconds(300))
     #expect(replay.progress.fixesEmitted == emittedWhileStalled, "the replay kept running")
-    #expect(emittedWhileStalled < 5_000, "emitted \(emittedWhileStalled) fixes for a stalled reader")
+    #expect(
+      emittedWhileStalled < 5_000, "emitted \(emittedWhileStalled) fixes for a stalled reader")
     // Reading again lets it go on, in order.
     var lines: [Int] = []
     for await event in observer {
@@ -464,5 +467,217 @@ struct ReplayFlowTests {
     await replay.stop()  // returned: the read loop saw the cancellation
     #expect(await nextStatus(.stopped, &events) != nil)
     #expect(replay.progress.fixesEmitted == 0)
+  }
+}
+
+/// Client controls as the daemon applies them (``ReplayBackend/perform(_:)``): each control's
+/// reply is the position after it, and controls combine in any order.
+@Suite(.timeLimit(.minutes(1)))
+struct ReplayControlTests {
+  static let offsets = (0...20).map { Int64($0) * 1000 }
+
+  /// A replay at speed 1 that emitted the epochs at 0...10 s and is paused at 10 s.
+  func pausedAtTen(_ clock: VirtualClock) async throws -> (
+    ReplayBackend, AsyncStream<BackendEvent>.Iterator
+  ) {
+    let replay = makeReplay(epochs(atOffsets: Self.offsets), clock: clock, speed: 1)
+    var events = replay.events.makeAsyncIterator()
+    try await replay.start()
+    for index in 0...10 {
+      if index > 0 { await clock.advanceToNextDeadline() }
+      _ = try #require(await nextLocation(&events))
+    }
+    let progress = try await replay.perform(.pause)
+    #expect(progress.logOffsetMilliseconds == 10_000)
+    #expect(progress.isPaused)
+    return (replay, events)
+  }
+
+  static let orders: [[ReplayControl]] = {
+    let controls: [ReplayControl] = [.seek(.offset(.seconds(1))), .speed(2), .resume]
+    return [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]].map {
+      $0.map { controls[$0] }
+    }
+  }()
+
+  @Test(arguments: orders)
+  func seekSpeedAndResumeInAnyOrderPlayFromTheSeekPositionAtTheNewSpeed(
+    _ order: [ReplayControl]
+  ) async throws {
+    let clock = VirtualClock()
+    var (replay, events) = try await pausedAtTen(clock)
+    clock.advance(by: .seconds(5))
+    for control in order { _ = try await replay.perform(control) }
+    let start = clock.now
+    var received: [(Int?, Duration)] = []
+    for index in 0..<4 {
+      if index > 0 { await clock.advanceToNextDeadline() }
+      let location = try #require(await nextLocation(&events))
+      received.append((location.provenance.line, clock.now - start))
+    }
+    // From 1 s of log time at 2x: 1, 2, 3, 4 s of log at 0, 0.5, 1, 1.5 s.
+    #expect(received.map(\.0) == [1, 2, 3, 4].map { 1 + $0 * 8 })
+    #expect(received.map(\.1) == [0, 500, 1000, 1500].map { Duration.milliseconds($0) })
+    await replay.stop()
+  }
+
+  @Test func theRawControlsInTheReportedOrderDoNotReplayABurst() async throws {
+    // The same commands without waiting for each to be applied (as a script sends them).
+    let clock = VirtualClock()
+    var (replay, events) = try await pausedAtTen(clock)
+    try replay.seek(to: .offset(.seconds(1)))
+    _ = await replay.settled()
+    try replay.setSpeed(2)
+    replay.resume()
+    #expect(await nextLocation(&events)?.provenance.line == 1 + 8)
+    #expect(await clock.nextDeadline() == clock.now + .milliseconds(500))
+    await replay.stop()
+  }
+
+  @Test func repliesGiveThePositionAfterTheCommand() async throws {
+    let clock = VirtualClock()
+    var (replay, events) = try await pausedAtTen(clock)
+    var progress = try await replay.perform(.seek(.offset(.seconds(3))))
+    #expect(progress.logOffsetMilliseconds == 3000)
+    progress = try await replay.perform(.pause)
+    #expect(progress.logOffsetMilliseconds == 3000)
+    progress = try await replay.perform(.step(epochs: 1))  // emits the 3 s epoch
+    #expect(progress.logOffsetMilliseconds == 3000)
+    #expect(await nextLocation(&events)?.provenance.line == 1 + 3 * 8)
+    progress = try await replay.perform(.step(epochs: 1))
+    #expect(progress.logOffsetMilliseconds == 4000)
+    #expect(await nextLocation(&events)?.provenance.line == 1 + 4 * 8)
+    progress = try await replay.perform(.step(epochs: 3))
+    #expect(progress.logOffsetMilliseconds == 7000)
+    #expect(progress.fixesEmitted == 11 + 5)
+    for offset in 5...7 {
+      #expect(await nextLocation(&events)?.provenance.line == 1 + offset * 8)
+    }
+    // Stepping past the end leaves the position at the last epoch.
+    progress = try await replay.perform(.step(epochs: 100))
+    #expect(progress.logOffsetMilliseconds == 20_000)
+    #expect(progress.isAtEnd)
+    progress = try await replay.perform(.seek(.offset(.seconds(2))))
+    #expect(progress.logOffsetMilliseconds == 2000)
+    #expect(!progress.isAtEnd)
+    await replay.stop()
+  }
+
+  @Test(arguments: [
+    ReplayControl.pause, .resume, .step(epochs: 1), .speed(5), .seek(.offset(.seconds(2))),
+  ])
+  func everyControlIsRefusedWhileStopped(_ control: ReplayControl) async throws {
+    let clock = VirtualClock()
+    let replay = makeReplay(epochs(atOffsets: [0, 1000, 2000]), clock: clock, speed: 1)
+    await #expect(throws: ReplayError.notRunning) { try await replay.perform(control) }
+    var events = replay.events.makeAsyncIterator()
+    try await replay.start()
+    // Nothing was kept: the session plays from the start at the URI's speed.
+    #expect(await nextLocation(&events)?.provenance.line == 1)
+    #expect(await clock.nextDeadline() == .seconds(1))
+    let progress = replay.progress
+    #expect(progress.fixesEmitted == 1 && progress.logOffsetMilliseconds == 0)
+    #expect(!progress.isPaused && progress.speed == 1)
+    await replay.stop()
+    await #expect(throws: ReplayError.notRunning) { try await replay.perform(control) }
+  }
+
+  @Test func controlsOfOneSessionDoNotCarryIntoTheNext() async throws {
+    let clock = VirtualClock()
+    let replay = makeReplay(epochs(atOffsets: [0, 1000, 2000]), clock: clock, speed: 2)
+    var events = replay.events.makeAsyncIterator()
+    try await replay.start()
+    _ = await nextLocation(&events)
+    _ = try await replay.perform(.speed(5))
+    _ = try await replay.perform(.pause)
+    await replay.stop()
+    try await replay.start()
+    #expect(await nextLocation(&events)?.provenance.line == 1)
+    #expect(replay.progress.speed == 2)
+    #expect(!replay.progress.isPaused)
+    #expect(await clock.nextDeadline() == clock.now + .milliseconds(500))
+    await replay.stop()
+  }
+
+  @Test func pausedIsReportedAsTheBackendState() async throws {
+    let clock = VirtualClock()
+    let replay = makeReplay(epochs(atOffsets: [0, 1000, 2000]), clock: clock, speed: 1)
+    var events = replay.events.makeAsyncIterator()
+    try await replay.start()
+    _ = await nextLocation(&events)
+    _ = try await replay.perform(.pause)
+    #expect(await nextStatus(.paused, &events) == .some("paused at 0 s of test.nmea"))
+    _ = try await replay.perform(.resume)
+    #expect(await nextStatus(.connected, &events) == .some("replaying test.nmea"))
+    await replay.stop()
+
+    let startsPaused = makeReplay(
+      epochs(atOffsets: [0, 1000]), clock: clock, speed: 1, paused: true)
+    var pausedEvents = startsPaused.events.makeAsyncIterator()
+    try await startsPaused.start()
+    #expect(await nextStatus(.paused, &pausedEvents) != nil)
+    await startsPaused.stop()
+  }
+
+  @Test func aGapInTheLogIsReportedWithTheWaitAtTheCurrentSpeed() async throws {
+    // 1 Hz, then 630 s without an epoch, then 1 Hz again; at speed 10.
+    let offsets: [Int64] = [0, 1000, 2000, 632_000, 633_000]
+    let clock = VirtualClock()
+    let replay = makeReplay(epochs(atOffsets: offsets), clock: clock, speed: 10)
+    var events = replay.events.makeAsyncIterator()
+    try await replay.start()
+    for index in 0..<3 {
+      if index > 0 { await clock.advanceToNextDeadline() }
+      _ = await nextLocation(&events)
+    }
+    #expect(
+      await nextStatus(.connected, &events)
+        == .some("gap of 630 s in the log, next fix in 63 s at speed 10"))
+    #expect(await clock.nextDeadline() == .milliseconds(200 + 63_000))
+    await clock.advanceToNextDeadline()
+    #expect(await nextStatus(.connected, &events) == .some("replaying test.nmea"))
+    #expect(await nextLocation(&events)?.provenance.line == 1 + 3 * 8)
+    await replay.stop()
+  }
+
+  @Test func gapsSkipReplacesAGapByTheUsualIntervalAndKeepsLogPositions() async throws {
+    let offsets: [Int64] = [0, 1000, 2000, 632_000, 633_000]
+    let clock = VirtualClock()
+    let replay = ReplayBackend(
+      source: DecodedFixesSource(name: "test.nmea", fixes: epochs(atOffsets: offsets)),
+      options: try .parse("replay:test.nmea?gaps=skip"), clock: clock, uri: "replay:test.nmea")
+    var events = replay.events.makeAsyncIterator()
+    try await replay.start()
+    var instants: [Duration] = []
+    for index in offsets.indices {
+      if index > 0 { await clock.advanceToNextDeadline() }
+      _ = await nextLocation(&events)
+      instants.append(clock.now)
+    }
+    #expect(instants == [0, 1, 2, 3, 4].map { Duration.seconds($0) })
+    #expect(replay.progress.logOffsetMilliseconds == 633_000)
+    #expect(throws: BackendURIError.self) { try ReplayBackend.Options.parse("replay:x?gaps=no") }
+    #expect(try ReplayBackend.Options.parse("replay:x").gaps == .keep)
+    await replay.stop()
+  }
+}
+
+@Suite(.timeLimit(.minutes(1)))
+struct ReplayNonNMEATests {
+  @Test func aLogWithoutNMEASentencesSaysSoAtItsEnd() async throws {
+    let path = "/tmp/locationd-not-nmea-\(getpid()).gpx"
+    #expect(
+      FileManager.default.createFile(
+        atPath: path, contents: Data(#"<gpx version="1.1"><wpt lat="1" lon="2"/></gpx>"#.utf8)))
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    let replay = ReplayBackend(
+      source: NMEAFileSource(path: path), options: .init(path: path, speed: 0),
+      clock: VirtualClock(), uri: "replay:\(path)")
+    var events = replay.events.makeAsyncIterator()
+    try await replay.start()
+    #expect(
+      await nextStatus(.endOfData, &events)
+        == .some("end of \(path): no NMEA sentences found in \(path)"))
+    await replay.stop()
   }
 }

@@ -89,7 +89,11 @@ struct SimulatedBackendTests {
       let step = Geodesy.distance(try #require(a.fix.coordinate), try #require(b.fix.coordinate))
       #expect(abs(step - 3.0) < 0.01)  // 12 m/s at 4 Hz
     }
-    #expect(epochs.allSatisfy { $0.fix.courseOverGround == 0 && $0.fix.speedOverGround == 12 })
+    // Due north along a meridian (a great circle): course 0 up to rounding.
+    #expect(
+      epochs.allSatisfy {
+        abs($0.fix.courseOverGround ?? 99) < 1e-9 && $0.fix.speedOverGround == 12
+      })
     #expect(epochs.allSatisfy { $0.fix.mode == .fix3D && $0.fix.satellitesUsed == 9 })
   }
 
@@ -161,12 +165,13 @@ struct SimulatedBackendTests {
     #expect(
       abs(five.latitude - (3.1 + 100 / metresPerDegree)) < 1e-7
         && abs(five.longitude - 101.6) < 1e-9)
-    #expect(locations[5].fix.courseOverGround == 0)
+    #expect(abs(try #require(locations[5].fix.courseOverGround)) < 1e-9)
     let ten = try #require(locations[10].fix.coordinate)
     let east = 200 - 0.001 * metresPerDegree
     #expect(abs(ten.latitude - 3.101) < 1e-7)
     #expect(abs(ten.longitude - (101.6 + east / (metresPerDegree * cos(3.1 * .pi / 180)))) < 1e-7)
-    #expect(locations[10].fix.courseOverGround == 90)
+    // The great circle eastwards from 3.101 N heads 0.00002 degrees north of east there.
+    #expect(abs(try #require(locations[10].fix.courseOverGround) - 90) < 1e-4)
     #expect(locations.allSatisfy { $0.provenance.source == path && $0.provenance.isSimulated })
   }
 
@@ -268,5 +273,119 @@ struct SimulatedBackendTests {
     let variance = sumOfSquares / 20_000 - mean * mean
     #expect(abs(mean) < 0.03)
     #expect(abs(variance - 1) < 0.05)
+  }
+}
+
+/// Routes follow great circles, wherever they are: across the antimeridian, over and near the poles.
+@Suite struct GeodesicRouteTests {
+  /// Fixes of `route` at `speed` m/s, one per second, without noise.
+  func fixes(_ route: SimulatedRoute, speed: Double, count: Int) -> [Fix] {
+    var generator = SimulatedFixGenerator(
+      parameters: SimulationParameters(route: route, speed: speed, rate: 1, noiseSigma: 0),
+      startTime: 1_000_000)
+    return (0..<count).compactMap { _ in generator.next()?.fix }
+  }
+
+  /// Each step between consecutive fixes is `speed` metres (shorter only where the route turns
+  /// back at a waypoint) and on the route.
+  func expectSteadyProgress(_ route: SimulatedRoute, _ fixes: [Fix], speed: Double) throws {
+    var turns = 0
+    for (a, b) in zip(fixes, fixes.dropFirst()) {
+      let from = try #require(a.coordinate)
+      let to = try #require(b.coordinate)
+      let step = Geodesy.distance(from, to)
+      #expect(step < 1.01 * speed, "\(from) -> \(to)")
+      if abs(step - speed) > 0.01 * speed { turns += 1 }
+      #expect(route.distance(from: to) < 0.01)
+    }
+    #expect(turns <= 2)
+  }
+
+  @Test func aRouteAcrossTheAntimeridianTakesTheShortWay() throws {
+    let a = Coordinate(latitude: 10, longitude: 179.999)
+    let b = Coordinate(latitude: 10, longitude: -179.999)
+    let route = SimulatedRoute(gpx: [GPXPoint(coordinate: a), GPXPoint(coordinate: b)])
+    let leg = Geodesy.distance(a, b)
+    #expect(abs(leg - 219.0) < 0.5)
+    #expect(abs(route.length - 2 * leg) < 1e-6)
+    let fixes = fixes(route, speed: 10, count: 40)
+    try expectSteadyProgress(route, fixes, speed: 10)
+    #expect(fixes.allSatisfy { abs($0.coordinate?.longitude ?? 0) > 179.998 })
+    // East across the line, then back west on the closing leg.
+    let course = try #require(fixes[0].courseOverGround)
+    #expect(abs(course - Geodesy.bearing(a, b)) < 1e-6 && abs(course - 90) < 0.001)
+    let back = try #require(fixes[30].courseOverGround)
+    #expect(abs(back - 270) < 0.001)
+    let crossed = try #require(fixes[15].coordinate)
+    #expect(crossed.longitude < -179.999 + 1e-9 || crossed.longitude > 179.999)
+  }
+
+  @Test func aRouteOverThePoleGoesOverIt() throws {
+    let a = Coordinate(latitude: 89.9, longitude: 0)
+    let b = Coordinate(latitude: 89.9, longitude: 180)
+    let route = SimulatedRoute(waypoints: [a, b])
+    let leg = Geodesy.distance(a, b)
+    #expect(abs(leg - 0.2 * Geodesy.earthRadius * .pi / 180) < 1)
+    #expect(abs(route.length - 2 * leg) < 1e-3)
+    let fixes = fixes(route, speed: 500, count: 60)
+    try expectSteadyProgress(route, fixes, speed: 500)
+    // Northwards up the meridian of 0, over the pole, southwards down the meridian of 180.
+    #expect(abs(try #require(fixes[1].courseOverGround)) < 1e-6)
+    #expect(abs(try #require(fixes[1].coordinate?.longitude)) < 1e-9)
+    let middle = route.point(atDistance: leg / 2).coordinate
+    #expect(abs(middle.latitude - 90) < 1e-9)
+    #expect(abs(try #require(fixes[40].courseOverGround) - 180) < 1e-6)
+    #expect(abs(abs(try #require(fixes[40].coordinate?.longitude)) - 180) < 1e-9)
+  }
+
+  @Test func aHighLatitudeLegFollowsTheGreatCircleNotTheParallel() throws {
+    let a = Coordinate(latitude: 80, longitude: -170)
+    let b = Coordinate(latitude: 80, longitude: 170)
+    let route = SimulatedRoute(waypoints: [a, b])
+    #expect(abs(route.length - 2 * Geodesy.distance(a, b)) < 1e-3)
+    let start = route.point(atDistance: 0)
+    #expect(abs(try #require(start.course) - Geodesy.bearing(a, b)) < 1e-6)
+    // The great circle between two points on a parallel bulges polewards.
+    let middle = route.point(atDistance: Geodesy.distance(a, b) / 2).coordinate
+    #expect(middle.latitude > 80.1)
+    #expect(abs(abs(middle.longitude) - 180) < 1e-9)
+    try expectSteadyProgress(route, fixes(route, speed: 1000, count: 20), speed: 1000)
+  }
+
+  @Test func noiseNearThePoleStaysAValidCoordinateNearTheRoute() throws {
+    let route = SimulatedRoute(waypoints: [Coordinate(latitude: 90, longitude: 0)])
+    var generator = SimulatedFixGenerator(
+      parameters: SimulationParameters(route: route, speed: 0, rate: 1, noiseSigma: 5),
+      startTime: 1_000_000)
+    for _ in 0..<50 {
+      let coordinate = try #require(generator.next()?.fix.coordinate)
+      #expect(coordinate.isValid)
+      #expect(Geodesy.distance(coordinate, route.waypoints[0]) < 40)
+    }
+  }
+
+  @Test func gpxElevationIsUsedWhenPresentAndInterpolatedForPointsWithout() throws {
+    let one = SimulatedRoute(gpx: [
+      GPXPoint(coordinate: Coordinate(latitude: 3.1, longitude: 101.6), elevation: 5),
+      GPXPoint(coordinate: Coordinate(latitude: 3.101, longitude: 101.6)),
+    ])
+    #expect(one.elevations == [5, 5])
+    let fix = try #require(fixes(one, speed: 10, count: 1).first)
+    #expect(fix.altitudeMSL == 5)
+    let single = SimulatedRoute(gpx: [
+      GPXPoint(coordinate: Coordinate(latitude: 3.1, longitude: 101.6), elevation: 5)
+    ])
+    #expect(try #require(fixes(single, speed: 0, count: 1).first).altitudeMSL == 5)
+    // Three points, the middle one without <ele>: halfway between its neighbours by distance.
+    let three = SimulatedRoute(gpx: [
+      GPXPoint(coordinate: Coordinate(latitude: 0, longitude: 0), elevation: 10),
+      GPXPoint(coordinate: Coordinate(latitude: 0.001, longitude: 0)),
+      GPXPoint(coordinate: Coordinate(latitude: 0.002, longitude: 0), elevation: 30),
+    ])
+    let middle = try #require(three.elevations?[1])
+    #expect(abs(middle - 20) < 1e-6)
+    #expect(
+      SimulatedRoute(gpx: [GPXPoint(coordinate: Coordinate(latitude: 1, longitude: 1))])
+        .elevations == nil)
   }
 }

@@ -64,6 +64,32 @@ struct ControlClientTests {
     await fixture.stop()
   }
 
+  @Test("decode says plainly when an input holds no NMEA sentence, and exits 1")
+  func decodeNonNMEA() async throws {
+    let directory = try TemporaryDirectory()
+    defer { directory.remove() }
+    let gpx = directory.path + "/route.gpx"
+    let empty = directory.path + "/empty.nmea"
+    let nmea = directory.path + "/one.nmea"
+    _ = FileManager.default.createFile(
+      atPath: gpx,
+      contents: Data(#"<?xml version="1.0"?><gpx version="1.1"><wpt lat="1" lon="2"/></gpx>"#.utf8))
+    _ = FileManager.default.createFile(atPath: empty, contents: Data())
+    _ = FileManager.default.createFile(
+      atPath: nmea,
+      contents: Data(
+        "$GPRMC,225446,A,4916.45,N,12311.12,W,000.5,054.7,191194,020.3,E*68\r\n".utf8))
+    let notNMEA = try await locationctl(["decode", gpx])
+    #expect(notNMEA.status == 1 && notNMEA.stdout.isEmpty)
+    #expect(notNMEA.stderr.contains("no NMEA sentences found in \(gpx)"), "\(notNMEA.stderr)")
+    let nothing = try await locationctl(["decode", empty])
+    #expect(nothing.status == 1)
+    #expect(nothing.stderr.contains("no NMEA sentences found in \(empty) (it is empty)"))
+    let one = try await locationctl(["decode", nmea])
+    #expect(one.status == 0 && one.stdout.hasPrefix(#"{"class":"TPV""#), "\(one.stderr)")
+    #expect(!one.stderr.contains("no NMEA"))
+  }
+
   @Test("text output, error replies exit 1, bad usage exits 64")
   func exitStatuses() async throws {
     let fixture = try ServerFixture()
@@ -91,6 +117,43 @@ struct ControlClientTests {
         .annotate(
           AnnotationRequest(
             id: "home", coordinate: .init(latitude: 49.5, longitude: -123.25), title: "Home"))))
+    await fixture.stop()
+  }
+
+  @Test(
+    "COMMAND --help prints that command's usage and exits 0, for every command",
+    arguments: [
+      "request", "start", "stop", "status", "location", "watch", "center", "zoom", "mode",
+      "annotate", "remove", "map", "replay", "decode", "simulate",
+    ])
+  func commandHelp(_ command: String) async throws {
+    for flag in ["--help", "-h"] {
+      let run = try await locationctl(["--socket", "/nonexistent/l.sock", command, flag])
+      #expect(run.status == 0, "\(command) \(flag): \(run.stderr)")
+      #expect(run.stdout.hasPrefix("usage: locationctl"), "\(command) \(flag): \(run.stdout)")
+      #expect(run.stdout.contains(command), "\(command) \(flag): \(run.stdout)")
+    }
+  }
+
+  @Test("-- ends the options: negative coordinates and option-like titles are operands")
+  func endOfOptions() async throws {
+    let fixture = try ServerFixture()
+    let center = try await locationctl(["--socket", fixture.path, "center", "--", "-33", "151"])
+    #expect(center.status == 0, "\(center.stderr)")
+    let annotate = try await locationctl([
+      "--socket", fixture.path, "annotate", "--", "x", "-33.5", "-70.25", "--json",
+    ])
+    #expect(annotate.status == 0, "\(annotate.stderr)")
+    let handled = fixture.handler.handled.withLock { $0 }
+    #expect(handled.contains(.setCenter(.init(latitude: -33, longitude: 151))))
+    #expect(
+      handled.contains(
+        .annotate(
+          AnnotationRequest(
+            id: "x", coordinate: .init(latitude: -33.5, longitude: -70.25), title: "--json"))))
+    // Without `--` a negative number still works where no option is expected.
+    let plain = try await locationctl(["--socket", fixture.path, "center", "-34", "150"])
+    #expect(plain.status == 0, "\(plain.stderr)")
     await fixture.stop()
   }
 

@@ -103,11 +103,12 @@ struct PeerTests {
 
 @Suite("Listening socket", .serialized)
 struct ListeningSocketTests {
-  @Test("creates the parent directory and a 0660 socket; refuses a live one; replaces a stale one")
+  @Test(
+    "creates the socket's directory and a 0660 socket; refuses a live one; replaces a stale one")
   func createAndStale() throws {
     let directory = try TemporaryDirectory()
     defer { directory.remove() }
-    let path = directory.path + "/a/b/locationd.sock"
+    let path = directory.path + "/a/locationd.sock"
     let first = try ListeningSocket.create(path: path, group: "nogroup")
     var info = stat()
     #expect(lstat(path, &info) == 0)
@@ -133,6 +134,68 @@ struct ListeningSocketTests {
     try #require(second != nil)
     second?.close()
     #expect(lstat(path, &info) != 0)
+    // The first socket created directory a; the second found it there and leaves it.
+    #expect(first.createdDirectory == directory.path + "/a")
+    #expect(second?.createdDirectory == nil)
+    first.close()
+    #expect(lstat(directory.path + "/a", &info) != 0, "the created directory was left behind")
+  }
+
+  @Test("creates one missing directory level, never a whole path, as for the state directory")
+  func missingParents() throws {
+    let directory = try TemporaryDirectory()
+    defer { directory.remove() }
+    let path = directory.path + "/a/b/locationd.sock"
+    #expect(throws: ListenError.cannotCreateDirectory(directory.path + "/a/b", errno: ENOENT)) {
+      try ListeningSocket.create(path: path, group: nil)
+    }
+    var info = stat()
+    #expect(lstat(directory.path + "/a", &info) != 0, "created \(directory.path)/a")
+  }
+
+  @Test("a reload's group applies to the socket file; a socket-activated one is left to systemd")
+  func applyOwnership() throws {
+    let directory = try TemporaryDirectory()
+    defer { directory.remove() }
+    let path = directory.path + "/s.sock"
+    let socket = try ListeningSocket.create(path: path, group: nil)
+    defer { socket.close() }
+    var info = stat()
+    #expect(lstat(path, &info) == 0 && info.st_gid == getegid())
+    #expect(try socket.applyOwnership(group: "nogroup"))
+    #expect(lstat(path, &info) == 0 && info.st_gid == 65534 && info.st_mode & 0o777 == 0o660)
+    chmod(path, 0o600)
+    #expect(try socket.applyOwnership(group: ""))
+    #expect(lstat(path, &info) == 0 && info.st_gid == getegid() && info.st_mode & 0o777 == 0o660)
+    #expect(throws: ListenError.noSuchGroup("no-such-group-xyz")) {
+      try socket.applyOwnership(group: "no-such-group-xyz")
+    }
+    let activated = ListeningSocket(fd: -1, path: path, isActivated: true)
+    #expect(try activated.applyOwnership(group: "nogroup") == false)
+    #expect(lstat(path, &info) == 0 && info.st_gid == getegid())
+  }
+
+  @Test("a reload never changes the group of a file put in the socket's place")
+  func ownershipOfAReplacedSocket() throws {
+    let directory = try TemporaryDirectory()
+    defer { directory.remove() }
+    let path = directory.path + "/s.sock"
+    let victim = directory.path + "/victim"
+    #expect(FileManager.default.createFile(atPath: victim, contents: Data("x".utf8)))
+    chmod(victim, 0o600)
+    let socket = try ListeningSocket.create(path: path, group: nil)
+    defer { socket.close() }
+    var info = stat()
+    // A symbolic link, then a hard link, to the victim in place of the socket file.
+    for plant in [{ symlink(victim, path) }, { link(victim, path) }] {
+      unlink(path)
+      #expect(plant() == 0)
+      #expect(throws: ListenError.systemCall("chown", path: path, errno: ENOTSOCK)) {
+        try socket.applyOwnership(group: "nogroup")
+      }
+      #expect(stat(victim, &info) == 0 && info.st_gid == getegid() && info.st_mode & 0o777 == 0o600)
+    }
+    unlink(path)
   }
 
   @Test("refuses a path that is not a socket, and an unknown group")

@@ -60,7 +60,7 @@ struct ProtocolTests {
   @Test("ids are strings or numbers and echo unchanged")
   func ids() throws {
     #expect(try parse(#"{"cmd":"status","id":"abc"}"#).id == .string("abc"))
-    #expect(try parse(#"{"cmd":"status","id":12}"#).id == .number(12))
+    #expect(try parse(#"{"cmd":"status","id":12}"#).id == .numberText("12"))
     #expect(try parse(#"{"cmd":"status"}"#).id == nil)
     #expect(
       Reply.ok(.stop).json(id: .number(12)).jsonString == #"{"class":"OK","id":12,"cmd":"stop"}"#)
@@ -163,13 +163,14 @@ struct JSONTests {
   @Test("status and map replies have the documented shape")
   func shapes() throws {
     let status = Reply.status(
-      authorization: .authorized, tracking: true, backendURI: "simulate", backendState: .connected,
+      authorization: .authorized, tracking: true, backendActive: true, backendURI: "simulate",
+      backendState: .connected,
       detail: nil,
       initial: .raw(Array(#"{"class":"TPV","mode":3}"#.utf8)), current: nil, clients: 2
     ).json(id: nil)
     #expect(
       status.jsonString
-        == #"{"class":"STATUS","authorization":"authorized","tracking":true,"backend":{"uri":"simulate","state":"connected","detail":null},"initial":{"class":"TPV","mode":3},"current":null,"clients":2}"#
+        == #"{"class":"STATUS","authorization":"authorized","tracking":true,"backendActive":true,"backend":{"uri":"simulate","state":"connected","detail":null},"initial":{"class":"TPV","mode":3},"current":null,"clients":2}"#
     )
     let map = Reply.map(
       center: Coordinate(latitude: 49.5, longitude: -123.25), zoom: 15, mode: .follow,

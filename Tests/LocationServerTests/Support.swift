@@ -134,7 +134,8 @@ final class FakeHandler: RequestHandler {
     switch request.command {
     case .status:
       return .status(
-        authorization: client.authorization, tracking: false, backendURI: "simulate",
+        authorization: client.authorization, tracking: false, backendActive: false,
+        backendURI: "simulate",
         backendState: .stopped,
         initial: nil, current: nil, clients: 1)
     case .start(let options): return .tracking(true, options: options)

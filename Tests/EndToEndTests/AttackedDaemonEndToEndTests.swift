@@ -1,0 +1,273 @@
+import Foundation
+import Glibc
+import Testing
+
+extension EndToEnd {
+  /// A running daemon attacked from outside: planted links and FIFOs in its state directory, a
+  /// pipelining slow reader, a full disk, too few descriptors, a bad reload, a denied user.
+  @Suite("End to end: an attacked daemon", .serialized)
+  struct AttackedDaemonEndToEndTests {
+    @Test(
+      "5,000 pipelined status requests read 4 KiB at a time all get their reply",
+      .timeLimit(.minutes(1)))
+    func pipelinedSlowReader() async throws {
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      let daemon = try DaemonProcess(scratch: scratch, backend: "simulate")
+      defer { daemon.cleanUp() }
+      try await daemon.waitUntilReady()
+      let client = try LineClient(path: daemon.socketPath)
+      // Tracking, so that each status carries the initial and current fix (about 750 bytes):
+      // 5,000 replies are then several times what the socket and the backlog bound hold.
+      #expect(try await client.call("request")["class"] as? String == "AUTHORIZATION")
+      #expect(try await client.call("start")["class"] as? String == "TRACKING")
+      #expect(
+        try await waitUntil(timeout: 20) {
+          try await client.call("status")["current"] is [String: Any]
+        })
+      _ = fcntl(client.fd, F_SETFL, fcntl(client.fd, F_GETFL) | O_NONBLOCK)
+      let count = 5000
+      var pending = Array((1...count).map { #"{"cmd":"status","id":\#($0)}"# + "\n" }.joined().utf8)
+      var received: [UInt8] = []
+      var ids: [Int] = []
+      var errors: [String] = []
+      var closed = false
+      var rounds = 0
+      // Bounded: 4 KiB per round, so 5,000 replies of a few hundred bytes need a few thousand.
+      while ids.count + errors.count < count && !closed && rounds < 300_000 {
+        rounds += 1
+        if !pending.isEmpty {
+          let written = pending.withUnsafeBytes {
+            Glibc.send(client.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+          }
+          if written > 0 { pending.removeFirst(written) }
+        }
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        let read = chunk.withUnsafeMutableBytes { recv(client.fd, $0.baseAddress, $0.count, 0) }
+        if read == 0 { closed = true }
+        if read > 0 {
+          received.append(contentsOf: chunk[0..<read])
+          while let newline = received.firstIndex(of: UInt8(ascii: "\n")) {
+            let line = String(decoding: received[..<newline], as: UTF8.self)
+            received.removeSubrange(...newline)
+            if let object = parseObject(line), object["class"] as? String == "STATUS",
+              let id = object["id"] as? Int
+            {
+              ids.append(id)
+            } else {
+              errors.append(line)
+            }
+          }
+        }
+        await pause(0.001)
+      }
+      #expect(!closed, "disconnected after \(ids.count) replies:\n\(daemon.log)")
+      #expect(errors.isEmpty, "\(errors.prefix(3))")
+      #expect(ids == Array(1...count))
+      #expect(!daemon.log.contains("slowClient"))
+      #expect(await daemon.stop() == 0)
+    }
+
+    @Test(
+      "links planted at the temporary names and a FIFO in place of the state file change nothing",
+      .timeLimit(.minutes(1)))
+    func plantedLinksAndFIFO() async throws {
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      let state = scratch.file("state")
+      #expect(mkdir(state, 0o700) == 0)
+      // A crash left temporary files; someone made the state file a FIFO.
+      for index in 0..<20 {
+        try "{".write(toFile: state + "/.mapstate.json.tmp-\(index)", atomically: false, encoding: .utf8)
+      }
+      #expect(mkfifo(state + "/mapstate.json", 0o600) == 0)
+      let daemon = try DaemonProcess(scratch: scratch, backend: "simulate", stateDirectory: state)
+      defer { daemon.cleanUp() }
+      try await daemon.waitUntilReady()
+      #expect(daemon.log.contains("not a regular file"), "\(daemon.log)")
+      #expect(daemon.log.contains("count=20"), "\(daemon.log)")
+      // A FIFO at the name derived from the process id (opening it for writing would wait for a
+      // reader), links at the names around it.
+      let victim = scratch.file("victim")
+      try "precious\n".write(toFile: victim, atomically: false, encoding: .utf8)
+      #expect(mkfifo(state + "/.mapstate.json.tmp-\(daemon.pid)", 0o600) == 0)
+      for pid in (daemon.pid - 3)...(daemon.pid + 3) where pid != daemon.pid {
+        symlink(victim, state + "/.mapstate.json.tmp-\(pid)")
+      }
+      let zoom = try await runTool(
+        try Products.path("locationctl"), ["--socket", daemon.socketPath, "--json", "zoom", "9"],
+        timeout: 10)
+      #expect(zoom.status == 0, "\(zoom.stdout)\(zoom.stderr)")
+      let map = try await locationctl(daemon.socketPath, ["map"])
+      #expect(map.status == 0)
+      #expect(try String(contentsOfFile: victim, encoding: .utf8) == "precious\n")
+      var info = stat()
+      #expect(lstat(state + "/mapstate.json", &info) == 0 && info.st_mode & S_IFMT == S_IFREG)
+      #expect(await daemon.stop() == 0)
+    }
+
+    @Test("a state directory others may write, or owned by another user, is refused at start")
+    func unsafeStateDirectory() async throws {
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      let state = scratch.file("state")
+      #expect(mkdir(state, 0o700) == 0)
+      chmod(state, 0o777)
+      let daemon = try DaemonProcess(scratch: scratch, backend: "simulate", stateDirectory: state)
+      defer { daemon.cleanUp() }
+      #expect(await daemon.waitForExit(timeout: 15) == 78)  // EX_CONFIG: the environment, not the command line, is wrong
+      #expect(daemon.log.contains("writable by group or others"), "\(daemon.log)")
+      if geteuid() == 0 {
+        chmod(state, 0o755)
+        #expect(chown(state, 65534, 65534) == 0)
+        let other = try DaemonProcess(
+          scratch: scratch, backend: "simulate", name: "other", stateDirectory: state)
+        defer { other.cleanUp() }
+        #expect(await other.waitForExit(timeout: 15) == 78)
+        #expect(other.log.contains("owned by uid 65534"), "\(other.log)")
+      }
+    }
+
+    @Test(
+      "on a full filesystem a change is answered notSaved, then saved once there is room",
+      .timeLimit(.minutes(1)))
+    func fullFilesystem() async throws {
+      try #require(geteuid() == 0, "needs root to mount a small tmpfs")
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      let state = scratch.file("state")
+      #expect(mkdir(state, 0o700) == 0)
+      let mount = try await runTool("/bin/mount", ["-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", state])
+      try #require(mount.status == 0, "mount failed: \(mount.stderr)")
+      defer { _ = umount2(state, 2) }  // MNT_DETACH
+      let daemon = try DaemonProcess(scratch: scratch, backend: "simulate", stateDirectory: state)
+      defer { daemon.cleanUp() }
+      try await daemon.waitUntilReady()
+      #expect(try await locationctl(daemon.socketPath, ["annotate", "first", "1", "2", "First"]).status == 0)
+      // Fill the filesystem.
+      let filler = state + "/filler"
+      let fd = open(filler, O_WRONLY | O_CREAT, 0o600)
+      try #require(fd >= 0)
+      let block = [UInt8](repeating: 0x61, count: 4096)
+      var writes = 0
+      while writes < 1000, (block.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }) > 0 { writes += 1 }
+      close(fd)
+      let annotate = try await locationctl(daemon.socketPath, ["annotate", "second", "3", "4", "Second"])
+      #expect(annotate.status == 1)
+      #expect(annotate.stdout.contains("\"code\":\"notSaved\""), "\(annotate.stdout)\(annotate.stderr)")
+      #expect(annotate.stdout.contains("No space left on device"), "\(annotate.stdout)")
+      // There is room again: the next change saves both.
+      unlink(filler)
+      #expect(try await locationctl(daemon.socketPath, ["zoom", "6"]).status == 0)
+      #expect(await daemon.stop() == 0)
+      let restarted = try DaemonProcess(
+        scratch: scratch, backend: "simulate", name: "restarted", stateDirectory: state)
+      defer { restarted.cleanUp() }
+      try await restarted.waitUntilReady()
+      let map = try await locationctl(restarted.socketPath, ["map"])
+      let ids = ((parseObject(map.stdout)?["annotations"] as? [Any]) ?? []).compactMap {
+        ($0 as? [String: Any])?["id"] as? String
+      }
+      #expect(ids == ["first", "second"], "\(map.stdout)")
+      #expect(await restarted.stop() == 0)
+    }
+
+    @Test(
+      "out of file descriptors a change is answered notSaved; a clean stop saves it",
+      .timeLimit(.minutes(1)))
+    func outOfDescriptors() async throws {
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      let socket = scratch.file("l.sock")
+      let state = scratch.file("state")
+      let daemon = try DaemonProcess(
+        executable: "/usr/bin/prlimit",
+        arguments: [
+          "--nofile=40:40", try Products.path("locationd"), "--socket", socket, "--state-dir", state,
+          "--group", "", "--backend", "simulate",
+        ],
+        environment: nil, logPath: scratch.file("locationd.log"), socketPath: socket,
+        stateDirectory: state)
+      defer { daemon.cleanUp() }
+      try await daemon.waitUntilReady()
+      let first = try LineClient(path: socket)
+      #expect(try await first.call("request")["class"] as? String == "AUTHORIZATION")
+      // Take every descriptor the daemon has left.
+      var others: [LineClient] = []
+      while others.count < 60 {
+        guard let client = try? LineClient(path: socket) else { break }
+        others.append(client)
+        if daemon.log.contains("acceptFailed") { break }
+      }
+      #expect(await waitUntil(timeout: 10) { daemon.log.contains("acceptFailed") }, "\(daemon.log)")
+      let reply = try await first.call(
+        "annotate", ["annotation": ["id": "kept", "lat": 1.0, "lon": 2.0, "title": "Kept"]])
+      #expect(reply["code"] as? String == "notSaved", "\(encodeLine(reply))")
+      #expect((reply["message"] as? String)?.contains("Too many open files") == true)
+      // SIGTERM with the descriptors back: shutdown saves what the failed save left.
+      for client in others { client.close() }
+      others.removeAll()
+      #expect(await daemon.stop() == 0, "\(daemon.log)")
+      let restarted = try DaemonProcess(
+        scratch: scratch, backend: "simulate", name: "restarted", socketPath: scratch.file("r.sock"),
+        stateDirectory: state)
+      defer { restarted.cleanUp() }
+      try await restarted.waitUntilReady()
+      let map = try await locationctl(restarted.socketPath, ["map"])
+      #expect(map.stdout.contains("\"id\":\"kept\""), "\(map.stdout)")
+      #expect(await restarted.stop() == 0)
+    }
+
+    @Test("SIGHUP with a group that does not exist is refused and the old group stays", .timeLimit(.minutes(1)))
+    func reloadWithUnknownGroup() async throws {
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      let config = scratch.file("locationd.conf")
+      try "group = daemon\n".write(toFile: config, atomically: true, encoding: .utf8)
+      let socket = scratch.file("l.sock")
+      let daemon = try DaemonProcess(
+        executable: try Products.path("locationd"),
+        arguments: [
+          "--config", config, "--socket", socket, "--state-dir", scratch.file("state"), "--backend",
+          "simulate",
+        ],
+        environment: nil, logPath: scratch.file("locationd.log"), socketPath: socket,
+        stateDirectory: scratch.file("state"))
+      defer { daemon.cleanUp() }
+      try await daemon.waitUntilReady()
+      try "group = no-such-group-l5\nmax-clients = 3\n".write(
+        toFile: config, atomically: true, encoding: .utf8)
+      daemon.signal(SIGHUP)
+      try await daemon.waitForLog("reloadFailed")
+      #expect(daemon.log.contains("no-such-group-l5 does not exist"), "\(daemon.log)")
+      #expect(!daemon.log.contains("reloaded"), "\(daemon.log)")
+      // Members of the old group are still told to be members of it.
+      if geteuid() == 0 && access("/usr/bin/setpriv", X_OK) == 0 {
+        chmod(socket, 0o666)
+        let denied = try await runTool(
+          "/usr/bin/setpriv",
+          ["--reuid=65534", "--regid=65534", "--clear-groups", try Products.path("locationctl"), "--socket", socket, "request"])
+        #expect(denied.stderr.contains("member of group daemon"), "\(denied.stdout)\(denied.stderr)")
+      }
+      #expect(await daemon.stop() == 0)
+    }
+
+    @Test("locationctl's permission hint names the socket's group", .timeLimit(.minutes(1)))
+    func permissionHintNamesTheGroup() async throws {
+      try #require(geteuid() == 0 && access("/usr/bin/setpriv", X_OK) == 0)
+      let scratch = try Scratch(mode: 0o755)
+      defer { scratch.remove() }
+      let daemon = try DaemonProcess(scratch: scratch, backend: "simulate", group: "daemon")
+      defer { daemon.cleanUp() }
+      try await daemon.waitUntilReady()
+      let run = try await runTool(
+        "/usr/bin/setpriv",
+        ["--reuid=65534", "--regid=65534", "--clear-groups", try Products.path("locationctl"), "--socket", daemon.socketPath, "status"])
+      #expect(run.status == 1)
+      #expect(run.stderr.contains("permission denied"), "\(run.stderr)")
+      #expect(run.stderr.contains("member of group daemon"), "\(run.stderr)")
+      #expect(!run.stderr.contains("locationd"), "\(run.stderr)")
+      #expect(await daemon.stop() == 0)
+    }
+  }
+}

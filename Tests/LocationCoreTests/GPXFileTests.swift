@@ -1,0 +1,31 @@
+import Foundation
+import Glibc
+import LocationCore
+import Synchronization
+import Testing
+
+@Suite("GPX files", .timeLimit(.minutes(1)))
+struct GPXFileTests {
+  @Test("a FIFO in place of a route file is refused instead of hanging the backend")
+  func fifoRoute() throws {
+    var template = Array("/tmp/gpx-fifo-XXXXXX".utf8CString)
+    let directory = try #require(mkdtemp(&template).map { String(cString: $0) })
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let path = directory + "/route.gpx"
+    #expect(mkfifo(path, 0o600) == 0)
+    let result = Mutex<String?>(nil)
+    Thread.detachNewThread {
+      let outcome: String
+      do {
+        _ = try GPXReader.points(contentsOf: path)
+        outcome = "read"
+      } catch {
+        outcome = "\(error)"
+      }
+      result.withLock { $0 = outcome }
+    }
+    for _ in 0..<500 where result.withLock({ $0 }) == nil { usleep(10_000) }
+    let outcome = try #require(result.withLock { $0 }, "reading a FIFO route hung")
+    #expect(outcome.contains("not a regular file"), "\(outcome)")
+  }
+}
