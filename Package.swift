@@ -72,7 +72,7 @@ let package = Package(
       swiftSettings: swiftSettings),
     // Replays the committed fuzz corpus (Tests/FuzzCorpus) and every crash found so far.
     .testTarget(
-      name: "FuzzTargetsTests", dependencies: ["FuzzTargets"],
+      name: "FuzzTargetsTests", dependencies: ["FuzzTargets", "LocationServer"],
       swiftSettings: swiftSettings),
     .testTarget(
       name: "EndToEndTests", dependencies: ["LocationCore", "LocationTestKit", "NMEA"],

@@ -64,11 +64,13 @@ enum NMEAHarness {
   static func decode(_ stream: [UInt8], chunkSize: Int) -> ([DecodedFix], NMEAStatistics) {
     var decoder = NMEADecoder()
     var fixes: [DecodedFix] = []
-    var offset = 0
-    while offset < stream.count {
-      let end = min(offset + chunkSize, stream.count)
-      decoder.feed(Array(stream[offset..<end])) { fixes.append($0) }
-      offset = end
+    stream.withUnsafeBytes { raw in
+      var offset = 0
+      while offset < raw.count {
+        let end = min(offset + chunkSize, raw.count)
+        decoder.feed(UnsafeRawBufferPointer(rebasing: raw[offset..<end])) { fixes.append($0) }
+        offset = end
+      }
     }
     decoder.finish { fixes.append($0) }
     return (fixes, decoder.statistics)

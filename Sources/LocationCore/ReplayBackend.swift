@@ -572,6 +572,15 @@ public final class ReplayBackend: BatchingLocationBackend {
     }
   }
 
+  /// Log milliseconds divided by the speed factor, limited to about 31 years either way: a tiny
+  /// speed (any positive factor is accepted) or a log spanning centuries would otherwise give a
+  /// due time that no `Duration` or nanosecond count holds. An epoch that far ahead is never
+  /// reached in practice, so the limit changes no replay.
+  static func clampedAhead(_ milliseconds: Double) -> Double {
+    let limit = 1.0e12
+    return milliseconds.isNaN ? limit : min(max(milliseconds, -limit), limit)
+  }
+
   private func sleep(until deadline: Duration, generation: UInt64) async {
     let clock = self.clock
     let task = Task { try await clock.sleep(until: deadline) }
@@ -715,7 +724,7 @@ public final class ReplayBackend: BatchingLocationBackend {
             guard let wall = control.anchorWall, let anchor = control.anchorPace,
               !control.paused, control.speed > 0
             else { return .emit(nil, paused: control.paused, generation: applied) }
-            let ahead = Double(pace - anchor) / control.speed * 1_000_000
+            let ahead = Self.clampedAhead(Double(pace - anchor) / control.speed) * 1_000_000
             return .emit(
               (wall + Int64(ahead.rounded(.down))) / 1_000_000, paused: false, generation: applied)
           }
@@ -745,7 +754,7 @@ public final class ReplayBackend: BatchingLocationBackend {
           }
           if control.speed == 0 { return emitting() }
           let anchor = control.anchorPace ?? pace
-          let ahead = Double(pace - anchor) / control.speed
+          let ahead = Self.clampedAhead(Double(pace - anchor) / control.speed)
           let due = control.anchorInstant + .milliseconds(ahead)
           let now = clock.now
           if due <= now { return emitting() }

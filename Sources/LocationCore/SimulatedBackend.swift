@@ -35,9 +35,14 @@ public final class SimulatedBackend: LocationBackend {
 
     static let parameterNames = ["rate", "speed", "noise", "seed", "outage", "mode", "altitude"]
 
+    /// Latest time an `outage` or `mode` change may name, seconds since the start (about 31
+    /// years); larger values do not fit a `Duration` and are refused.
+    public static let maximumScheduleSeconds = 1_000_000_000.0
+
     /// Parses `simulate[:ROUTE.gpx][?rate=HZ&speed=M_S&noise=M&seed=N&outage=S-E[,S-E]&mode=T:3d|2d|nofix[,...]&altitude=M]`.
     ///
-    /// Times in `outage` and `mode` are seconds since the start.
+    /// Times in `outage` and `mode` are seconds since the start, from 0 to
+    /// ``maximumScheduleSeconds``.
     /// - Throws: ``BackendURIError`` naming the bad part.
     public static func parse(_ uri: String) throws(BackendURIError) -> Options {
       let parts = try BackendURIParts.parse(uri, scheme: "simulate", allowed: parameterNames)
@@ -65,10 +70,11 @@ public final class SimulatedBackend: LocationBackend {
           for range in value.split(separator: ",") {
             let bounds = range.split(separator: "-", omittingEmptySubsequences: false)
             guard bounds.count == 2, let start = Double(bounds[0]), let end = Double(bounds[1]),
-              start.isFinite, end.isFinite, start >= 0, end > start
+              start.isFinite, end.isFinite, start >= 0, end > start, end <= maximumScheduleSeconds
             else {
               throw .invalidValue(
-                key: key, value: String(range), expected: "START-END in seconds, START < END")
+                key: key, value: String(range),
+                expected: "START-END in seconds, 0 <= START < END <= \(Int(maximumScheduleSeconds))")
             }
             options.outages.append(SimulationOutage(start: .seconds(start), end: .seconds(end)))
           }
@@ -76,10 +82,12 @@ public final class SimulatedBackend: LocationBackend {
           for change in value.split(separator: ",") {
             let pieces = change.split(separator: ":", omittingEmptySubsequences: false)
             let modes: [String: FixMode] = ["3d": .fix3D, "2d": .fix2D, "nofix": .noFix]
-            guard pieces.count == 2, let at = Double(pieces[0]), at.isFinite, at >= 0,
+            guard pieces.count == 2, let at = Double(pieces[0]), at.isFinite, at >= 0, at <= maximumScheduleSeconds,
               let mode = modes[pieces[1].lowercased()]
             else {
-              throw .invalidValue(key: key, value: String(change), expected: "SECONDS:3d|2d|nofix")
+              throw .invalidValue(
+                key: key, value: String(change),
+                expected: "SECONDS:3d|2d|nofix, SECONDS within 0...\(Int(maximumScheduleSeconds))")
             }
             options.modeChanges.append(SimulationModeChange(at: .seconds(at), mode: mode))
           }

@@ -218,14 +218,17 @@ public struct MapStateStore: Sendable {
   ///   When annotations were left out, the full file stays as a hard link named
   ///   ``rejectedFileName``. Never throws, never traps.
   public func load() -> PersistedMapState? {
+    // Messages quote values from the file (a bad mode string, an annotation id): keep each on
+    // one line whatever the file holds.
+    func report(_ message: String) { log(Self.oneLine(message)) }
     let directoryFD: Int32
     do {
       directoryFD = try Self.openDirectory(directory)
     } catch {
       if case .system(_, _, let code) = error, code == ENOENT {
-        log("map state file missing, starting with an empty map path=\(path)")
+        report("map state file missing, starting with an empty map path=\(path)")
       } else {
-        log("map state directory unusable, starting with an empty map path=\(path) error=\(error)")
+        report("map state directory unusable, starting with an empty map path=\(path) error=\(error)")
       }
       return nil
     }
@@ -235,29 +238,29 @@ public struct MapStateStore: Sendable {
     if fd < 0 {
       let code = errno
       if code == ENOENT {
-        log("map state file missing, starting with an empty map path=\(path)")
+        report("map state file missing, starting with an empty map path=\(path)")
         return nil
       }
       let reason = code == ELOOP ? "a symbolic link" : String(cString: strerror(code))
-      log("map state file unreadable, starting with an empty map path=\(path) error=\(reason)")
+      report("map state file unreadable, starting with an empty map path=\(path) error=\(reason)")
       if code == ELOOP { setAside(directoryFD) }
       return nil
     }
     defer { close(fd) }
     var info = stat()
     guard fstat(fd, &info) == 0 else {
-      log(
+      report(
         "map state file unreadable, starting with an empty map path=\(path) error=\(String(cString: strerror(errno)))"
       )
       return nil
     }
     guard info.st_mode & S_IFMT == S_IFREG else {
-      log("map state file is not a regular file, starting with an empty map path=\(path)")
+      report("map state file is not a regular file, starting with an empty map path=\(path)")
       setAside(directoryFD)
       return nil
     }
     guard Int(info.st_size) <= Self.maxFileSize else {
-      log(
+      report(
         "map state file too large, starting with an empty map path=\(path) bytes=\(info.st_size) limit=\(Self.maxFileSize) keptAs=\(Self.rejectedFileName)"
       )
       setAside(directoryFD)
@@ -269,7 +272,7 @@ public struct MapStateStore: Sendable {
       let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
       if count < 0 && errno == EINTR { continue }
       if count < 0 {
-        log(
+        report(
           "map state file unreadable, starting with an empty map path=\(path) error=\(String(cString: strerror(errno)))"
         )
         return nil
@@ -278,7 +281,7 @@ public struct MapStateStore: Sendable {
       bytes.append(contentsOf: chunk[0..<count])
     }
     guard bytes.count <= Self.maxFileSize else {
-      log(
+      report(
         "map state file too large, starting with an empty map path=\(path) limit=\(Self.maxFileSize) keptAs=\(Self.rejectedFileName)"
       )
       setAside(directoryFD)
@@ -288,14 +291,14 @@ public struct MapStateStore: Sendable {
     do {
       state = try JSONDecoder().decode(PersistedMapState.self, from: Data(bytes))
     } catch {
-      log(
+      report(
         "map state file corrupt, starting with an empty map path=\(path) bytes=\(bytes.count) error=\(Self.describe(error)) keptAs=\(Self.rejectedFileName)"
       )
       setAside(directoryFD)
       return nil
     }
     guard state.version == PersistedMapState.currentVersion else {
-      log(
+      report(
         "map state file has unknown version, starting with an empty map path=\(path) version=\(state.version) keptAs=\(Self.rejectedFileName)"
       )
       setAside(directoryFD)
@@ -306,7 +309,7 @@ public struct MapStateStore: Sendable {
       // The next save replaces mapstate.json; a hard link keeps the full file for the admin.
       unlinkat(directoryFD, Self.rejectedFileName, 0)
       let copied = linkat(directoryFD, Self.fileName, directoryFD, Self.rejectedFileName, 0) == 0
-      log(
+      report(
         "map state file holds annotations beyond the limits or invalid ones, loading \(kept.count) of \(state.annotations.count) path=\(path) maxAnnotations=\(AnnotationLimits.maxCount) maxBytes=\(AnnotationLimits.maxTotalBytes) first=\(leftOut[0])"
           + (copied ? " keptAs=\(Self.rejectedFileName)" : "")
       )
@@ -315,7 +318,7 @@ public struct MapStateStore: Sendable {
     do {
       try state.validate()
     } catch {
-      log(
+      report(
         "map state file holds invalid values, starting with an empty map path=\(path) error=\(error) keptAs=\(Self.rejectedFileName)"
       )
       setAside(directoryFD)
@@ -466,6 +469,24 @@ public struct MapStateStore: Sendable {
     guard fsync(directoryFD) == 0 else {
       throw .system(operation: "fsync", path: directory, errno: errno)
     }
+  }
+
+  /// `text` with line breaks and other control characters (C0, DEL, C1, U+2028, U+2029)
+  /// written as `\n`, `\r`, `\t` or `\u{XX}`, so a log call stays one line.
+  static func oneLine(_ text: String) -> String {
+    var result = ""
+    result.unicodeScalars.reserveCapacity(text.unicodeScalars.count)
+    for scalar in text.unicodeScalars {
+      switch scalar.value {
+      case 0x0A: result += "\\n"
+      case 0x0D: result += "\\r"
+      case 0x09: result += "\\t"
+      case 0x00..<0x20, 0x7F...0x9F, 0x2028, 0x2029:
+        result += "\\u{" + String(scalar.value, radix: 16) + "}"
+      default: result.unicodeScalars.append(scalar)
+      }
+    }
+    return result
   }
 
   /// A short description of a decoding error (the path of the bad key and the reason).

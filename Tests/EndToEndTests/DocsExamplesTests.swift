@@ -150,6 +150,10 @@ enum DocExamples {
   /// Commands a test does not run, by prefix, with the reason.
   static let notRunnable: [(prefix: String, reason: String)] = [
     ("scripts/test", "runs this whole test suite"),
+    ("scripts/fuzz", "builds with -sanitize=fuzzer and fuzzes for minutes; CI runs it as a step of its own"),
+    ("scripts/sanitize", "rebuilds the tests under the sanitizers; CI runs it as a step of its own"),
+    ("scripts/tsan-suppressions.txt", "a file the sanitizer script reads, not a command"),
+    (".build/fuzz/release/locationd-fuzz", "exists after scripts/fuzz; FuzzTargetsTests replay the same corpus"),
     (
       "scripts/run",
       "installs packages and builds before it runs locationd on the simulated backend with locationctl watch, which this test runs directly"

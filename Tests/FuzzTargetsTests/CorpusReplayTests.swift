@@ -1,5 +1,6 @@
 import Foundation
-import FuzzTargets
+import LocationServer
+@testable import FuzzTargets
 import Testing
 
 /// The committed fuzz corpus: `Tests/FuzzCorpus/<target>/<file>`, one input per file (the
@@ -56,6 +57,28 @@ struct CorpusInput: CustomTestStringConvertible, Sendable {
 
 /// The checks themselves must be able to fail: inputs that break each invariant are caught.
 @Suite struct HarnessSelfTests {
+  /// The monotonic-time check applies only where the input's own times never go backwards.
+  @Test func inputTimeOrderIsReadFromTheSentences() {
+    let rmc1 = "$GPRMC,123519,A,4807.038,N,01131.000,E,022.4,084.4,230394,003.1,W*6A\r\n"
+    let rmc0 = "$GPRMC,123518,A,4807.038,N,01131.000,E,022.4,084.4,230394,003.1,W*6B\r\n"
+    let otherDate = "$GPRMC,123520,A,4807.038,N,01131.000,E,022.4,084.4,240394,003.1,W*67\r\n"
+    #expect(NMEAHarness.inputTimesNonDecreasing(Array((rmc0 + rmc1 + rmc1).utf8)))
+    #expect(!NMEAHarness.inputTimesNonDecreasing(Array((rmc1 + rmc0).utf8)))
+    #expect(!NMEAHarness.inputTimesNonDecreasing(Array((rmc1 + otherDate).utf8)))
+  }
+
+  @Test func requestRepliesAreCheckedForTheirID() {
+    #expect(throws: FuzzFailure.self) {
+      try RequestHarness.checkReply(Reply.error(.internal, message: "x").json(id: .string("a")), id: .string("b"), line: [])
+    }
+    #expect(throws: FuzzFailure.self) {
+      try RequestHarness.checkReply(.object([JSONMember("id", 1), JSONMember("class", "OK")]), id: nil, line: [])
+    }
+    #expect(throws: Never.self) {
+      try RequestHarness.checkReply(Reply.ok(.status).json(id: .number(7)), id: .number(7), line: [])
+    }
+  }
+
   @Test func strictJSONRejectsWhatJSONForbids() {
     for text in ["{\"a\":NaN}", "{\"a\":01}", "{\"a\":1.}", "[1,]", "{\"a\":\"\u{01}\"}", "{} {}", "\"\\x\""] {
       #expect(throws: StrictJSON.Invalid.self, "\(text)") { try StrictJSON.validate(Array(text.utf8)) }

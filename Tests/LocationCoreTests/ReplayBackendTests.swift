@@ -95,6 +95,23 @@ struct ReplayBackendTests {
     await replay.stop()
   }
 
+  /// A speed factor as small as the protocol allows (any positive number) puts the next epoch
+  /// further away than a Duration or a nanosecond count can hold; the replay must wait (for
+  /// practical purposes forever), not trap. Both timestamp modes compute the due time.
+  @Test(arguments: [ReplayTimestamps.original, .shifted])
+  func aTinySpeedWaitsInsteadOfOverflowing(_ timestamps: ReplayTimestamps) async throws {
+    let clock = VirtualClock()
+    let replay = makeReplay(epochs(atOffsets: [0, 1000, 2000]), clock: clock, speed: 1e-300, timestamps: timestamps)
+    var events = replay.events.makeAsyncIterator()
+    try await replay.start()
+    #expect(await nextLocation(&events) != nil)
+    let deadline = await clock.nextDeadline()
+    #expect(deadline > .seconds(1_000_000))
+    try replay.setSpeed(1e-300)
+    #expect(replay.progress.fixesEmitted == 1)
+    await replay.stop()
+  }
+
   @Test func anHourOfLogRunsAtOnceOnAnAutomaticClock() async throws {
     let offsets = (0..<3600).map { Int64($0) * 1000 }
     let clock = VirtualClock(autoAdvance: true)

@@ -189,6 +189,21 @@ struct SimulatedBackendTests {
     #expect(throws: GPXError.self) { try GPXReader.points(contentsOf: "/nonexistent/route.gpx") }
   }
 
+  /// A route "file" that is a FIFO or a directory must be refused at once: a blocking read of a
+  /// FIFO nobody writes would hang the daemon's start (the config names the route).
+  @Test(.timeLimit(.minutes(1)))
+  func gpxRouteThatIsNotARegularFileIsRefusedAtOnce() throws {
+    let file = try temporaryFile(named: "route.gpx", contents: "")
+    let directory = String(file.dropLast("/route.gpx".count))
+    let fifo = directory + "/fifo.gpx"
+    #expect(mkfifo(fifo, 0o600) == 0)
+    for path in [fifo, directory] {
+      #expect(throws: GPXError.unreadable(path: path, message: "not a regular file")) {
+        try GPXReader.points(contentsOf: path)
+      }
+    }
+  }
+
   @Test func parsesSimulateURIs() throws {
     let options = try SimulatedBackend.Options.parse(
       "simulate?rate=5&speed=12&noise=3&seed=42&outage=60-90,120-130&mode=300:2d,360:nofix")
@@ -219,6 +234,16 @@ struct SimulatedBackendTests {
       try SimulatedBackend.Options.parse("simulate?mode=10:4d")
     }
     #expect(throws: BackendURIError.self) { try SimulatedBackend.Options.parse("simulate?seed=-1") }
+    // Found by fuzzing: times too large for a Duration trapped instead of being refused.
+    #expect(throws: BackendURIError.self) {
+      try SimulatedBackend.Options.parse("simulate?outage=10-2099999999999999999999999999999")
+    }
+    #expect(throws: BackendURIError.self) { try SimulatedBackend.Options.parse("simulate?outage=1e300-1e301") }
+    #expect(throws: BackendURIError.self) { try SimulatedBackend.Options.parse("simulate?mode=1e300:2d") }
+    #expect(throws: BackendURIError.self) { try SimulatedBackend.Options.parse("simulate?outage=0-1000000001") }
+    #expect(
+      try SimulatedBackend.Options.parse("simulate?outage=0-1000000000&mode=1000000000:2d").outages
+        == [SimulationOutage(start: .zero, end: .seconds(1_000_000_000))])
     #expect(throws: BackendURIError.self) { try SimulatedBackend.Options.parse("simulated") }
   }
 

@@ -50,6 +50,31 @@ struct PersistenceTests {
       try FileManager.default.contentsOfDirectory(atPath: directory) == [MapStateStore.fileName])
   }
 
+  /// Found by fuzzing the loader: the corrupt-file message quoted the file's bad value verbatim,
+  /// so a newline in it split the message into two log lines (a forged second line).
+  @Test func valuesFromACorruptFileStayOnOneLogLine() throws {
+    let directory = try temporaryDirectory()
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let store = MapStateStore(directory: directory, log: { _ in })
+    let viewport = #""viewport":{"center":{"latitude":0,"longitude":0},"zoom":1,"size":{"width":800,"height":600},"rotation":0}"#
+    let files = [
+      #"{"version":1,"mode":"none\nlocationd: forged","annotations":[],"# + viewport + "}",
+      #"{"version":1,"mode":"none","annotations":[{"id":"a\r\u0085\u2028b\u0000","lat":1,"lon":2,"title":""},{"id":"a\r\u0085\u2028b\u0000","lat":1,"lon":2,"title":""}],"#
+        + viewport + "}",
+    ]
+    for file in files {
+      try Data(file.utf8).write(to: URL(fileURLWithPath: store.path))
+      let log = LogCollector()
+      let state = MapStateStore(directory: directory, log: log.sink).load()
+      // The bad mode empties the map; the bad annotations are left out of a loaded map.
+      #expect(state == nil || state?.annotations == [])
+      #expect(log.all.count == 1, "\(log.all)")
+      let line = log.all.first ?? ""
+      #expect(!line.unicodeScalars.contains { $0.properties.generalCategory == .control || $0 == "\u{2028}" }, "\(line)")
+      #expect(line.contains("path=\(store.path)"), "\(line)")
+    }
+  }
+
   @Test func truncatedAndCorruptFilesGiveAnEmptyState() async throws {
     let directory = try temporaryDirectory()
     defer { try? FileManager.default.removeItem(atPath: directory) }
