@@ -1,4 +1,5 @@
 import NMEA
+import SystemIO
 
 #if canImport(Glibc)
   import Glibc
@@ -137,11 +138,9 @@ final class NMEAFileCursor: ReplayCursor {
       if Task.isCancelled { return nil }
       pending.removeAll(keepingCapacity: true)
       index = 0
-      let count = buffer.withUnsafeMutableBytes { raw in read(fd, raw.baseAddress, raw.count) }
-      if count < 0 {
-        let code = errno
-        if code == EINTR { continue }
-        throw .readFailed(path: name, errno: code, message: String(cString: strerror(code)))
+      let count: Int
+      do throws(SystemError) { count = try SystemIO.read(fd, into: &buffer) } catch {
+        throw .readFailed(path: name, errno: error.code, message: error.description)
       }
       if count == 0 {
         atEnd = true

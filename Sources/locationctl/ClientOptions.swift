@@ -1,4 +1,5 @@
 import Glibc
+import SystemIO
 import LocationServer
 
 /// Exit statuses of locationctl (sysexits.h for usage).
@@ -174,9 +175,7 @@ func commandUsage(_ command: String) -> String {
 
 /// Writes a line to standard error.
 func writeError(_ message: String) {
-  var line = Array(message.utf8)
-  line.append(UInt8(ascii: "\n"))
-  _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+  try? SystemIO.writeAll(2, message + "\n")
 }
 
 /// Splits `--name VALUE` options from positional arguments.

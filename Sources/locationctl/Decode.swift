@@ -4,6 +4,7 @@
   import Darwin
 #endif
 import NMEA
+import SystemIO
 
 /// `locationctl decode [--sky] [--rollover-floor DATE] [FILE|-]`: decodes an NMEA 0183 log into
 /// gpsd TPV (and SKY) JSON lines on standard output, streaming in 64 KiB chunks; prints the
@@ -75,27 +76,24 @@ func runDecode(arguments: [String]) -> Int32 {
       output.append(0x0A)
     }
   }
-  let chunkSize = 1 << 18
-  let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
-  defer { chunk.deallocate() }
+  var chunk = [UInt8](repeating: 0, count: 1 << 18)
   var bytesRead = 0
   while true {
-    let n = read(fd, chunk.baseAddress, chunkSize)
-    if n < 0 {
-      if errno == EINTR { continue }
-      writeError("locationctl decode: read error: \(String(cString: strerror(errno)))")
+    let n: Int
+    do throws(SystemError) { n = try SystemIO.read(fd, into: &chunk) } catch {
+      writeError("locationctl decode: read error: \(error)")
       return 1
     }
     if n == 0 { break }
     bytesRead += n
-    decoder.feed(UnsafeRawBufferPointer(rebasing: chunk[0..<n]), emit)
+    chunk.withUnsafeBytes { decoder.feed(UnsafeRawBufferPointer(rebasing: $0.prefix(n)), emit) }
     if output.count >= 1 << 16 {
-      guard writeAll(1, output) else { return 1 }
+      guard (try? SystemIO.writeAll(1, output)) != nil else { return 1 }
       output.removeAll(keepingCapacity: true)
     }
   }
   decoder.finish(emit)
-  guard writeAll(1, output) else { return 1 }
+  guard (try? SystemIO.writeAll(1, output)) != nil else { return 1 }
   writeError("locationctl decode: \(decoder.statistics.summary)")
   if decoder.statistics.accepted == 0 {
     let name = path.map { $0 == "-" ? "standard input" : $0 } ?? "standard input"
@@ -108,18 +106,3 @@ func runDecode(arguments: [String]) -> Int32 {
   return 0
 }
 
-/// Writes all of `bytes` to `fd`, retrying on partial writes and EINTR; `false` on failure.
-func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-  bytes.withUnsafeBytes { raw in
-    var offset = 0
-    while offset < raw.count {
-      let n = write(fd, raw.baseAddress.map { $0 + offset }, raw.count - offset)
-      if n < 0 {
-        if errno == EINTR { continue }
-        return false
-      }
-      offset += n
-    }
-    return true
-  }
-}
