@@ -94,10 +94,18 @@ public struct NMEAFileSource: ReplaySource {
     if name == "-" {
       return NMEAFileCursor(fd: 0, name: "standard input", owned: false, rolloverFloor: rolloverFloor)
     }
-    let fd = Glibc.open(name, O_RDONLY | O_CLOEXEC)
+    // O_NONBLOCK: opening a FIFO without a writer would otherwise wait, with the replay's start
+    // (and every client's start) behind it. Only a regular file is replayed: a pipe or a device
+    // (/dev/zero, a serial line) has no end and no times to seek in; live receivers are gpsd's.
+    let fd = Glibc.open(name, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
     guard fd >= 0 else {
       let code = errno
       throw .cannotOpen(path: name, errno: code, message: String(cString: strerror(code)))
+    }
+    var info = stat()
+    guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+      close(fd)
+      throw .cannotOpen(path: name, errno: EINVAL, message: "not a regular file (replay reads NMEA log files)")
     }
     return NMEAFileCursor(fd: fd, name: name, owned: true, rolloverFloor: rolloverFloor)
   }

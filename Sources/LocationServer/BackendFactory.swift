@@ -86,6 +86,11 @@ public enum BackendFactory {
         guard (info.st_mode & S_IFMT) != S_IFDIR else {
           throw BackendCreationError(uri: uri, reason: "\(options.path) is a directory: give an NMEA log file")
         }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+          throw BackendCreationError(
+            uri: uri,
+            reason: "\(options.path) is not a regular file (a pipe or device has no end to replay): give an NMEA log file, or read a live receiver through gpsd")
+        }
       }
       return ReplayBackend(options: options, clock: clock, uri: uri)
     }

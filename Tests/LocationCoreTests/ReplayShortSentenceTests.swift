@@ -45,3 +45,22 @@ struct ReplayShortSentenceTests {
     #expect(warning.contains("tooFewFields=20"), "\(warning)")
   }
 }
+
+/// Only regular files are replayed: a FIFO without a writer must not hold up the start (and every
+/// client's start behind it), and a device has no end.
+@Suite(.timeLimit(.minutes(1)))
+struct ReplayInputKindTests {
+  @Test func aFIFOOrADeviceIsRefusedAtOnceInsteadOfWaitedOn() throws {
+    let fifo = "/tmp/locationd-replay-fifo-\(getpid())"
+    unlink(fifo)
+    #expect(mkfifo(fifo, 0o600) == 0)
+    defer { unlink(fifo) }
+    for path in [fifo, "/dev/zero", "/dev/null"] {
+      #expect(throws: ReplayError.cannotOpen(
+        path: path, errno: EINVAL, message: "not a regular file (replay reads NMEA log files)")
+      ) {
+        _ = try NMEAFileSource(path: path).open()
+      }
+    }
+  }
+}
