@@ -209,8 +209,17 @@ public struct Configuration: Sendable, Hashable {
   /// - Throws: ``ConfigurationError/invalidLine(file:line:reason:)``.
   public static func parseFile(_ text: String, path: String) throws(ConfigurationError) -> [(String, String)] {
     var result: [(String, String)] = []
+    // A byte-order mark some editors write is not part of the first key.
+    let text = text.hasPrefix("\u{FEFF}") ? String(text.dropFirst()) : text
     // "\r\n" is one Character: split on every newline Character, so CRLF files work.
     for (number, rawLine) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
+      // A NUL or other control character would silently cut a path or group name short where
+      // it reaches the C library: refuse the line instead.
+      if let control = rawLine.unicodeScalars.first(where: { $0.properties.generalCategory == .control && $0 != "\t" }) {
+        throw .invalidLine(
+          file: path, line: number + 1,
+          reason: "control character U+\(String(control.value, radix: 16, uppercase: true).leftPadded(4)) in the line")
+      }
       let line = trim(rawLine)
       if line.isEmpty || line.hasPrefix("#") { continue }
       guard let equals = line.firstIndex(of: "=") else {
@@ -262,5 +271,12 @@ public struct Configuration: Sendable, Hashable {
   struct FileError: Error, CustomStringConvertible {
     var message: String
     var description: String { message }
+  }
+}
+
+extension String {
+  /// The string with leading zeros up to `width` characters.
+  fileprivate func leftPadded(_ width: Int) -> String {
+    String(repeating: "0", count: max(0, width - count)) + self
   }
 }

@@ -438,6 +438,10 @@ final class ServerCore: Sendable {
   private let epollFD: Int32
   /// An eventfd: a write makes the I/O thread look at `Registry.closing` and `stopping`.
   private let wakeFD: Int32
+  /// Why `epoll_create1` and `eventfd` failed in `init`, reported by `start()` (`errno` read
+  /// later would describe some other call).
+  private let epollErrno: Int32
+  private let wakeErrno: Int32
 
   init(
     socket: ListeningSocket, handler: any RequestHandler, authorizer: Authorizer,
@@ -448,7 +452,9 @@ final class ServerCore: Sendable {
     self.options = options
     registry = Mutex(Registry(authorizer: authorizer, maxClients: options.maxClients))
     epollFD = epoll_create1(Int32(EPOLL_CLOEXEC))
+    epollErrno = epollFD < 0 ? errno : 0
     wakeFD = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
+    wakeErrno = wakeFD < 0 ? errno : 0
   }
 
   deinit {
@@ -462,8 +468,8 @@ final class ServerCore: Sendable {
       return registry.started
     }
     if alreadyStarted { return }
-    guard epollFD >= 0 else { throw .systemCall("epoll_create1", path: socket.path, errno: errno) }
-    guard wakeFD >= 0 else { throw .systemCall("eventfd", path: socket.path, errno: errno) }
+    guard epollFD >= 0 else { throw .systemCall("epoll_create1", path: socket.path, errno: epollErrno) }
+    guard wakeFD >= 0 else { throw .systemCall("eventfd", path: socket.path, errno: wakeErrno) }
     for (fd, token) in [(socket.fd, listenToken), (wakeFD, wakeToken)] {
       var event = epoll_event()
       event.events = EPOLLIN.rawValue

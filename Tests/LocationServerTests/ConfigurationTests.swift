@@ -11,6 +11,28 @@ struct ConfigurationTests {
     }
   }
 
+  @Test("a control character in a config line is refused, not cut short at the C library")
+  func controlCharacters() {
+    for (text, line) in [
+      ("socket = /tmp/a\u{0}b\n", 1), ("backend = simulate\ngroup = users\u{0}junk\n", 2),
+      ("state-dir = /tmp/st\u{1B}x\n", 1),
+    ] {
+      #expect(throws: ConfigurationError.self, "\(text.debugDescription)") {
+        try Configuration.parseFile(text, path: "c.conf")
+      }
+      do {
+        _ = try Configuration.parseFile(text, path: "c.conf")
+      } catch {
+        #expect(error.description.contains("c.conf:\(line)"), "\(error)")
+        #expect(error.description.contains("control character U+00"), "\(error)")
+      }
+    }
+    // Tabs are blanks, and a byte-order mark before the first key is not part of it.
+    let parsed = try? Configuration.parseFile("\u{FEFF}socket\t=\t/tmp/s.sock\n", path: "c.conf")
+    #expect(parsed?.first?.0 == "socket")
+    #expect(parsed?.first?.1 == "/tmp/s.sock")
+  }
+
   @Test("defaults")
   func defaults() throws {
     let configuration = try Configuration.parse(arguments: [])
@@ -76,6 +98,7 @@ struct ConfigurationTests {
       (["--config", "/missing"], "cannot read config file /missing"),
       (["--config", "/bad"], "/bad:2: unknown key \"colour\""),
       (["--config", "/noequals"], "/noequals:1: expected key = value"),
+    (["--backend", "replay:/dev/null"], "/dev/null is not a regular file"),
     ])
   func errors(arguments: [String], fragment: String) {
     do {
@@ -91,8 +114,8 @@ struct ConfigurationTests {
   @Test(
     "backend URIs are validated by the backend factory and kept as given",
     arguments: [
-      "simulate", "simulate?rate=5&seed=7", "replay:/dev/null", "replay:/dev/null?speed=0",
-      "replay:/dev/null?speed=10&loop=true", "gpsd", "gpsd://127.0.0.1:2950",
+      "simulate", "simulate?rate=5&seed=7", "replay:/etc/passwd", "replay:/etc/passwd?speed=0",
+      "replay:/etc/passwd?speed=10&loop=true", "gpsd", "gpsd://127.0.0.1:2950",
       "gpsd://gps.local:2947/dev/ttyACM0", "gpsd://[::1]:2947",
     ])
   func backends(text: String) throws {
