@@ -13,6 +13,8 @@ public enum GPXError: Error, Hashable, Sendable, CustomStringConvertible {
   case invalidCoordinate(line: Int, latitude: String?, longitude: String?)
   /// The file has no `rtept`, `trkpt` or `wpt` elements.
   case noPoints
+  /// The file has more than `limit` points (``GPXReader/maximumPoints``).
+  case tooManyPoints(limit: Int)
   /// libxml2 could not be loaded (it is loaded for the first GPX file); the text says what to
   /// install.
   case parserUnavailable(String)
@@ -27,6 +29,7 @@ public enum GPXError: Error, Hashable, Sendable, CustomStringConvertible {
       return
         "GPX point on line \(line) has an invalid coordinate (lat=\(lat ?? "missing"), lon=\(lon ?? "missing"))"
     case .noPoints: return "GPX file has no rtept, trkpt or wpt points"
+    case .tooManyPoints(let limit): return "GPX file has more than \(limit) points"
     case .parserUnavailable(let reason): return reason
     }
   }
@@ -52,8 +55,11 @@ public struct GPXPoint: Sendable, Hashable {
 ///
 /// XML is parsed by libxml2 (no network access, no entity expansion beyond the document).
 public enum GPXReader {
-  /// Largest GPX file accepted, bytes.
-  public static let maximumFileSize = 64 * 1024 * 1024
+  /// Largest GPX file accepted, bytes: 16 MiB, some 200,000 points. libxml2 builds the whole
+  /// document in memory, about 30 times the file's size, so this bounds the start-up's peak.
+  public static let maximumFileSize = 16 * 1024 * 1024
+  /// Most points accepted in one file (route points, track points and waypoints together).
+  public static let maximumPoints = 100_000
 
   /// Reads and parses the GPX file at `path`. The file is opened with `O_NONBLOCK` and read only
   /// when it is a regular file, so a FIFO or device at the path cannot hang the backend.
@@ -119,6 +125,7 @@ private struct GPXCollector {
   var track: [GPXPoint] = []
   var waypoints: [GPXPoint] = []
   private var routeCount = 0
+  private var pointCount = 0
 
   /// Visits the sibling list starting at `first` and every descendant, in document order
   /// (libxml2 limits nesting to 256 levels, so the recursion is bounded).
@@ -129,6 +136,8 @@ private struct GPXCollector {
         let name = current.pointee.name.map { String(cString: $0) } ?? ""
         switch name {
         case "rtept", "trkpt", "wpt":
+          pointCount += 1
+          guard pointCount <= GPXReader.maximumPoints else { throw .tooManyPoints(limit: GPXReader.maximumPoints) }
           let point = try Self.point(current)
           switch name {
           case "rtept": if routeCount == 1 { route.append(point) }

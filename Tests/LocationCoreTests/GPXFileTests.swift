@@ -6,6 +6,17 @@ import Testing
 
 @Suite("GPX files", .timeLimit(.minutes(1)))
 struct GPXFileTests {
+  @Test("more points than the limit are refused before they are all collected")
+  func pointLimit() throws {
+    func gpx(_ count: Int) -> [UInt8] {
+      Array(("<gpx version=\"1.1\">" + String(repeating: "<wpt lat=\"1\" lon=\"2\"/>", count: count) + "</gpx>").utf8)
+    }
+    #expect(try GPXReader.points(from: gpx(GPXReader.maximumPoints)).count == GPXReader.maximumPoints)
+    #expect(throws: GPXError.tooManyPoints(limit: GPXReader.maximumPoints)) {
+      try GPXReader.points(from: gpx(GPXReader.maximumPoints + 1))
+    }
+  }
+
   @Test("a FIFO in place of a route file is refused instead of hanging the backend")
   func fifoRoute() throws {
     var template = Array("/tmp/gpx-fifo-XXXXXX".utf8CString)
