@@ -94,11 +94,18 @@ public struct Annotation: Sendable, Hashable, Codable {
     }
   }
 
-  /// Whether `text` has a scalar of Unicode general category Cc (control) or Cf (format).
+  /// Whether `text` has a scalar of Unicode general category Cc (control), Cf (format), Zl (line
+  /// separator, U+2028) or Zp (paragraph separator, U+2029): the last two break a line in
+  /// JavaScript, JSON viewers and terminals as a newline does.
   static func containsControlOrFormat(_ text: String) -> Bool {
-    text.unicodeScalars.contains {
-      let category = $0.properties.generalCategory
-      return category == .control || category == .format
+    text.unicodeScalars.contains(where: isRefused)
+  }
+
+  /// Whether `scalar` is of a category refused in annotation text (see ``containsControlOrFormat(_:)``).
+  static func isRefused(_ scalar: Unicode.Scalar) -> Bool {
+    switch scalar.properties.generalCategory {
+    case .control, .format, .lineSeparator, .paragraphSeparator: return true
+    default: return false
     }
   }
 
@@ -114,6 +121,9 @@ public struct Annotation: Sendable, Hashable, Codable {
   /// - Throws: ``MapStateError/invalidIdentifier(_:reason:)``.
   public static func validateIdentifier(_ id: String) throws(MapStateError) {
     if id.isEmpty { throw .invalidIdentifier(id, reason: "empty") }
+    if id.unicodeScalars.allSatisfy({ $0.properties.isWhitespace }) {
+      throw .invalidIdentifier(id, reason: "blank (only white space)")
+    }
     if id.count > maxIdentifierLength {
       throw .invalidIdentifier(
         String(id.prefix(32)) + "...", reason: "longer than \(maxIdentifierLength) characters")
@@ -121,12 +131,10 @@ public struct Annotation: Sendable, Hashable, Codable {
     if containsControlOrFormat(id) {
       // The message shows such characters as \u{...} so that it cannot reorder or hide text.
       let visible = id.unicodeScalars.map { scalar in
-        let category = scalar.properties.generalCategory
-        return category == .control || category == .format
-          ? "\\u{" + String(scalar.value, radix: 16) + "}" : String(scalar)
+        isRefused(scalar) ? "\\u{" + String(scalar.value, radix: 16) + "}" : String(scalar)
       }
       throw .invalidIdentifier(
-        visible.joined(), reason: "contains control or format characters (Unicode Cc, Cf)")
+        visible.joined(), reason: "contains control, format or line-separator characters (Unicode Cc, Cf, Zl, Zp)")
     }
   }
 }
@@ -217,7 +225,7 @@ public enum MapStateError: Error, Hashable, Sendable, CustomStringConvertible {
       return "annotation \(field) too long: \(count) characters, limit \(limit)"
     case .controlCharacters(let field):
       return
-        "annotation \(field) contains control or format characters (escape sequences, newlines, direction overrides; Unicode Cc, Cf): use plain text"
+        "annotation \(field) contains control, format or line-separator characters (escape sequences, newlines, direction overrides; Unicode Cc, Cf, Zl, Zp): use plain text"
     case .limitExceeded(let count, let bytes):
       return
         "annotation limit exceeded: the map would hold \(count) annotations with \(bytes) bytes of text; the limits are \(AnnotationLimits.maxCount) annotations and \(AnnotationLimits.maxTotalBytes) bytes (UTF-8 of ids, titles, subtitles and kinds together): remove annotations first"

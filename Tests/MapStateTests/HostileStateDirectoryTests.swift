@@ -242,7 +242,7 @@ struct AnnotationLimitTests {
 
   @Test func formatCharactersAreRefused() async throws {
     let service = MapStateService()
-    for text in ["\u{202E}evil", "a\u{200B}b", "x\u{2066}y", "\u{FEFF}"] {
+    for text in ["\u{202E}evil", "a\u{200B}b", "x\u{2066}y", "\u{FEFF}", "line\u{2028}break", "para\u{2029}graph"] {
       await #expect(throws: MapStateError.self) {
         try await service.addAnnotation(
           Annotation(id: text, coordinate: Coordinate(latitude: 0, longitude: 0), title: "t"))
@@ -264,6 +264,12 @@ struct AnnotationLimitTests {
       try Annotation.validateIdentifier("gpx\u{202E}txt.exe")
     } catch {
       #expect(error.description.contains("gpx\\u{202e}txt.exe"))
+    }
+    // An identifier of only white space cannot be told apart from none in a list.
+    for blank in [" ", "\u{3000}", " \u{A0} "] {
+      #expect(throws: MapStateError.invalidIdentifier(blank, reason: "blank (only white space)")) {
+        try Annotation.validateIdentifier(blank)
+      }
     }
     #expect(await service.annotations.isEmpty)
   }
