@@ -240,7 +240,10 @@ enum JSONParser {
       }
       let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
       if integral, let value = Int64(text) { return .int(value) }
-      guard let value = Double(text), value.isFinite else { throw fail("number out of range") }
+      // Syntax is valid JSON: a magnitude beyond Double's range (1e999) reads as ±infinity
+      // (RFC 8259 section 6 lets a reader limit range), so that the request is still read and
+      // its id answered; every member a command uses is range-checked, which refuses infinity.
+      guard let value = Double(text) else { throw fail("number out of range") }
       return .double(value)
     }
   }

@@ -313,6 +313,9 @@ extension Request {
       id = .numberText(String(decoding: idText, as: UTF8.self))
       reader.id = id
     }
+    if case .number(let number) = id, !number.isFinite {
+      throw ProtocolError(.invalidArgument, "\"id\" must be a number within Double's range, or a string")
+    }
     guard let cmdValue = reader.take("cmd") else {
       throw ProtocolError(
         .unknownCommand, "the request has no \"cmd\" member: add e.g. \"cmd\":\"status\"", id: id)
@@ -420,7 +423,8 @@ private struct ArgumentReader {
     case .null: return nil
     case .string(let string) where string.utf8.count <= 256: id = .string(string)
     case .int(let number): id = .number(Double(number))
-    case .double(let number) where number.isFinite: id = .number(number)
+    // Not finite only beyond Double's range (1e999): such an id is answered from its text.
+    case .double(let number): id = .number(number)
     default: throw error("\"id\" must be a string or a number, at most 256 bytes")
     }
     return id

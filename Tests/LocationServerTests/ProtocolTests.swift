@@ -62,6 +62,18 @@ struct ProtocolTests {
     #expect(try parse(#"{"cmd":"status","id":"abc"}"#).id == .string("abc"))
     #expect(try parse(#"{"cmd":"status","id":12}"#).id == .numberText("12"))
     #expect(try parse(#"{"cmd":"status"}"#).id == nil)
+    // Beyond Double's range the request is still read and its id answered as written; a
+    // member that must be a number in range refuses it with the id.
+    #expect(try parse(#"{"cmd":"status","id":1e999}"#).id == .numberText("1e999"))
+    #expect(try parse(#"{"cmd":"status","id":-1E+400}"#).id == .numberText("-1E+400"))
+    do {
+      _ = try parse(#"{"cmd":"zoom","zoom":1e999,"id":7}"#)
+      Issue.record("zoom 1e999 accepted")
+    } catch {
+      #expect(error.code == .invalidArgument)
+      #expect(error.id == .numberText("7"))
+    }
+    #expect(throws: ProtocolError.self) { try Request.parse(JSONValue.object([JSONMember("cmd", .string("status")), JSONMember("id", .double(.infinity))])) }
     #expect(
       Reply.ok(.stop).json(id: .number(12)).jsonString == #"{"class":"OK","id":12,"cmd":"stop"}"#)
     #expect(
