@@ -79,7 +79,7 @@ public final class ReplayBackend: BatchingLocationBackend {
   public struct Options: Sendable, Hashable {
     /// The log file, or `-` for standard input.
     public var path: String
-    /// Speed factor: 0 = as fast as possible, 1 = real time, any finite positive factor.
+    /// Speed factor: 0 = as fast as possible, 1 = real time; the URI accepts `0...1000000`.
     public var speed: Double
     /// Whether to restart at the beginning after the last epoch.
     public var loop: Bool

@@ -20,10 +20,22 @@ func runDecode(arguments: [String]) -> Int32 {
   var path: String?
   var floor: Int?
   var index = 0
+  var operandsOnly = false
   while index < arguments.count {
     let argument = arguments[index]
     index += 1
+    if operandsOnly {
+      guard path == nil else {
+        writeError("locationctl decode: give one FILE or - for standard input")
+        return 64
+      }
+      path = argument
+      continue
+    }
     switch argument {
+    case "--":
+      // POSIX utility syntax guideline 10: what follows is an operand, even "-" or "-x".
+      operandsOnly = true
     case "--sky": sky = true
     case "--rollover-floor":
       guard index < arguments.count, let day = CivilDate.days(iso: arguments[index]) else {

@@ -23,4 +23,31 @@ struct DecodeCommandTests {
     let bad = try await runTool(tool, ["decode", "--rollover-floor", "2019", log])
     #expect(bad.status == 64)
   }
+
+  /// `--` ends the options, as the README says for every command: `-` after it is standard input.
+  @Test func doubleDashEndsTheOptions() async throws {
+    let tool = try Products.path("locationctl")
+    let run = try await runTool(tool, ["decode", "--", "-"])
+    #expect(run.status == 1, "\(run.stderr)")
+    #expect(run.stderr.contains("no NMEA sentences found in standard input (it is empty)"), "\(run.stderr)")
+    let two = try await runTool(tool, ["decode", "--", "-", "-"])
+    #expect(two.status == 64)
+  }
+
+  /// An empty `--socket=` is bad usage (64), not an unreachable daemon (1); the help's
+  /// continuation lines line up under their description.
+  @Test func emptySocketIsBadUsageAndHelpLinesAlign() async throws {
+    let tool = try Products.path("locationctl")
+    for arguments in [["--socket=", "status"], ["--socket", "", "status"]] {
+      let run = try await runTool(tool, arguments)
+      #expect(run.status == 64, "\(arguments): \(run.stderr)")
+    }
+    let help = try await runTool(tool, ["--help"])
+    let lines = help.stdout.split(separator: "\n")
+    let description = try #require(lines.first { $0.contains("track on this connection") })
+    let column = try #require(description.range(of: "track on this connection")).lowerBound
+    let offset = description.distance(from: description.startIndex, to: column)
+    let continuation = try #require(lines.first { $0.contains("(--every:") })
+    #expect(continuation.prefix { $0 == " " }.count == offset, "\(help.stdout)")
+  }
 }
