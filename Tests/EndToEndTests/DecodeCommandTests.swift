@@ -24,6 +24,27 @@ struct DecodeCommandTests {
     #expect(bad.status == 64)
   }
 
+  /// A capture of GSV sentences alone gives SKY objects with --sky (as gpsdecode does), nothing
+  /// without it.
+  @Test func gsvOnlyInputGivesSkyWithSky() async throws {
+    let scratch = try Scratch()
+    defer { scratch.remove() }
+    let log = scratch.file("gsv.nmea")
+    try
+      ("$GPGSV,2,1,05,09,88,089,31,07,60,281,44,23,55,123,33,10,44,274,32*7F\r\n"
+      + "$GPGSV,2,2,05,16,39,051,29*4E\r\n")
+      .write(toFile: log, atomically: true, encoding: .utf8)
+    let tool = try Products.path("locationctl")
+    let sky = try await runTool(tool, ["decode", "--sky", log])
+    #expect(sky.status == 0, "\(sky.stderr)")
+    let objects = sky.lines.compactMap(parseObject)
+    #expect(objects.count == 1, "\(sky.stdout)")
+    #expect(objects.first?["class"] as? String == "SKY")
+    #expect((objects.first?["satellites"] as? [Any])?.count == 5)
+    let plain = try await runTool(tool, ["decode", log])
+    #expect(plain.status == 0 && plain.lines.isEmpty)
+  }
+
   /// `--` ends the options, as the README says for every command: `-` after it is standard input.
   @Test func doubleDashEndsTheOptions() async throws {
     let tool = try Products.path("locationctl")
