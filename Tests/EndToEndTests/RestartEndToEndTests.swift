@@ -404,6 +404,8 @@ extension EndToEnd {
         ),
         (base + socket + ["--backend", "teleport"], 78, "unknown backend"),
         (base + socket + ["--backend", "simulate?speed=1&speed=2"], 78, "more than once"),
+        (base + socket + ["--backend", "simulate?outage=0-1e300"], 78, "outage"),
+        (base + socket + ["--backend", "simulate?mode=1e300:2d"], 78, "mode"),
         (base + socket + ["--backend", "replay:/dev/null?loop=true&loop=false"], 78, "more than once"),
         (
           base + socket + ["--backend", "gpsd://localhost?rollover-floor=none&rollover-floor=none"], 78,

@@ -112,6 +112,31 @@ struct ReplayBackendTests {
     await replay.stop()
   }
 
+  /// The same through the URI (`speed=1e-21` at the first start) and through the control while
+  /// a replay at speed 1 waits for its next epoch (`replay speed 1e-300`).
+  @Test func aTinySpeedFromTheURIOrTheControlWaitsInsteadOfOverflowing() async throws {
+    let clock = VirtualClock()
+    let fixes = epochs(atOffsets: [0, 1000, 2000])
+    let options = try ReplayBackend.Options.parse("replay:test.nmea?speed=1e-21")
+    let fromURI = ReplayBackend(
+      source: DecodedFixesSource(name: "test.nmea", fixes: fixes), options: options, clock: clock,
+      uri: "replay:test.nmea?speed=1e-21")
+    var uriEvents = fromURI.events.makeAsyncIterator()
+    try await fromURI.start()
+    #expect(await nextLocation(&uriEvents) != nil)
+    #expect(await clock.nextDeadline() > .seconds(1_000_000))
+    await fromURI.stop()
+
+    let replay = makeReplay(fixes, clock: clock, speed: 1)
+    var events = replay.events.makeAsyncIterator()
+    try await replay.start()
+    #expect(await nextLocation(&events) != nil)
+    let progress = try await replay.perform(.speed(1e-300))
+    #expect(progress.speed == 1e-300 && progress.fixesEmitted == 1)
+    #expect(await clock.nextDeadline() > clock.now + .seconds(1_000_000))
+    await replay.stop()
+  }
+
   @Test func anHourOfLogRunsAtOnceOnAnAutomaticClock() async throws {
     let offsets = (0..<3600).map { Int64($0) * 1000 }
     let clock = VirtualClock(autoAdvance: true)
