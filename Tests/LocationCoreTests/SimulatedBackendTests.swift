@@ -477,6 +477,20 @@ struct SimulatedBackendTests {
     }
   }
 
+  /// The backend's status says the speed it moves at: 0 on a stationary route.
+  @Test func theStatusOfAStationaryRouteSaysItStandsStill() async throws {
+    let here = Coordinate(latitude: 3.1, longitude: 101.6)
+    let backend = SimulatedBackend(
+      parameters: SimulationParameters(route: SimulatedRoute(waypoints: [here, here]), speed: 10),
+      clock: VirtualClock(), source: "still.gpx")
+    var events = backend.events.makeAsyncIterator()
+    try await backend.start()
+    #expect(await nextStatus(.connected, &events) == .some("simulating still.gpx at 0.0 m/s"))
+    let location = try #require(await nextLocation(&events))
+    #expect(location.fix.speedOverGround == 0)
+    await backend.stop()
+  }
+
   /// Due north, the great circle's course can come out a hair under 360: every written course
   /// reads 0, never 360 (TPV track, RMC and VTG course), and an azimuth likewise.
   @Test func aCourseDueNorthIsWrittenAsZeroNot360() throws {
