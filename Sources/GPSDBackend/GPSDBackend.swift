@@ -19,6 +19,8 @@ public enum GPSDURIError: Error, Sendable, Hashable, CustomStringConvertible {
   case invalidDevice(String)
   /// A query parameter other than `rollover-floor=YYYY-MM-DD|none`.
   case invalidParameter(String)
+  /// A query parameter given more than once.
+  case repeatedParameter(String)
 
   /// A one-line explanation with the expected form.
   public var description: String {
@@ -32,6 +34,8 @@ public enum GPSDURIError: Error, Sendable, Hashable, CustomStringConvertible {
     case .invalidDevice(let device): return "device \"\(device)\" is not an absolute path; \(form)"
     case .invalidParameter(let parameter):
       return "parameter \"\(parameter)\" is not rollover-floor=YYYY-MM-DD (1980 or later) or rollover-floor=none; \(form)"
+    case .repeatedParameter(let name):
+      return "parameter \"\(name)\" is given more than once: give it once; \(form)"
     }
   }
 }
@@ -62,6 +66,7 @@ public struct GPSDEndpoint: Sendable, Hashable {
       for parameter in fullURI[fullURI.index(after: question)...].split(separator: "&") {
         let pair = parameter.split(separator: "=", maxSplits: 1).map(String.init)
         guard pair.count == 2, pair[0] == "rollover-floor" else { throw .invalidParameter(String(parameter)) }
+        guard floor == nil else { throw .repeatedParameter(pair[0]) }
         if pair[1] == "none" {
           floor = .some(nil)
         } else if let day = CivilDate.days(iso: pair[1]) {

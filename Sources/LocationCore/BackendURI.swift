@@ -10,6 +10,8 @@ public enum BackendURIError: Error, Hashable, Sendable, CustomStringConvertible 
   case unknownParameter(String, allowed: [String])
   /// A query value out of range or of the wrong type; `expected` says what is accepted.
   case invalidValue(key: String, value: String, expected: String)
+  /// A query key given more than once (`speed=1&speed=2`): which one was meant is unclear.
+  case repeatedParameter(String)
 
   /// A one-line message for logs and error replies.
   public var description: String {
@@ -24,6 +26,9 @@ public enum BackendURIError: Error, Hashable, Sendable, CustomStringConvertible 
       return "unknown parameter '\(key)' (known: \(allowed.joined(separator: ", ")))"
     case .invalidValue(let key, let value, let expected):
       return "invalid value '\(value)' for '\(key)': expected \(expected)"
+    case .repeatedParameter(let key):
+      return
+        "parameter '\(key)' is given more than once: give it once (lists such as outage and mode take commas)"
     }
   }
 }
@@ -61,6 +66,7 @@ struct BackendURIParts {
       let key = String(item[..<equals])
       let value = String(item[item.index(after: equals)...])
       guard allowed.contains(key) else { throw .unknownParameter(key, allowed: allowed) }
+      guard !parameters.contains(where: { $0.key == key }) else { throw .repeatedParameter(key) }
       parameters.append((key, value))
     }
     return BackendURIParts(path: path, parameters: parameters)

@@ -11,6 +11,14 @@ public enum GPXError: Error, Hashable, Sendable, CustomStringConvertible {
   case malformed(line: Int, message: String)
   /// A point's `lat`/`lon` attribute is missing or out of range.
   case invalidCoordinate(line: Int, latitude: String?, longitude: String?)
+  /// A point's `<ele>` is not a decimal number of metres within
+  /// ``GPXReader/elevationRange`` (the range the `simulate` URI's `altitude` accepts); line of the
+  /// `<ele>` element and its text.
+  case invalidElevation(line: Int, value: String)
+  /// Two consecutive points of the route (the closing leg from the last point back to the first
+  /// included) are antipodal, or within a few millimetres of it: every great circle joins them,
+  /// so the direction of travel on that leg is undefined. Lines of the two points.
+  case antipodalLeg(fromLine: Int, toLine: Int)
   /// The file has no `rtept`, `trkpt` or `wpt` elements.
   case noPoints
   /// The file has more than `limit` points (``GPXReader/maximumPoints``).
@@ -28,6 +36,12 @@ public enum GPXError: Error, Hashable, Sendable, CustomStringConvertible {
     case .invalidCoordinate(let line, let lat, let lon):
       return
         "GPX point on line \(line) has an invalid coordinate (lat=\(lat ?? "missing"), lon=\(lon ?? "missing"))"
+    case .invalidElevation(let line, let value):
+      return
+        "GPX <ele> on line \(line) is not an elevation (\"\(value)\"): expected a decimal number of metres within -1000...100000"
+    case .antipodalLeg(let from, let to):
+      return
+        "GPX points on lines \(from) and \(to) are antipodal: the direction of the leg between them is undefined (add a point between them)"
     case .noPoints: return "GPX file has no rtept, trkpt or wpt points"
     case .tooManyPoints(let limit): return "GPX file has more than \(limit) points"
     case .parserUnavailable(let reason): return reason
@@ -55,6 +69,9 @@ public struct GPXPoint: Sendable, Hashable {
 ///
 /// XML is parsed by libxml2 (no network access, no entity expansion beyond the document).
 public enum GPXReader {
+  /// Elevations accepted in `<ele>`, metres: the range of the `simulate` URI's `altitude`.
+  public static let elevationRange = -1000.0...100_000.0
+
   /// Largest GPX file accepted, bytes: 16 MiB, some 200,000 points. libxml2 builds the whole
   /// document in memory, about 30 times the file's size, so this bounds the start-up's peak.
   public static let maximumFileSize = 16 * 1024 * 1024
@@ -90,7 +107,9 @@ public enum GPXReader {
     return try points(from: bytes)
   }
 
-  /// Parses GPX XML held in `bytes` (UTF-8 or as the XML declaration says).
+  /// Parses GPX XML held in `bytes` (UTF-8 or as the XML declaration says). `lat`, `lon` and
+  /// `<ele>` must be decimal numbers (`xsd:decimal`, as the GPX 1.1 schema types them); a route
+  /// with antipodal consecutive points is refused.
   ///
   /// - Throws: ``GPXError``.
   public static func points(from bytes: [UInt8]) throws(GPXError) -> [GPXPoint] {
@@ -113,17 +132,35 @@ public enum GPXReader {
     defer { locationd_xml_free_doc(document) }
     var collector = GPXCollector()
     if let root = locationd_xml_root(document) { try collector.visit(root) }
-    if !collector.route.isEmpty { return collector.route }
-    if !collector.track.isEmpty { return collector.track }
-    if !collector.waypoints.isEmpty { return collector.waypoints }
+    for list in [collector.route, collector.track, collector.waypoints] where !list.isEmpty {
+      try checkLegs(list)
+      return list.map(\.point)
+    }
     throw .noPoints
+  }
+
+  /// Refuses a closed route with a leg whose great circle is undefined (antipodal ends).
+  private static func checkLegs(_ points: [GPXCollector.Entry]) throws(GPXError) {
+    guard points.count > 1 else { return }
+    for index in points.indices {
+      let next = (index + 1) % points.count
+      if SimulatedRoute.isAntipodal(points[index].point.coordinate, points[next].point.coordinate) {
+        throw .antipodalLeg(fromLine: points[index].line, toLine: points[next].line)
+      }
+    }
   }
 }
 
 private struct GPXCollector {
-  var route: [GPXPoint] = []
-  var track: [GPXPoint] = []
-  var waypoints: [GPXPoint] = []
+  /// A point and the line of its element.
+  struct Entry {
+    var point: GPXPoint
+    var line: Int
+  }
+
+  var route: [Entry] = []
+  var track: [Entry] = []
+  var waypoints: [Entry] = []
   private var routeCount = 0
   private var pointCount = 0
 
@@ -153,12 +190,12 @@ private struct GPXCollector {
     }
   }
 
-  static func point(_ node: xmlNodePtr) throws(GPXError) -> GPXPoint {
+  static func point(_ node: xmlNodePtr) throws(GPXError) -> Entry {
     let line = Int(locationd_xml_line(node))
     let lat = attribute(node, "lat")
     let lon = attribute(node, "lon")
     guard let latText = lat, let lonText = lon,
-      let latitude = Double(latText.trimmingWhitespace), let longitude = Double(lonText.trimmingWhitespace),
+      let latitude = decimal(latText), let longitude = decimal(lonText),
       Coordinate(latitude: latitude, longitude: longitude).isValid
     else {
       throw .invalidCoordinate(line: line, latitude: lat, longitude: lon)
@@ -166,14 +203,34 @@ private struct GPXCollector {
     var point = GPXPoint(coordinate: Coordinate(latitude: latitude, longitude: longitude))
     var child = node.pointee.children
     while let current = child {
-      if current.pointee.type == XML_ELEMENT_NODE, current.pointee.name.map({ String(cString: $0) }) == "ele",
-        let text = content(current), let value = Double(text.trimmingWhitespace), value.isFinite
-      {
+      if current.pointee.type == XML_ELEMENT_NODE, current.pointee.name.map({ String(cString: $0) }) == "ele" {
+        let text = content(current) ?? ""
+        guard let value = decimal(text), GPXReader.elevationRange.contains(value) else {
+          throw .invalidElevation(line: Int(locationd_xml_line(current)), value: text)
+        }
         point.elevation = value
       }
       child = current.pointee.next
     }
-    return point
+    return Entry(point: point, line: line)
+  }
+
+  /// An `xsd:decimal` (optional sign, digits with at most one decimal point, surrounding
+  /// whitespace allowed): no exponent, hexadecimal, `inf` or `nan`, which `Double(_:)` would take.
+  static func decimal(_ text: String) -> Double? {
+    let trimmed = text.trimmingWhitespace
+    var digits = 0
+    var points = 0
+    for (offset, byte) in trimmed.utf8.enumerated() {
+      switch byte {
+      case UInt8(ascii: "0")...UInt8(ascii: "9"): digits += 1
+      case UInt8(ascii: "."): points += 1
+      case UInt8(ascii: "+"), UInt8(ascii: "-"): if offset != 0 { return nil }
+      default: return nil
+      }
+    }
+    guard digits > 0, points <= 1, let value = Double(trimmed), value.isFinite else { return nil }
+    return value
   }
 
   static func attribute(_ node: xmlNodePtr, _ name: String) -> String? {

@@ -79,7 +79,7 @@ public final class ReplayBackend: BatchingLocationBackend {
   public struct Options: Sendable, Hashable {
     /// The log file, or `-` for standard input.
     public var path: String
-    /// Speed factor: 0 = as fast as possible, 1 = real time, any finite positive factor.
+    /// Speed factor: 0 = as fast as possible, 1 = real time; the URI accepts `0...1000000`.
     public var speed: Double
     /// Whether to restart at the beginning after the last epoch.
     public var loop: Bool
@@ -608,7 +608,9 @@ public final class ReplayBackend: BatchingLocationBackend {
     var passFirstPace: Int64 = 0
     var passFirstElapsed: Int64 = 0
     var reportedEnd = false
-    var reportedPaused = false
+    /// The log offset the last "paused at" status named, `nil` when the last status was not one:
+    /// a pause at another position (after a step or seek) is said again.
+    var reportedPausedAt: Int64?
     let replaying = "replaying \(source.name)"
     var outbox: [BackendEvent] = []
     outbox.reserveCapacity(Self.batchSize)
@@ -624,15 +626,17 @@ public final class ReplayBackend: BatchingLocationBackend {
         return seek
       }) {
         do throws(ReplayError) {
-          let (rewound, found) = try reposition(to: target, cursor: &cursor, timeline: &timeline)
+          let (rewound, found, end) = try reposition(
+            to: target, cursor: &cursor, timeline: &timeline)
           if rewound {
             passFirstPace = 0
             passFirstElapsed = 0
           }
-          let offset = found.map { $0 - passFirstElapsed }
+          // Past the last epoch, the replay stands at the end of the log.
+          let offset = (found ?? end) - passFirstElapsed
           control.withLock { control in
             control.lastEmittedPace = nil
-            if let offset { control.progress.logOffsetMilliseconds = offset }
+            control.progress.logOffsetMilliseconds = offset
           }
         } catch {
           outbox.append(.error(error.description))
@@ -668,7 +672,7 @@ public final class ReplayBackend: BatchingLocationBackend {
           }
           if !reportedEnd {
             reportedEnd = true
-            reportedPaused = false
+            reportedPausedAt = nil
             if loop { outbox.append(.error(ReplayError.notRewindable(source.name).description)) }
             let nothing: Bool = control.withLock { control in
               control.progress.isAtEnd = true
@@ -686,7 +690,11 @@ public final class ReplayBackend: BatchingLocationBackend {
           await waitForChange(since: generation)
           continue outer
         }
-        reportedEnd = false
+        if reportedEnd {
+          // A seek (or loop turned on) found an epoch again after the end: playing once more.
+          reportedEnd = false
+          outbox.append(.status(.connected, detail: replaying))
+        }
         decoded = next
         if let report = cursor.takeRejectionReport() { outbox.append(.error(report)) }
       } catch {
@@ -697,7 +705,9 @@ public final class ReplayBackend: BatchingLocationBackend {
       let pace = timeline.pace
       let offset = timeline.elapsed - passFirstElapsed
       let gap = timeline.lastGap
-      var reportedGap = false
+      /// The control generation the last gap notice was computed for: a speed change, pause and
+      /// resume or seek during the gap makes it stale, so it is said again with the new wait.
+      var gapNoticeGeneration: UInt64?
       var dueWall: Int64?
 
       // Wait until the epoch is due, honouring pause, step, speed changes and seeks.
@@ -763,21 +773,26 @@ public final class ReplayBackend: BatchingLocationBackend {
         switch decision {
         case .emit(let wall, let paused, let generation):
           dueWall = wall
-          if reportedPaused && !paused {
-            reportedPaused = false
+          if reportedPausedAt != nil && !paused {
+            reportedPausedAt = nil
             outbox.append(.status(.connected, detail: replaying))
           }
-          if let gap, !reportedGap, gaps == .skip {
+          if let gap, gaps == .skip {
             outbox.append(
               .status(.connected, detail: "skipped a gap of \(Self.seconds(gap)) s in the log"))
           }
           if let generation { markApplied(generation) }
           break wait
         case .seek:
+          // The gap notice was about the epoch left behind.
+          if gapNoticeGeneration != nil && reportedPausedAt == nil {
+            outbox.append(.status(.connected, detail: replaying))
+          }
           continue outer
         case .waitForChange(let generation, let position):
-          if !reportedPaused {
-            reportedPaused = true
+          gapNoticeGeneration = nil
+          if reportedPausedAt != position ?? 0 {
+            reportedPausedAt = position ?? 0
             outbox.append(
               .status(
                 .paused,
@@ -787,25 +802,25 @@ public final class ReplayBackend: BatchingLocationBackend {
           markApplied(generation)
           await waitForChange(since: generation)
         case .sleep(let due, let generation, let wait, let speed):
-          if reportedPaused {
-            reportedPaused = false
-            outbox.append(.status(.connected, detail: replaying))
-          }
-          if let gap, !reportedGap, gaps == .keep {
-            reportedGap = true
+          if let gap, gaps == .keep, gapNoticeGeneration != generation {
+            gapNoticeGeneration = generation
+            reportedPausedAt = nil
             outbox.append(
               .status(
                 .connected,
                 detail: "gap of \(Self.seconds(gap)) s in the log, next fix in "
                   + "\(Self.seconds(VirtualClock.milliseconds(wait))) s"
                   + (speed == 1 ? "" : " at speed \(Self.speedText(speed))")))
+          } else if reportedPausedAt != nil {
+            reportedPausedAt = nil
+            outbox.append(.status(.connected, detail: replaying))
           }
           await flush(&outbox)
           markApplied(generation)
           await sleep(until: due, generation: generation)
         }
       }
-      if reportedGap {
+      if gapNoticeGeneration != nil {
         outbox.append(.status(.connected, detail: replaying))
       }
 
@@ -849,12 +864,13 @@ public final class ReplayBackend: BatchingLocationBackend {
   }
 
   /// Positions `cursor` so that its next epoch is the first one matching `target`.
-  /// Returns whether the input was read again from the beginning, and the log time (`elapsed`,
-  /// ms) of the epoch found, `nil` when none matched (the end of the log).
+  /// Returns whether the input was read again from the beginning, the log time (`elapsed`,
+  /// ms) of the epoch found, `nil` when none matched, and the log time of the last epoch read
+  /// (where the replay stands when none matched: the end of the log).
   private func reposition(
     to target: ReplayPosition, cursor: inout any ReplayCursor, timeline: inout Timeline
   )
-    throws(ReplayError) -> (rewound: Bool, found: Int64?)
+    throws(ReplayError) -> (rewound: Bool, found: Int64?, end: Int64)
   {
     var offsetTarget: Int64?
     var timeTarget: Int64?
@@ -913,7 +929,7 @@ public final class ReplayBackend: BatchingLocationBackend {
       control.anchorWall = nil
       control.progress.isAtEnd = false
     }
-    return (rewound, found)
+    return (rewound, found, probe.elapsed)
   }
 }
 

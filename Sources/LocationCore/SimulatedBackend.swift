@@ -175,10 +175,10 @@ public final class SimulatedBackend: LocationBackend {
     var generator = SimulatedFixGenerator(
       parameters: parameters, startTime: clock.wallTimeMilliseconds)
     var lastStatus = BackendStatus.connected
+    // A route of one point (or one point repeated) stands still whatever the speed.
+    let speed = parameters.route.length > 0 ? parameters.speed : 0
     queue.pushUrgent(
-      .status(
-        .connected, detail: "simulating \(source ?? "the default loop") at \(parameters.speed) m/s")
-    )
+      .status(.connected, detail: "simulating \(source ?? "the default loop") at \(speed) m/s"))
     while !Task.isCancelled, let epoch = generator.next() {
       do {
         try await clock.sleep(until: startInstant + epoch.elapsed)

@@ -224,7 +224,14 @@ public struct SimulatedRoute: Sendable, Hashable {
     let sinAngle = sin(angle)
     let position: Vector
     let tangent: Vector
-    if sinAngle < 1e-12 {
+    if Self.isAntipodal(a, b) {
+      // Every great circle joins antipodal points: take the one along the meridian of `a`,
+      // northwards (from a pole, along the meridian of 0), so the leg is travelled all the same.
+      let direction = Self.northAxis(at: a)
+      let travelled = t * angle
+      position = a * cos(travelled) + direction * sin(travelled)
+      tangent = a * -sin(travelled) + direction * cos(travelled)
+    } else if sinAngle < 1e-12 {
       position = a
       tangent = b + a * -1
     } else {
@@ -234,6 +241,23 @@ public struct SimulatedRoute: Sendable, Hashable {
     }
     let coordinate = position.coordinate
     return (coordinate, Self.course(at: position, along: tangent), elevation)
+  }
+
+  /// Whether `a` and `b` are antipodal, or so close to it (within about 6 mm on the ground) that
+  /// the great circle through them, and so the direction between them, is undefined.
+  public static func isAntipodal(_ a: Coordinate, _ b: Coordinate) -> Bool {
+    isAntipodal(Vector(a), Vector(b))
+  }
+
+  static func isAntipodal(_ a: Vector, _ b: Vector) -> Bool {
+    a.dot(b) < 0 && a.cross(b).norm < 1e-9
+  }
+
+  /// The unit vector pointing north at `p` (at a pole, along the meridian of 0 away from it).
+  static func northAxis(at p: Vector) -> Vector {
+    let horizontal = (p.x * p.x + p.y * p.y).squareRoot()
+    if horizontal < 1e-12 { return Vector(x: p.z > 0 ? -1 : 1, y: 0, z: 0) }
+    return p.cross(Vector(x: -p.y / horizontal, y: p.x / horizontal, z: 0))
   }
 
   /// The direction of `tangent` at `position`, degrees true `0..<360`; at a pole, the direction
@@ -445,8 +469,10 @@ public struct SimulatedFixGenerator: Sendable, IteratorProtocol {
       let east = noiseEast * sigma
       let north = noiseNorth * sigma
       fix.coordinate = SimulatedRoute.offset(base, east: east, north: north)
-      fix.speedOverGround = speed
-      fix.courseOverGround = speed > 0 ? onRoute.course : nil
+      // A route of one point (or of repeated points) is a fixed position: no motion to report.
+      let moving = speed > 0 && p.route.length > 0
+      fix.speedOverGround = moving ? speed : 0
+      fix.courseOverGround = moving ? onRoute.course : nil
       fix.magneticVariation = nil
       if mode == .fix3D {
         fix.altitudeMSL = (onRoute.elevation ?? p.altitude) + noiseUp * sigma * 1.5

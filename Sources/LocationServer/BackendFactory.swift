@@ -84,7 +84,9 @@ public enum BackendFactory {
             kind: .missingInput)
         }
         guard (info.st_mode & S_IFMT) != S_IFDIR else {
-          throw BackendCreationError(uri: uri, reason: "\(options.path) is a directory: give an NMEA log file")
+          // Unreadable as a log, like a GPX route that is not a regular file: the same status.
+          throw BackendCreationError(
+            uri: uri, reason: "\(options.path) is a directory: give an NMEA log file", kind: .missingInput)
         }
         guard (info.st_mode & S_IFMT) == S_IFREG else {
           throw BackendCreationError(

@@ -8,6 +8,8 @@ public enum ConfigurationError: Error, Sendable, Hashable, CustomStringConvertib
   case unknownFlag(String)
   /// A flag needs a value and none followed.
   case missingValue(String)
+  /// A flag that takes no value was given one (`--help=1`).
+  case unexpectedValue(String)
   /// A value could not be used.
   case invalidValue(key: String, value: String, reason: String)
   /// The backend URI is malformed.
@@ -28,6 +30,8 @@ public enum ConfigurationError: Error, Sendable, Hashable, CustomStringConvertib
       return "unknown option \(flag): see locationd --help"
     case .missingValue(let flag):
       return "option \(flag) needs a value: see locationd --help"
+    case .unexpectedValue(let flag):
+      return "option \(flag) takes no value: see locationd --help"
     case .invalidValue(let key, let value, let reason):
       return "invalid \(key) \"\(value)\": \(reason)"
     case .invalidBackend(let uri, let reason):
@@ -94,6 +98,7 @@ public struct Configuration: Sendable, Hashable {
     The socket's directory and the state directory are created when missing (one level: their
     parents must exist).
 
+
     """ + ExitCode.table
 
   /// Parses command-line arguments (without the program name), reading `--config` when given.
@@ -128,6 +133,7 @@ public struct Configuration: Sendable, Hashable {
         value = arguments[index]
         index += 1
       }
+      if name == "help" { throw .unexpectedValue("--help") }
       guard Self.knownKeys.contains(name) || name == "config" else { throw .unknownFlag("--" + name) }
       flags[name] = value
     }

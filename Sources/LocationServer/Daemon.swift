@@ -54,25 +54,33 @@ public enum Daemon {
     // The map state (annotations, viewport) lives here: a path that cannot be a directory would
     // lose every change at the next restart while clients were told it succeeded, so refuse it.
     // Created when missing, one level only (its parent must exist), like the socket's directory.
-    var stateProblem: (reason: String, code: ExitCode)?
+    // Each problem comes with what to do about it.
+    let createHint = "give a directory whose parent exists, which locationd may create or write"
+    var stateProblem: (reason: String, code: ExitCode, hint: String?)?
     var info = stat()
     if mkdir(configuration.stateDirectory, 0o750) != 0 && errno != EEXIST {
-      stateProblem = (String(cString: strerror(errno)), .cannotCreate)
+      stateProblem = (String(cString: strerror(errno)), .cannotCreate, createHint)
     } else if stat(configuration.stateDirectory, &info) != 0 {
-      stateProblem = (String(cString: strerror(errno)), .cannotCreate)
+      stateProblem = (String(cString: strerror(errno)), .cannotCreate, createHint)
     } else if (info.st_mode & S_IFMT) != S_IFDIR {
-      stateProblem = ("not a directory", .configuration)
+      stateProblem = ("not a directory", .configuration, "give a directory, or a path locationd may create")
     } else {
       // Another user who can write there could plant links or FIFOs for the daemon to follow.
       do { try MapStateStore.checkDirectory(configuration.stateDirectory) } catch {
-        stateProblem = (error.description, .configuration)
+        switch error {
+        case .unsafeDirectory:
+          // The reason names the owner or mode to change (chown, chmod go-w).
+          stateProblem = (error.description, .configuration, nil)
+        default:
+          stateProblem = (error.description, .configuration, "give a directory locationd may read and write")
+        }
       }
     }
-    if let (reason, code) = stateProblem {
+    if let (reason, code, hint) = stateProblem {
       Log.event("startFailed", ["reason": "state directory \(configuration.stateDirectory): \(reason)"])
       writeStandardError(
-        "locationd: --state-dir \(configuration.stateDirectory) cannot be used (\(reason)): give a directory whose parent exists, which locationd may create or write\n"
-      )
+        "locationd: --state-dir \(configuration.stateDirectory) cannot be used (\(reason))"
+          + (hint.map { ": " + $0 } ?? "") + "\n")
       return code.rawValue
     }
     let map = MapStateService(
@@ -113,6 +121,9 @@ public enum Daemon {
     notifier.ready(status: "serving on \(socket.path), backend \(backend.uri)")
     let watchdog = Task { await notifier.runWatchdog() }
 
+    // What runs until a restart: a reload changes only the group and client limit, so the backend,
+    // socket and state directory it reads are compared with these, not with the last reload's.
+    let running = configuration
     var reason = "signal"
     for await number in signals {
       if number == SIGHUP {
@@ -127,9 +138,9 @@ public enum Daemon {
           applySocketGroup(socket, reloaded.group)
           server.setMaxClients(reloaded.maxClients)
           var needsRestart: [String] = []
-          if reloaded.backendURI != configuration.backendURI { needsRestart.append("backend") }
-          if reloaded.socketPath != configuration.socketPath { needsRestart.append("socket") }
-          if reloaded.stateDirectory != configuration.stateDirectory { needsRestart.append("state-dir") }
+          if reloaded.backendURI != running.backendURI { needsRestart.append("backend") }
+          if reloaded.socketPath != running.socketPath { needsRestart.append("socket") }
+          if reloaded.stateDirectory != running.stateDirectory { needsRestart.append("state-dir") }
           Log.event(
             "reloaded",
             [

@@ -7,8 +7,8 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
   /// `EX_USAGE`: the command line itself is malformed (an unknown option, an option without its
   /// value); the usage text follows the message.
   case usage = 64
-  /// `EX_NOINPUT`: a file named in the configuration does not exist or cannot be read: the
-  /// `--config` file, a replay log, a GPX route.
+  /// `EX_NOINPUT`: a file named in the configuration does not exist, cannot be read or is not a
+  /// regular file (a directory, say): the `--config` file, a replay log, a GPX route.
   case noInput = 66
   /// `EX_UNAVAILABLE`: something locationd needs is not there or not free: another server
   /// listens at the socket path, or a library (libxml2) cannot be loaded.
@@ -16,7 +16,8 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
   /// `EX_OSERR`: a system call failed unexpectedly (socket, bind, listen).
   case osError = 71
   /// `EX_CANTCREAT`: the socket's directory or the state directory cannot be created (its parent
-  /// is missing, or permission is denied).
+  /// is missing, a regular file or a dangling link stands where a directory should be, or
+  /// permission is denied).
   case cannotCreate = 73
   /// `EX_CONFIG`: a setting cannot be used (from a flag or the config file): a malformed config
   /// line, a bad backend URI or value, an unknown group, a `--state-dir` that is not a directory,
@@ -28,10 +29,11 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
     exit status:
       0   clean shutdown (SIGTERM, SIGINT) or --help
       64  bad command line: unknown option or option without value (usage follows)
-      66  missing or unreadable input: --config file, replay log, GPX route
+      66  missing or unreadable input: --config file, replay log, GPX route (also a directory)
       69  unavailable: another server listens at the socket path, or libxml2 is missing
       71  a system call failed (socket, bind, listen)
-      73  cannot create the socket's directory or the state directory (missing parent, permission)
+      73  cannot create the socket's directory or the state directory (missing parent, a file or
+          dangling link in the way, permission)
       78  configuration error: bad value or backend URI, malformed config line, unknown group,
           --state-dir not a directory, --socket path that is not a socket
 
@@ -42,7 +44,7 @@ extension ConfigurationError {
   /// The exit status for this error (see ``ExitCode``).
   public var exitCode: ExitCode {
     switch self {
-    case .unknownFlag, .missingValue: return .usage
+    case .unknownFlag, .missingValue, .unexpectedValue: return .usage
     case .unreadableFile, .missingInput: return .noInput
     case .unavailable: return .unavailable
     case .invalidValue, .invalidBackend, .invalidLine: return .configuration

@@ -260,8 +260,13 @@ public struct ListeningSocket: Sendable {
     let parent = String(path[..<slash])
     if mkdir(parent, 0o755) == 0 { return parent }
     let code = errno
-    if code == EEXIST { return nil }
-    throw .cannotCreateDirectory(parent, errno: code)
+    guard code == EEXIST else { throw .cannotCreateDirectory(parent, errno: code) }
+    // Something is there: it must be a directory (a link to one will do). A regular file or a
+    // dangling link leaves no directory to put the socket in, as a missing parent would.
+    var info = stat()
+    guard stat(parent, &info) == 0 else { throw .cannotCreateDirectory(parent, errno: errno) }
+    guard info.st_mode & S_IFMT == S_IFDIR else { throw .cannotCreateDirectory(parent, errno: ENOTDIR) }
+    return nil
   }
 
   private static func removeStaleSocket(at path: String) throws(ListenError) {

@@ -84,6 +84,10 @@ public struct FixAssembler: Sendable {
 
   /// The GPS week-rollover floor, days since 1970-01-01, or `nil` for none.
   private let rolloverFloor: Int?
+  /// Whether satellite data without a time or fix sentence makes epochs of its own.
+  private let skyOnlyEpochs: Bool
+  /// The GSV sets (talker and signal) begun in the epoch in progress, for ``skyOnlyEpochs``.
+  private var gsvSetsBegun: [String] = []
   private var rolloverWeeks = 0
   private var lastRolloverWeeks = 0
 
@@ -99,7 +103,18 @@ public struct FixAssembler: Sendable {
   ///   in steps of 1024 weeks (7168 days) until it is not; the fix says so in
   ///   ``DecodedFix/rolloverWeeks``. `nil` (the default) keeps dates as the receiver sent them.
   public init(rolloverFloor: Int? = nil) {
+    self.init(rolloverFloor: rolloverFloor, skyOnlyEpochs: false)
+  }
+
+  /// Creates an assembler as ``init(rolloverFloor:)``. With `skyOnlyEpochs`, satellite sentences
+  /// (GSV, GSA) that no time or fix sentence joins still make epochs, marked
+  /// ``DecodedFix/isSkyOnly``: such a run ends where its GSV cycle begins again (a GSV numbered 1
+  /// for a talker and signal already begun in it) and at the end of the input, as gpsd reports
+  /// a SKY for each complete set of GSV sentences. Without it (the default, and gpsd's TPV rule)
+  /// satellite data waits for the next timed epoch.
+  public init(rolloverFloor: Int?, skyOnlyEpochs: Bool) {
     self.rolloverFloor = rolloverFloor
+    self.skyOnlyEpochs = skyOnlyEpochs
   }
 
   /// Adds one sentence; calls `emit` when it completes the previous epoch.
@@ -108,6 +123,13 @@ public struct FixAssembler: Sendable {
     let (bit, timed) = sentence.payload.epochInfo
     let time = sentence.timeOfDay
     guard bit != 0 else { return }
+    if skyOnlyEpochs, case .gsv(let gsv) = sentence.payload, gsv.messageNumber == 1 {
+      let set = "\(sentence.talker.map { "\($0)" } ?? "")/\(gsv.signalID ?? 0)"
+      if started && timeOfDay == nil && seen & Self.fixTypes == 0 && gsvSetsBegun.contains(set) {
+        flush(emit)
+      }
+      gsvSetsBegun.append(set)
+    }
     if let time {
       if let current = timeOfDay {
         // ZDA and GST report when they were sent, which some receivers (Trimble) stamp a few
@@ -132,7 +154,15 @@ public struct FixAssembler: Sendable {
   /// Emits the epoch in progress, if it holds a time or a fix sentence.
   public mutating func flush(_ emit: (DecodedFix) -> Void) {
     defer { resetEpoch() }
-    guard started, timeOfDay != nil || seen & Self.fixTypes != 0 else { return }
+    guard started else { return }
+    guard timeOfDay != nil || seen & Self.fixTypes != 0 else {
+      // Satellite data alone: a sky view, when asked for.
+      if skyOnlyEpochs && skySeen {
+        let fix = buildFix()
+        emit(DecodedFix(fix: fix, line: line, isSkyOnly: true))
+      }
+      return
+    }
     let fix = buildFix()
     emit(DecodedFix(fix: fix, line: line, rolloverWeeks: fix.time == nil ? 0 : lastRolloverWeeks))
   }
@@ -428,6 +458,7 @@ public struct FixAssembler: Sendable {
     started = false
     timeOfDay = nil
     seen = 0
+    gsvSetsBegun.removeAll(keepingCapacity: true)
     date = nil
     rolloverWeeks = 0
     ggaCoordinate = nil

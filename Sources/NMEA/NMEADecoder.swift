@@ -7,12 +7,17 @@ public struct DecodedFix: Sendable, Hashable {
   /// GPS weeks added to the receiver's date by the week-rollover floor (a multiple of 1024), or
   /// 0 when the date is as the receiver sent it.
   public var rolloverWeeks: Int
+  /// Whether the epoch holds satellite data only (GSV, GSA without any time or fix sentence):
+  /// a sky view to report as SKY, with no TPV. Only a ``FixAssembler`` created with
+  /// `skyOnlyEpochs` gives such epochs.
+  public var isSkyOnly: Bool
 
   /// Creates a decoded fix.
-  public init(fix: Fix, line: Int, rolloverWeeks: Int = 0) {
+  public init(fix: Fix, line: Int, rolloverWeeks: Int = 0, isSkyOnly: Bool = false) {
     self.fix = fix
     self.line = line
     self.rolloverWeeks = rolloverWeeks
+    self.isSkyOnly = isSkyOnly
   }
 }
 
@@ -41,6 +46,13 @@ public struct NMEADecoder: Sendable {
   /// in 1024-week steps (see ``FixAssembler/init(rolloverFloor:)``); `nil` keeps dates as sent.
   public init(rolloverFloor: Int?) {
     assembler = FixAssembler(rolloverFloor: rolloverFloor)
+  }
+
+  /// Creates a decoder as ``init(rolloverFloor:)``; with `skyOnlyEpochs`, satellite data without
+  /// any time or fix sentence is emitted as sky-only epochs (see
+  /// ``FixAssembler/init(rolloverFloor:skyOnlyEpochs:)``).
+  public init(rolloverFloor: Int?, skyOnlyEpochs: Bool) {
+    assembler = FixAssembler(rolloverFloor: rolloverFloor, skyOnlyEpochs: skyOnlyEpochs)
   }
 
   /// 1-based number of the input line the decoder has reached.

@@ -104,7 +104,7 @@ public struct NMEAEncoder: Sendable, Hashable {
     fields.append(position == nil ? "V" : "A")
     fields += Self.positionFields(position)
     fields.append(fix.speedOverGround.map { Self.decimal($0 * 3600 / 1852, places: 3) } ?? "")
-    fields.append(fix.courseOverGround.map { Self.decimal($0, places: 2) } ?? "")
+    fields.append(fix.courseOverGround.map { Self.decimal(CompassAngle.rounded($0, places: 2), places: 2) } ?? "")
     fields.append(Self.dateField(fix))
     if let variation = fix.magneticVariation {
       fields.append(Self.decimal(abs(variation), places: 1))
@@ -119,7 +119,7 @@ public struct NMEAEncoder: Sendable, Hashable {
 
   /// The VTG body: `xxVTG,course,T,,M,knots,N,km/h,K,mode` (magnetic course left empty).
   public func vtgBody(_ fix: Fix) -> String {
-    let course = fix.courseOverGround.map { Self.decimal($0, places: 2) } ?? ""
+    let course = fix.courseOverGround.map { Self.decimal(CompassAngle.rounded($0, places: 2), places: 2) } ?? ""
     let knots = fix.speedOverGround.map { Self.decimal($0 * 3600 / 1852, places: 3) } ?? ""
     let kmh = fix.speedOverGround.map { Self.decimal($0 * 3.6, places: 3) } ?? ""
     return [
@@ -221,7 +221,7 @@ public struct NMEAEncoder: Sendable, Hashable {
         for satellite in satellites[((number - 1) * 4)..<min(number * 4, satellites.count)] {
           fields.append(padded(satellite.prn, width: 2))
           fields.append(integerField(satellite.elevation, width: 2))
-          fields.append(integerField(satellite.azimuth, width: 3))
+          fields.append(integerField(satellite.azimuth.map { CompassAngle.rounded($0, places: 0) }, width: 3))
           fields.append(integerField(satellite.snr, width: 2))
         }
         if let signalID { fields.append(String(signalID, radix: 16, uppercase: true)) }

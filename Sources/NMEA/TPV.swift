@@ -29,7 +29,7 @@ public enum GPSDJSON {
       }
       if let v = fix.altitudeHAE { w.field(",\"altHAE\":", v, 3) }
       if let v = fix.altitudeMSL { w.field(",\"altMSL\":", v, 3) }
-      if let v = fix.courseOverGround { w.field(",\"track\":", v, 4) }
+      if let v = fix.courseOverGround { w.field(",\"track\":", CompassAngle.rounded(v, places: 4), 4) }
       if let v = fix.magneticVariation { w.field(",\"magvar\":", v, 1) }
       if let v = fix.speedOverGround { w.field(",\"speed\":", v, 3) }
       if let v = fix.climb { w.field(",\"climb\":", v, 3) }
@@ -80,7 +80,7 @@ public enum GPSDJSON {
         w.write(",\"svid\":")
         w.integer(s.svid)
         if let v = s.elevation { w.field(",\"el\":", v, 1) }
-        if let v = s.azimuth { w.field(",\"az\":", v, 1) }
+        if let v = s.azimuth { w.field(",\"az\":", CompassAngle.rounded(v, places: 1), 1) }
         if let v = s.snr { w.field(",\"ss\":", v, 1) }
         w.write(s.used ? ",\"used\":true}" : ",\"used\":false}")
       }

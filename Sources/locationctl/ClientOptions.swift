@@ -38,7 +38,7 @@ let usageText = """
                                   backend state, initial and current location
     location                      initial and current location
     watch [--every]               track on this connection and print every event until interrupted
-                                (--every: every fix, never coalesced when the terminal is slow)
+                                  (--every: every fix, never coalesced when the terminal is slow)
     center [LAT LON]              center the map on the current location, or on LAT LON
                                   (LAT LON turns follow or followWithHeading to none)
     zoom LEVEL                    set the map zoom level (0...22; turns following to none)
@@ -91,7 +91,9 @@ func dispatch(_ arguments: [String]) -> Int32 {
       switch argument {
       case "--json": options.json = true
       case "--socket":
-        guard index < arguments.count else { throw UsageError("--socket needs a path") }
+        guard index < arguments.count, !arguments[index].isEmpty else {
+          throw UsageError("--socket needs a path")
+        }
         options.socketPath = arguments[index]
         index += 1
       case "-h", "--help", "help":
@@ -103,6 +105,7 @@ func dispatch(_ arguments: [String]) -> Int32 {
       default:
         if argument.hasPrefix("--socket=") {
           options.socketPath = String(argument.dropFirst("--socket=".count))
+          guard !options.socketPath.isEmpty else { throw UsageError("--socket needs a path") }
         } else if command == nil {
           guard !argument.hasPrefix("-") else { throw UsageError("unknown option \(argument)") }
           command = argument

@@ -12,6 +12,10 @@ import SystemIO
 /// read or holds no NMEA sentence (empty, or another format such as GPX: "no NMEA sentences found
 /// in FILE"), 64 on bad usage.
 ///
+/// `--sky` also prints a SKY after each TPV, and a SKY alone for satellite sentences that no time
+/// or fix sentence joins (a GSV-only capture: one per GSV cycle, as gpsdecode prints). `--` ends
+/// the options.
+///
 /// `--rollover-floor YYYY-MM-DD`: dates before it move forward in 1024-week steps until they are
 /// not (GPS week rollover); such a TPV carries `"rolloverWeeks":N`. Without it (the default for
 /// recorded logs) dates are printed as recorded.
@@ -20,10 +24,22 @@ func runDecode(arguments: [String]) -> Int32 {
   var path: String?
   var floor: Int?
   var index = 0
+  var operandsOnly = false
   while index < arguments.count {
     let argument = arguments[index]
     index += 1
+    if operandsOnly {
+      guard path == nil else {
+        writeError("locationctl decode: give one FILE or - for standard input")
+        return 64
+      }
+      path = argument
+      continue
+    }
     switch argument {
+    case "--":
+      // POSIX utility syntax guideline 10: what follows is an operand, even "-" or "-x".
+      operandsOnly = true
     case "--sky": sky = true
     case "--rollover-floor":
       guard index < arguments.count, let day = CivilDate.days(iso: arguments[index]) else {
@@ -34,7 +50,7 @@ func runDecode(arguments: [String]) -> Int32 {
       index += 1
     case "-h", "--help":
       print(
-        "usage: locationctl decode [--sky] [--rollover-floor YYYY-MM-DD] [FILE|-]\n  Decodes NMEA 0183 into gpsd TPV JSON lines (and SKY with --sky);\n  dates before the rollover floor move forward by 1024 GPS weeks until they are not."
+        "usage: locationctl decode [--sky] [--rollover-floor YYYY-MM-DD] [FILE|-]\n  Decodes NMEA 0183 into gpsd TPV JSON lines (and SKY with --sky, also for\n  satellite data without any time or fix sentence); -- ends the options;\n  dates before the rollover floor move forward by 1024 GPS weeks until they are not."
       )
       return 0
     default:
@@ -61,10 +77,16 @@ func runDecode(arguments: [String]) -> Int32 {
   }
   defer { if fd != 0 { close(fd) } }
 
-  var decoder = NMEADecoder(rolloverFloor: floor)
+  var decoder = NMEADecoder(rolloverFloor: floor, skyOnlyEpochs: sky)
   var output: [UInt8] = []
   output.reserveCapacity(1 << 17)
   let emit: (DecodedFix) -> Void = { decoded in
+    // Satellite data without any time or fix sentence: a SKY only, as gpsdecode prints.
+    if decoded.isSkyOnly {
+      GPSDJSON.appendSKY(decoded.fix, to: &output)
+      output.append(0x0A)
+      return
+    }
     GPSDJSON.appendTPV(decoded.fix, to: &output)
     if decoded.rolloverWeeks != 0, output.last == 0x7D {
       output.removeLast()

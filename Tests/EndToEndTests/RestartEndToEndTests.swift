@@ -351,6 +351,22 @@ extension EndToEnd {
       // The file was not touched.
       #expect(try String(contentsOfFile: file, encoding: .utf8) == "x")
     }
+
+    @Test("an unsafe --state-dir stops locationd with 78 and says how to make it safe")
+    func unsafeStateDirectory() async throws {
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      let unsafe = scratch.file("open")
+      #expect(mkdir(unsafe, 0o755) == 0 && chmod(unsafe, 0o777) == 0)
+      let daemon = try DaemonProcess(
+        scratch: scratch, backend: nil, name: "unsafe", socketPath: scratch.file("u.sock"),
+        stateDirectory: unsafe)
+      defer { daemon.cleanUp() }
+      #expect(await daemon.waitForExit(timeout: 10) == 78, "\(daemon.log)")
+      #expect(daemon.log.contains("chmod go-w \(unsafe)"), "\(daemon.log)")
+      // Not the hint for a directory that cannot be created.
+      #expect(!daemon.log.contains("whose parent exists"), "\(daemon.log)")
+    }
   }
 
   @Suite("End to end: locationd exit statuses")
@@ -366,11 +382,14 @@ extension EndToEnd {
       defer { scratch.remove() }
       let file = scratch.file("regular")
       #expect(FileManager.default.createFile(atPath: file, contents: Data("x".utf8)))
+      let dangling = scratch.file("dangling")
+      #expect(symlink(scratch.file("nowhere"), dangling) == 0)
       let base = ["--state-dir", scratch.file("state"), "--group", ""]
       let socket = ["--socket", scratch.file("l.sock")]
       let cases: [(arguments: [String], status: Int32, says: String)] = [
         (["--no-such-flag"], 64, "unknown option"),
         (["--backend"], 64, "needs a value"),
+        (["--help=1"], 64, "option --help takes no value"),
         (
           base + socket + ["--backend", "replay:/nonexistent/drive.nmea"], 66,
           "/nonexistent/drive.nmea"
@@ -384,6 +403,14 @@ extension EndToEnd {
           "/nonexistent/locationd.conf"
         ),
         (base + socket + ["--backend", "teleport"], 78, "unknown backend"),
+        (base + socket + ["--backend", "simulate?speed=1&speed=2"], 78, "more than once"),
+        (base + socket + ["--backend", "simulate?outage=0-1e300"], 78, "outage"),
+        (base + socket + ["--backend", "simulate?mode=1e300:2d"], 78, "mode"),
+        (base + socket + ["--backend", "replay:/dev/null?loop=true&loop=false"], 78, "more than once"),
+        (
+          base + socket + ["--backend", "gpsd://localhost?rollover-floor=none&rollover-floor=none"], 78,
+          "more than once"
+        ),
         (base + socket + ["--max-clients", "lots"], 78, "max-clients"),
         (
           ["--state-dir", scratch.file("state"), "--group", "no-such-group-xyz"] + socket, 78,
@@ -393,6 +420,15 @@ extension EndToEnd {
         (["--state-dir", file, "--group", ""] + socket, 78, "not a directory"),
         (["--state-dir", scratch.file("a/b"), "--group", ""] + socket, 73, "cannot be used"),
         (base + ["--socket", scratch.file("x/y/l.sock")], 73, "cannot create directory"),
+        // One status per kind, whatever stands in the way: a regular file or a dangling link
+        // where a directory should be, for the socket's directory as for the state directory;
+        // a directory where a log or route should be.
+        (base + ["--socket", file + "/l.sock"], 73, "cannot create directory"),
+        (base + ["--socket", dangling + "/l.sock"], 73, "cannot create directory"),
+        (["--state-dir", file + "/sub", "--group", ""] + socket, 73, "cannot be used"),
+        (["--state-dir", dangling + "/sub", "--group", ""] + socket, 73, "cannot be used"),
+        (base + socket + ["--backend", "replay:\(scratch.path)"], 66, "is a directory"),
+        (base + socket + ["--backend", "simulate:\(scratch.path)"], 66, "not a regular file"),
       ]
       for (arguments, status, says) in cases {
         let run = try await run(arguments)
@@ -413,6 +449,8 @@ extension EndToEnd {
       // --help prints the table and exits 0.
       let help = try await run(["--help"])
       #expect(help.status == 0)
+      // The table stands apart from the usage text above it.
+      #expect(help.stdout.contains("must exist).\n\nexit status:"), "\(help.stdout)")
       for code in ExitCodeTable.codes { #expect(help.stdout.contains("\n  \(code)  "), "\(code)") }
     }
   }

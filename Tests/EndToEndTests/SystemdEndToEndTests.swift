@@ -161,6 +161,44 @@ extension EndToEnd {
     }
 
     @Test(
+      "SIGHUP says which changed settings need a restart, compared with what runs, on every reload",
+      .timeLimit(.minutes(1)))
+    func reloadComparesWithTheRunningSettings() async throws {
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      let config = scratch.file("locationd.conf")
+      try "backend = simulate\nstate-dir = \(scratch.file("state"))\n".write(
+        toFile: config, atomically: true, encoding: .utf8)
+      let socketPath = scratch.file("l.sock")
+      let daemon = try DaemonProcess(
+        executable: try Products.path("locationd"),
+        arguments: ["--config", config, "--socket", socketPath, "--group", ""],
+        environment: ProcessInfo.processInfo.environment, logPath: scratch.file("locationd.log"),
+        socketPath: socketPath, stateDirectory: scratch.file("state"))
+      defer { daemon.cleanUp() }
+      try await daemon.waitUntilReady()
+      try "backend = simulate?speed=5\nstate-dir = \(scratch.file("state2"))\n".write(
+        toFile: config, atomically: true, encoding: .utf8)
+      func reloadLines() -> [Substring] {
+        daemon.log.split(separator: "\n").filter { $0.contains("reloaded") }
+      }
+      daemon.signal(SIGHUP)
+      #expect(await waitUntil(timeout: 10) { reloadLines().count == 1 })
+      // Unchanged file, second reload: the daemon still runs the first backend and directory.
+      daemon.signal(SIGHUP)
+      #expect(await waitUntil(timeout: 10) { reloadLines().count == 2 })
+      let lines = reloadLines()
+      #expect(lines.count == 2 && lines.allSatisfy { $0.contains("needsRestart=backend,state-dir") }, "\(lines)")
+      // Back to what runs: nothing needs a restart.
+      try "backend = simulate\nstate-dir = \(scratch.file("state"))\n".write(
+        toFile: config, atomically: true, encoding: .utf8)
+      daemon.signal(SIGHUP)
+      #expect(await waitUntil(timeout: 10) { reloadLines().count == 3 })
+      #expect(reloadLines().last?.contains("needsRestart=backend") == false, "\(reloadLines())")
+      #expect(await daemon.stop() == 0, "\(daemon.log)")
+    }
+
+    @Test(
       "SIGHUP re-reads max-clients from --config: the next client over the new cap gets tooManyClients",
       .timeLimit(.minutes(1)))
     func reloadChangesMaxClients() async throws {

@@ -112,6 +112,31 @@ struct ReplayBackendTests {
     await replay.stop()
   }
 
+  /// The same through the URI (`speed=1e-21` at the first start) and through the control while
+  /// a replay at speed 1 waits for its next epoch (`replay speed 1e-300`).
+  @Test func aTinySpeedFromTheURIOrTheControlWaitsInsteadOfOverflowing() async throws {
+    let clock = VirtualClock()
+    let fixes = epochs(atOffsets: [0, 1000, 2000])
+    let options = try ReplayBackend.Options.parse("replay:test.nmea?speed=1e-21")
+    let fromURI = ReplayBackend(
+      source: DecodedFixesSource(name: "test.nmea", fixes: fixes), options: options, clock: clock,
+      uri: "replay:test.nmea?speed=1e-21")
+    var uriEvents = fromURI.events.makeAsyncIterator()
+    try await fromURI.start()
+    #expect(await nextLocation(&uriEvents) != nil)
+    #expect(await clock.nextDeadline() > .seconds(1_000_000))
+    await fromURI.stop()
+
+    let replay = makeReplay(fixes, clock: clock, speed: 1)
+    var events = replay.events.makeAsyncIterator()
+    try await replay.start()
+    #expect(await nextLocation(&events) != nil)
+    let progress = try await replay.perform(.speed(1e-300))
+    #expect(progress.speed == 1e-300 && progress.fixesEmitted == 1)
+    #expect(await clock.nextDeadline() > clock.now + .seconds(1_000_000))
+    await replay.stop()
+  }
+
   @Test func anHourOfLogRunsAtOnceOnAnAutomaticClock() async throws {
     let offsets = (0..<3600).map { Int64($0) * 1000 }
     let clock = VirtualClock(autoAdvance: true)
@@ -708,5 +733,87 @@ struct ReplayRolloverFloorTests {
     let plain = try #require(try NMEAFileSource(path: path).open().next())
     #expect(plain.fix.time == Int64(CivilDate.days(year: 1999, month: 10, day: 25)) * 86_400_000 + 43_200_000)
     #expect(plain.rolloverWeeks == 0)
+  }
+}
+
+/// Every status the replay gives says where it stands now, after any control.
+@Suite(.timeLimit(.minutes(1)))
+struct ReplayStatusDetailTests {
+  /// A seek after the end of the log plays again: the backend says it is connected again.
+  @Test func aSeekAfterTheEndSaysConnectedAgain() async throws {
+    let clock = VirtualClock()
+    let replay = makeReplay(epochs(atOffsets: [0, 1000, 2000, 3000]), clock: clock, speed: 0)
+    var events = replay.events.makeAsyncIterator()
+    try await replay.start()
+    #expect(await nextStatus(.endOfData, &events) == .some("end of test.nmea"))
+    _ = try await replay.perform(.speed(1))
+    let progress = try await replay.perform(.seek(.offset(.seconds(1))))
+    #expect(!progress.isAtEnd)
+    #expect(await nextStatus(.connected, &events) == .some("replaying test.nmea"))
+    #expect(await nextLocation(&events)?.provenance.line == 1 + 8)
+    await replay.stop()
+  }
+
+  /// While paused, a step or seek that moves the replay says the new position; a seek past the
+  /// end stands at the log's last epoch.
+  @Test func thePausedDetailFollowsStepsAndSeeks() async throws {
+    let clock = VirtualClock()
+    let replay = makeReplay(
+      epochs(atOffsets: (0...29).map { Int64($0) * 1000 }), clock: clock, speed: 1, paused: true)
+    var events = replay.events.makeAsyncIterator()
+    try await replay.start()
+    #expect(await nextStatus(.paused, &events) == .some("paused at 0 s of test.nmea"))
+    var progress = try await replay.perform(.step(epochs: 3))
+    #expect(progress.logOffsetMilliseconds == 2000)
+    #expect(await nextStatus(.paused, &events) == .some("paused at 2 s of test.nmea"))
+    progress = try await replay.perform(.seek(.offset(.seconds(20))))
+    #expect(progress.logOffsetMilliseconds == 20_000)
+    #expect(await nextStatus(.paused, &events) == .some("paused at 20 s of test.nmea"))
+    progress = try await replay.perform(.step(epochs: 2))
+    #expect(progress.logOffsetMilliseconds == 21_000)
+    #expect(await nextStatus(.paused, &events) == .some("paused at 21 s of test.nmea"))
+    progress = try await replay.perform(.seek(.offset(.seconds(1_000_000_000))))
+    #expect(progress.isAtEnd)
+    #expect(progress.logOffsetMilliseconds == 29_000)
+    await replay.stop()
+  }
+
+  /// A speed change, pause and resume, or seek during a gap makes the gap notice stale: it is said
+  /// again with the wait that remains, or replaced.
+  @Test func theGapNoticeIsSaidAgainAfterControlsDuringTheGap() async throws {
+    let offsets: [Int64] = [0, 1000, 2000, 632_000, 633_000]
+    let clock = VirtualClock()
+    let replay = makeReplay(epochs(atOffsets: offsets), clock: clock, speed: 10)
+    var events = replay.events.makeAsyncIterator()
+    try await replay.start()
+    for index in 0..<3 {
+      if index > 0 { await clock.advanceToNextDeadline() }
+      _ = await nextLocation(&events)
+    }
+    #expect(
+      await nextStatus(.connected, &events)
+        == .some("gap of 630 s in the log, next fix in 63 s at speed 10"))
+    // 2 s later at speed 10 the log clock is at 22 s: 610 s of log remain.
+    clock.advance(by: .seconds(2))
+    _ = try await replay.perform(.speed(1))
+    #expect(
+      await nextStatus(.connected, &events) == .some("gap of 630 s in the log, next fix in 610 s"))
+    _ = try await replay.perform(.pause)
+    #expect(await nextStatus(.paused, &events) != nil)
+    clock.advance(by: .seconds(100))
+    _ = try await replay.perform(.resume)
+    #expect(
+      await nextStatus(.connected, &events) == .some("gap of 630 s in the log, next fix in 610 s"))
+    #expect(await clock.nextDeadline() == clock.now + .seconds(610))
+    clock.advance(by: .seconds(10))
+    _ = try await replay.perform(.speed(2))
+    #expect(
+      await nextStatus(.connected, &events)
+        == .some("gap of 630 s in the log, next fix in 300 s at speed 2"))
+    // A seek leaves the gap: the notice is replaced at once.
+    _ = try await replay.perform(.seek(.offset(.zero)))
+    #expect(await nextStatus(.connected, &events) == .some("replaying test.nmea"))
+    #expect(await nextLocation(&events)?.provenance.line == 1)
+    await replay.stop()
   }
 }

@@ -388,4 +388,135 @@ struct SimulatedBackendTests {
       SimulatedRoute(gpx: [GPXPoint(coordinate: Coordinate(latitude: 1, longitude: 1))])
         .elevations == nil)
   }
+
+  /// Antipodal consecutive points have no single great circle between them: a GPX route with
+  /// such a leg (the closing leg included) is refused, naming the two points' lines.
+  @Test func gpxRouteWithAnAntipodalLegIsRefused() throws {
+    let cases: [(String, GPXError)] = [
+      (
+        "<gpx><rte>\n<rtept lat=\"0\" lon=\"0\"/>\n<rtept lat=\"0\" lon=\"180\"/>\n</rte></gpx>",
+        .antipodalLeg(fromLine: 2, toLine: 3)
+      ),
+      (
+        "<gpx><trk><trkseg>\n<trkpt lat=\"90\" lon=\"0\"/>\n<trkpt lat=\"-90\" lon=\"0\"/>\n</trkseg></trk></gpx>",
+        .antipodalLeg(fromLine: 2, toLine: 3)
+      ),
+      // Only the closing leg, from the last point back to the first, is antipodal.
+      (
+        "<gpx>\n<wpt lat=\"10\" lon=\"20\"/>\n<wpt lat=\"45\" lon=\"90\"/>\n<wpt lat=\"-10\" lon=\"-160\"/>\n</gpx>",
+        .antipodalLeg(fromLine: 4, toLine: 2)
+      ),
+    ]
+    for (text, error) in cases {
+      let path = try temporaryFile(named: "antipodal.gpx", contents: text)
+      #expect(throws: error) { try GPXReader.points(contentsOf: path) }
+      #expect(throws: error) { try SimulatedBackend.Options(routeFile: path).parameters() }
+    }
+    #expect(GPXError.antipodalLeg(fromLine: 2, toLine: 3).description.contains("lines 2 and 3"))
+  }
+
+  /// A route built in code with antipodal waypoints still moves: northwards along the first
+  /// waypoint's meridian, over the pole, to the antipode.
+  @Test func anAntipodalLegInCodeIsTravelledOverThePole() throws {
+    let a = Coordinate(latitude: 0, longitude: 0)
+    let b = Coordinate(latitude: 0, longitude: 180)
+    let route = SimulatedRoute(waypoints: [a, b])
+    let half = Geodesy.earthRadius * .pi
+    #expect(abs(route.length - 2 * half) < 1e-3)
+    let start = route.point(atDistance: 1000)
+    #expect(abs(start.coordinate.latitude - 1000 / Geodesy.earthRadius * 180 / .pi) < 1e-9)
+    #expect(abs(try #require(start.course)) < 1e-9)
+    let quarter = route.point(atDistance: half / 2).coordinate
+    #expect(abs(quarter.latitude - 90) < 1e-6)
+    let end = route.point(atDistance: half - 1).coordinate
+    #expect(Geodesy.distance(end, b) < 2)
+    let fixes = fixes(route, speed: 1000, count: 3)
+    #expect(abs(try #require(fixes[2].coordinate?.latitude) - 2000 / Geodesy.earthRadius * 180 / .pi) < 1e-9)
+  }
+
+  /// `<ele>` is an `xsd:decimal` within the range the URI's `altitude` accepts; anything else is
+  /// refused with the line of the element, never dropped or passed on.
+  @Test func gpxElevationIsValidated() throws {
+    for bad in ["abc", "1e30", "-1e6", "100000.5", "-1000.1", "", "nan", "inf", "0x10", "1e2", "1-"] {
+      let path = try temporaryFile(
+        named: "ele.gpx",
+        contents: "<gpx>\n<wpt lat=\"1\" lon=\"2\">\n<ele>\(bad)</ele></wpt></gpx>")
+      #expect(throws: GPXError.invalidElevation(line: 3, value: bad), "\(bad)") {
+        try GPXReader.points(contentsOf: path)
+      }
+    }
+    for (good, value) in [(" 12.5 ", 12.5), ("-1000", -1000), ("100000", 100_000), ("+7", 7), (".5", 0.5)] {
+      let path = try temporaryFile(
+        named: "ele.gpx", contents: "<gpx><wpt lat=\"1\" lon=\"2\"><ele>\(good)</ele></wpt></gpx>")
+      #expect(try GPXReader.points(contentsOf: path).first?.elevation == value)
+    }
+    #expect(GPXError.invalidElevation(line: 3, value: "abc").description.contains("-1000...100000"))
+  }
+
+  /// `lat` and `lon` are `xsd:decimal` too: hexadecimal or exponent forms are refused.
+  @Test func gpxCoordinatesMustBeDecimal() throws {
+    for (lat, lon) in [("0x10", "2"), ("1", "1e1"), ("nan", "0"), ("1", "")] {
+      let path = try temporaryFile(
+        named: "coordinate.gpx", contents: "<gpx>\n<wpt lat=\"\(lat)\" lon=\"\(lon)\"/></gpx>")
+      #expect(throws: GPXError.invalidCoordinate(line: 2, latitude: lat, longitude: lon)) {
+        try GPXReader.points(contentsOf: path)
+      }
+    }
+  }
+
+  /// A route of one point, or of one point repeated, is a fixed position: speed 0, no course,
+  /// whatever speed the URI gives.
+  @Test func aStationaryRouteReportsNoMotion() throws {
+    let here = Coordinate(latitude: 3.1, longitude: 101.6)
+    for route in [SimulatedRoute(waypoints: [here]), SimulatedRoute(waypoints: [here, here, here])] {
+      for fix in fixes(route, speed: 10, count: 3) {
+        #expect(fix.speedOverGround == 0)
+        #expect(fix.courseOverGround == nil)
+        #expect(fix.coordinate == here)
+      }
+    }
+  }
+
+  /// The backend's status says the speed it moves at: 0 on a stationary route.
+  @Test func theStatusOfAStationaryRouteSaysItStandsStill() async throws {
+    let here = Coordinate(latitude: 3.1, longitude: 101.6)
+    let backend = SimulatedBackend(
+      parameters: SimulationParameters(route: SimulatedRoute(waypoints: [here, here]), speed: 10),
+      clock: VirtualClock(), source: "still.gpx")
+    var events = backend.events.makeAsyncIterator()
+    try await backend.start()
+    #expect(await nextStatus(.connected, &events) == .some("simulating still.gpx at 0.0 m/s"))
+    let location = try #require(await nextLocation(&events))
+    #expect(location.fix.speedOverGround == 0)
+    await backend.stop()
+  }
+
+  /// Due north, the great circle's course can come out a hair under 360: every written course
+  /// reads 0, never 360 (TPV track, RMC and VTG course), and an azimuth likewise.
+  @Test func aCourseDueNorthIsWrittenAsZeroNot360() throws {
+    let route = SimulatedRoute(waypoints: [
+      Coordinate(latitude: 10, longitude: 10), Coordinate(latitude: 10.001, longitude: 10),
+    ])
+    var fix = try #require(fixes(route, speed: 10, count: 1).first)
+    var json: [UInt8] = []
+    GPSDJSON.appendTPV(fix, to: &json)
+    let text = String(decoding: json, as: UTF8.self)
+    #expect(text.contains("\"track\":0.0000"), "\(text)")
+    fix.courseOverGround = 359.999_999
+    json = []
+    GPSDJSON.appendTPV(fix, to: &json)
+    #expect(String(decoding: json, as: UTF8.self).contains("\"track\":0.0000"))
+    let encoder = NMEAEncoder()
+    #expect(encoder.rmcBody(fix).split(separator: ",", omittingEmptySubsequences: false)[8] == "0.00")
+    #expect(encoder.vtgBody(fix).split(separator: ",", omittingEmptySubsequences: false)[1] == "0.00")
+    fix.satellites = [Satellite(constellation: .gps, prn: 5, elevation: 40, azimuth: 359.7, snr: 40, used: true)]
+    #expect(NMEAEncoder.gsvBodies(fix).first?.split(separator: ",")[6] == "000")
+    json = []
+    fix.satellites[0].azimuth = 359.97
+    GPSDJSON.appendSKY(fix, to: &json)
+    #expect(String(decoding: json, as: UTF8.self).contains("\"az\":0.0"))
+    #expect(CompassAngle.rounded(-0.000_01, places: 4) == 0)
+    #expect(CompassAngle.rounded(725.5, places: 1) == 5.5)
+    #expect(CompassAngle.rounded(359.94, places: 1) == 359.9)
+  }
 }
