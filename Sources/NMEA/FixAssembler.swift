@@ -21,6 +21,12 @@
 ///   downgrade a 3D fix while an altitude is known.
 /// - Values: the last valid position, speed and course of the epoch win (gpsd's merge); a fix
 ///   without a speed gets one from the distance to the previous timed fix.
+/// - Reporting: as gpsd, the epoch's fix values (position, mode, altitude, speed, course) are
+///   those merged up to the last sentence at which gpsd reports the epoch: one of the sentence
+///   types it has learned to end a cycle (the last one with a time before the time changed), any
+///   sentence it decodes after a DBT (its cycle continuer), or, while no end of cycle is known,
+///   every sentence with a position or a mode. What arrives later in the epoch does not change
+///   them; the date, the sky view, the DOPs and the GST errors keep the whole epoch.
 /// - Satellites used: those the epoch's GSAs list, as the sky view flags them.
 /// - Units: knots become m/s (x 1852/3600), the climb rate comes from the MSL altitude of
 ///   consecutive 3D epochs.
@@ -82,6 +88,20 @@ public struct FixAssembler: Sendable {
   // The last epoch with a time (gpsd's oldfix): its time, mode and position.
   private var previousTimed: (time: Int64, mode: FixMode, coordinate: Coordinate?)?
 
+  // gpsd's end-of-cycle detector (driver_nmea0183.c nmea_parse): the sentence types learned to
+  // end a reporting cycle, the last sentence that latched a time, that time, whether a cycle
+  // continuer (DBT) has been seen, and whether an end of cycle is known at all (gpsd.c reports
+  // every position or mode change until it is).
+  private var cycleEnders: Set<SentenceName> = []
+  private var lastTag: SentenceName?
+  private var lastLatchedTime: Int32 = 0
+  private var cycleContinue = false
+  private var cycleEndReliable = false
+  // The epoch as it stood at its last report (gpsd prints a TPV only there), and whether a
+  // sentence has been merged since.
+  private var reportedEpoch: [FixAssembler] = []
+  private var mergedSinceReport = false
+
   /// The GPS week-rollover floor, days since 1970-01-01, or `nil` for none.
   private let rolloverFloor: Int?
   private var rolloverWeeks = 0
@@ -107,7 +127,10 @@ public struct FixAssembler: Sendable {
   public mutating func apply(_ sentence: NMEASentence, line: Int, _ emit: (DecodedFix) -> Void) {
     let (bit, timed) = sentence.payload.epochInfo
     let time = sentence.timeOfDay
-    guard bit != 0 else { return }
+    guard bit != 0 else {
+      detectCycleEnd(sentence, timed: false, time: nil)
+      return
+    }
     if let time {
       if let current = timeOfDay {
         // ZDA and GST report when they were sent, which some receivers (Trimble) stamp a few
@@ -127,13 +150,98 @@ public struct FixAssembler: Sendable {
     }
     seen |= bit
     merge(sentence)
+    mergedSinceReport = true
+    detectCycleEnd(sentence, timed: timed, time: time)
   }
+
+  /// gpsd 3.22's end-of-cycle detector (drivers/driver_nmea0183.c `nmea_parse`) and its report
+  /// rule (gpsd/gpsd.c `all_reports`): gpsd prints a TPV only at a sentence that ends a cycle, so
+  /// what a sentence merges after the cycle's last report never reaches a TPV of that time.
+  private mutating func detectCycleEnd(_ sentence: NMEASentence, timed: Bool, time: Int32?) {
+    let tag = Self.gpsdTag(sentence.payload)
+    if tag == "DBT" { cycleContinue = true }
+    // Sentences that register a fractional time: GGA, RMC, GLL, GNS with a time field, and GBS,
+    // PASHR, PSRFEPE (not decoded here: taken to carry the epoch's time).
+    var latched: Int32?
+    if timed {
+      latched = time
+    } else if tag == "GBS" || tag == "PASHR" || tag == "PSRFEPE" {
+      latched = timeOfDay ?? lastLatchedTime
+    }
+    var report = false
+    if let latched {
+      if latched != lastLatchedTime, let lastTag, !cycleEnders.contains(lastTag), !cycleContinue {
+        cycleEnders.insert(lastTag)
+        cycleEndReliable = true
+      }
+    } else if cycleContinue {
+      if let lastTag { cycleEnders.remove(lastTag) }
+      if let tag { cycleEnders.insert(tag) }
+      cycleEndReliable = true
+    }
+    if latched != nil || cycleContinue, let tag, cycleEnders.contains(tag) { report = true }
+    if let latched {
+      lastTag = tag
+      lastLatchedTime = latched
+    }
+    // processRMC, processGGA: a fix sentence without a time breaks the detector; gpsd.c reports
+    // every sentence that sets a position or a mode until an end of cycle is known.
+    if timed && time == nil { cycleEndReliable = false }
+    if !cycleEndReliable, timed || tag == "GSA" { report = true }
+    if report, tag != nil, started {
+      reportedEpoch.removeAll(keepingCapacity: true)
+      mergedSinceReport = false
+      reportedEpoch.append(self)
+    }
+  }
+
+  /// The sentence's entry in gpsd's sentence table, `nil` when gpsd has no decoder for it.
+  private static func gpsdTag(_ payload: NMEASentence.Payload) -> SentenceName? {
+    switch payload {
+    case .gga: return "GGA"
+    case .rmc: return "RMC"
+    case .gll: return "GLL"
+    case .gns: return "GNS"
+    case .zda: return "ZDA"
+    case .gst: return "GST"
+    case .gsa: return "GSA"
+    case .gsv: return "GSV"
+    case .vtg: return "VTG"
+    case .unsupported(let name), .proprietary(let name):
+      return gpsdDecoded.contains(name) ? name : nil
+    }
+  }
+
+  /// The other sentences gpsd 3.22 decodes (`nmea_phrase[]` entries with a decoder).
+  private static let gpsdDecoded: Set<SentenceName> = [
+    "DBT", "DTM", "GBS", "HDG", "HDT", "MWD", "MWV", "TXT", "STI", "OHPR", "PASHR", "PMGNST", "PMTK",
+    "PMTK001", "PMTK424", "PMTK705", "PSRFEPE", "PTNTHTM", "PTNTA", "PSTI", "PGLOR", "PGRME", "PGRMF",
+    "PGRMM", "PGRMZ",
+  ]
 
   /// Emits the epoch in progress, if it holds a time or a fix sentence.
   public mutating func flush(_ emit: (DecodedFix) -> Void) {
     defer { resetEpoch() }
     guard started, timeOfDay != nil || seen & Self.fixTypes != 0 else { return }
-    let fix = buildFix()
+    var fix: Fix
+    if mergedSinceReport, var reported = reportedEpoch.first {
+      // gpsd prints the epoch's TPV at its last end-of-cycle sentence and clears the fix when the
+      // next cycle starts, so what came later never reaches a TPV. The sky view, the satellites
+      // used, the DOPs, the GST error estimates and the date (a ZDA of this very time) are not
+      // part of the cleared fix: they keep everything the epoch sent.
+      reported.date = date
+      reported.rolloverWeeks = rolloverWeeks
+      fix = reported.buildFix()
+      if fix.mode >= .fix2D { fix.errorEstimates = errors }
+      let full = buildFix()
+      fix.satellites = full.satellites
+      fix.satellitesUsed = full.satellitesUsed
+      fix.hdop = full.hdop
+      fix.vdop = full.vdop
+      fix.pdop = full.pdop
+    } else {
+      fix = buildFix()
+    }
     emit(DecodedFix(fix: fix, line: line, rolloverWeeks: fix.time == nil ? 0 : lastRolloverWeeks))
   }
 
@@ -425,6 +533,8 @@ public struct FixAssembler: Sendable {
   }
 
   private mutating func resetEpoch() {
+    reportedEpoch.removeAll(keepingCapacity: true)
+    mergedSinceReport = false
     started = false
     timeOfDay = nil
     seen = 0
