@@ -160,10 +160,13 @@ public struct FixAssembler: Sendable {
   private mutating func detectCycleEnd(_ sentence: NMEASentence, timed: Bool, time: Int32?) {
     let tag = Self.gpsdTag(sentence.payload)
     if tag == "DBT" { cycleContinue = true }
-    // Sentences that register a fractional time: GGA, RMC, GLL, GNS with a time field, and GBS,
-    // PASHR, PSRFEPE (not decoded here: taken to carry the epoch's time).
+    // Sentences that register a fractional time: GGA, GLL, GNS with a time field, RMC only when
+    // valid (status A or D) with a time and a date (processRMC), and GBS, PASHR, PSRFEPE (not
+    // decoded here: taken to carry the epoch's time).
     var latched: Int32?
-    if timed {
+    if case .rmc(let s) = sentence.payload {
+      if s.isValid == true, s.date != nil { latched = time }
+    } else if timed {
       latched = time
     } else if tag == "GBS" || tag == "PASHR" || tag == "PSRFEPE" {
       latched = timeOfDay ?? lastLatchedTime
