@@ -145,6 +145,29 @@ struct GPSDMergeRuleTests {
     }
   }
 
+  @Test("a void RMC does not mark the end of a cycle: only GGA does until a valid RMC follows it (processRMC)")
+  func voidRMCDoesNotEndCycle() throws {
+    // Two void epochs (GGA quality 0, RMC status V): the void RMC registers no time, so gpsd
+    // learns that GGA ends the cycle and reports 12:00:02 at its GGA, before the VTG and RMC;
+    // the valid RMC then teaches it that RMC ends the cycle too, and 12:00:03 has RMC's speed.
+    let text =
+      sentence("GPGGA,120000,,,,,0,00,99.0,,M,,M,,") + sentence("GPRMC,120000,V,,,,,,,071020,,,N")
+      + sentence("GPGGA,120001,,,,,0,00,99.0,,M,,M,,") + sentence("GPRMC,120001,V,,,,,,,071020,,,N")
+      + sentence("GPGGA,120002,4807.0000,N,01131.0000,E,1,07,1.1,56.1,M,37.0,M,,")
+      + sentence("GPVTG,301.9,T,283.6,M,9.0,N,16.7,K,A")
+      + sentence("GPRMC,120002,A,4807.0000,N,01131.0000,E,9.0,301.9,071020,,,A")
+      + sentence("GPGGA,120003,4807.0010,N,01131.0000,E,1,07,1.1,56.1,M,37.0,M,,")
+      + sentence("GPVTG,301.9,T,283.6,M,9.0,N,16.7,K,A")
+      + sentence("GPRMC,120003,A,4807.0010,N,01131.0000,E,9.0,301.9,071020,,,A")
+    let fixes = decode(text).0
+    #expect(fixes.count == 4)
+    #expect(fixes[2].mode == .fix3D)
+    #expect(fixes[2].speedOverGround == nil)
+    #expect(fixes[2].courseOverGround == nil)
+    #expect(abs((fixes[3].speedOverGround ?? 0) - 9.0 * 1852 / 3600) < 1e-9)
+    #expect(fixes[3].courseOverGround == 301.9)
+  }
+
   @Test("a GGA of the reported time that comes after the report does not change the epoch (DBT continues the cycle)")
   func lateGGA() throws {
     // After a DBT (gpsd's only cycle continuer) every later sentence without a time ends the
