@@ -92,8 +92,8 @@ public struct FixAssembler: Sendable {
   // end a reporting cycle, the last sentence that latched a time, that time, whether a cycle
   // continuer (DBT) has been seen, and whether an end of cycle is known at all (gpsd.c reports
   // every position or mode change until it is).
-  private var cycleEnders: Set<SentenceName> = []
-  private var lastTag: SentenceName?
+  private var cycleEnders: UInt16 = 0
+  private var lastTag: UInt16 = 0
   private var lastLatchedTime: Int32 = 0
   private var cycleContinue = false
   private var cycleEndReliable = false
@@ -150,7 +150,9 @@ public struct FixAssembler: Sendable {
     }
     seen |= bit
     merge(sentence)
-    mergedSinceReport = true
+    // GSV, GST and ZDA change no fix value (the sky view, the errors and the date come from the
+    // whole epoch).
+    if bit & (1 << 4 | 1 << 6 | 1 << 8) == 0 { mergedSinceReport = true }
     detectCycleEnd(sentence, timed: timed, time: time)
   }
 
@@ -158,31 +160,31 @@ public struct FixAssembler: Sendable {
   /// rule (gpsd/gpsd.c `all_reports`): gpsd prints a TPV only at a sentence that ends a cycle, so
   /// what a sentence merges after the cycle's last report never reaches a TPV of that time.
   private mutating func detectCycleEnd(_ sentence: NMEASentence, timed: Bool, time: Int32?) {
-    let tag = Self.gpsdTag(sentence.payload)
-    if tag == "DBT" { cycleContinue = true }
+    let tag = Self.cycleTag(sentence.payload, timed: timed)
+    if tag == Self.dbtTag { cycleContinue = true }
     // Sentences that register a fractional time: GGA, GLL, GNS with a time field, RMC only when
     // valid (status A or D) with a time and a date (processRMC), and GBS, PASHR, PSRFEPE (not
     // decoded here: taken to carry the epoch's time).
     var latched: Int32?
-    if case .rmc(let s) = sentence.payload {
-      if s.isValid == true, s.date != nil { latched = time }
+    if tag == Self.rmcTag {
+      if case .rmc(let s) = sentence.payload, s.isValid == true, s.date != nil { latched = time }
     } else if timed {
       latched = time
-    } else if tag == "GBS" || tag == "PASHR" || tag == "PSRFEPE" {
+    } else if tag & Self.otherTimedTags != 0 {
       latched = timeOfDay ?? lastLatchedTime
     }
     var report = false
     if let latched {
-      if latched != lastLatchedTime, let lastTag, !cycleEnders.contains(lastTag), !cycleContinue {
-        cycleEnders.insert(lastTag)
+      if latched != lastLatchedTime, lastTag != 0, cycleEnders & lastTag == 0, !cycleContinue {
+        cycleEnders |= lastTag
         cycleEndReliable = true
       }
     } else if cycleContinue {
-      if let lastTag { cycleEnders.remove(lastTag) }
-      if let tag { cycleEnders.insert(tag) }
+      cycleEnders &= ~lastTag
+      cycleEnders |= tag
       cycleEndReliable = true
     }
-    if latched != nil || cycleContinue, let tag, cycleEnders.contains(tag) { report = true }
+    if latched != nil || cycleContinue, cycleEnders & tag != 0 { report = true }
     if let latched {
       lastTag = tag
       lastLatchedTime = latched
@@ -190,35 +192,48 @@ public struct FixAssembler: Sendable {
     // processRMC, processGGA: a fix sentence without a time breaks the detector; gpsd.c reports
     // every sentence that sets a position or a mode until an end of cycle is known.
     if timed && time == nil { cycleEndReliable = false }
-    if !cycleEndReliable, timed || tag == "GSA" { report = true }
-    if report, tag != nil, started {
+    if !cycleEndReliable, timed || tag == Self.gsaTag { report = true }
+    if report, tag != 0, started {
       reportedEpoch.removeAll(keepingCapacity: true)
       mergedSinceReport = false
-      reportedEpoch.append(self)
+      var snapshot = self
+      // The sky view and the satellites used always come from the whole epoch: drop them from
+      // the copy, so that the epoch's arrays stay uniquely referenced.
+      snapshot.sky = []
+      snapshot.used = []
+      snapshot.lastSky = []
+      reportedEpoch.append(snapshot)
     }
   }
 
-  /// The sentence's entry in gpsd's sentence table, `nil` when gpsd has no decoder for it.
-  private static func gpsdTag(_ payload: NMEASentence.Payload) -> SentenceName? {
+  // gpsd's sentence table as bits: the sentences decoded here by their epoch bit, then DBT, the
+  // three other sentences that carry a time for the detector, and every other one gpsd decodes.
+  private static let rmcTag: UInt16 = 1 << 1
+  private static let gsaTag: UInt16 = 1 << 3
+  private static let dbtTag: UInt16 = 1 << 9
+  private static let otherTimedTags: UInt16 = 1 << 10 | 1 << 11 | 1 << 12
+  private static let otherDecodedTag: UInt16 = 1 << 13
+
+  /// The sentence's entry in gpsd's sentence table as a bit, 0 when gpsd has no decoder for it.
+  private static func cycleTag(_ payload: NMEASentence.Payload, timed: Bool) -> UInt16 {
     switch payload {
-    case .gga: return "GGA"
-    case .rmc: return "RMC"
-    case .gll: return "GLL"
-    case .gns: return "GNS"
-    case .zda: return "ZDA"
-    case .gst: return "GST"
-    case .gsa: return "GSA"
-    case .gsv: return "GSV"
-    case .vtg: return "VTG"
     case .unsupported(let name), .proprietary(let name):
-      return gpsdDecoded.contains(name) ? name : nil
+      switch name {
+      case "DBT": return dbtTag
+      case "GBS": return 1 << 10
+      case "PASHR": return 1 << 11
+      case "PSRFEPE": return 1 << 12
+      default: return gpsdDecoded.contains(name) ? otherDecodedTag : 0
+      }
+    default:
+      return payload.epochInfo.bit
     }
   }
 
   /// The other sentences gpsd 3.22 decodes (`nmea_phrase[]` entries with a decoder).
   private static let gpsdDecoded: Set<SentenceName> = [
-    "DBT", "DTM", "GBS", "HDG", "HDT", "MWD", "MWV", "TXT", "STI", "OHPR", "PASHR", "PMGNST", "PMTK",
-    "PMTK001", "PMTK424", "PMTK705", "PSRFEPE", "PTNTHTM", "PTNTA", "PSTI", "PGLOR", "PGRME", "PGRMF",
+    "DTM", "HDG", "HDT", "MWD", "MWV", "TXT", "STI", "OHPR", "PMGNST", "PMTK",
+    "PMTK001", "PMTK424", "PMTK705", "PTNTHTM", "PTNTA", "PSTI", "PGLOR", "PGRME", "PGRMF",
     "PGRMM", "PGRMZ",
   ]
 
