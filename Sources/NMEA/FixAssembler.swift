@@ -48,6 +48,7 @@ public struct FixAssembler: Sendable {
   private var gsaMode: FixMode?
   private var positionSays3D = false
   private var rmcOrGLLSays3D = false
+  private var ggaSays2D = false
   private var valid = false
   private var invalid = false
   private var altitudeMSL: Double?
@@ -83,6 +84,10 @@ public struct FixAssembler: Sendable {
   // gpsd's state before an epoch's first sentence: whether the last epoch reported an altitude
   // (even without a fix), its mode, and how many satellites its GSAs listed as used.
   private var previousHadAltitude = false
+  // gpsd's lastfix/oldfix: whether the last epoch that had a time for gpsd (a date from a valid
+  // RMC or a ZDA) had an altitude.
+  private var gpsdDateKnown = false
+  private var lastTimedHadAltitude = false
   private var previousMode: FixMode = .unknown
   private var previousUsedCount = 0
   // The last epoch with a time (gpsd's oldfix): its time, mode and position.
@@ -275,6 +280,18 @@ public struct FixAssembler: Sendable {
         if q == .invalid { invalid = true } else { valid = true }
       }
       if let n = s.satellitesUsed { satellitesUsed = n }
+      // gpsd processGGA calls a position from three satellites, or without an altitude, 2D; the
+      // end of nmea_parse keeps an earlier 3D of the cycle (RMC, GLL) against it only when gpsd's
+      // last timed fix (this cycle's so far, or the last one with a time) had an altitude.
+      let ggaSatellites = s.satellitesUsed ?? 0
+      if s.coordinate != nil, let q = s.quality, q != .invalid, ggaSatellites >= 3,
+        !(s.altitudeMSL != nil && ggaSatellites >= 4),
+        !((rmcOrGLLSays3D || positionSays3D) && (altitudeMSL != nil || lastTimedHadAltitude))
+      {
+        rmcOrGLLSays3D = false
+        positionSays3D = false
+        ggaSays2D = true
+      }
       // gpsd processGGA: a position with an altitude from at least four satellites is 3D.
       if s.coordinate != nil, s.altitudeMSL != nil, let q = s.quality, q != .invalid, (s.satellitesUsed ?? 0) >= 4 {
         positionSays3D = true
@@ -308,7 +325,11 @@ public struct FixAssembler: Sendable {
         if let v = s.speedOverGroundKnots { latestKnots = v }
         if let c = s.courseOverGround { latestCourse = c }
       }
-      if let d = s.date { acceptDate(d) }
+      if let d = s.date {
+        acceptDate(d)
+        // gpsd processRMC merges the date only from a valid RMC.
+        if s.isValid == true { gpsdDateKnown = true }
+      }
       if let m = s.magneticVariation { magneticVariation = m }
       if let n = s.navigationalStatus { navigationalStatus = n }
     case .gll(let s):
@@ -388,7 +409,10 @@ public struct FixAssembler: Sendable {
         latestCourse = c
       }
     case .zda(let s):
-      if let d = s.date { acceptDate(d) }
+      if let d = s.date {
+        acceptDate(d)
+        gpsdDateKnown = true
+      }
     case .gst(let s):
       errors = s.estimates
     case .proprietary, .unsupported:
@@ -459,7 +483,7 @@ public struct FixAssembler: Sendable {
         mode = gsaMode
       }
     } else if valid && !invalid {
-      mode = altitudeMSL != nil && (quality != nil || seen & (1 << 7) != 0) ? .fix3D : .fix2D
+      mode = altitudeMSL != nil && (quality != nil || seen & (1 << 7) != 0) && !ggaSays2D ? .fix3D : .fix2D
     } else if valid || invalid {
       mode = invalid ? .noFix : .fix2D
     } else {
@@ -484,6 +508,7 @@ public struct FixAssembler: Sendable {
     fix.mode = mode
     previousMode = mode
     previousHadAltitude = altitudeMSL != nil
+    if gpsdDateKnown && timeOfDay != nil { lastTimedHadAltitude = altitudeMSL != nil }
     if usedSeen { previousUsedCount = used.count }
     fix.quality = quality ?? modeQuality ?? (invalid && !valid ? .invalid : nil)
     if let n = navigationalStatus { fix.navigationalStatus = String(UnicodeScalar(n)) }
@@ -566,6 +591,7 @@ public struct FixAssembler: Sendable {
     gsaMode = nil
     positionSays3D = false
     rmcOrGLLSays3D = false
+    ggaSays2D = false
     valid = false
     invalid = false
     altitudeMSL = nil

@@ -73,6 +73,23 @@ struct GPSDRuleTests {
     #expect(fixes.last?.mode == .fix3D)
     #expect(fixes.last?.altitudeMSL == 746.1)
   }
+
+  @Test("a GGA from three satellites after a 3D RMC is 2D unless gpsd's last timed fix had an altitude (processGGA, nmea_parse)")
+  func ggaThreeSatellitesAfterRMC() throws {
+    // The void epoch's GGA altitude makes the next RMC 3D, but that epoch had no time for gpsd
+    // (no date from a void RMC), so no timed fix had an altitude: the GGA from three satellites
+    // makes 10:21:43 2D. 10:21:43 itself had a time and an altitude, so 10:21:44 stays 3D.
+    let text =
+      sentence("GPRMC,102142.000,V,3340.8472,S,15117.3205,E,0.0,0.0,251112,0.0,W")
+      + sentence("GPGGA,102142.000,3340.8472,S,15117.3205,E,0,02,99.0,064.19,M,22.4,M,,")
+      + sentence("GPRMC,102143.000,A,3340.7732,S,15117.4478,E,6.7,155.1,251112,0.0,W")
+      + sentence("GPGGA,102143.000,3340.7732,S,15117.4478,E,1,03,4.1,063.76,M,22.4,M,,")
+      + sentence("GPRMC,102144.000,A,3340.7753,S,15117.4473,E,6.6,155.8,251112,0.0,W")
+      + sentence("GPGGA,102144.000,3340.7753,S,15117.4473,E,1,03,4.1,063.79,M,22.4,M,,")
+    let fixes = decode(text).0
+    #expect(fixes.map(\.mode) == [.noFix, .fix2D, .fix3D])
+    #expect(fixes.last?.altitudeMSL == 63.79)
+  }
 }
 
 @Suite("gpsd rules: derived values")
