@@ -15,7 +15,9 @@
 ///   dates before it move forward in 1024-week steps first.
 /// - Mode: GSA's fix mode, reconciled with the validity flags (RMC/GLL status, GGA quality, GNS
 ///   mode letters): a receiver that says "void" everywhere has no fix whatever GSA says; without
-///   GSA, a valid GGA with altitude is 3D, any other valid position 2D. As in gpsd, GGA or GNS
+///   GSA, a valid GGA with altitude is 3D, any other valid position 2D, except that a GGA from
+///   three satellites after a 3D RMC or GLL makes the epoch 2D unless gpsd's last timed fix had
+///   an altitude. As in gpsd, GGA or GNS
 ///   with an altitude from four or more satellites makes the fix 3D, RMC and GLL do when the last
 ///   GSA listed more than three satellites or an altitude is known, and a later 2D does not
 ///   downgrade a 3D fix while an altitude is known.
