@@ -203,13 +203,12 @@ public struct FixAssembler: Sendable {
     if report, tag != 0, started {
       reportedEpoch.removeAll(keepingCapacity: true)
       mergedSinceReport = false
-      var snapshot = self
+      reportedEpoch.append(self)
       // The sky view and the satellites used always come from the whole epoch: drop them from
       // the copy, so that the epoch's arrays stay uniquely referenced.
-      snapshot.sky = []
-      snapshot.used = []
-      snapshot.lastSky = []
-      reportedEpoch.append(snapshot)
+      reportedEpoch[0].sky = []
+      reportedEpoch[0].used = []
+      reportedEpoch[0].lastSky = []
     }
   }
 
@@ -249,14 +248,14 @@ public struct FixAssembler: Sendable {
     defer { resetEpoch() }
     guard started, timeOfDay != nil || seen & Self.fixTypes != 0 else { return }
     var fix: Fix
-    if mergedSinceReport, var reported = reportedEpoch.first {
+    if mergedSinceReport, !reportedEpoch.isEmpty {
       // gpsd prints the epoch's TPV at its last end-of-cycle sentence and clears the fix when the
       // next cycle starts, so what came later never reaches a TPV. The sky view, the satellites
       // used, the DOPs, the GST error estimates and the date (a ZDA of this very time) are not
       // part of the cleared fix: they keep everything the epoch sent.
-      reported.date = date
-      reported.rolloverWeeks = rolloverWeeks
-      fix = reported.buildFix()
+      reportedEpoch[0].date = date
+      reportedEpoch[0].rolloverWeeks = rolloverWeeks
+      fix = reportedEpoch[0].buildFix()
       if fix.mode >= .fix2D { fix.errorEstimates = errors }
       let full = buildFix()
       fix.satellites = full.satellites
