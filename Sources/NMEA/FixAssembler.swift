@@ -15,12 +15,20 @@
 ///   dates before it move forward in 1024-week steps first.
 /// - Mode: GSA's fix mode, reconciled with the validity flags (RMC/GLL status, GGA quality, GNS
 ///   mode letters): a receiver that says "void" everywhere has no fix whatever GSA says; without
-///   GSA, a valid GGA with altitude is 3D, any other valid position 2D. As in gpsd, GGA or GNS
+///   GSA, a valid GGA with altitude is 3D, any other valid position 2D, except that a GGA from
+///   three satellites after a 3D RMC or GLL makes the epoch 2D unless gpsd's last timed fix had
+///   an altitude. As in gpsd, GGA or GNS
 ///   with an altitude from four or more satellites makes the fix 3D, RMC and GLL do when the last
 ///   GSA listed more than three satellites or an altitude is known, and a later 2D does not
 ///   downgrade a 3D fix while an altitude is known.
 /// - Values: the last valid position, speed and course of the epoch win (gpsd's merge); a fix
 ///   without a speed gets one from the distance to the previous timed fix.
+/// - Reporting: as gpsd, the epoch's fix values (position, mode, altitude, speed, course) are
+///   those merged up to the last sentence at which gpsd reports the epoch: one of the sentence
+///   types it has learned to end a cycle (the last one with a time before the time changed), any
+///   sentence it decodes after a DBT (its cycle continuer), or, while no end of cycle is known,
+///   every sentence with a position or a mode. What arrives later in the epoch does not change
+///   them; the date, the sky view, the DOPs and the GST errors keep the whole epoch.
 /// - Satellites used: those the epoch's GSAs list, as the sky view flags them.
 /// - Units: knots become m/s (x 1852/3600), the climb rate comes from the MSL altitude of
 ///   consecutive 3D epochs.
@@ -42,6 +50,7 @@ public struct FixAssembler: Sendable {
   private var gsaMode: FixMode?
   private var positionSays3D = false
   private var rmcOrGLLSays3D = false
+  private var ggaSays2D = false
   private var valid = false
   private var invalid = false
   private var altitudeMSL: Double?
@@ -77,10 +86,28 @@ public struct FixAssembler: Sendable {
   // gpsd's state before an epoch's first sentence: whether the last epoch reported an altitude
   // (even without a fix), its mode, and how many satellites its GSAs listed as used.
   private var previousHadAltitude = false
+  // gpsd's lastfix/oldfix: whether the last epoch that had a time for gpsd (a date from a valid
+  // RMC or a ZDA) had an altitude.
+  private var gpsdDateKnown = false
+  private var lastTimedHadAltitude = false
   private var previousMode: FixMode = .unknown
   private var previousUsedCount = 0
   // The last epoch with a time (gpsd's oldfix): its time, mode and position.
   private var previousTimed: (time: Int64, mode: FixMode, coordinate: Coordinate?)?
+
+  // gpsd's end-of-cycle detector (driver_nmea0183.c nmea_parse): the sentence types learned to
+  // end a reporting cycle, the last sentence that latched a time, that time, whether a cycle
+  // continuer (DBT) has been seen, and whether an end of cycle is known at all (gpsd.c reports
+  // every position or mode change until it is).
+  private var cycleEnders: UInt16 = 0
+  private var lastTag: UInt16 = 0
+  private var lastLatchedTime: Int32 = 0
+  private var cycleContinue = false
+  private var cycleEndReliable = false
+  // The epoch as it stood at its last report (gpsd prints a TPV only there), and whether a
+  // sentence has been merged since.
+  private var reportedEpoch: [FixAssembler] = []
+  private var mergedSinceReport = false
 
   /// The GPS week-rollover floor, days since 1970-01-01, or `nil` for none.
   private let rolloverFloor: Int?
@@ -122,7 +149,10 @@ public struct FixAssembler: Sendable {
   public mutating func apply(_ sentence: NMEASentence, line: Int, _ emit: (DecodedFix) -> Void) {
     let (bit, timed) = sentence.payload.epochInfo
     let time = sentence.timeOfDay
-    guard bit != 0 else { return }
+    guard bit != 0 else {
+      detectCycleEnd(sentence, timed: false, time: nil)
+      return
+    }
     if skyOnlyEpochs, case .gsv(let gsv) = sentence.payload, gsv.messageNumber == 1 {
       let set = "\(sentence.talker.map { "\($0)" } ?? "")/\(gsv.signalID ?? 0)"
       if started && timeOfDay == nil && seen & Self.fixTypes == 0 && gsvSetsBegun.contains(set) {
@@ -149,7 +179,91 @@ public struct FixAssembler: Sendable {
     }
     seen |= bit
     merge(sentence)
+    // GSV, GST and ZDA change no fix value (the sky view, the errors and the date come from the
+    // whole epoch).
+    if bit & (1 << 4 | 1 << 6 | 1 << 8) == 0 { mergedSinceReport = true }
+    detectCycleEnd(sentence, timed: timed, time: time)
   }
+
+  /// gpsd 3.22's end-of-cycle detector (drivers/driver_nmea0183.c `nmea_parse`) and its report
+  /// rule (gpsd/gpsd.c `all_reports`): gpsd prints a TPV only at a sentence that ends a cycle, so
+  /// what a sentence merges after the cycle's last report never reaches a TPV of that time.
+  private mutating func detectCycleEnd(_ sentence: NMEASentence, timed: Bool, time: Int32?) {
+    let tag = Self.cycleTag(sentence.payload, timed: timed)
+    if tag == Self.dbtTag { cycleContinue = true }
+    // Sentences that register a fractional time: GGA, GLL, GNS with a time field, RMC only when
+    // valid (status A or D) with a time and a date (processRMC), and GBS, PASHR, PSRFEPE (not
+    // decoded here: taken to carry the epoch's time).
+    var latched: Int32?
+    if tag == Self.rmcTag {
+      if case .rmc(let s) = sentence.payload, s.isValid == true, s.date != nil { latched = time }
+    } else if timed {
+      latched = time
+    } else if tag & Self.otherTimedTags != 0 {
+      latched = timeOfDay ?? lastLatchedTime
+    }
+    var report = false
+    if let latched {
+      if latched != lastLatchedTime, lastTag != 0, cycleEnders & lastTag == 0, !cycleContinue {
+        cycleEnders |= lastTag
+        cycleEndReliable = true
+      }
+    } else if cycleContinue {
+      cycleEnders &= ~lastTag
+      cycleEnders |= tag
+      cycleEndReliable = true
+    }
+    if latched != nil || cycleContinue, cycleEnders & tag != 0 { report = true }
+    if let latched {
+      lastTag = tag
+      lastLatchedTime = latched
+    }
+    // processRMC, processGGA: a fix sentence without a time breaks the detector; gpsd.c reports
+    // every sentence that sets a position or a mode until an end of cycle is known.
+    if timed && time == nil { cycleEndReliable = false }
+    if !cycleEndReliable, timed || tag == Self.gsaTag { report = true }
+    if report, tag != 0, started {
+      reportedEpoch.removeAll(keepingCapacity: true)
+      mergedSinceReport = false
+      reportedEpoch.append(self)
+      // The sky view and the satellites used always come from the whole epoch: drop them from
+      // the copy, so that the epoch's arrays stay uniquely referenced.
+      reportedEpoch[0].sky = []
+      reportedEpoch[0].used = []
+      reportedEpoch[0].lastSky = []
+    }
+  }
+
+  // gpsd's sentence table as bits: the sentences decoded here by their epoch bit, then DBT, the
+  // three other sentences that carry a time for the detector, and every other one gpsd decodes.
+  private static let rmcTag: UInt16 = 1 << 1
+  private static let gsaTag: UInt16 = 1 << 3
+  private static let dbtTag: UInt16 = 1 << 9
+  private static let otherTimedTags: UInt16 = 1 << 10 | 1 << 11 | 1 << 12
+  private static let otherDecodedTag: UInt16 = 1 << 13
+
+  /// The sentence's entry in gpsd's sentence table as a bit, 0 when gpsd has no decoder for it.
+  private static func cycleTag(_ payload: NMEASentence.Payload, timed: Bool) -> UInt16 {
+    switch payload {
+    case .unsupported(let name), .proprietary(let name):
+      switch name {
+      case "DBT": return dbtTag
+      case "GBS": return 1 << 10
+      case "PASHR": return 1 << 11
+      case "PSRFEPE": return 1 << 12
+      default: return gpsdDecoded.contains(name) ? otherDecodedTag : 0
+      }
+    default:
+      return payload.epochInfo.bit
+    }
+  }
+
+  /// The other sentences gpsd 3.22 decodes (`nmea_phrase[]` entries with a decoder).
+  private static let gpsdDecoded: Set<SentenceName> = [
+    "DTM", "HDG", "HDT", "MWD", "MWV", "TXT", "STI", "OHPR", "PMGNST", "PMTK",
+    "PMTK001", "PMTK424", "PMTK705", "PTNTHTM", "PTNTA", "PSTI", "PGLOR", "PGRME", "PGRMF",
+    "PGRMM", "PGRMZ",
+  ]
 
   /// Emits the epoch in progress, if it holds a time or a fix sentence.
   public mutating func flush(_ emit: (DecodedFix) -> Void) {
@@ -163,7 +277,25 @@ public struct FixAssembler: Sendable {
       }
       return
     }
-    let fix = buildFix()
+    var fix: Fix
+    if mergedSinceReport, !reportedEpoch.isEmpty {
+      // gpsd prints the epoch's TPV at its last end-of-cycle sentence and clears the fix when the
+      // next cycle starts, so what came later never reaches a TPV. The sky view, the satellites
+      // used, the DOPs, the GST error estimates and the date (a ZDA of this very time) are not
+      // part of the cleared fix: they keep everything the epoch sent.
+      reportedEpoch[0].date = date
+      reportedEpoch[0].rolloverWeeks = rolloverWeeks
+      fix = reportedEpoch[0].buildFix()
+      if fix.mode >= .fix2D { fix.errorEstimates = errors }
+      let full = buildFix()
+      fix.satellites = full.satellites
+      fix.satellitesUsed = full.satellitesUsed
+      fix.hdop = full.hdop
+      fix.vdop = full.vdop
+      fix.pdop = full.pdop
+    } else {
+      fix = buildFix()
+    }
     emit(DecodedFix(fix: fix, line: line, rolloverWeeks: fix.time == nil ? 0 : lastRolloverWeeks))
   }
 
@@ -179,6 +311,18 @@ public struct FixAssembler: Sendable {
         if q == .invalid { invalid = true } else { valid = true }
       }
       if let n = s.satellitesUsed { satellitesUsed = n }
+      // gpsd processGGA calls a position from three satellites, or without an altitude, 2D; the
+      // end of nmea_parse keeps an earlier 3D of the cycle (RMC, GLL) against it only when gpsd's
+      // last timed fix (this cycle's so far, or the last one with a time) had an altitude.
+      let ggaSatellites = s.satellitesUsed ?? 0
+      if s.coordinate != nil, let q = s.quality, q != .invalid, ggaSatellites >= 3,
+        !(s.altitudeMSL != nil && ggaSatellites >= 4),
+        !((rmcOrGLLSays3D || positionSays3D) && (altitudeMSL != nil || lastTimedHadAltitude))
+      {
+        rmcOrGLLSays3D = false
+        positionSays3D = false
+        ggaSays2D = true
+      }
       // gpsd processGGA: a position with an altitude from at least four satellites is 3D.
       if s.coordinate != nil, s.altitudeMSL != nil, let q = s.quality, q != .invalid, (s.satellitesUsed ?? 0) >= 4 {
         positionSays3D = true
@@ -212,7 +356,11 @@ public struct FixAssembler: Sendable {
         if let v = s.speedOverGroundKnots { latestKnots = v }
         if let c = s.courseOverGround { latestCourse = c }
       }
-      if let d = s.date { acceptDate(d) }
+      if let d = s.date {
+        acceptDate(d)
+        // gpsd processRMC merges the date only from a valid RMC.
+        if s.isValid == true { gpsdDateKnown = true }
+      }
       if let m = s.magneticVariation { magneticVariation = m }
       if let n = s.navigationalStatus { navigationalStatus = n }
     case .gll(let s):
@@ -292,7 +440,10 @@ public struct FixAssembler: Sendable {
         latestCourse = c
       }
     case .zda(let s):
-      if let d = s.date { acceptDate(d) }
+      if let d = s.date {
+        acceptDate(d)
+        gpsdDateKnown = true
+      }
     case .gst(let s):
       errors = s.estimates
     case .proprietary, .unsupported:
@@ -363,7 +514,7 @@ public struct FixAssembler: Sendable {
         mode = gsaMode
       }
     } else if valid && !invalid {
-      mode = altitudeMSL != nil && (quality != nil || seen & (1 << 7) != 0) ? .fix3D : .fix2D
+      mode = altitudeMSL != nil && (quality != nil || seen & (1 << 7) != 0) && !ggaSays2D ? .fix3D : .fix2D
     } else if valid || invalid {
       mode = invalid ? .noFix : .fix2D
     } else {
@@ -388,6 +539,7 @@ public struct FixAssembler: Sendable {
     fix.mode = mode
     previousMode = mode
     previousHadAltitude = altitudeMSL != nil
+    if gpsdDateKnown && timeOfDay != nil { lastTimedHadAltitude = altitudeMSL != nil }
     if usedSeen { previousUsedCount = used.count }
     fix.quality = quality ?? modeQuality ?? (invalid && !valid ? .invalid : nil)
     if let n = navigationalStatus { fix.navigationalStatus = String(UnicodeScalar(n)) }
@@ -455,6 +607,8 @@ public struct FixAssembler: Sendable {
   }
 
   private mutating func resetEpoch() {
+    reportedEpoch.removeAll(keepingCapacity: true)
+    mergedSinceReport = false
     started = false
     timeOfDay = nil
     seen = 0
@@ -469,6 +623,7 @@ public struct FixAssembler: Sendable {
     gsaMode = nil
     positionSays3D = false
     rmcOrGLLSays3D = false
+    ggaSays2D = false
     valid = false
     invalid = false
     altitudeMSL = nil

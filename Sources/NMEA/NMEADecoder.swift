@@ -128,9 +128,9 @@ public struct NMEADecoder: Sendable {
         statistics.proprietary += 1
       } else if sentence.payload.isUnsupported {
         statistics.unsupported += 1
-      } else {
-        assembler.apply(sentence, line: line, onFix)
       }
+      // Sentences not decoded here still take part in gpsd's end-of-cycle detection.
+      assembler.apply(sentence, line: line, onFix)
     }
   }
 }

@@ -73,6 +73,23 @@ struct GPSDRuleTests {
     #expect(fixes.last?.mode == .fix3D)
     #expect(fixes.last?.altitudeMSL == 746.1)
   }
+
+  @Test("a GGA from three satellites after a 3D RMC is 2D unless gpsd's last timed fix had an altitude (processGGA, nmea_parse)")
+  func ggaThreeSatellitesAfterRMC() throws {
+    // The void epoch's GGA altitude makes the next RMC 3D, but that epoch had no time for gpsd
+    // (no date from a void RMC), so no timed fix had an altitude: the GGA from three satellites
+    // makes 10:21:43 2D. 10:21:43 itself had a time and an altitude, so 10:21:44 stays 3D.
+    let text =
+      sentence("GPRMC,102142.000,V,3340.8472,S,15117.3205,E,0.0,0.0,251112,0.0,W")
+      + sentence("GPGGA,102142.000,3340.8472,S,15117.3205,E,0,02,99.0,064.19,M,22.4,M,,")
+      + sentence("GPRMC,102143.000,A,3340.7732,S,15117.4478,E,6.7,155.1,251112,0.0,W")
+      + sentence("GPGGA,102143.000,3340.7732,S,15117.4478,E,1,03,4.1,063.76,M,22.4,M,,")
+      + sentence("GPRMC,102144.000,A,3340.7753,S,15117.4473,E,6.6,155.8,251112,0.0,W")
+      + sentence("GPGGA,102144.000,3340.7753,S,15117.4473,E,1,03,4.1,063.79,M,22.4,M,,")
+    let fixes = decode(text).0
+    #expect(fixes.map(\.mode) == [.noFix, .fix2D, .fix3D])
+    #expect(fixes.last?.altitudeMSL == 63.79)
+  }
 }
 
 @Suite("gpsd rules: derived values")
@@ -120,6 +137,84 @@ struct GPSDMergeRuleTests {
     #expect(abs(c.longitude - (5 + 18.8149 / 60)) < 1e-9)
   }
 
+  @Test("a VTG after the sentence that ends the cycle does not reach the epoch (nmea_parse cycle_enders)")
+  func sentenceAfterCycleEnd() throws {
+    // GGA is the last sentence with a time before the time changes, so gpsd learns that it ends
+    // the cycle and reports there; each VTG arrives after the report, and the next GGA clears it.
+    let text =
+      sentence("GPRMC,120000,A,4807.0000,N,01131.0000,E,,,071020,,,A")
+      + sentence("GPGGA,120000,4807.0000,N,01131.0000,E,1,07,1.1,56.1,M,37.0,M,,")
+      + sentence("GPVTG,301.9,T,283.6,M,9.0,N,16.7,K,A")
+      + sentence("GPGGA,120001,4807.0010,N,01131.0000,E,1,07,1.1,56.1,M,37.0,M,,")
+      + sentence("GPVTG,301.9,T,283.6,M,9.0,N,16.7,K,A")
+      + sentence("GPGGA,120002,4807.0020,N,01131.0000,E,1,07,1.1,56.1,M,37.0,M,,")
+      + sentence("GPVTG,301.9,T,283.6,M,9.0,N,16.7,K,A")
+    let fixes = decode(text).0
+    #expect(fixes.count == 3)
+    // No VTG speed (9 knots) and no course: the speed comes from the positions 1 s apart.
+    for index in 1...2 {
+      let here = try #require(fixes[index].coordinate)
+      let there = try #require(fixes[index - 1].coordinate)
+      let metres = try #require(WGS84Geodesic.distance(here, there))
+      #expect(abs((fixes[index].speedOverGround ?? 0) - metres) < 1e-9)
+      #expect(abs(metres - 1.853) < 0.01)
+      #expect(fixes[index].courseOverGround == nil)
+    }
+  }
+
+  @Test("a void RMC does not mark the end of a cycle: only GGA does until a valid RMC follows it (processRMC)")
+  func voidRMCDoesNotEndCycle() throws {
+    // Two void epochs (GGA quality 0, RMC status V): the void RMC registers no time, so gpsd
+    // learns that GGA ends the cycle and reports 12:00:02 at its GGA, before the VTG and RMC;
+    // the valid RMC then teaches it that RMC ends the cycle too, and 12:00:03 has RMC's speed.
+    let text =
+      sentence("GPGGA,120000,,,,,0,00,99.0,,M,,M,,") + sentence("GPRMC,120000,V,,,,,,,071020,,,N")
+      + sentence("GPGGA,120001,,,,,0,00,99.0,,M,,M,,") + sentence("GPRMC,120001,V,,,,,,,071020,,,N")
+      + sentence("GPGGA,120002,4807.0000,N,01131.0000,E,1,07,1.1,56.1,M,37.0,M,,")
+      + sentence("GPVTG,301.9,T,283.6,M,9.0,N,16.7,K,A")
+      + sentence("GPRMC,120002,A,4807.0000,N,01131.0000,E,9.0,301.9,071020,,,A")
+      + sentence("GPGGA,120003,4807.0010,N,01131.0000,E,1,07,1.1,56.1,M,37.0,M,,")
+      + sentence("GPVTG,301.9,T,283.6,M,9.0,N,16.7,K,A")
+      + sentence("GPRMC,120003,A,4807.0010,N,01131.0000,E,9.0,301.9,071020,,,A")
+    let fixes = decode(text).0
+    #expect(fixes.count == 4)
+    #expect(fixes[2].mode == .fix3D)
+    #expect(fixes[2].speedOverGround == nil)
+    #expect(fixes[2].courseOverGround == nil)
+    #expect(abs((fixes[3].speedOverGround ?? 0) - 9.0 * 1852 / 3600) < 1e-9)
+    #expect(fixes[3].courseOverGround == 301.9)
+  }
+
+  @Test("a GGA of the reported time that comes after the report does not change the epoch (DBT continues the cycle)")
+  func lateGGA() throws {
+    // After a DBT (gpsd's only cycle continuer) every later sentence without a time ends the
+    // cycle; GGA 10:00:01 comes after those (VTG, ZDA), and the GLL after it is already stamped
+    // 10:00:02, so gpsd's TPV for 10:00:01 keeps RMC's position.
+    let text =
+      sentence("GPGGA,100000,5251.0000,N,00518.0000,E,1,08,0.9,-4.0,M,46.8,M,,")
+      + sentence("GPGLL,5251.0000,N,00518.0000,E,100000,A,A")
+      + sentence("GPGSA,A,3,07,08,10,16,20,21,26,27,,,,,1.1,0.6,0.9")
+      + sentence("SDDBT,18.0,f,5.4,M,3.0,F")
+      + sentence("GPRMC,100001,A,5251.0010,N,00518.0010,E,5.6,230.5,200818,1.4,E,A")
+      + sentence("GPVTG,230.5,T,229.1,M,5.6,N,10.4,K,A")
+      + sentence("GPZDA,100001,20,08,2018,-01,00")
+      + sentence("GPGGA,100001,5251.0020,N,00518.0020,E,1,08,0.9,-4.0,M,46.8,M,,")
+      + sentence("GPGLL,5251.0030,N,00518.0030,E,100002,A,A")
+      + sentence("GPGSA,A,3,07,08,10,16,20,21,26,27,,,,,1.1,0.6,0.9")
+    let fixes = decode(text).0
+    #expect(fixes.count == 3)
+    let fix = try #require(fixes.dropFirst().first)
+    #expect(fix.timeOfDay == 36_001_000)
+    let c = try #require(fix.coordinate)
+    #expect(abs(c.latitude - (52 + 51.0010 / 60)) < 1e-9)
+    #expect(abs(c.longitude - (5 + 18.0010 / 60)) < 1e-9)
+    #expect(fix.mode == .fix3D)
+    #expect(fix.altitudeMSL == nil)  // GGA's altitude never reached a TPV of this time either
+    #expect(abs((fix.speedOverGround ?? 0) - 5.6 * 1852 / 3600) < 1e-9)
+    // The GLL stamped 10:00:02 starts the next epoch with its own position.
+    #expect(fixes[2].coordinate.map { abs($0.latitude - (52 + 51.0030 / 60)) < 1e-9 } == true)
+  }
+
   @Test("the last RMC or VTG sets speed and course; a VTG marked N or without speed does not (processVTG)")
   func lastSpeedWins() throws {
     let text =
@@ -127,6 +222,9 @@ struct GPSDMergeRuleTests {
       + sentence("GPVTG,222.3,T,220.9,M,6.6,N,12.2,K,A")
       + sentence("GPVTG,100.0,T,,M,9.9,N,18.3,K,N")
       + sentence("GPVTG,101.0,T,,M,,N,,K,A")
+      // gpsd prints the epoch at a position sentence (no end of cycle is known yet): the VTGs
+      // must come before it to reach the epoch's TPV.
+      + sentence("GPGGA,094855,5250.9358,N,00518.6506,E,1,12,0.60,-4,M,46.8,M,,")
     let fix = try #require(decode(text).0.first)
     #expect(fix.courseOverGround == 222.3)
     #expect(abs((fix.speedOverGround ?? 0) - 6.6 * 1852 / 3600) < 1e-9)

@@ -219,7 +219,7 @@ struct SentenceTests {
     #expect(v.speedOverGroundKnots == 0.03)
     #expect(v.speedOverGroundKmh == 0.06)
     let (fixes, _) = decode(
-      sentence("GPGGA,120000,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,") + sentence("GPVTG,,T,,M,,N,36.0,K,A"))
+      sentence("GPVTG,,T,,M,,N,36.0,K,A") + sentence("GPGGA,120000,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,"))
     #expect(fixes.first?.courseOverGround == nil)
     #expect(abs((fixes.first?.speedOverGround ?? 0) - 10) < 1e-12)
   }
