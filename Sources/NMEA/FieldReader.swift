@@ -65,6 +65,20 @@ struct FieldReader {
     return value
   }
 
+  /// A decimal number that must lie in `range` (NMEA 0183's range for the field: a course is
+  /// 0-360 degrees, an elevation -90-90, a speed not negative); a value outside is an invalid
+  /// field, as text that is not a number is.
+  func double(_ i: Int, _ name: String, in range: ClosedRange<Double>) throws(NMEAError) -> Double? {
+    guard let value = try double(i, name) else { return nil }
+    guard range.contains(value) else { throw invalid(i, name) }
+    return value
+  }
+
+  /// Courses and azimuths, degrees true (360 is north as 0 is).
+  static let compass = 0.0...360.0
+  /// Speeds, which are never negative.
+  static let nonNegative = 0.0...Double.greatestFiniteMagnitude
+
   /// A non-negative integer.
   func int(_ i: Int, _ name: String) throws(NMEAError) -> Int? {
     guard let (s, e) = range(i) else { return nil }

@@ -487,11 +487,17 @@ struct ReplayFlowTests {
     await manager.shutdown()
   }
 
-  /// An endless input without a single epoch keeps the replay reading; stop() must still end it.
+  /// A huge input without a single epoch keeps the replay reading; stop() must still end it.
+  /// (A sparse file of 1 TiB of zeros: devices such as /dev/zero are refused as logs.)
   @Test func stopEndsAReplayOfAnEndlessInputWithoutEpochs() async throws {
+    let path = "/tmp/locationd-sparse-\(getpid()).nmea"
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    #expect(fd >= 0 && ftruncate(fd, 1 << 40) == 0)
+    close(fd)
+    defer { unlink(path) }
     let replay = ReplayBackend(
-      source: NMEAFileSource(path: "/dev/zero"), options: .init(path: "/dev/zero", speed: 0),
-      clock: VirtualClock(), uri: "replay:/dev/zero")
+      source: NMEAFileSource(path: path), options: .init(path: path, speed: 0),
+      clock: VirtualClock(), uri: "replay:\(path)")
     var events = replay.events.makeAsyncIterator()
     try await replay.start()
     #expect(await nextStatus(.connected, &events) != nil, "connected is said before reading")

@@ -136,3 +136,41 @@ extension String {
   /// The comma-separated fields, empty ones kept.
   fileprivate var fields: [String] { split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
 }
+
+/// Values outside the ranges NMEA 0183 gives a field are invalid fields, as text that is not a
+/// number is: a course beyond 360 degrees or a negative speed is damage, not a measurement.
+@Suite("NMEA field ranges")
+struct FieldRangeTests {
+  @Test("course, speed, elevation, azimuth and SNR outside their ranges reject the sentence")
+  func outOfRange() {
+    let rejected = [
+      ("GPRMC,120000.00,A,4807.038,N,01131.000,E,0.5,3086220.78,230394,,,A", 8, "course over ground"),
+      ("GPRMC,120000.00,A,4807.038,N,01131.000,E,-0.5,54.7,230394,,,A", 7, "speed over ground"),
+      ("GPVTG,361.0,T,,M,0.5,N,0.9,K,A", 1, "course over ground"),
+      ("GPVTG,54.7,T,,M,-1,N,0.9,K,A", 5, "speed over ground (knots)"),
+      ("GPGSV,1,1,01,07,91,083,46", 5, "elevation"),
+      ("GPGSV,1,1,01,07,40,999999999999999999,46", 6, "azimuth"),
+      ("GPGSV,1,1,01,07,40,-1,46", 6, "azimuth"),
+      ("GPGSV,1,1,01,07,40,083,4546759.5", 7, "SNR"),
+    ]
+    for (body, index, name) in rejected {
+      do {
+        _ = try NMEAParser.parse(sentence(body))
+        Issue.record("accepted \(body)")
+      } catch {
+        guard case .invalidField(_, let i, let n, _) = error else {
+          Issue.record("\(body): \(error)")
+          continue
+        }
+        #expect(i == index && n == name, "\(body): \(error)")
+      }
+    }
+    // The edges are values: a course of 360 (north), an elevation of -5 below the horizon.
+    for body in [
+      "GPRMC,120000.00,A,4807.038,N,01131.000,E,0.0,360.0,230394,,,A", "GPGSV,1,1,01,07,-5,0,0",
+      "GPVTG,0.0,T,,M,0.0,N,0.0,K,A",
+    ] {
+      #expect(throws: Never.self, "\(body)") { try NMEAParser.parse(sentence(body)) }
+    }
+  }
+}

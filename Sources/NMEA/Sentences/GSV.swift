@@ -72,9 +72,9 @@ public struct GSV: Sendable, Hashable {
     for g in 0..<groups {
       let base = 4 + g * 4
       guard let id = try f.int(base, "satellite ID") else { continue }
-      let elevation = try f.double(base + 1, "elevation")
-      let azimuth = try f.double(base + 2, "azimuth")
-      let snr = try f.double(base + 3, "SNR")
+      let elevation = try f.double(base + 1, "elevation", in: -90...90)
+      let azimuth = try f.double(base + 2, "azimuth", in: FieldReader.compass)
+      let snr = try f.double(base + 3, "SNR", in: 0...99)
       let entry = Entry(id: id, elevation: elevation, azimuth: azimuth, snr: snr)
       switch entryCount {
       case 0: e0 = entry

@@ -39,8 +39,8 @@ public struct RMC: Sendable, Hashable {
     default: throw f.invalid(2, "status")
     }
     coordinate = try f.coordinate(latitude: 3, longitude: 5)
-    speedOverGroundKnots = try f.double(7, "speed over ground")
-    courseOverGround = try f.double(8, "course over ground")
+    speedOverGroundKnots = try f.double(7, "speed over ground", in: FieldReader.nonNegative)
+    courseOverGround = try f.double(8, "course over ground", in: FieldReader.compass)
     date = try f.date(9)
     // A letter other than E or W (Motorola T805 sends "0,N": the direction left out before the
     // mode indicator) means no usable variation, as in gpsd's processRMC.

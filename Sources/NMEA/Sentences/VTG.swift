@@ -18,15 +18,15 @@ public struct VTG: Sendable, Hashable {
   public var modeIndicator: UInt8?
 
   init(_ f: FieldReader) throws(NMEAError) {
-    courseOverGround = try f.double(1, "course over ground")
+    courseOverGround = try f.double(1, "course over ground", in: FieldReader.compass)
     if f.count <= 5 && (try? f.character(2, "")) != 0x54 {
       // Pre-2.0 layout without unit letters: course true, course magnetic, knots, km/h.
-      speedOverGroundKnots = try f.double(3, "speed over ground (knots)")
-      speedOverGroundKmh = try f.double(4, "speed over ground (km/h)")
+      speedOverGroundKnots = try f.double(3, "speed over ground (knots)", in: FieldReader.nonNegative)
+      speedOverGroundKmh = try f.double(4, "speed over ground (km/h)", in: FieldReader.nonNegative)
       return
     }
-    speedOverGroundKnots = try f.double(5, "speed over ground (knots)")
-    speedOverGroundKmh = try f.double(7, "speed over ground (km/h)")
+    speedOverGroundKnots = try f.double(5, "speed over ground (knots)", in: FieldReader.nonNegative)
+    speedOverGroundKmh = try f.double(7, "speed over ground (km/h)", in: FieldReader.nonNegative)
     modeIndicator = try f.letter(9, "mode indicator")
   }
 }
