@@ -27,20 +27,23 @@ let package = Package(
     // epoll(7) and eventfd(2), which the Glibc module does not export: the socket server's event
     // loop and the benchmark's clients.
     .target(name: "CLinux"),
+    // read(2), write(2) and send(2) on Swift buffers with every index checked: the one place
+    // outside the socket server's event loop where buffers meet the kernel.
+    .target(name: "SystemIO", swiftSettings: swiftSettings),
     // NMEA 0183 framing, parsing, fix assembly and encoding; pure, no I/O.
     .target(name: "NMEA", swiftSettings: swiftSettings, linkerSettings: [.linkedLibrary("m")]),
-    .target(name: "LocationCore", dependencies: ["NMEA", "CLibXML2"], swiftSettings: swiftSettings),
+    .target(name: "LocationCore", dependencies: ["NMEA", "CLibXML2", "SystemIO"], swiftSettings: swiftSettings),
     .target(name: "GPSDBackend", dependencies: ["CGPS", "LocationCore", "NMEA"], swiftSettings: swiftSettings),
-    .target(name: "MapState", dependencies: ["NMEA"], swiftSettings: swiftSettings),
+    .target(name: "MapState", dependencies: ["NMEA", "SystemIO"], swiftSettings: swiftSettings),
     .target(
       name: "LocationServer",
-      dependencies: ["CLinux", "LocationCore", "MapState", "NMEA", "GPSDBackend"],
+      dependencies: ["CLinux", "LocationCore", "MapState", "NMEA", "GPSDBackend", "SystemIO"],
       swiftSettings: swiftSettings),
     .target(name: "LocationTestKit", dependencies: ["LocationCore", "NMEA"], swiftSettings: swiftSettings),
     .executableTarget(name: "locationd", dependencies: ["LocationServer"], swiftSettings: swiftSettings),
     .executableTarget(
       name: "locationctl",
-      dependencies: ["NMEA", "LocationCore", "LocationServer", "GPSDBackend"],
+      dependencies: ["NMEA", "LocationCore", "LocationServer", "GPSDBackend", "SystemIO"],
       swiftSettings: swiftSettings),
     .executableTarget(name: "nmea-bench", dependencies: ["NMEA"], swiftSettings: swiftSettings),
     .executableTarget(name: "core-bench", dependencies: ["LocationCore", "NMEA"], swiftSettings: swiftSettings),
@@ -50,6 +53,7 @@ let package = Package(
     .executableTarget(
       name: "daemon-bench", dependencies: ["CLinux", "LocationServer", "LocationCore", "LocationTestKit", "NMEA"],
       swiftSettings: swiftSettings),
+    .testTarget(name: "SystemIOTests", dependencies: ["SystemIO"], swiftSettings: swiftSettings),
     .testTarget(name: "NMEATests", dependencies: ["NMEA", "LocationTestKit"], swiftSettings: swiftSettings),
     .testTarget(
       name: "LocationCoreTests", dependencies: ["LocationCore", "LocationTestKit", "NMEA"],

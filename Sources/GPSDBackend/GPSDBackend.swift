@@ -17,6 +17,8 @@ public enum GPSDURIError: Error, Sendable, Hashable, CustomStringConvertible {
   case invalidPort(String)
   /// The device part is not an absolute path (`gpsd://host:port/dev/ttyACM0`).
   case invalidDevice(String)
+  /// A query parameter other than `rollover-floor=YYYY-MM-DD|none`.
+  case invalidParameter(String)
 
   /// A one-line explanation with the expected form.
   public var description: String {
@@ -28,6 +30,8 @@ public enum GPSDURIError: Error, Sendable, Hashable, CustomStringConvertible {
       return "host \"\(host)\" is not a host name, an IPv4 address or an IPv6 address in brackets; \(form)"
     case .invalidPort(let port): return "port \"\(port)\" is not a number in 1...65535; \(form)"
     case .invalidDevice(let device): return "device \"\(device)\" is not an absolute path; \(form)"
+    case .invalidParameter(let parameter):
+      return "parameter \"\(parameter)\" is not rollover-floor=YYYY-MM-DD (1980 or later) or rollover-floor=none; \(form)"
     }
   }
 }
@@ -50,7 +54,28 @@ public struct GPSDEndpoint: Sendable, Hashable {
   /// `/` following the authority, kept absolute (`gpsd://localhost/dev/ttyUSB0` -> `/dev/ttyUSB0`).
   ///
   /// - Throws: ``GPSDURIError``.
-  public init(uri: String) throws(GPSDURIError) {
+  public init(uri fullURI: String) throws(GPSDURIError) {
+    var uri = fullURI
+    var floor: Int?? = nil
+    if let question = fullURI.firstIndex(of: "?") {
+      uri = String(fullURI[..<question])
+      for parameter in fullURI[fullURI.index(after: question)...].split(separator: "&") {
+        let pair = parameter.split(separator: "=", maxSplits: 1).map(String.init)
+        guard pair.count == 2, pair[0] == "rollover-floor" else { throw .invalidParameter(String(parameter)) }
+        if pair[1] == "none" {
+          floor = .some(nil)
+        } else if let day = CivilDate.days(iso: pair[1]) {
+          floor = .some(day)
+        } else {
+          throw .invalidParameter(String(parameter))
+        }
+      }
+    }
+    try self.init(baseURI: uri)
+    if let floor { rolloverFloor = floor }
+  }
+
+  private init(baseURI uri: String) throws(GPSDURIError) {
     if uri == "gpsd" || uri == "gpsd://" {
       self.init(host: "localhost", port: Self.defaultPort, device: nil)
       return
@@ -131,6 +156,18 @@ public struct GPSDEndpoint: Sendable, Hashable {
     self.port = port
     self.device = device
   }
+
+  /// GPS week-rollover floor for fixes from this gpsd, days since 1970-01-01: a fix dated before
+  /// it moves forward in 1024-week steps until it is not, and its provenance says so
+  /// (`rolloverWeeks`). URI parameter `rollover-floor=YYYY-MM-DD`, or `none` to keep gpsd's
+  /// dates. Default ``liveRolloverFloor``.
+  public var rolloverFloor: Int? = GPSDEndpoint.liveRolloverFloor
+
+  /// The default floor of live sources: 2019-04-07, the last GPS week rollover. A live receiver
+  /// reports the present, so a date before the last rollover can only come from firmware whose
+  /// week counter wrapped (gpsd 3.22 itself moves dates before 2017 forward once, by its build's
+  /// leap-second count, which this floor extends to any earlier era).
+  public static let liveRolloverFloor: Int? = CivilDate.days(year: 2019, month: 4, day: 7)
 
   /// The canonical URI, `gpsd://host:port[/device]`.
   public var uri: String {
@@ -328,6 +365,22 @@ public struct EpochDeduplicator: Sendable {
 
 /// Maps gpsd reports into the domain model.
 public enum GPSDMapping {
+  /// `fix` with its time moved forward in 1024-week steps (7168 days) until it is not before
+  /// `floor` (days since 1970-01-01), and the number of weeks added (0 when none, or without a
+  /// floor or a time).
+  public static func applyingRolloverFloor(_ floor: Int?, to fix: Fix) -> (fix: Fix, weeks: Int) {
+    guard let floor, var time = fix.time else { return (fix, 0) }
+    var fix = fix
+    var weeks = 0
+    let floorTime = Int64(floor) * 86_400_000
+    while time < floorTime {
+      time += Int64(FixAssembler.rolloverDays) * 86_400_000
+      weeks += 1024
+    }
+    fix.time = time
+    return (fix, weeks)
+  }
+
   /// A TPV as a ``Fix``, with the sky view and DOPs of `sky` and the estimates of `gst` (when its
   /// time matches). Fields gpsd did not send stay `nil`; a position is set only in mode 2 or 3.
   public static func fix(from tpv: GPSDTPV, sky: GPSDSky?, gst: GPSDGST?) -> Fix {
@@ -597,7 +650,9 @@ final class GPSDWorker: @unchecked Sendable {
   private func emit(_ fix: Fix) {
     noFixDeadline = Self.now() + Self.nanoseconds(options.noFixTimeout)
     if lastStatus != .connected { report(.connected, "receiving fixes") }
-    let provenance = Provenance(backend: uri, source: device ?? endpoint.device, isSimulated: false)
+    let (fix, weeks) = GPSDMapping.applyingRolloverFloor(endpoint.rolloverFloor, to: fix)
+    let provenance = Provenance(
+      backend: uri, source: device ?? endpoint.device, isSimulated: false, rolloverWeeks: weeks == 0 ? nil : weeks)
     buffer.push(.location(Location(fix: fix, provenance: provenance)))
   }
 

@@ -10,13 +10,19 @@ public struct Provenance: Sendable, Hashable, Codable {
   public var line: Int?
   /// Whether the fix was simulated or replayed rather than measured live.
   public var isSimulated: Bool
+  /// GPS weeks (a multiple of 1024) added to the receiver's date because it fell before the
+  /// source's week-rollover floor; `nil` when the date is as the receiver sent it.
+  public var rolloverWeeks: Int?
 
   /// Creates a provenance record.
-  public init(backend: String, source: String? = nil, line: Int? = nil, isSimulated: Bool) {
+  public init(
+    backend: String, source: String? = nil, line: Int? = nil, isSimulated: Bool, rolloverWeeks: Int? = nil
+  ) {
     self.backend = backend
     self.source = source
     self.line = line
     self.isSimulated = isSimulated
+    self.rolloverWeeks = rolloverWeeks
   }
 }
 

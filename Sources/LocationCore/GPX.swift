@@ -1,4 +1,5 @@
 import CLibXML2
+import SystemIO
 import Glibc
 import NMEA
 
@@ -69,17 +70,14 @@ public enum GPXReader {
     guard info.st_mode & S_IFMT == S_IFREG else {
       throw .unreadable(path: path, message: "not a regular file")
     }
-    var bytes: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 1 << 16)
-    while true {
-      let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-      if n < 0 {
-        if errno == EINTR { continue }
-        throw .unreadable(path: path, message: String(cString: strerror(errno)))
-      }
-      if n == 0 { break }
-      bytes.append(contentsOf: chunk[0..<n])
-      guard bytes.count <= maximumFileSize else {
+    let bytes: [UInt8]
+    do {
+      bytes = try SystemIO.readToEnd(fd, limit: maximumFileSize)
+    } catch {
+      switch error {
+      case .system(let error):
+        throw .unreadable(path: path, message: error.description)
+      case .tooLarge:
         throw .unreadable(path: path, message: "larger than \(maximumFileSize) bytes")
       }
     }

@@ -87,6 +87,9 @@ public final class ReplayBackend: BatchingLocationBackend {
     public var timestamps: ReplayTimestamps
     /// Whether to start paused (then ``ReplayBackend/step()`` or ``ReplayBackend/resume()``).
     public var startPaused: Bool
+    /// GPS week-rollover floor, days since 1970-01-01: dates before it move forward in 1024-week
+    /// steps until they are not. `nil` (the default for recorded logs): dates as recorded.
+    public var rolloverFloor: Int? = nil
     /// What to do with gaps in the log (default ``ReplayGaps/keep``).
     public var gaps: ReplayGaps
 
@@ -103,10 +106,10 @@ public final class ReplayBackend: BatchingLocationBackend {
       self.gaps = gaps
     }
 
-    static let parameterNames = ["speed", "loop", "timestamps", "paused", "gaps"]
+    static let parameterNames = ["speed", "loop", "timestamps", "paused", "gaps", "rollover-floor"]
 
     /// Parses
-    /// `replay:PATH[?speed=S&loop=BOOL&timestamps=original|shifted&paused=BOOL&gaps=keep|skip]`.
+    /// `replay:PATH[?speed=S&loop=BOOL&timestamps=original|shifted&paused=BOOL&gaps=keep|skip&rollover-floor=YYYY-MM-DD]`.
     ///
     /// `PATH` is `-` for standard input. `speed` is a finite number `>= 0`.
     /// - Throws: ``BackendURIError`` naming the bad part.
@@ -124,6 +127,11 @@ public final class ReplayBackend: BatchingLocationBackend {
           options.loop = try BackendURIParts.bool(value, key: key)
         case "paused":
           options.startPaused = try BackendURIParts.bool(value, key: key)
+        case "rollover-floor":
+          guard let day = CivilDate.days(iso: value) else {
+            throw .invalidValue(key: key, value: value, expected: "a date YYYY-MM-DD, 1980 or later")
+          }
+          options.rolloverFloor = day
         case "gaps":
           guard let gaps = ReplayGaps(rawValue: value) else {
             throw .invalidValue(key: key, value: value, expected: "keep or skip")
@@ -185,7 +193,8 @@ public final class ReplayBackend: BatchingLocationBackend {
     options: Options, clock: any LocationClock = SystemClock(), uri: String? = nil
   ) {
     self.init(
-      source: NMEAFileSource(path: options.path), options: options, clock: clock,
+      source: NMEAFileSource(path: options.path, rolloverFloor: options.rolloverFloor), options: options,
+      clock: clock,
       uri: uri ?? "replay:\(options.path)")
   }
 
@@ -812,7 +821,8 @@ public final class ReplayBackend: BatchingLocationBackend {
       let location = Location(
         fix: fix,
         provenance: Provenance(
-          backend: uri, source: source.name, line: decoded.line, isSimulated: true))
+          backend: uri, source: source.name, line: decoded.line, isSimulated: true,
+          rolloverWeeks: decoded.rolloverWeeks == 0 ? nil : decoded.rolloverWeeks))
       outbox.append(.location(location))
       if outbox.count >= Self.batchSize { await flush(&outbox) }
     }

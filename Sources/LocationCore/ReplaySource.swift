@@ -1,4 +1,5 @@
 import NMEA
+import SystemIO
 
 #if canImport(Glibc)
   import Glibc
@@ -72,12 +73,17 @@ extension ReplayCursor {
 public struct NMEAFileSource: ReplaySource {
   /// The file path, or `-` for standard input.
   public let name: String
+  /// The GPS week-rollover floor, days since 1970-01-01 (``NMEADecoder/init(rolloverFloor:)``);
+  /// `nil` keeps dates as recorded.
+  public let rolloverFloor: Int?
   /// Bytes read per `read(2)` call.
   public static let chunkSize = 64 * 1024
 
-  /// Creates a source for `path` (`-` reads standard input).
-  public init(path: String) {
+  /// Creates a source for `path` (`-` reads standard input), with an optional week-rollover
+  /// floor in days since 1970-01-01.
+  public init(path: String, rolloverFloor: Int? = nil) {
     self.name = path
+    self.rolloverFloor = rolloverFloor
   }
 
   /// Whether the source is a file (standard input cannot be read twice).
@@ -85,13 +91,15 @@ public struct NMEAFileSource: ReplaySource {
 
   /// Opens the file and returns a cursor at its first epoch.
   public func open() throws(ReplayError) -> any ReplayCursor {
-    if name == "-" { return NMEAFileCursor(fd: 0, name: "standard input", owned: false) }
+    if name == "-" {
+      return NMEAFileCursor(fd: 0, name: "standard input", owned: false, rolloverFloor: rolloverFloor)
+    }
     let fd = Glibc.open(name, O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else {
       let code = errno
       throw .cannotOpen(path: name, errno: code, message: String(cString: strerror(code)))
     }
-    return NMEAFileCursor(fd: fd, name: name, owned: true)
+    return NMEAFileCursor(fd: fd, name: name, owned: true, rolloverFloor: rolloverFloor)
   }
 }
 
@@ -100,7 +108,7 @@ final class NMEAFileCursor: ReplayCursor {
   private let fd: Int32
   private let name: String
   private let owned: Bool
-  private var decoder = NMEADecoder()
+  private var decoder: NMEADecoder
   private var buffer = [UInt8](repeating: 0, count: NMEAFileSource.chunkSize)
   private var pending: [DecodedFix] = []
   private var index = 0
@@ -110,7 +118,8 @@ final class NMEAFileCursor: ReplayCursor {
   private var reportedLine = 0
   private var report: String?
 
-  init(fd: Int32, name: String, owned: Bool) {
+  init(fd: Int32, name: String, owned: Bool, rolloverFloor: Int? = nil) {
+    self.decoder = NMEADecoder(rolloverFloor: rolloverFloor)
     self.fd = fd
     self.name = name
     self.owned = owned
@@ -129,11 +138,9 @@ final class NMEAFileCursor: ReplayCursor {
       if Task.isCancelled { return nil }
       pending.removeAll(keepingCapacity: true)
       index = 0
-      let count = buffer.withUnsafeMutableBytes { raw in read(fd, raw.baseAddress, raw.count) }
-      if count < 0 {
-        let code = errno
-        if code == EINTR { continue }
-        throw .readFailed(path: name, errno: code, message: String(cString: strerror(code)))
+      let count: Int
+      do throws(SystemError) { count = try SystemIO.read(fd, into: &buffer) } catch {
+        throw .readFailed(path: name, errno: error.code, message: error.description)
       }
       if count == 0 {
         atEnd = true

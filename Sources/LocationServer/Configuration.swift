@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import SystemIO
 
 /// Why the configuration is unusable; each message says what to do.
 public enum ConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -245,19 +246,16 @@ public struct Configuration: Sendable, Hashable {
     var info = stat()
     guard fstat(fd, &info) == 0 else { throw FileError(message: String(cString: strerror(errno))) }
     guard info.st_mode & S_IFMT == S_IFREG else { throw FileError(message: "not a regular file") }
-    var bytes: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 4096)
-    while true {
-      let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-      if n < 0 {
-        if errno == EINTR { continue }
-        throw FileError(message: String(cString: strerror(errno)))
+    do {
+      return String(decoding: try SystemIO.readToEnd(fd, limit: 1 << 20), as: UTF8.self)
+    } catch {
+      switch error {
+      case .system(let error):
+        throw FileError(message: error.description)
+      case .tooLarge:
+        throw FileError(message: "larger than 1 MiB")
       }
-      if n == 0 { break }
-      bytes.append(contentsOf: chunk[0..<n])
-      guard bytes.count <= 1 << 20 else { throw FileError(message: "larger than 1 MiB") }
     }
-    return String(decoding: bytes, as: UTF8.self)
   }
 
   /// A file error with the system's message (`No such file or directory`).

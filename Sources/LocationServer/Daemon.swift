@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import SystemIO
 import LocationCore
 import MapState
 
@@ -178,16 +179,7 @@ public enum Daemon {
   }
 
   static func writeStandardError(_ text: String) {
-    var bytes = Array(text.utf8)
-    bytes.withUnsafeMutableBytes { buffer in
-      var offset = 0
-      while offset < buffer.count, let base = buffer.baseAddress {
-        let written = write(2, base + offset, buffer.count - offset)
-        if written < 0 && errno == EINTR { continue }
-        guard written > 0 else { return }
-        offset += written
-      }
-    }
+    try? SystemIO.writeAll(2, text)
   }
 }
 

@@ -1,4 +1,5 @@
 import Glibc
+import SystemIO
 import Synchronization
 
 /// Logging to standard error, one line per event: `locationd: EVENT key=value key=value`.
@@ -25,18 +26,7 @@ public enum Log {
     }
     line += "\n"
     lock.withLock { _ in
-      var bytes = Array(line.utf8)
-      bytes.withUnsafeMutableBytes { buffer in
-        var offset = 0
-        while offset < buffer.count {
-          let written = write(2, buffer.baseAddress.map { $0 + offset }, buffer.count - offset)
-          if written < 0 {
-            if errno == EINTR { continue }
-            return
-          }
-          offset += written
-        }
-      }
+      try? SystemIO.writeAll(2, line)
     }
   }
 

@@ -228,7 +228,8 @@ public struct Event: Sendable, Hashable {
 public enum EventEncoding {
   /// A location as a gpsd TPV object (`GPSDJSON.appendTPV`) extended with its provenance:
   /// `"backend"` (URI), `"source"` (device or file, when known), `"line"` (replays: 1-based line
-  /// of the epoch's first sentence) and `"simulated"` (Bool).
+  /// of the epoch's first sentence), `"simulated"` (Bool) and, when a week-rollover floor moved
+  /// the date, `"rolloverWeeks"` (the GPS weeks added, a multiple of 1024).
   public static func tpv(_ location: Location) -> JSONValue {
     var bytes: [UInt8] = []
     GPSDJSON.appendTPV(location.fix, to: &bytes)
@@ -239,6 +240,7 @@ public enum EventEncoding {
     }
     if let line = location.provenance.line { extra.append(JSONMember("line", .int(Int64(line)))) }
     extra.append(JSONMember("simulated", .bool(location.provenance.isSimulated)))
+    if let weeks = location.provenance.rolloverWeeks { extra.append(JSONMember("rolloverWeeks", .int(Int64(weeks)))) }
     return .raw(JSONValue.appending(extra, toEncodedObject: bytes))
   }
 }

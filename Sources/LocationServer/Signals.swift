@@ -1,5 +1,6 @@
 import Dispatch
 import Glibc
+import SystemIO
 import Synchronization
 
 /// Turns Unix signals into an `AsyncStream` of signal numbers.
@@ -87,8 +88,8 @@ private final class SignalPipe: Sendable {
     source.setEventHandler { [self] in
       var buffer = [UInt8](repeating: 0, count: 64)
       while true {
-        let count = buffer.withUnsafeMutableBytes { read(readFD, $0.baseAddress, $0.count) }
-        guard count > 0 else { break }
+        // Non-blocking: EAGAIN once the pipe is empty.
+        guard let count = try? SystemIO.read(readFD, into: &buffer), count > 0 else { break }
         self.registrations.withLock { registrations in
           for byte in buffer[0..<count] {
             let number = Int32(byte)

@@ -68,3 +68,32 @@ public enum BuiltProducts {
   /// The path of a built executable product.
   public static func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
 }
+
+/// gpsd 3.22's own NMEA regression logs with their expected output (`../shared/gpsd-regress`
+/// beside the package; `test/daemon/` in gpsd's source).
+///
+/// Read in place, never copied into the package. As for ``NMEACorpus``, a missing directory is a
+/// failure when the environment has `CI=true` and a skip elsewhere.
+public enum GPSDRegressionCorpus {
+  /// `../shared/gpsd-regress` relative to the package root.
+  public static let directory: URL = NMEACorpus.packageRoot.deletingLastPathComponent()
+    .appendingPathComponent("shared").appendingPathComponent("gpsd-regress")
+
+  /// Whether the directory exists.
+  public static var isAvailable: Bool {
+    var isDirectory: ObjCBool = false
+    return FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory) && isDirectory.boolValue
+  }
+
+  /// The message printed when the suite is skipped.
+  public static var missingMessage: String {
+    "gpsd regression logs not found at \(directory.path): their comparison is skipped"
+  }
+
+  /// Every `*.log` that has gpsd's expected output (`LOG.chk`) beside it, sorted by name.
+  public static func logsWithGPSDOutput() -> [URL] {
+    guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return [] }
+    return names.filter { $0.hasSuffix(".log") }.sorted().map { directory.appendingPathComponent($0) }
+      .filter { FileManager.default.fileExists(atPath: $0.path + ".chk") }
+  }
+}

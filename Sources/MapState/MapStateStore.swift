@@ -8,6 +8,7 @@
 #elseif canImport(Darwin)
   import Darwin
 #endif
+import SystemIO
 
 /// What survives a restart: viewport, user-tracking mode and client annotations.
 ///
@@ -152,16 +153,7 @@ public struct MapStateStore: Sendable {
 
   /// Writes `line` and a newline to standard error.
   public static func logToStandardError(_ line: String) {
-    var bytes = Array((line + "\n").utf8)
-    bytes.withUnsafeMutableBytes { buffer in
-      var offset = 0
-      while offset < buffer.count, let base = buffer.baseAddress {
-        let written = write(STDERR_FILENO, base + offset, buffer.count - offset)
-        if written < 0 && errno == EINTR { continue }
-        guard written > 0 else { return }
-        offset += written
-      }
-    }
+    try? SystemIO.writeAll(STDERR_FILENO, line + "\n")
   }
 
   /// Checks that `path` is a directory the daemon may trust: owned by the effective user or by
@@ -266,26 +258,21 @@ public struct MapStateStore: Sendable {
       setAside(directoryFD)
       return nil
     }
-    var bytes: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 65_536)
-    while bytes.count <= Self.maxFileSize {
-      let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-      if count < 0 && errno == EINTR { continue }
-      if count < 0 {
+    let bytes: [UInt8]
+    do {
+      bytes = try SystemIO.readToEnd(fd, limit: Self.maxFileSize)
+    } catch {
+      switch error {
+      case .system(let error):
+        report("map state file unreadable, starting with an empty map path=\(path) error=\(error)")
+        return nil
+      case .tooLarge:
         report(
-          "map state file unreadable, starting with an empty map path=\(path) error=\(String(cString: strerror(errno)))"
+          "map state file too large, starting with an empty map path=\(path) limit=\(Self.maxFileSize) keptAs=\(Self.rejectedFileName)"
         )
+        setAside(directoryFD)
         return nil
       }
-      if count == 0 { break }
-      bytes.append(contentsOf: chunk[0..<count])
-    }
-    guard bytes.count <= Self.maxFileSize else {
-      report(
-        "map state file too large, starting with an empty map path=\(path) limit=\(Self.maxFileSize) keptAs=\(Self.rejectedFileName)"
-      )
-      setAside(directoryFD)
-      return nil
     }
     var state: PersistedMapState
     do {
@@ -428,17 +415,8 @@ public struct MapStateStore: Sendable {
     var failure: MapStoreError?
     if let code = injected("write") { failure = .system(operation: "write", path: temporary, errno: code) }
     if failure == nil {
-      data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) in
-        var offset = 0
-        while offset < buffer.count, let base = buffer.baseAddress {
-          let written = write(fd, base + offset, buffer.count - offset)
-          if written < 0 {
-            if errno == EINTR { continue }
-            failure = .system(operation: "write", path: temporary, errno: errno)
-            return
-          }
-          offset += written
-        }
+      do throws(SystemError) { try SystemIO.writeAll(fd, Array(data)) } catch {
+        failure = .system(operation: "write", path: temporary, errno: error.code)
       }
     }
     if failure == nil, let code = injected("fsync") {

@@ -133,6 +133,43 @@ public struct Satellite: Sendable, Hashable, Codable {
   }
 }
 
+extension Satellite {
+  /// The satellite's number within its constellation (gpsd SKY `svid`, u-blox numbering): GPS
+  /// 1-32, SBAS 120-158, Galileo 1-36, BeiDou 1-63, IMES 1-10, QZSS 1-10, GLONASS 1-32, NavIC 1-14.
+  public var svid: Int { Self.svid(constellation: constellation, nmeaID: prn) }
+
+  /// gpsd's `PRN` for this satellite (gpsd 3.22 `nmeaid_to_prn` in drivers/driver_nmea0183.c),
+  /// unique across constellations: GPS 1-32, SBAS 33-64 and 120-158 as sent, IMES 173-182,
+  /// QZSS 193-202, GLONASS 65-96, Galileo 301-336, BeiDou 401-463, NavIC 501-514.
+  public var gpsdPRN: Int {
+    switch constellation {
+    case .gps, .sbas, .imes: return prn
+    case .glonass: return 64 + svid
+    case .galileo: return 300 + svid
+    case .beidou: return 400 + svid
+    case .qzss: return 192 + svid
+    case .navic: return 500 + svid
+    }
+  }
+
+  /// The number within `constellation` of a satellite that NMEA 0183 numbers `nmeaID`: the
+  /// NMEA 4.11 per-constellation numbers (1-99) as they are, and the extended ranges of NMEA 4.0
+  /// and of u-blox, SiRF and Quectel firmware (GLONASS 65-96, Galileo 101-136 and 301-336,
+  /// BeiDou 201-263 and 401-463, QZSS 193-202, SBAS 33-64) moved back to it.
+  public static func svid(constellation: Constellation, nmeaID id: Int) -> Int {
+    switch constellation {
+    case .gps: return id
+    case .sbas: return (33...64).contains(id) ? id + 87 : id
+    case .imes: return (173...182).contains(id) ? id - 172 : id
+    case .glonass: return id > 64 ? id - 64 : id
+    case .galileo: return id > 300 ? id - 300 : id > 100 ? id - 100 : id
+    case .beidou: return id > 400 ? id - 400 : id > 200 ? id - 200 : id
+    case .qzss: return id > 192 ? id - 192 : id
+    case .navic: return id > 500 ? id - 500 : id
+    }
+  }
+}
+
 /// Pseudorange error statistics from NMEA 0183 GST, all one-sigma, in metres.
 public struct ErrorEstimates: Sendable, Hashable, Codable {
   /// RMS of the standard deviation of the range inputs, metres.
@@ -176,7 +213,9 @@ public struct Fix: Sendable, Hashable, Codable {
   public var altitudeMSL: Double?
   /// Geoid separation (height of the geoid above the WGS84 ellipsoid), metres; gpsd `geoidSep`.
   public var geoidSeparation: Double?
-  /// Speed over ground, m/s; gpsd `speed`.
+  /// Speed over ground, m/s; gpsd `speed`. From the last RMC or VTG of the epoch; when the
+  /// receiver sent none, the geodesic distance from the previous timed fix over the time between
+  /// (as gpsd derives it).
   public var speedOverGround: Double?
   /// Course over ground ("track made good"), degrees true, `0..<360`; gpsd `track`.
   public var courseOverGround: Double?
@@ -190,7 +229,8 @@ public struct Fix: Sendable, Hashable, Codable {
   public var vdop: Double?
   /// Position (3D) dilution of precision (GSA).
   public var pdop: Double?
-  /// Number of satellites used in the solution (GGA field 7, or GSA lists when GGA is absent).
+  /// Number of satellites used in the solution: the satellites the epoch's GSAs list (all
+  /// constellations), as flagged in ``satellites``; GNS field 7 or GGA field 7 only without GSA.
   public var satellitesUsed: Int?
   /// The sky view: satellites in view keyed by constellation and PRN, in the order first seen.
   public var satellites: [Satellite]

@@ -6,12 +6,22 @@
 /// GLL, GNS) with another time arrives, or when a fix sentence without any time (a receiver with no
 /// fix) repeats. ZDA and GST complete the epoch in progress even when their time differs slightly.
 ///
+/// The rules are gpsd 3.22's (drivers/driver_nmea0183.c, gpsd/libgpsd_core.c); docs/nmea-vs-gpsd.md
+/// lists each with the test that pins it, and where we deliberately differ.
+///
 /// - Date: from RMC or ZDA; carried to later epochs, and advanced by a day when the time of day
 ///   wraps past midnight with no new date. A date more than a day before the established one is
-///   ignored (GPS week-rollover garbage such as 1999 or 2006 after 2019).
+///   ignored (GPS week-rollover garbage such as 1999 or 2006 after 2019). With a rollover floor,
+///   dates before it move forward in 1024-week steps first.
 /// - Mode: GSA's fix mode, reconciled with the validity flags (RMC/GLL status, GGA quality, GNS
 ///   mode letters): a receiver that says "void" everywhere has no fix whatever GSA says; without
-///   GSA, a valid GGA with altitude is 3D, any other valid position 2D.
+///   GSA, a valid GGA with altitude is 3D, any other valid position 2D. As in gpsd, GGA or GNS
+///   with an altitude from four or more satellites makes the fix 3D, RMC and GLL do when the last
+///   GSA listed more than three satellites or an altitude is known, and a later 2D does not
+///   downgrade a 3D fix while an altitude is known.
+/// - Values: the last valid position, speed and course of the epoch win (gpsd's merge); a fix
+///   without a speed gets one from the distance to the previous timed fix.
+/// - Satellites used: those the epoch's GSAs list, as the sky view flags them.
 /// - Units: knots become m/s (x 1852/3600), the climb rate comes from the MSL altitude of
 ///   consecutive 3D epochs.
 public struct FixAssembler: Sendable {
@@ -26,9 +36,12 @@ public struct FixAssembler: Sendable {
   private var date: Int?
   private var ggaCoordinate: Coordinate?
   private var otherCoordinate: Coordinate?
+  private var latestCoordinate: Coordinate?
   private var quality: FixQuality?
   private var modeQuality: FixQuality?
   private var gsaMode: FixMode?
+  private var positionSays3D = false
+  private var rmcOrGLLSays3D = false
   private var valid = false
   private var invalid = false
   private var altitudeMSL: Double?
@@ -36,6 +49,9 @@ public struct FixAssembler: Sendable {
   private var speedKnots: Double?
   private var speedKmh: Double?
   private var vtgKnots: Double?
+  // gpsd gps_merge_fix: the last valid RMC or VTG of the epoch sets speed and course.
+  private var latestKnots: Double?
+  private var latestCourse: Double?
   private var course: Double?
   private var vtgCourse: Double?
   private var magneticVariation: Double?
@@ -58,9 +74,33 @@ public struct FixAssembler: Sendable {
   private var lastTimeOfDay: Int32?
   private var lastSky: [Satellite] = []
   private var lastAltitude: (time: Int64, altitude: Double)?
+  // gpsd's state before an epoch's first sentence: whether the last epoch reported an altitude
+  // (even without a fix), its mode, and how many satellites its GSAs listed as used.
+  private var previousHadAltitude = false
+  private var previousMode: FixMode = .unknown
+  private var previousUsedCount = 0
+  // The last epoch with a time (gpsd's oldfix): its time, mode and position.
+  private var previousTimed: (time: Int64, mode: FixMode, coordinate: Coordinate?)?
+
+  /// The GPS week-rollover floor, days since 1970-01-01, or `nil` for none.
+  private let rolloverFloor: Int?
+  private var rolloverWeeks = 0
+  private var lastRolloverWeeks = 0
+
+  /// The number of days in 1024 GPS weeks: a receiver whose firmware predates a week rollover
+  /// reports dates exactly this much too early.
+  public static let rolloverDays = 7168
 
   /// Creates an assembler with no date or sky view known.
-  public init() {}
+  ///
+  /// - Parameter rolloverFloor: days since 1970-01-01 before which no date from this source can
+  ///   be genuine (GPS week rollover: the 10-bit week number of IS-GPS-200 wraps every 1024 weeks,
+  ///   last on 1999-08-22 and 2019-04-07). A date from RMC or ZDA before the floor moves forward
+  ///   in steps of 1024 weeks (7168 days) until it is not; the fix says so in
+  ///   ``DecodedFix/rolloverWeeks``. `nil` (the default) keeps dates as the receiver sent them.
+  public init(rolloverFloor: Int? = nil) {
+    self.rolloverFloor = rolloverFloor
+  }
 
   /// Adds one sentence; calls `emit` when it completes the previous epoch.
   /// - Parameter line: 1-based input line of the sentence, reported as the epoch's first line.
@@ -93,18 +133,26 @@ public struct FixAssembler: Sendable {
   public mutating func flush(_ emit: (DecodedFix) -> Void) {
     defer { resetEpoch() }
     guard started, timeOfDay != nil || seen & Self.fixTypes != 0 else { return }
-    emit(DecodedFix(fix: buildFix(), line: line))
+    let fix = buildFix()
+    emit(DecodedFix(fix: fix, line: line, rolloverWeeks: fix.time == nil ? 0 : lastRolloverWeeks))
   }
 
   private mutating func merge(_ sentence: NMEASentence) {
     switch sentence.payload {
     case .gga(let s):
-      if let c = s.coordinate { ggaCoordinate = c }
+      if let c = s.coordinate {
+        ggaCoordinate = c
+        latestCoordinate = c
+      }
       if let q = s.quality {
         quality = q
         if q == .invalid { invalid = true } else { valid = true }
       }
       if let n = s.satellitesUsed { satellitesUsed = n }
+      // gpsd processGGA: a position with an altitude from at least four satellites is 3D.
+      if s.coordinate != nil, s.altitudeMSL != nil, let q = s.quality, q != .invalid, (s.satellitesUsed ?? 0) >= 4 {
+        positionSays3D = true
+      }
       if let h = s.hdop { ggaHDOP = h }
       if let a = s.altitudeMSL { altitudeMSL = a }
       if let g = s.geoidSeparation { geoidSeparation = g }
@@ -118,9 +166,22 @@ public struct FixAssembler: Sendable {
         let q = FixQuality(modeIndicator: m)
         if q == .invalid { invalid = true } else if modeQuality == nil { modeQuality = q }
       }
-      if let c = s.coordinate { otherCoordinate = c }
+      if let c = s.coordinate {
+        otherCoordinate = c
+        if s.isValid == true { latestCoordinate = c }
+      }
+      // gpsd processRMC: a valid position is 3D when the last GSA listed more than three
+      // satellites or an altitude is known (the previous epoch's, or this epoch's GGA).
+      if s.isValid == true, s.coordinate != nil, previousUsedCount > 3 || previousHadAltitude || altitudeMSL != nil {
+        positionSays3D = true
+        rmcOrGLLSays3D = true
+      }
       if let v = s.speedOverGroundKnots { speedKnots = v }
       if let c = s.courseOverGround { course = c }
+      if s.isValid == true {
+        if let v = s.speedOverGroundKnots { latestKnots = v }
+        if let c = s.courseOverGround { latestCourse = c }
+      }
       if let d = s.date { acceptDate(d) }
       if let m = s.magneticVariation { magneticVariation = m }
       if let n = s.navigationalStatus { navigationalStatus = n }
@@ -129,6 +190,18 @@ public struct FixAssembler: Sendable {
         if v { valid = true } else { invalid = true }
       }
       if otherCoordinate == nil, let c = s.coordinate { otherCoordinate = c }
+      if let c = s.coordinate, s.isValid == true, s.modeIndicator != 0x4E { latestCoordinate = c }
+      // gpsd processGLL: the status from the mode letter (FAA mode), or a plain fix without one.
+      if s.isValid == true, s.coordinate != nil, modeQuality == nil {
+        let q = s.modeIndicator.map { FixQuality(modeIndicator: $0) } ?? .gps
+        if q != .invalid { modeQuality = q }
+      }
+      if s.modeIndicator.map({ FixQuality(modeIndicator: $0) }) == .invalid { invalid = true }
+      // gpsd processGLL: the same rule as RMC's.
+      if s.isValid == true, s.coordinate != nil, previousUsedCount > 3 || previousHadAltitude || altitudeMSL != nil {
+        positionSays3D = true
+        rmcOrGLLSays3D = true
+      }
     case .gns(let s):
       if let v = s.isValid {
         if v {
@@ -139,6 +212,11 @@ public struct FixAssembler: Sendable {
         }
       }
       if let c = s.coordinate, ggaCoordinate == nil { ggaCoordinate = c }
+      if let c = s.coordinate, s.isValid == true { latestCoordinate = c }
+      // gpsd processGNS: the same with "more than three" satellites.
+      if s.isValid == true, s.coordinate != nil, s.altitudeMSL != nil, (s.satellitesUsed ?? 0) > 3 {
+        positionSays3D = true
+      }
       if altitudeMSL == nil { altitudeMSL = s.altitudeMSL }
       if geoidSeparation == nil { geoidSeparation = s.geoidSeparation }
       if ggaHDOP == nil { ggaHDOP = s.hdop }
@@ -153,7 +231,8 @@ public struct FixAssembler: Sendable {
       for index in 0..<s.satelliteCount {
         let id = s.satelliteID(at: index)
         guard let constellation = Self.constellation(of: id, talker: system, isGSA: true) else { continue }
-        used.append(Self.key(constellation, id))
+        let key = Self.key(constellation, Satellite.svid(constellation: constellation, nmeaID: id))
+        if !used.contains(key) { used.append(key) }
       }
     case .gsv(let s):
       skySeen = true
@@ -176,6 +255,12 @@ public struct FixAssembler: Sendable {
       if let c = s.courseOverGround { vtgCourse = c }
       if let k = s.speedOverGroundKnots { vtgKnots = k }
       if let k = s.speedOverGroundKmh { speedKmh = k }
+      // gpsd processVTG: used only with both course and knots, and not when the mode letter is
+      // N (not valid) or E (dead reckoning).
+      if let c = s.courseOverGround, let k = s.speedOverGroundKnots, s.modeIndicator != 0x4E, s.modeIndicator != 0x45 {
+        latestKnots = k
+        latestCourse = c
+      }
     case .zda(let s):
       if let d = s.date { acceptDate(d) }
     case .gst(let s):
@@ -185,9 +270,18 @@ public struct FixAssembler: Sendable {
     }
   }
 
-  private mutating func acceptDate(_ candidate: Int) {
+  private mutating func acceptDate(_ received: Int) {
+    var candidate = received
+    var weeks = 0
+    if let floor = rolloverFloor {
+      while candidate < floor {
+        candidate += Self.rolloverDays
+        weeks += 1024
+      }
+    }
     if let last = lastDate, candidate < last - 1 { return }
     date = candidate
+    rolloverWeeks = weeks
   }
 
   private static func key(_ constellation: Constellation, _ prn: Int) -> UInt32 {
@@ -217,6 +311,7 @@ public struct FixAssembler: Sendable {
     if day == nil, let lastDate, let lastTimeOfDay, let tod = timeOfDay {
       day = tod < lastTimeOfDay - 43_200_000 ? lastDate + 1 : lastDate
     }
+    if date != nil { lastRolloverWeeks = rolloverWeeks }
     if let day, let tod = timeOfDay {
       fix.time = Int64(day) * 86_400_000 + Int64(tod)
       lastDate = day
@@ -225,7 +320,9 @@ public struct FixAssembler: Sendable {
       lastDate = day
     }
 
-    let coordinate = ggaCoordinate ?? otherCoordinate
+    // gpsd gps_merge_fix: every sentence with a valid position replaces the one before, so the
+    // epoch's position is the last one sent (GGA's, or a valid RMC/GLL/GNS after it).
+    let coordinate = latestCoordinate ?? ggaCoordinate ?? otherCoordinate
     var mode: FixMode
     if let gsaMode {
       if gsaMode >= .fix2D && invalid && !valid {
@@ -242,25 +339,54 @@ public struct FixAssembler: Sendable {
     } else {
       mode = .unknown
     }
+    // gpsd nmea_parse (end): a sentence saying 2D does not downgrade a 3D fix while an altitude
+    // is known. The fix is 3D when a sentence of this epoch made it so (GGA/GNS with an altitude
+    // from four or more satellites, RMC/GLL by their rule above) or the last epoch was 3D.
+    // Without GSA in the epoch, gpsd's processRMC/processGLL call a fix 3D by their rule above
+    // (the last GSA listed four or more satellites, or an altitude is known) even when this
+    // epoch sends no altitude.
+    let satellites3D = rmcOrGLLSays3D && gsaMode == nil
+    if mode == .fix2D,
+      satellites3D || (altitudeMSL != nil && (positionSays3D || (previousMode == .fix3D && previousHadAltitude)))
+    {
+      mode = .fix3D
+    }
     if mode >= .fix2D && coordinate == nil { mode = .noFix }
-    if mode == .fix3D && altitudeMSL == nil { mode = .fix2D }
+    // A 3D fix needs an altitude, unless the receiver's GSA says 3D itself (a receiver that
+    // sends RMC and GSA only): gpsd keeps GSA's mode, and so does NMEA 0183 (GSA field 2).
+    if mode == .fix3D && altitudeMSL == nil && gsaMode != .fix3D && !satellites3D { mode = .fix2D }
     fix.mode = mode
+    previousMode = mode
+    previousHadAltitude = altitudeMSL != nil
+    if usedSeen { previousUsedCount = used.count }
     fix.quality = quality ?? modeQuality ?? (invalid && !valid ? .invalid : nil)
     if let n = navigationalStatus { fix.navigationalStatus = String(UnicodeScalar(n)) }
 
     if mode >= .fix2D {
       fix.coordinate = coordinate
-      if let knots = speedKnots ?? vtgKnots {
+      if let knots = latestKnots ?? speedKnots ?? vtgKnots {
         fix.speedOverGround = knots * Self.knotsToMetresPerSecond
       } else if let kmh = speedKmh {
         fix.speedOverGround = kmh / 3.6
       }
-      fix.courseOverGround = course ?? vtgCourse
+      fix.courseOverGround = latestCourse ?? course ?? vtgCourse
       fix.magneticVariation = magneticVariation
       fix.geoidSeparation = geoidSeparation
       fix.dgpsAge = dgpsAge
       fix.dgpsStation = dgpsStation
       fix.errorEstimates = errors
+    }
+    // gpsd gpsd_error_model (libgpsd_core.c): a receiver that sent no speed gets the distance
+    // from the previous timed fix (both 2D or better) over the time between them.
+    if let time = fix.time {
+      if fix.speedOverGround == nil, mode >= .fix2D, let here = fix.coordinate, let last = previousTimed,
+        last.mode >= .fix2D, let there = last.coordinate, time > last.time,
+        let metres = WGS84Geodesic.distance(here, there)
+      {
+        let speed = metres * 1000 / Double(time - last.time)
+        if speed <= 9999.9 { fix.speedOverGround = speed }
+      }
+      previousTimed = (time, mode, fix.coordinate)
     }
     if mode == .fix3D {
       fix.altitudeMSL = altitudeMSL
@@ -276,17 +402,25 @@ public struct FixAssembler: Sendable {
     fix.hdop = hdop ?? ggaHDOP
     fix.vdop = vdop
     fix.pdop = pdop
-    fix.satellitesUsed = satellitesUsed ?? (usedSeen ? used.count : nil)
 
     if skySeen { lastSky = sky }
     var satellites = lastSky
     if usedSeen {
       for i in satellites.indices {
-        satellites[i].used = used.contains(Self.key(satellites[i].constellation, satellites[i].prn))
+        satellites[i].used = used.contains(Self.key(satellites[i].constellation, satellites[i].svid))
       }
       lastSky = satellites
     }
     fix.satellites = satellites
+    // Satellites used: those the epoch's GSAs list, across every constellation, counted as the
+    // sky view flags them (gpsd json_sky_dump counts the skyview entries marked used), so that
+    // uSat always equals the SKY entries with "used": true. GGA's two-digit count (capped at 12
+    // by many multi-GNSS receivers) and GNS's count serve only when no GSA was sent.
+    if usedSeen {
+      fix.satellitesUsed = satellites.isEmpty ? used.count : satellites.reduce(0) { $0 + ($1.used ? 1 : 0) }
+    } else {
+      fix.satellitesUsed = satellitesUsed
+    }
     return fix
   }
 
@@ -295,11 +429,15 @@ public struct FixAssembler: Sendable {
     timeOfDay = nil
     seen = 0
     date = nil
+    rolloverWeeks = 0
     ggaCoordinate = nil
     otherCoordinate = nil
+    latestCoordinate = nil
     quality = nil
     modeQuality = nil
     gsaMode = nil
+    positionSays3D = false
+    rmcOrGLLSays3D = false
     valid = false
     invalid = false
     altitudeMSL = nil
@@ -307,6 +445,8 @@ public struct FixAssembler: Sendable {
     speedKnots = nil
     speedKmh = nil
     vtgKnots = nil
+    latestKnots = nil
+    latestCourse = nil
     course = nil
     vtgCourse = nil
     magneticVariation = nil

@@ -4,11 +4,15 @@ public struct DecodedFix: Sendable, Hashable {
   public var fix: Fix
   /// 1-based line number of the first sentence of the epoch in the input.
   public var line: Int
+  /// GPS weeks added to the receiver's date by the week-rollover floor (a multiple of 1024), or
+  /// 0 when the date is as the receiver sent it.
+  public var rolloverWeeks: Int
 
   /// Creates a decoded fix.
-  public init(fix: Fix, line: Int) {
+  public init(fix: Fix, line: Int, rolloverWeeks: Int = 0) {
     self.fix = fix
     self.line = line
+    self.rolloverWeeks = rolloverWeeks
   }
 }
 
@@ -16,14 +20,28 @@ public struct DecodedFix: Sendable, Hashable {
 ///
 /// Feeds any chunking of the input (a byte, a line, 64 KiB) and produces the same fixes.
 /// Memory stays bounded whatever the input: at most one line and one epoch are held.
+///
+/// One decoder reads one source. Checksums are decided per source: NMEA 0183 v4.11 section 5.2.1
+/// makes the `*hh` checksum mandatory, but some old receivers send none at all, so sentences
+/// without one are accepted (counted as ``NMEAStatistics/unchecked``) until the source has sent
+/// a checksummed sentence. From then on a sentence without `*hh` is one that lost it in
+/// transmission, and it is rejected (``NMEARejection/missingChecksum``). Proprietary sentences
+/// are exempt: their format is the manufacturer's (`$PASHR` has no checksum), and they are skipped.
 public struct NMEADecoder: Sendable {
   /// Counters of what the decoder has seen so far.
   public private(set) var statistics = NMEAStatistics()
   private var framer = NMEAFramer()
   private var assembler = FixAssembler()
+  private var sourceSendsChecksums = false
 
   /// Creates a decoder with empty state.
   public init() {}
+
+  /// Creates a decoder whose dates before `rolloverFloor` (days since 1970-01-01) move forward
+  /// in 1024-week steps (see ``FixAssembler/init(rolloverFloor:)``); `nil` keeps dates as sent.
+  public init(rolloverFloor: Int?) {
+    assembler = FixAssembler(rolloverFloor: rolloverFloor)
+  }
 
   /// 1-based number of the input line the decoder has reached.
   public var lineNumber: Int { framer.lineNumber }
@@ -33,12 +51,14 @@ public struct NMEADecoder: Sendable {
     var framer = self.framer
     var assembler = self.assembler
     var statistics = self.statistics
+    var checksums = sourceSendsChecksums
     self.framer = NMEAFramer()  // keep the buffers uniquely referenced while in use
     withUnsafeTemporaryAllocation(of: Int32.self, capacity: 2 * FieldReader.maximumFields) { scratch in
       framer.feed(bytes) { event in
-        Self.handle(event, scratch, &assembler, &statistics, onFix)
+        Self.handle(event, scratch, &assembler, &statistics, &checksums, onFix)
       }
     }
+    sourceSendsChecksums = checksums
     self.framer = framer
     self.assembler = assembler
     self.statistics = statistics
@@ -54,11 +74,13 @@ public struct NMEADecoder: Sendable {
   public mutating func finish(_ onFix: (DecodedFix) -> Void) {
     var assembler = self.assembler
     var statistics = self.statistics
+    var checksums = sourceSendsChecksums
     withUnsafeTemporaryAllocation(of: Int32.self, capacity: 2 * FieldReader.maximumFields) { scratch in
       framer.finish { event in
-        Self.handle(event, scratch, &assembler, &statistics, onFix)
+        Self.handle(event, scratch, &assembler, &statistics, &checksums, onFix)
       }
     }
+    sourceSendsChecksums = checksums
     assembler.flush(onFix)
     self.assembler = assembler
     self.statistics = statistics
@@ -66,7 +88,7 @@ public struct NMEADecoder: Sendable {
 
   private static func handle(
     _ event: NMEAFramer.Event, _ scratch: UnsafeMutableBufferPointer<Int32>, _ assembler: inout FixAssembler,
-    _ statistics: inout NMEAStatistics, _ onFix: (DecodedFix) -> Void
+    _ statistics: inout NMEAStatistics, _ sendsChecksums: inout Bool, _ onFix: (DecodedFix) -> Void
   ) {
     statistics.read += 1
     switch event {
@@ -80,8 +102,16 @@ public struct NMEADecoder: Sendable {
         statistics.rejected[error.rejection, default: 0] += 1
         return
       }
+      if sentence.hasChecksum {
+        sendsChecksums = true
+      } else {
+        if sendsChecksums && !sentence.payload.isProprietary {
+          statistics.rejected[.missingChecksum, default: 0] += 1
+          return
+        }
+        statistics.unchecked += 1
+      }
       statistics.accepted += 1
-      if !sentence.hasChecksum { statistics.unchecked += 1 }
       if sentence.payload.isProprietary {
         statistics.proprietary += 1
       } else if sentence.payload.isUnsupported {
@@ -142,6 +172,9 @@ public enum NMEARejection: String, Sendable, Hashable, CaseIterable, Codable {
   case malformedAddress
   /// A field could not be read (not a number, out of range).
   case invalidField
+  /// A sentence without `*hh` from a source that has sent checksummed sentences: the checksum
+  /// was lost, so nothing in the sentence can be trusted (see ``NMEADecoder``).
+  case missingChecksum
   /// A sentence with fewer fields than its formatter needs (``SentenceType/minimumFieldCount``).
   case tooFewFields
 }

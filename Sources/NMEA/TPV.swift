@@ -46,8 +46,9 @@ public enum GPSDJSON {
   }
 
   /// Appends `fix`'s sky view as a gpsd SKY object to `buffer` (UTF-8 JSON, no trailing newline):
-  /// `time`, `hdop`/`vdop`/`pdop`, `nSat`, `uSat` and `satellites` with `PRN`, `gnssid`, `el`,
-  /// `az`, `ss` (dB-Hz) and `used`.
+  /// `time`, `hdop`/`vdop`/`pdop`, `nSat`, `uSat` and `satellites` with `PRN` (gpsd's numbering,
+  /// unique across constellations: ``Satellite/gpsdPRN``), `gnssid`, `svid`, `el`, `az`, `ss`
+  /// (dB-Hz) and `used`.
   public static func appendSKY(_ fix: Fix, to buffer: inout [UInt8]) {
     // A satellite entry is at most about 130 bytes; the header at most about 200.
     let capacity = 256 + 160 * fix.satellites.count
@@ -73,9 +74,11 @@ public enum GPSDJSON {
       for (i, s) in fix.satellites.enumerated() {
         if i > 0 { w.byte(0x2C) }
         w.write("{\"PRN\":")
-        w.integer(s.prn)
+        w.integer(s.gpsdPRN)
         w.write(",\"gnssid\":")
         w.integer(s.constellation.rawValue)
+        w.write(",\"svid\":")
+        w.integer(s.svid)
         if let v = s.elevation { w.field(",\"el\":", v, 1) }
         if let v = s.azimuth { w.field(",\"az\":", v, 1) }
         if let v = s.snr { w.field(",\"ss\":", v, 1) }

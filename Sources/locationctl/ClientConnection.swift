@@ -1,4 +1,5 @@
 import Glibc
+import SystemIO
 import LocationServer
 
 /// A failure talking to locationd: an error reply, or the daemon could not be reached.
@@ -168,16 +169,8 @@ final class DaemonConnection {
   }
 
   private func send(_ bytes: [UInt8]) throws {
-    var offset = 0
-    while offset < bytes.count {
-      let written = bytes.withUnsafeBytes {
-        Glibc.send(fd, $0.baseAddress.map { $0 + offset }, $0.count - offset, Int32(MSG_NOSIGNAL))
-      }
-      if written < 0 {
-        if errno == EINTR { continue }
-        throw ClientError("cannot send to locationd: \(String(cString: strerror(errno)))")
-      }
-      offset += written
+    do throws(SystemError) { try SystemIO.sendAll(fd, bytes, flags: Int32(MSG_NOSIGNAL)) } catch {
+      throw ClientError("cannot send to locationd: \(error)")
     }
   }
 

@@ -1,4 +1,5 @@
 import Glibc
+import SystemIO
 import LocationServer
 
 /// Exit statuses of locationctl (sysexits.h for usage).
@@ -49,7 +50,8 @@ let usageText = """
     map [--geojson|--svg]         print the map state (JSON by default)
     replay pause|resume|seek SECONDS|speed FACTOR|step [EPOCHS]
                                   control a replay backend
-    decode [--sky] [FILE|-]       decode NMEA 0183 into gpsd TPV (and SKY) lines (no daemon needed)
+    decode [--sky] [--rollover-floor DATE] [FILE|-]
+                                  decode NMEA 0183 into gpsd TPV (and SKY) lines (no daemon needed)
     simulate --pty PATH [--rate HZ] [--backend URI]
                                   simulated GPS hardware: NMEA 0183 on a pty for gpsd
 
@@ -173,9 +175,7 @@ func commandUsage(_ command: String) -> String {
 
 /// Writes a line to standard error.
 func writeError(_ message: String) {
-  var line = Array(message.utf8)
-  line.append(UInt8(ascii: "\n"))
-  _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+  try? SystemIO.writeAll(2, message + "\n")
 }
 
 /// Splits `--name VALUE` options from positional arguments.

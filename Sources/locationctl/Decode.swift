@@ -4,19 +4,38 @@
   import Darwin
 #endif
 import NMEA
+import SystemIO
 
-/// `locationctl decode [--sky] [FILE|-]`: decodes an NMEA 0183 log into gpsd TPV (and SKY) JSON
-/// lines on standard output, streaming in 64 KiB chunks; prints the sentence counters on standard
-/// error at the end. Exit status 0, 1 when the input cannot be read or holds no NMEA sentence
-/// (empty, or another format such as GPX: "no NMEA sentences found in FILE"), 64 on bad usage.
+/// `locationctl decode [--sky] [--rollover-floor DATE] [FILE|-]`: decodes an NMEA 0183 log into
+/// gpsd TPV (and SKY) JSON lines on standard output, streaming in 64 KiB chunks; prints the
+/// sentence counters on standard error at the end. Exit status 0, 1 when the input cannot be
+/// read or holds no NMEA sentence (empty, or another format such as GPX: "no NMEA sentences found
+/// in FILE"), 64 on bad usage.
+///
+/// `--rollover-floor YYYY-MM-DD`: dates before it move forward in 1024-week steps until they are
+/// not (GPS week rollover); such a TPV carries `"rolloverWeeks":N`. Without it (the default for
+/// recorded logs) dates are printed as recorded.
 func runDecode(arguments: [String]) -> Int32 {
   var sky = false
   var path: String?
-  for argument in arguments {
+  var floor: Int?
+  var index = 0
+  while index < arguments.count {
+    let argument = arguments[index]
+    index += 1
     switch argument {
     case "--sky": sky = true
+    case "--rollover-floor":
+      guard index < arguments.count, let day = CivilDate.days(iso: arguments[index]) else {
+        writeError("locationctl decode: --rollover-floor needs a date YYYY-MM-DD (1980 or later)")
+        return 64
+      }
+      floor = day
+      index += 1
     case "-h", "--help":
-      print("usage: locationctl decode [--sky] [FILE|-]\n  Decodes NMEA 0183 into gpsd TPV JSON lines (and SKY with --sky).")
+      print(
+        "usage: locationctl decode [--sky] [--rollover-floor YYYY-MM-DD] [FILE|-]\n  Decodes NMEA 0183 into gpsd TPV JSON lines (and SKY with --sky);\n  dates before the rollover floor move forward by 1024 GPS weeks until they are not."
+      )
       return 0
     default:
       if argument.hasPrefix("-") && argument != "-" {
@@ -42,38 +61,39 @@ func runDecode(arguments: [String]) -> Int32 {
   }
   defer { if fd != 0 { close(fd) } }
 
-  var decoder = NMEADecoder()
+  var decoder = NMEADecoder(rolloverFloor: floor)
   var output: [UInt8] = []
   output.reserveCapacity(1 << 17)
   let emit: (DecodedFix) -> Void = { decoded in
     GPSDJSON.appendTPV(decoded.fix, to: &output)
+    if decoded.rolloverWeeks != 0, output.last == 0x7D {
+      output.removeLast()
+      output.append(contentsOf: Array(",\"rolloverWeeks\":\(decoded.rolloverWeeks)}".utf8))
+    }
     output.append(0x0A)
     if sky {
       GPSDJSON.appendSKY(decoded.fix, to: &output)
       output.append(0x0A)
     }
   }
-  let chunkSize = 1 << 18
-  let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
-  defer { chunk.deallocate() }
+  var chunk = [UInt8](repeating: 0, count: 1 << 18)
   var bytesRead = 0
   while true {
-    let n = read(fd, chunk.baseAddress, chunkSize)
-    if n < 0 {
-      if errno == EINTR { continue }
-      writeError("locationctl decode: read error: \(String(cString: strerror(errno)))")
+    let n: Int
+    do throws(SystemError) { n = try SystemIO.read(fd, into: &chunk) } catch {
+      writeError("locationctl decode: read error: \(error)")
       return 1
     }
     if n == 0 { break }
     bytesRead += n
-    decoder.feed(UnsafeRawBufferPointer(rebasing: chunk[0..<n]), emit)
+    chunk.withUnsafeBytes { decoder.feed(UnsafeRawBufferPointer(rebasing: $0.prefix(n)), emit) }
     if output.count >= 1 << 16 {
-      guard writeAll(1, output) else { return 1 }
+      guard (try? SystemIO.writeAll(1, output)) != nil else { return 1 }
       output.removeAll(keepingCapacity: true)
     }
   }
   decoder.finish(emit)
-  guard writeAll(1, output) else { return 1 }
+  guard (try? SystemIO.writeAll(1, output)) != nil else { return 1 }
   writeError("locationctl decode: \(decoder.statistics.summary)")
   if decoder.statistics.accepted == 0 {
     let name = path.map { $0 == "-" ? "standard input" : $0 } ?? "standard input"
@@ -86,18 +106,3 @@ func runDecode(arguments: [String]) -> Int32 {
   return 0
 }
 
-/// Writes all of `bytes` to `fd`, retrying on partial writes and EINTR; `false` on failure.
-func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-  bytes.withUnsafeBytes { raw in
-    var offset = 0
-    while offset < raw.count {
-      let n = write(fd, raw.baseAddress.map { $0 + offset }, raw.count - offset)
-      if n < 0 {
-        if errno == EINTR { continue }
-        return false
-      }
-      offset += n
-    }
-    return true
-  }
-}

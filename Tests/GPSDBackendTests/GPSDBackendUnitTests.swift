@@ -44,6 +44,26 @@ import Testing
     #expect(throws: error) { try GPSDBackend(uri: uri) }
   }
 
+  @Test func rolloverFloorParameter() throws {
+    let last = CivilDate.days(year: 2019, month: 4, day: 7)
+    #expect(try GPSDEndpoint(uri: "gpsd://localhost:2947").rolloverFloor == last)
+    #expect(try GPSDEndpoint(uri: "gpsd://localhost:2947?rollover-floor=none").rolloverFloor == nil)
+    let endpoint = try GPSDEndpoint(uri: "gpsd://localhost:2947/dev/ttyUSB0?rollover-floor=2010-01-01")
+    #expect(endpoint.rolloverFloor == CivilDate.days(year: 2010, month: 1, day: 1))
+    #expect(endpoint.device == "/dev/ttyUSB0")
+    #expect(throws: GPSDURIError.invalidParameter("rollover-floor=soon")) {
+      try GPSDEndpoint(uri: "gpsd://localhost?rollover-floor=soon")
+    }
+    #expect(throws: GPSDURIError.invalidParameter("speed=1")) { try GPSDEndpoint(uri: "gpsd://localhost?speed=1") }
+    // A live fix dated 1999-10-25 (firmware whose week counter wrapped) becomes 2019-06-10.
+    var fix = Fix(mode: .fix2D)
+    fix.time = Int64(CivilDate.days(year: 1999, month: 10, day: 25)) * 86_400_000 + 43_200_000
+    let (moved, weeks) = GPSDMapping.applyingRolloverFloor(last, to: fix)
+    #expect(moved.time == Int64(CivilDate.days(year: 2019, month: 6, day: 10)) * 86_400_000 + 43_200_000)
+    #expect(weeks == 1024)
+    #expect(GPSDMapping.applyingRolloverFloor(nil, to: fix).weeks == 0)
+  }
+
   @Test func errorMessagesShowTheExpectedForm() {
     #expect(GPSDURIError.invalidPort("x").description.contains("gpsd://HOST[:PORT][/DEVICE]"))
   }

@@ -352,6 +352,13 @@ struct ReplayBackendTests {
       options == .init(path: "/var/log/drive.nmea", speed: 10, loop: true, timestamps: .shifted))
     #expect(try ReplayBackend.Options.parse("replay:-") == .init(path: "-"))
     #expect(try ReplayBackend.Options.parse("replay:log.nmea?speed=0&paused=yes").startPaused)
+    #expect(try ReplayBackend.Options.parse("replay:-").rolloverFloor == nil)
+    #expect(
+      try ReplayBackend.Options.parse("replay:log.nmea?rollover-floor=2019-04-07").rolloverFloor
+        == CivilDate.days(year: 2019, month: 4, day: 7))
+    #expect(throws: BackendURIError.self) {
+      try ReplayBackend.Options.parse("replay:log.nmea?rollover-floor=2019-13-01")
+    }
     #expect(
       throws: BackendURIError.invalidValue(
         key: "speed", value: "-1", expected: "a number >= 0 (0 = as fast as possible)")
@@ -679,5 +686,27 @@ struct ReplayNonNMEATests {
       await nextStatus(.endOfData, &events)
         == .some("end of \(path): no NMEA sentences found in \(path)"))
     await replay.stop()
+  }
+}
+
+@Suite(.timeLimit(.minutes(1)))
+struct ReplayRolloverFloorTests {
+  @Test func replayedFixesSayTheirDateWasMoved() async throws {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("rollover-\(UUID().uuidString).nmea").path
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    try "$GPRMC,120000,A,4808.9993,N,01135.0798,E,0.0,0.0,251099,,*16\r\n".write(
+      toFile: path, atomically: true, encoding: .utf8)
+    let options = try ReplayBackend.Options.parse("replay:\(path)?speed=0&rollover-floor=2019-04-07")
+    let replay = ReplayBackend(options: options, clock: VirtualClock(autoAdvance: true))
+    var events = replay.events.makeAsyncIterator()
+    try await replay.start()
+    let location = try #require(await nextLocation(&events))
+    #expect(location.fix.time == Int64(CivilDate.days(year: 2019, month: 6, day: 10)) * 86_400_000 + 43_200_000)
+    #expect(location.provenance.rolloverWeeks == 1024)
+    await replay.stop()
+    // Without the option the date stays as recorded.
+    let plain = try #require(try NMEAFileSource(path: path).open().next())
+    #expect(plain.fix.time == Int64(CivilDate.days(year: 1999, month: 10, day: 25)) * 86_400_000 + 43_200_000)
+    #expect(plain.rolloverWeeks == 0)
   }
 }

@@ -354,10 +354,10 @@ struct SentenceTests {
     #expect(fixes.map(\.time) == [utc(2019, 4, 7, 0, 3, 45, ms: 30), utc(2019, 4, 7, 0, 4, 29)])
   }
 
-  @Test("GSA mode wins over GGA, a void RMC wins over GSA")
+  @Test("GSA 2D wins over a GGA from three satellites, a void RMC wins over GSA")
   func modeReconciliation() throws {
     let twoD =
-      sentence("GPGGA,120000,4807.038,N,01131.000,E,1,04,2.0,545.4,M,46.9,M,,")
+      sentence("GPGGA,120000,4807.038,N,01131.000,E,1,03,2.0,545.4,M,46.9,M,,")
       + sentence("GPGSA,A,2,01,02,03,,,,,,,,,,2.5,2.0,1.5")
     #expect(decode(twoD).0.first?.mode == .fix2D)
     let voided =
@@ -397,7 +397,7 @@ struct SentenceTests {
     let object = try #require(try JSONSerialization.jsonObject(with: Data(out)) as? [String: Any])
     #expect(object["class"] as? String == "SKY")
     #expect(object["nSat"] as? Int == 3)
-    #expect(object["uSat"] as? Int == 12)
+    #expect(object["uSat"] as? Int == 2)  // the GSA's two, not GGA's 12
     #expect(object["pdop"] as? Double == 1.05)
     let satellites = try #require(object["satellites"] as? [[String: Any]])
     #expect(satellites.map { $0["PRN"] as? Int } == [2, 7, 65])

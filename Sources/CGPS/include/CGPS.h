@@ -8,6 +8,7 @@
 #include <gps.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #if GPSD_API_MAJOR_VERSION < 10
 #error "locationd needs libgps API 10 or newer (gpsd 3.21+)"
@@ -39,6 +40,8 @@ static inline const struct satellite_t *locationd_gps_satellite(const struct gps
   return &data->skyview[index];
 }
 static inline const char *locationd_gps_device_path(const struct gps_data_t *data) {
+  /* libgps copies the path with strlcpy; one not terminated within its array is refused. */
+  if (memchr(data->dev.path, '\0', sizeof data->dev.path) == NULL) return "";
   return data->dev.path;
 }
 static inline const struct gst_t *locationd_gps_gst(const struct gps_data_t *data) {

@@ -25,6 +25,6 @@ public struct GLL: Sendable, Hashable {
     case nil: isValid = nil
     default: throw f.invalid(6, "status")
     }
-    modeIndicator = try? f.character(7, "mode indicator")
+    modeIndicator = try f.letter(7, "mode indicator")
   }
 }

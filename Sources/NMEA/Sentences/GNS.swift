@@ -34,6 +34,7 @@ public struct GNS: Sendable, Hashable {
       var valid = false
       var best: FixQuality = .invalid
       for k in s..<e {
+        guard (0x41...0x5A).contains(f.bytes[k]) else { throw f.invalid(6, "mode indicator") }
         let q = FixQuality(modeIndicator: f.bytes[k])
         if q != .invalid { valid = true }
         if q.rank > best.rank { best = q }

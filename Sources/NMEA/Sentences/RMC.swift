@@ -42,11 +42,13 @@ public struct RMC: Sendable, Hashable {
     speedOverGroundKnots = try f.double(7, "speed over ground")
     courseOverGround = try f.double(8, "course over ground")
     date = try f.date(9)
-    if let variation = try? f.double(10, "magnetic variation") {
-      let direction = try? f.character(11, "variation direction")
+    // A letter other than E or W (Motorola T805 sends "0,N": the direction left out before the
+    // mode indicator) means no usable variation, as in gpsd's processRMC.
+    let direction = try f.letter(11, "variation direction")
+    if let variation = try? f.double(10, "magnetic variation"), direction == 0x45 || direction == 0x57 {
       magneticVariation = direction == 0x57 ? -variation : variation
     }
-    modeIndicator = try? f.character(12, "mode indicator")
-    navigationalStatus = try? f.character(13, "navigational status")
+    modeIndicator = try f.letter(12, "mode indicator")
+    navigationalStatus = try f.letter(13, "navigational status")
   }
 }

@@ -27,6 +27,6 @@ public struct VTG: Sendable, Hashable {
     }
     speedOverGroundKnots = try f.double(5, "speed over ground (knots)")
     speedOverGroundKmh = try f.double(7, "speed over ground (km/h)")
-    modeIndicator = try? f.character(9, "mode indicator")
+    modeIndicator = try f.letter(9, "mode indicator")
   }
 }
