@@ -292,16 +292,10 @@ public struct MapStateStore: Sendable {
       return nil
     }
     let (kept, leftOut) = Self.admissibleAnnotations(state.annotations)
-    if !leftOut.isEmpty {
-      // The next save replaces mapstate.json; a hard link keeps the full file for the admin.
-      unlinkat(directoryFD, Self.rejectedFileName, 0)
-      let copied = linkat(directoryFD, Self.fileName, directoryFD, Self.rejectedFileName, 0) == 0
-      report(
-        "map state file holds annotations beyond the limits or invalid ones, loading \(kept.count) of \(state.annotations.count) path=\(path) maxAnnotations=\(AnnotationLimits.maxCount) maxBytes=\(AnnotationLimits.maxTotalBytes) first=\(leftOut[0])"
-          + (copied ? " keptAs=\(Self.rejectedFileName)" : "")
-      )
-    }
+    let total = state.annotations.count
     state.annotations = kept
+    // The viewport first: a file that cannot be loaded at all gets its one line, not a second
+    // one about annotations that would have been left out.
     do {
       try state.validate()
     } catch {
@@ -310,6 +304,15 @@ public struct MapStateStore: Sendable {
       )
       setAside(directoryFD)
       return nil
+    }
+    if !leftOut.isEmpty {
+      // The next save replaces mapstate.json; a hard link keeps the full file for the admin.
+      unlinkat(directoryFD, Self.rejectedFileName, 0)
+      let copied = linkat(directoryFD, Self.fileName, directoryFD, Self.rejectedFileName, 0) == 0
+      report(
+        "map state file holds annotations beyond the limits or invalid ones, loading \(kept.count) of \(total) path=\(path) maxAnnotations=\(AnnotationLimits.maxCount) maxBytes=\(AnnotationLimits.maxTotalBytes) first=\(leftOut[0])"
+          + (copied ? " keptAs=\(Self.rejectedFileName)" : "")
+      )
     }
     return state
   }

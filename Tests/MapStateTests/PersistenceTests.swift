@@ -50,6 +50,23 @@ struct PersistenceTests {
       try FileManager.default.contentsOfDirectory(atPath: directory) == [MapStateStore.fileName])
   }
 
+  /// Found by fuzzing the loader: a file with a bad viewport and an annotation that would be left
+  /// out logged two lines (the annotations, then the viewport) for one unusable file.
+  @Test func anUnusableFileWithRefusedAnnotationsLogsOneLine() throws {
+    let directory = try temporaryDirectory()
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let store = MapStateStore(directory: directory, log: { _ in })
+    let file = #"""
+      {"version":1,"mode":"none","annotations":[{"id":"a","lat":1,"lon":2,"title":""},{"id":"a","lat":1,"lon":2,"title":""}],
+       "viewport":{"center":{"latitude":0,"longitude":0},"zoom":18888,"size":{"width":800,"height":600},"rotation":0}}
+      """#
+    try Data(file.utf8).write(to: URL(fileURLWithPath: store.path))
+    let log = LogCollector()
+    #expect(MapStateStore(directory: directory, log: log.sink).load() == nil)
+    #expect(log.all.count == 1, "\(log.all)")
+    #expect(log.all.first?.hasPrefix("map state file holds invalid values, starting with an empty map") == true)
+  }
+
   /// Found by fuzzing the loader: the corrupt-file message quoted the file's bad value verbatim,
   /// so a newline in it split the message into two log lines (a forged second line).
   @Test func valuesFromACorruptFileStayOnOneLogLine() throws {
