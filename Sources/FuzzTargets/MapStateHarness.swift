@@ -28,6 +28,7 @@ enum MapStateHarness {
       guard let base = buffer.baseAddress, let result = mkdtemp(base) else { return "/tmp" }
       atexit {
         _ = unlink(MapStateHarness.directory + "/" + MapStateStore.fileName)
+        _ = unlink(MapStateHarness.directory + "/" + MapStateStore.rejectedFileName)
         _ = rmdir(MapStateHarness.directory)
       }
       return String(cString: result)
