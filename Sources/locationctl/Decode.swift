@@ -119,10 +119,13 @@ func runDecode(arguments: [String]) -> Int32 {
   writeError("locationctl decode: \(decoder.statistics.summary)")
   if decoder.statistics.accepted == 0 {
     let name = path.map { $0 == "-" ? "standard input" : $0 } ?? "standard input"
+    let rejected = decoder.statistics.rejectedTotal
     writeError(
-      "locationctl decode: no NMEA sentences found in \(name)"
-        + (bytesRead == 0
-          ? " (it is empty)" : " (\(bytesRead) bytes read; is it an NMEA 0183 log?)"))
+      rejected > 0
+        ? "locationctl decode: no valid NMEA sentences in \(name): all \(rejected) rejected (see the counts above)"
+        : "locationctl decode: no NMEA sentences found in \(name)"
+          + (bytesRead == 0
+            ? " (it is empty)" : " (\(bytesRead) bytes read; is it an NMEA 0183 log?)"))
     return 1
   }
   return 0

@@ -45,6 +45,18 @@ struct DecodeCommandTests {
     #expect(plain.status == 0 && plain.lines.isEmpty)
   }
 
+  /// Sentences that were all rejected are not "no NMEA": the message says they were rejected.
+  @Test func inputWhoseSentencesAreAllRejectedSaysSo() async throws {
+    let tool = try Products.path("locationctl")
+    let path = "/tmp/locationd-rejected-\(getpid()).nmea"
+    #expect(FileManager.default.createFile(atPath: path, contents: Data("$GPGSA\r\n$GNGSA*42\r\n".utf8)))
+    defer { unlink(path) }
+    let run = try await runTool(tool, ["decode", path])
+    #expect(run.status == 1)
+    #expect(run.stderr.contains("tooFewFields=1"), "\(run.stderr)")
+    #expect(run.stderr.contains("no valid NMEA sentences in \(path): all 2 rejected"), "\(run.stderr)")
+  }
+
   /// `--` ends the options, as the README says for every command: `-` after it is standard input.
   @Test func doubleDashEndsTheOptions() async throws {
     let tool = try Products.path("locationctl")
