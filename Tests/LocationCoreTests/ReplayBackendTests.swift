@@ -418,35 +418,14 @@ struct ReplayRejectionTests {
     damaged.replaceSubrange(damaged.index(after: star)..., with: "00")
     lines[rmc] = damaged
     lines.insert("$GPGGA,this is not a sentence*7F", at: rmc + 1)
-    let path = "/tmp/locationd-rejections-\(getpid()).nmea"
-    #expect(
-      FileManager.default.createFile(
-        atPath: path,
-        contents: Data(lines.map { $0.hasSuffix("\r\n") ? $0 : $0 + "\r\n" }.joined().utf8)))
-    defer { try? FileManager.default.removeItem(atPath: path) }
-
-    let replay = ReplayBackend(
-      source: NMEAFileSource(path: path), options: .init(path: path, speed: 0),
-      clock: VirtualClock(), uri: "replay:\(path)")
-    var events = replay.events.makeAsyncIterator()
-    try await replay.start()
-    var warnings: [String] = []
-    var fixes = 0
-    loop: while let event = await events.next() {
-      switch event {
-      case .location: fixes += 1
-      case .error(let message): warnings.append(message)
-      case .status(.endOfData, _): break loop
-      default: continue
-      }
-    }
-    await replay.stop()
+    let (latitudes, warnings) = try await replayToEnd(lines, name: "rejections")
+    let fixes = latitudes.count
     #expect(fixes == 3)
     #expect(warnings.count == 1, "\(warnings)")
     let warning = try #require(warnings.first)
     #expect(warning.contains("2 sentences rejected and skipped"), "\(warning)")
     #expect(warning.contains("checksumMismatch=2"), "\(warning)")
-    #expect(warning.hasPrefix("\(path) lines 1-"), "\(warning)")
+    #expect(warning.hasPrefix("LOG lines 1-"), "\(warning)")
   }
 }
 

@@ -4,6 +4,33 @@ import LocationTestKit
 import NMEA
 import Testing
 
+/// Writes `lines` (CR LF added where missing) to a temporary log, replays it at speed 0 to its
+/// end, and returns the latitude of each location (NaN without one) and the warnings it sent.
+func replayToEnd(_ lines: [String], name: String) async throws -> (latitudes: [Double], warnings: [String]) {
+  let path = "/tmp/locationd-\(name)-\(getpid()).nmea"
+  #expect(
+    FileManager.default.createFile(
+      atPath: path, contents: Data(lines.map { $0.hasSuffix("\r\n") ? $0 : $0 + "\r\n" }.joined().utf8)))
+  defer { try? FileManager.default.removeItem(atPath: path) }
+  let replay = ReplayBackend(
+    source: NMEAFileSource(path: path), options: .init(path: path, speed: 0),
+    clock: VirtualClock(), uri: "replay:\(path)")
+  var events = replay.events.makeAsyncIterator()
+  try await replay.start()
+  var warnings: [String] = []
+  var latitudes: [Double] = []
+  loop: while let event = await events.next() {
+    switch event {
+    case .location(let location): latitudes.append(location.coordinate?.latitude ?? .nan)
+    case .error(let message): warnings.append(message.replacingOccurrences(of: path, with: "LOG"))
+    case .status(.endOfData, _): break loop
+    default: continue
+    }
+  }
+  await replay.stop()
+  return (latitudes, warnings)
+}
+
 /// A log with sentences too short for their formatter among valid epochs: the replay skips and
 /// reports them and delivers every epoch.
 @Suite(.timeLimit(.minutes(1)))
@@ -16,27 +43,7 @@ struct ReplayShortSentenceTests {
       lines += encoder.encode(TestRoute.fix(epoch * 10))
       lines.append(short[epoch % short.count])
     }
-    let path = "/tmp/locationd-short-sentences-\(getpid()).nmea"
-    #expect(FileManager.default.createFile(
-      atPath: path, contents: Data(lines.map { $0.hasSuffix("\r\n") ? $0 : $0 + "\r\n" }.joined().utf8)))
-    defer { try? FileManager.default.removeItem(atPath: path) }
-
-    let replay = ReplayBackend(
-      source: NMEAFileSource(path: path), options: .init(path: path, speed: 0),
-      clock: VirtualClock(), uri: "replay:\(path)")
-    var events = replay.events.makeAsyncIterator()
-    try await replay.start()
-    var warnings: [String] = []
-    var latitudes: [Double] = []
-    loop: while let event = await events.next() {
-      switch event {
-      case .location(let location): latitudes.append(location.coordinate?.latitude ?? .nan)
-      case .error(let message): warnings.append(message)
-      case .status(.endOfData, _): break loop
-      default: continue
-      }
-    }
-    await replay.stop()
+    let (latitudes, warnings) = try await replayToEnd(lines, name: "short-sentences")
     let expected = (0..<20).map { TestRoute.fix($0 * 10).coordinate?.latitude ?? .nan }
     #expect(latitudes.count == 20)
     for (got, want) in zip(latitudes, expected) { #expect(abs(got - want) < 1e-6) }
