@@ -115,7 +115,10 @@ public struct GPSDEndpoint: Sendable, Hashable {
     } else {
       host = authority
     }
-    if !authority.hasPrefix("[") && !Self.isHostName(host) { throw .invalidHost(String(host)) }
+    // A DNS name is at most 253 characters (RFC 1035 section 2.3.4).
+    if host.utf8.count > 253 || (!authority.hasPrefix("[") && !Self.isHostName(host)) {
+      throw .invalidHost(String(host.prefix(64)))
+    }
     if host.isEmpty { host = "localhost" }
     var port = Self.defaultPort
     if let portText {
@@ -124,7 +127,14 @@ public struct GPSDEndpoint: Sendable, Hashable {
       }
       port = UInt16(value)
     }
-    if let device, device.count < 2 || device.contains("\0") { throw .invalidDevice(device) }
+    // A device is matched against the paths gpsd reports; control characters or ".." segments
+    // never name one and would only reach logs and gpsd's command line.
+    if let device,
+      device.count < 2 || device.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+        || device.split(separator: "/").contains("..")
+    {
+      throw .invalidDevice(device)
+    }
     self.init(host: String(host), port: port, device: device)
   }
 

@@ -38,6 +38,10 @@ import Testing
     ("gpsd://user@host", .invalidHost("user@host")),
     ("gpsd://[::1%eth0 x]:2947", .invalidHost("::1%eth0 x")),
     ("gpsd://[gps.example]", .invalidHost("gps.example")),
+    // Longer than a DNS name can be; device paths that can name no device gpsd reports.
+    ("gpsd://" + String(repeating: "a", count: 254) + ":2947", .invalidHost(String(repeating: "a", count: 64))),
+    ("gpsd://localhost:2947/../../etc/passwd", .invalidDevice("/../../etc/passwd")),
+    ("gpsd://localhost:2947/dev/tty\u{1B}[2J", .invalidDevice("/dev/tty\u{1B}[2J")),
   ])
   func rejects(_ uri: String, _ error: GPSDURIError) {
     #expect(throws: error) { try GPSDEndpoint(uri: uri) }
