@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import SystemIO
 import LocationCore
 import Synchronization
 
@@ -566,6 +567,11 @@ final class ServerCore: Sendable {
     var events = [epoll_event](repeating: epoll_event(), count: 256)
     // After EMFILE/ENFILE, stop watching the listening socket for a moment instead of spinning.
     var acceptPausedUntil: ContinuousClock.Instant?
+    // One descriptor held in reserve: when none is left, it is freed to take each waiting client
+    // off the queue with an error reply instead of leaving it hanging (the accept4(2) advice).
+    var spareFD = Glibc.open("/dev/null", O_RDONLY | O_CLOEXEC)
+    var shortage = false
+    defer { if spareFD >= 0 { Glibc.close(spareFD) } }
     while true {
       let (closing, stopping) = registry.withLock { registry in
         defer { registry.closing = [] }
@@ -589,7 +595,7 @@ final class ServerCore: Sendable {
         let flags = events[index].events
         switch token {
         case listenToken:
-          if !acceptClients(&clients) {
+          if !acceptClients(&clients, spareFD: &spareFD, shortage: &shortage) {
             acceptPausedUntil = ContinuousClock.now + .milliseconds(100)
             setListening(false)
           }
@@ -653,8 +659,13 @@ final class ServerCore: Sendable {
   }
 
   /// Accepts every pending connection; `false` when out of descriptors (pause accepting).
+  ///
+  /// Out of descriptors, each waiting client is accepted on the reserved `spareFD`, told
+  /// `unavailable` and closed, so that it does not hang; the shortage is logged once, and its end
+  /// once (`shortage` says whether it is going on).
   private func acceptClients(
-    _ clients: inout [UInt64: (connection: ClientConnection, reader: LineReader)]
+    _ clients: inout [UInt64: (connection: ClientConnection, reader: LineReader)],
+    spareFD: inout Int32, shortage: inout Bool
   ) -> Bool {
     while true {
       let fd = accept(socket.fd, nil, nil)
@@ -662,8 +673,30 @@ final class ServerCore: Sendable {
         let code = errno
         if code == EINTR { continue }
         if code == EAGAIN || code == EWOULDBLOCK { return true }
-        Log.event("acceptFailed", ["error": String(cString: strerror(code))])
+        if !shortage {
+          Log.event("acceptFailed", ["error": String(cString: strerror(code))])
+          shortage = true
+        }
+        if code == EMFILE || code == ENFILE, spareFD >= 0 {
+          Glibc.close(spareFD)
+          let refused = accept(socket.fd, nil, nil)
+          if refused >= 0 {
+            var bytes = Reply.error(
+              .unavailable,
+              message: "locationd has no file descriptor left for a new client: retry later"
+            ).json(id: nil).encoded
+            bytes.append(UInt8(ascii: "\n"))
+            try? SystemIO.sendAll(refused, bytes, flags: Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+            Glibc.close(refused)
+          }
+          spareFD = Glibc.open("/dev/null", O_RDONLY | O_CLOEXEC)
+          if refused >= 0 { continue }
+        }
         return !(code == EMFILE || code == ENFILE || code == ENOBUFS || code == ENOMEM)
+      }
+      if shortage {
+        shortage = false
+        Log.event("acceptRecovered")
       }
       ListeningSocket.setNonBlockingCloseOnExec(fd)
       let peer =

@@ -200,6 +200,12 @@ extension EndToEnd {
         if daemon.log.contains("acceptFailed") { break }
       }
       #expect(await waitUntil(timeout: 10) { daemon.log.contains("acceptFailed") }, "\(daemon.log)")
+      // A client beyond the last descriptor is told so and closed, not left waiting unanswered;
+      // the shortage is logged once, not once per attempt.
+      let late = try LineClient(path: socket)
+      let refusal = try await late.readObject()
+      #expect(refusal?["code"] as? String == "unavailable", "\(refusal.map(encodeLine) ?? "no reply")")
+      #expect(daemon.log.components(separatedBy: "acceptFailed").count == 2, "\(daemon.log)")
       let reply = try await first.call(
         "annotate", ["annotation": ["id": "kept", "lat": 1.0, "lon": 2.0, "title": "Kept"]])
       #expect(reply["code"] as? String == "notSaved", "\(encodeLine(reply))")
