@@ -4,7 +4,8 @@
 /// GST carry it); sentences without a time field (GSA, GSV, VTG) join the epoch in progress, or
 /// the next timed one if no time has been seen yet. An epoch ends when a fix sentence (GGA, RMC,
 /// GLL, GNS) with another time arrives, or when a fix sentence without any time (a receiver with no
-/// fix) repeats. ZDA and GST complete the epoch in progress even when their time differs slightly.
+/// fix) repeats. ZDA and GST complete the epoch in progress when their time is within half a second
+/// of it, and otherwise start the epoch of their own time.
 ///
 /// The rules are gpsd 3.22's (drivers/driver_nmea0183.c, gpsd/libgpsd_core.c); docs/nmea-vs-gpsd.md
 /// lists each with the test that pins it, and where we deliberately differ.
@@ -163,8 +164,10 @@ public struct FixAssembler: Sendable {
     if let time {
       if let current = timeOfDay {
         // ZDA and GST report when they were sent, which some receivers (Trimble) stamp a few
-        // milliseconds after the epoch: they complete the epoch in progress, never start one.
-        if current != time && (timed || seen & Self.fixTypes == 0) { flush(emit) }
+        // milliseconds after the epoch: within half a second they complete the epoch in
+        // progress. Further off they belong to another second (a ZDA sent before the position
+        // it dates), and start that epoch: gpsd processZDA dates the ZDA's own time.
+        if current != time && (timed || seen & Self.fixTypes == 0 || !Self.sameEpoch(current, time)) { flush(emit) }
       } else if seen & Self.fixTypes != 0 {
         flush(emit)  // a time-less no-fix epoch ends where timed data begins
       }
@@ -183,6 +186,12 @@ public struct FixAssembler: Sendable {
     // whole epoch).
     if bit & (1 << 4 | 1 << 6 | 1 << 8) == 0 { mergedSinceReport = true }
     detectCycleEnd(sentence, timed: timed, time: time)
+  }
+
+  /// Whether two times of day (ms) lie within half a second of each other, across midnight too.
+  private static func sameEpoch(_ a: Int32, _ b: Int32) -> Bool {
+    let d = abs(Int(a) - Int(b))
+    return min(d, 86_400_000 - d) < 500
   }
 
   /// gpsd 3.22's end-of-cycle detector (drivers/driver_nmea0183.c `nmea_parse`) and its report
