@@ -10,10 +10,11 @@
 /// The rules are gpsd 3.22's (drivers/driver_nmea0183.c, gpsd/libgpsd_core.c); docs/nmea-vs-gpsd.md
 /// lists each with the test that pins it, and where we deliberately differ.
 ///
-/// - Date: from RMC or ZDA; carried to later epochs, and advanced by a day when the time of day
-///   wraps past midnight with no new date. A date more than a day before the established one is
-///   ignored (GPS week-rollover garbage such as 1999 or 2006 after 2019). With a rollover floor,
-///   dates before it move forward in 1024-week steps first.
+/// - Date: from a valid RMC or a ZDA (a void RMC's date is not used, as in gpsd); carried to
+///   later epochs, and advanced by a day when the time of day wraps past midnight with no new
+///   date. A date more than a day before the last one received is ignored (GPS week-rollover
+///   garbage such as 1999 or 2006 after 2019). With a rollover floor, dates before it then move
+///   forward in 1024-week steps.
 /// - Mode: GSA's fix mode, reconciled with the validity flags (RMC/GLL status, GGA quality, GNS
 ///   mode letters): a receiver that says "void" everywhere has no fix whatever GSA says; without
 ///   GSA, a valid GGA with altitude is 3D, any other valid position 2D, except that a GGA from
@@ -81,6 +82,7 @@ public struct FixAssembler: Sendable {
 
   // Carried across epochs.
   private var lastDate: Int?
+  private var lastReceivedDate: Int?
   private var lastTimeOfDay: Int32?
   private var lastSky: [Satellite] = []
   private var lastAltitude: (time: Int64, altitude: Double)?
@@ -365,10 +367,11 @@ public struct FixAssembler: Sendable {
         if let v = s.speedOverGroundKnots { latestKnots = v }
         if let c = s.courseOverGround { latestCourse = c }
       }
-      if let d = s.date {
+      // gpsd processRMC merges the date only from a valid RMC (status A or D): a void one's is
+      // whatever the receiver's clock holds after a cold start (2030, 2006...).
+      if let d = s.date, s.isValid == true {
         acceptDate(d)
-        // gpsd processRMC merges the date only from a valid RMC.
-        if s.isValid == true { gpsdDateKnown = true }
+        gpsdDateKnown = true
       }
       if let m = s.magneticVariation { magneticVariation = m }
       if let n = s.navigationalStatus { navigationalStatus = n }
@@ -461,6 +464,10 @@ public struct FixAssembler: Sendable {
   }
 
   private mutating func acceptDate(_ received: Int) {
+    // A date more than a day before the last one received is ignored. The dates are compared as
+    // received, before the rollover floor moves either.
+    if let last = lastReceivedDate, received < last - 1 { return }
+    lastReceivedDate = received
     var candidate = received
     var weeks = 0
     if let floor = rolloverFloor {
@@ -469,7 +476,6 @@ public struct FixAssembler: Sendable {
         weeks += 1024
       }
     }
-    if let last = lastDate, candidate < last - 1 { return }
     date = candidate
     rolloverWeeks = weeks
   }
