@@ -31,7 +31,9 @@
 ///   sentence it decodes after a DBT (its cycle continuer), or, while no end of cycle is known,
 ///   every sentence with a position or a mode. What arrives later in the epoch does not change
 ///   them; the date, the sky view, the DOPs and the GST errors keep the whole epoch.
-/// - Satellites used: those the epoch's GSAs list, as the sky view flags them.
+/// - Satellites used: the sky view's entries flagged used by the last GSAs (kept across epochs
+///   without GSA, as gpsd); without a sky view the GSAs' count, else the larger of GNS's and
+///   GGA's.
 /// - Units: knots become m/s (x 1852/3600), the climb rate comes from the MSL altitude of
 ///   consecutive 3D epochs.
 public struct FixAssembler: Sendable {
@@ -71,6 +73,7 @@ public struct FixAssembler: Sendable {
   private var vdop: Double?
   private var pdop: Double?
   private var satellitesUsed: Int?
+  private var gnsSatellitesUsed: Int?
   private var sky: [Satellite] = []
   private var skySeen = false
   private var used: [UInt32] = []
@@ -85,6 +88,9 @@ public struct FixAssembler: Sendable {
   private var lastReceivedDate: Int?
   private var lastTimeOfDay: Int32?
   private var lastSky: [Satellite] = []
+  // The satellites the last epoch with a GSA listed (gpsd keeps `sats_used` until the next GSA).
+  private var lastUsed: [UInt32] = []
+  private var anyUsedSeen = false
   private var lastAltitude: (time: Int64, altitude: Double)?
   // gpsd's state before an epoch's first sentence: whether the last epoch reported an altitude
   // (even without a fix), its mode, and how many satellites its GSAs listed as used.
@@ -242,6 +248,7 @@ public struct FixAssembler: Sendable {
       reportedEpoch[0].sky = []
       reportedEpoch[0].used = []
       reportedEpoch[0].lastSky = []
+      reportedEpoch[0].lastUsed = []
     }
   }
 
@@ -410,7 +417,12 @@ public struct FixAssembler: Sendable {
       if altitudeMSL == nil { altitudeMSL = s.altitudeMSL }
       if geoidSeparation == nil { geoidSeparation = s.geoidSeparation }
       if ggaHDOP == nil { ggaHDOP = s.hdop }
-      if satellitesUsed == nil, sentence.talker == .multiGNSS || s.coordinate != nil { satellitesUsed = s.satellitesUsed }
+      // GNS counts every constellation in two or more digits (NMEA 0183 v4.11: "00-99"), where
+      // many receivers cap GGA's at 12; a per-system GNS counts one system, never more than the
+      // total: the larger count wins.
+      if sentence.talker == .multiGNSS || s.coordinate != nil, let n = s.satellitesUsed {
+        gnsSatellitesUsed = max(gnsSatellitesUsed ?? 0, n)
+      }
     case .gsa(let s):
       if let m = s.mode { gsaMode = max(gsaMode ?? .unknown, m) }
       if let p = s.pdop { pdop = p }
@@ -602,19 +614,30 @@ public struct FixAssembler: Sendable {
 
     if skySeen { lastSky = sky }
     var satellites = lastSky
+    // gpsd processGSA keeps the used list until the next GSA, and processGSV flags each new sky
+    // view from it: an epoch without GSA keeps the last GSA's flags.
     if usedSeen {
+      lastUsed = used
+      anyUsedSeen = true
+    }
+    if anyUsedSeen {
       for i in satellites.indices {
-        satellites[i].used = used.contains(Self.key(satellites[i].constellation, satellites[i].svid))
+        satellites[i].used = lastUsed.contains(Self.key(satellites[i].constellation, satellites[i].svid))
       }
       lastSky = satellites
     }
     fix.satellites = satellites
-    // Satellites used: those the epoch's GSAs list, across every constellation, counted as the
-    // sky view flags them (gpsd json_sky_dump counts the skyview entries marked used), so that
-    // uSat always equals the SKY entries with "used": true. GGA's two-digit count (capped at 12
-    // by many multi-GNSS receivers) and GNS's count serve only when no GSA was sent.
-    if usedSeen {
-      fix.satellitesUsed = satellites.isEmpty ? used.count : satellites.reduce(0) { $0 + ($1.used ? 1 : 0) }
+    // Satellites used: whenever a sky view is listed, the entries it flags used (gpsd
+    // json_sky_dump counts the skyview entries marked used), so uSat always equals the SKY
+    // entries with "used": true. Without a sky view: the epoch's GSAs, across every
+    // constellation, else the larger of GNS's and GGA's counts (GGA's two digits are capped at
+    // 12 by many multi-GNSS receivers).
+    if !satellites.isEmpty {
+      fix.satellitesUsed = satellites.reduce(0) { $0 + ($1.used ? 1 : 0) }
+    } else if usedSeen {
+      fix.satellitesUsed = used.count
+    } else if let gns = gnsSatellitesUsed {
+      fix.satellitesUsed = max(gns, satellitesUsed ?? 0)
     } else {
       fix.satellitesUsed = satellitesUsed
     }
@@ -656,6 +679,7 @@ public struct FixAssembler: Sendable {
     vdop = nil
     pdop = nil
     satellitesUsed = nil
+    gnsSatellitesUsed = nil
     sky.removeAll(keepingCapacity: true)
     skySeen = false
     used.removeAll(keepingCapacity: true)
