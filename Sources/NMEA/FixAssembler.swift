@@ -442,7 +442,9 @@ public struct FixAssembler: Sendable {
         guard let entry = s.entry(at: index),
           let constellation = Self.constellation(of: entry.id, talker: sentence.talker?.constellation, isGSA: false)
         else { continue }
-        if let index = sky.firstIndex(where: { $0.constellation == constellation && $0.prn == entry.id }) {
+        // One satellite sent under two numbers (QZSS as GPGSV 193 and GQGSV 01) is one entry.
+        let svid = Satellite.svid(constellation: constellation, nmeaID: entry.id)
+        if let index = sky.firstIndex(where: { $0.constellation == constellation && $0.svid == svid }) {
           if let snr = entry.snr, snr > (sky[index].snr ?? -1) { sky[index].snr = snr }
           if sky[index].elevation == nil { sky[index].elevation = entry.elevation }
           if sky[index].azimuth == nil { sky[index].azimuth = entry.azimuth }
@@ -500,10 +502,20 @@ public struct FixAssembler: Sendable {
   static func constellation(of id: Int, talker: Constellation?, isGSA: Bool) -> Constellation? {
     switch talker {
     case .gps?:
-      // GPS talkers also report SBAS (33-64) and, on some receivers, QZSS (193-200).
-      if (33...64).contains(id) || (120...158).contains(id) { return .sbas }
-      if (193...200).contains(id) { return .qzss }
-      return .gps
+      // gpsd nmeaid_to_prn: a GP talker (no system ID) carries other systems in their NMEA
+      // numbers above 32: SBAS 33-64 and 120-158, GLONASS 65-96, IMES 173-182, QZSS 193-200
+      // (gpsd stops at 197; u-blox goes to 200), BeiDou 201-237 and 401-437, Galileo 301-356.
+      // Any other number above 32 is no satellite (gpsd's PRN 0).
+      switch id {
+      case ...32: return .gps
+      case 33...64, 120...158: return .sbas
+      case 65...96: return .glonass
+      case 173...182: return .imes
+      case 193...200: return .qzss
+      case 201...237, 401...437: return .beidou
+      case 301...356: return .galileo
+      default: return nil
+      }
     case let c?:
       return c
     case nil:

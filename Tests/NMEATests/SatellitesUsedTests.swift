@@ -52,3 +52,25 @@ struct SatellitesUsedTests {
     #expect(decode(reversed).0.first?.satellitesUsed == 22)
   }
 }
+
+/// Satellite numbering in SKY (gpsd 3.22 nmeaid_to_prn).
+@Suite("satellite numbering")
+struct SatelliteNumberingTests {
+  @Test("a GP talker carrying other systems' NMEA numbers: gpsd's ranges decide the constellation")
+  func gpTalkerOtherSystems() throws {
+    let text =
+      sentence("GPGGA,120000.00,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,")
+      + sentence("GPGSA,A,3,05,65,201,302,,,,,,,,,1.5,0.9,1.2")
+      + sentence("GPGSV,2,1,06,05,40,083,46,65,40,083,46,201,40,083,46,302,40,083,46")
+      + sentence("GPGSV,2,2,06,193,40,083,46,100,40,083,46")
+      + sentence("GQGSV,1,1,01,01,40,083,46")
+    let fix = try #require(decode(text).0.first)
+    let sky = try ReportedFaultTests.skyObject(fix)
+    let satellites = try #require(sky["satellites"] as? [[String: Any]])
+    let triples = satellites.map { [$0["PRN"] as? Int ?? -1, $0["gnssid"] as? Int ?? -1, $0["svid"] as? Int ?? -1] }
+    // 100 is no satellite for gpsd (PRN 0); QZSS 193 and GQ 01 are one satellite.
+    #expect(triples == [[5, 0, 5], [65, 6, 1], [401, 3, 1], [302, 2, 2], [193, 5, 1]])
+    #expect(satellites.map { $0["used"] as? Bool } == [true, true, true, true, false])
+    #expect(fix.satellitesUsed == 4)
+  }
+}
