@@ -351,6 +351,16 @@ public struct FixAssembler: Sendable {
       dgpsAge = s.dgpsAge ?? dgpsAge
       dgpsStation = s.dgpsStation ?? dgpsStation
     case .rmc(let s):
+      // Navigational status U (NMEA 0183 v4.11: unsafe, the integrity monitor says the position
+      // is not to be used): as gpsd processGNS does for GNS, the sentence gives only its date.
+      if s.navigationalStatus == Self.unsafe {
+        navigationalStatus = s.navigationalStatus
+        if let d = s.date, s.isValid == true {
+          acceptDate(d)
+          gpsdDateKnown = true
+        }
+        break
+      }
       if let v = s.isValid {
         if v { valid = true } else { invalid = true }
       }
@@ -400,6 +410,10 @@ public struct FixAssembler: Sendable {
         rmcOrGLLSays3D = true
       }
     case .gns(let s):
+      // gpsd processGNS: navigational status U (unsafe) or V gives no position. V means the
+      // equipment gives no status indication (NMEA 0183 v4.11), which u-blox and Quectel send
+      // with every fix: only U drops the position here.
+      if s.navigationalStatus == Self.unsafe { break }
       if let v = s.isValid {
         if v {
           valid = true
@@ -493,6 +507,9 @@ public struct FixAssembler: Sendable {
     date = candidate
     rolloverWeeks = weeks
   }
+
+  /// Navigational status letter `U` (unsafe), NMEA 0183 v4.11 GNS and RMC field 13.
+  private static let unsafe: UInt8 = 0x55
 
   private static func key(_ constellation: Constellation, _ prn: Int) -> UInt32 {
     UInt32(constellation.rawValue) << 16 | UInt32(truncatingIfNeeded: prn & 0xFFFF)

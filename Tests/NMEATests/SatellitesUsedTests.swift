@@ -74,3 +74,26 @@ struct SatelliteNumberingTests {
     #expect(fix.satellitesUsed == 4)
   }
 }
+
+/// Navigational status (NMEA 0183 v4.11 GNS field 13, RMC field 13).
+@Suite("navigational status")
+struct NavigationalStatusTests {
+  @Test("GNS or RMC navigational status U (unsafe) gives no position; V (no status indication) keeps it")
+  func unsafeDropsPosition() throws {
+    let gns =
+      sentence("GNGNS,120000.00,4807.038,N,01131.000,E,AA,10,0.9,545.4,46.9,,,U")
+      + sentence("GNGNS,120001.00,4807.039,N,01131.000,E,AA,10,0.9,545.4,46.9,,,V")
+      + sentence("GNGNS,120002.00,4807.040,N,01131.000,E,AA,10,0.9,545.4,46.9,,,S")
+      + sentence("GNGNS,120003.00,4807.041,N,01131.000,E,AA,10,0.9,545.4,46.9,,,C")
+    let fixes = decode(gns).0
+    #expect(fixes.map { $0.coordinate != nil } == [false, true, true, true])
+    #expect(fixes.first?.mode ?? .fix3D < .fix2D)
+    let rmc =
+      sentence("GNRMC,120000.00,A,4807.038,N,01131.000,E,2.0,90.0,150324,,,A,U")
+      + sentence("GNRMC,120001.00,A,4807.039,N,01131.000,E,2.0,90.0,150324,,,A,V")
+    let rmcFixes = decode(rmc).0
+    #expect(rmcFixes.map { $0.coordinate != nil } == [false, true])
+    // The date and time still count.
+    #expect(rmcFixes.first?.time == utc(2024, 3, 15, 12, 0, 0))
+  }
+}
