@@ -55,6 +55,7 @@ public struct FixAssembler: Sendable {
   private var positionSays3D = false
   private var rmcOrGLLSays3D = false
   private var ggaSays2D = false
+  private var rmcKeeps3D = false
   private var valid = false
   private var invalid = false
   private var altitudeMSL: Double?
@@ -378,6 +379,8 @@ public struct FixAssembler: Sendable {
         positionSays3D = true
         rmcOrGLLSays3D = true
       }
+      // gpsd processRMC: a valid position keeps the last fix's 3D ("this may be cycle starter").
+      if s.isValid == true, s.coordinate != nil, previousMode == .fix3D { rmcKeeps3D = true }
       if let v = s.speedOverGroundKnots { speedKnots = v }
       if let c = s.courseOverGround { course = c }
       if s.isValid == true {
@@ -582,7 +585,7 @@ public struct FixAssembler: Sendable {
     // Without GSA in the epoch, gpsd's processRMC/processGLL call a fix 3D by their rule above
     // (the last GSA listed four or more satellites, or an altitude is known) even when this
     // epoch sends no altitude.
-    let satellites3D = rmcOrGLLSays3D && gsaMode == nil
+    let satellites3D = (rmcOrGLLSays3D || rmcKeeps3D) && gsaMode == nil
     if mode == .fix2D,
       satellites3D || (altitudeMSL != nil && (positionSays3D || (previousMode == .fix3D && previousHadAltitude)))
     {
@@ -691,6 +694,7 @@ public struct FixAssembler: Sendable {
     positionSays3D = false
     rmcOrGLLSays3D = false
     ggaSays2D = false
+    rmcKeeps3D = false
     valid = false
     invalid = false
     altitudeMSL = nil

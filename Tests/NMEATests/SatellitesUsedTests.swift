@@ -97,3 +97,25 @@ struct NavigationalStatusTests {
     #expect(rmcFixes.first?.time == utc(2024, 3, 15, 12, 0, 0))
   }
 }
+
+/// The mode of epochs a receiver reports with RMC alone (gpsd 3.22 processRMC).
+@Suite("RMC-only mode")
+struct RMCOnlyModeTests {
+  @Test("an RMC-only epoch after a 3D epoch stays 3D; after a 2D one it is 2D")
+  func keepsLast3D() throws {
+    var text = ""
+    for second in 0..<6 {
+      text += sentence(String(format: "GPRMC,12000%d.00,A,4807.0%d80,N,01131.0000,E,2.0,90.0,150324,,,A", second, 3 + second))
+      if second % 3 == 0 { text += sentence("GPGSA,A,3,01,03,06,,,,,,,,,,1.2,0.8,0.9") }
+    }
+    let fixes = decode(text).0
+    #expect(fixes.count == 6)
+    // gpsd keeps the last fix's 3D for every RMC after the first GSA's 3D.
+    #expect(fixes.dropFirst().map(\.mode) == [.fix3D, .fix3D, .fix3D, .fix3D, .fix3D])
+    let twoD =
+      sentence("GPRMC,120000.00,A,4807.0380,N,01131.0000,E,2.0,90.0,150324,,,A")
+      + sentence("GPGSA,A,2,01,03,06,,,,,,,,,,1.2,0.8,0.9")
+      + sentence("GPRMC,120001.00,A,4807.0390,N,01131.0000,E,2.0,90.0,150324,,,A")
+    #expect(decode(twoD).0.map(\.mode) == [.fix2D, .fix2D])
+  }
+}
