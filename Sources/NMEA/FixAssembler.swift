@@ -89,6 +89,7 @@ public struct FixAssembler: Sendable {
   private var lastReceivedDate: Int?
   private var lastTimeOfDay: Int32?
   private var lastSky: [Satellite] = []
+  private var lastDOPs: (hdop: Double?, vdop: Double?, pdop: Double?) = (nil, nil, nil)
   // The satellites the last epoch with a GSA listed (gpsd keeps `sats_used` until the next GSA).
   private var lastUsed: [UInt32] = []
   private var anyUsedSeen = false
@@ -636,13 +637,21 @@ public struct FixAssembler: Sendable {
           fix.climb = (altitude - last.altitude) * 1000 / Double(time - last.time)
         }
         lastAltitude = (time, altitude)
+      } else if altitudeMSL == nil {
+        // gpsd gpsd_error_model: climb only between consecutive fixes with an altitude.
+        lastAltitude = nil
       }
     } else {
       lastAltitude = nil
     }
-    fix.hdop = hdop ?? ggaHDOP
-    fix.vdop = vdop
-    fix.pdop = pdop
+    // gpsd keeps the DOPs of the last GSA (gpsdata.dop) until the next one: an epoch without GSA
+    // reports them. GGA's HDOP serves when no GSA gave one.
+    if usedSeen {
+      lastDOPs = (hdop, vdop, pdop)
+    }
+    fix.hdop = hdop ?? ggaHDOP ?? lastDOPs.hdop
+    fix.vdop = vdop ?? (usedSeen ? nil : lastDOPs.vdop)
+    fix.pdop = pdop ?? (usedSeen ? nil : lastDOPs.pdop)
 
     if skySeen { lastSky = sky }
     var satellites = lastSky

@@ -119,3 +119,45 @@ struct RMCOnlyModeTests {
     #expect(decode(twoD).0.map(\.mode) == [.fix2D, .fix2D])
   }
 }
+
+/// Error estimates and status (gpsd 3.22 gpsd_error_model, processGGA).
+@Suite("error model")
+struct ErrorModelTests {
+  @Test("only DGPS (status 2) uses the DGPS error factors; RTK and PPS use the plain ones; PPS is status 9")
+  func uereFactors() throws {
+    for (quality, factor, status) in [(1, 19.0, 1), (2, 4.75, 2), (3, 19.0, 9), (4, 19.0, 3), (5, 19.0, 4)] {
+      let text = sentence("GPGGA,120000.00,4807.038,N,01131.000,E,\(quality),08,0.9,545.4,M,46.9,M,,")
+      let fix = try #require(decode(text).0.first)
+      #expect(fix.eph.map { abs($0 - 0.9 * factor) < 1e-9 } == true, "quality \(quality)")
+      #expect(fix.quality?.gpsdStatus == status, "quality \(quality)")
+    }
+  }
+
+  @Test("an epoch without GSA keeps the last GSA's DOPs, so eph and epv stay")
+  func dopsCarried() throws {
+    let text =
+      sentence("GPGGA,120000.00,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,")
+      + sentence("GPGSA,A,3,01,03,06,11,,,,,,,,,1.5,1.0,1.2")
+      + sentence("GPGGA,120001.00,4807.039,N,01131.000,E,1,08,,545.4,M,46.9,M,,")
+    let fixes = decode(text).0
+    #expect(fixes.count == 2)
+    #expect(fixes.last?.hdop == 1.0)
+    #expect(fixes.last?.vdop == 1.2)
+    #expect(fixes.last?.epv.map { abs($0 - 1.2 * 23) < 1e-9 } == true)
+  }
+
+  @Test("no climb across an epoch without an altitude")
+  func climbNeedsConsecutiveAltitudes() throws {
+    let text =
+      sentence("GPGGA,120000.00,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,")
+      + sentence("GPRMC,120000.00,A,4807.038,N,01131.000,E,2.0,90.0,150324,,,A")
+      + sentence("GPRMC,120001.00,A,4807.039,N,01131.000,E,2.0,90.0,150324,,,A")
+      + sentence("GPGSA,A,3,01,03,06,11,,,,,,,,,1.5,1.0,1.2")
+      + sentence("GPGGA,120002.00,4807.040,N,01131.000,E,1,08,0.9,547.4,M,46.9,M,,")
+      + sentence("GPRMC,120002.00,A,4807.040,N,01131.000,E,2.0,90.0,150324,,,A")
+    let fixes = decode(text).0
+    #expect(fixes.count == 3)
+    #expect(fixes[1].mode == .fix3D && fixes[1].altitudeMSL == nil)
+    #expect(fixes[2].climb == nil)
+  }
+}
