@@ -16,9 +16,10 @@ import SystemIO
 /// or fix sentence joins (a GSV-only capture: one per GSV cycle, as gpsdecode prints). `--` ends
 /// the options.
 ///
-/// `--rollover-floor YYYY-MM-DD` (or `--rollover-floor=YYYY-MM-DD`, once, years 1980-2079): dates before it move forward in 1024-week steps until they are
-/// not (GPS week rollover); such a TPV carries `"rolloverWeeks":N`. Without it (the default for
-/// recorded logs) dates are printed as recorded.
+/// `--rollover-floor YYYY-MM-DD` (or `--rollover-floor=YYYY-MM-DD`; once; years 1980-2079): dates
+/// before it move forward in 1024-week steps until they are not (GPS week rollover); such a TPV
+/// carries `"rolloverWeeks":N`. Without it (the default for recorded logs) dates are printed as
+/// recorded.
 func runDecode(arguments: [String]) -> Int32 {
   var sky = false
   var path: String?

@@ -26,7 +26,8 @@ struct DecodeCommandTests {
     let joined = try await runTool(tool, ["decode", "--rollover-floor=2019-04-07", log])
     #expect(joined.status == 0)
     #expect(joined.lines.first.flatMap(parseObject)?["time"] as? String == "2019-06-10T12:00:00.000Z")
-    let twice = try await runTool(tool, ["decode", "--rollover-floor", "2019-04-07", "--rollover-floor", "1999-08-22", log])
+    let twice = try await runTool(
+      tool, ["decode", "--rollover-floor", "2019-04-07", "--rollover-floor", "1999-08-22", log])
     #expect(twice.status == 64)
     let late = try await runTool(tool, ["decode", "--rollover-floor", "9999-12-31", log])
     #expect(late.status == 64)

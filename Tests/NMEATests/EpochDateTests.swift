@@ -20,14 +20,18 @@ struct EpochDateTests {
   @Test("a ZDA every second with GGA: no epoch a day off, no speed over a day")
   func zdaEverySecondWithGGA() throws {
     var text = ""
-    for (tod, day, lat) in [("235958", "15", "4807.038"), ("235959", "15", "4807.039"), ("000000", "16", "4807.040"), ("000001", "16", "4807.041")] {
+    for (tod, day, lat) in [
+      ("235958", "15", "4807.038"), ("235959", "15", "4807.039"), ("000000", "16", "4807.040"),
+      ("000001", "16", "4807.041"),
+    ] {
       text += sentence("GPZDA,\(tod).00,\(day),03,2024,00,00")
       text += sentence("GPGGA,\(tod).00,\(lat),N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,")
     }
     let fixes = decode(text).0
     #expect(
       fixes.map(\.time) == [
-        utc(2024, 3, 15, 23, 59, 58), utc(2024, 3, 15, 23, 59, 59), utc(2024, 3, 16, 0, 0, 0), utc(2024, 3, 16, 0, 0, 1),
+        utc(2024, 3, 15, 23, 59, 58), utc(2024, 3, 15, 23, 59, 59), utc(2024, 3, 16, 0, 0, 0),
+        utc(2024, 3, 16, 0, 0, 1),
       ])
     // 0.001' of latitude a second: about 1.85 m/s, never that over 86,401 s.
     for fix in fixes.dropFirst() {

@@ -105,7 +105,8 @@ struct RMCOnlyModeTests {
   func keepsLast3D() throws {
     var text = ""
     for second in 0..<6 {
-      text += sentence(String(format: "GPRMC,12000%d.00,A,4807.0%d80,N,01131.0000,E,2.0,90.0,150324,,,A", second, 3 + second))
+      text += sentence(
+        String(format: "GPRMC,12000%d.00,A,4807.0%d80,N,01131.0000,E,2.0,90.0,150324,,,A", second, 3 + second))
       if second % 3 == 0 { text += sentence("GPGSA,A,3,01,03,06,,,,,,,,,,1.2,0.8,0.9") }
     }
     let fixes = decode(text).0
