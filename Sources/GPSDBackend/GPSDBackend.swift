@@ -33,7 +33,7 @@ public enum GPSDURIError: Error, Sendable, Hashable, CustomStringConvertible {
     case .invalidPort(let port): return "port \"\(port)\" is not a number in 1...65535; \(form)"
     case .invalidDevice(let device): return "device \"\(device)\" is not an absolute path; \(form)"
     case .invalidParameter(let parameter):
-      return "parameter \"\(parameter)\" is not rollover-floor=YYYY-MM-DD (1980 or later) or rollover-floor=none; \(form)"
+      return "parameter \"\(parameter)\" is not rollover-floor=YYYY-MM-DD (1980 to 2079) or rollover-floor=none; \(form)"
     case .repeatedParameter(let name):
       return "parameter \"\(name)\" is given more than once: give it once; \(form)"
     }

@@ -128,10 +128,15 @@ public final class ReplayBackend: BatchingLocationBackend {
         case "paused":
           options.startPaused = try BackendURIParts.bool(value, key: key)
         case "rollover-floor":
-          guard let day = CivilDate.days(iso: value) else {
-            throw .invalidValue(key: key, value: value, expected: "a date YYYY-MM-DD, 1980 or later")
+          // "none" is the default for a recorded log, accepted as for gpsd:// sources.
+          if value == "none" {
+            options.rolloverFloor = nil
+          } else {
+            guard let day = CivilDate.days(iso: value) else {
+              throw .invalidValue(key: key, value: value, expected: "a date YYYY-MM-DD (1980 to 2079) or none")
+            }
+            options.rolloverFloor = day
           }
-          options.rolloverFloor = day
         case "gaps":
           guard let gaps = ReplayGaps(rawValue: value) else {
             throw .invalidValue(key: key, value: value, expected: "keep or skip")

@@ -36,7 +36,7 @@ public struct BackendCreationError: Error, Sendable, Hashable, CustomStringConve
 ///
 /// - `simulate[:ROUTE.gpx][?rate=HZ&speed=M_S&noise=M&seed=N&outage=S-E&...]`: ``SimulatedBackend``
 ///   (the built-in loop around 3.1386 N 101.6044 E when no route is given).
-/// - `replay:PATH[?speed=F&loop=BOOL&timestamps=original|shifted&paused=BOOL&rollover-floor=DATE]`:
+/// - `replay:PATH[?speed=F&loop=BOOL&timestamps=original|shifted&paused=BOOL&rollover-floor=DATE|none]`:
 ///   ``ReplayBackend`` (speed 0 = as fast as possible, 1 = real time; no rollover floor by default).
 /// - `gpsd://HOST:PORT[/DEVICE][?rollover-floor=DATE|none]` or `gpsd`: ``GPSDBackend`` through
 ///   libgps (rollover floor 2019-04-07 by default).

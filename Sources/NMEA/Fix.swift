@@ -68,7 +68,8 @@ public enum FixQuality: Int, Sendable, Hashable, Codable {
   public var gpsdStatus: Int {
     switch self {
     case .invalid: return 0
-    case .gps, .pps: return 1
+    case .gps: return 1
+    case .pps: return 9  // gpsd processGGA: quality 3 is STATUS_PPS_FIX
     case .dgps: return 2
     case .rtkFixed: return 3
     case .rtkFloat: return 4
@@ -258,18 +259,19 @@ public struct Fix: Sendable, Hashable, Codable {
 
   /// Estimated horizontal position error, metres, 95% confidence (gpsd `eph`).
   ///
-  /// gpsd's error model for NMEA receivers: HDOP times a user equivalent range error of 19 m
-  /// (4.75 m with differential corrections). `nil` without HDOP or without a position.
+  /// gpsd's error model for NMEA receivers (gpsd_error_model): HDOP times a user equivalent range
+  /// error of 19 m, 4.75 m for a DGPS fix (status 2 only: RTK and PPS use 19 m, as gpsd). `nil`
+  /// without HDOP or without a position.
   public var eph: Double? {
     guard mode.hasPosition, let hdop else { return nil }
-    return hdop * (isDifferential ? 4.75 : 19.0)
+    return hdop * (quality == .dgps ? 4.75 : 19.0)
   }
 
   /// Estimated vertical position error, metres, 95% confidence (gpsd `epv`): VDOP times 23 m
-  /// (5.75 m with differential corrections). `nil` without VDOP or without a 3D fix.
+  /// (5.75 m for a DGPS fix, status 2 only). `nil` without VDOP or without a 3D fix.
   public var epv: Double? {
     guard mode == .fix3D, let vdop else { return nil }
-    return vdop * (isDifferential ? 5.75 : 23.0)
+    return vdop * (quality == .dgps ? 5.75 : 23.0)
   }
 
   /// Whether differential corrections (DGPS, SBAS, RTK) were applied.

@@ -4,15 +4,17 @@
 /// GST carry it); sentences without a time field (GSA, GSV, VTG) join the epoch in progress, or
 /// the next timed one if no time has been seen yet. An epoch ends when a fix sentence (GGA, RMC,
 /// GLL, GNS) with another time arrives, or when a fix sentence without any time (a receiver with no
-/// fix) repeats. ZDA and GST complete the epoch in progress even when their time differs slightly.
+/// fix) repeats. ZDA and GST complete the epoch in progress when their time is within half a second
+/// of it, and otherwise start the epoch of their own time.
 ///
 /// The rules are gpsd 3.22's (drivers/driver_nmea0183.c, gpsd/libgpsd_core.c); docs/nmea-vs-gpsd.md
 /// lists each with the test that pins it, and where we deliberately differ.
 ///
-/// - Date: from RMC or ZDA; carried to later epochs, and advanced by a day when the time of day
-///   wraps past midnight with no new date. A date more than a day before the established one is
-///   ignored (GPS week-rollover garbage such as 1999 or 2006 after 2019). With a rollover floor,
-///   dates before it move forward in 1024-week steps first.
+/// - Date: from a valid RMC or a ZDA (a void RMC's date is not used, as in gpsd); carried to
+///   later epochs, and advanced by a day when the time of day wraps past midnight with no new
+///   date. A date more than a day before the last one received is ignored (GPS week-rollover
+///   garbage such as 1999 or 2006 after 2019). With a rollover floor, dates before it then move
+///   forward in 1024-week steps.
 /// - Mode: GSA's fix mode, reconciled with the validity flags (RMC/GLL status, GGA quality, GNS
 ///   mode letters): a receiver that says "void" everywhere has no fix whatever GSA says; without
 ///   GSA, a valid GGA with altitude is 3D, any other valid position 2D, except that a GGA from
@@ -29,7 +31,9 @@
 ///   sentence it decodes after a DBT (its cycle continuer), or, while no end of cycle is known,
 ///   every sentence with a position or a mode. What arrives later in the epoch does not change
 ///   them; the date, the sky view, the DOPs and the GST errors keep the whole epoch.
-/// - Satellites used: those the epoch's GSAs list, as the sky view flags them.
+/// - Satellites used: the sky view's entries flagged used by the last GSAs (kept across epochs
+///   without GSA, as gpsd); without a sky view the GSAs' count, else the larger of GNS's and
+///   GGA's.
 /// - Units: knots become m/s (x 1852/3600), the climb rate comes from the MSL altitude of
 ///   consecutive 3D epochs.
 public struct FixAssembler: Sendable {
@@ -51,6 +55,7 @@ public struct FixAssembler: Sendable {
   private var positionSays3D = false
   private var rmcOrGLLSays3D = false
   private var ggaSays2D = false
+  private var rmcKeeps3D = false
   private var valid = false
   private var invalid = false
   private var altitudeMSL: Double?
@@ -69,6 +74,7 @@ public struct FixAssembler: Sendable {
   private var vdop: Double?
   private var pdop: Double?
   private var satellitesUsed: Int?
+  private var gnsSatellitesUsed: Int?
   private var sky: [Satellite] = []
   private var skySeen = false
   private var used: [UInt32] = []
@@ -80,8 +86,13 @@ public struct FixAssembler: Sendable {
 
   // Carried across epochs.
   private var lastDate: Int?
+  private var lastReceivedDate: Int?
   private var lastTimeOfDay: Int32?
   private var lastSky: [Satellite] = []
+  private var lastDOPs: (hdop: Double?, vdop: Double?, pdop: Double?) = (nil, nil, nil)
+  // The satellites the last epoch with a GSA listed (gpsd keeps `sats_used` until the next GSA).
+  private var lastUsed: [UInt32] = []
+  private var anyUsedSeen = false
   private var lastAltitude: (time: Int64, altitude: Double)?
   // gpsd's state before an epoch's first sentence: whether the last epoch reported an altitude
   // (even without a fix), its mode, and how many satellites its GSAs listed as used.
@@ -163,8 +174,10 @@ public struct FixAssembler: Sendable {
     if let time {
       if let current = timeOfDay {
         // ZDA and GST report when they were sent, which some receivers (Trimble) stamp a few
-        // milliseconds after the epoch: they complete the epoch in progress, never start one.
-        if current != time && (timed || seen & Self.fixTypes == 0) { flush(emit) }
+        // milliseconds after the epoch: within half a second they complete the epoch in
+        // progress. Further off they belong to another second (a ZDA sent before the position
+        // it dates), and start that epoch: gpsd processZDA dates the ZDA's own time.
+        if current != time && (timed || seen & Self.fixTypes == 0 || !Self.sameEpoch(current, time)) { flush(emit) }
       } else if seen & Self.fixTypes != 0 {
         flush(emit)  // a time-less no-fix epoch ends where timed data begins
       }
@@ -183,6 +196,12 @@ public struct FixAssembler: Sendable {
     // whole epoch).
     if bit & (1 << 4 | 1 << 6 | 1 << 8) == 0 { mergedSinceReport = true }
     detectCycleEnd(sentence, timed: timed, time: time)
+  }
+
+  /// Whether two times of day (ms) lie within half a second of each other, across midnight too.
+  private static func sameEpoch(_ a: Int32, _ b: Int32) -> Bool {
+    let d = abs(Int(a) - Int(b))
+    return min(d, 86_400_000 - d) < 500
   }
 
   /// gpsd 3.22's end-of-cycle detector (drivers/driver_nmea0183.c `nmea_parse`) and its report
@@ -231,6 +250,7 @@ public struct FixAssembler: Sendable {
       reportedEpoch[0].sky = []
       reportedEpoch[0].used = []
       reportedEpoch[0].lastSky = []
+      reportedEpoch[0].lastUsed = []
     }
   }
 
@@ -333,6 +353,16 @@ public struct FixAssembler: Sendable {
       dgpsAge = s.dgpsAge ?? dgpsAge
       dgpsStation = s.dgpsStation ?? dgpsStation
     case .rmc(let s):
+      // Navigational status U (NMEA 0183 v4.11: unsafe, the integrity monitor says the position
+      // is not to be used): as gpsd processGNS does for GNS, the sentence gives only its date.
+      if s.navigationalStatus == Self.unsafe {
+        navigationalStatus = s.navigationalStatus
+        if let d = s.date, s.isValid == true {
+          acceptDate(d)
+          gpsdDateKnown = true
+        }
+        break
+      }
       if let v = s.isValid {
         if v { valid = true } else { invalid = true }
       }
@@ -350,16 +380,19 @@ public struct FixAssembler: Sendable {
         positionSays3D = true
         rmcOrGLLSays3D = true
       }
+      // gpsd processRMC: a valid position keeps the last fix's 3D ("this may be cycle starter").
+      if s.isValid == true, s.coordinate != nil, previousMode == .fix3D { rmcKeeps3D = true }
       if let v = s.speedOverGroundKnots { speedKnots = v }
       if let c = s.courseOverGround { course = c }
       if s.isValid == true {
         if let v = s.speedOverGroundKnots { latestKnots = v }
         if let c = s.courseOverGround { latestCourse = c }
       }
-      if let d = s.date {
+      // gpsd processRMC merges the date only from a valid RMC (status A or D): a void one's is
+      // whatever the receiver's clock holds after a cold start (2030, 2006...).
+      if let d = s.date, s.isValid == true {
         acceptDate(d)
-        // gpsd processRMC merges the date only from a valid RMC.
-        if s.isValid == true { gpsdDateKnown = true }
+        gpsdDateKnown = true
       }
       if let m = s.magneticVariation { magneticVariation = m }
       if let n = s.navigationalStatus { navigationalStatus = n }
@@ -381,6 +414,10 @@ public struct FixAssembler: Sendable {
         rmcOrGLLSays3D = true
       }
     case .gns(let s):
+      // gpsd processGNS: navigational status U (unsafe) or V gives no position. V means the
+      // equipment gives no status indication (NMEA 0183 v4.11), which u-blox and Quectel send
+      // with every fix: only U drops the position here.
+      if s.navigationalStatus == Self.unsafe { break }
       if let v = s.isValid {
         if v {
           valid = true
@@ -398,7 +435,12 @@ public struct FixAssembler: Sendable {
       if altitudeMSL == nil { altitudeMSL = s.altitudeMSL }
       if geoidSeparation == nil { geoidSeparation = s.geoidSeparation }
       if ggaHDOP == nil { ggaHDOP = s.hdop }
-      if satellitesUsed == nil, sentence.talker == .multiGNSS || s.coordinate != nil { satellitesUsed = s.satellitesUsed }
+      // GNS counts every constellation in two or more digits (NMEA 0183 v4.11: "00-99"), where
+      // many receivers cap GGA's at 12; a per-system GNS counts one system, never more than the
+      // total: the larger count wins.
+      if sentence.talker == .multiGNSS || s.coordinate != nil, let n = s.satellitesUsed {
+        gnsSatellitesUsed = max(gnsSatellitesUsed ?? 0, n)
+      }
     case .gsa(let s):
       if let m = s.mode { gsaMode = max(gsaMode ?? .unknown, m) }
       if let p = s.pdop { pdop = p }
@@ -418,7 +460,9 @@ public struct FixAssembler: Sendable {
         guard let entry = s.entry(at: index),
           let constellation = Self.constellation(of: entry.id, talker: sentence.talker?.constellation, isGSA: false)
         else { continue }
-        if let index = sky.firstIndex(where: { $0.constellation == constellation && $0.prn == entry.id }) {
+        // One satellite sent under two numbers (QZSS as GPGSV 193 and GQGSV 01) is one entry.
+        let svid = Satellite.svid(constellation: constellation, nmeaID: entry.id)
+        if let index = sky.firstIndex(where: { $0.constellation == constellation && $0.svid == svid }) {
           if let snr = entry.snr, snr > (sky[index].snr ?? -1) { sky[index].snr = snr }
           if sky[index].elevation == nil { sky[index].elevation = entry.elevation }
           if sky[index].azimuth == nil { sky[index].azimuth = entry.azimuth }
@@ -452,6 +496,10 @@ public struct FixAssembler: Sendable {
   }
 
   private mutating func acceptDate(_ received: Int) {
+    // A date more than a day before the last one received is ignored. The dates are compared as
+    // received, before the rollover floor moves either.
+    if let last = lastReceivedDate, received < last - 1 { return }
+    lastReceivedDate = received
     var candidate = received
     var weeks = 0
     if let floor = rolloverFloor {
@@ -460,10 +508,12 @@ public struct FixAssembler: Sendable {
         weeks += 1024
       }
     }
-    if let last = lastDate, candidate < last - 1 { return }
     date = candidate
     rolloverWeeks = weeks
   }
+
+  /// Navigational status letter `U` (unsafe), NMEA 0183 v4.11 GNS and RMC field 13.
+  private static let unsafe: UInt8 = 0x55
 
   private static func key(_ constellation: Constellation, _ prn: Int) -> UInt32 {
     UInt32(constellation.rawValue) << 16 | UInt32(truncatingIfNeeded: prn & 0xFFFF)
@@ -473,10 +523,20 @@ public struct FixAssembler: Sendable {
   static func constellation(of id: Int, talker: Constellation?, isGSA: Bool) -> Constellation? {
     switch talker {
     case .gps?:
-      // GPS talkers also report SBAS (33-64) and, on some receivers, QZSS (193-200).
-      if (33...64).contains(id) || (120...158).contains(id) { return .sbas }
-      if (193...200).contains(id) { return .qzss }
-      return .gps
+      // gpsd nmeaid_to_prn: a GP talker (no system ID) carries other systems in their NMEA
+      // numbers above 32: SBAS 33-64 and 120-158, GLONASS 65-96, IMES 173-182, QZSS 193-200
+      // (gpsd stops at 197; u-blox goes to 200), BeiDou 201-237 and 401-437, Galileo 301-356.
+      // Any other number above 32 is no satellite (gpsd's PRN 0).
+      switch id {
+      case ...32: return .gps
+      case 33...64, 120...158: return .sbas
+      case 65...96: return .glonass
+      case 173...182: return .imes
+      case 193...200: return .qzss
+      case 201...237, 401...437: return .beidou
+      case 301...356: return .galileo
+      default: return nil
+      }
     case let c?:
       return c
     case nil:
@@ -526,7 +586,7 @@ public struct FixAssembler: Sendable {
     // Without GSA in the epoch, gpsd's processRMC/processGLL call a fix 3D by their rule above
     // (the last GSA listed four or more satellites, or an altitude is known) even when this
     // epoch sends no altitude.
-    let satellites3D = rmcOrGLLSays3D && gsaMode == nil
+    let satellites3D = (rmcOrGLLSays3D || rmcKeeps3D) && gsaMode == nil
     if mode == .fix2D,
       satellites3D || (altitudeMSL != nil && (positionSays3D || (previousMode == .fix3D && previousHadAltitude)))
     {
@@ -577,29 +637,48 @@ public struct FixAssembler: Sendable {
           fix.climb = (altitude - last.altitude) * 1000 / Double(time - last.time)
         }
         lastAltitude = (time, altitude)
+      } else if altitudeMSL == nil {
+        // gpsd gpsd_error_model: climb only between consecutive fixes with an altitude.
+        lastAltitude = nil
       }
     } else {
       lastAltitude = nil
     }
-    fix.hdop = hdop ?? ggaHDOP
-    fix.vdop = vdop
-    fix.pdop = pdop
+    // gpsd keeps the DOPs of the last GSA (gpsdata.dop) until the next one: an epoch without GSA
+    // reports them. GGA's HDOP serves when no GSA gave one.
+    if usedSeen {
+      lastDOPs = (hdop, vdop, pdop)
+    }
+    fix.hdop = hdop ?? ggaHDOP ?? lastDOPs.hdop
+    fix.vdop = vdop ?? (usedSeen ? nil : lastDOPs.vdop)
+    fix.pdop = pdop ?? (usedSeen ? nil : lastDOPs.pdop)
 
     if skySeen { lastSky = sky }
     var satellites = lastSky
+    // gpsd processGSA keeps the used list until the next GSA, and processGSV flags each new sky
+    // view from it: an epoch without GSA keeps the last GSA's flags.
     if usedSeen {
+      lastUsed = used
+      anyUsedSeen = true
+    }
+    if anyUsedSeen {
       for i in satellites.indices {
-        satellites[i].used = used.contains(Self.key(satellites[i].constellation, satellites[i].svid))
+        satellites[i].used = lastUsed.contains(Self.key(satellites[i].constellation, satellites[i].svid))
       }
       lastSky = satellites
     }
     fix.satellites = satellites
-    // Satellites used: those the epoch's GSAs list, across every constellation, counted as the
-    // sky view flags them (gpsd json_sky_dump counts the skyview entries marked used), so that
-    // uSat always equals the SKY entries with "used": true. GGA's two-digit count (capped at 12
-    // by many multi-GNSS receivers) and GNS's count serve only when no GSA was sent.
-    if usedSeen {
-      fix.satellitesUsed = satellites.isEmpty ? used.count : satellites.reduce(0) { $0 + ($1.used ? 1 : 0) }
+    // Satellites used: whenever a sky view is listed, the entries it flags used (gpsd
+    // json_sky_dump counts the skyview entries marked used), so uSat always equals the SKY
+    // entries with "used": true. Without a sky view: the epoch's GSAs, across every
+    // constellation, else the larger of GNS's and GGA's counts (GGA's two digits are capped at
+    // 12 by many multi-GNSS receivers).
+    if !satellites.isEmpty {
+      fix.satellitesUsed = satellites.reduce(0) { $0 + ($1.used ? 1 : 0) }
+    } else if usedSeen {
+      fix.satellitesUsed = used.count
+    } else if let gns = gnsSatellitesUsed {
+      fix.satellitesUsed = max(gns, satellitesUsed ?? 0)
     } else {
       fix.satellitesUsed = satellitesUsed
     }
@@ -624,6 +703,7 @@ public struct FixAssembler: Sendable {
     positionSays3D = false
     rmcOrGLLSays3D = false
     ggaSays2D = false
+    rmcKeeps3D = false
     valid = false
     invalid = false
     altitudeMSL = nil
@@ -641,6 +721,7 @@ public struct FixAssembler: Sendable {
     vdop = nil
     pdop = nil
     satellitesUsed = nil
+    gnsSatellitesUsed = nil
     sky.removeAll(keepingCapacity: true)
     skySeen = false
     used.removeAll(keepingCapacity: true)

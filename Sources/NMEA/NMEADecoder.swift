@@ -107,6 +107,12 @@ public struct NMEADecoder: Sendable {
     case .rejected(let reason):
       statistics.rejected[reason, default: 0] += 1
     case .sentence(let bytes, let line):
+      // A source that sends checksums: a line without '*' lost it, and that is the reason it is
+      // refused, before any field is read (the lost '*' runs the checksum into the last field).
+      if sendsChecksums, !bytes.contains(0x2A), !(bytes.count > 1 && bytes[1] == 0x50) {
+        statistics.rejected[.missingChecksum, default: 0] += 1
+        return
+      }
       let sentence: NMEASentence
       do {
         sentence = try NMEAParser.parse(bytes, scratch: scratch)

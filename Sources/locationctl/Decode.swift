@@ -16,9 +16,10 @@ import SystemIO
 /// or fix sentence joins (a GSV-only capture: one per GSV cycle, as gpsdecode prints). `--` ends
 /// the options.
 ///
-/// `--rollover-floor YYYY-MM-DD`: dates before it move forward in 1024-week steps until they are
-/// not (GPS week rollover); such a TPV carries `"rolloverWeeks":N`. Without it (the default for
-/// recorded logs) dates are printed as recorded.
+/// `--rollover-floor YYYY-MM-DD` (or `--rollover-floor=YYYY-MM-DD`; once; years 1980-2079): dates
+/// before it move forward in 1024-week steps until they are not (GPS week rollover); such a TPV
+/// carries `"rolloverWeeks":N`. Without it (the default for recorded logs) dates are printed as
+/// recorded.
 func runDecode(arguments: [String]) -> Int32 {
   var sky = false
   var path: String?
@@ -26,7 +27,7 @@ func runDecode(arguments: [String]) -> Int32 {
   var index = 0
   var operandsOnly = false
   while index < arguments.count {
-    let argument = arguments[index]
+    var argument = arguments[index]
     index += 1
     if operandsOnly {
       guard path == nil else {
@@ -36,18 +37,28 @@ func runDecode(arguments: [String]) -> Int32 {
       path = argument
       continue
     }
+    var inlineValue: String?
+    if argument.hasPrefix("--rollover-floor=") {
+      inlineValue = String(argument.dropFirst("--rollover-floor=".count))
+      argument = "--rollover-floor"
+    }
     switch argument {
     case "--":
       // POSIX utility syntax guideline 10: what follows is an operand, even "-" or "-x".
       operandsOnly = true
     case "--sky": sky = true
     case "--rollover-floor":
-      guard index < arguments.count, let day = CivilDate.days(iso: arguments[index]) else {
-        writeError("locationctl decode: --rollover-floor needs a date YYYY-MM-DD (1980 or later)")
+      guard floor == nil else {
+        writeError("locationctl decode: --rollover-floor given twice")
+        return 64
+      }
+      let value = inlineValue ?? (index < arguments.count ? arguments[index] : "")
+      guard let day = CivilDate.days(iso: value) else {
+        writeError("locationctl decode: --rollover-floor needs a date YYYY-MM-DD (1980 to 2079)")
         return 64
       }
       floor = day
-      index += 1
+      if inlineValue == nil { index += 1 }
     case "-h", "--help":
       print(
         "usage: locationctl decode [--sky] [--rollover-floor YYYY-MM-DD] [FILE|-]\n  Decodes NMEA 0183 into gpsd TPV JSON lines (and SKY with --sky, also for\n  satellite data without any time or fix sentence); -- ends the options;\n  dates before the rollover floor move forward by 1024 GPS weeks until they are not."

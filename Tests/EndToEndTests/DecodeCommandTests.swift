@@ -22,6 +22,15 @@ struct DecodeCommandTests {
     #expect(plain["rolloverWeeks"] == nil)
     let bad = try await runTool(tool, ["decode", "--rollover-floor", "2019", log])
     #expect(bad.status == 64)
+    // The --option=VALUE form; a floor given twice or past 2079 is a usage error.
+    let joined = try await runTool(tool, ["decode", "--rollover-floor=2019-04-07", log])
+    #expect(joined.status == 0)
+    #expect(joined.lines.first.flatMap(parseObject)?["time"] as? String == "2019-06-10T12:00:00.000Z")
+    let twice = try await runTool(
+      tool, ["decode", "--rollover-floor", "2019-04-07", "--rollover-floor", "1999-08-22", log])
+    #expect(twice.status == 64)
+    let late = try await runTool(tool, ["decode", "--rollover-floor", "9999-12-31", log])
+    #expect(late.status == 64)
   }
 
   /// A capture of GSV sentences alone gives SKY objects with --sky (as gpsdecode does), nothing

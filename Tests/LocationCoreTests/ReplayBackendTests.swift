@@ -384,6 +384,11 @@ struct ReplayBackendTests {
     #expect(throws: BackendURIError.self) {
       try ReplayBackend.Options.parse("replay:log.nmea?rollover-floor=2019-13-01")
     }
+    // "none" (the replay default, and gpsd://'s other value) and the upper bound.
+    #expect(try ReplayBackend.Options.parse("replay:log.nmea?rollover-floor=none").rolloverFloor == nil)
+    #expect(throws: BackendURIError.self) {
+      try ReplayBackend.Options.parse("replay:log.nmea?rollover-floor=9999-12-31")
+    }
     #expect(
       throws: BackendURIError.invalidValue(
         key: "speed", value: "-1", expected: "a number >= 0 (0 = as fast as possible)")

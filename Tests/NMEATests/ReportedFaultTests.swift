@@ -16,6 +16,9 @@ struct ReportedFaultTests {
     #expect(fixes.compactMap { $0.coordinate?.longitude }.allSatisfy { abs($0 - 10.25) < 0.001 })
     #expect(stats.rejectedTotal == 1)
     #expect(stats.unchecked == 0)
+    // The missing checksum is the reason counted: the line is refused for it before its fields
+    // are read (a lost '*' also runs the checksum into the last field).
+    #expect(stats.rejected == [.missingChecksum: 1])
   }
 
   @Test("the same line without its '*' is rejected for its mode field, whatever the source")

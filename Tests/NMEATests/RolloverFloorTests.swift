@@ -62,10 +62,16 @@ struct RolloverFloorTests {
     #expect(fixes.first?.fix.time == utc(2014, 3, 15, 20, 26, 40))
   }
 
-  @Test("ISO dates for the floor: valid calendar dates from 1980 only")
+  @Test("ISO dates for the floor: valid calendar dates from 1980 to 2079 only")
   func isoDates() {
     #expect(CivilDate.days(iso: "2019-04-07") == CivilDate.days(year: 2019, month: 4, day: 7))
-    for bad in ["2019-4-07", "2019-02-30", "1979-12-31", "yesterday", "2019-04-07T00:00", ""] {
+    #expect(CivilDate.days(iso: "2079-12-31") == CivilDate.days(year: 2079, month: 12, day: 31))
+    // After 2079 a floor would move dates past any year NMEA's two-digit year can name (and
+    // 9999-12-31 past year 9999).
+    let bad = [
+      "2019-4-07", "2019-02-30", "1979-12-31", "2080-01-01", "9999-12-31", "yesterday", "2019-04-07T00:00", "",
+    ]
+    for bad in bad {
       #expect(CivilDate.days(iso: bad) == nil, "\(bad)")
     }
   }

@@ -26,6 +26,9 @@ public struct GNS: Sendable, Hashable {
   public var altitudeMSL: Double?
   /// Field 10: geoid separation, metres.
   public var geoidSeparation: Double?
+  /// Field 13 (NMEA 4.10+): navigational status `S` safe, `C` caution, `U` unsafe, `V` not valid
+  /// (the equipment gives no status indication); `nil` when absent.
+  public var navigationalStatus: UInt8?
 
   init(_ f: FieldReader) throws(NMEAError) {
     timeOfDay = try f.timeOfDay(1)
@@ -46,6 +49,7 @@ public struct GNS: Sendable, Hashable {
     hdop = try f.double(8, "HDOP")
     altitudeMSL = try f.double(9, "altitude")
     geoidSeparation = try f.double(10, "geoid separation")
+    navigationalStatus = try f.letter(13, "navigational status")
   }
 }
 
