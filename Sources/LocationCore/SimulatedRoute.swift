@@ -260,19 +260,21 @@ public struct SimulatedRoute: Sendable, Hashable {
     return p.cross(Vector(x: -p.y / horizontal, y: p.x / horizontal, z: 0))
   }
 
+  /// Unit vectors pointing east and north at `position` (a unit vector); at a pole, where both
+  /// are undefined, those of the meridian of longitude 0.
+  static func localAxes(at position: Vector) -> (east: Vector, north: Vector) {
+    let horizontal = (position.x * position.x + position.y * position.y).squareRoot()
+    guard horizontal >= 1e-12 else {
+      return (Vector(x: 0, y: 1, z: 0), Vector(x: position.z > 0 ? -1 : 1, y: 0, z: 0))
+    }
+    let east = Vector(x: -position.y / horizontal, y: position.x / horizontal, z: 0)
+    return (east, position.cross(east))
+  }
+
   /// The direction of `tangent` at `position`, degrees true `0..<360`; at a pole, the direction
   /// relative to the meridian of longitude 0 (as a compass there would have to be).
   static func course(at position: Vector, along tangent: Vector) -> Double? {
-    let horizontal = (position.x * position.x + position.y * position.y).squareRoot()
-    let east: Vector
-    let north: Vector
-    if horizontal < 1e-12 {
-      east = Vector(x: 0, y: 1, z: 0)
-      north = Vector(x: position.z > 0 ? -1 : 1, y: 0, z: 0)
-    } else {
-      east = Vector(x: -position.y / horizontal, y: position.x / horizontal, z: 0)
-      north = position.cross(east)
-    }
+    let (east, north) = localAxes(at: position)
     let e = tangent.dot(east)
     let n = tangent.dot(north)
     guard e != 0 || n != 0 else { return nil }
@@ -287,16 +289,7 @@ public struct SimulatedRoute: Sendable, Hashable {
   static func offset(_ coordinate: Coordinate, east: Double, north: Double) -> Coordinate {
     guard east != 0 || north != 0 else { return coordinate }
     let p = Vector(coordinate)
-    let horizontal = (p.x * p.x + p.y * p.y).squareRoot()
-    let eastAxis: Vector
-    let northAxis: Vector
-    if horizontal < 1e-12 {
-      eastAxis = Vector(x: 0, y: 1, z: 0)
-      northAxis = Vector(x: p.z > 0 ? -1 : 1, y: 0, z: 0)
-    } else {
-      eastAxis = Vector(x: -p.y / horizontal, y: p.x / horizontal, z: 0)
-      northAxis = p.cross(eastAxis)
-    }
+    let (eastAxis, northAxis) = localAxes(at: p)
     let distance = (east * east + north * north).squareRoot()
     let angle = distance / Geodesy.earthRadius
     let direction = (eastAxis * (east / distance)) + (northAxis * (north / distance))
