@@ -11,7 +11,9 @@ let package = Package(
   products: [
     .executable(name: "locationd", targets: ["locationd"]),
     .executable(name: "locationctl", targets: ["locationctl"]),
+    .library(name: "LocationModel", targets: ["LocationModel"]),
     .library(name: "NMEA", targets: ["NMEA"]),
+    .library(name: "LocationProtocol", targets: ["LocationProtocol"]),
     .library(name: "LocationCore", targets: ["LocationCore"]),
     .library(name: "MapState", targets: ["MapState"]),
   ],
@@ -30,56 +32,95 @@ let package = Package(
     // read(2), write(2) and send(2) on Swift buffers with every index checked: the one place
     // outside the socket server's event loop where buffers meet the kernel.
     .target(name: "SystemIO", swiftSettings: swiftSettings),
+    // Single-threaded queues shared by the backends' event queues and the socket server.
+    .target(name: "Queues", swiftSettings: swiftSettings),
+    // The domain model: fix, coordinate, satellite, location, provenance, backend status, calendar
+    // dates and geodesy. Pure, no I/O; every other module builds on it.
+    .target(name: "LocationModel", swiftSettings: swiftSettings, linkerSettings: [.linkedLibrary("m")]),
     // NMEA 0183 framing, parsing, fix assembly and encoding; pure, no I/O.
-    .target(name: "NMEA", swiftSettings: swiftSettings, linkerSettings: [.linkedLibrary("m")]),
-    .target(name: "LocationCore", dependencies: ["NMEA", "CLibXML2", "SystemIO"], swiftSettings: swiftSettings),
-    .target(name: "GPSDBackend", dependencies: ["CGPS", "LocationCore", "NMEA"], swiftSettings: swiftSettings),
-    .target(name: "MapState", dependencies: ["NMEA", "SystemIO"], swiftSettings: swiftSettings),
+    .target(name: "NMEA", dependencies: ["LocationModel"], swiftSettings: swiftSettings),
+    // Backends (replay, simulation) and the LocationManager.
     .target(
-      name: "LocationServer",
-      dependencies: ["CLinux", "LocationCore", "MapState", "NMEA", "GPSDBackend", "SystemIO"],
+      name: "LocationCore", dependencies: ["LocationModel", "NMEA", "Queues", "CLibXML2", "SystemIO"],
       swiftSettings: swiftSettings),
-    .target(name: "LocationTestKit", dependencies: ["LocationCore", "NMEA"], swiftSettings: swiftSettings),
-    .executableTarget(name: "locationd", dependencies: ["LocationServer"], swiftSettings: swiftSettings),
+    .target(
+      name: "GPSDBackend", dependencies: ["CGPS", "LocationCore", "LocationModel", "NMEA", "SystemIO"],
+      swiftSettings: swiftSettings),
+    .target(name: "MapState", dependencies: ["LocationModel", "SystemIO"], swiftSettings: swiftSettings),
+    // The wire protocol: requests, replies, events and their JSON (gpsd's TPV and SKY included).
+    // Pure, no I/O; locationctl and every front-end use it.
+    .target(name: "LocationProtocol", dependencies: ["LocationModel"], swiftSettings: swiftSettings),
+    // The transport-independent service: authorization, tracking per client and per user, the
+    // hub that fans fixes out, map-state wiring. Every front-end calls it through one API.
+    .target(
+      name: "ServiceCore",
+      dependencies: ["LocationProtocol", "LocationCore", "LocationModel", "MapState", "SystemIO"],
+      swiftSettings: swiftSettings),
+    // The Unix-socket front-end: epoll event loop, listening socket, line framing.
+    .target(
+      name: "SocketTransport",
+      dependencies: ["CLinux", "ServiceCore", "LocationProtocol", "LocationModel", "Queues", "SystemIO"],
+      swiftSettings: swiftSettings),
+    // The daemon's wiring: configuration, backend factory, signals, systemd glue, exit codes.
+    .target(
+      name: "LocationDaemon",
+      dependencies: [
+        "SocketTransport", "ServiceCore", "LocationProtocol", "LocationCore", "LocationModel", "MapState",
+        "GPSDBackend", "SystemIO",
+      ],
+      swiftSettings: swiftSettings),
+    .target(name: "LocationTestKit", dependencies: ["LocationCore", "LocationModel", "NMEA"], swiftSettings: swiftSettings),
+    .executableTarget(name: "locationd", dependencies: ["LocationDaemon"], swiftSettings: swiftSettings),
     .executableTarget(
       name: "locationctl",
-      dependencies: ["NMEA", "LocationCore", "LocationServer", "GPSDBackend", "SystemIO"],
+      dependencies: [
+        "NMEA", "LocationModel", "LocationProtocol", "LocationCore", "LocationDaemon", "GPSDBackend", "SystemIO",
+      ],
       swiftSettings: swiftSettings),
-    .executableTarget(name: "nmea-bench", dependencies: ["NMEA"], swiftSettings: swiftSettings),
-    .executableTarget(name: "core-bench", dependencies: ["LocationCore", "NMEA"], swiftSettings: swiftSettings),
+    .executableTarget(name: "nmea-bench", dependencies: ["NMEA", "LocationModel", "LocationProtocol"], swiftSettings: swiftSettings),
+    .executableTarget(name: "core-bench", dependencies: ["LocationCore", "LocationModel", "NMEA"], swiftSettings: swiftSettings),
     .executableTarget(
-      name: "gpsd-bench", dependencies: ["GPSDBackend", "LocationCore", "LocationTestKit", "NMEA"],
+      name: "gpsd-bench", dependencies: ["GPSDBackend", "LocationCore", "LocationModel", "LocationTestKit", "NMEA"],
       swiftSettings: swiftSettings),
     .executableTarget(
-      name: "daemon-bench", dependencies: ["CLinux", "LocationServer", "LocationCore", "LocationTestKit", "NMEA"],
+      name: "daemon-bench", dependencies: [
+        "CLinux", "LocationDaemon", "LocationProtocol", "LocationCore", "LocationModel", "LocationTestKit", "NMEA",
+      ],
       swiftSettings: swiftSettings),
     .testTarget(name: "SystemIOTests", dependencies: ["SystemIO"], swiftSettings: swiftSettings),
-    .testTarget(name: "NMEATests", dependencies: ["NMEA", "LocationTestKit"], swiftSettings: swiftSettings),
     .testTarget(
-      name: "LocationCoreTests", dependencies: ["LocationCore", "LocationTestKit", "NMEA"],
+      name: "NMEATests", dependencies: ["NMEA", "LocationModel", "LocationProtocol", "LocationTestKit"], swiftSettings: swiftSettings),
+    .testTarget(
+      name: "LocationCoreTests",
+      dependencies: ["LocationCore", "LocationModel", "LocationProtocol", "LocationTestKit", "NMEA"],
       swiftSettings: swiftSettings),
     // Golden/ holds expected renderer output, read by path (not a resource bundle).
     .testTarget(
-      name: "MapStateTests", dependencies: ["MapState", "NMEA"], exclude: ["Golden"],
+      name: "MapStateTests", dependencies: ["MapState", "LocationModel"], exclude: ["Golden"],
       swiftSettings: swiftSettings),
     .testTarget(
       name: "LocationServerTests",
-      dependencies: ["LocationServer", "LocationCore", "MapState", "LocationTestKit"],
+      dependencies: [
+        "LocationProtocol", "ServiceCore", "SocketTransport", "LocationDaemon", "LocationCore", "LocationModel",
+        "MapState", "LocationTestKit", "SystemIO",
+      ],
       swiftSettings: swiftSettings),
     .testTarget(
-      name: "GPSDBackendTests", dependencies: ["GPSDBackend", "LocationCore", "LocationTestKit"],
+      name: "GPSDBackendTests", dependencies: ["GPSDBackend", "LocationCore", "LocationModel", "LocationTestKit"],
       swiftSettings: swiftSettings),
     // Fuzz targets: the harness logic, built and tested like any library; the libFuzzer driver
     // that runs it is added below only for scripts/fuzz.
     .target(
-      name: "FuzzTargets", dependencies: ["NMEA", "LocationCore", "LocationServer", "MapState", "GPSDBackend"],
+      name: "FuzzTargets", dependencies: [
+        "NMEA", "LocationModel", "LocationProtocol", "LocationCore", "LocationDaemon", "MapState", "GPSDBackend",
+      ],
       swiftSettings: swiftSettings),
     // Replays the committed fuzz corpus (Tests/FuzzCorpus) and every crash found so far.
     .testTarget(
-      name: "FuzzTargetsTests", dependencies: ["FuzzTargets", "LocationServer"],
+      name: "FuzzTargetsTests", dependencies: ["FuzzTargets", "LocationProtocol", "LocationDaemon"],
       swiftSettings: swiftSettings),
     .testTarget(
-      name: "EndToEndTests", dependencies: ["LocationCore", "LocationTestKit", "NMEA"],
+      name: "EndToEndTests", dependencies: ["LocationCore", "LocationModel", "LocationTestKit", "NMEA"],
       swiftSettings: swiftSettings),
   ]
 )

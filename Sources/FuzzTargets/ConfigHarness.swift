@@ -1,6 +1,10 @@
 import GPSDBackend
 import LocationCore
-import LocationServer
+import LocationProtocol
+import ServiceCore
+import SocketTransport
+import LocationDaemon
+import LocationModel
 
 /// Configuration target. The first byte picks the parser, the rest is its input:
 /// - 0: a config file (`key = value` lines), read through `--config`;

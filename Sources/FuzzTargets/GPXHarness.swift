@@ -1,5 +1,6 @@
 import LocationCore
 import NMEA
+import LocationModel
 
 /// GPX target: the input is a GPX file, read as `simulate:ROUTE.gpx` reads it (libxml2).
 ///

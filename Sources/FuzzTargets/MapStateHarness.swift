@@ -1,3 +1,4 @@
+import LocationModel
 #if canImport(Glibc)
   import Glibc
 #endif

@@ -1,4 +1,6 @@
 import NMEA
+import LocationModel
+import LocationProtocol
 
 /// NMEA 0183 stream target: the bytes after the first are a receiver's output; the first byte
 /// picks the chunk size (1-256 bytes) the stream is fed in, as `locationctl decode` and the

@@ -1,5 +1,9 @@
-import LocationServer
+import LocationProtocol
+import ServiceCore
+import SocketTransport
+import LocationDaemon
 import NMEA
+import LocationModel
 
 /// Socket-protocol target: the bytes after the first are what a client writes; the first byte
 /// picks the chunk size (1-256 bytes) the server reads them in.

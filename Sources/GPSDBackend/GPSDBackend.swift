@@ -1,8 +1,10 @@
+import SystemIO
 import CGPS
 import Glibc
 import LocationCore
 import NMEA
 import Synchronization
+import LocationModel
 
 /// Why a `gpsd://` URI was rejected.
 public enum GPSDURIError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -511,23 +513,13 @@ final class GPSDWorker: @unchecked Sendable {
     }
     wakeRead = fds[0]
     wakeWrite = fds[1]
-    let box = Unmanaged.passRetained(self)
-    var thread = pthread_t()
-    let result = pthread_create(
-      &thread, nil,
-      { raw in
-        guard let raw else { return nil }
-        let worker = Unmanaged<GPSDWorker>.fromOpaque(raw).takeRetainedValue()
-        worker.run()
-        return nil
-      }, box.toOpaque())
-    guard result == 0 else {
-      box.release()
+    do {
+      try SystemIO.startThread { [self] in self.run() }
+    } catch {
       close(wakeRead)
       close(wakeWrite)
-      throw .threadCreationFailed(errno: result)
+      throw .threadCreationFailed(errno: error.code)
     }
-    pthread_detach(thread)
   }
 
   func requestStop() {

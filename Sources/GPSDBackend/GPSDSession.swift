@@ -1,6 +1,7 @@
 import CGPS
 import Glibc
 import NMEA
+import LocationModel
 
 // The only file of locationd that imports CGPS (libgps). Everything leaving it is a Sendable copy.
 

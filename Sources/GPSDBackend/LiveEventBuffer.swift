@@ -1,5 +1,6 @@
 import LocationCore
 import Synchronization
+import LocationModel
 
 /// The event buffer of a live source: pushing never waits (gpsd cannot be slowed down), a
 /// consumer that falls behind loses the oldest *locations* beyond ``locationCapacity``, and status

@@ -1,3 +1,4 @@
+import LocationModel
 /// Why a backend URI (`replay:PATH?speed=10`, `simulate:route.gpx?rate=5`) was refused.
 public enum BackendURIError: Error, Hashable, Sendable, CustomStringConvertible {
   /// The URI does not start with the scheme the backend expects (`replay`, `simulate`).

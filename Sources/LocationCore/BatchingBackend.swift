@@ -1,3 +1,4 @@
+import LocationModel
 /// A ``LocationBackend`` that can hand its events over in batches.
 ///
 /// An `AsyncStream` costs about a microsecond per element between two tasks, which caps a replay

@@ -1,4 +1,5 @@
 import Synchronization
+import LocationModel
 
 #if canImport(Glibc)
   import Glibc

@@ -1,4 +1,6 @@
+import Queues
 import Synchronization
+import LocationModel
 
 /// A single-consumer queue between a backend's producing task and the consumer of its event
 /// stream, with back-pressure: ``push(_:)`` waits while ``capacity`` elements are queued, while

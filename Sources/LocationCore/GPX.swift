@@ -2,6 +2,7 @@ import CLibXML2
 import SystemIO
 import Glibc
 import NMEA
+import LocationModel
 
 /// Why a GPX file could not become a route.
 public enum GPXError: Error, Hashable, Sendable, CustomStringConvertible {

@@ -1,4 +1,5 @@
 import NMEA
+import LocationModel
 
 /// Identifies one client of a ``LocationManager`` (one socket connection in the daemon).
 public struct ClientID: Sendable, Hashable, Codable, CustomStringConvertible {
@@ -37,16 +38,6 @@ public struct ClientCredentials: Sendable, Hashable, Codable {
     self.groups = groups
     self.name = name
   }
-}
-
-/// Whether a client may receive locations (CoreLocation's `CLAuthorizationStatus`, reduced).
-public enum AuthorizationStatus: String, Sendable, Hashable, Codable {
-  /// The client has not asked yet, or the policy did not decide.
-  case notDetermined
-  /// The client receives locations.
-  case authorized
-  /// The client receives nothing.
-  case denied
 }
 
 /// Decides a client's ``AuthorizationStatus`` from its credentials when it requests authorization.

@@ -1,4 +1,5 @@
 import Synchronization
+import LocationModel
 
 /// What a ``LocationManager`` subscriber receives.
 public enum ManagerEvent: Sendable, Hashable {

@@ -1,5 +1,6 @@
 import NMEA
 import Synchronization
+import LocationModel
 
 /// Where to move a replay to.
 public enum ReplayPosition: Sendable, Hashable {

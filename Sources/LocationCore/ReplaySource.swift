@@ -1,5 +1,6 @@
 import NMEA
 import SystemIO
+import LocationModel
 
 #if canImport(Glibc)
   import Glibc

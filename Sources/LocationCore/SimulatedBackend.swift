@@ -1,5 +1,6 @@
 import NMEA
 import Synchronization
+import LocationModel
 
 /// A simulated GPS as a ``LocationBackend``: follows a route at a given speed, with Gaussian
 /// position noise, scripted outages and fix mode degradation, deterministic from a seed.

@@ -1,6 +1,8 @@
+import SystemIO
 import Glibc
 import NMEA
 import Synchronization
+import LocationModel
 
 /// Why the simulated GPS hardware could not start.
 public enum SimulatedReceiverError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -287,24 +289,9 @@ public final class SimulatedReceiver: Sendable {
 
   private func startThread(rate: Double, source: Source) {
     let period = UInt64(1_000_000_000 / rate)
-    var attributes = pthread_attr_t()
-    pthread_attr_init(&attributes)
-    let box = Unmanaged.passRetained(
-      ThreadBody { [self] in self.run(period: period, source: source) })
-    var thread = pthread_t()
-    let result = pthread_create(
-      &thread, &attributes,
-      { raw in
-        guard let raw else { return nil }
-        let body = Unmanaged<ThreadBody>.fromOpaque(raw).takeRetainedValue()
-        body.run()
-        return nil
-      }, box.toOpaque())
-    pthread_attr_destroy(&attributes)
-    if result == 0 {
-      pthread_detach(thread)
-    } else {
-      box.release()
+    do {
+      try SystemIO.startThread { [self] in self.run(period: period, source: source) }
+    } catch {
       finish()
     }
   }
@@ -550,10 +537,4 @@ public final class SimulatedReceiver: Sendable {
     clock_gettime(CLOCK_MONOTONIC, &now)
     return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
   }
-}
-
-/// A closure boxed for `pthread_create`.
-private final class ThreadBody {
-  let run: () -> Void
-  init(_ run: @escaping () -> Void) { self.run = run }
 }

@@ -1,4 +1,5 @@
 import NMEA
+import LocationModel
 
 #if canImport(Glibc)
   import Glibc

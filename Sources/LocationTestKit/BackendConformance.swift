@@ -1,5 +1,6 @@
 import LocationCore
 import NMEA
+import LocationModel
 
 /// Checks the ``LocationBackend`` contract on a backend that produces fixes without outside help
 /// (a replay, a simulation, gpsd fed by a test): returns the violations found, empty when it

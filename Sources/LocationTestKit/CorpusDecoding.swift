@@ -1,5 +1,6 @@
 import Foundation
 import NMEA
+import LocationModel
 
 extension NMEACorpus {
   /// Paths of the corpus logs (``logs()`` as file-system paths).

@@ -1,6 +1,7 @@
 import LocationCore
 import NMEA
 import Synchronization
+import LocationModel
 
 /// Why a ``FakeBackend`` refused to start (scripted with ``FakeBackend/failNextStart(_:)``).
 public struct FakeBackendError: Error, Hashable, Sendable, CustomStringConvertible {

@@ -1,4 +1,5 @@
 import NMEA
+import LocationModel
 
 /// A deterministic test route for the simulated GPS hardware and gpsd tests: 10 Hz epochs heading
 /// north-east from Munich, with centimetre-scale wiggles so that no two epochs share a coordinate

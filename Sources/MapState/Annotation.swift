@@ -1,4 +1,4 @@
-import NMEA
+import LocationModel
 
 /// A labelled point on the map, keyed by ``id``, as MapKit's `MKPointAnnotation`.
 ///

@@ -1,4 +1,4 @@
-import NMEA
+import LocationModel
 
 /// GeoJSON (RFC 7946) rendering of the map state.
 public enum GeoJSON {

@@ -1,4 +1,4 @@
-import NMEA
+import LocationModel
 
 #if canImport(Glibc)
   import Glibc

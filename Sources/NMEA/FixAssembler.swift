@@ -1,3 +1,4 @@
+import LocationModel
 /// Assembles parsed sentences into one ``Fix`` per epoch.
 ///
 /// An epoch is the set of sentences that share one UTC time of day (GGA, RMC, GLL, GNS, ZDA and

@@ -1,3 +1,4 @@
+import LocationModel
 /// Splits a byte stream from a receiver into candidate NMEA 0183 sentences.
 ///
 /// NMEA 0183 v4.11 section 5.3: a sentence starts with `$`, ends with `<CR><LF>`, and has at most

@@ -1,3 +1,4 @@
+import LocationModel
 extension FieldReader {
   /// A field that NMEA 0183 defines as one letter (mode indicator, navigational status,
   /// direction): `nil` when empty; anything but a single uppercase letter `A`-`Z`, such as `A5D`

@@ -1,3 +1,4 @@
+import LocationModel
 /// A fix assembled from one epoch of NMEA 0183 sentences, with where it came from in the input.
 public struct DecodedFix: Sendable, Hashable {
   /// The assembled solution.

@@ -1,3 +1,4 @@
+import LocationModel
 /// Writes a ``Fix`` as the NMEA 0183 sentences a serial GNSS receiver sends for one epoch.
 ///
 /// Output per epoch, in the order u-blox receivers use: RMC, VTG, GGA, GSA (one per constellation

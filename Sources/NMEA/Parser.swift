@@ -1,3 +1,4 @@
+import LocationModel
 /// One parsed NMEA 0183 sentence.
 public struct NMEASentence: Sendable, Hashable {
   /// The sentence's content, by formatter.

@@ -1,3 +1,4 @@
+import LocationModel
 /// Eight-bytes-at-a-time tests ("SIMD within a register") for the framer and parser hot loops.
 ///
 /// Each mask has 0x80 set in exactly the byte lanes that match (no false positives), so callers

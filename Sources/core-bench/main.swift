@@ -1,3 +1,4 @@
+import LocationModel
 // Throughput of the replay backend through LocationManager to 1 and 100 subscribers at speed 0.
 //
 // Usage: core-bench [EPOCHS] [LOG]

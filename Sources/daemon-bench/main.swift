@@ -33,6 +33,7 @@ import LocationCore
 import LocationTestKit
 import NMEA
 import Synchronization
+import LocationModel
 
 // MARK: Arguments
 

@@ -18,6 +18,7 @@ import LocationCore
 import LocationTestKit
 import NMEA
 import Synchronization
+import LocationModel
 
 struct Arguments {
   var fixes = 1000

@@ -1,5 +1,9 @@
 import Glibc
-import LocationServer
+import LocationProtocol
+import ServiceCore
+import SocketTransport
+import LocationDaemon
+import LocationModel
 
 /// Every client subcommand by name: arguments after the name, shared options -> exit status.
 let clientCommands: [String: @Sendable ([String], ClientOptions) throws -> Int32] = [

@@ -1,6 +1,10 @@
 import Glibc
 import SystemIO
-import LocationServer
+import LocationProtocol
+import ServiceCore
+import SocketTransport
+import LocationDaemon
+import LocationModel
 
 /// A failure talking to locationd: an error reply, or the daemon could not be reached.
 struct ClientError: Error {

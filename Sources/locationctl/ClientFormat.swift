@@ -1,5 +1,9 @@
 import NMEA
-import LocationServer
+import LocationProtocol
+import ServiceCore
+import SocketTransport
+import LocationDaemon
+import LocationModel
 
 /// Human-readable text for replies and events.
 enum Format {

@@ -1,6 +1,10 @@
 import Glibc
 import SystemIO
-import LocationServer
+import LocationProtocol
+import ServiceCore
+import SocketTransport
+import LocationDaemon
+import LocationModel
 
 /// Exit statuses of locationctl (sysexits.h for usage).
 enum ExitCode {

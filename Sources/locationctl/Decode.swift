@@ -1,3 +1,5 @@
+import LocationModel
+import LocationProtocol
 #if canImport(Glibc)
   import Glibc
 #elseif canImport(Darwin)

@@ -1,9 +1,13 @@
 import Dispatch
 import Glibc
 import LocationCore
-import LocationServer
+import LocationProtocol
+import ServiceCore
+import SocketTransport
+import LocationDaemon
 import NMEA
 import Synchronization
+import LocationModel
 
 let simulateUsage = """
   usage: locationctl simulate --pty PATH [--backend URI] [--rate HZ] [--talker GP|GN] [--zda]

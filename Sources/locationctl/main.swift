@@ -1,5 +1,9 @@
 import Glibc
-import LocationServer
+import LocationProtocol
+import ServiceCore
+import SocketTransport
+import LocationDaemon
+import LocationModel
 
 // locationctl: a command-line client of locationd. Dispatches to one subcommand per request
 // (Client*.swift) and to `decode` (Decode.swift).

@@ -1,7 +1,11 @@
 import Glibc
-import LocationServer
+import LocationProtocol
+import ServiceCore
+import SocketTransport
+import LocationDaemon
+import LocationModel
 
-// Configuration and wiring live in LocationServer.Daemon so that tests can reach them.
+// Configuration and wiring live in LocationDaemon.Daemon so that tests can reach them.
 let status = await Daemon.main(
   arguments: Array(CommandLine.arguments.dropFirst()),
   environment: ProcessInfoEnvironment.current())

@@ -1,3 +1,5 @@
+import LocationModel
+import LocationProtocol
 // nmea-bench: decodes a generated NMEA 0183 log with `locationctl decode` and with gpsd's
 // `gpsdecode` (Debian gpsd-clients) in the same run, and prints sentences per second, their ratio
 // and peak RSS. A benchmark, not a test: it prints figures.

@@ -3,6 +3,7 @@ import Glibc
 import LocationTestKit
 import NMEA
 import Testing
+import LocationModel
 
 /// One example found in README.md or docs/*.md.
 struct DocExample: CustomStringConvertible, Sendable {

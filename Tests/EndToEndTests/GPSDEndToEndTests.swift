@@ -5,6 +5,7 @@ import LocationTestKit
 import NMEA
 import Synchronization
 import Testing
+import LocationModel
 
 extension EndToEnd {
   /// Issue 6: simulated GPS hardware (a pty) -> a real private gpsd -> a real

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import LocationTestKit
 import Testing
+import LocationModel
 
 extension EndToEnd {
   /// Issue 5, test 4: 100 watchers at once, and one that never reads.

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import LocationTestKit
 import Testing
+import LocationModel
 
 extension EndToEnd {
   /// Issue 5, test 1: a corpus log replayed through locationd reaches a client exactly as

@@ -2,6 +2,7 @@ import Foundation
 import LocationTestKit
 import NMEA
 import Testing
+import LocationModel
 
 /// `locationctl simulate --pty PATH` -> real gpsd (private port) -> `gpspipe -w`.
 @Suite(.serialized, .timeLimit(.minutes(1)))

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import LocationTestKit
 import Testing
+import LocationModel
 
 /// A test failure with a message.
 struct E2EError: Error, CustomStringConvertible {

@@ -3,6 +3,7 @@ import FoundationXML
 import Glibc
 import LocationTestKit
 import Testing
+import LocationModel
 
 extension EndToEnd {
   /// Who owns tracking (a user's `start` outlives its connection, a `watch` ends with its

@@ -1,7 +1,11 @@
 import Foundation
-import LocationServer
+import LocationProtocol
+import ServiceCore
+import SocketTransport
+import LocationDaemon
 @testable import FuzzTargets
 import Testing
+import LocationModel
 
 /// The committed fuzz corpus: `Tests/FuzzCorpus/<target>/<file>`, one input per file (the
 /// libFuzzer format: raw bytes, the first byte being the target's mode or chunk byte where it

@@ -2,6 +2,7 @@ import GPSDBackend
 import LocationCore
 import NMEA
 import Testing
+import LocationModel
 
 @Suite struct GPSDEndpointTests {
   @Test(arguments: [

@@ -5,6 +5,7 @@ import LocationCore
 import LocationTestKit
 import NMEA
 import Testing
+import LocationModel
 
 /// Simulated GPS hardware -> real gpsd (private port) -> GPSDBackend.
 @Suite(.serialized, .timeLimit(.minutes(1)))

@@ -5,6 +5,7 @@ import LocationCore
 import LocationTestKit
 import NMEA
 import Synchronization
+import LocationModel
 
 /// 2026-03-14T12:00:00Z, the first epoch of the test route, in milliseconds since 1970.
 

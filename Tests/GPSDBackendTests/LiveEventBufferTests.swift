@@ -3,6 +3,7 @@ import NMEA
 import Testing
 
 @testable import GPSDBackend
+import LocationModel
 
 @Suite struct LiveEventBufferTests {
   private func location(_ index: Int) -> BackendEvent {

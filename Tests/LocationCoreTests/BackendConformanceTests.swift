@@ -1,6 +1,7 @@
 import LocationCore
 import LocationTestKit
 import Testing
+import LocationModel
 
 @Suite(.timeLimit(.minutes(1)))
 struct BackendConformanceTests {

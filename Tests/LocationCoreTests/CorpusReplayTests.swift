@@ -2,6 +2,7 @@ import LocationCore
 import LocationTestKit
 import NMEA
 import Testing
+import LocationModel
 
 @Suite(.timeLimit(.minutes(2)))
 struct CorpusReplayTests {

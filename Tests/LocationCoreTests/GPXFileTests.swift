@@ -3,6 +3,7 @@ import Glibc
 import LocationCore
 import Synchronization
 import Testing
+import LocationModel
 
 @Suite("GPX files", .timeLimit(.minutes(1)))
 struct GPXFileTests {

@@ -3,6 +3,7 @@ import LocationCore
 import LocationTestKit
 import NMEA
 import Testing
+import LocationModel
 
 struct LocationAccuracyTests {
   let provenance = Provenance(

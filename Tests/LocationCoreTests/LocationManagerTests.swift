@@ -2,6 +2,7 @@ import LocationCore
 import LocationTestKit
 import NMEA
 import Testing
+import LocationModel
 
 let alice = ClientID(1)
 let bob = ClientID(2)

@@ -3,6 +3,7 @@ import LocationCore
 import LocationTestKit
 import NMEA
 import Testing
+import LocationModel
 
 /// Reads events until the next location, skipping status changes; `nil` when the stream ends.
 func nextLocation(_ iterator: inout AsyncStream<BackendEvent>.Iterator) async -> Location? {

@@ -3,6 +3,7 @@ import LocationCore
 import LocationTestKit
 import NMEA
 import Testing
+import LocationModel
 
 /// Writes `lines` (CR LF added where missing) to a temporary log, replays it at speed 0 to its
 /// end, and returns the latitude of each location (NaN without one) and the warnings it sent.

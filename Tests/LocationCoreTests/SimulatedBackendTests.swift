@@ -3,6 +3,8 @@ import LocationCore
 import LocationTestKit
 import NMEA
 import Testing
+import LocationModel
+import LocationProtocol
 
 #if canImport(Glibc)
   import Glibc

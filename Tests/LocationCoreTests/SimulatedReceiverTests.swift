@@ -4,6 +4,7 @@ import LocationCore
 import NMEA
 import Synchronization
 import Testing
+import LocationModel
 
 private func temporaryPath(_ name: String) -> String {
   NSTemporaryDirectory() + "locationd-\(name)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"

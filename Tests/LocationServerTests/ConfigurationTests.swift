@@ -1,6 +1,10 @@
 import Testing
 
-@testable import LocationServer
+@testable import LocationProtocol
+@testable import ServiceCore
+@testable import SocketTransport
+@testable import LocationDaemon
+import LocationModel
 
 @Suite("Configuration")
 struct ConfigurationTests {

@@ -2,7 +2,11 @@ import Foundation
 import Glibc
 import Testing
 
-@testable import LocationServer
+@testable import LocationProtocol
+@testable import ServiceCore
+@testable import SocketTransport
+@testable import LocationDaemon
+import LocationModel
 
 /// The built `locationctl` next to the test binary (`swift build --build-tests` builds it).
 private func locationctlPath() throws -> String {

@@ -7,7 +7,11 @@ import NMEA
 import Synchronization
 import Testing
 
-@testable import LocationServer
+@testable import LocationProtocol
+@testable import ServiceCore
+@testable import SocketTransport
+@testable import LocationDaemon
+import LocationModel
 
 @Suite("Hostile clients", .serialized, .timeLimit(.minutes(1)))
 struct HostileClientTests {
@@ -159,7 +163,7 @@ struct HostileClientTests {
     let service = LocationService(manager: manager, map: map, backend: backend)
     let socket = try ListeningSocket.create(path: directory.path + "/s.sock", group: nil)
     let server = SocketServer(socket: socket, handler: service, authorizer: Authorizer(groupName: nil))
-    await service.attach(server: server)
+    await service.attach(server)
     await service.start()
     try server.start()
     let client = try TestClient(path: directory.path + "/s.sock")

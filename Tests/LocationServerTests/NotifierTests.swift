@@ -1,8 +1,13 @@
+import SystemIO
 import Foundation
 import Glibc
 import Testing
 
-@testable import LocationServer
+@testable import LocationProtocol
+@testable import ServiceCore
+@testable import SocketTransport
+@testable import LocationDaemon
+import LocationModel
 
 /// A datagram socket standing in for systemd's notification socket.
 final class DatagramListener {

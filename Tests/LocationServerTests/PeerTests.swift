@@ -2,7 +2,11 @@ import Foundation
 import Glibc
 import Testing
 
-@testable import LocationServer
+@testable import LocationProtocol
+@testable import ServiceCore
+@testable import SocketTransport
+@testable import LocationDaemon
+import LocationModel
 
 /// Runs a Python client as uid/gid 65534 (nobody/nogroup) with no supplementary groups, sending
 /// `request` then `start`, and returns the two reply lines.

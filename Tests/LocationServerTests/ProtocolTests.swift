@@ -1,7 +1,11 @@
 import NMEA
 import Testing
 
-@testable import LocationServer
+@testable import LocationProtocol
+@testable import ServiceCore
+@testable import SocketTransport
+@testable import LocationDaemon
+import LocationModel
 
 @Suite("Request parsing")
 struct ProtocolTests {

@@ -2,7 +2,11 @@ import Foundation
 import Glibc
 import Testing
 
-@testable import LocationServer
+@testable import LocationProtocol
+@testable import ServiceCore
+@testable import SocketTransport
+@testable import LocationDaemon
+import LocationModel
 
 @Suite("Socket server", .serialized, .timeLimit(.minutes(1)))
 struct ServerTests {

@@ -1,10 +1,15 @@
+import SystemIO
 import Foundation
 import Glibc
 import LocationCore
 import Synchronization
 import Testing
 
-@testable import LocationServer
+@testable import LocationProtocol
+@testable import ServiceCore
+@testable import SocketTransport
+@testable import LocationDaemon
+import LocationModel
 
 /// A temporary directory removed by `remove()`; mode 0755 so an unprivileged peer can reach sockets in it.
 struct TemporaryDirectory {
@@ -125,7 +130,7 @@ final class TestClient {
 
 /// A trivial handler: answers with fixed shapes and remembers watching clients.
 final class FakeHandler: RequestHandler {
-  let watchers = Mutex<[ClientConnection]>([])
+  let watchers = Mutex<[any ClientChannel]>([])
   let disconnected = Mutex<[UInt64]>([])
   let handled = Mutex<[Command]>([])
 
@@ -142,7 +147,7 @@ final class FakeHandler: RequestHandler {
     case .stop: return .tracking(false)
     case .watch(let enable, _, _):
       watchers.withLock { watchers in
-        watchers.removeAll { $0 == client.connection }
+        watchers.removeAll { $0.id == client.id }
         if enable { watchers.append(client.connection) }
       }
       return .watch(enabled: enable)
@@ -153,7 +158,7 @@ final class FakeHandler: RequestHandler {
 
   func clientDisconnected(_ client: ClientContext) async {
     disconnected.withLock { $0.append(client.id) }
-    watchers.withLock { $0.removeAll { $0 == client.connection } }
+    watchers.withLock { $0.removeAll { $0.id == client.id } }
   }
 }
 

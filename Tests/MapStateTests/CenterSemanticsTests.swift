@@ -1,6 +1,6 @@
 import MapState
-import NMEA
 import Testing
+import LocationModel
 
 @Suite("Center semantics")
 struct CenterSemanticsTests {

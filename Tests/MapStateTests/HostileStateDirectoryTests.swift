@@ -1,8 +1,8 @@
 import Foundation
 import MapState
-import NMEA
 import Synchronization
 import Testing
+import LocationModel
 
 #if canImport(Glibc)
   import Glibc

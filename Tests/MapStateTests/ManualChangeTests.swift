@@ -1,6 +1,6 @@
 import MapState
-import NMEA
 import Testing
+import LocationModel
 
 @Suite("Manual changes while following")
 struct ManualChangeTests {

@@ -1,6 +1,6 @@
 import MapState
-import NMEA
 import Testing
+import LocationModel
 
 @Suite("Annotations")
 struct AnnotationTests {

@@ -1,7 +1,7 @@
 import Foundation
 import MapState
-import NMEA
 import Testing
+import LocationModel
 
 /// A fresh empty directory under the system temporary directory.
 func temporaryDirectory() throws -> String {

@@ -1,7 +1,7 @@
 import Foundation
 import MapState
-import NMEA
 import Testing
+import LocationModel
 
 #if canImport(FoundationXML)
   import FoundationXML

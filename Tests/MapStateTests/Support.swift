@@ -1,6 +1,6 @@
 import MapState
-import NMEA
 import Synchronization
+import LocationModel
 
 /// A 3D fix at `latitude`, `longitude` (degrees) with an optional course over ground (degrees true).
 func fix(_ latitude: Double, _ longitude: Double, course: Double? = nil) -> Fix {

@@ -2,6 +2,8 @@ import Foundation
 import LocationTestKit
 import NMEA
 import Testing
+import LocationModel
+import LocationProtocol
 
 /// Compares our decode of every corpus log with gpsd's own decode (`.chk`) of it.
 ///

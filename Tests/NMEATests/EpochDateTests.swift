@@ -1,6 +1,7 @@
 import Foundation
 import NMEA
 import Testing
+import LocationModel
 
 /// The date of each epoch: which sentence dates which time (gpsd 3.22 processZDA, processRMC).
 @Suite("epoch dates")

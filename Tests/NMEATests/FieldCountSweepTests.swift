@@ -1,5 +1,6 @@
 @testable import NMEA
 import Testing
+import LocationModel
 
 /// Sentences with the wrong number of fields, or with fields that are empty, too long or garbage,
 /// of every formatter the parser interprets: each is counted (accepted or rejected with a reason),

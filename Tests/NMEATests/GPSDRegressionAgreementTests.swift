@@ -2,6 +2,7 @@ import Foundation
 import LocationTestKit
 import NMEA
 import Testing
+import LocationModel
 
 /// Compares our decode of gpsd 3.22's own regression logs (`../shared/gpsd-regress`) with gpsd's
 /// expected output for them.

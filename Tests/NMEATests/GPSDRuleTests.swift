@@ -1,6 +1,8 @@
 import Foundation
 import NMEA
 import Testing
+import LocationModel
+import LocationProtocol
 
 /// One hand-made input for each rule of docs/nmea-vs-gpsd.md that gpsd 3.22's NMEA driver
 /// (drivers/driver_nmea0183.c) and core (gpsd/libgpsd_core.c) apply, and that we follow.

@@ -2,6 +2,7 @@ import Foundation
 import LocationTestKit
 @testable import NMEA
 import Testing
+import LocationModel
 
 /// Input from serial lines is junk more often than not: none of it may crash the decoder, every
 /// rejected sentence is counted, and memory stays bounded.

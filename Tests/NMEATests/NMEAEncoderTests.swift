@@ -1,6 +1,7 @@
 import Testing
 
 @testable import NMEA
+import LocationModel
 
 /// Splits a framed sentence into its fields after checking the frame and the checksum.
 private func fields(of line: String) throws -> [String] {

@@ -1,6 +1,8 @@
 import Foundation
 import NMEA
 import Testing
+import LocationModel
+import LocationProtocol
 
 /// Faults reported against NMEA decoders elsewhere, each pinned with a hand-made input.
 @Suite("reported decoder faults")

@@ -1,6 +1,7 @@
 import Foundation
 import NMEA
 import Testing
+import LocationModel
 
 /// The GPS week-rollover floor (IS-GPS-200's 10-bit week number wraps every 1024 weeks).
 @Suite("week-rollover floor")

@@ -1,5 +1,6 @@
 @testable import NMEA
 import Testing
+import LocationModel
 
 @Suite("NMEA eight-byte scanning")
 struct SWARTests {

@@ -1,6 +1,7 @@
 import Foundation
 import NMEA
 import Testing
+import LocationModel
 
 /// Satellites used (`uSat`) and the SKY entries flagged used (gpsd 3.22 processGSA, processGSV,
 /// json_sky_dump).

@@ -1,6 +1,8 @@
 import Foundation
 import NMEA
 import Testing
+import LocationModel
+import LocationProtocol
 
 @Suite("NMEA sentences")
 struct SentenceTests {

@@ -1,6 +1,8 @@
 import Foundation
 import NMEA
 import Testing
+import LocationModel
+import LocationProtocol
 
 /// Satellite data without any time or fix sentence (a GSV-only capture) as sky-only epochs.
 @Suite("sky-only epochs")

@@ -1,5 +1,6 @@
 import Foundation
 import NMEA
+import LocationModel
 
 /// Adds `$`, the checksum and CR LF to a sentence body (`GPGGA,...`), computing the XOR here,
 /// independently of the package's own checksum code.

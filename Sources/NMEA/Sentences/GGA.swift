@@ -1,3 +1,4 @@
+import LocationModel
 // GGA: Global Positioning System fix data (NMEA 0183 v4.11).
 //
 //         1         2       3 4        5 6 7  8   9  10 11 12 13  14

@@ -1,3 +1,4 @@
+import LocationModel
 // GLL: Geographic position, latitude/longitude (NMEA 0183 v4.11).
 //
 //         1       2 3        4 5         6 7

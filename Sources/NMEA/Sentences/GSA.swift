@@ -1,3 +1,4 @@
+import LocationModel
 // GSA: GNSS DOP and active satellites (NMEA 0183 v4.11).
 //
 //         1 2 3-14 (12 satellite IDs)   15  16  17  18

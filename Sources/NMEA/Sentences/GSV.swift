@@ -1,3 +1,4 @@
+import LocationModel
 // GSV: GNSS satellites in view (NMEA 0183 v4.11).
 //
 //         1 2 3  4  5  6   7  ... (up to 4 satellites: ID, elevation, azimuth, SNR)  last

@@ -1,3 +1,4 @@
+import LocationModel
 // VTG: Course over ground and ground speed (NMEA 0183 v4.11).
 //
 //         1   2 3   4 5   6 7   8 9

@@ -1,3 +1,4 @@
+import LocationModel
 // ZDA: Time and date (NMEA 0183 v4.11).
 //
 //         1         2  3  4    5  6

@@ -3,6 +3,10 @@ import Glibc
 import SystemIO
 import LocationCore
 import MapState
+import LocationProtocol
+import ServiceCore
+import SocketTransport
+import LocationModel
 
 /// The `locationd` process: configuration, wiring and lifecycle, run by the executable's `main`.
 ///
@@ -99,7 +103,7 @@ public enum Daemon {
     let server = SocketServer(
       socket: socket, handler: service, authorizer: authorizer,
       options: ServerOptions(maxClients: configuration.maxClients))
-    await service.attach(server: server)
+    await service.attach(server)
     await service.start()
     do {
       try server.start()

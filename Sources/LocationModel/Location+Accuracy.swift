@@ -1,5 +1,4 @@
 import FoundationEssentials
-import NMEA
 
 #if canImport(Glibc)
   import Glibc

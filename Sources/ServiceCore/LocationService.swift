@@ -2,6 +2,8 @@ import FoundationEssentials
 import LocationCore
 import MapState
 import NMEA
+import LocationModel
+import LocationProtocol
 
 /// The daemon's request handler: ties the socket protocol to one ``LocationManager`` and one
 /// ``MapStateService``.
@@ -17,7 +19,7 @@ import NMEA
 /// location events for a slow client (`"missed":N`) unless it asked for every fix.
 public actor LocationService: RequestHandler {
   private struct Watcher {
-    var connection: ClientConnection
+    var connection: any ClientChannel
     var filter: LocationFilter
     var lossless: Bool
   }
@@ -26,16 +28,16 @@ public actor LocationService: RequestHandler {
   /// whose filter decides per fix. Rebuilt when the watchers change, so that a fix reaches a
   /// thousand watchers without a dictionary walk.
   private struct Audience {
-    var coalescing: [ClientConnection] = []
-    var lossless: [ClientConnection] = []
+    var coalescing: [any ClientChannel] = []
+    var lossless: [any ClientChannel] = []
     var filtered: [UInt64] = []
-    var all: [ClientConnection] = []
+    var all: [any ClientChannel] = []
   }
 
   private let manager: LocationManager
   private let map: MapStateService
   private let backend: any LocationBackend
-  private var server: SocketServer?
+  private var frontEnds: [any FrontEnd] = []
   private var watchers: [UInt64: Watcher] = [:] {
     didSet { audienceValue = nil }
   }
@@ -46,16 +48,16 @@ public actor LocationService: RequestHandler {
   private var wasTracking = false
   private var tasks: [Task<Void, Never>] = []
 
-  /// Creates the service; call ``attach(server:)`` and ``start()`` before serving.
+  /// Creates the service; call ``attach(_:)`` for each front-end and ``start()`` before serving.
   public init(manager: LocationManager, map: MapStateService, backend: any LocationBackend) {
     self.manager = manager
     self.map = map
     self.backend = backend
   }
 
-  /// Gives the service the server it pushes events through.
-  public func attach(server: SocketServer) {
-    self.server = server
+  /// Registers a front-end whose clients the service serves (counted in `status`).
+  public func attach(_ frontEnd: any FrontEnd) {
+    frontEnds.append(frontEnd)
   }
 
   /// Starts the hub tasks: manager events to the map state and to watchers, map changes to watchers.
@@ -243,7 +245,7 @@ public actor LocationService: RequestHandler {
       backendState: status, detail: await manager.backendStatusDetail,
       initial: authorized ? await manager.initialLocation.map(EventEncoding.tpv) : nil,
       current: authorized ? await manager.currentLocation.map(EventEncoding.tpv) : nil,
-      clients: server?.clientCount ?? 0)
+      clients: frontEnds.reduce(0) { $0 + $1.clientCount })
   }
 
   /// Starts (or ends) streaming events to the connection, with connection-scoped tracking.
@@ -334,8 +336,8 @@ public actor LocationService: RequestHandler {
       }
       if watcher.lossless { lossless.append(watcher.connection) } else { coalescing.append(watcher.connection) }
     }
-    if !coalescing.isEmpty { server?.broadcast(.location(tpv), to: coalescing) }
-    if !lossless.isEmpty { server?.broadcast(Event(body: tpv), to: lossless) }
+    if !coalescing.isEmpty { Self.fanOut(.location(tpv), to: coalescing) }
+    if !lossless.isEmpty { Self.fanOut(Event(body: tpv), to: lossless) }
   }
 
   private func dispatch(_ change: MapEvent) {
@@ -345,7 +347,13 @@ public actor LocationService: RequestHandler {
 
   private func broadcastToWatchers(_ event: Event) {
     guard !watchers.isEmpty else { return }
-    server?.broadcast(event, to: audience().all)
+    Self.fanOut(event, to: audience().all)
+  }
+
+  /// Encodes `event` once and gives it to every channel.
+  private static func fanOut(_ event: Event, to channels: [any ClientChannel]) {
+    let encoded = EncodedEvent(event)
+    for channel in channels { channel.deliver(encoded) }
   }
 
   private func audience() -> Audience {

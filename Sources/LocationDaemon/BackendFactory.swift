@@ -1,6 +1,9 @@
+import LocationProtocol
+import ServiceCore
 import GPSDBackend
 import Glibc
 import LocationCore
+import LocationModel
 
 /// Why a backend could not be created from its URI.
 public struct BackendCreationError: Error, Sendable, Hashable, CustomStringConvertible {

@@ -1,5 +1,5 @@
 import FoundationEssentials
-import NMEA
+import LocationModel
 
 /// The identifier a client may put in a request as `"id"`; the reply echoes it unchanged.
 ///
@@ -24,7 +24,7 @@ public enum RequestID: Sendable, Hashable {
   }
 
   /// The id a reply's `"id"` member holds (inverse of ``json``); `nil` for other values.
-  init?(json: JSONValue) {
+  package init?(json: JSONValue) {
     switch json {
     case .string(let value): self = .string(value)
     case .int(let value): self = .number(Double(value))
@@ -33,16 +33,6 @@ public enum RequestID: Sendable, Hashable {
     default: return nil
     }
   }
-}
-
-/// Whether a client may use the location service (CoreLocation's `CLAuthorizationStatus`).
-public enum AuthorizationStatus: String, Sendable, Hashable, Codable {
-  /// The client has not sent `request` yet.
-  case notDetermined
-  /// The client asked and is root or a member of the configured group.
-  case authorized
-  /// The client asked and is neither root nor a member of the configured group.
-  case denied
 }
 
 /// The map's user-tracking mode (MapKit's `MKUserTrackingMode`); wire names are the raw values.

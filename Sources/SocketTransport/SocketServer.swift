@@ -1,43 +1,12 @@
+import Queues
 import CLinux
 import Glibc
 import SystemIO
-import LocationCore
+import LocationModel
+import LocationProtocol
+import ServiceCore
 import Synchronization
-
-/// Answers requests. The daemon implements it with its `LocationManager` and `MapStateService`.
-///
-/// The server calls ``handle(_:from:)`` for one client's requests one at a time, in order, and
-/// writes each reply as one line; different clients are served concurrently. The server answers
-/// ``Command/requestAuthorization`` itself and refuses every command except `status` and
-/// `request` with `notAuthorized` until the client is authorized, so the handler sees
-/// `requestAuthorization` never and unauthorized clients only with `status`.
-public protocol RequestHandler: Sendable {
-  /// Produces the reply to `request` from `client`. Must not throw: failures are error replies
-  /// (``Reply/error(_:message:)``).
-  func handle(_ request: Request, from client: ClientContext) async -> Reply
-
-  /// Called once when `client` has gone (closed, dropped as too slow, or server shutdown), after
-  /// its last request was handled. Stop pushing events to it. The default does nothing.
-  func clientDisconnected(_ client: ClientContext) async
-}
-
-extension RequestHandler {
-  /// Does nothing.
-  public func clientDisconnected(_ client: ClientContext) async {}
-}
-
-/// Who sent a request, as the handler sees it.
-public struct ClientContext: Sendable {
-  /// The connection: push events with ``ClientConnection/send(_:)``.
-  public let connection: ClientConnection
-  /// The peer process's credentials (`SO_PEERCRED`).
-  public let peer: PeerCredentials
-  /// The client's authorization at the time of the request.
-  public let authorization: AuthorizationStatus
-
-  /// The server-unique client number (also in the log as `client=N`).
-  public var id: UInt64 { connection.id }
-}
+import LocationModel
 
 /// Limits of the socket server.
 public struct ServerOptions: Sendable, Hashable {
@@ -64,7 +33,7 @@ public struct ServerOptions: Sendable, Hashable {
 
 /// A connected client, for pushing events. Safe to use from any thread; after the client has
 /// gone every call does nothing.
-public final class ClientConnection: Sendable, Hashable {
+public final class ClientConnection: ClientChannel, Hashable {
   let slot: ClientSlot
   private let core: ServerCore
 
@@ -83,7 +52,18 @@ public final class ClientConnection: Sendable, Hashable {
   ///   may be coalesced (``Event/coalescingKey``); a client whose backlog exceeds the bounds of
   ///   ``ServerOptions`` is disconnected (and this returns `false`).
   @discardableResult public func send(_ event: Event) -> Bool {
-    core.deliver(event.body.encoded, to: [self], coalescingKey: event.coalescingKey) == 1
+    deliver(EncodedEvent(event))
+  }
+
+  /// Gives an event encoded once for many clients to this client (see ``send(_:)``).
+  @discardableResult public func deliver(_ event: EncodedEvent) -> Bool {
+    switch slot.deliver(body: event.body, line: event.line, coalescingKey: event.coalescingKey) {
+    case .accepted: return true
+    case .gone: return false
+    case .drop(let reason):
+      core.scheduleClose(id, reason: reason)
+      return false
+    }
   }
 
   /// Whether the client is still connected.
@@ -109,7 +89,7 @@ public final class ClientConnection: Sendable, Hashable {
 /// becomes writable. Replies and plain events are never dropped, coalescible events are replaced
 /// by newer ones, and a client whose backlog exceeds the bounds is disconnected without
 /// affecting others.
-public final class SocketServer: Sendable {
+public final class SocketServer: FrontEnd {
   private let core: ServerCore
 
   /// Creates a server on `socket`. Call ``start()`` or ``run()``.
@@ -416,7 +396,6 @@ final class ClientSlot: Sendable {
 
 private struct Registry {
   var clients: [UInt64: ClientConnection] = [:]
-  var nextID: UInt64 = 1
   var authorizer: Authorizer
   var maxClients: Int
   /// Clients to close, with the reason (set by threads other than the I/O thread).
@@ -479,8 +458,10 @@ final class ServerCore: Sendable {
         throw .systemCall("epoll_ctl", path: socket.path, errno: errno)
       }
     }
-    guard startThread({ [self] in self.loop() }) else {
-      throw .systemCall("pthread_create", path: socket.path, errno: errno)
+    do {
+      try SystemIO.startThread { [self] in self.loop() }
+    } catch {
+      throw .systemCall("pthread_create", path: socket.path, errno: error.code)
     }
     Log.event(
       "listening", ["path": socket.path, "activated": socket.isActivated ? "true" : "false"])
@@ -704,8 +685,7 @@ final class ServerCore: Sendable {
         ?? PeerCredentials(pid: 0, uid: UInt32.max, gid: UInt32.max)
       let admitted = registry.withLock { registry -> ClientConnection? in
         guard registry.clients.count < registry.maxClients else { return nil }
-        let id = registry.nextID
-        registry.nextID += 1
+        let id = ConnectionNumber.next()
         let slot = ClientSlot(id: id, fd: fd, peer: peer, epollFD: epollFD, options: options)
         let connection = ClientConnection(slot: slot, core: self)
         registry.clients[id] = connection
@@ -958,31 +938,4 @@ final class ServerCore: Sendable {
     let reply = await handler.handle(request, from: context)
     return reply.json(id: request.id)
   }
-}
-
-// MARK: - Threads
-
-private final class ThreadBody {
-  let body: () -> Void
-  init(_ body: @escaping () -> Void) { self.body = body }
-}
-
-/// Runs `body` on a new detached POSIX thread; `false` when the thread could not be created.
-func startThread(_ body: @escaping @Sendable () -> Void) -> Bool {
-  let box = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
-  var thread = pthread_t()
-  let result = pthread_create(
-    &thread, nil,
-    { argument in
-      guard let argument else { return nil }
-      let box = Unmanaged<ThreadBody>.fromOpaque(argument).takeRetainedValue()
-      box.body()
-      return nil
-    }, box)
-  if result != 0 {
-    Unmanaged<ThreadBody>.fromOpaque(box).release()
-    return false
-  }
-  pthread_detach(thread)
-  return true
 }

@@ -1,3 +1,5 @@
+import LocationProtocol
+
 /// Splits a byte stream into `\n`-terminated lines (a trailing `\r` is removed), enforcing a
 /// maximum line length.
 ///

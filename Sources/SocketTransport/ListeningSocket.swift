@@ -1,3 +1,6 @@
+import LocationProtocol
+import ServiceCore
+import SystemIO
 import Glibc
 
 /// Why the listening socket could not be set up; each message says what to do.

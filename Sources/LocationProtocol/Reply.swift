@@ -1,5 +1,4 @@
-import LocationCore
-import NMEA
+import LocationModel
 
 /// The answer to one request: a JSON object with a `"class"`, or an error.
 ///
@@ -221,6 +220,26 @@ public struct Event: Sendable, Hashable {
       body: Reply.map(center: center, zoom: zoom, mode: mode, annotations: annotations).json(
         id: nil),
       coalescingKey: "MAP")
+  }
+}
+
+/// An ``Event`` encoded once, to be given to many clients: the JSON object, the same bytes with
+/// the line's `\n`, and the coalescing key.
+public struct EncodedEvent: Sendable {
+  /// The event object as UTF-8 JSON, no newline.
+  public let body: [UInt8]
+  /// `body` followed by `\n`: what a line-oriented transport writes.
+  public let line: [UInt8]
+  /// ``Event/coalescingKey``.
+  public let coalescingKey: String?
+
+  /// Encodes `event`.
+  public init(_ event: Event) {
+    body = event.body.encoded
+    var line = body
+    line.append(UInt8(ascii: "\n"))
+    self.line = line
+    coalescingKey = event.coalescingKey
   }
 }
 

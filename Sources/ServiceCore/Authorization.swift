@@ -1,4 +1,6 @@
 import Glibc
+import LocationModel
+import LocationProtocol
 
 /// The credentials of the process at the other end of a Unix socket, from `SO_PEERCRED`.
 ///
@@ -11,30 +13,12 @@ public struct PeerCredentials: Sendable, Hashable {
   /// The peer's effective group id.
   public var gid: UInt32
 
-  /// Creates credentials (tests; the server reads them with ``read(socket:)``).
+  /// Creates credentials (a front-end reads them from its transport; tests make them up).
   public init(pid: Int32, uid: UInt32, gid: UInt32) {
     self.pid = pid
     self.uid = uid
     self.gid = gid
   }
-
-  /// Reads the peer credentials of a connected Unix stream socket.
-  ///
-  /// - Returns: `nil` when `getsockopt(SO_PEERCRED)` fails (not a Unix socket).
-  public static func read(socket: Int32) -> PeerCredentials? {
-    var credentials = UCred(pid: 0, uid: 0, gid: 0)
-    var length = socklen_t(MemoryLayout<UCred>.size)
-    let result = getsockopt(socket, SOL_SOCKET, SO_PEERCRED, &credentials, &length)
-    guard result == 0, Int(length) == MemoryLayout<UCred>.size else { return nil }
-    return PeerCredentials(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid)
-  }
-}
-
-/// Linux `struct ucred` (`<sys/socket.h>`, hidden without `_GNU_SOURCE`): pid_t, uid_t, gid_t.
-struct UCred {
-  var pid: pid_t
-  var uid: uid_t
-  var gid: gid_t
 }
 
 /// Decides whether a peer may use the service: root, or a member of the configured group.

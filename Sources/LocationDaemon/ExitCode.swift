@@ -1,3 +1,8 @@
+import LocationModel
+import LocationProtocol
+import ServiceCore
+import SocketTransport
+
 /// `locationd`'s exit statuses, after BSD `sysexits.h`: one code per kind of failure, so that a
 /// script or systemd (`RestartPreventExitStatus=`) can tell a typo from a missing file from a
 /// busy socket.

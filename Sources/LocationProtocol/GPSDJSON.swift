@@ -1,3 +1,5 @@
+import LocationModel
+
 /// Writes fixes as gpsd JSON protocol objects (TPV, SKY), one object per call, no newline.
 ///
 /// Field names and meanings follow gpsd's JSON protocol (gpsd 3.22): `mode` 0-3, `time`
@@ -178,6 +180,9 @@ struct ByteWriter {
     count += width
   }
 
+  /// 10^0 ... 10^9, exact in a Double.
+  private static let powersOfTen: [Double] = [1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9]
+
   /// `value` with exactly `decimals` digits after the point, rounded half away from zero.
   mutating func fixed(_ value: Double, _ decimals: Int) {
     guard value.isFinite else {
@@ -185,7 +190,7 @@ struct ByteWriter {
       return
     }
     let d = min(max(decimals, 0), 9)
-    let scale = FieldReader.powerOfTen(d)
+    let scale = Self.powersOfTen[d]
     let scaled = abs(value) * scale + 0.5
     guard scaled < 9.0e18 else {
       for b in value.description.utf8 { byte(b) }

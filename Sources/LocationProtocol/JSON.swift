@@ -261,7 +261,7 @@ extension JSONValue {
   ///
   /// Used to add `"missed"` to a coalesced event or `"id"` to a reply whose body was encoded
   /// elsewhere. Returns `object` unchanged when it does not end with `}`.
-  static func appending(_ members: [JSONMember], toEncodedObject object: [UInt8]) -> [UInt8] {
+  package static func appending(_ members: [JSONMember], toEncodedObject object: [UInt8]) -> [UInt8] {
     guard !members.isEmpty else { return object }
     var end = object.count
     while end > 0,

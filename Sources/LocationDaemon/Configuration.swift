@@ -1,3 +1,6 @@
+import LocationModel
+import LocationProtocol
+import ServiceCore
 import FoundationEssentials
 import Glibc
 import SystemIO

@@ -1,0 +1,57 @@
+/// Where a location came from.
+public struct Provenance: Sendable, Hashable, Codable {
+  /// What produced the fix: a backend URI such as `simulate`, `replay:/path/log.nmea`, `gpsd://localhost:2947`.
+  public var backend: String
+  /// The device or file path, when the backend has one (a serial device, a log file).
+  public var source: String?
+  /// For replays, the 1-based line number of the epoch's first sentence in the log.
+  public var line: Int?
+  /// Whether the fix was simulated or replayed rather than measured live.
+  public var isSimulated: Bool
+  /// GPS weeks (a multiple of 1024) added to the receiver's date because it fell before the
+  /// source's week-rollover floor; `nil` when the date is as the receiver sent it.
+  public var rolloverWeeks: Int?
+
+  /// Creates a provenance record.
+  public init(
+    backend: String, source: String? = nil, line: Int? = nil, isSimulated: Bool, rolloverWeeks: Int? = nil
+  ) {
+    self.backend = backend
+    self.source = source
+    self.line = line
+    self.isSimulated = isSimulated
+    self.rolloverWeeks = rolloverWeeks
+  }
+}
+
+/// A location as clients see it (CoreLocation's `CLLocation`): a ``Fix`` plus where it came from.
+public struct Location: Sendable, Hashable {
+  /// The GNSS solution (position, altitude, velocity, errors, sky view), SI units.
+  public var fix: Fix
+  /// Which backend, device or file produced it.
+  public var provenance: Provenance
+
+  /// Creates a location.
+  public init(fix: Fix, provenance: Provenance) {
+    self.fix = fix
+    self.provenance = provenance
+  }
+}
+
+/// The state of a backend's source of fixes, reported as events.
+public enum BackendStatus: String, Sendable, Hashable, Codable {
+  /// Not started, or stopped.
+  case stopped
+  /// Starting or reconnecting.
+  case connecting
+  /// Connected to its source and receiving data.
+  case connected
+  /// The source went away (gpsd died, the device vanished); the backend retries on its own.
+  case disconnected
+  /// Connected, but the receiver reports no fix (or has been silent too long).
+  case noFix
+  /// A replay reached the end of its log (and does not loop).
+  case endOfData
+  /// A replay is paused.
+  case paused
+}

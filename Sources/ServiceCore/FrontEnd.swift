@@ -1,0 +1,78 @@
+import Synchronization
+import LocationModel
+import LocationProtocol
+
+/// The one API every front-end (the Unix socket today; D-Bus, HTTP and MQTT next) calls the
+/// service through. ``LocationService`` implements it.
+///
+/// A front-end calls ``handle(_:from:)`` for one client's requests one at a time, in order;
+/// different clients may be served concurrently. It calls ``clientDisconnected(_:)`` once when a
+/// client has gone, after its last request was handled.
+public protocol RequestHandler: Sendable {
+  /// Produces the reply to `request` from `client`. Must not throw: failures are error replies
+  /// (``Reply/error(_:message:)``).
+  func handle(_ request: Request, from client: ClientContext) async -> Reply
+
+  /// Called once when `client` has gone (closed, dropped as too slow, or server shutdown), after
+  /// its last request was handled. Stop pushing events to it. The default does nothing.
+  func clientDisconnected(_ client: ClientContext) async
+}
+
+extension RequestHandler {
+  /// Does nothing.
+  public func clientDisconnected(_ client: ClientContext) async {}
+}
+
+/// One connected client of a front-end, as the service pushes events to it. Safe to use from any
+/// thread; after the client has gone every call does nothing.
+public protocol ClientChannel: AnyObject, Sendable {
+  /// The client's number, unique across all front-ends of the process (``ConnectionNumber/next()``).
+  var id: UInt64 { get }
+  /// Gives `event` to this client. Returns `false` when the client has gone (stop sending).
+  @discardableResult func send(_ event: Event) -> Bool
+  /// Gives an event encoded once for many clients (the fan-out path). Returns `false` when the
+  /// client has gone or was dropped for exceeding its front-end's bounds.
+  @discardableResult func deliver(_ event: EncodedEvent) -> Bool
+  /// Whether the client is still connected.
+  var isConnected: Bool { get }
+  /// Disconnects the client.
+  func close()
+}
+
+/// A source of clients: a transport the service is attached to.
+public protocol FrontEnd: Sendable {
+  /// The number of clients connected through it now.
+  var clientCount: Int { get }
+}
+
+/// Who sent a request, as the service sees it.
+public struct ClientContext: Sendable {
+  /// The client's channel: push events with ``ClientChannel/send(_:)``.
+  public let connection: any ClientChannel
+  /// The peer process's credentials, as its front-end established them (`SO_PEERCRED` for the
+  /// Unix socket).
+  public let peer: PeerCredentials
+  /// The client's authorization at the time of the request.
+  public let authorization: AuthorizationStatus
+
+  /// Creates a context.
+  public init(connection: any ClientChannel, peer: PeerCredentials, authorization: AuthorizationStatus) {
+    self.connection = connection
+    self.peer = peer
+    self.authorization = authorization
+  }
+
+  /// The process-unique client number (also in the log as `client=N`).
+  public var id: UInt64 { connection.id }
+}
+
+/// Process-unique client numbers shared by all front-ends, so that one number names one client
+/// in the service and in the log whichever transport it came through.
+public enum ConnectionNumber {
+  private static let counter = Atomic<UInt64>(1)
+
+  /// The next number: 1, 2, 3... never reused while the process runs.
+  public static func next() -> UInt64 {
+    counter.wrappingAdd(1, ordering: .relaxed).oldValue
+  }
+}
