@@ -144,8 +144,10 @@ public struct LocationManagerStatistics: Sendable, Hashable {
 
 /// CoreLocation's `CLLocationManager` for many clients over one ``LocationBackend``.
 ///
-/// - Authorization: ``requestAuthorization(client:credentials:)`` asks the injected policy once
-///   per client; nothing is delivered to a client that is not authorized.
+/// - Authorization: either the owner decides and sets each client's status with
+///   ``setAuthorization(_:for:)`` (the daemon: its service holds the one rule, and re-decides at
+///   reload), or ``requestAuthorization(client:credentials:)`` asks an injected policy once per
+///   client (standalone use). Nothing is delivered to a client that is not authorized.
 /// - Tracking is reference-counted: the backend starts when the first client starts updating and
 ///   stops when the last one stops (or disconnects).
 /// - ``currentLocation`` is the newest fix with a position, ``initialLocation`` the first since
@@ -163,7 +165,7 @@ public actor LocationManager {
   }
 
   private let backend: any LocationBackend
-  private let policy: AuthorizationPolicy
+  private let policy: AuthorizationPolicy?
   private var clients: [ClientID: ClientRecord] = [:]
   private var trackingClients: [ClientRecord] = []
   private var observers: [UInt64: EventMailbox] = [:]
@@ -190,8 +192,12 @@ public actor LocationManager {
   /// Counters.
   public private(set) var statistics = LocationManagerStatistics()
 
-  /// Creates a manager over `backend`; `policy` decides authorization requests.
-  public init(backend: any LocationBackend, policy: @escaping AuthorizationPolicy) {
+  /// Creates a manager over `backend`.
+  ///
+  /// - Parameter policy: decides ``requestAuthorization(client:credentials:)``; `nil` when the
+  ///   owner decides and sets every client's status with ``setAuthorization(_:for:)`` (the
+  ///   manager then has no rule of its own).
+  public init(backend: any LocationBackend, policy: AuthorizationPolicy? = nil) {
     self.backend = backend
     self.policy = policy
   }
@@ -212,15 +218,29 @@ public actor LocationManager {
   // MARK: Authorization
 
   /// Asks the policy for `client`'s authorization, once: a decided status (authorized or denied)
-  /// is kept for the client's lifetime; `notDetermined` may be asked again.
+  /// is kept until ``setAuthorization(_:for:)`` changes it or the client disconnects;
+  /// `notDetermined` may be asked again. Without a policy, answers the status last set.
   public func requestAuthorization(client: ClientID, credentials: ClientCredentials)
     -> AuthorizationStatus
   {
     let record = self.record(for: client)
-    if record.authorization == .notDetermined {
+    if record.authorization == .notDetermined, let policy {
       record.authorization = policy(credentials)
     }
     return record.authorization
+  }
+
+  /// Sets `client`'s authorization, as its owner decided it (at a request, or when a reload
+  /// changed the rule). A client that is no longer authorized stops tracking at once (the backend
+  /// stops when no client tracks any more) and its subscriptions get nothing more until it is
+  /// authorized again; they stay open.
+  public func setAuthorization(_ status: AuthorizationStatus, for client: ClientID) async {
+    let record = self.record(for: client)
+    record.authorization = status
+    guard status != .authorized, record.isTracking else { return }
+    record.isTracking = false
+    trackingClients.removeAll { $0 === record }
+    try? await applyDesiredState()
   }
 
   /// `client`'s current authorization status (`notDetermined` for an unknown client).

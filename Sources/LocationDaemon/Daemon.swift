@@ -12,7 +12,8 @@ import LocationModel
 ///
 /// Start-up: parse flags and the config file; create the backend, the manager, the map state
 /// (restored from the state directory) and the socket (or take systemd's); serve; send `READY=1`.
-/// SIGHUP re-reads the config file (group and client cap apply at once; a changed backend,
+/// SIGHUP re-reads the config file (group and client cap apply at once, the group to connected
+/// clients too: see ``LocationService/reloadAuthorization(_:)``; a changed backend,
 /// socket or state directory needs a restart and is logged as such). SIGTERM/SIGINT: `STOPPING=1`,
 /// watchers are told, tracking stops, the socket is closed and removed; the map state is already
 /// on disk (it is saved atomically on every change).
@@ -50,11 +51,10 @@ public enum Daemon {
       writeStandardError("locationd: \(error)\n")
       return error.exitCode.rawValue
     }
-    let authorizer = Authorizer(groupName: configuration.group)
-    let manager = LocationManager(backend: backend) { credentials in
-      let peer = PeerCredentials(pid: credentials.pid ?? 0, uid: credentials.uid, gid: credentials.gid)
-      return authorizer.decide(for: peer).status == .authorized ? .authorized : .denied
-    }
+    // The one authority for authorization: the service decides with it and tells the manager,
+    // which has no rule of its own; a reload replaces the rule there and nowhere else.
+    let authority = AuthorizationAuthority(Authorizer(groupName: configuration.group))
+    let manager = LocationManager(backend: backend)
     // The map state (annotations, viewport) lives here: a path that cannot be a directory would
     // lose every change at the next restart while clients were told it succeeded, so refuse it.
     // Created when missing, one level only (its parent must exist), like the socket's directory.
@@ -89,7 +89,7 @@ public enum Daemon {
     }
     let map = MapStateService(
       store: MapStateStore(directory: configuration.stateDirectory) { Log.event("mapState", ["message": $0]) })
-    let service = LocationService(manager: manager, map: map, backend: backend)
+    let service = LocationService(manager: manager, map: map, backend: backend, authority: authority)
 
     let socket: ListeningSocket
     do {
@@ -101,8 +101,7 @@ public enum Daemon {
       return error.exitCode.rawValue
     }
     let server = SocketServer(
-      socket: socket, handler: service, authorizer: authorizer,
-      options: ServerOptions(maxClients: configuration.maxClients))
+      socket: socket, handler: service, options: ServerOptions(maxClients: configuration.maxClients))
     await service.attach(server)
     await service.start()
     do {
@@ -138,7 +137,11 @@ public enum Daemon {
           if let group = reloaded.group, !group.isEmpty, Authorizer.groupID(named: group) == nil {
             throw ListenError.noSuchGroup(group)
           }
-          server.setAuthorizer(Authorizer(groupName: reloaded.group))
+          // Clients already decided are decided again under the new group: one that lost its
+          // authorization loses its watch and tracking and is told (AUTHORIZATION event).
+          let review = await service.reloadAuthorization(Authorizer(groupName: reloaded.group))
+          // The socket file's group is the coarse outer gate (who may connect at all); it follows
+          // the group when locationd created the socket, not when systemd passed it.
           applySocketGroup(socket, reloaded.group)
           server.setMaxClients(reloaded.maxClients)
           var needsRestart: [String] = []
@@ -149,6 +152,8 @@ public enum Daemon {
             "reloaded",
             [
               "group": reloaded.group ?? "", "maxClients": String(reloaded.maxClients),
+              "granted": String(review.granted), "revoked": String(review.revoked),
+              "trackingStopped": String(review.usersStopped),
               "needsRestart": needsRestart.joined(separator: ","),
             ])
           configuration = reloaded

@@ -26,6 +26,18 @@ public struct PeerCredentials: Sendable, Hashable {
 /// Membership counts the peer's effective gid (from `SO_PEERCRED`), the user's primary group
 /// and its supplementary groups from the group database (`getpwuid_r` + `getgrouplist`). The
 /// group is looked up at every decision, so a group created after start counts.
+///
+/// Supplementary groups count because that is what "member of group G" means on Linux: `usermod
+/// -aG G USER` adds a supplementary group, and the other services that gate on a group decide
+/// the same way (polkit's `unix-group:`, the D-Bus daemon's `<policy group="G">`, gpsd's and
+/// every other socket whose file mode admits a group, which the kernel checks against the
+/// process's supplementary groups). They are read from the group database, not from the peer
+/// process (`SO_PEERCRED` carries only its effective ids), so a user added to the group is
+/// authorized from its next connection on, without logging in again; one removed from it is not.
+/// A process that dropped its supplementary groups (`setpriv --clear-groups`) still counts as its
+/// user: the decision is about the user, as polkit's is.
+///
+/// The process holds one rule at a time, in ``AuthorizationAuthority``.
 public struct Authorizer: Sendable {
   /// The group whose members are authorized (e.g. `locationd`), or `nil` for root only.
   public var groupName: String?

@@ -6,7 +6,9 @@ import LocationProtocol
 /// service through. ``LocationService`` implements it.
 ///
 /// A front-end calls ``handle(_:from:)`` for one client's requests one at a time, in order;
-/// different clients may be served concurrently. It calls ``clientDisconnected(_:)`` once when a
+/// different clients may be served concurrently. It passes every request, `request` and the
+/// commands that need authorization included: the handler decides who is authorized, so that
+/// every front-end gets the same answer for the same peer. It calls ``clientDisconnected(_:)`` once when a
 /// client has gone, after its last request was handled.
 public protocol RequestHandler: Sendable {
   /// Produces the reply to `request` from `client`. Must not throw: failures are error replies
@@ -52,14 +54,12 @@ public struct ClientContext: Sendable {
   /// The peer process's credentials, as its front-end established them (`SO_PEERCRED` for the
   /// Unix socket).
   public let peer: PeerCredentials
-  /// The client's authorization at the time of the request.
-  public let authorization: AuthorizationStatus
 
-  /// Creates a context.
-  public init(connection: any ClientChannel, peer: PeerCredentials, authorization: AuthorizationStatus) {
+  /// Creates a context. A front-end passes what its transport knows of the peer and nothing
+  /// more: whether the client is authorized is the service's decision (``AuthorizationAuthority``).
+  public init(connection: any ClientChannel, peer: PeerCredentials) {
     self.connection = connection
     self.peer = peer
-    self.authorization = authorization
   }
 
   /// The process-unique client number (also in the log as `client=N`).

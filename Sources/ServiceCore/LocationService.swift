@@ -14,6 +14,13 @@ import LocationProtocol
 /// - `watch` tracks on behalf of its connection and ends with it.
 /// The backend runs while either kind of tracking exists (the manager counts references).
 ///
+/// Authorization is decided here and nowhere else (``AuthorizationAuthority``): `request` asks the
+/// authority, every other command except `status` needs the connection to be authorized, and the
+/// manager is told each decision. ``reloadAuthorization(_:)`` replaces the rule and re-decides
+/// every connection that has asked and every user that tracks: one that loses its authorization
+/// loses its watch and its tracking at once and is told with `{"class":"AUTHORIZATION",
+/// "authorization":"denied"}`; one that gains it is told `"authorized"`.
+///
 /// Locations reach watchers through one hub: each fix is encoded once (gpsd TPV plus provenance)
 /// and queued for every watching connection whose filter accepts it; the server coalesces
 /// location events for a slow client (`"missed":N`) unless it asked for every fix.
@@ -34,9 +41,22 @@ public actor LocationService: RequestHandler {
     var all: [any ClientChannel] = []
   }
 
+  /// A connection that asked for authorization, with the decision in force for it.
+  private struct Decided {
+    var connection: any ClientChannel
+    var peer: PeerCredentials
+    var status: AuthorizationStatus
+  }
+
   private let manager: LocationManager
   private let map: MapStateService
   private let backend: any LocationBackend
+  private let authority: AuthorizationAuthority
+  /// Connections that sent `request`, by client number (others are `notDetermined`).
+  private var decided: [UInt64: Decided] = [:]
+  /// Users whose `start` tracking is on, with the credentials of the connection that started it
+  /// (a reload re-decides them).
+  private var trackingUsers: [UInt32: PeerCredentials] = [:]
   private var frontEnds: [any FrontEnd] = []
   private var watchers: [UInt64: Watcher] = [:] {
     didSet { audienceValue = nil }
@@ -44,15 +64,22 @@ public actor LocationService: RequestHandler {
   private var audienceValue: Audience?
   /// The last location delivered to each watcher with a filter (its filter compares with it).
   private var lastDelivered: [UInt64: Location] = [:]
-  private var authorizedConnections: Set<UInt64> = []
   private var wasTracking = false
   private var tasks: [Task<Void, Never>] = []
 
   /// Creates the service; call ``attach(_:)`` for each front-end and ``start()`` before serving.
-  public init(manager: LocationManager, map: MapStateService, backend: any LocationBackend) {
+  ///
+  /// - Parameters:
+  ///   - manager: a manager made without a policy: the service sets each client's authorization.
+  ///   - authority: the rule for `request`, replaced by ``reloadAuthorization(_:)``.
+  public init(
+    manager: LocationManager, map: MapStateService, backend: any LocationBackend,
+    authority: AuthorizationAuthority
+  ) {
     self.manager = manager
     self.map = map
     self.backend = backend
+    self.authority = authority
   }
 
   /// Registers a front-end whose clients the service serves (counted in `status`).
@@ -101,8 +128,18 @@ public actor LocationService: RequestHandler {
 
   // MARK: - RequestHandler
 
-  /// Answers one request (see docs/PROTOCOL.md).
+  /// Answers one request (see docs/PROTOCOL.md): `request` is decided by the authority; until
+  /// the connection is authorized every command but `status` and `request` gets `notAuthorized`.
   public func handle(_ request: Request, from client: ClientContext) async -> Reply {
+    if request.command == .requestAuthorization { return await requestAuthorization(client) }
+    let status = authorization(of: client.id)
+    if status != .authorized && !request.command.isAllowedUnauthorized {
+      let message =
+        status == .denied
+        ? "this client was denied authorization: \(authority.remedy)"
+        : "send {\"cmd\":\"request\"} first to ask for authorization"
+      return .error(.notAuthorized, message: message)
+    }
     do {
       return try await answer(request.command, client)
     } catch let error as ServiceError {
@@ -115,7 +152,7 @@ public actor LocationService: RequestHandler {
   /// Forgets the connection: its watch and its connection-scoped tracking end.
   public func clientDisconnected(_ client: ClientContext) async {
     watchers[client.id] = nil
-    authorizedConnections.remove(client.id)
+    decided[client.id] = nil
     await manager.disconnect(client: Self.connectionClient(client.id))
     await trackingChanged()
   }
@@ -128,22 +165,25 @@ public actor LocationService: RequestHandler {
   private func answer(_ command: Command, _ client: ClientContext) async throws -> Reply {
     switch command {
     case .requestAuthorization:
-      return .authorization(try await authorize(client))
+      return await requestAuthorization(client)
     case .status:
       return await statusReply(client)
     case .start(let options):
-      _ = try await authorize(client)
       let user = Self.userClient(client.peer.uid)
-      _ = await manager.requestAuthorization(client: user, credentials: Self.credentials(client.peer))
+      // Recorded before any await, so that a reload meanwhile re-decides this user too.
+      trackingUsers[client.peer.uid] = client.peer
+      await manager.setAuthorization(.authorized, for: user)
       await trackingWillStart()
       do {
         try await manager.startUpdating(client: user, filter: Self.filter(options))
       } catch {
+        if await !manager.isTracking(client: user) { trackingUsers[client.peer.uid] = nil }
         await trackingChanged()
-        throw ServiceError(code: .unavailable, message: error.description)
+        throw Self.trackingError(error)
       }
       return .tracking(true, options: options, backendActive: await manager.isTracking)
     case .stop:
+      trackingUsers[client.peer.uid] = nil
       await manager.stopUpdating(client: Self.userClient(client.peer.uid))
       await manager.stopUpdating(client: Self.connectionClient(client.id))
       await trackingChanged()
@@ -198,24 +238,92 @@ public actor LocationService: RequestHandler {
 
   // MARK: - Authorization
 
-  /// Decides the connection's authorization from its peer credentials (root or the group).
-  private func authorize(_ client: ClientContext) async throws -> AuthorizationStatus {
-    guard client.authorization == .authorized else {
-      throw ServiceError(code: .notAuthorized, message: "not authorized: send {\"cmd\":\"request\"} first, as root or a member of the service's group")
+  /// `request`: asks the authority about the peer and records the decision for the connection
+  /// (and tells the manager); asked again, it decides again.
+  private func requestAuthorization(_ client: ClientContext) async -> Reply {
+    let (status, reason) = authority.decide(for: client.peer)
+    decided[client.id] = Decided(connection: client.connection, peer: client.peer, status: status)
+    Log.event(
+      "authorization",
+      [
+        "client": String(client.id), "uid": String(client.peer.uid), "status": status.rawValue,
+        "reason": reason,
+      ])
+    await manager.setAuthorization(status, for: Self.connectionClient(client.id))
+    if status != .authorized {
+      // A denied connection keeps nothing it got while authorized.
+      watchers[client.id] = nil
+      await trackingChanged()
+      let group = authority.groupName.flatMap { $0.isEmpty ? nil : $0 }
+      let hint =
+        group.map { "\(authority.remedy) (usermod -aG \($0) USER, then log in again)" } ?? authority.remedy
+      return .error(.notAuthorized, message: "uid \(client.peer.uid) is not authorized: \(hint)")
     }
-    if !authorizedConnections.contains(client.id) {
-      let status = await manager.requestAuthorization(
-        client: Self.connectionClient(client.id), credentials: Self.credentials(client.peer))
-      guard status == .authorized else {
-        throw ServiceError(code: .notAuthorized, message: "not authorized")
-      }
-      authorizedConnections.insert(client.id)
-    }
-    return .authorized
+    return .authorization(.authorized)
   }
 
-  static func credentials(_ peer: PeerCredentials) -> ClientCredentials {
-    ClientCredentials(pid: peer.pid, uid: peer.uid, gid: peer.gid, groups: Authorizer.groups(ofUser: peer.uid))
+  /// The connection's authorization as decided by its last `request` or the last reload.
+  private func authorization(of id: UInt64) -> AuthorizationStatus {
+    decided[id]?.status ?? .notDetermined
+  }
+
+  /// Replaces the rule (on reload) and re-decides every connection that asked for authorization
+  /// and every user whose `start` tracking is on, so that one client never gets two answers.
+  ///
+  /// A connection whose status changes is told with the event `{"class":"AUTHORIZATION",
+  /// "authorization":STATUS}` (whether it watches or not); one no longer authorized loses its
+  /// watch and its connection's tracking at once, and its later commands get `notAuthorized`.
+  /// A user no longer authorized loses its `start` tracking. Connections that never asked stay
+  /// `notDetermined`.
+  ///
+  /// - Returns: how many connections were granted and how many revoked, and how many users'
+  ///   tracking was stopped (for the log).
+  @discardableResult
+  public func reloadAuthorization(_ authorizer: Authorizer) async -> (granted: Int, revoked: Int, usersStopped: Int) {
+    authority.replace(with: authorizer)
+    // Every state change happens before the first await, so that no fix is sent to a client
+    // after it was told it lost its authorization.
+    var changed: [(id: UInt64, status: AuthorizationStatus)] = []
+    for (id, entry) in decided.sorted(by: { $0.key < $1.key }) {
+      let (status, reason) = authority.decide(for: entry.peer)
+      guard status != entry.status else { continue }
+      decided[id]?.status = status
+      if status != .authorized { watchers[id] = nil }
+      changed.append((id, status))
+      Log.event(
+        "authorizationChanged",
+        [
+          "client": String(id), "uid": String(entry.peer.uid), "status": status.rawValue,
+          "reason": reason,
+        ])
+      entry.connection.send(
+        Event(body: .object([JSONMember("class", "AUTHORIZATION"), JSONMember("authorization", .string(status.rawValue))])))
+    }
+    var stoppedUsers: [UInt32] = []
+    for (uid, peer) in trackingUsers.sorted(by: { $0.key < $1.key })
+    where authority.decide(for: peer).status != .authorized {
+      trackingUsers[uid] = nil
+      stoppedUsers.append(uid)
+      Log.event("trackingRevoked", ["uid": String(uid)])
+    }
+    for (id, status) in changed {
+      await manager.setAuthorization(status, for: Self.connectionClient(id))
+    }
+    for uid in stoppedUsers {
+      await manager.setAuthorization(.denied, for: Self.userClient(uid))
+    }
+    await trackingChanged()
+    let revoked = changed.filter { $0.status != .authorized }.count
+    return (changed.count - revoked, revoked, stoppedUsers.count)
+  }
+
+  /// The error for a failed `startUpdating`: `notAuthorized` when a reload revoked the client
+  /// meanwhile, `unavailable` when the backend could not start.
+  private static func trackingError(_ error: LocationManagerError) -> ServiceError {
+    if case .notAuthorized = error {
+      return ServiceError(code: .notAuthorized, message: "not authorized: the service's group changed")
+    }
+    return ServiceError(code: .unavailable, message: error.description)
   }
 
   /// The manager client for a connection (connection-scoped tracking).
@@ -235,12 +343,13 @@ public actor LocationService: RequestHandler {
   /// `status` is open to unauthorized clients, so it carries locations only for authorized ones.
   private func statusReply(_ client: ClientContext) async -> Reply {
     let status = await manager.backendStatus
-    let authorized = client.authorization == .authorized
+    let authorization = authorization(of: client.id)
+    let authorized = authorization == .authorized
     let userTracking = await manager.isTracking(client: Self.userClient(client.peer.uid))
     let connectionTracking = await manager.isTracking(client: Self.connectionClient(client.id))
     let ownTracking = userTracking || connectionTracking
     return .status(
-      authorization: client.authorization, tracking: ownTracking,
+      authorization: authorization, tracking: ownTracking,
       backendActive: await manager.isTracking, backendURI: backend.uri,
       backendState: status, detail: await manager.backendStatusDetail,
       initial: authorized ? await manager.initialLocation.map(EventEncoding.tpv) : nil,
@@ -261,7 +370,6 @@ public actor LocationService: RequestHandler {
       await trackingChanged()
       return .watch(enabled: false)
     }
-    _ = try await authorize(client)
     watchers[client.id] = Watcher(
       connection: client.connection, filter: Self.filter(options), lossless: lossless)
     lastDelivered[client.id] = nil
@@ -273,7 +381,7 @@ public actor LocationService: RequestHandler {
     } catch {
       watchers[client.id] = nil
       await trackingChanged()
-      throw ServiceError(code: .unavailable, message: error.description)
+      throw Self.trackingError(error)
     }
     return .watch(enabled: true)
   }

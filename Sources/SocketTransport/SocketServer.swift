@@ -96,14 +96,13 @@ public final class SocketServer: FrontEnd {
   ///
   /// - Parameters:
   ///   - socket: the listening socket (see ``ListeningSocket/open(path:group:environment:)``).
-  ///   - handler: answers requests.
-  ///   - authorizer: decides `request`; replace it on reload with ``setAuthorizer(_:)``.
+  ///   - handler: answers every request, `request` included, and decides who is authorized
+  ///     (the server passes each request with the peer's `SO_PEERCRED` credentials).
   ///   - options: limits.
   public init(
-    socket: ListeningSocket, handler: any RequestHandler, authorizer: Authorizer,
-    options: ServerOptions = ServerOptions()
+    socket: ListeningSocket, handler: any RequestHandler, options: ServerOptions = ServerOptions()
   ) {
-    core = ServerCore(socket: socket, handler: handler, authorizer: authorizer, options: options)
+    core = ServerCore(socket: socket, handler: handler, options: options)
   }
 
   /// Starts the I/O thread; returns at once. Idempotent.
@@ -131,9 +130,6 @@ public final class SocketServer: FrontEnd {
 
   /// Returns when the I/O thread has finished (immediately when it never started).
   public func waitUntilStopped() async { await core.waitUntilStopped() }
-
-  /// Replaces the authorizer (on reload); decisions already made stay.
-  public func setAuthorizer(_ authorizer: Authorizer) { core.setAuthorizer(authorizer) }
 
   /// Replaces the client cap (on reload); connected clients above the new cap stay.
   public func setMaxClients(_ maxClients: Int) { core.setMaxClients(maxClients) }
@@ -186,7 +182,6 @@ private enum Delivery {
 private struct ClientState {
   /// The I/O thread has not closed the socket yet.
   var open = true
-  var authorization: AuthorizationStatus = .notDetermined
   // Outgoing: written directly by whichever thread produces a line while nothing is queued;
   // queued (and written by the I/O thread when the socket is writable) otherwise.
   var queue = FIFO<OutEntry>()
@@ -396,7 +391,6 @@ final class ClientSlot: Sendable {
 
 private struct Registry {
   var clients: [UInt64: ClientConnection] = [:]
-  var authorizer: Authorizer
   var maxClients: Int
   /// Clients to close, with the reason (set by threads other than the I/O thread).
   var closing: [(UInt64, String)] = []
@@ -423,14 +417,11 @@ final class ServerCore: Sendable {
   private let epollErrno: Int32
   private let wakeErrno: Int32
 
-  init(
-    socket: ListeningSocket, handler: any RequestHandler, authorizer: Authorizer,
-    options: ServerOptions
-  ) {
+  init(socket: ListeningSocket, handler: any RequestHandler, options: ServerOptions) {
     self.socket = socket
     self.handler = handler
     self.options = options
-    registry = Mutex(Registry(authorizer: authorizer, maxClients: options.maxClients))
+    registry = Mutex(Registry(maxClients: options.maxClients))
     epollFD = epoll_create1(Int32(EPOLL_CLOEXEC))
     epollErrno = epollFD < 0 ? errno : 0
     wakeFD = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
@@ -499,7 +490,6 @@ final class ServerCore: Sendable {
     for waiter in waiters { waiter.resume() }
   }
 
-  func setAuthorizer(_ authorizer: Authorizer) { registry.withLock { $0.authorizer = authorizer } }
   func setMaxClients(_ maxClients: Int) { registry.withLock { $0.maxClients = max(1, maxClients) } }
   var clientCount: Int { registry.withLock { $0.clients.count } }
   func connections() -> [ClientConnection] {
@@ -790,8 +780,7 @@ final class ServerCore: Sendable {
   ) {
     guard let connection = clients.removeValue(forKey: id)?.connection else { return }
     let slot = connection.slot
-    let (why, notify, authorization) = slot.state.withLock {
-      state -> (String, Bool, AuthorizationStatus) in
+    let (why, notify) = slot.state.withLock { state -> (String, Bool) in
       _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, slot.fd, nil)
       Glibc.close(slot.fd)
       state.open = false
@@ -800,13 +789,12 @@ final class ServerCore: Sendable {
       state.coalesced = []
       let notify = !state.serving && !state.disconnectNotified
       if notify { state.disconnectNotified = true }
-      return (state.dropReason ?? reason, notify, state.authorization)
+      return (state.dropReason ?? reason, notify)
     }
     registry.withLock { $0.clients[id] = nil }
     Log.event("clientDisconnected", ["client": String(id), "reason": why])
     if notify {
-      let context = ClientContext(
-        connection: connection, peer: slot.peer, authorization: authorization)
+      let context = ClientContext(connection: connection, peer: slot.peer)
       Task { [handler] in await handler.clientDisconnected(context) }
     }
   }
@@ -820,7 +808,7 @@ final class ServerCore: Sendable {
     case paused
     /// Nothing left: `notify` when the client has gone (tell the handler), `finished` when it
     /// half-closed and everything is sent (close it).
-    case done(notify: Bool, finished: Bool, authorization: AuthorizationStatus)
+    case done(notify: Bool, finished: Bool)
   }
 
   /// Answers the client's requests in order until none is left, then ends: no task waits for
@@ -846,9 +834,7 @@ final class ServerCore: Sendable {
         state.serving = false
         let notify = !state.open && !state.disconnectNotified
         if notify { state.disconnectNotified = true }
-        return .done(
-          notify: notify, finished: state.open && ClientSlot.isFinished(state),
-          authorization: state.authorization)
+        return .done(notify: notify, finished: state.open && ClientSlot.isFinished(state))
       }
       switch next {
       case .answer(let item):
@@ -872,11 +858,11 @@ final class ServerCore: Sendable {
         }
       case .paused:
         return
-      case .done(let notify, let finished, let authorization):
+      case .done(let notify, let finished):
         if finished { scheduleClose(connection.id, reason: "closedByPeer") }
         if notify {
           await handler.clientDisconnected(
-            ClientContext(connection: connection, peer: slot.peer, authorization: authorization))
+            ClientContext(connection: connection, peer: slot.peer))
         }
         return
       }
@@ -903,38 +889,9 @@ final class ServerCore: Sendable {
         return Reply.error(error.code, message: error.message).json(id: error.id)
       }
     }
-    if request.command == .requestAuthorization {
-      let (authorizer, group) = registry.withLock { ($0.authorizer, $0.authorizer.groupName) }
-      let (status, reason) = authorizer.decide(for: peer)
-      connection.slot.state.withLock { $0.authorization = status }
-      Log.event(
-        "authorization",
-        [
-          "client": String(connection.id), "uid": String(peer.uid), "status": status.rawValue,
-          "reason": reason,
-        ])
-      if status == .authorized {
-        return Reply.authorization(.authorized).json(id: request.id)
-      }
-      let hint =
-        group.map {
-          "run as root or as a member of group \($0) (usermod -aG \($0) USER, then log in again)"
-        }
-        ?? "run as root"
-      return Reply.error(.notAuthorized, message: "uid \(peer.uid) is not authorized: \(hint)")
-        .json(id: request.id)
-    }
-    let authorization = connection.slot.state.withLock { $0.authorization }
-    if authorization != .authorized && !request.command.isAllowedUnauthorized {
-      let group = registry.withLock { $0.authorizer.groupName }.flatMap { $0.isEmpty ? nil : $0 }
-      let message =
-        authorization == .denied
-        ? "this client was denied authorization: "
-          + (group.map { "run as root or as a member of group \($0)" } ?? "run as root")
-        : "send {\"cmd\":\"request\"} first to ask for authorization"
-      return Reply.error(.notAuthorized, message: message).json(id: request.id)
-    }
-    let context = ClientContext(connection: connection, peer: peer, authorization: authorization)
+    // Authorization, `request` included, is the handler's decision: the transport passes the
+    // peer's credentials with every request.
+    let context = ClientContext(connection: connection, peer: peer)
     let reply = await handler.handle(request, from: context)
     return reply.json(id: request.id)
   }

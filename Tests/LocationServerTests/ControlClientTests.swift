@@ -184,7 +184,7 @@ struct ControlClientTests {
     #expect(lines.first??["lat"] == .double(49.5))
     #expect(lines.last??["state"] == "endOfData")
     // watch tracks for its own connection: no persistent start.
-    #expect(fixture.handler.handled.withLock { $0 } == [.watch(enable: true)])
+    #expect(fixture.handler.handled.withLock { $0 } == [.requestAuthorization, .watch(enable: true)])
     await fixture.stop()
   }
 }

@@ -98,8 +98,7 @@ struct HostileClientTests {
     let directory = try TemporaryDirectory()
     defer { directory.remove() }
     let socket = try ListeningSocket.create(path: directory.path + "/s.sock", group: nil)
-    let server = SocketServer(
-      socket: socket, handler: HugeReplyHandler(), authorizer: Authorizer(groupName: nil))
+    let server = SocketServer(socket: socket, handler: HugeReplyHandler())
     try server.start()
     let client = try TestClient(path: directory.path + "/s.sock")
     _ = try await client.roundTrip(#"{"cmd":"request"}"#)
@@ -159,10 +158,11 @@ struct HostileClientTests {
       failureInjector: { step in step == "write" ? failing.withLock { $0 } : nil })
     let map = MapStateService(store: store)
     let backend = FakeBackend()
-    let manager = LocationManager(backend: backend) { _ in .authorized }
-    let service = LocationService(manager: manager, map: map, backend: backend)
+    let manager = LocationManager(backend: backend)
+    let service = LocationService(
+      manager: manager, map: map, backend: backend, authority: AuthorizationAuthority(Authorizer(groupName: nil)))
     let socket = try ListeningSocket.create(path: directory.path + "/s.sock", group: nil)
-    let server = SocketServer(socket: socket, handler: service, authorizer: Authorizer(groupName: nil))
+    let server = SocketServer(socket: socket, handler: service)
     await service.attach(server)
     await service.start()
     try server.start()
@@ -189,14 +189,12 @@ struct HostileClientTests {
   @Test("a denied client is told the configured group")
   func deniedHintNamesTheGroup() async throws {
     try #require(geteuid() == 0 && access("/usr/bin/setpriv", X_OK) == 0)
-    let fixture = try ServerFixture(group: "daemon")
+    let fixture = try await ServiceFixture(group: "daemon")
     // The denial message for later commands names the group, as the request reply does.
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
     let pipe = Pipe()
     process.standardOutput = pipe
-    chmod(fixture.path, 0o666)
-    chmod(fixture.directory.path + "/run", 0o755)
     process.arguments = [
       "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c",
       """
@@ -220,7 +218,7 @@ private struct HugeReplyHandler: RequestHandler {
   func handle(_ request: Request, from client: ClientContext) async -> Reply {
     if case .status = request.command {
       return .status(
-        authorization: client.authorization, tracking: false, backendActive: false, backendURI: "x", backendState: .stopped,
+        authorization: .notDetermined, tracking: false, backendActive: false, backendURI: "x", backendState: .stopped,
         initial: nil, current: nil, clients: 1)
     }
     return .mapSVG(String(repeating: "x", count: 2_000_000))

@@ -43,9 +43,7 @@ struct PeerTests {
   @Test("an unprivileged peer outside the group is denied")
   func unprivilegedDenied() async throws {
     try #require(getuid() == 0, "needs root to switch to uid 65534")
-    let fixture = try ServerFixture(group: "adm")
-    chmod(fixture.directory.path + "/run", 0o755)
-    chmod(fixture.path, 0o666)
+    let fixture = try await ServiceFixture(group: "adm")
     let lines = try await runUnprivilegedClient(socketPath: fixture.path)
     try #require(lines.count == 2, "client output: \(lines)")
     let request = try JSONValue.parse(Array(lines[0].utf8))
@@ -54,16 +52,14 @@ struct PeerTests {
     #expect(request["id"] == .int(1))
     #expect(request["message"]?.stringValue?.contains("adm") == true)
     #expect(start["code"] == "notAuthorized")
-    #expect(fixture.handler.handled.withLock { $0 }.isEmpty)
+    #expect(fixture.backend.startCount == 0)
     await fixture.stop()
   }
 
   @Test("an unprivileged peer whose group is the configured group is authorized")
   func groupMemberAuthorized() async throws {
     try #require(getuid() == 0, "needs root to switch to uid 65534")
-    let fixture = try ServerFixture(group: "nogroup")
-    chmod(fixture.directory.path + "/run", 0o755)
-    chmod(fixture.path, 0o666)
+    let fixture = try await ServiceFixture(group: "nogroup")
     let lines = try await runUnprivilegedClient(socketPath: fixture.path)
     try #require(lines.count == 2, "client output: \(lines)")
     #expect(try JSONValue.parse(Array(lines[0].utf8))["authorization"] == "authorized")
@@ -225,8 +221,7 @@ struct ListeningSocketTests {
     let adopted = try ListeningSocket.adopt(fd: made.fd, path: "/run/locationd/locationd.sock")
     #expect(adopted.isActivated)
     #expect(adopted.path == path, "the bound address, not the configured path")
-    let server = SocketServer(
-      socket: adopted, handler: FakeHandler(), authorizer: Authorizer(groupName: nil))
+    let server = SocketServer(socket: adopted, handler: FakeHandler())
     try server.start()
     let client = try TestClient(path: path)
     #expect(try await client.roundTrip(#"{"cmd":"status"}"#)?["class"] == "STATUS")

@@ -37,7 +37,8 @@ struct ServerTests {
     let invalid = try await client.roundTrip(#"{"cmd":"setCenter","lat":91,"lon":0,"id":3}"#)
     #expect(invalid?["code"] == "invalidArgument")
     #expect(invalid?["id"] == .int(3))
-    #expect(fixture.handler.handled.withLock { $0 }.isEmpty)
+    // Only the valid request reached the handler (which decides authorization).
+    #expect(fixture.handler.handled.withLock { $0 } == [.requestAuthorization])
     await fixture.stop()
   }
 
@@ -107,7 +108,7 @@ struct ServerTests {
 
   @Test("commands other than status and request need authorization; root is authorized")
   func authorizationGate() async throws {
-    let fixture = try ServerFixture()
+    let fixture = try await ServiceFixture(group: nil)
     let client = try fixture.connect()
     let refused = try await client.roundTrip(#"{"cmd":"start","id":1}"#)
     #expect(refused?["code"] == "notAuthorized")

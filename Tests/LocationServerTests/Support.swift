@@ -2,6 +2,8 @@ import SystemIO
 import Foundation
 import Glibc
 import LocationCore
+import LocationTestKit
+import MapState
 import Synchronization
 import Testing
 
@@ -128,18 +130,26 @@ final class TestClient {
   }
 }
 
-/// A trivial handler: answers with fixed shapes and remembers watching clients.
+/// A trivial handler for transport tests: answers with fixed shapes, authorizes every `request`
+/// (authorization itself is tested on ``LocationService`` through ``ServiceFixture``) and
+/// remembers watching clients.
 final class FakeHandler: RequestHandler {
   let watchers = Mutex<[any ClientChannel]>([])
   let disconnected = Mutex<[UInt64]>([])
   let handled = Mutex<[Command]>([])
+  let authorized = Mutex<Set<UInt64>>([])
 
   func handle(_ request: Request, from client: ClientContext) async -> Reply {
     handled.withLock { $0.append(request.command) }
     switch request.command {
+    case .requestAuthorization:
+      authorized.withLock { _ = $0.insert(client.id) }
+      return .authorization(.authorized)
     case .status:
+      let authorization: AuthorizationStatus =
+        authorized.withLock { $0.contains(client.id) } ? .authorized : .notDetermined
       return .status(
-        authorization: client.authorization, tracking: false, backendActive: false,
+        authorization: authorization, tracking: false, backendActive: false,
         backendURI: "simulate",
         backendState: .stopped,
         initial: nil, current: nil, clients: 1)
@@ -169,13 +179,12 @@ struct ServerFixture {
   let server: SocketServer
   let handler: FakeHandler
 
-  init(options: ServerOptions = ServerOptions(), group: String? = nil) throws {
+  init(options: ServerOptions = ServerOptions()) throws {
     directory = try TemporaryDirectory()
     path = directory.path + "/run/locationd.sock"
     let socket = try ListeningSocket.create(path: path, group: nil)
     handler = FakeHandler()
-    server = SocketServer(
-      socket: socket, handler: handler, authorizer: Authorizer(groupName: group), options: options)
+    server = SocketServer(socket: socket, handler: handler, options: options)
     try server.start()
   }
 
@@ -184,6 +193,44 @@ struct ServerFixture {
   func stop() async {
     server.stop()
     await server.waitUntilStopped()
+    directory.remove()
+  }
+}
+
+/// The real service (``LocationService`` over a ``FakeBackend``, with its authority) behind a
+/// socket server on a temporary socket, whose directory and socket file anyone may reach (the
+/// tests run clients as uid 65534).
+struct ServiceFixture {
+  let directory: TemporaryDirectory
+  let path: String
+  let server: SocketServer
+  let service: LocationService
+  let authority: AuthorizationAuthority
+  let backend: FakeBackend
+
+  init(group: String?) async throws {
+    directory = try TemporaryDirectory()
+    path = directory.path + "/run/locationd.sock"
+    let socket = try ListeningSocket.create(path: path, group: nil)
+    chmod(directory.path + "/run", 0o755)
+    chmod(path, 0o666)
+    backend = FakeBackend()
+    authority = AuthorizationAuthority(Authorizer(groupName: group))
+    let map = MapStateService(store: MapStateStore(directory: directory.path + "/state") { _ in })
+    service = LocationService(
+      manager: LocationManager(backend: backend), map: map, backend: backend, authority: authority)
+    server = SocketServer(socket: socket, handler: service)
+    await service.attach(server)
+    await service.start()
+    try server.start()
+  }
+
+  func connect() throws -> TestClient { try TestClient(path: path) }
+
+  func stop() async {
+    server.stop()
+    await server.waitUntilStopped()
+    await service.shutdown(reason: "test")
     directory.remove()
   }
 }

@@ -1,0 +1,142 @@
+import Foundation
+import Glibc
+import Testing
+
+extension EndToEnd {
+  /// SIGHUP changing the service's group, seen by one client of uid 65534 (nobody, in nogroup):
+  /// every command answers from the same rule, before and after the reload.
+  @Suite("End to end: authorization across a reload", .serialized)
+  struct AuthorizationReloadEndToEndTests {
+    /// A client as uid 65534 that sends `request` and `watch`, creates `READY`, waits for `GO`,
+    /// then sends `start`, `location`, `watch` and `request` (ids 3 to 6) and prints every line
+    /// it received, replies and events, in order.
+    static let script = """
+      import os, socket, sys, time
+      path, ready, go = sys.argv[1:4]
+      s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+      s.connect(path)
+      s.settimeout(0.05)
+      data = b""
+      def pump(until, seconds):
+          global data
+          end = time.time() + seconds
+          while time.time() < end and not until():
+              try:
+                  chunk = s.recv(65536)
+              except socket.timeout:
+                  continue
+              if not chunk:
+                  break
+              data += chunk
+      s.sendall(b'{"cmd":"request","id":1}\\n{"cmd":"watch","id":2}\\n')
+      pump(lambda: b'"id":2' in data and data.count(b'"class":"TPV"') >= 2, 10)
+      open(ready, "w").close()
+      pump(lambda: os.path.exists(go), 30)
+      s.sendall(b'{"cmd":"start","id":3}\\n{"cmd":"location","id":4}\\n{"cmd":"watch","id":5}\\n{"cmd":"request","id":6}\\n')
+      pump(lambda: b'"id":6' in data, 10)
+      pump(lambda: False, 0.5)
+      sys.stdout.write(data.decode())
+      """
+
+    /// Runs the daemon with `group` from a config file; `reloadTo` is written to the file and
+    /// SIGHUP sent either while the client is between its two batches (`beforeClient` false) or
+    /// before it connects. Returns the client's lines, parsed, and the daemon's log.
+    static func run(group: String, reloadTo: String, beforeClient: Bool) async throws -> (
+      messages: [[String: Any]], log: String
+    ) {
+      let scratch = try Scratch(mode: 0o755)
+      defer { scratch.remove() }
+      let config = scratch.file("locationd.conf")
+      try "group = \(group)\n".write(toFile: config, atomically: true, encoding: .utf8)
+      let socket = scratch.file("l.sock")
+      let daemon = try DaemonProcess(
+        executable: try Products.path("locationd"),
+        arguments: [
+          "--config", config, "--socket", socket, "--state-dir", scratch.file("state"), "--backend",
+          "simulate?rate=10",
+        ],
+        environment: nil, logPath: scratch.file("locationd.log"), socketPath: socket,
+        stateDirectory: scratch.file("state"))
+      defer { daemon.cleanUp() }
+      try await daemon.waitUntilReady()
+      // Authorization is by SO_PEERCRED; the file mode only decides who can connect at all.
+      chmod(socket, 0o666)
+      func reload() async throws {
+        try "group = \(reloadTo)\n".write(toFile: config, atomically: true, encoding: .utf8)
+        daemon.signal(SIGHUP)
+        try await daemon.waitForLog("reloaded group=\(reloadTo)")
+        chmod(socket, 0o666)  // the reload gave the socket file the new group, mode 0660
+      }
+      if beforeClient { try await reload() }
+      // The client (uid 65534) creates READY, so the two flags live in a directory it may write.
+      let flags = scratch.file("flags")
+      mkdir(flags, 0o755)
+      chmod(flags, 0o777)
+      let ready = flags + "/ready"
+      let go = flags + "/go"
+      if beforeClient { FileManager.default.createFile(atPath: go, contents: nil) }
+      let client = Task {
+        try await runTool(
+          "/usr/bin/setpriv",
+          [
+            "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script, socket,
+            ready, go,
+          ])
+      }
+      if !beforeClient {
+        #expect(await waitUntil(timeout: 20) { access(ready, F_OK) == 0 }, "\(daemon.log)")
+        try await reload()
+        FileManager.default.createFile(atPath: go, contents: nil)
+      }
+      let output = try await client.value
+      #expect(await daemon.stop() == 0, "\(daemon.log)")
+      return (output.lines.compactMap(parseObject), daemon.log)
+    }
+
+    static func reply(_ messages: [[String: Any]], _ id: Int) -> [String: Any]? {
+      messages.first { $0["id"] as? Int == id }
+    }
+
+    @Test(
+      "a reload that drops the client's group: start, location, watch and request all refused; watch ended, client told",
+      .timeLimit(.minutes(1)))
+    func reloadRevokes() async throws {
+      try #require(getuid() == 0, "needs root to run a client as uid 65534")
+      try #require(access("/usr/bin/python3", X_OK) == 0 && access("/usr/bin/setpriv", X_OK) == 0)
+      let (messages, log) = try await Self.run(group: "nogroup", reloadTo: "daemon", beforeClient: false)
+      let text = messages.map(encodeLine).joined(separator: "\n")
+      #expect(Self.reply(messages, 1)?["authorization"] as? String == "authorized", "\(text)")
+      #expect(Self.reply(messages, 2)?["class"] as? String == "WATCH", "\(text)")
+      for id in 3...6 {
+        #expect(Self.reply(messages, id)?["code"] as? String == "notAuthorized", "id \(id): \(text)")
+      }
+      let told = messages.firstIndex {
+        $0["class"] as? String == "AUTHORIZATION" && $0["id"] == nil
+          && $0["authorization"] as? String == "denied"
+      }
+      #expect(told != nil, "\(text)")
+      if let told {
+        let later = messages[(told + 1)...].filter { $0["class"] as? String == "TPV" }
+        #expect(later.isEmpty, "fixes after the client lost its authorization: \(text)")
+      }
+      #expect(log.contains("authorizationChanged"), "\(log)")
+    }
+
+    @Test(
+      "a reload that adds the client's group: request, start, location and watch all granted",
+      .timeLimit(.minutes(1)))
+    func reloadGrants() async throws {
+      try #require(getuid() == 0, "needs root to run a client as uid 65534")
+      try #require(access("/usr/bin/python3", X_OK) == 0 && access("/usr/bin/setpriv", X_OK) == 0)
+      let (messages, log) = try await Self.run(group: "daemon", reloadTo: "nogroup", beforeClient: true)
+      let text = messages.map(encodeLine).joined(separator: "\n")
+      #expect(Self.reply(messages, 1)?["authorization"] as? String == "authorized", "\(text)\n\(log)")
+      #expect(Self.reply(messages, 2)?["class"] as? String == "WATCH", "\(text)")
+      #expect(Self.reply(messages, 3)?["class"] as? String == "TRACKING", "\(text)")
+      #expect(Self.reply(messages, 4)?["class"] as? String == "LOCATION", "\(text)")
+      #expect(Self.reply(messages, 5)?["class"] as? String == "WATCH", "\(text)")
+      #expect(Self.reply(messages, 6)?["authorization"] as? String == "authorized", "\(text)")
+      #expect(messages.contains { $0["class"] as? String == "TPV" }, "\(text)")
+    }
+  }
+}

@@ -1,0 +1,173 @@
+import Glibc
+import LocationCore
+import LocationTestKit
+import MapState
+import Synchronization
+import Testing
+
+@testable import LocationProtocol
+@testable import ServiceCore
+import LocationModel
+
+/// A client channel that keeps what the service pushes to it, as parsed JSON objects.
+private final class RecordingChannel: ClientChannel {
+  let id = ConnectionNumber.next()
+  let received = Mutex<[JSONValue]>([])
+
+  @discardableResult func send(_ event: Event) -> Bool { deliver(EncodedEvent(event)) }
+
+  @discardableResult func deliver(_ event: EncodedEvent) -> Bool {
+    if let value = try? JSONValue.parse(event.body) { received.withLock { $0.append(value) } }
+    return true
+  }
+
+  var isConnected: Bool { true }
+  func close() {}
+
+  /// The classes of everything received, in order.
+  var classes: [String] { received.withLock { $0.compactMap { $0["class"]?.stringValue } } }
+}
+
+/// uid and gid 65534 (nobody, nogroup on Debian), whose passwd entry has no supplementary group.
+private let nobody = PeerCredentials(pid: 4242, uid: 65534, gid: 65534)
+
+/// The real service over a fake backend, driven without any transport.
+private struct Harness {
+  let service: LocationService
+  let authority: AuthorizationAuthority
+  let backend: FakeBackend
+  let directory: TemporaryDirectory
+
+  init(group: String?) async throws {
+    directory = try TemporaryDirectory()
+    backend = FakeBackend()
+    authority = AuthorizationAuthority(Authorizer(groupName: group))
+    let map = MapStateService(store: MapStateStore(directory: directory.path + "/state") { _ in })
+    service = LocationService(
+      manager: LocationManager(backend: backend), map: map, backend: backend, authority: authority)
+    await service.start()
+  }
+
+  /// Sends one request line from `channel` (as `peer`) and returns the reply as JSON.
+  func ask(_ line: String, _ channel: RecordingChannel, as peer: PeerCredentials = nobody) async throws
+    -> JSONValue
+  {
+    let request = try Request.parse(Array(line.utf8))
+    return await service.handle(request, from: ClientContext(connection: channel, peer: peer)).json(id: nil)
+  }
+
+  func stop() async {
+    await service.shutdown(reason: "test")
+    directory.remove()
+  }
+}
+
+private func fix(_ latitude: Double) -> Fix {
+  var fix = Fix(mode: .fix3D)
+  fix.coordinate = Coordinate(latitude: latitude, longitude: 2.5)
+  fix.time = 1_700_000_000_000 + Int64(latitude * 1000)
+  return fix
+}
+
+@Suite("One authority for authorization")
+struct AuthorizationAuthorityTests {
+  @Test("the authority decides with the rule in force: root always, the group's members until it changes")
+  func authorityFollowsReplacement() throws {
+    try #require(Authorizer.groupID(named: "nogroup") == 65534, "Debian's nogroup")
+    let authority = AuthorizationAuthority(Authorizer(groupName: "nogroup"))
+    #expect(authority.decide(for: nobody).status == .authorized)
+    #expect(authority.decide(for: nobody).reason == "group")
+    #expect(authority.remedy == "run as root or as a member of group nogroup")
+    authority.replace(with: Authorizer(groupName: "daemon"))
+    #expect(authority.groupName == "daemon")
+    #expect(authority.decide(for: nobody) == (.denied, "notInGroup"))
+    #expect(authority.decide(for: PeerCredentials(pid: 1, uid: 0, gid: 0)) == (.authorized, "root"))
+    authority.replace(with: Authorizer(groupName: nil))
+    #expect(authority.decide(for: nobody) == (.denied, "rootOnly"))
+    #expect(authority.remedy == "run as root")
+  }
+
+  @Test("a reload that drops the client's group gives one answer to every command, and ends its watch and tracking")
+  func reloadRevokesConsistently() async throws {
+    try #require(Authorizer.groupID(named: "nogroup") == 65534 && Authorizer.groupID(named: "daemon") != nil)
+    let harness = try await Harness(group: "nogroup")
+    let client = RecordingChannel()
+    let bystander = RecordingChannel()  // never asked: stays notDetermined, hears nothing
+    #expect(try await harness.ask(#"{"cmd":"request"}"#, client)["authorization"] == "authorized")
+    #expect(try await harness.ask(#"{"cmd":"watch"}"#, client)["class"] == "WATCH")
+    #expect(try await harness.ask(#"{"cmd":"start"}"#, client)["class"] == "TRACKING")
+    #expect(harness.backend.isRunning)
+    harness.backend.send(fix: fix(1))
+    #expect(await eventually { client.classes.contains("TPV") })
+
+    let review = await harness.service.reloadAuthorization(Authorizer(groupName: "daemon"))
+    #expect(review.granted == 0 && review.revoked == 1 && review.usersStopped == 1)
+    let told = client.received.withLock { $0.last }
+    #expect(told?["class"] == "AUTHORIZATION")
+    #expect(told?["authorization"] == "denied")
+    #expect(bystander.received.withLock { $0 }.isEmpty)
+    // Watch and tracking (the connection's and the user's) ended: the backend stopped.
+    #expect(!harness.backend.isRunning)
+    for line in [#"{"cmd":"start"}"#, #"{"cmd":"location"}"#, #"{"cmd":"watch"}"#, #"{"cmd":"request"}"#] {
+      let reply = try await harness.ask(line, client)
+      #expect(reply["code"] == "notAuthorized", "\(line): \(reply)")
+    }
+    let status = try await harness.ask(#"{"cmd":"status"}"#, client)
+    #expect(status["authorization"] == "denied")
+    #expect(status["tracking"] == false)
+    #expect(status["current"] == .null)
+    let before = client.received.withLock { $0.count }
+    harness.backend.send(fix: fix(2))
+    #expect(try await harness.ask(#"{"cmd":"status"}"#, bystander)["authorization"] == "notDetermined")
+    #expect(client.received.withLock { $0.count } == before, "no event after losing authorization")
+    await harness.stop()
+  }
+
+  @Test("a reload that adds the client's group: request, start, location and watch all agree")
+  func reloadGrantsConsistently() async throws {
+    try #require(Authorizer.groupID(named: "nogroup") == 65534 && Authorizer.groupID(named: "daemon") != nil)
+    let harness = try await Harness(group: "daemon")
+    let earlier = RecordingChannel()
+    #expect(try await harness.ask(#"{"cmd":"request"}"#, earlier)["code"] == "notAuthorized")
+    let review = await harness.service.reloadAuthorization(Authorizer(groupName: "nogroup"))
+    #expect(review.granted == 1 && review.revoked == 0)
+    #expect(earlier.received.withLock { $0.last?["authorization"] } == "authorized")
+    // A client that connects after the reload, and the one that was denied before it.
+    for client in [RecordingChannel(), earlier] {
+      #expect(try await harness.ask(#"{"cmd":"request"}"#, client)["authorization"] == "authorized")
+      #expect(try await harness.ask(#"{"cmd":"start"}"#, client)["class"] == "TRACKING")
+      #expect(try await harness.ask(#"{"cmd":"location"}"#, client)["class"] == "LOCATION")
+      #expect(try await harness.ask(#"{"cmd":"watch"}"#, client)["class"] == "WATCH")
+    }
+    #expect(harness.backend.isRunning)
+    await harness.stop()
+  }
+
+  @Test("a reload that keeps the client's group changes nothing and tells nobody")
+  func reloadWithoutChange() async throws {
+    try #require(Authorizer.groupID(named: "nogroup") == 65534)
+    let harness = try await Harness(group: "nogroup")
+    let client = RecordingChannel()
+    #expect(try await harness.ask(#"{"cmd":"request"}"#, client)["authorization"] == "authorized")
+    #expect(try await harness.ask(#"{"cmd":"start"}"#, client)["class"] == "TRACKING")
+    let review = await harness.service.reloadAuthorization(Authorizer(groupName: "nogroup"))
+    #expect(review.granted == 0 && review.revoked == 0 && review.usersStopped == 0)
+    #expect(!client.classes.contains("AUTHORIZATION"))
+    #expect(harness.backend.isRunning)
+    #expect(try await harness.ask(#"{"cmd":"location"}"#, client)["class"] == "LOCATION")
+    await harness.stop()
+  }
+
+  @Test("root stays authorized whatever the group")
+  func rootSurvivesReload() async throws {
+    let harness = try await Harness(group: "nogroup")
+    let root = PeerCredentials(pid: 1, uid: 0, gid: 0)
+    let client = RecordingChannel()
+    #expect(try await harness.ask(#"{"cmd":"request"}"#, client, as: root)["authorization"] == "authorized")
+    #expect(try await harness.ask(#"{"cmd":"start"}"#, client, as: root)["class"] == "TRACKING")
+    await harness.service.reloadAuthorization(Authorizer(groupName: nil))
+    #expect(harness.backend.isRunning)
+    #expect(try await harness.ask(#"{"cmd":"location"}"#, client, as: root)["class"] == "LOCATION")
+    await harness.stop()
+  }
+}
