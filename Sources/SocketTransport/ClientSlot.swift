@@ -1,0 +1,246 @@
+import CLinux
+import Glibc
+import LocationModel
+import LocationProtocol
+import Queues
+import ServiceCore
+import Synchronization
+
+// One client's socket, its outgoing queue (with coalescing and the backlog bound) and its
+// incoming requests, shared by the I/O thread, request tasks and broadcasting threads.
+
+/// One queued write.
+enum OutEntry {
+  /// Bytes to write (newline included); `counted` when part of the backlog bound.
+  case bytes([UInt8], counted: Bool)
+  /// The pending coalescible event with this key (its bytes are in `ClientState.coalesced`).
+  case coalesced(String)
+}
+
+/// A coalescible event waiting in a slow client's queue, with how many it replaced.
+struct PendingEvent {
+  var key: String
+  var body: [UInt8]
+  var missed: Int
+}
+
+/// What became of a line given to a client.
+enum Delivery {
+  /// Written to the socket, or queued behind earlier data.
+  case accepted
+  /// The client has gone or is being dropped; nothing was queued.
+  case gone
+  /// This line made the client exceed its backlog bound or hit a write error: drop it.
+  case drop(String)
+}
+
+/// Everything about one client that more than one thread touches, under the client's own lock.
+struct ClientState {
+  /// The I/O thread has not closed the socket yet.
+  var open = true
+  // Outgoing: written directly by whichever thread produces a line while nothing is queued;
+  // queued (and written by the I/O thread when the socket is writable) otherwise.
+  var queue = FIFO<OutEntry>()
+  /// Bytes of the first queue entry already written.
+  var headOffset = 0
+  var backlogBytes = 0
+  var backlogMessages = 0
+  var coalesced: [PendingEvent] = []
+  // Incoming.
+  /// Requests read, not yet answered.
+  var requests = FIFO<LineReader.Item>()
+  /// A task is answering `requests`; at most one per client, so replies keep request order.
+  var serving = false
+  /// Answering paused because data is queued (the client reads slowly); the I/O thread resumes
+  /// it when the queue has drained.
+  var waitingForDrain = false
+  /// The peer closed its sending side: close once its requests are answered and sent.
+  var readClosed = false
+  /// Set by any thread; the I/O thread then closes the socket.
+  var dropReason: String?
+  var disconnectNotified = false
+  /// The epoll events registered for the socket.
+  var interest = EPOLLIN.rawValue
+}
+
+/// One connected client's socket and state, under the client's own lock.
+///
+/// Lock order: the server's registry lock is never taken while a client's lock is held.
+final class ClientSlot: Sendable {
+  let id: UInt64
+  let fd: Int32
+  let peer: PeerCredentials
+  let state: Mutex<ClientState>
+  private let epollFD: Int32
+  private let options: ServerOptions
+
+  init(id: UInt64, fd: Int32, peer: PeerCredentials, epollFD: Int32, options: ServerOptions) {
+    self.id = id
+    self.fd = fd
+    self.peer = peer
+    self.epollFD = epollFD
+    self.options = options
+    state = Mutex(ClientState())
+  }
+
+  /// Gives a line (`body` plus newline) to the client: written at once when nothing is queued
+  /// and the socket takes it, queued otherwise.
+  func deliver(body: [UInt8], line: [UInt8], coalescingKey: String?) -> Delivery {
+    state.withLock { state in
+      let delivery = deliverLocked(body: body, line: line, key: coalescingKey, &state)
+      updateInterest(&state)
+      return delivery
+    }
+  }
+
+  private func deliverLocked(body: [UInt8], line: [UInt8], key: String?, _ state: inout ClientState)
+    -> Delivery
+  {
+    guard state.open, state.dropReason == nil else { return .gone }
+    if state.queue.isEmpty {
+      var offset = 0
+      while offset < line.count {
+        let written = line.withUnsafeBytes { buffer in
+          send(fd, buffer.baseAddress.map { $0 + offset }, buffer.count - offset, Int32(MSG_NOSIGNAL))
+        }
+        if written >= 0 {
+          offset += written
+          continue
+        }
+        if errno == EINTR { continue }
+        if errno == EAGAIN || errno == EWOULDBLOCK { break }
+        return dropLocked("writeError", &state)
+      }
+      if offset == line.count { return .accepted }
+      if let key, offset == 0 {
+        state.coalesced.append(PendingEvent(key: key, body: body, missed: 0))
+        state.queue.append(.coalesced(key))
+        return .accepted
+      }
+      // Partly written: the rest goes first, whatever its kind.
+      state.headOffset = offset
+      state.queue.append(.bytes(line, counted: key == nil))
+      if key != nil { return .accepted }
+      return countLocked(line.count, &state)
+    }
+    if let key {
+      if let index = state.coalesced.firstIndex(where: { $0.key == key }) {
+        state.coalesced[index].body = body
+        state.coalesced[index].missed += 1
+        state.queue.removeLast {
+          if case .coalesced(let other) = $0 { return other == key }
+          return false
+        }
+      } else {
+        state.coalesced.append(PendingEvent(key: key, body: body, missed: 0))
+      }
+      state.queue.append(.coalesced(key))
+      return .accepted
+    }
+    state.queue.append(.bytes(line, counted: true))
+    return countLocked(line.count, &state)
+  }
+
+  /// Adds a queued line to the backlog; drops the client beyond the bounds.
+  private func countLocked(_ bytes: Int, _ state: inout ClientState) -> Delivery {
+    state.backlogBytes += bytes
+    state.backlogMessages += 1
+    guard
+      state.backlogBytes > options.maxBacklogBytes
+        || state.backlogMessages > options.maxBacklogMessages
+    else { return .accepted }
+    Log.event(
+      "slowClient",
+      [
+        "client": String(id), "backlogBytes": String(state.backlogBytes),
+        "backlogMessages": String(state.backlogMessages),
+      ])
+    return dropLocked("slowClient", &state)
+  }
+
+  private func dropLocked(_ reason: String, _ state: inout ClientState) -> Delivery {
+    state.dropReason = reason
+    state.queue.removeAll()
+    state.coalesced = []
+    return .drop(reason)
+  }
+
+  /// Marks the client for closing; `true` when this call did (the caller tells the I/O thread).
+  func markForClosing(_ reason: String) -> Bool {
+    state.withLock { state in
+      guard state.open, state.dropReason == nil else { return false }
+      _ = dropLocked(reason, &state)
+      updateInterest(&state)
+      return true
+    }
+  }
+
+  /// Writes queued data until the socket would block; `false` on a write error.
+  func flushLocked(_ state: inout ClientState) -> Bool {
+    guard state.open, state.dropReason == nil else { return true }
+    while let head = state.queue.first {
+      var bytes: [UInt8]
+      var counted = false
+      switch head {
+      case .bytes(let data, let isCounted):
+        bytes = data
+        counted = isCounted
+      case .coalesced(let key):
+        guard let index = state.coalesced.firstIndex(where: { $0.key == key }) else {
+          _ = state.queue.popFirst()
+          continue
+        }
+        let pending = state.coalesced.remove(at: index)
+        bytes =
+          pending.missed > 0
+          ? JSONValue.appending(
+            [JSONMember("missed", .int(Int64(pending.missed)))], toEncodedObject: pending.body)
+          : pending.body
+        bytes.append(UInt8(ascii: "\n"))
+        state.queue.replaceFirst(.bytes(bytes, counted: false))
+      }
+      let offset = state.headOffset
+      let written = bytes.withUnsafeBytes { buffer in
+        send(fd, buffer.baseAddress.map { $0 + offset }, buffer.count - offset, Int32(MSG_NOSIGNAL))
+      }
+      if written < 0 {
+        if errno == EINTR { continue }
+        if errno == EAGAIN || errno == EWOULDBLOCK { return true }
+        _ = dropLocked("writeError", &state)
+        return false
+      }
+      state.headOffset += written
+      if state.headOffset < bytes.count { return true }
+      state.headOffset = 0
+      _ = state.queue.popFirst()
+      if counted {
+        state.backlogBytes -= bytes.count
+        state.backlogMessages -= 1
+      }
+    }
+    return true
+  }
+
+  /// Registers the epoll events the state calls for: readable while requests may be read,
+  /// writable while data is queued.
+  func updateInterest(_ state: inout ClientState) {
+    guard state.open else { return }
+    var wanted: UInt32 = 0
+    if !state.readClosed && state.dropReason == nil
+      && state.requests.count < options.maxPendingRequests
+    {
+      wanted |= EPOLLIN.rawValue
+    }
+    if !state.queue.isEmpty { wanted |= EPOLLOUT.rawValue }
+    guard wanted != state.interest else { return }
+    var event = epoll_event()
+    event.events = wanted
+    event.data.u64 = id
+    if epoll_ctl(epollFD, EPOLL_CTL_MOD, fd, &event) == 0 { state.interest = wanted }
+  }
+
+  /// The peer sent all it will and everything is answered and written.
+  static func isFinished(_ state: ClientState) -> Bool {
+    state.readClosed && !state.serving && state.requests.isEmpty && state.queue.isEmpty
+  }
+}

@@ -1,0 +1,282 @@
+import CLinux
+import Glibc
+import LocationModel
+import LocationProtocol
+import Queues
+import ServiceCore
+import Synchronization
+import SystemIO
+
+extension ServerCore {
+  // MARK: I/O thread
+
+  /// The event loop: accepts, reads requests, writes what could not be written at once, and
+  /// closes clients. Only this thread closes client sockets, so that no other thread can write
+  /// to a descriptor number that has been reused.
+  func loop() {
+    var clients: [UInt64: (connection: ClientConnection, reader: LineReader)] = [:]
+    var chunk = [UInt8](repeating: 0, count: 65_536)
+    var events = [epoll_event](repeating: epoll_event(), count: 256)
+    // After EMFILE/ENFILE, stop watching the listening socket for a moment instead of spinning.
+    var acceptPausedUntil: ContinuousClock.Instant?
+    // One descriptor held in reserve: when none is left, it is freed to take each waiting client
+    // off the queue with an error reply instead of leaving it hanging (the accept4(2) advice).
+    var spareFD = Glibc.open("/dev/null", O_RDONLY | O_CLOEXEC)
+    var shortage = false
+    defer { if spareFD >= 0 { Glibc.close(spareFD) } }
+    while true {
+      let (closing, stopping) = registry.withLock { registry in
+        defer { registry.closing = [] }
+        return (registry.closing, registry.stopping)
+      }
+      for (id, reason) in closing { close(id, reason: reason, &clients) }
+      if stopping { break }
+      if let until = acceptPausedUntil, ContinuousClock.now >= until {
+        acceptPausedUntil = nil
+        setListening(true)
+      }
+      let count = epoll_wait(
+        epollFD, &events, Int32(events.count), acceptPausedUntil == nil ? -1 : 100)
+      if count < 0 {
+        if errno == EINTR { continue }
+        Log.event("pollFailed", ["error": String(cString: strerror(errno))])
+        break
+      }
+      for index in 0..<Int(count) {
+        let token = events[index].data.u64
+        let flags = events[index].events
+        switch token {
+        case listenToken:
+          if !acceptClients(&clients, spareFD: &spareFD, shortage: &shortage) {
+            acceptPausedUntil = ContinuousClock.now + .milliseconds(100)
+            setListening(false)
+          }
+        case wakeToken:
+          var value: UInt64 = 0
+          _ = read(wakeFD, &value, MemoryLayout<UInt64>.size)
+        default:
+          guard let connection = clients[token]?.connection else { continue }  // already closed
+          if flags & EPOLLOUT.rawValue != 0, !flush(connection, &clients) { continue }
+          let readable = EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue
+          if flags & readable != 0 {
+            readClient(
+              token, chunk: &chunk, clients: &clients, hangUp: flags & EPOLLHUP.rawValue != 0)
+          }
+        }
+      }
+    }
+    // Shutdown: write what is queued (e.g. the SHUTDOWN event) as far as each socket takes it
+    // without waiting, then close every client and the listening socket.
+    for (connection, _) in clients.values {
+      connection.slot.state.withLock { _ = connection.slot.flushLocked(&$0) }
+    }
+    for id in Array(clients.keys) { close(id, reason: "serverStopping", &clients) }
+    socket.close()
+    Log.event("stopped", ["path": socket.path])
+    finishStopped()
+  }
+
+  /// Writes the client's queue as far as the socket takes it; closes the client on a write error
+  /// or when it half-closed and everything is sent. `false` when it was closed.
+  private func flush(
+    _ connection: ClientConnection,
+    _ clients: inout [UInt64: (connection: ClientConnection, reader: LineReader)]
+  ) -> Bool {
+    let slot = connection.slot
+    let (ok, finished, resume) = slot.state.withLock { state in
+      let ok = slot.flushLocked(&state)
+      var resume = false
+      if ok && state.waitingForDrain && state.queue.isEmpty {
+        // The client has read everything: answer its next requests.
+        state.waitingForDrain = false
+        resume = !state.requests.isEmpty && !state.serving && state.dropReason == nil
+        if resume { state.serving = true }
+      }
+      slot.updateInterest(&state)
+      return (ok, ClientSlot.isFinished(state), resume)
+    }
+    if resume { Task { [self] in await self.serve(connection) } }
+    guard ok && !finished else {
+      close(connection.id, reason: ok ? "closedByPeer" : "writeError", &clients)
+      return false
+    }
+    return true
+  }
+
+  private func setListening(_ on: Bool) {
+    var event = epoll_event()
+    event.events = on ? EPOLLIN.rawValue : 0
+    event.data.u64 = listenToken
+    _ = epoll_ctl(epollFD, EPOLL_CTL_MOD, socket.fd, &event)
+  }
+
+  /// Accepts every pending connection; `false` when out of descriptors (pause accepting).
+  ///
+  /// Out of descriptors, each waiting client is accepted on the reserved `spareFD`, told
+  /// `unavailable` and closed, so that it does not hang; the shortage is logged once, and its end
+  /// once (`shortage` says whether it is going on).
+  private func acceptClients(
+    _ clients: inout [UInt64: (connection: ClientConnection, reader: LineReader)],
+    spareFD: inout Int32, shortage: inout Bool
+  ) -> Bool {
+    while true {
+      let fd = accept(socket.fd, nil, nil)
+      if fd < 0 {
+        let code = errno
+        if code == EINTR { continue }
+        if code == EAGAIN || code == EWOULDBLOCK { return true }
+        if !shortage {
+          Log.event("acceptFailed", ["error": String(cString: strerror(code))])
+          shortage = true
+        }
+        if code == EMFILE || code == ENFILE, spareFD >= 0 {
+          Glibc.close(spareFD)
+          let refused = accept(socket.fd, nil, nil)
+          if refused >= 0 {
+            var bytes = Reply.error(
+              .unavailable,
+              message: "locationd has no file descriptor left for a new client: retry later"
+            ).json(id: nil).encoded
+            bytes.append(UInt8(ascii: "\n"))
+            try? SystemIO.sendAll(refused, bytes, flags: Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+            Glibc.close(refused)
+          }
+          spareFD = Glibc.open("/dev/null", O_RDONLY | O_CLOEXEC)
+          if refused >= 0 { continue }
+        }
+        return !(code == EMFILE || code == ENFILE || code == ENOBUFS || code == ENOMEM)
+      }
+      if shortage {
+        shortage = false
+        Log.event("acceptRecovered")
+      }
+      ListeningSocket.setNonBlockingCloseOnExec(fd)
+      let peer =
+        PeerCredentials.read(socket: fd)
+        ?? PeerCredentials(pid: 0, uid: UInt32.max, gid: UInt32.max)
+      let admitted = registry.withLock { registry -> ClientConnection? in
+        guard registry.clients.count < registry.maxClients else { return nil }
+        let id = ConnectionNumber.next()
+        let slot = ClientSlot(id: id, fd: fd, peer: peer, epollFD: epollFD, options: options)
+        let connection = ClientConnection(slot: slot, core: self)
+        registry.clients[id] = connection
+        return connection
+      }
+      guard let connection = admitted else {
+        let max = registry.withLock { $0.maxClients }
+        let reply = Reply.error(
+          .tooManyClients,
+          message:
+            "locationd already serves \(max) clients (--max-clients): close another client and retry"
+        )
+        var bytes = reply.json(id: nil).encoded
+        bytes.append(UInt8(ascii: "\n"))
+        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        Glibc.close(fd)
+        Log.event(
+          "tooManyClients", ["pid": String(peer.pid), "uid": String(peer.uid), "max": String(max)])
+        continue
+      }
+      var event = epoll_event()
+      event.events = EPOLLIN.rawValue
+      event.data.u64 = connection.id
+      guard epoll_ctl(epollFD, EPOLL_CTL_ADD, fd, &event) == 0 else {
+        Log.event("acceptFailed", ["error": "epoll_ctl: \(String(cString: strerror(errno)))"])
+        registry.withLock { $0.clients[connection.id] = nil }
+        connection.slot.state.withLock { $0.open = false }
+        Glibc.close(fd)
+        continue
+      }
+      clients[connection.id] = (connection, LineReader(maximumLength: options.maxLineLength))
+      Log.event(
+        "clientConnected",
+        [
+          "client": String(connection.id), "pid": String(peer.pid), "uid": String(peer.uid),
+          "gid": String(peer.gid),
+        ])
+    }
+  }
+
+  /// Reads what the client sent (at most four chunks, fewer once enough requests wait) and
+  /// hands complete lines to the client's request task, starting one when none runs.
+  private func readClient(
+    _ id: UInt64, chunk: inout [UInt8],
+    clients: inout [UInt64: (connection: ClientConnection, reader: LineReader)], hangUp: Bool
+  ) {
+    guard let connection = clients[id]?.connection else { return }
+    let slot = connection.slot
+    var total = 0
+    while total < 4 * chunk.count {
+      let count = chunk.withUnsafeMutableBytes { read(slot.fd, $0.baseAddress, $0.count) }
+      if count > 0 {
+        total += count
+        guard let items = clients[id]?.reader.feed(chunk[0..<count]), !items.isEmpty else {
+          continue
+        }
+        let (startTask, paused) = slot.state.withLock { state -> (Bool, Bool) in
+          for item in items { state.requests.append(item) }
+          let startTask = !state.serving && !state.waitingForDrain
+          if startTask { state.serving = true }
+          slot.updateInterest(&state)
+          return (startTask, state.interest & EPOLLIN.rawValue == 0)
+        }
+        if startTask { Task { [self] in await self.serve(connection) } }
+        if paused && !hangUp { return }
+        continue
+      }
+      if count < 0 && errno == EINTR { continue }
+      if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+        if hangUp { close(id, reason: "closedByPeer", &clients) }
+        return
+      }
+      if count == 0 && !hangUp {
+        // Half-close: answer what was asked, then close. An unterminated last line is a request
+        // when it is complete JSON; a fragment (the client stopped mid-request) is dropped.
+        let last = (clients[id]?.reader.finish() ?? []).filter { item in
+          guard case .line(let bytes) = item else { return false }
+          return (try? JSONValue.parse(bytes)) != nil
+        }
+        let (finished, startTask) = slot.state.withLock { state -> (Bool, Bool) in
+          for item in last { state.requests.append(item) }
+          let startTask = !last.isEmpty && !state.serving && !state.waitingForDrain
+          if startTask { state.serving = true }
+          state.readClosed = true
+          slot.updateInterest(&state)
+          return (ClientSlot.isFinished(state), startTask)
+        }
+        if startTask { Task { [self] in await self.serve(connection) } }
+        if finished { close(id, reason: "closedByPeer", &clients) }
+        return
+      }
+      close(id, reason: count == 0 ? "closedByPeer" : "readError", &clients)
+      return
+    }
+  }
+
+  /// Closes a client's socket (I/O thread only) and, unless its request task still runs (which
+  /// then does it), tells the handler.
+  private func close(
+    _ id: UInt64, reason: String,
+    _ clients: inout [UInt64: (connection: ClientConnection, reader: LineReader)]
+  ) {
+    guard let connection = clients.removeValue(forKey: id)?.connection else { return }
+    let slot = connection.slot
+    let (why, notify) = slot.state.withLock { state -> (String, Bool) in
+      _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, slot.fd, nil)
+      Glibc.close(slot.fd)
+      state.open = false
+      if state.dropReason == nil { state.dropReason = reason }
+      state.queue.removeAll()
+      state.coalesced = []
+      let notify = !state.serving && !state.disconnectNotified
+      if notify { state.disconnectNotified = true }
+      return (state.dropReason ?? reason, notify)
+    }
+    registry.withLock { $0.clients[id] = nil }
+    Log.event("clientDisconnected", ["client": String(id), "reason": why])
+    if notify {
+      let context = ClientContext(connection: connection, peer: slot.peer)
+      Task { [handler] in await handler.clientDisconnected(context) }
+    }
+  }
+}
