@@ -144,6 +144,10 @@ public struct LocationManagerStatistics: Sendable, Hashable {
 
 /// CoreLocation's `CLLocationManager` for many clients over one ``LocationBackend``.
 ///
+/// This file holds the clients' API (authorization, tracking, streams); how backend events reach
+/// them (consumption, batching, filtering, the backend's start and stop) is in
+/// LocationManager+Delivery.swift.
+///
 /// - Authorization: either the owner decides and sets each client's status with
 ///   ``setAuthorization(_:for:)`` (the daemon: its service holds the one rule, and re-decides at
 ///   reload), or ``requestAuthorization(client:credentials:)`` asks an injected policy once per
@@ -156,7 +160,8 @@ public struct LocationManagerStatistics: Sendable, Hashable {
 /// - Each client has a ``LocationFilter``; each subscription has its own stream, and a slow
 ///   subscriber is coalesced to the newest fix, never delaying the backend or anyone else.
 public actor LocationManager {
-  private final class ClientRecord {
+  /// One client: its authorization, tracking, filter and subscriptions.
+  final class ClientRecord {
     var authorization = AuthorizationStatus.notDetermined
     var isTracking = false
     var filter = LocationFilter()
@@ -164,21 +169,21 @@ public actor LocationManager {
     var subscriptions: [UInt64: EventMailbox] = [:]
   }
 
-  private let backend: any LocationBackend
+  let backend: any LocationBackend
   private let policy: AuthorizationPolicy?
-  private var clients: [ClientID: ClientRecord] = [:]
-  private var trackingClients: [ClientRecord] = []
-  private var observers: [UInt64: EventMailbox] = [:]
+  var clients: [ClientID: ClientRecord] = [:]
+  var trackingClients: [ClientRecord] = []
+  var observers: [UInt64: EventMailbox] = [:]
   private var nextSubscriptionID: UInt64 = 0
-  private var backendActive = false
-  private var lifecycleBusy = false
-  private var lifecycleWaiters: [CheckedContinuation<Void, Never>] = []
-  private var consumer: Task<Void, Never>?
-  private var isShutDown = false
-  private var pendingWakes: [EventMailbox] = []
+  var backendActive = false
+  var lifecycleBusy = false
+  var lifecycleWaiters: [CheckedContinuation<Void, Never>] = []
+  var consumer: Task<Void, Never>?
+  var isShutDown = false
+  var pendingWakes: [EventMailbox] = []
 
-  private var current: SharedLocation?
-  private var initial: SharedLocation?
+  var current: SharedLocation?
+  var initial: SharedLocation?
 
   /// The newest fix with a position since tracking started; `nil` means no fix.
   public var currentLocation: Location? { current?.value }
@@ -186,11 +191,11 @@ public actor LocationManager {
   /// means no fix yet.
   public var initialLocation: Location? { initial?.value }
   /// The backend's last reported status.
-  public private(set) var backendStatus = BackendStatus.stopped
+  public internal(set) var backendStatus = BackendStatus.stopped
   /// The detail that came with ``backendStatus``.
-  public private(set) var backendStatusDetail: String?
+  public internal(set) var backendStatusDetail: String?
   /// Counters.
-  public private(set) var statistics = LocationManagerStatistics()
+  public internal(set) var statistics = LocationManagerStatistics()
 
   /// Creates a manager over `backend`.
   ///
@@ -377,190 +382,5 @@ public actor LocationManager {
     let record = ClientRecord()
     clients[client] = record
     return record
-  }
-
-  // MARK: Backend
-
-  private func ensureConsumer() {
-    guard consumer == nil, !isShutDown else { return }
-    if let batching = backend as? any BatchingLocationBackend {
-      let batches = batching.makeEventBatches()
-      consumer = Task { await self.consume(batches) }
-    } else {
-      consumer = Task { await self.consume(backend.events) }
-    }
-  }
-
-  private func consume(_ events: AsyncStream<BackendEvent>) async {
-    for await event in events {
-      if Task.isCancelled { return }
-      handle(event)
-      flushWakes()
-      await waitForLosslessReaders()
-    }
-  }
-
-  private func consume(_ batches: AsyncStream<[BackendEvent]>) async {
-    for await batch in batches {
-      if Task.isCancelled { return }
-      handle(batch: batch)
-      flushWakes()
-      await waitForLosslessReaders()
-    }
-  }
-
-  /// Most events queued for an observer that gets every event before the manager stops taking
-  /// events from the backend.
-  public static let losslessBacklog = 1024
-
-  /// Back-pressure for observers that keep every event (`observe(coalescing: false)`, such as
-  /// the daemon's hub): while one holds ``losslessBacklog`` unread events, stop reading the
-  /// backend, whose own bounded queue then makes it wait. A replay at speed 0 then runs at the
-  /// pace of that observer instead of filling memory. (Client subscriptions without coalescing
-  /// are not waited for: they are for recording and may be read only at the end.)
-  private func waitForLosslessReaders() async {
-    for mailbox in observers.values where !mailbox.coalesces {
-      await mailbox.waitForSpace(below: Self.losslessBacklog)
-    }
-  }
-
-  /// Handles a batch of events. Clients whose filter accepts every fix and whose subscriptions all
-  /// coalesce get only the newest location of each run of locations, with the others counted as
-  /// missed: exactly what coalescing would leave them, for one push per run instead of one per fix.
-  private func handle(batch: [BackendEvent]) {
-    let coalescedOnly = trackingClients.map { record in
-      record.authorization == .authorized && record.filter.acceptsEverything
-        && record.subscriptions.values.allSatisfy(\.coalesces)
-    }
-    var pending: SharedLocation?
-    var skipped = 0
-    for event in batch {
-      guard case .location(let location) = event else {
-        deliverNewest(pending, skipped: skipped, to: coalescedOnly)
-        pending = nil
-        skipped = 0
-        handle(event)
-        continue
-      }
-      statistics.locationsReceived += 1
-      let shared = SharedLocation(location)
-      for mailbox in observers.values { post(.location(shared, missed: 0), to: mailbox) }
-      guard backendActive, location.hasPosition else { continue }
-      statistics.fixesWithPosition += 1
-      current = shared
-      if initial == nil { initial = shared }
-      for (index, record) in trackingClients.enumerated() where !coalescedOnly[index] {
-        deliver(shared, to: record)
-      }
-      if pending != nil { skipped += 1 }
-      pending = shared
-    }
-    deliverNewest(pending, skipped: skipped, to: coalescedOnly)
-  }
-
-  /// Delivers `location` to the tracking clients flagged in `selected`, `skipped` fixes having
-  /// been coalesced away before it.
-  private func deliverNewest(_ location: SharedLocation?, skipped: Int, to selected: [Bool]) {
-    guard let location else { return }
-    for (index, record) in trackingClients.enumerated() where selected[index] && record.isTracking {
-      record.lastDelivered = location
-      statistics.deliveries += skipped + 1
-      for mailbox in record.subscriptions.values {
-        post(.location(location, missed: skipped), to: mailbox)
-      }
-    }
-  }
-
-  /// Brings the backend in line with the tracking clients: started while any client tracks,
-  /// stopped otherwise. Serialized so that overlapping calls never start or stop it twice.
-  private func applyDesiredState() async throws(LocationManagerError) {
-    while lifecycleBusy {
-      await withCheckedContinuation { lifecycleWaiters.append($0) }
-    }
-    lifecycleBusy = true
-    defer {
-      lifecycleBusy = false
-      if !lifecycleWaiters.isEmpty { lifecycleWaiters.removeFirst().resume() }
-    }
-    let wanted = !trackingClients.isEmpty
-    if wanted && !backendActive {
-      ensureConsumer()
-      current = nil
-      initial = nil
-      backendActive = true
-      do {
-        try await backend.start()
-      } catch {
-        backendActive = false
-        for record in trackingClients { record.isTracking = false }
-        trackingClients = []
-        let message = String(describing: error)
-        backendStatus = .stopped
-        backendStatusDetail = message
-        throw .backendFailed(message)
-      }
-    } else if !wanted && backendActive {
-      backendActive = false
-      current = nil
-      initial = nil
-      await backend.stop()
-      current = nil
-      initial = nil
-    }
-  }
-
-  private func handle(_ event: BackendEvent) {
-    switch event {
-    case .location(let location):
-      statistics.locationsReceived += 1
-      let shared = SharedLocation(location)
-      for mailbox in observers.values { post(.location(shared, missed: 0), to: mailbox) }
-      guard backendActive, location.hasPosition else { return }
-      statistics.fixesWithPosition += 1
-      current = shared
-      if initial == nil { initial = shared }
-      for record in trackingClients { deliver(shared, to: record) }
-    case .status(let status, let detail):
-      backendStatus = status
-      backendStatusDetail = detail
-      for mailbox in observers.values { post(.other(event.managerEvent), to: mailbox) }
-      for record in clients.values where record.authorization == .authorized {
-        for mailbox in record.subscriptions.values {
-          post(.other(.status(status, detail: detail)), to: mailbox)
-        }
-      }
-    case .error(let message):
-      for mailbox in observers.values { post(.other(.error(message)), to: mailbox) }
-    }
-  }
-
-  /// Queues `event` in `mailbox`; a waiting reader is woken by ``flushWakes()`` (after the
-  /// current event or batch), so a burst of fixes costs one wake-up per reader, not one per fix.
-  private func post(_ event: MailboxEntry, to mailbox: EventMailbox) {
-    if mailbox.push(event) { pendingWakes.append(mailbox) }
-  }
-
-  private func flushWakes() {
-    for mailbox in pendingWakes { mailbox.wake() }
-    pendingWakes.removeAll(keepingCapacity: true)
-  }
-
-  private func deliver(_ location: SharedLocation, to record: ClientRecord) {
-    guard record.authorization == .authorized, record.isTracking,
-      record.filter.accepts(location, after: record.lastDelivered)
-    else { return }
-    record.lastDelivered = location
-    statistics.deliveries += 1
-    for mailbox in record.subscriptions.values { post(.location(location, missed: 0), to: mailbox) }
-  }
-}
-
-extension BackendEvent {
-  var managerEvent: ManagerEvent {
-    switch self {
-    case .location(let location): return .location(location, missed: 0)
-    case .status(let status, let detail): return .status(status, detail: detail)
-    case .error(let message): return .error(message)
-    }
   }
 }
