@@ -562,6 +562,17 @@ extension EndToEnd {
       case "WARNING":
         // A warning needs a damaged log: ReplayRejectionTests checks its text. Its shape:
         #expect(documented.map { Set($0.keys) } == ["class", "message"], "\(example)")
+      case "AUTHORIZATION":
+        // The event a reload sends to a connection whose authorization it changed needs a peer
+        // outside the group (AuthorizationReloadEndToEndTests runs one); it is the `request`
+        // reply without `id`.
+        let client = try LineClient(path: daemon.socketPath)
+        defer { client.close() }
+        let reply = try await client.require("request", class: "AUTHORIZATION")
+        if let documented {
+          let differences = Self.shapeDifferences(documented: documented, actual: reply)
+          #expect(differences.isEmpty, "\(example): \(differences)")
+        }
       case "MAP":
         let client = try LineClient(path: daemon.socketPath)
         defer { client.close() }
