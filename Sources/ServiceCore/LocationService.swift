@@ -21,11 +21,14 @@ import LocationProtocol
 /// loses its watch and its tracking at once and is told with `{"class":"AUTHORIZATION",
 /// "authorization":"denied"}`; one that gains it is told `"authorized"`.
 ///
+/// This file holds the requests and the hub; authorization and its reload are in
+/// LocationService+Authorization.swift, the map and replay commands in LocationService+Map.swift.
+///
 /// Locations reach watchers through one hub: each fix is encoded once (gpsd TPV plus provenance)
 /// and queued for every watching connection whose filter accepts it; the server coalesces
 /// location events for a slow client (`"missed":N`) unless it asked for every fix.
 public actor LocationService: RequestHandler {
-  private struct Watcher {
+  struct Watcher {
     var connection: any ClientChannel
     var filter: LocationFilter
     var lossless: Bool
@@ -42,23 +45,23 @@ public actor LocationService: RequestHandler {
   }
 
   /// A connection that asked for authorization, with the decision in force for it.
-  private struct Decided {
+  struct Decided {
     var connection: any ClientChannel
     var peer: PeerCredentials
     var status: AuthorizationStatus
   }
 
-  private let manager: LocationManager
-  private let map: MapStateService
-  private let backend: any LocationBackend
-  private let authority: AuthorizationAuthority
+  let manager: LocationManager
+  let map: MapStateService
+  let backend: any LocationBackend
+  let authority: AuthorizationAuthority
   /// Connections that sent `request`, by client number (others are `notDetermined`).
-  private var decided: [UInt64: Decided] = [:]
+  var decided: [UInt64: Decided] = [:]
   /// Users whose `start` tracking is on, with the credentials of the connection that started it
   /// (a reload re-decides them).
-  private var trackingUsers: [UInt32: PeerCredentials] = [:]
+  var trackingUsers: [UInt32: PeerCredentials] = [:]
   private var frontEnds: [any FrontEnd] = []
-  private var watchers: [UInt64: Watcher] = [:] {
+  var watchers: [UInt64: Watcher] = [:] {
     didSet { audienceValue = nil }
   }
   private var audienceValue: Audience?
@@ -157,7 +160,7 @@ public actor LocationService: RequestHandler {
     await trackingChanged()
   }
 
-  private struct ServiceError: Error {
+  struct ServiceError: Error {
     var code: ErrorCode
     var message: String
   }
@@ -236,108 +239,6 @@ public actor LocationService: RequestHandler {
     }
   }
 
-  // MARK: - Authorization
-
-  /// `request`: asks the authority about the peer and records the decision for the connection
-  /// (and tells the manager); asked again, it decides again.
-  private func requestAuthorization(_ client: ClientContext) async -> Reply {
-    let (status, reason) = authority.decide(for: client.peer)
-    decided[client.id] = Decided(connection: client.connection, peer: client.peer, status: status)
-    Log.event(
-      "authorization",
-      [
-        "client": String(client.id), "uid": String(client.peer.uid), "status": status.rawValue,
-        "reason": reason,
-      ])
-    await manager.setAuthorization(status, for: Self.connectionClient(client.id))
-    if status != .authorized {
-      // A denied connection keeps nothing it got while authorized.
-      watchers[client.id] = nil
-      await trackingChanged()
-      let group = authority.groupName.flatMap { $0.isEmpty ? nil : $0 }
-      let hint =
-        group.map { "\(authority.remedy) (usermod -aG \($0) USER, then log in again)" } ?? authority.remedy
-      return .error(.notAuthorized, message: "uid \(client.peer.uid) is not authorized: \(hint)")
-    }
-    return .authorization(.authorized)
-  }
-
-  /// The connection's authorization as decided by its last `request` or the last reload.
-  private func authorization(of id: UInt64) -> AuthorizationStatus {
-    decided[id]?.status ?? .notDetermined
-  }
-
-  /// Replaces the rule (on reload) and re-decides every connection that asked for authorization
-  /// and every user whose `start` tracking is on, so that one client never gets two answers.
-  ///
-  /// A connection whose status changes is told with the event `{"class":"AUTHORIZATION",
-  /// "authorization":STATUS}` (whether it watches or not); one no longer authorized loses its
-  /// watch and its connection's tracking at once, and its later commands get `notAuthorized`.
-  /// A user no longer authorized loses its `start` tracking. Connections that never asked stay
-  /// `notDetermined`.
-  ///
-  /// - Returns: how many connections were granted and how many revoked, and how many users'
-  ///   tracking was stopped (for the log).
-  @discardableResult
-  public func reloadAuthorization(_ authorizer: Authorizer) async -> (granted: Int, revoked: Int, usersStopped: Int) {
-    authority.replace(with: authorizer)
-    // Every state change happens before the first await, so that no fix is sent to a client
-    // after it was told it lost its authorization.
-    var changed: [(id: UInt64, status: AuthorizationStatus)] = []
-    for (id, entry) in decided.sorted(by: { $0.key < $1.key }) {
-      let (status, reason) = authority.decide(for: entry.peer)
-      guard status != entry.status else { continue }
-      decided[id]?.status = status
-      if status != .authorized { watchers[id] = nil }
-      changed.append((id, status))
-      Log.event(
-        "authorizationChanged",
-        [
-          "client": String(id), "uid": String(entry.peer.uid), "status": status.rawValue,
-          "reason": reason,
-        ])
-      entry.connection.send(
-        Event(body: .object([JSONMember("class", "AUTHORIZATION"), JSONMember("authorization", .string(status.rawValue))])))
-    }
-    var stoppedUsers: [UInt32] = []
-    for (uid, peer) in trackingUsers.sorted(by: { $0.key < $1.key })
-    where authority.decide(for: peer).status != .authorized {
-      trackingUsers[uid] = nil
-      stoppedUsers.append(uid)
-      Log.event("trackingRevoked", ["uid": String(uid)])
-    }
-    for (id, status) in changed {
-      await manager.setAuthorization(status, for: Self.connectionClient(id))
-    }
-    for uid in stoppedUsers {
-      await manager.setAuthorization(.denied, for: Self.userClient(uid))
-    }
-    await trackingChanged()
-    let revoked = changed.filter { $0.status != .authorized }.count
-    return (changed.count - revoked, revoked, stoppedUsers.count)
-  }
-
-  /// The error for a failed `startUpdating`: `notAuthorized` when a reload revoked the client
-  /// meanwhile, `unavailable` when the backend could not start.
-  private static func trackingError(_ error: LocationManagerError) -> ServiceError {
-    if case .notAuthorized = error {
-      return ServiceError(code: .notAuthorized, message: "not authorized: the service's group changed")
-    }
-    return ServiceError(code: .unavailable, message: error.description)
-  }
-
-  /// The manager client for a connection (connection-scoped tracking).
-  static func connectionClient(_ id: UInt64) -> ClientID { ClientID(id & 0x3FFF_FFFF_FFFF_FFFF) }
-
-  /// The manager client for a user (tracking that outlives connections).
-  static func userClient(_ uid: UInt32) -> ClientID { ClientID(0x4000_0000_0000_0000 | UInt64(uid)) }
-
-  static func filter(_ options: TrackingOptions) -> LocationFilter {
-    LocationFilter(
-      distanceFilter: options.distanceFilter, minimumInterval: options.minInterval,
-      desiredAccuracy: options.desiredAccuracy)
-  }
-
   // MARK: - Status and watch
 
   /// `status` is open to unauthorized clients, so it carries locations only for authorized ones.
@@ -395,7 +296,7 @@ public actor LocationService: RequestHandler {
   }
 
   /// Tells the map state when tracking as a whole starts or stops.
-  private func trackingChanged() async {
+  func trackingChanged() async {
     let tracking = await manager.isTracking
     guard tracking != wasTracking else { return }
     wasTracking = tracking
@@ -480,106 +381,5 @@ public actor LocationService: RequestHandler {
     lastDelivered = lastDelivered.filter { watchers[$0.key] != nil }
     audienceValue = audience
     return audience
-  }
-
-  // MARK: - Map
-
-  private static func mapError(_ error: MapStateError) -> ServiceError {
-    switch error {
-    case .noCurrentLocation: return ServiceError(code: .noFix, message: error.description)
-    case .noSuchAnnotation: return ServiceError(code: .notFound, message: error.description)
-    case .limitExceeded: return ServiceError(code: .limitExceeded, message: error.description)
-    default: return ServiceError(code: .invalidArgument, message: error.description)
-    }
-  }
-
-  /// The reply to a request that changed the map: `MAP`, or `notSaved` when the state could not
-  /// be saved (the change stays in effect; the next change or shutdown retries the save).
-  private func changedMapReply() async throws -> Reply {
-    if let failure = await map.unsavedChanges {
-      throw ServiceError(
-        code: .notSaved,
-        message:
-          "the change is in effect but could not be saved, so a restart would lose it (\(failure)); it is saved with the next change or at shutdown once the disk works again"
-      )
-    }
-    return try await mapReply()
-  }
-
-  private func mapReply() async throws -> Reply {
-    let snapshot = await map.snapshot
-    guard case .object(let members) = try Self.mapJSON(snapshot, changes: nil) else {
-      throw ServiceError(code: .internal, message: "map state could not be encoded")
-    }
-    return .object(class: "MAP", members: members.filter { $0.key != "class" })
-  }
-
-  /// `{"class":"MAP","center":{"lat","lon"},"zoom","mode","annotations":[{"id","lat","lon","title"}],
-  /// "rotation","size":{"width","height"},"span":{"lat","lon"},"tracking"}` in this key order, plus
-  /// `"changes":[{"what","reason"}]` for events.
-  static func mapJSON(_ snapshot: MapSnapshot, changes: [MapChange]?) throws -> JSONValue {
-    var members: [JSONMember] = [
-      JSONMember("class", "MAP"),
-      JSONMember("center", .object([JSONMember("lat", .number(snapshot.center.lat)), JSONMember("lon", .number(snapshot.center.lon))])),
-      JSONMember("zoom", .number(snapshot.zoom)),
-      JSONMember("mode", .string(snapshot.mode.rawValue)),
-      JSONMember(
-        "annotations",
-        .array(
-          snapshot.annotations.map { annotation in
-            var fields = [
-              JSONMember("id", .string(annotation.id)),
-              JSONMember("lat", .number(annotation.coordinate.latitude)),
-              JSONMember("lon", .number(annotation.coordinate.longitude)),
-              JSONMember("title", .string(annotation.title)),
-            ]
-            if let subtitle = annotation.subtitle { fields.append(JSONMember("subtitle", .string(subtitle))) }
-            if let kind = annotation.kind { fields.append(JSONMember("kind", .string(kind))) }
-            return .object(fields)
-          })),
-      JSONMember("rotation", .number(snapshot.rotation)),
-      JSONMember("size", .object([JSONMember("width", .number(snapshot.size.width)), JSONMember("height", .number(snapshot.size.height))])),
-      JSONMember("span", .object([JSONMember("lat", .number(snapshot.span.lat)), JSONMember("lon", .number(snapshot.span.lon))])),
-      JSONMember("tracking", .bool(snapshot.tracking)),
-    ]
-    if let changes {
-      let encoded = try MapEvent(changes: changes, map: snapshot).jsonData()
-      if let value = try JSONValue.parse(Array(encoded))["changes"] {
-        members.append(JSONMember("changes", value))
-      }
-    }
-    return .object(members)
-  }
-
-  // MARK: - Replay
-
-  /// Applies a replay control and answers with where the replay stands after it.
-  private func replay(_ action: ReplayAction) async throws -> Reply {
-    guard let replay = backend as? ReplayBackend else {
-      throw ServiceError(code: .notReplay, message: "the backend \(backend.uri) is not a replay: start locationd with --backend replay:PATH")
-    }
-    let control: ReplayControl
-    switch action {
-    case .pause: control = .pause
-    case .resume: control = .resume
-    case .step(let epochs): control = .step(epochs: max(1, epochs))
-    case .speed(let speed): control = .speed(speed)
-    case .seek(let seconds):
-      guard seconds.isFinite, seconds >= 0, seconds < 1e12 else {
-        throw ServiceError(code: .invalidArgument, message: "seek takes seconds >= 0, got \(seconds)")
-      }
-      control = .seek(.offset(.milliseconds(Int64(seconds * 1000))))
-    }
-    let progress: ReplayProgress
-    do {
-      progress = try await replay.perform(control)
-    } catch .notRunning {
-      throw ServiceError(code: .unavailable, message: ReplayError.notRunning.description)
-    } catch {
-      throw ServiceError(code: .invalidArgument, message: "\(error)")
-    }
-    let state = progress.isAtEnd ? "endOfData" : progress.isPaused ? "paused" : "playing"
-    return .replay(
-      state: state, speed: progress.speed, position: progress.logOffsetMilliseconds.map { Double($0) / 1000 })
   }
 }

@@ -1,0 +1,107 @@
+import LocationCore
+import LocationModel
+import LocationProtocol
+
+extension LocationService {
+  // MARK: - Authorization
+
+  /// `request`: asks the authority about the peer and records the decision for the connection
+  /// (and tells the manager); asked again, it decides again.
+  func requestAuthorization(_ client: ClientContext) async -> Reply {
+    let (status, reason) = authority.decide(for: client.peer)
+    decided[client.id] = Decided(connection: client.connection, peer: client.peer, status: status)
+    Log.event(
+      "authorization",
+      [
+        "client": String(client.id), "uid": String(client.peer.uid), "status": status.rawValue,
+        "reason": reason,
+      ])
+    await manager.setAuthorization(status, for: Self.connectionClient(client.id))
+    if status != .authorized {
+      // A denied connection keeps nothing it got while authorized.
+      watchers[client.id] = nil
+      await trackingChanged()
+      let group = authority.groupName.flatMap { $0.isEmpty ? nil : $0 }
+      let hint =
+        group.map { "\(authority.remedy) (usermod -aG \($0) USER, then log in again)" } ?? authority.remedy
+      return .error(.notAuthorized, message: "uid \(client.peer.uid) is not authorized: \(hint)")
+    }
+    return .authorization(.authorized)
+  }
+
+  /// The connection's authorization as decided by its last `request` or the last reload.
+  func authorization(of id: UInt64) -> AuthorizationStatus {
+    decided[id]?.status ?? .notDetermined
+  }
+
+  /// Replaces the rule (on reload) and re-decides every connection that asked for authorization
+  /// and every user whose `start` tracking is on, so that one client never gets two answers.
+  ///
+  /// A connection whose status changes is told with the event `{"class":"AUTHORIZATION",
+  /// "authorization":STATUS}` (whether it watches or not); one no longer authorized loses its
+  /// watch and its connection's tracking at once, and its later commands get `notAuthorized`.
+  /// A user no longer authorized loses its `start` tracking. Connections that never asked stay
+  /// `notDetermined`.
+  ///
+  /// - Returns: how many connections were granted and how many revoked, and how many users'
+  ///   tracking was stopped (for the log).
+  @discardableResult
+  public func reloadAuthorization(_ authorizer: Authorizer) async -> (granted: Int, revoked: Int, usersStopped: Int) {
+    authority.replace(with: authorizer)
+    // Every state change happens before the first await, so that no fix is sent to a client
+    // after it was told it lost its authorization.
+    var changed: [(id: UInt64, status: AuthorizationStatus)] = []
+    for (id, entry) in decided.sorted(by: { $0.key < $1.key }) {
+      let (status, reason) = authority.decide(for: entry.peer)
+      guard status != entry.status else { continue }
+      decided[id]?.status = status
+      if status != .authorized { watchers[id] = nil }
+      changed.append((id, status))
+      Log.event(
+        "authorizationChanged",
+        [
+          "client": String(id), "uid": String(entry.peer.uid), "status": status.rawValue,
+          "reason": reason,
+        ])
+      entry.connection.send(
+        Event(body: .object([JSONMember("class", "AUTHORIZATION"), JSONMember("authorization", .string(status.rawValue))])))
+    }
+    var stoppedUsers: [UInt32] = []
+    for (uid, peer) in trackingUsers.sorted(by: { $0.key < $1.key })
+    where authority.decide(for: peer).status != .authorized {
+      trackingUsers[uid] = nil
+      stoppedUsers.append(uid)
+      Log.event("trackingRevoked", ["uid": String(uid)])
+    }
+    for (id, status) in changed {
+      await manager.setAuthorization(status, for: Self.connectionClient(id))
+    }
+    for uid in stoppedUsers {
+      await manager.setAuthorization(.denied, for: Self.userClient(uid))
+    }
+    await trackingChanged()
+    let revoked = changed.filter { $0.status != .authorized }.count
+    return (changed.count - revoked, revoked, stoppedUsers.count)
+  }
+
+  /// The error for a failed `startUpdating`: `notAuthorized` when a reload revoked the client
+  /// meanwhile, `unavailable` when the backend could not start.
+  static func trackingError(_ error: LocationManagerError) -> ServiceError {
+    if case .notAuthorized = error {
+      return ServiceError(code: .notAuthorized, message: "not authorized: the service's group changed")
+    }
+    return ServiceError(code: .unavailable, message: error.description)
+  }
+
+  /// The manager client for a connection (connection-scoped tracking).
+  static func connectionClient(_ id: UInt64) -> ClientID { ClientID(id & 0x3FFF_FFFF_FFFF_FFFF) }
+
+  /// The manager client for a user (tracking that outlives connections).
+  static func userClient(_ uid: UInt32) -> ClientID { ClientID(0x4000_0000_0000_0000 | UInt64(uid)) }
+
+  static func filter(_ options: TrackingOptions) -> LocationFilter {
+    LocationFilter(
+      distanceFilter: options.distanceFilter, minimumInterval: options.minInterval,
+      desiredAccuracy: options.desiredAccuracy)
+  }
+}
