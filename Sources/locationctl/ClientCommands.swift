@@ -128,6 +128,11 @@ func runWatch(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
     fflush(nil)
     if event["class"] == "BACKEND", event["state"] == "endOfData" { return ExitCode.success }
     if event["class"] == "ERROR" { return ExitCode.failure }
+    if event["class"] == "AUTHORIZATION", event["authorization"] != "authorized" {
+      // A reload of locationd's configuration took this user out of its group: nothing more comes.
+      writeError("locationctl: locationd withdrew this client's authorization (its group changed)")
+      return ExitCode.failure
+    }
   }
   writeError("locationctl: locationd closed the connection")
   return ExitCode.failure

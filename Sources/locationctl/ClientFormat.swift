@@ -124,6 +124,7 @@ enum Format {
       return text
     case "WARNING": return "warning: " + (event["message"]?.stringValue ?? "")
     case "MAP": return map(event).replacing("\n", with: "  ")
+    case "AUTHORIZATION": return "authorization: " + (event["authorization"]?.stringValue ?? "?")
     default: return event.jsonString
     }
   }

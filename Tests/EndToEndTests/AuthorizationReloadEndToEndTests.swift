@@ -123,6 +123,47 @@ extension EndToEnd {
     }
 
     @Test(
+      "locationctl watch run by a user the reload takes out of the group says so and exits 1",
+      .timeLimit(.minutes(1)))
+    func watchExitsWhenRevoked() async throws {
+      try #require(getuid() == 0, "needs root to run a client as uid 65534")
+      try #require(access("/usr/bin/setpriv", X_OK) == 0)
+      let scratch = try Scratch(mode: 0o755)
+      defer { scratch.remove() }
+      let config = scratch.file("locationd.conf")
+      try "group = nogroup\n".write(toFile: config, atomically: true, encoding: .utf8)
+      let socket = scratch.file("l.sock")
+      let daemon = try DaemonProcess(
+        executable: try Products.path("locationd"),
+        arguments: [
+          "--config", config, "--socket", socket, "--state-dir", scratch.file("state"), "--backend",
+          "simulate?rate=10",
+        ],
+        environment: nil, logPath: scratch.file("locationd.log"), socketPath: socket,
+        stateDirectory: scratch.file("state"))
+      defer { daemon.cleanUp() }
+      try await daemon.waitUntilReady()
+      chmod(socket, 0o666)
+      let out = scratch.file("watch.out")
+      let err = scratch.file("watch.err")
+      let watch = try Child(
+        "/usr/bin/setpriv",
+        [
+          "--reuid=65534", "--regid=65534", "--clear-groups", try Products.path("locationctl"), "--socket",
+          socket, "watch",
+        ], stdout: out, stderr: err)
+      defer { if watch.isRunning { kill(watch.pid, SIGKILL) } }
+      let read = { (path: String) in (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
+      #expect(await waitUntil(timeout: 20) { read(out).contains(" N ") || read(out).contains(" S ") }, "\(read(out))")
+      try "group = daemon\n".write(toFile: config, atomically: true, encoding: .utf8)
+      daemon.signal(SIGHUP)
+      #expect(await watch.waitForExit(timeout: 20) == 1, "\(read(out))\(read(err))")
+      #expect(read(out).contains("authorization: denied"), "\(read(out))")
+      #expect(read(err).contains("withdrew this client's authorization"), "\(read(err))")
+      #expect(await daemon.stop() == 0, "\(daemon.log)")
+    }
+
+    @Test(
       "a reload that adds the client's group: request, start, location and watch all granted",
       .timeLimit(.minutes(1)))
     func reloadGrants() async throws {
