@@ -46,7 +46,9 @@ extension LocationService {
   /// - Returns: how many connections were granted and how many revoked, and how many users'
   ///   tracking was stopped (for the log).
   @discardableResult
-  public func reloadAuthorization(_ authorizer: Authorizer) async -> (granted: Int, revoked: Int, usersStopped: Int) {
+  public func reloadAuthorization(_ authorizer: Authorizer) async
+    -> (granted: Int, revoked: Int, usersStopped: Int)
+  {
     authority.replace(with: authorizer)
     // Every state change happens before the first await, so that no fix is sent to a client
     // after it was told it lost its authorization.
@@ -63,8 +65,12 @@ extension LocationService {
           "client": String(id), "uid": String(entry.peer.uid), "status": status.rawValue,
           "reason": reason,
         ])
+      // The `request` reply's shape, without `id`.
       entry.connection.send(
-        Event(body: .object([JSONMember("class", "AUTHORIZATION"), JSONMember("authorization", .string(status.rawValue))])))
+        Event(
+          body: .object([
+            JSONMember("class", "AUTHORIZATION"), JSONMember("authorization", .string(status.rawValue)),
+          ])))
     }
     var stoppedUsers: [UInt32] = []
     for (uid, peer) in trackingUsers.sorted(by: { $0.key < $1.key })
