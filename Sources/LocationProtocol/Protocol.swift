@@ -118,7 +118,7 @@ public enum ReplayAction: Sendable, Hashable {
 
 /// What a client asks for. See docs/PROTOCOL.md for the wire form of each case.
 public enum Command: Sendable, Hashable {
-  /// `{"cmd":"request"}`: asks for authorization; the server answers it itself.
+  /// `{"cmd":"request"}`: asks for authorization; the service decides it from the peer's credentials.
   case requestAuthorization
   /// `{"cmd":"start"}`: starts location updates with the given filters.
   case start(TrackingOptions)
