@@ -53,6 +53,8 @@ let package = Package(
     .executableTarget(
       name: "daemon-bench", dependencies: ["CLinux", "LocationServer", "LocationCore", "LocationTestKit", "NMEA"],
       swiftSettings: swiftSettings),
+    .executableTarget(
+      name: "relay-bench", dependencies: ["CLinux", "LocationCore", "LocationTestKit"], swiftSettings: swiftSettings),
     .testTarget(name: "SystemIOTests", dependencies: ["SystemIO"], swiftSettings: swiftSettings),
     .testTarget(name: "NMEATests", dependencies: ["NMEA", "LocationTestKit"], swiftSettings: swiftSettings),
     .testTarget(
