@@ -116,6 +116,7 @@ func runRound(_ bench: Bench, n: Int, gpsdClients: Int) -> [Row] {
     latencies.reserveCapacity(clients.count * written.count)
     var received = 0
     var repeats = 0
+    var firstByFix: [Int64: Double] = [:]
     for index in clients {
       var seen = Set<Int64>()
       reader.forEachLine(ofClient: index) { line, at in
@@ -123,7 +124,9 @@ func runRound(_ bench: Bench, n: Int, gpsdClients: Int) -> [Row] {
           return
         }
         if seen.insert(time).inserted {
-          latencies.append(Double(Int64(at) - Int64(write)) / 1e6)
+          let latency = Double(Int64(at) - Int64(write)) / 1e6
+          latencies.append(latency)
+          firstByFix[time] = min(latency, firstByFix[time] ?? latency)
           received += 1
         } else {
           repeats += 1
@@ -134,7 +137,8 @@ func runRound(_ bench: Bench, n: Int, gpsdClients: Int) -> [Row] {
     var cpu = Double.nan
     if let before, let after { cpu = (after.cpuSeconds - before.cpuSeconds) / elapsed * 100 }
     return Row(
-      round: n, daemon: name, clients: clients.count, latencies: latencies, received: received,
+      round: n, daemon: name, clients: clients.count, latencies: latencies,
+      firstArrivals: firstByFix.values.sorted(), received: received,
       expected: written.count * clients.count, repeats: repeats, cpuPercent: cpu,
       rssMegabytes: after?.residentMegabytes ?? .nan)
   }
@@ -147,7 +151,7 @@ func runRound(_ bench: Bench, n: Int, gpsdClients: Int) -> [Row] {
   withExtendedLifetime(reader) {}
   for row in rows {
     say(
-      "  \(row.daemon): \(row.received) / \(row.expected) fixes, median \(format(percentile(row.latencies, 50))) ms, p90 \(format(percentile(row.latencies, 90))) ms, p99 \(format(percentile(row.latencies, 99))) ms, max \(format(row.latencies.last ?? .nan)) ms; CPU \(format(row.cpuPercent, 1)) %, RSS \(format(row.rssMegabytes, 1)) MB"
+      "  \(row.daemon): \(row.received) / \(row.expected) fixes, first client median \(format(percentile(row.firstArrivals, 50))) ms; all clients median \(format(percentile(row.latencies, 50))) ms, p90 \(format(percentile(row.latencies, 90))) ms, p99 \(format(percentile(row.latencies, 99))) ms, max \(format(row.latencies.last ?? .nan)) ms; CPU \(format(row.cpuPercent, 1)) %, RSS \(format(row.rssMegabytes, 1)) MB"
         + (row.repeats > 0 ? "; \(row.repeats) repeated TPVs" : ""))
   }
   terminate(pid)
