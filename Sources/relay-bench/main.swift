@@ -82,6 +82,12 @@ cleanup.register("gpsd") {
     atPath: URL(fileURLWithPath: gpsd.controlSocket).deletingLastPathComponent().path)
 }
 say("relay-bench: locationd \(settings.locationd), gpsd \(gpsd.executable) on port \(gpsd.port)")
+// Other work on the machine shows in the tails: say how busy it was.
+func loadAverage() -> String {
+  (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3)
+    .joined(separator: " ") ?? "n/a"
+}
+say("load average at the start: \(loadAverage())")
 
 // gpsd's client limit, with nothing else connected.
 do {
@@ -111,6 +117,7 @@ for count in settings.clientCounts {
 close(notifyFD)
 let stats = receiver.statistics
 say("receiver: \(stats.epochsWritten) epochs written, \(stats.epochsDropped) dropped")
+say("load average at the end: \(loadAverage())")
 cleanup.runAll()
 
 if settings.json {
