@@ -27,6 +27,28 @@ func contents(_ path: String) -> String {
   (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
 }
 
+/// The BACKEND lines a locationd client has been sent so far (left unread), for a failure message.
+func backendEvents(_ fd: Int32) -> String {
+  var buffer = [UInt8](repeating: 0, count: 65_536)
+  let count = buffer.withUnsafeMutableBytes {
+    recv(fd, $0.baseAddress, $0.count, Int32(MSG_PEEK | MSG_DONTWAIT))
+  }
+  guard count > 0 else { return "" }
+  return buffer[0..<count].split(separator: 0x0A).map { String(decoding: $0, as: UTF8.self) }
+    .filter { $0.contains(#""class":"BACKEND""#) }.map { $0 + "\n" }.joined()
+}
+
+/// Waits until the data waiting on locationd client `fd` holds a BACKEND event in state
+/// `connected` (peeked: left for the reader); false after `timeout` seconds.
+func waitForBackendConnected(_ fd: Int32, timeout: Double) -> Bool {
+  let deadline = monotonicSeconds() + timeout
+  while monotonicSeconds() < deadline {
+    if backendEvents(fd).contains(#""state":"connected""#) { return true }
+    usleep(10_000)
+  }
+  return false
+}
+
 /// Runs round `n`: `gpsdClients` clients watching gpsd's JSON and `n` clients watching locationd,
 /// whose gpsd backend is the one more client of that gpsd. Returns gpsd's row, then locationd's.
 func runRound(_ bench: Bench, n: Int, gpsdClients: Int) -> [Row] {
@@ -63,10 +85,12 @@ func runRound(_ bench: Bench, n: Int, gpsdClients: Int) -> [Row] {
     }
     locationdFDs.append(fd)
   }
-  let connectDeadline = monotonicSeconds() + 5
-  while gpsd.clientConnectionCount() < 1 && monotonicSeconds() < connectDeadline { usleep(10_000) }
-  guard gpsd.clientConnectionCount() >= 1 else {
-    fail("locationd did not connect to gpsd within 5 s; its log:\n\(contents(daemonLog))")
+  // Its BACKEND event says so: libgps has connected, and gpsd accepts connections in the order
+  // they came, so locationd's comes before those of gpsd's own clients below.
+  guard let first = locationdFDs.first, waitForBackendConnected(first, timeout: 20) else {
+    fail(
+      "locationd's gpsd backend did not connect within 20 s; its BACKEND events:\n\(locationdFDs.first.map(backendEvents) ?? "")its log:\n\(contents(daemonLog))"
+    )
   }
 
   var gpsdFDs: [Int32] = []
