@@ -83,7 +83,9 @@ func terminate(_ pid: pid_t) {
   let deadline = monotonicSeconds() + 5
   var status: Int32 = 0
   while monotonicSeconds() < deadline {
-    if waitpid(pid, &status, WNOHANG) == pid { return }
+    // -1 (ECHILD): reaped already, by Foundation's child reaper (PrivateGPSD runs a Process).
+    let reaped = waitpid(pid, &status, WNOHANG)
+    if reaped == pid || (reaped == -1 && errno == ECHILD) { return }
     usleep(5_000)
   }
   kill(pid, SIGKILL)

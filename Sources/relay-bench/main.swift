@@ -54,7 +54,13 @@ do {
 } catch {
   fail("cannot create \(work): \(error)")
 }
-cleanup.register("work") { try? FileManager.default.removeItem(atPath: work) }
+cleanup.register("work") {
+  do {
+    try FileManager.default.removeItem(atPath: work)
+  } catch {
+    say("cannot remove \(work): \(error)")
+  }
+}
 
 let writes = WriteLog()
 let link = work + "/gps0"
