@@ -87,6 +87,8 @@ let package = Package(
         "CLinux", "LocationDaemon", "LocationProtocol", "LocationCore", "LocationModel", "LocationTestKit", "NMEA",
       ],
       swiftSettings: swiftSettings),
+    .executableTarget(
+      name: "relay-bench", dependencies: ["CLinux", "LocationCore", "LocationTestKit"], swiftSettings: swiftSettings),
     .testTarget(name: "SystemIOTests", dependencies: ["SystemIO"], swiftSettings: swiftSettings),
     .testTarget(
       name: "NMEATests", dependencies: ["NMEA", "LocationModel", "LocationProtocol", "LocationTestKit"], swiftSettings: swiftSettings),

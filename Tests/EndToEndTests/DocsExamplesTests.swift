@@ -177,6 +177,7 @@ enum DocExamples {
     (".build/release/core-bench", "a benchmark: prints figures"),
     (".build/release/daemon-bench", "a benchmark: prints figures"),
     (".build/release/gpsd-bench", "a benchmark: prints figures"),
+    (".build/release/relay-bench", "a benchmark: prints figures"),
     (
       "gpsd ",
       "needs gpsd on the simulated pty; GPSDEndToEndTests and SimulateCommandTests run that path"

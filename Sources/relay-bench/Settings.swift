@@ -1,0 +1,59 @@
+// Command-line flags.
+
+import Foundation
+import LocationTestKit
+
+let usage = """
+  usage: relay-bench [--clients 10,50,MAX] [--seconds S] [--warmup S] [--json] [--locationd PATH]
+    --clients   client counts per daemon; MAX is the most clients gpsd accepts (measured)
+    --seconds   measurement window per count (default 20)
+    --warmup    seconds after the clients connect before measuring (default 3)
+    --json      print one JSON object instead of the markdown table (progress goes to stderr)
+    --locationd the daemon to run (default: the locationd beside this executable)
+  Needs /usr/sbin/gpsd (or $GPSD); runs its own, never the system one.
+  """
+
+struct Settings {
+  var clientCounts: [BenchmarkClientCount] = [.count(10), .count(50), .gpsdLimit]
+  var seconds = 20.0
+  var warmup = 3.0
+  var json = false
+  var locationd = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    .appendingPathComponent("locationd").path
+
+  init(_ arguments: [String]) {
+    var index = 0
+    func value() -> String {
+      index += 1
+      guard index < arguments.count else {
+        fail("\(arguments[index - 1]) needs a value\n\(usage)", status: 64)
+      }
+      return arguments[index]
+    }
+    func seconds(_ name: String) -> Double {
+      guard let number = Double(value()), number > 0, number.isFinite, number <= 3600 else {
+        fail("\(name) takes seconds within (0, 3600]", status: 64)
+      }
+      return number
+    }
+    while index < arguments.count {
+      switch arguments[index] {
+      case "--clients":
+        do {
+          clientCounts = try BenchmarkClientCount.parseList(value())
+        } catch {
+          fail(error.description, status: 64)
+        }
+      case "--seconds": self.seconds = seconds("--seconds")
+      case "--warmup": warmup = seconds("--warmup")
+      case "--json": json = true
+      case "--locationd": locationd = value()
+      case "-h", "--help":
+        print(usage)
+        exit(0)
+      default: fail("unknown argument \(arguments[index])\n\(usage)", status: 64)
+      }
+      index += 1
+    }
+  }
+}
