@@ -44,14 +44,14 @@ public enum Reply: Sendable, Hashable {
   /// `tracking` is the caller's own tracking; `backendActive`, when given, whether the daemon's
   /// backend runs (for this or any other client) after the command.
   public static func tracking(
-    _ tracking: Bool, options: TrackingOptions = TrackingOptions(), backendActive: Bool? = nil
+    _ tracking: Bool, options: LocationFilter = LocationFilter(), backendActive: Bool? = nil
   )
     -> Reply
   {
     var members = [
       JSONMember("tracking", .bool(tracking)),
       JSONMember("distanceFilter", .number(options.distanceFilter)),
-      JSONMember("minInterval", .number(options.minInterval)),
+      JSONMember("minInterval", .number(options.minimumInterval)),
       JSONMember("desiredAccuracy", .number(options.desiredAccuracy)),
     ]
     if let backendActive { members.append(JSONMember("backendActive", .bool(backendActive))) }

@@ -153,21 +153,6 @@ public enum AnnotationLimits {
   public static let maxTotalBytes = 64 * 1024
 }
 
-/// User-tracking mode, as MapKit's `MKUserTrackingMode`; JSON values `none`, `follow`,
-/// `followWithHeading`.
-public enum UserTrackingMode: String, Sendable, Hashable, Codable, CaseIterable {
-  /// The map does not move with the current location (except on the first fix of a tracking
-  /// session and on an explicit "center on current location").
-  case none
-  /// Every fix moves the center to the current location.
-  case follow
-  /// As ``follow``, and the map rotates so that the course over ground points up.
-  case followWithHeading
-
-  /// Whether fixes move the center.
-  public var follows: Bool { self != .none }
-}
-
 /// Why a map-state request was refused. Every case has a human-readable ``description``.
 public enum MapStateError: Error, Hashable, Sendable, CustomStringConvertible {
   /// A coordinate is not finite or outside latitude `-90...90` / longitude `-180...180` degrees.

@@ -1,3 +1,5 @@
+import LocationModel
+
 #if canImport(FoundationEssentials)
   import FoundationEssentials
 #else
@@ -8,6 +10,7 @@
 #elseif canImport(Darwin)
   import Darwin
 #endif
+import LocationModel
 import SystemIO
 
 /// What survives a restart: viewport, user-tracking mode and client annotations.

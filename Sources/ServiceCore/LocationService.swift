@@ -137,7 +137,7 @@ public actor LocationService: RequestHandler {
       _ = await manager.requestAuthorization(client: user, credentials: Self.credentials(client.peer))
       await trackingWillStart()
       do {
-        try await manager.startUpdating(client: user, filter: Self.filter(options))
+        try await manager.startUpdating(client: user, filter: options)
       } catch {
         await trackingChanged()
         throw ServiceError(code: .unavailable, message: error.description)
@@ -168,10 +168,7 @@ public actor LocationService: RequestHandler {
       do { try await map.setZoom(zoom) } catch { throw Self.mapError(error) }
       return try await changedMapReply()
     case .mode(let mode):
-      guard let mapMode = MapState.UserTrackingMode(rawValue: mode.rawValue) else {
-        throw ServiceError(code: .invalidArgument, message: "unknown tracking mode \(mode.rawValue)")
-      }
-      await map.setMode(mapMode)
+      await map.setMode(mode)
       return try await changedMapReply()
     case .annotate(let request):
       let annotation = Annotation(
@@ -224,12 +221,6 @@ public actor LocationService: RequestHandler {
   /// The manager client for a user (tracking that outlives connections).
   static func userClient(_ uid: UInt32) -> ClientID { ClientID(0x4000_0000_0000_0000 | UInt64(uid)) }
 
-  static func filter(_ options: TrackingOptions) -> LocationFilter {
-    LocationFilter(
-      distanceFilter: options.distanceFilter, minimumInterval: options.minInterval,
-      desiredAccuracy: options.desiredAccuracy)
-  }
-
   // MARK: - Status and watch
 
   /// `status` is open to unauthorized clients, so it carries locations only for authorized ones.
@@ -251,7 +242,7 @@ public actor LocationService: RequestHandler {
   /// Starts (or ends) streaming events to the connection, with connection-scoped tracking.
   ///
   /// The watcher is registered before tracking starts, so a replay at full speed loses nothing.
-  private func watch(enable: Bool, lossless: Bool, options: TrackingOptions, _ client: ClientContext) async throws
+  private func watch(enable: Bool, lossless: Bool, options: LocationFilter, _ client: ClientContext) async throws
     -> Reply
   {
     let id = Self.connectionClient(client.id)
@@ -263,13 +254,13 @@ public actor LocationService: RequestHandler {
     }
     _ = try await authorize(client)
     watchers[client.id] = Watcher(
-      connection: client.connection, filter: Self.filter(options), lossless: lossless)
+      connection: client.connection, filter: options, lossless: lossless)
     lastDelivered[client.id] = nil
     client.connection.send(
       .backend(uri: backend.uri, state: await manager.backendStatus, detail: await manager.backendStatusDetail))
     await trackingWillStart()
     do {
-      try await manager.startUpdating(client: id, filter: Self.filter(options))
+      try await manager.startUpdating(client: id, filter: options)
     } catch {
       watchers[client.id] = nil
       await trackingChanged()

@@ -17,10 +17,10 @@ struct ProtocolTests {
     "every command parses",
     arguments: [
       (#"{"cmd":"request"}"#, Command.requestAuthorization),
-      (#"{"cmd":"start"}"#, .start(TrackingOptions())),
+      (#"{"cmd":"start"}"#, .start(LocationFilter())),
       (
         #"{"cmd":"start","distanceFilter":10,"minInterval":0.5,"desiredAccuracy":25}"#,
-        .start(TrackingOptions(distanceFilter: 10, minInterval: 0.5, desiredAccuracy: 25))
+        .start(LocationFilter(distanceFilter: 10, minimumInterval: 0.5, desiredAccuracy: 25))
       ),
       (#"{"cmd":"stop"}"#, .stop),
       (#"{"cmd":"status"}"#, .status),
