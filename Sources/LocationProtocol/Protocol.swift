@@ -212,12 +212,6 @@ public struct ProtocolError: Error, Sendable, Hashable {
   }
 }
 
-enum JSONCoding {
-  static func decode(_ bytes: [UInt8]) throws -> JSONValue {
-    try JSONParser.parse(bytes)
-  }
-}
-
 extension Request {
   /// The maximum length of a request line, bytes, without the newline (64 KiB).
   public static let maximumLineLength = 64 * 1024
@@ -233,7 +227,7 @@ extension Request {
     let value: JSONValue
     let idText: [UInt8]?
     do {
-      (value, idText) = try JSONParser.parse(bytes, numberTextOfMember: "id")
+      (value, idText) = try JSONValue.parse(bytes, numberTextOfMember: "id")
     } catch {
       throw ProtocolError(
         .malformedJSON, "the line is not valid JSON: send one JSON object per line")

@@ -1,3 +1,4 @@
+import JSON
 import LocationModel
 
 /// A labelled point on the map, keyed by ``id``, as MapKit's `MKPointAnnotation`.
@@ -63,6 +64,18 @@ public struct Annotation: Sendable, Hashable, Codable {
     try container.encode(title, forKey: .title)
     try container.encodeIfPresent(subtitle, forKey: .subtitle)
     try container.encodeIfPresent(kind, forKey: .kind)
+  }
+
+  /// The annotation as JSON: `{"id","lat","lon","title"}`, then `"subtitle"` and `"kind"` when
+  /// set, in this order.
+  public var json: JSONValue {
+    var members = [
+      JSONMember("id", .string(id)), JSONMember("lat", .number(coordinate.latitude)),
+      JSONMember("lon", .number(coordinate.longitude)), JSONMember("title", .string(title)),
+    ]
+    if let subtitle { members.append(JSONMember("subtitle", .string(subtitle))) }
+    if let kind { members.append(JSONMember("kind", .string(kind))) }
+    return .object(members)
   }
 
   /// Checks identifier, coordinate and text lengths.

@@ -188,16 +188,6 @@ struct JSONTests {
       status.jsonString
         == #"{"class":"STATUS","authorization":"authorized","tracking":true,"backendActive":true,"backend":{"uri":"simulate","state":"connected","detail":null},"initial":{"class":"TPV","mode":3},"current":null,"clients":2}"#
     )
-    let map = Reply.map(
-      center: Coordinate(latitude: 49.5, longitude: -123.25), zoom: 15, mode: .follow,
-      annotations: [
-        AnnotationRequest(id: "h", coordinate: Coordinate(latitude: 1, longitude: 2), title: "Home")
-      ]
-    ).json(id: nil)
-    #expect(
-      map.jsonString
-        == #"{"class":"MAP","center":{"lat":49.5,"lon":-123.25},"zoom":15,"mode":"follow","annotations":[{"id":"h","lat":1,"lon":2,"title":"Home"}]}"#
-    )
   }
 }
 

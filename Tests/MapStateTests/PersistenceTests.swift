@@ -41,7 +41,7 @@ struct PersistenceTests {
     #expect(after.zoom == before.zoom)
     #expect(after.mode == .followWithHeading)
     #expect(after.rotation == 33)
-    #expect(after.size == MapSnapshot.Size(width: 640, height: 480))
+    #expect(after.size == ViewportSize(width: 640, height: 480))
     // The current location is not persisted: it comes from fixes.
     #expect(before.annotations.map(\.id) == ["location", "b", "a"])
     #expect(after.annotations == Array(before.annotations.dropFirst()))
