@@ -218,6 +218,56 @@ extension JSONValue {
     }
   }
 
+  /// The value as UTF-8 JSON laid out for people: every member and element on its own line,
+  /// indented by two spaces per level, `" : "` between a key and its value, empty arrays and
+  /// objects as `[]` and `{}`; no trailing newline. Parses back to the same value.
+  public var indentedEncoded: [UInt8] {
+    var buffer: [UInt8] = []
+    writeIndented(to: &buffer, level: 0)
+    return buffer
+  }
+
+  private func writeIndented(to buffer: inout [UInt8], level: Int) {
+    func newline(_ level: Int) {
+      buffer.append(UInt8(ascii: "\n"))
+      buffer.append(contentsOf: repeatElement(UInt8(ascii: " "), count: 2 * level))
+    }
+    switch self {
+    case .array(let elements) where !elements.isEmpty:
+      buffer.append(UInt8(ascii: "["))
+      for (index, element) in elements.enumerated() {
+        if index > 0 { buffer.append(UInt8(ascii: ",")) }
+        newline(level + 1)
+        element.writeIndented(to: &buffer, level: level + 1)
+      }
+      newline(level)
+      buffer.append(UInt8(ascii: "]"))
+    case .object(let members) where !members.isEmpty:
+      buffer.append(UInt8(ascii: "{"))
+      for (index, member) in members.enumerated() {
+        if index > 0 { buffer.append(UInt8(ascii: ",")) }
+        newline(level + 1)
+        JSONValue.writeString(member.key, to: &buffer)
+        buffer.append(contentsOf: " : ".utf8)
+        member.value.writeIndented(to: &buffer, level: level + 1)
+      }
+      newline(level)
+      buffer.append(UInt8(ascii: "}"))
+    default:
+      write(to: &buffer)
+    }
+  }
+
+  /// Whether a ``double(_:)`` anywhere in the value is NaN or infinite (written as `null`).
+  public var containsNonFiniteNumber: Bool {
+    switch self {
+    case .double(let value): return !value.isFinite
+    case .array(let elements): return elements.contains { $0.containsNonFiniteNumber }
+    case .object(let members): return members.contains { $0.value.containsNonFiniteNumber }
+    default: return false
+    }
+  }
+
   /// The value as compact UTF-8 JSON bytes.
   public var encoded: [UInt8] {
     var buffer: [UInt8] = []

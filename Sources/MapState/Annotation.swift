@@ -5,7 +5,7 @@ import LocationModel
 ///
 /// JSON shape (also in snapshots and the state file):
 /// `{"id": String, "lat": degrees, "lon": degrees, "title": String, "subtitle"?: String, "kind"?: String}`.
-public struct Annotation: Sendable, Hashable, Codable {
+public struct Annotation: Sendable, Hashable {
   /// Identifier, unique on the map: 1...128 characters, no control (Cc) or format (Cf)
   /// characters.
   public var id: String
@@ -37,33 +37,6 @@ public struct Annotation: Sendable, Hashable, Codable {
     self.title = title
     self.subtitle = subtitle
     self.kind = kind
-  }
-
-  private enum CodingKeys: String, CodingKey {
-    case id, lat, lon, title, subtitle, kind
-  }
-
-  /// Decodes the flat JSON shape `{"id","lat","lon","title","subtitle"?,"kind"?}`.
-  public init(from decoder: any Decoder) throws {
-    let container = try decoder.container(keyedBy: CodingKeys.self)
-    id = try container.decode(String.self, forKey: .id)
-    coordinate = Coordinate(
-      latitude: try container.decode(Double.self, forKey: .lat),
-      longitude: try container.decode(Double.self, forKey: .lon))
-    title = try container.decode(String.self, forKey: .title)
-    subtitle = try container.decodeIfPresent(String.self, forKey: .subtitle)
-    kind = try container.decodeIfPresent(String.self, forKey: .kind)
-  }
-
-  /// Encodes the flat JSON shape; absent subtitle and kind are left out.
-  public func encode(to encoder: any Encoder) throws {
-    var container = encoder.container(keyedBy: CodingKeys.self)
-    try container.encode(id, forKey: .id)
-    try container.encode(coordinate.latitude, forKey: .lat)
-    try container.encode(coordinate.longitude, forKey: .lon)
-    try container.encode(title, forKey: .title)
-    try container.encodeIfPresent(subtitle, forKey: .subtitle)
-    try container.encodeIfPresent(kind, forKey: .kind)
   }
 
   /// The annotation as JSON: `{"id","lat","lon","title"}`, then `"subtitle"` and `"kind"` when

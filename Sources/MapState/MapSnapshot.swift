@@ -100,7 +100,7 @@ public struct MapRenderState: Sendable, Hashable {
 }
 
 /// Why the center moved.
-public enum CenterReason: String, Sendable, Hashable, Codable {
+public enum CenterReason: String, Sendable, Hashable {
   /// The first fix of a tracking session.
   case initialFix
   /// An explicit "center on current location" request.
