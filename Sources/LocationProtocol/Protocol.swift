@@ -45,32 +45,6 @@ public enum MapFormat: String, Sendable, Hashable, Codable, CaseIterable {
   case svg
 }
 
-/// An annotation as a request carries it (MapKit's `MKPointAnnotation`).
-public struct AnnotationRequest: Sendable, Hashable {
-  /// Caller-chosen key, 1-256 bytes of UTF-8; adding an existing id replaces that annotation.
-  public var id: String
-  /// Position, WGS84 degrees (valid ranges checked).
-  public var coordinate: Coordinate
-  /// Title shown on the map; empty when the request had none.
-  public var title: String
-  /// Optional secondary text.
-  public var subtitle: String?
-  /// Optional free-form category (e.g. `"waypoint"`, `"poi"`), up to 64 bytes.
-  public var kind: String?
-
-  /// Creates an annotation request.
-  public init(
-    id: String, coordinate: Coordinate, title: String = "", subtitle: String? = nil,
-    kind: String? = nil
-  ) {
-    self.id = id
-    self.coordinate = coordinate
-    self.title = title
-    self.subtitle = subtitle
-    self.kind = kind
-  }
-}
-
 /// A replay control action (`replay` request); the backend must be a `replay:` backend.
 public enum ReplayAction: Sendable, Hashable {
   /// Pauses the replay.
@@ -111,7 +85,7 @@ public enum Command: Sendable, Hashable {
   /// `{"cmd":"mode","mode":..}`: sets the user-tracking mode.
   case mode(UserTrackingMode)
   /// `{"cmd":"annotate","annotation":{"id":..,"lat":..,"lon":..,"title":..}}`: adds or replaces an annotation.
-  case annotate(AnnotationRequest)
+  case annotate(Annotation)
   /// `{"cmd":"remove","annotation":ID}`: removes the annotation with this id.
   case removeAnnotation(id: String)
   /// `{"cmd":"map","format":..}`: the map state in a format.
@@ -311,7 +285,7 @@ extension Request {
       let kind = try inner.optionalString("kind", maxBytes: 64)
       try inner.rejectLeftovers(command: cmd)
       command = .annotate(
-        AnnotationRequest(
+        Annotation(
           id: annotationID, coordinate: coordinate, title: title, subtitle: subtitle, kind: kind))
     case "remove":
       command = .removeAnnotation(

@@ -170,10 +170,7 @@ public actor LocationService: RequestHandler {
     case .mode(let mode):
       await map.setMode(mode)
       return try await changedMapReply()
-    case .annotate(let request):
-      let annotation = Annotation(
-        id: request.id, coordinate: request.coordinate, title: request.title, subtitle: request.subtitle,
-        kind: request.kind)
+    case .annotate(let annotation):
       do { try await map.addAnnotation(annotation) } catch { throw Self.mapError(error) }
       return try await changedMapReply()
     case .removeAnnotation(let id):

@@ -37,13 +37,13 @@ struct ProtocolTests {
       (
         #"{"cmd":"annotate","annotation":{"id":"home","lat":1.5,"lon":2,"title":"Home","subtitle":"s","kind":"poi"}}"#,
         .annotate(
-          AnnotationRequest(
+          Annotation(
             id: "home", coordinate: Coordinate(latitude: 1.5, longitude: 2), title: "Home",
             subtitle: "s", kind: "poi"))
       ),
       (
         #"{"cmd":"annotate","id":9,"annotation":{"id":"a","lat":0,"lon":0}}"#,
-        .annotate(AnnotationRequest(id: "a", coordinate: Coordinate(latitude: 0, longitude: 0)))
+        .annotate(Annotation(id: "a", coordinate: Coordinate(latitude: 0, longitude: 0)))
       ),
       (#"{"cmd":"remove","annotation":"home"}"#, .removeAnnotation(id: "home")),
       (#"{"cmd":"map"}"#, .map(.json)),
