@@ -176,7 +176,40 @@ struct JSONTests {
     #expect(value["b"]?["c"] == .int(-7))
   }
 
-  @Test("status and map replies have the documented shape")
+  @Test("one escaper: RFC 8259 escapes, lower-case \\u00hh, slash and non-ASCII as they are; every ASCII character reads back")
+  func escaper() throws {
+    #expect(JSONValue.quoted("q\"b\\s/\r\t\u{0}\u{1f}\u{7f}é€") == #""q\"b\\s/\r\t\u0000\u001f\#u{7f}é€""#)
+    let every = String(String.UnicodeScalarView((0..<0x80).compactMap(Unicode.Scalar.init))) + "é€\u{1F600}"
+    var bytes: [UInt8] = []
+    JSONValue.writeString(every, to: &bytes)
+    #expect(try JSONValue.parse(bytes) == .string(every))
+    #expect(!bytes.contains { $0 < 0x20 })
+  }
+
+  @Test("sorted and indented forms keep the value")
+  func sortedAndIndented() throws {
+    let value: JSONValue = ["b": [1, ["z": true, "a": .null]], "a": "x", "e": [], "o": .object([])]
+    #expect(value.sortingKeys().jsonString == #"{"a":"x","b":[1,{"a":null,"z":true}],"e":[],"o":{}}"#)
+    let indented = String(decoding: value.sortingKeys().indentedEncoded, as: UTF8.self)
+    #expect(
+      indented == """
+        {
+          "a" : "x",
+          "b" : [
+            1,
+            {
+              "a" : null,
+              "z" : true
+            }
+          ],
+          "e" : [],
+          "o" : {}
+        }
+        """)
+    #expect(try JSONValue.parse(Array(indented.utf8)) == value.sortingKeys())
+  }
+
+  @Test("status replies have the documented shape")
   func shapes() throws {
     let status = Reply.status(
       authorization: .authorized, tracking: true, backendActive: true, backendURI: "simulate",
