@@ -12,6 +12,7 @@ let package = Package(
     .executable(name: "locationd", targets: ["locationd"]),
     .executable(name: "locationctl", targets: ["locationctl"]),
     .library(name: "LocationModel", targets: ["LocationModel"]),
+    .library(name: "JSON", targets: ["JSON"]),
     .library(name: "NMEA", targets: ["NMEA"]),
     .library(name: "LocationProtocol", targets: ["LocationProtocol"]),
     .library(name: "LocationCore", targets: ["LocationCore"]),
@@ -37,6 +38,9 @@ let package = Package(
     // The domain model: fix, coordinate, satellite, location, provenance, backend status, calendar
     // dates and geodesy. Pure, no I/O; every other module builds on it.
     .target(name: "LocationModel", swiftSettings: swiftSettings, linkerSettings: [.linkedLibrary("m")]),
+    // JSON values, their writer (the one string escaper) and a strict parser: the one way to
+    // produce and read JSON (the gpsd TPV/SKY byte writer aside). Pure, no dependencies.
+    .target(name: "JSON", swiftSettings: swiftSettings),
     // NMEA 0183 framing, parsing, fix assembly and encoding; pure, no I/O.
     .target(name: "NMEA", dependencies: ["LocationModel"], swiftSettings: swiftSettings),
     // Backends (replay, simulation) and the LocationManager.
@@ -46,10 +50,10 @@ let package = Package(
     .target(
       name: "GPSDBackend", dependencies: ["CGPS", "LocationCore", "LocationModel", "NMEA", "SystemIO"],
       swiftSettings: swiftSettings),
-    .target(name: "MapState", dependencies: ["LocationModel", "SystemIO"], swiftSettings: swiftSettings),
+    .target(name: "MapState", dependencies: ["JSON", "LocationModel", "SystemIO"], swiftSettings: swiftSettings),
     // The wire protocol: requests, replies, events and their JSON (gpsd's TPV and SKY included).
     // Pure, no I/O; locationctl and every front-end use it.
-    .target(name: "LocationProtocol", dependencies: ["LocationModel"], swiftSettings: swiftSettings),
+    .target(name: "LocationProtocol", dependencies: ["JSON", "LocationModel"], swiftSettings: swiftSettings),
     // The transport-independent service: authorization, tracking per client and per user, the
     // hub that fans fixes out, map-state wiring. Every front-end calls it through one API.
     .target(
@@ -78,6 +82,10 @@ let package = Package(
       ],
       swiftSettings: swiftSettings),
     .executableTarget(name: "nmea-bench", dependencies: ["NMEA", "LocationModel", "LocationProtocol"], swiftSettings: swiftSettings),
+    // JSONValue against Foundation's JSONEncoder/JSONDecoder and JSONSerialization.
+    .executableTarget(
+      name: "json-bench", dependencies: ["JSON", "LocationProtocol", "LocationModel", "MapState"],
+      swiftSettings: swiftSettings),
     .executableTarget(name: "core-bench", dependencies: ["LocationCore", "LocationModel", "NMEA"], swiftSettings: swiftSettings),
     .executableTarget(
       name: "gpsd-bench", dependencies: ["GPSDBackend", "LocationCore", "LocationModel", "LocationTestKit", "NMEA"],
@@ -98,7 +106,7 @@ let package = Package(
       swiftSettings: swiftSettings),
     // Golden/ holds expected renderer output, read by path (not a resource bundle).
     .testTarget(
-      name: "MapStateTests", dependencies: ["MapState", "LocationModel"], exclude: ["Golden"],
+      name: "MapStateTests", dependencies: ["MapState", "LocationModel", "JSON"], exclude: ["Golden"],
       swiftSettings: swiftSettings),
     .testTarget(
       name: "LocationServerTests",

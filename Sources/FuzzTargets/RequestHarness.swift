@@ -121,9 +121,9 @@ enum RequestHarness {
       try inRange(c.latitude, -90...90, "lat")
       try inRange(c.longitude, -180...180, "lon")
     }
-    func options(_ o: TrackingOptions) throws(FuzzFailure) {
+    func options(_ o: LocationFilter) throws(FuzzFailure) {
       try inRange(o.distanceFilter, 0...1.0e7, "distanceFilter")
-      try inRange(o.minInterval, 0...86_400, "minInterval")
+      try inRange(o.minimumInterval, 0...86_400, "minInterval")
       try inRange(o.desiredAccuracy, 0.001...1.0e7, "desiredAccuracy")
     }
     switch command {

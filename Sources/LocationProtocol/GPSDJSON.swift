@@ -5,7 +5,10 @@ import LocationModel
 /// Field names and meanings follow gpsd's JSON protocol (gpsd 3.22): `mode` 0-3, `time`
 /// ISO 8601 UTC with milliseconds, `lat`/`lon` degrees, `altHAE`/`altMSL` metres, `speed` m/s,
 /// `track` degrees true, `climb` m/s, `eph`/`epv` metres at 95%. Unknown fields are left out,
-/// never written as 0. Output is built byte by byte for speed (no JSONEncoder on the hot path).
+/// never written as 0. Output is built byte by byte for speed: this is the measured fast path
+/// beside `JSONValue`, which writes everything else. It writes no strings of its own (only
+/// numbers and the time); the provenance strings `EventEncoding.tpv` adds go through
+/// `JSONValue.writeString`, the one string escaper.
 public enum GPSDJSON {
   /// Appends `fix` as a gpsd TPV object to `buffer` (UTF-8 JSON, no trailing newline).
   public static func appendTPV(_ fix: Fix, to buffer: inout [UInt8]) {

@@ -35,16 +35,6 @@ public enum RequestID: Sendable, Hashable {
   }
 }
 
-/// The map's user-tracking mode (MapKit's `MKUserTrackingMode`); wire names are the raw values.
-public enum UserTrackingMode: String, Sendable, Hashable, Codable, CaseIterable {
-  /// The map does not follow the user's location.
-  case none
-  /// The map centers on every new location.
-  case follow
-  /// The map centers on every new location and rotates to the course over ground.
-  case followWithHeading
-}
-
 /// The format of a `map` reply.
 public enum MapFormat: String, Sendable, Hashable, Codable, CaseIterable {
   /// The map state as a `MAP` object (center, zoom, mode, annotations).
@@ -53,53 +43,6 @@ public enum MapFormat: String, Sendable, Hashable, Codable, CaseIterable {
   case geojson
   /// The map rendered as an SVG document (a string) in the member `svg`.
   case svg
-}
-
-/// Options of the `start` request (CoreLocation's `distanceFilter` and `desiredAccuracy`).
-public struct TrackingOptions: Sendable, Hashable {
-  /// Minimum horizontal movement, metres (`>= 0`), before a new location is delivered;
-  /// `nil` delivers every fix.
-  public var distanceFilter: Double?
-  /// Minimum time between delivered locations, seconds (`>= 0`); `nil` delivers every fix.
-  public var minInterval: Double?
-  /// Worst acceptable horizontal error (gpsd `eph`), metres (`> 0`); fixes with a larger error
-  /// are not delivered. `nil` accepts every fix.
-  public var desiredAccuracy: Double?
-
-  /// Creates tracking options; `nil` means "no filter".
-  public init(
-    distanceFilter: Double? = nil, minInterval: Double? = nil, desiredAccuracy: Double? = nil
-  ) {
-    self.distanceFilter = distanceFilter
-    self.minInterval = minInterval
-    self.desiredAccuracy = desiredAccuracy
-  }
-}
-
-/// An annotation as a request carries it (MapKit's `MKPointAnnotation`).
-public struct AnnotationRequest: Sendable, Hashable {
-  /// Caller-chosen key, 1-256 bytes of UTF-8; adding an existing id replaces that annotation.
-  public var id: String
-  /// Position, WGS84 degrees (valid ranges checked).
-  public var coordinate: Coordinate
-  /// Title shown on the map; empty when the request had none.
-  public var title: String
-  /// Optional secondary text.
-  public var subtitle: String?
-  /// Optional free-form category (e.g. `"waypoint"`, `"poi"`), up to 64 bytes.
-  public var kind: String?
-
-  /// Creates an annotation request.
-  public init(
-    id: String, coordinate: Coordinate, title: String = "", subtitle: String? = nil,
-    kind: String? = nil
-  ) {
-    self.id = id
-    self.coordinate = coordinate
-    self.title = title
-    self.subtitle = subtitle
-    self.kind = kind
-  }
 }
 
 /// A replay control action (`replay` request); the backend must be a `replay:` backend.
@@ -121,7 +64,7 @@ public enum Command: Sendable, Hashable {
   /// `{"cmd":"request"}`: asks for authorization; the service decides it from the peer's credentials.
   case requestAuthorization
   /// `{"cmd":"start"}`: starts location updates with the given filters.
-  case start(TrackingOptions)
+  case start(LocationFilter)
   /// `{"cmd":"stop"}`: stops location updates.
   case stop
   /// `{"cmd":"status"}`: authorization, tracking, backend, initial and current location.
@@ -132,7 +75,7 @@ public enum Command: Sendable, Hashable {
   /// backend status, map changes) to this client and tracks for this connection, with the
   /// filters of `start`. `coalesce: false` delivers every location (for recording): a client that
   /// cannot keep up is then disconnected instead of skipping fixes.
-  case watch(enable: Bool, coalesce: Bool = true, options: TrackingOptions = TrackingOptions())
+  case watch(enable: Bool, coalesce: Bool = true, options: LocationFilter = LocationFilter())
   /// `{"cmd":"center"}`: centers the map on the current location.
   case centerOnLocation
   /// `{"cmd":"setCenter","lat":..,"lon":..}`: centers the map on a coordinate.
@@ -142,7 +85,7 @@ public enum Command: Sendable, Hashable {
   /// `{"cmd":"mode","mode":..}`: sets the user-tracking mode.
   case mode(UserTrackingMode)
   /// `{"cmd":"annotate","annotation":{"id":..,"lat":..,"lon":..,"title":..}}`: adds or replaces an annotation.
-  case annotate(AnnotationRequest)
+  case annotate(Annotation)
   /// `{"cmd":"remove","annotation":ID}`: removes the annotation with this id.
   case removeAnnotation(id: String)
   /// `{"cmd":"map","format":..}`: the map state in a format.
@@ -243,12 +186,6 @@ public struct ProtocolError: Error, Sendable, Hashable {
   }
 }
 
-enum JSONCoding {
-  static func decode(_ bytes: [UInt8]) throws -> JSONValue {
-    try JSONParser.parse(bytes)
-  }
-}
-
 extension Request {
   /// The maximum length of a request line, bytes, without the newline (64 KiB).
   public static let maximumLineLength = 64 * 1024
@@ -264,7 +201,7 @@ extension Request {
     let value: JSONValue
     let idText: [UInt8]?
     do {
-      (value, idText) = try JSONParser.parse(bytes, numberTextOfMember: "id")
+      (value, idText) = try JSONValue.parse(bytes, numberTextOfMember: "id")
     } catch {
       throw ProtocolError(
         .malformedJSON, "the line is not valid JSON: send one JSON object per line")
@@ -273,10 +210,10 @@ extension Request {
   }
 
   /// The filters of `start` and `watch`: `distanceFilter` (m), `minInterval` (s), `desiredAccuracy` (m).
-  fileprivate static func trackingOptions(_ reader: inout ArgumentReader) throws(ProtocolError) -> TrackingOptions {
-    TrackingOptions(
+  fileprivate static func filter(_ reader: inout ArgumentReader) throws(ProtocolError) -> LocationFilter {
+    LocationFilter(
       distanceFilter: try reader.optionalNumber("distanceFilter", in: 0...1.0e7, unit: "metres"),
-      minInterval: try reader.optionalNumber("minInterval", in: 0...86_400, unit: "seconds"),
+      minimumInterval: try reader.optionalNumber("minInterval", in: 0...86_400, unit: "seconds"),
       desiredAccuracy: try reader.optionalNumber("desiredAccuracy", in: 0.001...1.0e7, unit: "metres"))
   }
 
@@ -317,14 +254,14 @@ extension Request {
     switch cmd {
     case "request": command = .requestAuthorization
     case "start":
-      command = .start(try Self.trackingOptions(&reader))
+      command = .start(try Self.filter(&reader))
     case "stop": command = .stop
     case "status": command = .status
     case "location": command = .location
     case "watch":
       command = .watch(
         enable: try reader.optionalBool("enable") ?? true, coalesce: try reader.optionalBool("coalesce") ?? true,
-        options: try Self.trackingOptions(&reader))
+        options: try Self.filter(&reader))
     case "center": command = .centerOnLocation
     case "setCenter": command = .setCenter(try reader.coordinate())
     case "zoom": command = .zoom(try reader.number("zoom", in: 0...22, unit: "zoom level"))
@@ -348,7 +285,7 @@ extension Request {
       let kind = try inner.optionalString("kind", maxBytes: 64)
       try inner.rejectLeftovers(command: cmd)
       command = .annotate(
-        AnnotationRequest(
+        Annotation(
           id: annotationID, coordinate: coordinate, title: title, subtitle: subtitle, kind: kind))
     case "remove":
       command = .removeAnnotation(

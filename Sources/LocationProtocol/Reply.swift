@@ -44,14 +44,14 @@ public enum Reply: Sendable, Hashable {
   /// `tracking` is the caller's own tracking; `backendActive`, when given, whether the daemon's
   /// backend runs (for this or any other client) after the command.
   public static func tracking(
-    _ tracking: Bool, options: TrackingOptions = TrackingOptions(), backendActive: Bool? = nil
+    _ tracking: Bool, options: LocationFilter = LocationFilter(), backendActive: Bool? = nil
   )
     -> Reply
   {
     var members = [
       JSONMember("tracking", .bool(tracking)),
       JSONMember("distanceFilter", .number(options.distanceFilter)),
-      JSONMember("minInterval", .number(options.minInterval)),
+      JSONMember("minInterval", .number(options.minimumInterval)),
       JSONMember("desiredAccuracy", .number(options.desiredAccuracy)),
     ]
     if let backendActive { members.append(JSONMember("backendActive", .bool(backendActive))) }
@@ -109,23 +109,6 @@ public enum Reply: Sendable, Hashable {
     .object(class: "WATCH", members: [JSONMember("enable", .bool(enabled))])
   }
 
-  /// `{"class":"MAP","center":{"lat":..,"lon":..},"zoom":..,"mode":..,"annotations":[..]}`: the map
-  /// state; the answer to `map` (format json) and to every command that changes the map.
-  ///
-  /// Annotations are `{"id","lat","lon","title"}` plus `"subtitle"` and `"kind"` when set.
-  public static func map(
-    center: Coordinate, zoom: Double, mode: UserTrackingMode, annotations: [AnnotationRequest]
-  ) -> Reply {
-    .object(
-      class: "MAP",
-      members: [
-        JSONMember("center", ["lat": .number(center.latitude), "lon": .number(center.longitude)]),
-        JSONMember("zoom", .number(zoom)),
-        JSONMember("mode", .string(mode.rawValue)),
-        JSONMember("annotations", .array(annotations.map(annotationJSON))),
-      ])
-  }
-
   /// `{"class":"MAP","format":"geojson","geojson":{..}}`: the answer to `map` with format geojson;
   /// `geojson` is an encoded RFC 7946 FeatureCollection, inserted verbatim.
   public static func mapGeoJSON(_ featureCollection: [UInt8]) -> Reply {
@@ -153,20 +136,6 @@ public enum Reply: Sendable, Hashable {
         JSONMember("state", .string(state)), JSONMember("speed", .number(speed)),
         JSONMember("position", .number(position)),
       ])
-  }
-
-  static func annotationJSON(_ annotation: AnnotationRequest) -> JSONValue {
-    var members = [
-      JSONMember("id", .string(annotation.id)),
-      JSONMember("lat", .number(annotation.coordinate.latitude)),
-      JSONMember("lon", .number(annotation.coordinate.longitude)),
-      JSONMember("title", .string(annotation.title)),
-    ]
-    if let subtitle = annotation.subtitle {
-      members.append(JSONMember("subtitle", .string(subtitle)))
-    }
-    if let kind = annotation.kind { members.append(JSONMember("kind", .string(kind))) }
-    return .object(members)
   }
 }
 
@@ -207,19 +176,6 @@ public struct Event: Sendable, Hashable {
   /// `{"class":"WARNING","message":..}`: a non-fatal backend error (a bad log line); never coalesced.
   public static func warning(_ message: String) -> Event {
     Event(body: ["class": "WARNING", "message": .string(message)])
-  }
-
-  /// A map state change (`{"class":"MAP",...}` as ``Reply/map(center:zoom:mode:annotations:)``),
-  /// coalesced under `"MAP"`.
-  public static func map(
-    center: Coordinate, zoom: Double, mode: UserTrackingMode, annotations: [AnnotationRequest]
-  )
-    -> Event
-  {
-    Event(
-      body: Reply.map(center: center, zoom: zoom, mode: mode, annotations: annotations).json(
-        id: nil),
-      coalescingKey: "MAP")
   }
 }
 

@@ -1,68 +1,17 @@
+import JSON
 import LocationModel
 
-/// A labelled point on the map, keyed by ``id``, as MapKit's `MKPointAnnotation`.
-///
-/// JSON shape (also in snapshots and the state file):
-/// `{"id": String, "lat": degrees, "lon": degrees, "title": String, "subtitle"?: String, "kind"?: String}`.
-public struct Annotation: Sendable, Hashable, Codable {
-  /// Identifier, unique on the map: 1...128 characters, no control (Cc) or format (Cf)
-  /// characters.
-  public var id: String
-  /// Position, WGS84 degrees.
-  public var coordinate: Coordinate
-  /// Label shown next to the point, at most 256 characters.
-  public var title: String
-  /// Second line of the label, at most 256 characters; `nil` when absent.
-  public var subtitle: String?
-  /// Free-form category a renderer may style by (e.g. `"poi"`, `"waypoint"`), at most 64
-  /// characters; `nil` when absent. The mirrored current location has kind `"location"`.
-  public var kind: String?
-
-  /// Identifier reserved for the annotation that mirrors the current location.
-  public static let locationID = "location"
-  /// Longest accepted identifier, characters.
-  public static let maxIdentifierLength = 128
-  /// Longest accepted title or subtitle, characters.
-  public static let maxTextLength = 256
-  /// Longest accepted kind, characters.
-  public static let maxKindLength = 64
-
-  /// Creates an annotation; not validated (the service validates with ``validate()``).
-  public init(
-    id: String, coordinate: Coordinate, title: String, subtitle: String? = nil, kind: String? = nil
-  ) {
-    self.id = id
-    self.coordinate = coordinate
-    self.title = title
-    self.subtitle = subtitle
-    self.kind = kind
-  }
-
-  private enum CodingKeys: String, CodingKey {
-    case id, lat, lon, title, subtitle, kind
-  }
-
-  /// Decodes the flat JSON shape `{"id","lat","lon","title","subtitle"?,"kind"?}`.
-  public init(from decoder: any Decoder) throws {
-    let container = try decoder.container(keyedBy: CodingKeys.self)
-    id = try container.decode(String.self, forKey: .id)
-    coordinate = Coordinate(
-      latitude: try container.decode(Double.self, forKey: .lat),
-      longitude: try container.decode(Double.self, forKey: .lon))
-    title = try container.decode(String.self, forKey: .title)
-    subtitle = try container.decodeIfPresent(String.self, forKey: .subtitle)
-    kind = try container.decodeIfPresent(String.self, forKey: .kind)
-  }
-
-  /// Encodes the flat JSON shape; absent subtitle and kind are left out.
-  public func encode(to encoder: any Encoder) throws {
-    var container = encoder.container(keyedBy: CodingKeys.self)
-    try container.encode(id, forKey: .id)
-    try container.encode(coordinate.latitude, forKey: .lat)
-    try container.encode(coordinate.longitude, forKey: .lon)
-    try container.encode(title, forKey: .title)
-    try container.encodeIfPresent(subtitle, forKey: .subtitle)
-    try container.encodeIfPresent(kind, forKey: .kind)
+extension Annotation {
+  /// The annotation as JSON: `{"id","lat","lon","title"}`, then `"subtitle"` and `"kind"` when
+  /// set, in this order.
+  public var json: JSONValue {
+    var members = [
+      JSONMember("id", .string(id)), JSONMember("lat", .number(coordinate.latitude)),
+      JSONMember("lon", .number(coordinate.longitude)), JSONMember("title", .string(title)),
+    ]
+    if let subtitle { members.append(JSONMember("subtitle", .string(subtitle))) }
+    if let kind { members.append(JSONMember("kind", .string(kind))) }
+    return .object(members)
   }
 
   /// Checks identifier, coordinate and text lengths.
@@ -109,12 +58,6 @@ public struct Annotation: Sendable, Hashable, Codable {
     }
   }
 
-  /// The bytes this annotation counts towards ``AnnotationLimits/maxTotalBytes``: the UTF-8
-  /// lengths of ``id``, ``title``, ``subtitle`` and ``kind`` together.
-  public var textByteCount: Int {
-    id.utf8.count + title.utf8.count + (subtitle?.utf8.count ?? 0) + (kind?.utf8.count ?? 0)
-  }
-
   /// Checks that an identifier is 1...128 characters without control (Cc) or format (Cf)
   /// characters.
   ///
@@ -151,21 +94,6 @@ public enum AnnotationLimits {
   /// subtitle and kind together (``Annotation/textByteCount``), 64 KiB. With the worst text
   /// (every character escaped as `&quot;` in SVG) the largest reply stays below 1 MiB.
   public static let maxTotalBytes = 64 * 1024
-}
-
-/// User-tracking mode, as MapKit's `MKUserTrackingMode`; JSON values `none`, `follow`,
-/// `followWithHeading`.
-public enum UserTrackingMode: String, Sendable, Hashable, Codable, CaseIterable {
-  /// The map does not move with the current location (except on the first fix of a tracking
-  /// session and on an explicit "center on current location").
-  case none
-  /// Every fix moves the center to the current location.
-  case follow
-  /// As ``follow``, and the map rotates so that the course over ground points up.
-  case followWithHeading
-
-  /// Whether fixes move the center.
-  public var follows: Bool { self != .none }
 }
 
 /// Why a map-state request was refused. Every case has a human-readable ``description``.

@@ -1,3 +1,4 @@
+import JSON
 import LocationModel
 
 /// GeoJSON (RFC 7946) rendering of the map state.
@@ -21,70 +22,96 @@ public enum GeoJSON {
   /// Positions are [longitude, latitude] (section 3.1.1). The collection `bbox` is the view's
   /// bounding box, widened (without crossing the antimeridian) to include features outside it.
   public static func document(for state: MapRenderState) -> String {
+    json(for: state).jsonString
+  }
+
+  /// ``document(for:)`` as a JSON value.
+  public static func json(for state: MapRenderState) -> JSONValue {
     let viewport = state.viewport
     let bounds = viewport.bounds
-    var features: [String] = []
+    var features: [JSONValue] = []
 
-    let viewportGeometry: String
+    let viewportGeometry: JSONValue
     if bounds.crossesAntimeridian {
       let west = ring(west: bounds.west, south: bounds.south, east: 180, north: bounds.north)
       let east = ring(west: -180, south: bounds.south, east: bounds.east, north: bounds.north)
-      viewportGeometry = "{\"type\":\"MultiPolygon\",\"coordinates\":[[\(west)],[\(east)]]}"
+      viewportGeometry = geometry("MultiPolygon", [[west], [east]])
     } else {
       let exterior = ring(
         west: bounds.west, south: bounds.south, east: bounds.east, north: bounds.north)
-      viewportGeometry = "{\"type\":\"Polygon\",\"coordinates\":[\(exterior)]}"
+      viewportGeometry = geometry("Polygon", [exterior])
     }
     features.append(
-      "{\"type\":\"Feature\",\"id\":\"viewport\",\"bbox\":\(bbox(bounds)),\"geometry\":\(viewportGeometry),"
-        + "\"properties\":{\"kind\":\"viewport\",\"zoom\":\(TextFormat.fixed(viewport.zoom, 6)),"
-        + "\"rotation\":\(TextFormat.fixed(viewport.rotation, 2)),"
-        + "\"mode\":\(TextFormat.jsonString(state.snapshot.mode.rawValue)),"
-        + "\"center\":\(position(viewport.center))}}")
+      .object([
+        JSONMember("type", "Feature"), JSONMember("id", "viewport"), JSONMember("bbox", bbox(bounds)),
+        JSONMember("geometry", viewportGeometry),
+        JSONMember(
+          "properties",
+          .object([
+            JSONMember("kind", "viewport"), JSONMember("zoom", fixed(viewport.zoom, 6)),
+            JSONMember("rotation", fixed(viewport.rotation, 2)),
+            JSONMember("mode", .string(state.snapshot.mode.rawValue)),
+            JSONMember("center", position(viewport.center)),
+          ])),
+      ]))
 
     if state.track.count >= 2 {
-      let line = state.track.map(position).joined(separator: ",")
       features.append(
-        "{\"type\":\"Feature\",\"id\":\"track\",\"geometry\":{\"type\":\"LineString\",\"coordinates\":[\(line)]},"
-          + "\"properties\":{\"kind\":\"track\",\"points\":\(state.track.count)}}")
+        .object([
+          JSONMember("type", "Feature"), JSONMember("id", "track"),
+          JSONMember("geometry", geometry("LineString", .array(state.track.map(position)))),
+          JSONMember(
+            "properties",
+            .object([JSONMember("kind", "track"), JSONMember("points", .int(Int64(state.track.count)))])),
+        ]))
     }
 
     for annotation in state.snapshot.annotations {
-      var properties =
-        "\"id\":\(TextFormat.jsonString(annotation.id)),\"title\":\(TextFormat.jsonString(annotation.title))"
-      if let subtitle = annotation.subtitle {
-        properties += ",\"subtitle\":\(TextFormat.jsonString(subtitle))"
-      }
-      if let kind = annotation.kind { properties += ",\"kind\":\(TextFormat.jsonString(kind))" }
+      var properties = [
+        JSONMember("id", .string(annotation.id)), JSONMember("title", .string(annotation.title)),
+      ]
+      if let subtitle = annotation.subtitle { properties.append(JSONMember("subtitle", .string(subtitle))) }
+      if let kind = annotation.kind { properties.append(JSONMember("kind", .string(kind))) }
       features.append(
-        "{\"type\":\"Feature\",\"id\":\(TextFormat.jsonString(annotation.id)),"
-          + "\"geometry\":{\"type\":\"Point\",\"coordinates\":\(position(annotation.coordinate))},"
-          + "\"properties\":{\(properties)}}")
+        .object([
+          JSONMember("type", "Feature"), JSONMember("id", .string(annotation.id)),
+          JSONMember("geometry", geometry("Point", position(annotation.coordinate))),
+          JSONMember("properties", .object(properties)),
+        ]))
     }
 
     let collectionBounds = widened(
       bounds, toInclude: state.track + state.snapshot.annotations.map(\.coordinate))
-    return "{\"type\":\"FeatureCollection\",\"bbox\":\(bbox(collectionBounds)),\"features\":["
-      + features.joined(separator: ",") + "]}"
+    return .object([
+      JSONMember("type", "FeatureCollection"), JSONMember("bbox", bbox(collectionBounds)),
+      JSONMember("features", .array(features)),
+    ])
+  }
+
+  /// `{"type":TYPE,"coordinates":COORDINATES}`.
+  static func geometry(_ type: String, _ coordinates: JSONValue) -> JSONValue {
+    .object([JSONMember("type", .string(type)), JSONMember("coordinates", coordinates)])
+  }
+
+  /// A number written with exactly `digits` decimals (``TextFormat/fixed(_:_:)``).
+  static func fixed(_ value: Double, _ digits: Int) -> JSONValue {
+    .raw(Array(TextFormat.fixed(value, digits).utf8))
   }
 
   /// `[lon,lat]` with fixed decimals.
-  static func position(_ coordinate: Coordinate) -> String {
-    "[\(TextFormat.fixed(coordinate.longitude, coordinateDigits)),\(TextFormat.fixed(coordinate.latitude, coordinateDigits))]"
+  static func position(_ coordinate: Coordinate) -> JSONValue {
+    [fixed(coordinate.longitude, coordinateDigits), fixed(coordinate.latitude, coordinateDigits)]
   }
 
   /// A closed counterclockwise rectangle ring: SW, SE, NE, NW, SW.
-  static func ring(west: Double, south: Double, east: Double, north: Double) -> String {
+  static func ring(west: Double, south: Double, east: Double, north: Double) -> JSONValue {
     let corners = [(west, south), (east, south), (east, north), (west, north), (west, south)]
-    return "["
-      + corners.map { position(Coordinate(latitude: $0.1, longitude: $0.0)) }.joined(separator: ",")
-      + "]"
+    return .array(corners.map { position(Coordinate(latitude: $0.1, longitude: $0.0)) })
   }
 
   /// `[west,south,east,north]`.
-  static func bbox(_ bounds: GeoBounds) -> String {
-    let values = [bounds.west, bounds.south, bounds.east, bounds.north]
-    return "[" + values.map { TextFormat.fixed($0, coordinateDigits) }.joined(separator: ",") + "]"
+  static func bbox(_ bounds: GeoBounds) -> JSONValue {
+    .array([bounds.west, bounds.south, bounds.east, bounds.north].map { fixed($0, coordinateDigits) })
   }
 
   /// The box grown to contain every coordinate; a box across the antimeridian that would need

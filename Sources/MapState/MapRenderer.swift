@@ -94,28 +94,6 @@ enum TextFormat {
     return result
   }
 
-  /// A JSON string literal with quotes; escapes `"`, `\` and control characters (RFC 8259).
-  static func jsonString(_ text: String) -> String {
-    var result = "\""
-    for scalar in text.unicodeScalars {
-      switch scalar {
-      case "\"": result += "\\\""
-      case "\\": result += "\\\\"
-      case "\n": result += "\\n"
-      case "\r": result += "\\r"
-      case "\t": result += "\\t"
-      default:
-        if scalar.value < 0x20 {
-          let hex = String(scalar.value, radix: 16)
-          result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-        } else {
-          result.unicodeScalars.append(scalar)
-        }
-      }
-    }
-    return result + "\""
-  }
-
   /// Text escaped for XML 1.0 content and attribute values: `& < > " '` become entities and
   /// characters XML 1.0 forbids (C0 controls other than tab, LF, CR; U+FFFE, U+FFFF) become U+FFFD.
   static func xmlEscaped(_ text: String) -> String {

@@ -1,53 +1,23 @@
+import JSON
 import LocationModel
-
-#if canImport(FoundationEssentials)
-  import FoundationEssentials
-#else
-  import Foundation
-#endif
 
 /// The map state as clients see it: what `locationctl --json map` prints.
 ///
-/// JSON shape (keys sorted, absent optionals left out):
+/// JSON shape (``json``, the members of the `MAP` reply after `"class"`, in this order; absent
+/// optionals left out):
 /// ```
-/// {"annotations": [{"id","lat","lon","title","subtitle"?,"kind"?}],
-///  "center": {"lat": degrees, "lon": degrees}, "mode": "none"|"follow"|"followWithHeading",
-///  "rotation": degrees true, "size": {"height": points, "width": points},
-///  "span": {"lat": degrees, "lon": degrees}, "tracking": Bool, "zoom": 0...22}
+/// {"center": {"lat": degrees, "lon": degrees}, "zoom": 0...22,
+///  "mode": "none"|"follow"|"followWithHeading",
+///  "annotations": [{"id","lat","lon","title","subtitle"?,"kind"?}],
+///  "rotation": degrees true, "size": {"width": points, "height": points},
+///  "span": {"lat": degrees, "lon": degrees}, "tracking": Bool}
 /// ```
+/// ``jsonData()`` writes the same members with keys sorted.
 /// `annotations` lists the current location (id `"location"`, kind `"location"`) first when
 /// there is a fix, then the others in the order they were first added.
-public struct MapSnapshot: Sendable, Hashable, Codable {
-  /// A position in the snapshot's short form, WGS84 degrees.
-  public struct LatLon: Sendable, Hashable, Codable {
-    /// Latitude, degrees.
-    public var lat: Double
-    /// Longitude, degrees.
-    public var lon: Double
-
-    /// Creates a position from latitude and longitude in degrees.
-    public init(lat: Double, lon: Double) {
-      self.lat = lat
-      self.lon = lon
-    }
-  }
-
-  /// A view size, points.
-  public struct Size: Sendable, Hashable, Codable {
-    /// Width, points.
-    public var width: Double
-    /// Height, points.
-    public var height: Double
-
-    /// Creates a size in points.
-    public init(width: Double, height: Double) {
-      self.width = width
-      self.height = height
-    }
-  }
-
+public struct MapSnapshot: Sendable, Hashable {
   /// Map center, WGS84 degrees.
-  public var center: LatLon
+  public var center: Coordinate
   /// Zoom level, Web Mercator, `0...22`.
   public var zoom: Double
   /// User-tracking mode.
@@ -57,43 +27,53 @@ public struct MapSnapshot: Sendable, Hashable, Codable {
   /// Map rotation, degrees true, `0..<360` (0 = north up).
   public var rotation: Double
   /// Viewport size, points.
-  public var size: Size
-  /// Span of the unrotated view in degrees (`lat` = latitudeDelta, `lon` = longitudeDelta).
-  public var span: LatLon
+  public var size: ViewportSize
+  /// Span of the unrotated view in degrees (JSON `lat` = latitudeDelta, `lon` = longitudeDelta).
+  public var span: CoordinateSpan
   /// Whether a tracking session is running (between tracking started and stopped).
   public var tracking: Bool
 
   /// Creates a snapshot of a viewport, mode, ordered annotations and tracking state.
   public init(viewport: Viewport, mode: UserTrackingMode, annotations: [Annotation], tracking: Bool)
   {
-    center = LatLon(lat: viewport.center.latitude, lon: viewport.center.longitude)
+    center = viewport.center
     zoom = viewport.zoom
     self.mode = mode
     self.annotations = annotations
     rotation = viewport.rotation
-    size = Size(width: viewport.size.width, height: viewport.size.height)
-    let span = viewport.span
-    self.span = LatLon(lat: span.latitudeDelta, lon: span.longitudeDelta)
+    size = viewport.size
+    span = viewport.span
     self.tracking = tracking
   }
 
-  /// The snapshot as one JSON object, UTF-8, keys sorted, no whitespace: deterministic.
-  ///
-  /// - Throws: `EncodingError` only for a non-finite number, which the service never stores.
-  public func jsonData() throws -> Data {
-    try Self.encoder.encode(self)
+  /// The snapshot as a JSON object in the member order of the `MAP` reply (see above).
+  public var json: JSONValue {
+    .object([
+      JSONMember("center", Self.latLon(center.latitude, center.longitude)),
+      JSONMember("zoom", .number(zoom)),
+      JSONMember("mode", .string(mode.rawValue)),
+      JSONMember("annotations", .array(annotations.map(\.json))),
+      JSONMember("rotation", .number(rotation)),
+      JSONMember(
+        "size", .object([JSONMember("width", .number(size.width)), JSONMember("height", .number(size.height))])),
+      JSONMember("span", Self.latLon(span.latitudeDelta, span.longitudeDelta)),
+      JSONMember("tracking", .bool(tracking)),
+    ])
+  }
+
+  /// `{"lat":..,"lon":..}`.
+  static func latLon(_ latitude: Double, _ longitude: Double) -> JSONValue {
+    .object([JSONMember("lat", .number(latitude)), JSONMember("lon", .number(longitude))])
+  }
+
+  /// ``json`` with keys sorted, as UTF-8 without whitespace: deterministic (golden files).
+  public func jsonData() -> [UInt8] {
+    json.sortingKeys().encoded
   }
 
   /// ``jsonData()`` as a `String`.
-  public func jsonString() throws -> String {
-    String(decoding: try jsonData(), as: UTF8.self)
-  }
-
-  /// A sorted-keys encoder; JSONEncoder is a class, so each call gets its own.
-  static var encoder: JSONEncoder {
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-    return encoder
+  public func jsonString() -> String {
+    String(decoding: jsonData(), as: UTF8.self)
   }
 }
 
@@ -120,7 +100,7 @@ public struct MapRenderState: Sendable, Hashable {
 }
 
 /// Why the center moved.
-public enum CenterReason: String, Sendable, Hashable, Codable {
+public enum CenterReason: String, Sendable, Hashable {
   /// The first fix of a tracking session.
   case initialFix
   /// An explicit "center on current location" request.
@@ -135,7 +115,7 @@ public enum CenterReason: String, Sendable, Hashable, Codable {
 ///
 /// JSON shape: `{"what": name, ...}` with `reason` for `center`, `from`/`to` for `mode`,
 /// `id` for annotation changes.
-public enum MapChange: Sendable, Hashable, Encodable {
+public enum MapChange: Sendable, Hashable {
   /// The center moved.
   case center(CenterReason)
   /// The zoom level changed.
@@ -180,23 +160,19 @@ public enum MapChange: Sendable, Hashable, Encodable {
     }
   }
 
-  private enum CodingKeys: String, CodingKey {
-    case what, reason, from, to, id, hasFix
-  }
-
-  /// Encodes `{"what": name, ...details}`.
-  public func encode(to encoder: any Encoder) throws {
-    var container = encoder.container(keyedBy: CodingKeys.self)
-    try container.encode(name, forKey: .what)
+  /// `{"what": name, ...details}` with the members sorted by name, as the `changes` of a `MAP`
+  /// event carry it: `{"reason":..,"what":"center"}`, `{"from":..,"to":..,"what":"mode"}`,
+  /// `{"id":..,"what":"annotationAdded"}`, `{"hasFix":..,"what":"location"}`.
+  public var json: JSONValue {
+    let what = JSONMember("what", .string(name))
     switch self {
-    case .center(let reason): try container.encode(reason, forKey: .reason)
+    case .center(let reason): return .object([JSONMember("reason", .string(reason.rawValue)), what])
     case .mode(let from, let to):
-      try container.encode(from, forKey: .from)
-      try container.encode(to, forKey: .to)
+      return .object([JSONMember("from", .string(from.rawValue)), JSONMember("to", .string(to.rawValue)), what])
     case .annotationAdded(let id), .annotationReplaced(let id), .annotationRemoved(let id):
-      try container.encode(id, forKey: .id)
-    case .location(let hasFix): try container.encode(hasFix, forKey: .hasFix)
-    default: break
+      return .object([JSONMember("id", .string(id)), what])
+    case .location(let hasFix): return .object([JSONMember("hasFix", .bool(hasFix)), what])
+    default: return .object([what])
     }
   }
 }
@@ -204,7 +180,7 @@ public enum MapChange: Sendable, Hashable, Encodable {
 /// One map-state change event: what changed (in the order applied) and the state after it.
 ///
 /// JSON shape: `{"changes": [MapChange], "map": MapSnapshot}`.
-public struct MapEvent: Sendable, Hashable, Encodable {
+public struct MapEvent: Sendable, Hashable {
   /// What changed, in order; never empty.
   public var changes: [MapChange]
   /// The state after the changes.
@@ -216,8 +192,13 @@ public struct MapEvent: Sendable, Hashable, Encodable {
     self.map = map
   }
 
-  /// The event as one JSON object, keys sorted, no whitespace.
-  public func jsonData() throws -> Data {
-    try MapSnapshot.encoder.encode(self)
+  /// The event as one JSON object: `{"changes": [MapChange], "map": MapSnapshot}`.
+  public var json: JSONValue {
+    .object([JSONMember("changes", .array(changes.map(\.json))), JSONMember("map", map.json)])
+  }
+
+  /// ``json`` with keys sorted, as UTF-8 without whitespace.
+  public func jsonData() -> [UInt8] {
+    json.sortingKeys().encoded
   }
 }

@@ -1,3 +1,5 @@
+import LocationModel
+
 #if canImport(FoundationEssentials)
   import FoundationEssentials
 #else
@@ -8,15 +10,16 @@
 #elseif canImport(Darwin)
   import Darwin
 #endif
+import LocationModel
 import SystemIO
 
 /// What survives a restart: viewport, user-tracking mode and client annotations.
 ///
 /// The current location and the track are not saved: they come from fixes. JSON shape of
-/// `mapstate.json`:
+/// `mapstate.json` (keys sorted, indented; see ``json`` and ``init(fileContents:)``):
 /// `{"version": 1, "viewport": {"center": {"latitude","longitude"}, "zoom", "size": {"width","height"}, "rotation"},
 ///   "mode": String, "annotations": [Annotation]}`.
-public struct PersistedMapState: Sendable, Hashable, Codable {
+public struct PersistedMapState: Sendable, Hashable {
   /// Format version; this code writes and reads 1.
   public var version: Int
   /// The viewport.
@@ -276,10 +279,10 @@ public struct MapStateStore: Sendable {
     }
     var state: PersistedMapState
     do {
-      state = try JSONDecoder().decode(PersistedMapState.self, from: Data(bytes))
+      state = try PersistedMapState(fileContents: bytes)
     } catch {
       report(
-        "map state file corrupt, starting with an empty map path=\(path) bytes=\(bytes.count) error=\(Self.describe(error)) keptAs=\(Self.rejectedFileName)"
+        "map state file corrupt, starting with an empty map path=\(path) bytes=\(bytes.count) error=\(error) keptAs=\(Self.rejectedFileName)"
       )
       setAside(directoryFD)
       return nil
@@ -385,14 +388,10 @@ public struct MapStateStore: Sendable {
   ///   unchanged (or, when only the final directory fsync failed, replaced but perhaps not yet
   ///   durable).
   public func save(_ state: PersistedMapState) throws(MapStoreError) {
-    let data: Data
-    do {
-      let encoder = JSONEncoder()
-      encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-      data = try encoder.encode(state)
-    } catch {
-      throw .encoding(String(describing: error))
+    guard !state.json.containsNonFiniteNumber else {
+      throw .encoding("a number is NaN or infinite")
     }
+    let data = state.fileContents
     if mkdir(directory, 0o700) != 0 && errno != EEXIST {
       do {
         try FileManager.default.createDirectory(
@@ -415,7 +414,7 @@ public struct MapStateStore: Sendable {
     var failure: MapStoreError?
     if let code = injected("write") { failure = .system(operation: "write", path: temporary, errno: code) }
     if failure == nil {
-      do throws(SystemError) { try SystemIO.writeAll(fd, Array(data)) } catch {
+      do throws(SystemError) { try SystemIO.writeAll(fd, data) } catch {
         failure = .system(operation: "write", path: temporary, errno: error.code)
       }
     }
@@ -468,18 +467,5 @@ public struct MapStateStore: Sendable {
       }
     }
     return result
-  }
-
-  /// A short description of a decoding error (the path of the bad key and the reason).
-  static func describe(_ error: any Error) -> String {
-    guard let decoding = error as? DecodingError else { return String(describing: error) }
-    switch decoding {
-    case .dataCorrupted(let context), .keyNotFound(_, let context), .typeMismatch(_, let context),
-      .valueNotFound(_, let context):
-      let keyPath = context.codingPath.map(\.stringValue).joined(separator: ".")
-      return keyPath.isEmpty ? context.debugDescription : "\(keyPath): \(context.debugDescription)"
-    @unknown default:
-      return String(describing: error)
-    }
   }
 }

@@ -9,7 +9,7 @@ import LocationModel
 /// Size of the map view, points (the unit of a 256-point tile).
 ///
 /// Both sides are finite and in `1...16384`; the default is 800 x 600.
-public struct ViewportSize: Sendable, Hashable, Codable {
+public struct ViewportSize: Sendable, Hashable {
   /// Width, points, `1...16384`.
   public var width: Double
   /// Height, points, `1...16384`.
@@ -37,7 +37,7 @@ public struct ViewportSize: Sendable, Hashable, Codable {
 ///
 /// `latitudeDelta` is north edge minus south edge, `0 < latitudeDelta <= 180`;
 /// `longitudeDelta` is east edge minus west edge, `0 < longitudeDelta <= 360`.
-public struct CoordinateSpan: Sendable, Hashable, Codable {
+public struct CoordinateSpan: Sendable, Hashable {
   /// North-south extent, degrees, `(0, 180]`.
   public var latitudeDelta: Double
   /// East-west extent, degrees, `(0, 360]`.
@@ -61,7 +61,7 @@ public struct CoordinateSpan: Sendable, Hashable, Codable {
 /// The span is measured around the center in Web Mercator: the north and south edges are at equal
 /// distances in points above and below the center, so in degrees they are not symmetric away from
 /// the equator.
-public struct MapRegion: Sendable, Hashable, Codable {
+public struct MapRegion: Sendable, Hashable {
   /// Center of the region, WGS84 degrees.
   public var center: Coordinate
   /// Extent of the region, degrees.
@@ -76,7 +76,7 @@ public struct MapRegion: Sendable, Hashable, Codable {
 
 /// Extent of a region in metres at its center, as MapKit's
 /// `MKCoordinateRegion(center:latitudinalMeters:longitudinalMeters:)`.
-public struct MetricSpan: Sendable, Hashable, Codable {
+public struct MetricSpan: Sendable, Hashable {
   /// North-south distance, metres, finite and positive.
   public var latitudinalMetres: Double
   /// East-west distance at the center latitude, metres, finite and positive.
@@ -92,7 +92,7 @@ public struct MetricSpan: Sendable, Hashable, Codable {
 /// A bounding box in WGS84 degrees, in the order of an RFC 7946 `bbox`: west, south, east, north.
 ///
 /// When the box crosses the antimeridian `west` is greater than `east` (RFC 7946 section 5.2).
-public struct GeoBounds: Sendable, Hashable, Codable {
+public struct GeoBounds: Sendable, Hashable {
   /// Western edge, degrees, `-180...180`.
   public var west: Double
   /// Southern edge, degrees, `-90...90`.
@@ -120,7 +120,7 @@ public struct GeoBounds: Sendable, Hashable, Codable {
 /// 256-point tiles. ``region`` and ``metricSpan`` give the same view as a MapKit region, and
 /// ``zoom(fitting:size:)`` goes the other way. The center latitude is clamped to
 /// `-85.05112878...85.05112878` (see ``WebMercator``).
-public struct Viewport: Sendable, Hashable, Codable {
+public struct Viewport: Sendable, Hashable {
   /// Center of the view, WGS84 degrees; latitude within the Web Mercator limit.
   public private(set) var center: Coordinate
   /// Zoom level, `0...22`, fractional.
@@ -148,30 +148,6 @@ public struct Viewport: Sendable, Hashable, Codable {
     self.rotation = 0
     setCenter(center)
     setRotation(rotation)
-  }
-
-  private enum CodingKeys: String, CodingKey {
-    case center, zoom, size, rotation
-  }
-
-  /// Decodes `{"center": {"latitude","longitude"}, "zoom", "size": {"width","height"}, "rotation"}`,
-  /// clamping the center latitude and normalising the rotation as ``init(center:zoom:size:rotation:)``.
-  public init(from decoder: any Decoder) throws {
-    let container = try decoder.container(keyedBy: CodingKeys.self)
-    self.init(
-      center: try container.decode(Coordinate.self, forKey: .center),
-      zoom: try container.decode(Double.self, forKey: .zoom),
-      size: try container.decode(ViewportSize.self, forKey: .size),
-      rotation: try container.decode(Double.self, forKey: .rotation))
-  }
-
-  /// Encodes the shape ``init(from:)`` reads.
-  public func encode(to encoder: any Encoder) throws {
-    var container = encoder.container(keyedBy: CodingKeys.self)
-    try container.encode(center, forKey: .center)
-    try container.encode(zoom, forKey: .zoom)
-    try container.encode(size, forKey: .size)
-    try container.encode(rotation, forKey: .rotation)
   }
 
   /// Moves the center; the latitude is clamped to the Web Mercator limit.

@@ -16,14 +16,6 @@ import LocationModel
 /// The encoder is pure: no I/O, no clock. A ``Fix`` without a position still produces RMC (status
 /// `V`), GGA (quality 0) and GSA (mode 1), as a receiver without a fix does.
 public struct NMEAEncoder: Sendable, Hashable {
-  /// The talker identifier for the position sentences (RMC, VTG, GGA, ZDA) and single-system GSA.
-  public enum Talker: String, Sendable, Hashable, CaseIterable {
-    /// `GP`: a GPS-only receiver (NMEA 0183 up to 4.00 style).
-    case gps = "GP"
-    /// `GN`: a multi-GNSS receiver combining constellations (NMEA 0183 4.10 style).
-    case multiGNSS = "GN"
-  }
-
   /// The sentence types the encoder writes for an epoch.
   public struct SentenceSet: OptionSet, Sendable, Hashable {
     /// Bit mask value.
@@ -48,8 +40,11 @@ public struct NMEAEncoder: Sendable, Hashable {
     public static let all: SentenceSet = [.standard, .zda]
   }
 
-  /// Talker of the position sentences; GSV always uses each constellation's own talker.
-  public var talker: Talker
+  /// Talker of the position sentences (RMC, VTG, GGA, ZDA) and of a single-system GSA:
+  /// ``TalkerID/gps`` (`GP`, a GPS-only receiver, NMEA 0183 up to 4.00 style) or
+  /// ``TalkerID/multiGNSS`` (`GN`, a receiver combining constellations, NMEA 0183 4.10 style).
+  /// GSV always uses each constellation's own talker.
+  public var talker: TalkerID
   /// Which sentences to write per epoch.
   public var sentences: SentenceSet
 
@@ -59,7 +54,7 @@ public struct NMEAEncoder: Sendable, Hashable {
   ///   - talker: `GP` (default) or `GN`. With `GN`, or whenever satellites of more than one
   ///     system are used, GSA is written once per system with the NMEA 4.10 system ID field.
   ///   - sentences: the sentence types to write, ``SentenceSet/standard`` by default.
-  public init(talker: Talker = .gps, sentences: SentenceSet = .standard) {
+  public init(talker: TalkerID = .gps, sentences: SentenceSet = .standard) {
     self.talker = talker
     self.sentences = sentences
   }
@@ -101,7 +96,7 @@ public struct NMEAEncoder: Sendable, Hashable {
   /// The RMC body: `xxRMC,time,status,lat,N/S,lon,E/W,knots,course,ddmmyy,magvar,E/W,mode[,navstatus]`.
   public func rmcBody(_ fix: Fix) -> String {
     let position = fix.mode.hasPosition ? fix.coordinate : nil
-    var fields = [talker.rawValue + "RMC", Self.timeField(fix)]
+    var fields = [talker.letters + "RMC", Self.timeField(fix)]
     fields.append(position == nil ? "V" : "A")
     fields += Self.positionFields(position)
     fields.append(fix.speedOverGround.map { Self.decimal($0 * 3600 / 1852, places: 3) } ?? "")
@@ -124,7 +119,7 @@ public struct NMEAEncoder: Sendable, Hashable {
     let knots = fix.speedOverGround.map { Self.decimal($0 * 3600 / 1852, places: 3) } ?? ""
     let kmh = fix.speedOverGround.map { Self.decimal($0 * 3.6, places: 3) } ?? ""
     return [
-      talker.rawValue + "VTG", course, "T", "", "M", knots, "N", kmh, "K", Self.modeIndicator(fix),
+      talker.letters + "VTG", course, "T", "", "M", knots, "N", kmh, "K", Self.modeIndicator(fix),
     ]
     .joined(separator: ",")
   }
@@ -135,7 +130,7 @@ public struct NMEAEncoder: Sendable, Hashable {
   /// is the ``Fix/quality`` or, when unknown, 1 with a position and 0 without.
   public func ggaBody(_ fix: Fix) -> String {
     let position = fix.mode.hasPosition ? fix.coordinate : nil
-    var fields = [talker.rawValue + "GGA", Self.timeField(fix)]
+    var fields = [talker.letters + "GGA", Self.timeField(fix)]
     fields += Self.positionFields(position)
     let quality = fix.quality?.rawValue ?? (position == nil ? 0 : 1)
     fields.append(String(quality))
@@ -183,7 +178,7 @@ public struct NMEAEncoder: Sendable, Hashable {
       }
       if chunks.isEmpty { chunks = [[]] }
       for chunk in chunks {
-        var fields = [(multiSystem ? "GN" : talker.rawValue) + "GSA", "A", String(mode)]
+        var fields = [(multiSystem ? "GN" : talker.letters) + "GSA", "A", String(mode)]
         for slot in 0..<12 {
           fields.append(slot < chunk.count ? Self.padded(chunk[slot], width: 2) : "")
         }
@@ -203,7 +198,7 @@ public struct NMEAEncoder: Sendable, Hashable {
   public static func gsvBodies(_ fix: Fix) -> [String] {
     var groups: [(talker: String, satellites: [Satellite])] = []
     for satellite in fix.satellites {
-      guard let talker = gsvTalker(satellite.constellation) else { continue }
+      guard let talker = TalkerID(constellation: satellite.constellation)?.letters else { continue }
       if let index = groups.firstIndex(where: { $0.talker == talker }) {
         groups[index].satellites.append(satellite)
       } else {
@@ -237,7 +232,7 @@ public struct NMEAEncoder: Sendable, Hashable {
     guard let time = fix.time else { return nil }
     let (year, month, day) = Self.civilDate(milliseconds: time)
     return [
-      talker.rawValue + "ZDA", Self.timeField(fix), padded2(day), padded2(month),
+      talker.letters + "ZDA", Self.timeField(fix), padded2(day), padded2(month),
       Self.padded(year, width: 4), "00", "00",
     ].joined(separator: ",")
   }
@@ -372,16 +367,4 @@ public struct NMEAEncoder: Sendable, Hashable {
     }
   }
 
-  /// The GSV talker of a constellation.
-  static func gsvTalker(_ constellation: Constellation) -> String? {
-    switch constellation {
-    case .gps, .sbas: return "GP"
-    case .glonass: return "GL"
-    case .galileo: return "GA"
-    case .beidou: return "GB"
-    case .qzss: return "GQ"
-    case .navic: return "GI"
-    case .imes: return nil
-    }
-  }
 }

@@ -104,10 +104,4 @@ extension LocationService {
 
   /// The manager client for a user (tracking that outlives connections).
   static func userClient(_ uid: UInt32) -> ClientID { ClientID(0x4000_0000_0000_0000 | UInt64(uid)) }
-
-  static func filter(_ options: TrackingOptions) -> LocationFilter {
-    LocationFilter(
-      distanceFilter: options.distanceFilter, minimumInterval: options.minInterval,
-      desiredAccuracy: options.desiredAccuracy)
-  }
 }

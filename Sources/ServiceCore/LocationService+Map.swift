@@ -30,47 +30,16 @@ extension LocationService {
   }
 
   func mapReply() async throws -> Reply {
-    let snapshot = await map.snapshot
-    guard case .object(let members) = try Self.mapJSON(snapshot, changes: nil) else {
-      throw ServiceError(code: .internal, message: "map state could not be encoded")
-    }
-    return .object(class: "MAP", members: members.filter { $0.key != "class" })
+    .object(class: "MAP", members: (await map.snapshot).json.objectMembers ?? [])
   }
 
-  /// `{"class":"MAP","center":{"lat","lon"},"zoom","mode","annotations":[{"id","lat","lon","title"}],
-  /// "rotation","size":{"width","height"},"span":{"lat","lon"},"tracking"}` in this key order, plus
-  /// `"changes":[{"what","reason"}]` for events.
-  static func mapJSON(_ snapshot: MapSnapshot, changes: [MapChange]?) throws -> JSONValue {
-    var members: [JSONMember] = [
-      JSONMember("class", "MAP"),
-      JSONMember("center", .object([JSONMember("lat", .number(snapshot.center.lat)), JSONMember("lon", .number(snapshot.center.lon))])),
-      JSONMember("zoom", .number(snapshot.zoom)),
-      JSONMember("mode", .string(snapshot.mode.rawValue)),
-      JSONMember(
-        "annotations",
-        .array(
-          snapshot.annotations.map { annotation in
-            var fields = [
-              JSONMember("id", .string(annotation.id)),
-              JSONMember("lat", .number(annotation.coordinate.latitude)),
-              JSONMember("lon", .number(annotation.coordinate.longitude)),
-              JSONMember("title", .string(annotation.title)),
-            ]
-            if let subtitle = annotation.subtitle { fields.append(JSONMember("subtitle", .string(subtitle))) }
-            if let kind = annotation.kind { fields.append(JSONMember("kind", .string(kind))) }
-            return .object(fields)
-          })),
-      JSONMember("rotation", .number(snapshot.rotation)),
-      JSONMember("size", .object([JSONMember("width", .number(snapshot.size.width)), JSONMember("height", .number(snapshot.size.height))])),
-      JSONMember("span", .object([JSONMember("lat", .number(snapshot.span.lat)), JSONMember("lon", .number(snapshot.span.lon))])),
-      JSONMember("tracking", .bool(snapshot.tracking)),
-    ]
-    if let changes {
-      let encoded = try MapEvent(changes: changes, map: snapshot).jsonData()
-      if let value = try JSONValue.parse(Array(encoded))["changes"] {
-        members.append(JSONMember("changes", value))
-      }
-    }
+  /// `{"class":"MAP",...}`: `class` followed by the members of ``MapSnapshot/json`` (center,
+  /// zoom, mode, annotations, rotation, size, span, tracking), plus `"changes"` (each
+  /// ``MapChange/json``) for events.
+  static func mapJSON(_ snapshot: MapSnapshot, changes: [MapChange]?) -> JSONValue {
+    var members = [JSONMember("class", "MAP")]
+    members.append(contentsOf: snapshot.json.objectMembers ?? [])
+    if let changes { members.append(JSONMember("changes", .array(changes.map(\.json)))) }
     return .object(members)
   }
 

@@ -178,7 +178,7 @@ public actor LocationService: RequestHandler {
       await manager.setAuthorization(.authorized, for: user)
       await trackingWillStart()
       do {
-        try await manager.startUpdating(client: user, filter: Self.filter(options))
+        try await manager.startUpdating(client: user, filter: options)
       } catch {
         if await !manager.isTracking(client: user) { trackingUsers[client.peer.uid] = nil }
         await trackingChanged()
@@ -211,15 +211,9 @@ public actor LocationService: RequestHandler {
       do { try await map.setZoom(zoom) } catch { throw Self.mapError(error) }
       return try await changedMapReply()
     case .mode(let mode):
-      guard let mapMode = MapState.UserTrackingMode(rawValue: mode.rawValue) else {
-        throw ServiceError(code: .invalidArgument, message: "unknown tracking mode \(mode.rawValue)")
-      }
-      await map.setMode(mapMode)
+      await map.setMode(mode)
       return try await changedMapReply()
-    case .annotate(let request):
-      let annotation = Annotation(
-        id: request.id, coordinate: request.coordinate, title: request.title, subtitle: request.subtitle,
-        kind: request.kind)
+    case .annotate(let annotation):
       do { try await map.addAnnotation(annotation) } catch { throw Self.mapError(error) }
       return try await changedMapReply()
     case .removeAnnotation(let id):
@@ -261,7 +255,7 @@ public actor LocationService: RequestHandler {
   /// Starts (or ends) streaming events to the connection, with connection-scoped tracking.
   ///
   /// The watcher is registered before tracking starts, so a replay at full speed loses nothing.
-  private func watch(enable: Bool, lossless: Bool, options: TrackingOptions, _ client: ClientContext) async throws
+  private func watch(enable: Bool, lossless: Bool, options: LocationFilter, _ client: ClientContext) async throws
     -> Reply
   {
     let id = Self.connectionClient(client.id)
@@ -272,13 +266,13 @@ public actor LocationService: RequestHandler {
       return .watch(enabled: false)
     }
     watchers[client.id] = Watcher(
-      connection: client.connection, filter: Self.filter(options), lossless: lossless)
+      connection: client.connection, filter: options, lossless: lossless)
     lastDelivered[client.id] = nil
     client.connection.send(
       .backend(uri: backend.uri, state: await manager.backendStatus, detail: await manager.backendStatusDetail))
     await trackingWillStart()
     do {
-      try await manager.startUpdating(client: id, filter: Self.filter(options))
+      try await manager.startUpdating(client: id, filter: options)
     } catch {
       watchers[client.id] = nil
       await trackingChanged()
@@ -350,8 +344,8 @@ public actor LocationService: RequestHandler {
   }
 
   private func dispatch(_ change: MapEvent) {
-    guard !watchers.isEmpty, let body = try? Self.mapJSON(change.map, changes: change.changes) else { return }
-    broadcastToWatchers(Event(body: body, coalescingKey: "MAP"))
+    guard !watchers.isEmpty else { return }
+    broadcastToWatchers(Event(body: Self.mapJSON(change.map, changes: change.changes), coalescingKey: "MAP"))
   }
 
   private func broadcastToWatchers(_ event: Event) {

@@ -196,10 +196,10 @@ func runMap(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
   let list = try ArgumentList(arguments, flags: ["--geojson", "--svg"])
   try expectNoArguments(list.positional, "map")
   guard list.flags.count <= 1 else { throw UsageError("give at most one of --geojson and --svg") }
-  let format =
-    list.flags.contains("--svg") ? "svg" : list.flags.contains("--geojson") ? "geojson" : "json"
+  let format: MapFormat =
+    list.flags.contains("--svg") ? .svg : list.flags.contains("--geojson") ? .geojson : .json
   return try authorizedCall(
-    options, "map", [JSONMember("format", .string(format))], text: Format.map)
+    options, "map", [JSONMember("format", .string(format.rawValue))], text: Format.map)
 }
 
 func runReplay(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {

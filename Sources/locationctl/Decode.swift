@@ -100,10 +100,13 @@ func runDecode(arguments: [String]) -> Int32 {
       output.append(0x0A)
       return
     }
-    GPSDJSON.appendTPV(decoded.fix, to: &output)
-    if decoded.rolloverWeeks != 0, output.last == 0x7D {
-      output.removeLast()
-      output.append(contentsOf: Array(",\"rolloverWeeks\":\(decoded.rolloverWeeks)}".utf8))
+    if decoded.rolloverWeeks != 0 {
+      var tpv: [UInt8] = []
+      GPSDJSON.appendTPV(decoded.fix, to: &tpv)
+      let weeks = JSONMember("rolloverWeeks", .int(Int64(decoded.rolloverWeeks)))
+      output.append(contentsOf: JSONValue.appending([weeks], toEncodedObject: tpv))
+    } else {
+      GPSDJSON.appendTPV(decoded.fix, to: &output)
     }
     output.append(0x0A)
     if sky {

@@ -29,7 +29,7 @@ func runSimulate(arguments: [String]) -> Int32 {
   var path: String?
   var backendURI: String?
   var rate = 1.0
-  var talker = NMEAEncoder.Talker.gps
+  var talker = TalkerID.gps
   var sentences = NMEAEncoder.SentenceSet.standard
   var deviceMode: mode_t?
   var index = 0
@@ -63,7 +63,7 @@ func runSimulate(arguments: [String]) -> Int32 {
       rate = number
     case "--talker":
       guard let text = value(argument) else { return ExitCode.usage }
-      guard let choice = NMEAEncoder.Talker(rawValue: text.uppercased()) else {
+      guard let choice = TalkerID(letters: text.uppercased()), choice == .gps || choice == .multiGNSS else {
         writeError("locationctl simulate: --talker must be GP or GN")
         return ExitCode.usage
       }

@@ -119,7 +119,7 @@ struct ControlClientTests {
     #expect(
       fixture.handler.handled.withLock { $0 }.contains(
         .annotate(
-          AnnotationRequest(
+          Annotation(
             id: "home", coordinate: .init(latitude: 49.5, longitude: -123.25), title: "Home"))))
     await fixture.stop()
   }
@@ -153,7 +153,7 @@ struct ControlClientTests {
     #expect(
       handled.contains(
         .annotate(
-          AnnotationRequest(
+          Annotation(
             id: "x", coordinate: .init(latitude: -33.5, longitude: -70.25), title: "--json"))))
     // Without `--` a negative number still works where no option is expected.
     let plain = try await locationctl(["--socket", fixture.path, "center", "-34", "150"])

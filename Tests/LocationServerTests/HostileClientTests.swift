@@ -137,7 +137,7 @@ struct HostileClientTests {
       return fix
     }())
     let limit = ServerOptions().maxBacklogBytes
-    let json = try LocationService.mapJSON(await map.snapshot, changes: [.annotationAdded(id: "0")])
+    let json = LocationService.mapJSON(await map.snapshot, changes: [.annotationAdded(id: "0")])
     let sizes = [
       ("json", json.encoded.count),
       ("geojson", Reply.mapGeoJSON(Array(await map.geoJSON().utf8)).json(id: nil).encoded.count),

@@ -17,10 +17,10 @@ struct ProtocolTests {
     "every command parses",
     arguments: [
       (#"{"cmd":"request"}"#, Command.requestAuthorization),
-      (#"{"cmd":"start"}"#, .start(TrackingOptions())),
+      (#"{"cmd":"start"}"#, .start(LocationFilter())),
       (
         #"{"cmd":"start","distanceFilter":10,"minInterval":0.5,"desiredAccuracy":25}"#,
-        .start(TrackingOptions(distanceFilter: 10, minInterval: 0.5, desiredAccuracy: 25))
+        .start(LocationFilter(distanceFilter: 10, minimumInterval: 0.5, desiredAccuracy: 25))
       ),
       (#"{"cmd":"stop"}"#, .stop),
       (#"{"cmd":"status"}"#, .status),
@@ -37,13 +37,13 @@ struct ProtocolTests {
       (
         #"{"cmd":"annotate","annotation":{"id":"home","lat":1.5,"lon":2,"title":"Home","subtitle":"s","kind":"poi"}}"#,
         .annotate(
-          AnnotationRequest(
+          Annotation(
             id: "home", coordinate: Coordinate(latitude: 1.5, longitude: 2), title: "Home",
             subtitle: "s", kind: "poi"))
       ),
       (
         #"{"cmd":"annotate","id":9,"annotation":{"id":"a","lat":0,"lon":0}}"#,
-        .annotate(AnnotationRequest(id: "a", coordinate: Coordinate(latitude: 0, longitude: 0)))
+        .annotate(Annotation(id: "a", coordinate: Coordinate(latitude: 0, longitude: 0)))
       ),
       (#"{"cmd":"remove","annotation":"home"}"#, .removeAnnotation(id: "home")),
       (#"{"cmd":"map"}"#, .map(.json)),
@@ -176,7 +176,40 @@ struct JSONTests {
     #expect(value["b"]?["c"] == .int(-7))
   }
 
-  @Test("status and map replies have the documented shape")
+  @Test("one escaper: RFC 8259 escapes, lower-case \\u00hh, slash and non-ASCII as they are; every ASCII character reads back")
+  func escaper() throws {
+    #expect(JSONValue.quoted("q\"b\\s/\r\t\u{0}\u{1f}\u{7f}é€") == #""q\"b\\s/\r\t\u0000\u001f\#u{7f}é€""#)
+    let every = String(String.UnicodeScalarView((0..<0x80).compactMap(Unicode.Scalar.init))) + "é€\u{1F600}"
+    var bytes: [UInt8] = []
+    JSONValue.writeString(every, to: &bytes)
+    #expect(try JSONValue.parse(bytes) == .string(every))
+    #expect(!bytes.contains { $0 < 0x20 })
+  }
+
+  @Test("sorted and indented forms keep the value")
+  func sortedAndIndented() throws {
+    let value: JSONValue = ["b": [1, ["z": true, "a": .null]], "a": "x", "e": [], "o": .object([])]
+    #expect(value.sortingKeys().jsonString == #"{"a":"x","b":[1,{"a":null,"z":true}],"e":[],"o":{}}"#)
+    let indented = String(decoding: value.sortingKeys().indentedEncoded, as: UTF8.self)
+    #expect(
+      indented == """
+        {
+          "a" : "x",
+          "b" : [
+            1,
+            {
+              "a" : null,
+              "z" : true
+            }
+          ],
+          "e" : [],
+          "o" : {}
+        }
+        """)
+    #expect(try JSONValue.parse(Array(indented.utf8)) == value.sortingKeys())
+  }
+
+  @Test("status replies have the documented shape")
   func shapes() throws {
     let status = Reply.status(
       authorization: .authorized, tracking: true, backendActive: true, backendURI: "simulate",
@@ -187,16 +220,6 @@ struct JSONTests {
     #expect(
       status.jsonString
         == #"{"class":"STATUS","authorization":"authorized","tracking":true,"backendActive":true,"backend":{"uri":"simulate","state":"connected","detail":null},"initial":{"class":"TPV","mode":3},"current":null,"clients":2}"#
-    )
-    let map = Reply.map(
-      center: Coordinate(latitude: 49.5, longitude: -123.25), zoom: 15, mode: .follow,
-      annotations: [
-        AnnotationRequest(id: "h", coordinate: Coordinate(latitude: 1, longitude: 2), title: "Home")
-      ]
-    ).json(id: nil)
-    #expect(
-      map.jsonString
-        == #"{"class":"MAP","center":{"lat":49.5,"lon":-123.25},"zoom":15,"mode":"follow","annotations":[{"id":"h","lat":1,"lon":2,"title":"Home"}]}"#
     )
   }
 }

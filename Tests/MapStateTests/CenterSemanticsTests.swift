@@ -1,3 +1,4 @@
+import JSON
 import MapState
 import Testing
 import LocationModel
@@ -129,11 +130,18 @@ struct CenterSemanticsTests {
     let b = await collect(second)
     #expect(a.map(\.changes) == expected)
     #expect(b == a)
-    #expect(a[1].map.center == MapSnapshot.LatLon(lat: 5, lon: 6))
+    #expect(a[1].map.center == Coordinate(latitude: 5, longitude: 6))
     #expect(a[1].map.tracking)
-    #expect(a[3].map.center == MapSnapshot.LatLon(lat: 5.5, lon: 6.5))
-    let json = String(decoding: try a[2].jsonData(), as: UTF8.self)
+    #expect(a[3].map.center == Coordinate(latitude: 5.5, longitude: 6.5))
+    let json = String(decoding: a[2].jsonData(), as: UTF8.self)
     #expect(json.hasPrefix(#"{"changes":[{"from":"none","to":"follow","what":"mode"}],"map":{"#))
+    // Each change's members are sorted by name, as the MAP event's "changes" carry them.
+    #expect(
+      a[1].changes.map(\.json.jsonString) == [
+        #"{"hasFix":true,"what":"location"}"#, #"{"reason":"initialFix","what":"center"}"#,
+      ])
+    #expect(a[4].changes.map(\.json.jsonString) == [#"{"id":"x","what":"annotationAdded"}"#])
+    #expect(MapChange.trackingStopped.json.jsonString == #"{"what":"trackingStopped"}"#)
   }
 
   @Test func renderersSeeEveryChange() async throws {

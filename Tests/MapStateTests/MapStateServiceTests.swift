@@ -122,7 +122,7 @@ struct AnnotationTests {
     )
     try await service.setCenter(Coordinate(latitude: 52.5, longitude: 13.25))
     try await service.setZoom(12.5)
-    let json = try await service.snapshot.jsonString()
+    let json = await service.snapshot.jsonString()
     #expect(
       json.hasPrefix(
         #"{"annotations":[{"id":"p1","kind":"poi","lat":52.5,"lon":13.25,"subtitle":"east","title":"Gate"},{"id":"p2","lat":-1.5,"lon":-2.25,"title":"Plain"}],"center":{"lat":52.5,"lon":13.25},"mode":"none","#
@@ -139,7 +139,7 @@ struct ViewportRequestTests {
   @Test func defaultsAndValidation() async throws {
     let service = MapStateService()
     let snapshot = await service.snapshot
-    #expect(snapshot.center == MapSnapshot.LatLon(lat: 0, lon: 0))
+    #expect(snapshot.center == Coordinate(latitude: 0, longitude: 0))
     #expect(snapshot.zoom == 2)
     #expect(snapshot.mode == .none)
     for zoom in [-0.5, 22.01, .nan, .infinity] {

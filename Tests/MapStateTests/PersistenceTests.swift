@@ -12,6 +12,66 @@ func temporaryDirectory() throws -> String {
 
 @Suite("Persistence")
 struct PersistenceTests {
+  /// The state file as JSONEncoder wrote it (sorted keys, pretty-printed) is the file written
+  /// now, and reads back to the same state.
+  @Test func stateFileFormatIsKept() throws {
+    let file = """
+      {
+        "annotations" : [
+          {
+            "id" : "a",
+            "kind" : "poi",
+            "lat" : 3,
+            "lon" : 4.25,
+            "title" : "Ay \\"1\\""
+          }
+        ],
+        "mode" : "follow",
+        "version" : 1,
+        "viewport" : {
+          "center" : {
+            "latitude" : 1.5,
+            "longitude" : -2.5
+          },
+          "rotation" : 90,
+          "size" : {
+            "height" : 600,
+            "width" : 800
+          },
+          "zoom" : 9
+        }
+      }
+
+      """
+    let state = PersistedMapState(
+      viewport: Viewport(
+        center: Coordinate(latitude: 1.5, longitude: -2.5), zoom: 9, size: ViewportSize(width: 800, height: 600),
+        rotation: 90),
+      mode: .follow,
+      annotations: [Annotation(id: "a", coordinate: Coordinate(latitude: 3, longitude: 4.25), title: "Ay \"1\"", kind: "poi")])
+    #expect(String(decoding: state.fileContents, as: UTF8.self) == file)
+    #expect(try PersistedMapState(fileContents: Array(file.utf8)) == state)
+    // Compact text, members in any order, unknown members: read all the same.
+    let compact = #"{"viewport":{"zoom":9,"rotation":90,"size":{"width":800,"height":600},"center":{"longitude":-2.5,"latitude":1.5}},"mode":"follow","version":1,"extra":[],"annotations":[{"title":"Ay \"1\"","lon":4.25,"lat":3,"id":"a","kind":"poi"}]}"#
+    #expect(try PersistedMapState(fileContents: Array(compact.utf8)) == state)
+  }
+
+  @Test(arguments: [
+    (#"{"version":1,"mode":"none","annotations":[],"viewport":{"center":{"latitude":"0","longitude":0},"zoom":1,"size":{"width":1,"height":1},"rotation":0}}"#, "viewport.center.latitude: expected a number"),
+    (#"{"version":1,"mode":"none","annotations":[{"id":"a","lat":1,"lon":2}],"viewport":{"center":{"latitude":0,"longitude":0},"zoom":1,"size":{"width":1,"height":1},"rotation":0}}"#, "annotations.0.title: missing (a string)"),
+    (#"{"version":1.5}"#, "version: expected an integer"),
+    (#"{"version":1,"mode":"sideways","annotations":[],"viewport":{"center":{"latitude":0,"longitude":0},"zoom":1,"size":{"width":1,"height":1},"rotation":0}}"#, "mode: must be one of none, follow, followWithHeading"),
+    ("[1,2,3]", "expected an object"),
+    (#"{"version":1,"#, "invalid JSON at byte 13: "),
+  ])
+  func stateFileErrorsNameTheMember(_ file: String, _ message: String) {
+    #expect {
+      try PersistedMapState(fileContents: Array(file.utf8))
+    } throws: { error in
+      String(describing: error).hasPrefix(message)
+    }
+  }
+
   @Test func stateSurvivesARestart() async throws {
     let directory = try temporaryDirectory()
     defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -41,7 +101,7 @@ struct PersistenceTests {
     #expect(after.zoom == before.zoom)
     #expect(after.mode == .followWithHeading)
     #expect(after.rotation == 33)
-    #expect(after.size == MapSnapshot.Size(width: 640, height: 480))
+    #expect(after.size == ViewportSize(width: 640, height: 480))
     // The current location is not persisted: it comes from fixes.
     #expect(before.annotations.map(\.id) == ["location", "b", "a"])
     #expect(after.annotations == Array(before.annotations.dropFirst()))

@@ -326,7 +326,7 @@ struct RendererTests {
     let service = try await berlinService()
     try expectGolden(await service.svg(), named: "berlin.svg")
     try expectGolden(await service.geoJSON() + "\n", named: "berlin.geojson")
-    try expectGolden(try await service.snapshot.jsonString() + "\n", named: "berlin.map.json")
+    try expectGolden(await service.snapshot.jsonString() + "\n", named: "berlin.map.json")
   }
 
   @Test func renderersBehindOneProtocol() async throws {

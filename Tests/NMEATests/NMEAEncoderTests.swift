@@ -304,8 +304,8 @@ private func sampleFix() -> Fix {
     return decoded
   }
 
-  @Test(arguments: [NMEAEncoder.Talker.gps, .multiGNSS])
-  func seededRandomEpochsDecodeBackWithin1e7Degrees(_ talker: NMEAEncoder.Talker) throws {
+  @Test(arguments: [TalkerID.gps, .multiGNSS])
+  func seededRandomEpochsDecodeBackWithin1e7Degrees(_ talker: TalkerID) throws {
     var generator = SeededGenerator(state: 0x5EED_0000_0000_0001)
     let fixes: [Fix] = (0..<500).map { index in
       var fix = sampleFix()

@@ -61,6 +61,16 @@ struct SentenceTests {
     for (letters, talker) in talkers {
       let s = try NMEAParser.parse(sentence("\(letters)ZDA,201530.00,04,07,2002,00,00"))
       #expect(s.talker == talker)
+      #expect(TalkerID(letters: letters) == talker)
+      // The encoder writes the one spelling of each talker (BeiDou as GB), which parses back.
+      let written = try NMEAParser.parse(sentence("\(talker.letters)ZDA,201530.00,04,07,2002,00,00"))
+      #expect(written.talker == talker)
+    }
+    #expect(TalkerID.beidou.letters == "GB")
+    #expect(TalkerID(letters: "G") == nil && TalkerID(letters: "GPS") == nil && TalkerID(letters: "G$") == nil)
+    for constellation in Constellation.allCases {
+      let talker = TalkerID(constellation: constellation)
+      #expect(talker?.constellation == (constellation == .sbas ? .gps : constellation == .imes ? nil : constellation))
     }
     let (_, stats) = decode(sentence("PGRMT,GPS 15x-W software ver. 4.20,,,,,,,") + sentence("GPTXT,01,01,02,ANTENNA OK"))
     #expect(stats.proprietary == 1)
