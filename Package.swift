@@ -32,7 +32,8 @@ let package = Package(
     // read(2), write(2) and send(2) on Swift buffers with every index checked: the one place
     // outside the socket server's event loop where buffers meet the kernel.
     .target(name: "SystemIO", swiftSettings: swiftSettings),
-    // Single-threaded queues shared by the backends' event queues and the socket server.
+    // Queues: FIFO (single-threaded, for the socket server) and EventQueue, the one bounded
+    // async queue between backends, the location manager and its subscribers.
     .target(name: "Queues", swiftSettings: swiftSettings),
     // The domain model: fix, coordinate, satellite, location, provenance, backend status, calendar
     // dates and geodesy. Pure, no I/O; every other module builds on it.
@@ -44,7 +45,7 @@ let package = Package(
       name: "LocationCore", dependencies: ["LocationModel", "NMEA", "Queues", "CLibXML2", "SystemIO"],
       swiftSettings: swiftSettings),
     .target(
-      name: "GPSDBackend", dependencies: ["CGPS", "LocationCore", "LocationModel", "NMEA", "SystemIO"],
+      name: "GPSDBackend", dependencies: ["CGPS", "LocationCore", "LocationModel", "NMEA", "Queues", "SystemIO"],
       swiftSettings: swiftSettings),
     .target(name: "MapState", dependencies: ["LocationModel", "SystemIO"], swiftSettings: swiftSettings),
     // The wire protocol: requests, replies, events and their JSON (gpsd's TPV and SKY included).
@@ -69,7 +70,8 @@ let package = Package(
         "GPSDBackend", "SystemIO",
       ],
       swiftSettings: swiftSettings),
-    .target(name: "LocationTestKit", dependencies: ["LocationCore", "LocationModel", "NMEA"], swiftSettings: swiftSettings),
+    .target(
+      name: "LocationTestKit", dependencies: ["LocationCore", "LocationModel", "NMEA", "Queues"], swiftSettings: swiftSettings),
     .executableTarget(name: "locationd", dependencies: ["LocationDaemon"], swiftSettings: swiftSettings),
     .executableTarget(
       name: "locationctl",
@@ -88,6 +90,7 @@ let package = Package(
       ],
       swiftSettings: swiftSettings),
     .testTarget(name: "SystemIOTests", dependencies: ["SystemIO"], swiftSettings: swiftSettings),
+    .testTarget(name: "QueuesTests", dependencies: ["Queues"], swiftSettings: swiftSettings),
     .testTarget(
       name: "NMEATests", dependencies: ["NMEA", "LocationModel", "LocationProtocol", "LocationTestKit"], swiftSettings: swiftSettings),
     .testTarget(
@@ -106,7 +109,7 @@ let package = Package(
       ],
       swiftSettings: swiftSettings),
     .testTarget(
-      name: "GPSDBackendTests", dependencies: ["GPSDBackend", "LocationCore", "LocationModel", "LocationTestKit"],
+      name: "GPSDBackendTests", dependencies: ["GPSDBackend", "LocationCore", "LocationModel", "LocationTestKit", "Queues"],
       swiftSettings: swiftSettings),
     // Fuzz targets: the harness logic, built and tested like any library; the libFuzzer driver
     // that runs it is added below only for scripts/fuzz.

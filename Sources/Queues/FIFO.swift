@@ -18,6 +18,8 @@ package struct FIFO<Element> {
   package var count: Int { storage.count - head }
   /// The next element to be taken.
   package var first: Element? { isEmpty ? nil : storage[head] }
+  /// The element appended last.
+  package var last: Element? { isEmpty ? nil : storage[storage.count - 1] }
 
   package mutating func append(_ element: Element) { storage.append(element) }
 
@@ -39,6 +41,24 @@ package struct FIFO<Element> {
 
   /// Replaces the first element; the queue must not be empty.
   package mutating func replaceFirst(_ element: Element) { storage[head] = element }
+
+  /// Replaces the last element; the queue must not be empty.
+  package mutating func replaceLast(_ element: Element) { storage[storage.count - 1] = element }
+
+  /// Removes and returns the first element that matches, if any: O(1) when it is the first,
+  /// otherwise O(count).
+  package mutating func removeFirst(where matches: (Element) -> Bool) -> Element? {
+    var index = head
+    while index < storage.count {
+      if let element = storage[index], matches(element) {
+        if index == head { return popFirst() }
+        storage.remove(at: index)
+        return element
+      }
+      index += 1
+    }
+    return nil
+  }
 
   /// Removes the last element that matches, if any.
   package mutating func removeLast(where matches: (Element) -> Bool) {
