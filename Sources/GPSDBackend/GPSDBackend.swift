@@ -3,6 +3,7 @@ import CGPS
 import Glibc
 import LocationCore
 import NMEA
+import Queues
 import Synchronization
 import LocationModel
 
@@ -61,9 +62,12 @@ public final class GPSDBackend: LocationBackend {
   /// Every event, for the backend's whole life; one consumer. Status changes are never dropped;
   /// a consumer that falls more than ``Options/bufferedLocations`` locations behind loses the
   /// oldest ones.
-  public let events: AsyncStream<BackendEvent>
+  public let events: BackendEvents
 
-  private let buffer: LiveEventBuffer
+  /// The backend's one queue, posted to by the connection thread without ever waiting (gpsd
+  /// cannot be slowed down): beyond ``Options/bufferedLocations`` unread locations the oldest is
+  /// dropped (``droppedLocations``); statuses and errors are always queued.
+  private let queue: EventQueue<BackendEvent>
   private let running = Mutex<GPSDWorker?>(nil)
 
   /// Creates a backend for `uri` (`gpsd://HOST[:PORT][/DEVICE]`, default port 2947); nothing
@@ -74,13 +78,13 @@ public final class GPSDBackend: LocationBackend {
     self.endpoint = try GPSDEndpoint(uri: uri)
     self.uri = uri
     self.options = options
-    buffer = LiveEventBuffer(locationCapacity: options.bufferedLocations)
-    events = buffer.stream
+    queue = EventQueue(capacity: options.bufferedLocations, overflow: .dropOldest)
+    events = BackendEvents(queue)
   }
 
   deinit {
     running.withLock { $0?.requestStop() }
-    buffer.finish()
+    queue.finish()
   }
 
   /// Starts the connection thread; returns at once (connection and retries happen in the
@@ -96,11 +100,15 @@ public final class GPSDBackend: LocationBackend {
     try running.withLock { current throws(GPSDBackendError) in
       guard current == nil else { return }
       let worker = GPSDWorker(
-        endpoint: endpoint, uri: uri, options: options, buffer: buffer)
+        endpoint: endpoint, uri: uri, options: options, queue: queue)
       try worker.launch()
       current = worker
     }
   }
+
+  /// Locations dropped so far because the consumer fell more than ``Options/bufferedLocations``
+  /// behind.
+  package var droppedLocations: Int { queue.dropped }
 
   /// CPU time used so far by the connection thread (user + system), or `nil` when it is not
   /// running. For diagnostics and tests: while gpsd is away or silent it stays flat.

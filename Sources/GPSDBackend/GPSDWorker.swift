@@ -1,6 +1,7 @@
 import Glibc
 import LocationCore
 import LocationModel
+import Queues
 import Synchronization
 import SystemIO
 
@@ -11,7 +12,7 @@ final class GPSDWorker: @unchecked Sendable {
   private let endpoint: GPSDEndpoint
   private let uri: String
   private let options: Options
-  private let buffer: LiveEventBuffer
+  private let queue: EventQueue<BackendEvent>
   private let stopRequested = Atomic<Bool>(false)
   private let finished = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>(
     (false, []))
@@ -33,12 +34,12 @@ final class GPSDWorker: @unchecked Sendable {
 
   init(
     endpoint: GPSDEndpoint, uri: String, options: Options,
-    buffer: LiveEventBuffer
+    queue: EventQueue<BackendEvent>
   ) {
     self.endpoint = endpoint
     self.uri = uri
     self.options = options
-    self.buffer = buffer
+    self.queue = queue
     self.deduplicator = EpochDeduplicator(
       settleNanoseconds: Self.nanoseconds(options.epochSettleDelay))
   }
@@ -187,7 +188,7 @@ final class GPSDWorker: @unchecked Sendable {
         self.report(.noFix, "gpsd closed device \(path)")
       }
     case .error(let message):
-      buffer.push(.error("gpsd: \(message)"))
+      queue.post(.error("gpsd: \(message)"))
     case .other:
       break
     }
@@ -199,14 +200,14 @@ final class GPSDWorker: @unchecked Sendable {
     let (fix, weeks) = GPSDMapping.applyingRolloverFloor(endpoint.rolloverFloor, to: fix)
     let provenance = Provenance(
       backend: uri, source: device ?? endpoint.device, isSimulated: false, rolloverWeeks: weeks == 0 ? nil : weeks)
-    buffer.push(.location(Location(fix: fix, provenance: provenance)))
+    queue.post(.location(Location(fix: fix, provenance: provenance)))
   }
 
   private func report(_ status: BackendStatus, _ detail: String?) {
     // Repeated disconnections while retrying are reported once.
     if status == lastStatus && status == .disconnected { return }
     lastStatus = status
-    buffer.push(.status(status, detail: detail))
+    queue.post(.status(status, detail: detail))
   }
 
   /// Waits until `fd` is readable, the wake pipe is written, or the timeout passes (no CPU).

@@ -9,23 +9,15 @@ extension ReplayBackend {
     init(_ cursor: any ReplayCursor) { self.cursor = cursor }
   }
 
-  /// Events produced back to back at speed 0 are handed over in batches of this size, so the
-  /// consumer wakes once per batch instead of once per epoch.
+  /// Events produced back to back at speed 0 are queued in bursts of this size, so the consumer
+  /// wakes once per burst instead of once per epoch.
   static let batchSize = 256
 
+  /// Queues the outbox as one burst, first waiting while the queue holds ``queueCapacity``
+  /// unread locations.
   func flush(_ outbox: inout [BackendEvent]) async {
     guard !outbox.isEmpty else { return }
-    if batched.withLock({ $0 }) {
-      await batchQueue.push(outbox)
-    } else {
-      for event in outbox {
-        if case .location = event {
-          await queue.push(event)
-        } else {
-          queue.pushUrgent(event)
-        }
-      }
-    }
+    await queue.push(contentsOf: outbox)
     outbox.removeAll(keepingCapacity: true)
   }
 

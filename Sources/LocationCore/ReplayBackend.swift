@@ -1,4 +1,5 @@
 import NMEA
+import Queues
 import Synchronization
 import LocationModel
 
@@ -9,7 +10,7 @@ import LocationModel
 /// the consumer takes them. Pause, resume, seek, single-step, speed and loop can be changed at any
 /// time. Every fix is marked ``Provenance/isSimulated`` with its log line in ``Provenance/line``.
 /// The log is read in 64 KiB chunks; memory stays bounded.
-public final class ReplayBackend: BatchingLocationBackend {
+public final class ReplayBackend: LocationBackend {
   struct Control {
     var speed: Double
     var loop: Bool
@@ -37,8 +38,12 @@ public final class ReplayBackend: BatchingLocationBackend {
   /// The backend URI.
   public let uri: String
   /// Every event for the backend's whole life; one consumer.
-  public let events: AsyncStream<BackendEvent>
-  let queue = EventQueue<BackendEvent>(capacity: 1024)
+  public let events: BackendEvents
+  /// Most unread locations before the replay waits for its consumer (back-pressure: a replay can
+  /// always wait, so nothing is dropped).
+  static let queueCapacity = 1024
+  /// The backend's one queue: locations wait beyond ``queueCapacity``; statuses never wait.
+  let queue = EventQueue<BackendEvent>(capacity: ReplayBackend.queueCapacity, overflow: .waitForSpace)
   let source: any ReplaySource
   let clock: any LocationClock
   let timestamps: ReplayTimestamps
@@ -47,8 +52,6 @@ public final class ReplayBackend: BatchingLocationBackend {
   let initialSpeed: Double
   let initialLoop: Bool
   let gaps: ReplayGaps
-  let batchQueue = EventQueue<[BackendEvent]>(capacity: 8)
-  let batched = Mutex(false)
 
   /// Creates a replay of `options.path` on `clock`.
   public convenience init(
@@ -77,23 +80,11 @@ public final class ReplayBackend: BatchingLocationBackend {
         progress: ReplayProgress(
           pass: 1, fixesEmitted: 0, isPaused: options.startPaused, isAtEnd: false, speed: speed,
           loops: options.loop)))
-    events = queue.stream
+    events = BackendEvents(queue)
   }
 
   deinit {
     queue.finish()
-    batchQueue.finish()
-  }
-
-  /// Switches to batch delivery (see ``BatchingLocationBackend``); a second call returns a
-  /// stream that has already finished.
-  public func makeEventBatches() -> AsyncStream<[BackendEvent]> {
-    let first: Bool = batched.withLock { batched in
-      defer { batched = true }
-      return !batched
-    }
-    guard first else { return AsyncStream { $0.finish() } }
-    return batchQueue.stream
   }
 
   // MARK: Lifecycle
@@ -140,11 +131,7 @@ public final class ReplayBackend: BatchingLocationBackend {
     }
     for waiter in waiters { waiter.resume() }
     // A status is never held back by a full queue.
-    if batched.withLock({ $0 }) {
-      batchQueue.pushUrgent([.status(.stopped, detail: nil)])
-    } else {
-      queue.pushUrgent(.status(.stopped, detail: nil))
-    }
+    queue.post(.status(.stopped, detail: nil))
   }
 
 }
