@@ -32,8 +32,7 @@ let package = Package(
     // read(2), write(2) and send(2) on Swift buffers with every index checked: the one place
     // outside the socket server's event loop where buffers meet the kernel.
     .target(name: "SystemIO", swiftSettings: swiftSettings),
-    // Queues: FIFO (single-threaded, for the socket server) and EventQueue, the one bounded
-    // async queue between backends, the location manager and its subscribers.
+    // Single-threaded queues shared by the backends' event queues and the socket server.
     .target(name: "Queues", swiftSettings: swiftSettings),
     // The domain model: fix, coordinate, satellite, location, provenance, backend status, calendar
     // dates and geodesy. Pure, no I/O; every other module builds on it.
@@ -45,7 +44,7 @@ let package = Package(
       name: "LocationCore", dependencies: ["LocationModel", "NMEA", "Queues", "CLibXML2", "SystemIO"],
       swiftSettings: swiftSettings),
     .target(
-      name: "GPSDBackend", dependencies: ["CGPS", "LocationCore", "LocationModel", "NMEA", "Queues", "SystemIO"],
+      name: "GPSDBackend", dependencies: ["CGPS", "LocationCore", "LocationModel", "NMEA", "SystemIO"],
       swiftSettings: swiftSettings),
     .target(name: "MapState", dependencies: ["LocationModel", "SystemIO"], swiftSettings: swiftSettings),
     // The wire protocol: requests, replies, events and their JSON (gpsd's TPV and SKY included).
@@ -70,8 +69,7 @@ let package = Package(
         "GPSDBackend", "SystemIO",
       ],
       swiftSettings: swiftSettings),
-    .target(
-      name: "LocationTestKit", dependencies: ["LocationCore", "LocationModel", "NMEA", "Queues"], swiftSettings: swiftSettings),
+    .target(name: "LocationTestKit", dependencies: ["LocationCore", "LocationModel", "NMEA"], swiftSettings: swiftSettings),
     .executableTarget(name: "locationd", dependencies: ["LocationDaemon"], swiftSettings: swiftSettings),
     .executableTarget(
       name: "locationctl",
@@ -90,7 +88,6 @@ let package = Package(
       ],
       swiftSettings: swiftSettings),
     .testTarget(name: "SystemIOTests", dependencies: ["SystemIO"], swiftSettings: swiftSettings),
-    .testTarget(name: "QueuesTests", dependencies: ["Queues"], swiftSettings: swiftSettings),
     .testTarget(
       name: "NMEATests", dependencies: ["NMEA", "LocationModel", "LocationProtocol", "LocationTestKit"], swiftSettings: swiftSettings),
     .testTarget(
@@ -109,7 +106,7 @@ let package = Package(
       ],
       swiftSettings: swiftSettings),
     .testTarget(
-      name: "GPSDBackendTests", dependencies: ["GPSDBackend", "LocationCore", "LocationModel", "LocationTestKit", "Queues"],
+      name: "GPSDBackendTests", dependencies: ["GPSDBackend", "LocationCore", "LocationModel", "LocationTestKit"],
       swiftSettings: swiftSettings),
     // Fuzz targets: the harness logic, built and tested like any library; the libFuzzer driver
     // that runs it is added below only for scripts/fuzz.

@@ -3,7 +3,6 @@ import CGPS
 import Glibc
 import LocationCore
 import NMEA
-import Queues
 import Synchronization
 import LocationModel
 

@@ -1,7 +1,6 @@
 import Glibc
 import LocationCore
 import LocationModel
-import Queues
 import Synchronization
 import SystemIO
 

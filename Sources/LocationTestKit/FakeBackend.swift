@@ -1,6 +1,5 @@
 import LocationCore
 import NMEA
-import Queues
 import Synchronization
 import LocationModel
 

@@ -1,6 +1,5 @@
 import LocationCore
 import LocationModel
-import Queues
 import Testing
 
 @testable import GPSDBackend

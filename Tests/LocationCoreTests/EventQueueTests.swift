@@ -1,7 +1,7 @@
 import Synchronization
 import Testing
 
-@testable import Queues
+@testable import LocationCore
 
 /// A test element: bounded ones stand for locations (and merge, counting what they replaced),
 /// unbounded ones for status changes.

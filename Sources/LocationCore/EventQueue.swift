@@ -1,3 +1,4 @@
+import Queues
 import Synchronization
 
 /// What an ``EventQueue`` does with a bounded element that arrives while ``EventQueue/capacity``
@@ -79,7 +80,8 @@ package final class EventQueue<Element: QueuedEvent>: Sendable {
     self.capacity = max(1, capacity)
     self.overflow = overflow
     self.resumeLevel = max(1, capacity) / 2
-    state = Mutex(State(items: FIFO(retainedCapacity: min(max(1, capacity), 1024))))
+    // Room for the bound plus a burst, so that a queue that drains and refills keeps its storage.
+    state = Mutex(State(items: FIFO(retainedCapacity: 2 * min(max(1, capacity), 2048))))
   }
 
   /// Elements queued now (bounded or not).
@@ -122,8 +124,11 @@ package final class EventQueue<Element: QueuedEvent>: Sendable {
     if overflow == .waitForSpace && elements.contains(where: \.isBounded) {
       guard await waitUntilBelowCapacity() else { return }
     }
-    var owed = false
-    for element in elements where postWithoutWake(element) { owed = true }
+    let owed: Bool = state.withLock { state in
+      if state.finished { return false }
+      for element in elements { enqueue(element, into: &state) }
+      return scheduleWake(&state)
+    }
     if owed { wake() }
   }
 
@@ -139,21 +144,8 @@ package final class EventQueue<Element: QueuedEvent>: Sendable {
   package func postWithoutWake(_ element: Element) -> Bool {
     state.withLock { state in
       if state.finished { return false }
-      let bounded = element.isBounded
-      if bounded && overflow == .coalesce, let last = state.items.last, last.isBounded,
-        let merged = element.coalesced(into: last)
-      {
-        state.items.replaceLast(merged)
-      } else {
-        if bounded && overflow != .waitForSpace && state.bounded >= capacity {
-          Self.dropOldestBounded(&state)
-        }
-        state.items.append(element)
-        if bounded { state.bounded += 1 }
-      }
-      guard state.consumer != nil, !state.wakeScheduled else { return false }
-      state.wakeScheduled = true
-      return true
+      enqueue(element, into: &state)
+      return scheduleWake(&state)
     }
   }
 
@@ -246,6 +238,29 @@ package final class EventQueue<Element: QueuedEvent>: Sendable {
     case elements(Value, [CheckedContinuation<Void, Never>])
     case end
     case empty
+  }
+
+  /// Queues `element` under the overflow policy; the queue is not finished.
+  private func enqueue(_ element: Element, into state: inout State) {
+    let bounded = element.isBounded
+    if bounded && overflow == .coalesce, let last = state.items.last, last.isBounded,
+      let merged = element.coalesced(into: last)
+    {
+      state.items.replaceLast(merged)
+      return
+    }
+    if bounded && overflow != .waitForSpace && state.bounded >= capacity {
+      Self.dropOldestBounded(&state)
+    }
+    state.items.append(element)
+    if bounded { state.bounded += 1 }
+  }
+
+  /// Whether a waiting consumer needs a wake-up that nobody owes yet (and marks it owed).
+  private func scheduleWake(_ state: inout State) -> Bool {
+    guard state.consumer != nil, !state.wakeScheduled else { return false }
+    state.wakeScheduled = true
+    return true
   }
 
   /// Removes the oldest bounded element (the first one, usually at the head) and counts it.
