@@ -11,25 +11,14 @@ extension LocationManager {
 
   func ensureConsumer() {
     guard consumer == nil, !isShutDown else { return }
-    if let batching = backend as? any BatchingLocationBackend {
-      let batches = batching.makeEventBatches()
-      consumer = Task { await self.consume(batches) }
-    } else {
-      consumer = Task { await self.consume(backend.events) }
-    }
+    let events = backend.events
+    consumer = Task { await self.consume(events) }
   }
 
-  private func consume(_ events: AsyncStream<BackendEvent>) async {
-    for await event in events {
-      if Task.isCancelled { return }
-      handle(event)
-      flushWakes()
-      await waitForLosslessReaders()
-    }
-  }
-
-  private func consume(_ batches: AsyncStream<[BackendEvent]>) async {
-    for await batch in batches {
+  /// The one delivery path from the backend: whatever its queue holds, up to 256 events at a
+  /// time, handled as a batch (one wake-up per reader per batch).
+  private func consume(_ events: BackendEvents) async {
+    while let batch = await events.nextBatch(upTo: 256) {
       if Task.isCancelled { return }
       handle(batch: batch)
       flushWakes()
@@ -48,7 +37,7 @@ extension LocationManager {
   /// are not waited for: they are for recording and may be read only at the end.)
   private func waitForLosslessReaders() async {
     for mailbox in observers.values where !mailbox.coalesces {
-      await mailbox.waitForSpace(below: Self.losslessBacklog)
+      await mailbox.waitForSpace()
     }
   }
 
@@ -165,7 +154,7 @@ extension LocationManager {
   /// Queues `event` in `mailbox`; a waiting reader is woken by ``flushWakes()`` (after the
   /// current event or batch), so a burst of fixes costs one wake-up per reader, not one per fix.
   private func post(_ event: MailboxEntry, to mailbox: EventMailbox) {
-    if mailbox.push(event) { pendingWakes.append(mailbox) }
+    if mailbox.postWithoutWake(event) { pendingWakes.append(mailbox) }
   }
 
   func flushWakes() {

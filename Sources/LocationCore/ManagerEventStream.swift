@@ -1,3 +1,4 @@
+import Queues
 import Synchronization
 import LocationModel
 
@@ -32,169 +33,51 @@ enum MailboxEntry: Sendable {
   }
 }
 
-/// A one-consumer mailbox that never blocks its producer: consecutive locations are coalesced to
-/// the newest one (with a count of those skipped); status changes and errors are kept in order,
-/// up to ``statusCapacity`` of them.
-final class EventMailbox: Sendable {
-  private struct State {
-    /// Queued entries from `head` on; taken slots are cleared so they release their location.
-    var queue: [MailboxEntry?] = []
-    var head = 0
-    var waiter: CheckedContinuation<ManagerEvent?, Never>?
-    var wakeScheduled = false
-    var finished = false
-    /// Producers waiting in ``waitForSpace(below:)`` until fewer than `spaceLimit` are queued.
-    var spaceWaiters: [CheckedContinuation<Void, Never>] = []
-    var spaceLimit = 0
+extension MailboxEntry: QueuedEvent {
+  /// Every entry counts toward a coalescing mailbox's bound: locations and statuses alike.
+  package var isBounded: Bool { true }
+
+  /// A location replaces the queued location before it, adding that one (and those it replaced)
+  /// to its missed count; anything else is queued after it.
+  package func coalesced(into older: MailboxEntry) -> MailboxEntry? {
+    guard case .location(let location, let missed) = self,
+      case .location(_, let previouslyMissed) = older
+    else { return nil }
+    return .location(location, missed: previouslyMissed + missed + 1)
+  }
+}
+
+/// A subscriber's mailbox: the ``EventQueue`` between the ``LocationManager`` (which posts without
+/// ever waiting, and wakes each reader once per burst) and one ``ManagerEventStream``.
+///
+/// - Coalescing (the default): ``QueueOverflow/coalesce`` with a bound of
+///   ``MailboxBounds/coalescingCapacity`` entries. Consecutive locations merge into the newest
+///   (with a count of those skipped); beyond the bound the oldest entry is dropped.
+/// - Lossless (`coalesces: false`, for recording, tests and the daemon's hub):
+///   ``QueueOverflow/waitForSpace`` with a bound of ``LocationManager/losslessBacklog``. The manager
+///   posts beyond it (it never waits for one reader while posting) and then, for observers, waits
+///   with ``EventQueue/waitForSpace()`` before it reads the backend again.
+typealias EventMailbox = EventQueue<MailboxEntry>
+
+/// The bounds of a ``LocationManager``'s mailboxes.
+enum MailboxBounds {
+  /// Most entries a coalescing mailbox holds for a reader that does not read: status changes and
+  /// errors (and at most one location between two of them); older ones are dropped.
+  static let coalescingCapacity = 64
+}
+
+extension EventQueue where Element == MailboxEntry {
+  /// Creates a mailbox: coalescing, or lossless with `coalesces: false`.
+  convenience init(coalesces: Bool) {
+    if coalesces {
+      self.init(capacity: MailboxBounds.coalescingCapacity, overflow: .coalesce)
+    } else {
+      self.init(capacity: LocationManager.losslessBacklog, overflow: .waitForSpace)
+    }
   }
 
-  /// Most non-location events kept for a consumer that does not read; older ones are dropped.
-  static let statusCapacity = 64
-
-  private let state = Mutex(State())
   /// Whether consecutive locations are coalesced (false: every event is kept).
-  let coalesces: Bool
-
-  /// Creates a mailbox; `coalesces: false` keeps every event (unbounded, for recording and tests).
-  init(coalesces: Bool = true) {
-    self.coalesces = coalesces
-  }
-
-  /// Queues `event` (coalescing it with a queued location) without waking the reader; returns
-  /// whether a reader is waiting, in which case the caller must call ``wake()`` afterwards (once
-  /// for any number of pushes).
-  func push(_ event: MailboxEntry) -> Bool {
-    state.withLock { state in
-      if state.finished { return false }
-      if coalesces, case .location(let location, let missed) = event,
-        state.queue.count > state.head,
-        case .location(_, let previouslyMissed)? = state.queue[state.queue.count - 1]
-      {
-        state.queue[state.queue.count - 1] = .location(
-          location, missed: previouslyMissed + missed + 1)
-      } else {
-        if coalesces, state.queue.count - state.head >= Self.statusCapacity {
-          state.queue[state.head] = nil
-          state.head += 1
-        }
-        if state.head > 32 && state.head * 2 > state.queue.count {
-          state.queue.removeFirst(state.head)
-          state.head = 0
-        }
-        state.queue.append(event)
-      }
-      if state.waiter != nil && !state.wakeScheduled {
-        state.wakeScheduled = true
-        return true
-      }
-      return false
-    }
-  }
-
-  /// Hands the oldest queued event to a waiting reader, if there is one.
-  func wake() {
-    let resumption: (CheckedContinuation<ManagerEvent?, Never>, MailboxEntry)? = state.withLock {
-      state in
-      state.wakeScheduled = false
-      guard let waiter = state.waiter, let entry = take(&state) else { return nil }
-      state.waiter = nil
-      return (waiter, entry)
-    }
-    if let (waiter, entry) = resumption { waiter.resume(returning: entry.event) }
-  }
-
-  /// Queues `event` and wakes a waiting reader at once.
-  func send(_ event: ManagerEvent) {
-    if push(.other(event)) { wake() }
-  }
-
-  /// Ends the mailbox: queued events are still read, then `nil`.
-  func finish() {
-    let (waiter, producers) = state.withLock { state in
-      state.finished = true
-      let waiter = state.waiter
-      state.waiter = nil
-      defer { state.spaceWaiters = [] }
-      return (waiter, state.spaceWaiters)
-    }
-    waiter?.resume(returning: nil)
-    for producer in producers { producer.resume() }
-  }
-
-  /// Waits while `limit` or more events are queued and the mailbox is not finished; returns when
-  /// the reader has taken it down to half of `limit`. For the producer of a mailbox that keeps
-  /// every event: without it a source faster than the reader (a replay at full speed) would
-  /// queue without bound.
-  func waitForSpace(below limit: Int) async {
-    // The usual case, without suspending the caller.
-    if state.withLock({ $0.finished || $0.queue.count - $0.head < limit }) { return }
-    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-      let ready = state.withLock { state -> Bool in
-        if state.finished || state.queue.count - state.head < limit { return true }
-        state.spaceLimit = limit
-        state.spaceWaiters.append(continuation)
-        return false
-      }
-      if ready { continuation.resume() }
-    }
-  }
-
-  var isFinished: Bool { state.withLock { $0.finished } }
-
-  private func take(_ state: inout State) -> MailboxEntry? {
-    guard state.head < state.queue.count else { return nil }
-    let event = state.queue[state.head]
-    state.queue[state.head] = nil
-    state.head += 1
-    if !state.spaceWaiters.isEmpty && (state.queue.count - state.head) * 2 <= state.spaceLimit {
-      // Resuming only schedules the waiting producer; it does not run under this lock.
-      for producer in state.spaceWaiters { producer.resume() }
-      state.spaceWaiters = []
-    }
-    if state.head == state.queue.count {
-      state.queue.removeAll(keepingCapacity: true)
-      state.head = 0
-    } else if state.head >= 64 && state.head * 2 > state.queue.count {
-      state.queue.removeFirst(state.head)
-      state.head = 0
-    }
-    return event
-  }
-
-  /// The next event, waiting for one; `nil` once finished and drained, or when cancelled.
-  func next() async -> ManagerEvent? {
-    enum Immediate {
-      case event(MailboxEntry)
-      case end
-      case wait
-    }
-    let first: Immediate = state.withLock { state in
-      if let event = take(&state) { return .event(event) }
-      return state.finished ? .end : .wait
-    }
-    switch first {
-    case .event(let entry): return entry.event
-    case .end: return nil
-    case .wait: break
-    }
-    return await withTaskCancellationHandler {
-      await withCheckedContinuation { (continuation: CheckedContinuation<ManagerEvent?, Never>) in
-        let immediate: Immediate = state.withLock { state in
-          if let event = take(&state) { return .event(event) }
-          if state.finished || Task.isCancelled { return .end }
-          state.waiter = continuation
-          return .wait
-        }
-        switch immediate {
-        case .event(let entry): continuation.resume(returning: entry.event)
-        case .end: continuation.resume(returning: nil)
-        case .wait: break
-        }
-      }
-    } onCancel: {
-      finish()
-    }
-  }
+  var coalesces: Bool { overflow == .coalesce }
 }
 
 /// Ends a subscription when the last copy of its stream and iterator goes away.
@@ -234,7 +117,12 @@ public struct ManagerEventStream: AsyncSequence, Sendable {
 
     /// The next event; `nil` when the stream has ended.
     public mutating func next() async -> ManagerEvent? {
-      await handle.mailbox.next()
+      guard let entry = await handle.mailbox.next() else {
+        // Ended, or the iterating task was cancelled: either way the stream is over.
+        handle.mailbox.finish()
+        return nil
+      }
+      return entry.event
     }
   }
 

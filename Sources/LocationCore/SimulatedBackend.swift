@@ -1,3 +1,4 @@
+import Queues
 import NMEA
 import Synchronization
 import LocationModel
@@ -112,10 +113,12 @@ public final class SimulatedBackend: LocationBackend {
   /// The backend URI.
   public let uri: String
   /// Every event for the backend's whole life; one consumer.
-  public let events: AsyncStream<BackendEvent>
+  public let events: BackendEvents
   /// The simulation's parameters.
   public let parameters: SimulationParameters
-  private let queue = EventQueue<BackendEvent>(capacity: 1024)
+  /// The backend's one queue: locations wait beyond 1024 unread (the simulation can wait, so
+  /// nothing is dropped); statuses never wait.
+  private let queue = EventQueue<BackendEvent>(capacity: 1024, overflow: .waitForSpace)
   private let clock: any LocationClock
   private let source: String?
   private let runTask = Mutex<Task<Void, Never>?>(nil)
@@ -130,7 +133,7 @@ public final class SimulatedBackend: LocationBackend {
     self.clock = clock
     self.uri = uri
     self.source = source
-    events = queue.stream
+    events = BackendEvents(queue)
   }
 
   /// Creates a simulated GPS from URI options (reads the GPX route file now).
@@ -168,7 +171,7 @@ public final class SimulatedBackend: LocationBackend {
     task.cancel()
     await task.value
     // A status is never held back by a full queue.
-    queue.pushUrgent(.status(.stopped, detail: nil))
+    queue.post(.status(.stopped, detail: nil))
   }
 
   private func run() async {
@@ -178,7 +181,7 @@ public final class SimulatedBackend: LocationBackend {
     var lastStatus = BackendStatus.connected
     // A route of one point (or one point repeated) stands still whatever the speed.
     let speed = parameters.route.length > 0 ? parameters.speed : 0
-    queue.pushUrgent(
+    queue.post(
       .status(.connected, detail: "simulating \(source ?? "the default loop") at \(speed) m/s"))
     while !Task.isCancelled, let epoch = generator.next() {
       do {
@@ -198,7 +201,7 @@ public final class SimulatedBackend: LocationBackend {
         } else {
           detail = "fix mode \(epoch.fix.mode.rawValue)"
         }
-        queue.pushUrgent(.status(status, detail: detail))
+        queue.post(.status(status, detail: detail))
       }
       if epoch.inOutage { continue }
       let location = Location(

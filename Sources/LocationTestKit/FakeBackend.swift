@@ -28,21 +28,23 @@ public final class FakeBackend: LocationBackend {
   /// The URI given at creation.
   public let uri: String
   /// Every event sent, in order.
-  public let events: AsyncStream<BackendEvent>
+  public let events: BackendEvents
   /// Events sent automatically after each successful start.
   public let script: [BackendEvent]
-  private let continuation: AsyncStream<BackendEvent>.Continuation
+  /// Never waits and never drops: the test decides how much it sends (``QueueOverflow/waitForSpace``
+  /// with ``EventQueue/post(_:)`` queues beyond the bound).
+  private let queue = EventQueue<BackendEvent>(capacity: 1024, overflow: .waitForSpace)
   private let state = Mutex(State())
 
   /// Creates a fake backend; `script` is sent after each start.
   public init(uri: String = "fake", script: [BackendEvent] = []) {
     self.uri = uri
     self.script = script
-    (events, continuation) = AsyncStream.makeStream(of: BackendEvent.self)
+    events = BackendEvents(queue)
   }
 
   deinit {
-    continuation.finish()
+    queue.finish()
   }
 
   /// Successful `start()` calls so far.
@@ -70,8 +72,8 @@ public final class FakeBackend: LocationBackend {
       return .success(true)
     }
     guard try outcome.get() else { return }
-    continuation.yield(.status(.connected, detail: "fake"))
-    for event in script { continuation.yield(event) }
+    queue.post(.status(.connected, detail: "fake"))
+    for event in script { queue.post(event) }
   }
 
   /// Stops and reports `stopped`; idempotent.
@@ -82,12 +84,12 @@ public final class FakeBackend: LocationBackend {
       state.stopCount += 1
       return true
     }
-    if wasRunning { continuation.yield(.status(.stopped, detail: nil)) }
+    if wasRunning { queue.post(.status(.stopped, detail: nil)) }
   }
 
   /// Sends `event` to the consumer.
   public func send(_ event: BackendEvent) {
-    continuation.yield(event)
+    queue.post(event)
   }
 
   /// Sends `fix` as a location with fake provenance and returns the location sent.
@@ -95,7 +97,7 @@ public final class FakeBackend: LocationBackend {
   public func send(fix: Fix, line: Int? = nil) -> Location {
     let location = Location(
       fix: fix, provenance: Provenance(backend: uri, line: line, isSimulated: true))
-    continuation.yield(.location(location))
+    queue.post(.location(location))
     return location
   }
 }

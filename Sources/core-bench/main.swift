@@ -167,9 +167,9 @@ func baselines(path: String) async throws {
   let backend = ReplayBackend(options: .init(path: path, speed: 0), clock: SystemClock())
   start = clock.now
   count = 0
-  let batches = backend.makeEventBatches()
+  let events = backend.events
   try await backend.start()
-  loop: for await batch in batches {
+  loop: while let batch = await events.nextBatch(upTo: 256) {
     for event in batch {
       switch event {
       case .location: count += 1

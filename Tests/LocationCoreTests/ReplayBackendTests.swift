@@ -6,7 +6,7 @@ import Testing
 import LocationModel
 
 /// Reads events until the next location, skipping status changes; `nil` when the stream ends.
-func nextLocation(_ iterator: inout AsyncStream<BackendEvent>.Iterator) async -> Location? {
+func nextLocation(_ iterator: inout BackendEvents.AsyncIterator) async -> Location? {
   while let event = await iterator.next() {
     if case .location(let location) = event { return location }
   }
@@ -14,7 +14,7 @@ func nextLocation(_ iterator: inout AsyncStream<BackendEvent>.Iterator) async ->
 }
 
 /// Reads events until a status equal to `status`; returns its detail, `nil` if the stream ends.
-func nextStatus(_ status: BackendStatus, _ iterator: inout AsyncStream<BackendEvent>.Iterator) async
+func nextStatus(_ status: BackendStatus, _ iterator: inout BackendEvents.AsyncIterator) async
   -> String??
 {
   while let event = await iterator.next() {
@@ -501,7 +501,7 @@ struct ReplayControlTests {
 
   /// A replay at speed 1 that emitted the epochs at 0...10 s and is paused at 10 s.
   func pausedAtTen(_ clock: VirtualClock) async throws -> (
-    ReplayBackend, AsyncStream<BackendEvent>.Iterator
+    ReplayBackend, BackendEvents.AsyncIterator
   ) {
     let replay = makeReplay(epochs(atOffsets: Self.offsets), clock: clock, speed: 1)
     var events = replay.events.makeAsyncIterator()
