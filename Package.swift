@@ -74,6 +74,9 @@ let package = Package(
       ],
       swiftSettings: swiftSettings),
     .target(name: "LocationTestKit", dependencies: ["LocationCore", "LocationModel", "NMEA"], swiftSettings: swiftSettings),
+    // What the benchmarks that measure the daemons from outside share: clocks, child processes,
+    // notify and client sockets, the epoll reader of many clients.
+    .target(name: "BenchKit", dependencies: ["CLinux"], swiftSettings: swiftSettings),
     .executableTarget(name: "locationd", dependencies: ["LocationDaemon"], swiftSettings: swiftSettings),
     .executableTarget(
       name: "locationctl",
@@ -92,11 +95,11 @@ let package = Package(
       swiftSettings: swiftSettings),
     .executableTarget(
       name: "daemon-bench", dependencies: [
-        "CLinux", "LocationDaemon", "LocationProtocol", "LocationCore", "LocationModel", "LocationTestKit", "NMEA",
+        "BenchKit", "LocationDaemon", "LocationProtocol", "LocationCore", "LocationModel", "LocationTestKit", "NMEA",
       ],
       swiftSettings: swiftSettings),
     .executableTarget(
-      name: "relay-bench", dependencies: ["CLinux", "LocationCore", "LocationTestKit"], swiftSettings: swiftSettings),
+      name: "relay-bench", dependencies: ["BenchKit", "LocationCore", "LocationTestKit"], swiftSettings: swiftSettings),
     .testTarget(name: "SystemIOTests", dependencies: ["SystemIO"], swiftSettings: swiftSettings),
     .testTarget(
       name: "NMEATests", dependencies: ["NMEA", "LocationModel", "LocationProtocol", "LocationTestKit"], swiftSettings: swiftSettings),

@@ -16,14 +16,20 @@ public struct ProcessSample: Sendable, Equatable {
 
   /// Reads process `pid` now; `nil` when it is gone or its files cannot be parsed.
   public static func read(pid: Int32) -> ProcessSample? {
-    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+    guard let cpu = cpuSeconds(pid: pid),
       let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-      let ticks = cpuTicks(stat: stat), let rss = kilobytes(status: status, field: "VmRSS")
+      let rss = kilobytes(status: status, field: "VmRSS")
     else { return nil }
-    let perSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
-    return ProcessSample(
-      cpuSeconds: Double(ticks.user + ticks.system) / perSecond,
-      residentMegabytes: Double(rss) / 1024)
+    return ProcessSample(cpuSeconds: cpu, residentMegabytes: Double(rss) / 1024)
+  }
+
+  /// utime + stime of process `pid` now, seconds (the ticks of ``cpuTicks(stat:)`` over
+  /// `sysconf(_SC_CLK_TCK)`); `nil` when it is gone or `/proc/PID/stat` cannot be parsed.
+  public static func cpuSeconds(pid: Int32) -> Double? {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+      let ticks = cpuTicks(stat: stat)
+    else { return nil }
+    return Double(ticks.user + ticks.system) / Double(sysconf(Int32(_SC_CLK_TCK)))
   }
 
   /// utime and stime, in clock ticks, from the text of `/proc/PID/stat`: fields 14 and 15,

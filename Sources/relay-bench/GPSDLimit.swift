@@ -7,6 +7,7 @@
 // when a connection gets `{"class":"VERSION"...`, and the first connection that gets end of file
 // instead marks the limit.
 
+import BenchKit
 import Glibc
 
 /// gpsd's `max_clients` default in 3.22 (SConscript), for the report.

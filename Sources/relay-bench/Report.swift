@@ -1,5 +1,6 @@
 // The figures of one daemon in one round, and how they are printed.
 
+import BenchKit
 import Foundation
 
 /// One daemon's figures for one N.
@@ -32,10 +33,6 @@ func percentile(_ sorted: [Double], _ p: Double) -> Double {
   guard !sorted.isEmpty else { return .nan }
   let rank = Int((p / 100 * Double(sorted.count)).rounded(.up)) - 1
   return sorted[min(max(rank, 0), sorted.count - 1)]
-}
-
-func format(_ value: Double, _ digits: Int = 2) -> String {
-  value.isFinite ? String(format: "%.\(digits)f", value) : "n/a"
 }
 
 /// The markdown table, one line per daemon and N.

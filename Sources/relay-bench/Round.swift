@@ -1,5 +1,6 @@
 // One round: a fresh gpsd and locationd, N clients on each, the same 10 Hz stream.
 
+import BenchKit
 import Foundation
 import Glibc
 import LocationTestKit
@@ -66,11 +67,13 @@ func runRound(_ bench: Bench, n: Int, gpsdClients: Int) -> [Row] {
     "--socket", socketPath, "--state-dir", bench.work + "/state-\(n)", "--group", "",
     "--backend", "gpsd://127.0.0.1:\(gpsd.port)", "--max-clients", String(n + 16),
   ]
-  let pid = spawn(
-    settings.locationd, arguments,
-    environment: ["NOTIFY_SOCKET": bench.notifyPath, "PATH": "/usr/bin:/bin"], log: daemonLog)
+  let pid = orFail { () throws(BenchError) in
+    try spawn(
+      settings.locationd, arguments,
+      environment: ["NOTIFY_SOCKET": bench.notifyPath, "PATH": "/usr/bin:/bin"], log: daemonLog)
+  }
   cleanup.register("locationd") { kill(pid, SIGKILL) }
-  guard waitForReady(bench.notifyFD, timeout: 10) else {
+  guard waitForReady(bench.notifyFD, timeout: 10) != nil else {
     fail("locationd did not send READY=1 within 10 s; its log:\n\(contents(daemonLog))")
   }
 
@@ -111,7 +114,9 @@ func runRound(_ bench: Bench, n: Int, gpsdClients: Int) -> [Row] {
 
   // About 1.3 KB a fix for a gpsd client (TPV and SKY) and 0.7 KB for locationd's (TPV and MAP).
   let capacity = Int((settings.warmup + settings.seconds + 2) * 10) * 2048
-  let reader = ClientReader(fds: gpsdFDs + locationdFDs, capacity: capacity)
+  let reader = orFail { () throws(BenchError) in
+    try ClientReader(fds: gpsdFDs + locationdFDs, capacity: capacity)
+  }
   reader.pump(until: monotonicNanoseconds() + UInt64(settings.warmup * 1e9))
   reader.forget()
   guard let gpsdPID = gpsd.pid else { fail("gpsd exited during the warm-up") }

@@ -1,5 +1,6 @@
 // Command-line flags.
 
+import BenchKit
 import Foundation
 import LocationTestKit
 
@@ -18,8 +19,7 @@ struct Settings {
   var seconds = 20.0
   var warmup = 3.0
   var json = false
-  var locationd = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    .appendingPathComponent("locationd").path
+  var locationd = executableBesideThisProgram("locationd")
 
   init(_ arguments: [String]) {
     var index = 0

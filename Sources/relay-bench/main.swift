@@ -18,10 +18,11 @@
 //     of the window to 0.5 s before its end, summed over the clients;
 //   - CPU of the daemon (utime + stime from /proc/PID/stat over the window; gpsd's includes
 //     reading the pty and serving locationd) and its VmRSS at the end.
-// One thread of this program reads every client (see ClientReader.swift).
+// One thread of this program reads every client (BenchKit's ClientReader).
 //
 // Usage: relay-bench [--clients 10,50,MAX] [--seconds S] [--warmup S] [--json] [--locationd PATH]
 
+import BenchKit
 import Foundation
 import Glibc
 import LocationCore
@@ -38,14 +39,8 @@ guard access(settings.locationd, X_OK) == 0 else {
 
 // Descriptors: the probe of gpsd's limit and both groups of clients.
 let probeCeiling = 1024
-var limit = rlimit()
-getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
 let largestRound = settings.clientCounts.map { $0.resolved(gpsdLimit: probeCeiling) }.max() ?? 0
-let wantedFiles = rlim_t(probeCeiling + 2 * largestRound + 256)
-if limit.rlim_cur < wantedFiles {
-  limit.rlim_cur = min(wantedFiles, limit.rlim_max)
-  setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-}
+raiseDescriptorLimit(to: probeCeiling + 2 * largestRound + 256)
 
 let work = NSTemporaryDirectory() + "relay-bench-\(getpid())"
 try? FileManager.default.removeItem(atPath: work)
@@ -110,7 +105,7 @@ say(
 guard probe.served >= 2 else { fail("gpsd served \(probe.served) clients; need at least 2") }
 
 let notifyPath = work + "/notify.sock"
-let notifyFD = notifySocket(notifyPath)
+let notifyFD = orFail { () throws(BenchError) in try notifySocket(notifyPath) }
 let bench = Bench(
   settings: settings, work: work, gpsd: gpsd, writes: writes, notifyFD: notifyFD,
   notifyPath: notifyPath)

@@ -230,16 +230,9 @@ extension EndToEnd {
       defer { scratch.remove() }
       let config = scratch.file("locationd.conf")
       try "group = daemon\n".write(toFile: config, atomically: true, encoding: .utf8)
-      let socket = scratch.file("l.sock")
-      let daemon = try DaemonProcess(
-        executable: try Products.path("locationd"),
-        arguments: [
-          "--config", config, "--socket", socket, "--state-dir", scratch.file("state"), "--backend",
-          "simulate",
-        ],
-        environment: nil, logPath: scratch.file("locationd.log"), socketPath: socket,
-        stateDirectory: scratch.file("state"))
+      let daemon = try DaemonProcess(scratch: scratch, config: config, backend: "simulate")
       defer { daemon.cleanUp() }
+      let socket = daemon.socketPath
       try await daemon.waitUntilReady()
       try "group = no-such-group-l5\nmax-clients = 3\n".write(
         toFile: config, atomically: true, encoding: .utf8)
@@ -250,9 +243,7 @@ extension EndToEnd {
       // Members of the old group are still told to be members of it.
       if geteuid() == 0 && access("/usr/bin/setpriv", X_OK) == 0 {
         chmod(socket, 0o666)
-        let denied = try await runTool(
-          "/usr/bin/setpriv",
-          ["--reuid=65534", "--regid=65534", "--clear-groups", try Products.path("locationctl"), "--socket", socket, "request"])
+        let denied = try await runAsNobody([try Products.path("locationctl"), "--socket", socket, "request"])
         #expect(denied.stderr.contains("member of group daemon"), "\(denied.stdout)\(denied.stderr)")
       }
       #expect(await daemon.stop() == 0)
@@ -260,15 +251,13 @@ extension EndToEnd {
 
     @Test("locationctl's permission hint names the socket's group", .timeLimit(.minutes(1)))
     func permissionHintNamesTheGroup() async throws {
-      try #require(geteuid() == 0 && access("/usr/bin/setpriv", X_OK) == 0)
+      try requireNobodyClient(python: false)
       let scratch = try Scratch(mode: 0o755)
       defer { scratch.remove() }
       let daemon = try DaemonProcess(scratch: scratch, backend: "simulate", group: "daemon")
       defer { daemon.cleanUp() }
       try await daemon.waitUntilReady()
-      let run = try await runTool(
-        "/usr/bin/setpriv",
-        ["--reuid=65534", "--regid=65534", "--clear-groups", try Products.path("locationctl"), "--socket", daemon.socketPath, "status"])
+      let run = try await runAsNobody([try Products.path("locationctl"), "--socket", daemon.socketPath, "status"])
       #expect(run.status == 1)
       #expect(run.stderr.contains("permission denied"), "\(run.stderr)")
       #expect(run.stderr.contains("member of group daemon"), "\(run.stderr)")

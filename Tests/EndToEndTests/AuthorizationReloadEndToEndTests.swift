@@ -10,33 +10,37 @@ extension EndToEnd {
     /// A client as uid 65534 that sends `request` and `watch`, creates `READY`, waits for `GO`,
     /// then sends `start`, `location`, `watch` and `request` (ids 3 to 6) and prints every line
     /// it received, replies and events, in order.
-    static let script = """
-      import os, socket, sys, time
-      path, ready, go = sys.argv[1:4]
-      s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-      s.connect(path)
-      s.settimeout(0.05)
-      data = b""
-      def pump(until, seconds):
-          global data
-          end = time.time() + seconds
-          while time.time() < end and not until():
-              try:
-                  chunk = s.recv(65536)
-              except socket.timeout:
-                  continue
-              if not chunk:
-                  break
-              data += chunk
-      s.sendall(b'{"cmd":"request","id":1}\\n{"cmd":"watch","id":2}\\n')
-      pump(lambda: b'"id":2' in data and data.count(b'"class":"TPV"') >= 2, 10)
-      open(ready, "w").close()
-      pump(lambda: os.path.exists(go), 30)
-      s.sendall(b'{"cmd":"start","id":3}\\n{"cmd":"location","id":4}\\n{"cmd":"watch","id":5}\\n{"cmd":"request","id":6}\\n')
-      pump(lambda: b'"id":6' in data, 10)
-      pump(lambda: False, 0.5)
-      sys.stdout.write(data.decode())
-      """
+    static let script =
+      pythonClientPrelude + """
+        ready, go = sys.argv[2:4]
+        s.sendall(b'{"cmd":"request","id":1}\\n{"cmd":"watch","id":2}\\n')
+        pump(lambda: b'"id":2' in data and data.count(b'"class":"TPV"') >= 2, 10)
+        open(ready, "w").close()
+        pump(lambda: os.path.exists(go), 30)
+        s.sendall(b'{"cmd":"start","id":3}\\n{"cmd":"location","id":4}\\n{"cmd":"watch","id":5}\\n{"cmd":"request","id":6}\\n')
+        pump(lambda: b'"id":6' in data, 10)
+        pump(lambda: False, 0.5)
+        sys.stdout.write(data.decode())
+        """
+
+    /// Starts the daemon (simulated 10 Hz fixes) with `group` from the config file it returns,
+    /// waits until it is ready and opens its socket file to everyone.
+    static func startDaemon(_ scratch: Scratch, group: String) async throws -> (
+      daemon: DaemonProcess, config: String
+    ) {
+      let config = scratch.file("locationd.conf")
+      try "group = \(group)\n".write(toFile: config, atomically: true, encoding: .utf8)
+      let daemon = try DaemonProcess(scratch: scratch, config: config, backend: "simulate?rate=10")
+      do {
+        try await daemon.waitUntilReady()
+      } catch {
+        daemon.cleanUp()
+        throw error
+      }
+      // Authorization is by SO_PEERCRED; the file mode only decides who can connect at all.
+      chmod(daemon.socketPath, 0o666)
+      return (daemon, config)
+    }
 
     /// Runs the daemon with `group` from a config file; `reloadTo` is written to the file and
     /// SIGHUP sent either while the client is between its two batches (`beforeClient` false) or
@@ -46,21 +50,9 @@ extension EndToEnd {
     ) {
       let scratch = try Scratch(mode: 0o755)
       defer { scratch.remove() }
-      let config = scratch.file("locationd.conf")
-      try "group = \(group)\n".write(toFile: config, atomically: true, encoding: .utf8)
-      let socket = scratch.file("l.sock")
-      let daemon = try DaemonProcess(
-        executable: try Products.path("locationd"),
-        arguments: [
-          "--config", config, "--socket", socket, "--state-dir", scratch.file("state"), "--backend",
-          "simulate?rate=10",
-        ],
-        environment: nil, logPath: scratch.file("locationd.log"), socketPath: socket,
-        stateDirectory: scratch.file("state"))
+      let (daemon, config) = try await startDaemon(scratch, group: group)
       defer { daemon.cleanUp() }
-      try await daemon.waitUntilReady()
-      // Authorization is by SO_PEERCRED; the file mode only decides who can connect at all.
-      chmod(socket, 0o666)
+      let socket = daemon.socketPath
       func reload() async throws {
         try "group = \(reloadTo)\n".write(toFile: config, atomically: true, encoding: .utf8)
         daemon.signal(SIGHUP)
@@ -76,12 +68,7 @@ extension EndToEnd {
       let go = flags + "/go"
       if beforeClient { FileManager.default.createFile(atPath: go, contents: nil) }
       let client = Task {
-        try await runTool(
-          "/usr/bin/setpriv",
-          [
-            "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script, socket,
-            ready, go,
-          ])
+        try await runAsNobody(["/usr/bin/python3", "-c", script, socket, ready, go])
       }
       if !beforeClient {
         #expect(await waitUntil(timeout: 20) { access(ready, F_OK) == 0 }, "\(daemon.log)")
@@ -101,14 +88,15 @@ extension EndToEnd {
       "a reload that drops the client's group: start, location, watch and request all refused; watch ended, client told",
       .timeLimit(.minutes(1)))
     func reloadRevokes() async throws {
-      try #require(getuid() == 0, "needs root to run a client as uid 65534")
-      try #require(access("/usr/bin/python3", X_OK) == 0 && access("/usr/bin/setpriv", X_OK) == 0)
-      let (messages, log) = try await Self.run(group: "nogroup", reloadTo: "daemon", beforeClient: false)
+      try requireNobodyClient(python: true)
+      let (messages, log) = try await Self.run(
+        group: "nogroup", reloadTo: "daemon", beforeClient: false)
       let text = messages.map(encodeLine).joined(separator: "\n")
       #expect(Self.reply(messages, 1)?["authorization"] as? String == "authorized", "\(text)")
       #expect(Self.reply(messages, 2)?["class"] as? String == "WATCH", "\(text)")
       for id in 3...6 {
-        #expect(Self.reply(messages, id)?["code"] as? String == "notAuthorized", "id \(id): \(text)")
+        #expect(
+          Self.reply(messages, id)?["code"] as? String == "notAuthorized", "id \(id): \(text)")
       }
       let told = messages.firstIndex {
         $0["class"] as? String == "AUTHORIZATION" && $0["id"] == nil
@@ -126,35 +114,23 @@ extension EndToEnd {
       "locationctl watch run by a user the reload takes out of the group says so and exits 1",
       .timeLimit(.minutes(1)))
     func watchExitsWhenRevoked() async throws {
-      try #require(getuid() == 0, "needs root to run a client as uid 65534")
-      try #require(access("/usr/bin/setpriv", X_OK) == 0)
+      try requireNobodyClient(python: false)
       let scratch = try Scratch(mode: 0o755)
       defer { scratch.remove() }
-      let config = scratch.file("locationd.conf")
-      try "group = nogroup\n".write(toFile: config, atomically: true, encoding: .utf8)
-      let socket = scratch.file("l.sock")
-      let daemon = try DaemonProcess(
-        executable: try Products.path("locationd"),
-        arguments: [
-          "--config", config, "--socket", socket, "--state-dir", scratch.file("state"), "--backend",
-          "simulate?rate=10",
-        ],
-        environment: nil, logPath: scratch.file("locationd.log"), socketPath: socket,
-        stateDirectory: scratch.file("state"))
+      let (daemon, config) = try await Self.startDaemon(scratch, group: "nogroup")
       defer { daemon.cleanUp() }
-      try await daemon.waitUntilReady()
-      chmod(socket, 0o666)
+      let socket = daemon.socketPath
       let out = scratch.file("watch.out")
       let err = scratch.file("watch.err")
       let watch = try Child(
         "/usr/bin/setpriv",
-        [
-          "--reuid=65534", "--regid=65534", "--clear-groups", try Products.path("locationctl"), "--socket",
-          socket, "watch",
-        ], stdout: out, stderr: err)
+        nobodyCredentials + [try Products.path("locationctl"), "--socket", socket, "watch"],
+        stdout: out, stderr: err)
       defer { if watch.isRunning { kill(watch.pid, SIGKILL) } }
       let read = { (path: String) in (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
-      #expect(await waitUntil(timeout: 20) { read(out).contains(" N ") || read(out).contains(" S ") }, "\(read(out))")
+      #expect(
+        await waitUntil(timeout: 20) { read(out).contains(" N ") || read(out).contains(" S ") },
+        "\(read(out))")
       try "group = daemon\n".write(toFile: config, atomically: true, encoding: .utf8)
       daemon.signal(SIGHUP)
       #expect(await watch.waitForExit(timeout: 20) == 1, "\(read(out))\(read(err))")
@@ -167,11 +143,12 @@ extension EndToEnd {
       "a reload that adds the client's group: request, start, location and watch all granted",
       .timeLimit(.minutes(1)))
     func reloadGrants() async throws {
-      try #require(getuid() == 0, "needs root to run a client as uid 65534")
-      try #require(access("/usr/bin/python3", X_OK) == 0 && access("/usr/bin/setpriv", X_OK) == 0)
-      let (messages, log) = try await Self.run(group: "daemon", reloadTo: "nogroup", beforeClient: true)
+      try requireNobodyClient(python: true)
+      let (messages, log) = try await Self.run(
+        group: "daemon", reloadTo: "nogroup", beforeClient: true)
       let text = messages.map(encodeLine).joined(separator: "\n")
-      #expect(Self.reply(messages, 1)?["authorization"] as? String == "authorized", "\(text)\n\(log)")
+      #expect(
+        Self.reply(messages, 1)?["authorization"] as? String == "authorized", "\(text)\n\(log)")
       #expect(Self.reply(messages, 2)?["class"] as? String == "WATCH", "\(text)")
       #expect(Self.reply(messages, 3)?["class"] as? String == "TRACKING", "\(text)")
       #expect(Self.reply(messages, 4)?["class"] as? String == "LOCATION", "\(text)")

@@ -50,42 +50,21 @@ extension EndToEnd {
   @Suite("End to end: unauthorized and misbehaving clients", .serialized)
   struct HostileClientEndToEndTests {
     /// Sends every request at once as uid 65534 and prints whatever comes back within 1.5 s.
-    static let unprivilegedScript = """
-      import socket, sys, time
-      s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-      s.connect(sys.argv[1])
-      requests = [
-        '{"cmd":"request","id":1}', '{"cmd":"status","id":2}', '{"cmd":"watch","id":3}',
-        '{"cmd":"watch","coalesce":false,"id":4}', '{"cmd":"start","id":5}', '{"cmd":"location","id":6}',
-        '{"cmd":"map","id":7}', '{"cmd":"annotate","id":8,"annotation":{"id":"x","lat":1,"lon":2}}',
-        '{"cmd":"center","id":9}', '{"cmd":"zoom","zoom":3,"id":10}', '{"cmd":"replay","action":"pause","id":11}',
-        '{"cmd":"status","id":12}']
-      s.sendall(("\\n".join(requests) + "\\n").encode())
-      s.settimeout(0.1)
-      data = b""
-      end = time.time() + 1.5
-      while time.time() < end:
-          try:
-              chunk = s.recv(65536)
-          except socket.timeout:
-              continue
-          if not chunk:
-              break
-          data += chunk
-      sys.stdout.write(data.decode())
-      """
-
-    static func unprivileged(_ arguments: [String]) async throws -> ToolRun {
-      try await runTool(
-        "/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups"] + arguments)
-    }
+    static let unprivilegedScript = pythonReadingClient(
+      sending: [
+        #"{"cmd":"request","id":1}"#, #"{"cmd":"status","id":2}"#, #"{"cmd":"watch","id":3}"#,
+        #"{"cmd":"watch","coalesce":false,"id":4}"#, #"{"cmd":"start","id":5}"#,
+        #"{"cmd":"location","id":6}"#, #"{"cmd":"map","id":7}"#,
+        #"{"cmd":"annotate","id":8,"annotation":{"id":"x","lat":1,"lon":2}}"#,
+        #"{"cmd":"center","id":9}"#, #"{"cmd":"zoom","zoom":3,"id":10}"#,
+        #"{"cmd":"replay","action":"pause","id":11}"#, #"{"cmd":"status","id":12}"#,
+      ], seconds: 1.5)
 
     @Test(
       "an unprivileged peer is denied, gets notAuthorized for everything else and no locations",
       .timeLimit(.minutes(1)))
     func unauthorizedPeer() async throws {
-      try #require(getuid() == 0, "needs root to run a client as uid 65534")
-      try #require(access("/usr/bin/python3", X_OK) == 0 && access("/usr/bin/setpriv", X_OK) == 0)
+      try requireNobodyClient(python: true)
       let scratch = try Scratch(mode: 0o755)
       defer { scratch.remove() }
       // --group "": root only. The daemon creates its socket 0660; open it to everyone so that
@@ -98,7 +77,7 @@ extension EndToEnd {
       let watcher = try await WatchRecorder.start(path: daemon.socketPath, coalesce: true)
       defer { watcher.stop() }
       let started = now()
-      let run = try await Self.unprivileged([
+      let run = try await runAsNobody([
         "/usr/bin/python3", "-c", Self.unprivilegedScript, daemon.socketPath,
       ])
       let finished = now()
@@ -134,17 +113,17 @@ extension EndToEnd {
       #expect(watcher.fixes.filter { (started...finished).contains($0.time) }.count >= 5)
 
       // locationctl as uid 65534: request is refused (exit 1, notAuthorized); start too.
-      let request = try await Self.unprivileged([
+      let request = try await runAsNobody([
         try Products.path("locationctl"), "--socket", daemon.socketPath, "request",
       ])
       #expect(request.status == 1)
       #expect(request.stderr.contains("notAuthorized"), "\(request.stderr)")
-      let start = try await Self.unprivileged([
+      let start = try await runAsNobody([
         try Products.path("locationctl"), "--socket", daemon.socketPath, "start",
       ])
       #expect(start.status == 1)
       #expect(start.stderr.contains("notAuthorized"), "\(start.stderr)")
-      let status = try await Self.unprivileged([
+      let status = try await runAsNobody([
         try Products.path("locationctl"), "--socket", daemon.socketPath, "--json", "status",
       ])
       #expect(

@@ -223,6 +223,60 @@ func runTool(
   return ToolRun(status: status, stdout: out, stderr: err)
 }
 
+/// setpriv(1)'s options that run a command as uid 65534 (nobody) in gid 65534 (nogroup) with no
+/// supplementary groups: an unprivileged peer, authorized by the daemon only through its group.
+let nobodyCredentials = ["--reuid=65534", "--regid=65534", "--clear-groups"]
+
+/// Runs `arguments` (the executable first) as uid 65534 through /usr/bin/setpriv; needs root.
+func runAsNobody(_ arguments: [String]) async throws -> ToolRun {
+  try await runTool("/usr/bin/setpriv", nobodyCredentials + arguments)
+}
+
+/// Requires what a client as uid 65534 needs: root and /usr/bin/setpriv, and /usr/bin/python3
+/// when the client is a Python script. Throws (a recorded failure) when one is missing.
+func requireNobodyClient(python: Bool, sourceLocation: SourceLocation = #_sourceLocation) throws {
+  try #require(
+    getuid() == 0, "needs root to run a client as uid 65534", sourceLocation: sourceLocation)
+  try #require(access("/usr/bin/setpriv", X_OK) == 0, sourceLocation: sourceLocation)
+  if python { try #require(access("/usr/bin/python3", X_OK) == 0, sourceLocation: sourceLocation) }
+}
+
+/// The start of a Python client script: `s`, a stream socket connected to the Unix socket named
+/// by the script's first argument; `data`, the bytes received so far; `pump(until, seconds)`,
+/// which receives into `data` until `until()` holds, `seconds` pass or the daemon closes.
+let pythonClientPrelude = """
+  import os, socket, sys, time
+  s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+  s.connect(sys.argv[1])
+  data = b""
+  def pump(until, seconds):
+      global data
+      s.settimeout(0.05)
+      end = time.time() + seconds
+      while time.time() < end and not until():
+          try:
+              chunk = s.recv(65536)
+          except socket.timeout:
+              continue
+          if not chunk:
+              break
+          data += chunk
+
+  """
+
+/// A Python client script that sends `requests` (JSON commands without quotes `'` or
+/// backslashes, one line each) at once to the Unix socket named by its first argument, receives
+/// for `seconds` seconds (or until the daemon closes) and prints everything it received.
+func pythonReadingClient(sending requests: [String], seconds: Double) -> String {
+  let lines = requests.map { "'" + $0 + "'" }.joined(separator: ", ")
+  return pythonClientPrelude + """
+    requests = [\(lines)]
+    s.sendall(("\\n".join(requests) + "\\n").encode())
+    pump(lambda: False, \(seconds))
+    sys.stdout.write(data.decode())
+    """
+}
+
 /// `locationctl ARGS` against `socket`.
 func locationctl(_ socket: String, _ arguments: [String], json: Bool = true) async throws -> ToolRun
 {
@@ -293,6 +347,24 @@ final class DaemonProcess {
     try self.init(
       executable: try Products.path("locationd"), arguments: arguments, environment: nil,
       logPath: scratch.file(name + ".log"), socketPath: socket, stateDirectory: state)
+  }
+
+  /// Starts `locationd --config CONFIG --socket SOCK --state-dir scratch/state [--group GROUP]
+  /// --backend URI` with its standard error in `scratch/locationd.log`: a daemon that takes its
+  /// settings (the group, unless `group` is given) from the file `config`, written by the caller
+  /// and rewritten before a SIGHUP.
+  convenience init(
+    scratch: Scratch, config: String, backend: String, group: String? = nil,
+    socketPath: String? = nil, environment: [String: String]? = nil
+  ) throws {
+    let socket = socketPath ?? scratch.file("l.sock")
+    let state = scratch.file("state")
+    var arguments = ["--config", config, "--socket", socket, "--state-dir", state]
+    if let group { arguments += ["--group", group] }
+    arguments += ["--backend", backend]
+    try self.init(
+      executable: try Products.path("locationd"), arguments: arguments, environment: environment,
+      logPath: scratch.file("locationd.log"), socketPath: socket, stateDirectory: state)
   }
 
   init(

@@ -212,13 +212,8 @@ extension EndToEnd {
       environment["NOTIFY_SOCKET"] = notify.path
       let socketPath = scratch.file("l.sock")
       let daemon = try DaemonProcess(
-        executable: try Products.path("locationd"),
-        arguments: [
-          "--config", config, "--socket", socketPath, "--state-dir", scratch.file("state"),
-          "--group", "", "--backend", "simulate",
-        ],
-        environment: environment, logPath: scratch.file("locationd.log"), socketPath: socketPath,
-        stateDirectory: scratch.file("state"))
+        scratch: scratch, config: config, backend: "simulate", group: "", socketPath: socketPath,
+        environment: environment)
       defer { daemon.cleanUp() }
       try await daemon.waitUntilReady()
       #expect(await notify.waitFor("READY=1"))
@@ -303,13 +298,7 @@ extension EndToEnd {
       // The socket's directory is missing: locationd creates it (one level) and removes it.
       let socketPath = scratch.file("run/l.sock")
       let daemon = try DaemonProcess(
-        executable: try Products.path("locationd"),
-        arguments: [
-          "--config", config, "--socket", socketPath, "--state-dir", scratch.file("state"),
-          "--backend", "simulate",
-        ],
-        environment: nil, logPath: scratch.file("locationd.log"), socketPath: socketPath,
-        stateDirectory: scratch.file("state"))
+        scratch: scratch, config: config, backend: "simulate", socketPath: socketPath)
       defer { daemon.cleanUp() }
       try await daemon.waitUntilReady()
       var info = stat()

@@ -190,8 +190,7 @@ extension EndToEnd {
       "a member of the configured group (uid 65534 in nogroup) is authorized and gets fixes",
       .timeLimit(.minutes(1)))
     func groupMemberIsAuthorized() async throws {
-      try #require(getuid() == 0, "needs root to run a client as uid 65534")
-      try #require(access("/usr/bin/python3", X_OK) == 0 && access("/usr/bin/setpriv", X_OK) == 0)
+      try requireNobodyClient(python: true)
       let scratch = try Scratch(mode: 0o755)
       defer { scratch.remove() }
       let daemon = try DaemonProcess(
@@ -200,30 +199,9 @@ extension EndToEnd {
       try await daemon.waitUntilReady()
       // Authorization is by SO_PEERCRED; the file mode only decides who can connect at all.
       chmod(daemon.socketPath, 0o666)
-      let script = """
-        import socket, sys, time
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.connect(sys.argv[1])
-        s.sendall(b'{"cmd":"request","id":1}\\n{"cmd":"watch","id":2}\\n')
-        s.settimeout(0.1)
-        data = b""
-        end = time.time() + 1.0
-        while time.time() < end:
-            try:
-                chunk = s.recv(65536)
-            except socket.timeout:
-                continue
-            if not chunk:
-                break
-            data += chunk
-        sys.stdout.write(data.decode())
-        """
-      let run = try await runTool(
-        "/usr/bin/setpriv",
-        [
-          "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script,
-          daemon.socketPath,
-        ])
+      let script = pythonReadingClient(
+        sending: [#"{"cmd":"request","id":1}"#, #"{"cmd":"watch","id":2}"#], seconds: 1.0)
+      let run = try await runAsNobody(["/usr/bin/python3", "-c", script, daemon.socketPath])
       let messages = run.lines.compactMap(parseObject)
       #expect(
         messages.first { $0["id"] as? Int == 1 }?["authorization"] as? String == "authorized",
@@ -242,8 +220,7 @@ extension EndToEnd.TrackingEndToEndTests {
     "status gives the caller's own tracking and the backend's separately: B's stop leaves A's tracking",
     .timeLimit(.minutes(1)))
   func ownTrackingAndBackendActiveAreSeparate() async throws {
-    try #require(getuid() == 0, "needs root to run a client as uid 65534")
-    try #require(access("/usr/bin/setpriv", X_OK) == 0)
+    try requireNobodyClient(python: false)
     let scratch = try Scratch(mode: 0o755)
     defer { scratch.remove() }
     let daemon = try DaemonProcess(scratch: scratch, backend: "simulate?rate=10", group: "nogroup")
@@ -252,10 +229,7 @@ extension EndToEnd.TrackingEndToEndTests {
     chmod(daemon.socketPath, 0o666)
     let tool = try Products.path("locationctl")
     func asNobody(_ arguments: [String]) async throws -> ToolRun {
-      try await runTool(
-        "/usr/bin/setpriv",
-        ["--reuid=65534", "--regid=65534", "--clear-groups", tool, "--socket", daemon.socketPath]
-          + arguments)
+      try await runAsNobody([tool, "--socket", daemon.socketPath] + arguments)
     }
     // A (root) starts; B (uid 65534, in the group) stops: B's own tracking is off, A's goes on.
     #expect(try await locationctl(daemon.socketPath, ["start"]).status == 0)

@@ -31,34 +31,31 @@ private final class RecordingChannel: ClientChannel {
 /// uid and gid 65534 (nobody, nogroup on Debian), whose passwd entry has no supplementary group.
 private let nobody = PeerCredentials(pid: 4242, uid: 65534, gid: 65534)
 
-/// The real service over a fake backend, driven without any transport.
+/// The real service over a fake backend (``ServiceParts``: `service`, `authority`, `backend`,
+/// `directory`), driven without any transport.
+@dynamicMemberLookup
 private struct Harness {
-  let service: LocationService
-  let authority: AuthorizationAuthority
-  let backend: FakeBackend
-  let directory: TemporaryDirectory
+  let parts: ServiceParts
 
   init(group: String?) async throws {
-    directory = try TemporaryDirectory()
-    backend = FakeBackend()
-    authority = AuthorizationAuthority(Authorizer(groupName: group))
-    let map = MapStateService(store: MapStateStore(directory: directory.path + "/state") { _ in })
-    service = LocationService(
-      manager: LocationManager(backend: backend), map: map, backend: backend, authority: authority)
-    await service.start()
+    parts = try ServiceParts(group: group)
+    await parts.service.start()
   }
+
+  subscript<Part>(dynamicMember part: KeyPath<ServiceParts, Part>) -> Part { parts[keyPath: part] }
 
   /// Sends one request line from `channel` (as `peer`) and returns the reply as JSON.
   func ask(_ line: String, _ channel: RecordingChannel, as peer: PeerCredentials = nobody) async throws
     -> JSONValue
   {
     let request = try Request.parse(Array(line.utf8))
-    return await service.handle(request, from: ClientContext(connection: channel, peer: peer)).json(id: nil)
+    let context = ClientContext(connection: channel, peer: peer)
+    return await parts.service.handle(request, from: context).json(id: nil)
   }
 
   func stop() async {
-    await service.shutdown(reason: "test")
-    directory.remove()
+    await parts.service.shutdown(reason: "test")
+    parts.directory.remove()
   }
 }
 

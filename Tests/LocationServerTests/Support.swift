@@ -197,8 +197,25 @@ struct ServerFixture {
   }
 }
 
-/// The real service (``LocationService`` over a ``FakeBackend``, with its authority) behind a
-/// socket server on a temporary socket, whose directory and socket file anyone may reach (the
+/// The real service (``LocationService`` over a ``FakeBackend``, its ``AuthorizationAuthority``
+/// deciding by `group`, its map state under a temporary directory), built but not started.
+struct ServiceParts {
+  let directory: TemporaryDirectory
+  let backend: FakeBackend
+  let authority: AuthorizationAuthority
+  let service: LocationService
+
+  init(group: String?) throws {
+    directory = try TemporaryDirectory()
+    backend = FakeBackend()
+    authority = AuthorizationAuthority(Authorizer(groupName: group))
+    let map = MapStateService(store: MapStateStore(directory: directory.path + "/state") { _ in })
+    service = LocationService(
+      manager: LocationManager(backend: backend), map: map, backend: backend, authority: authority)
+  }
+}
+
+/// The real service (``ServiceParts``) behind a socket server on a temporary socket, whose directory and socket file anyone may reach (the
 /// tests run clients as uid 65534).
 struct ServiceFixture {
   let directory: TemporaryDirectory
@@ -209,16 +226,15 @@ struct ServiceFixture {
   let backend: FakeBackend
 
   init(group: String?) async throws {
-    directory = try TemporaryDirectory()
+    let parts = try ServiceParts(group: group)
+    directory = parts.directory
+    backend = parts.backend
+    authority = parts.authority
+    service = parts.service
     path = directory.path + "/run/locationd.sock"
     let socket = try ListeningSocket.create(path: path, group: nil)
     chmod(directory.path + "/run", 0o755)
     chmod(path, 0o666)
-    backend = FakeBackend()
-    authority = AuthorizationAuthority(Authorizer(groupName: group))
-    let map = MapStateService(store: MapStateStore(directory: directory.path + "/state") { _ in })
-    service = LocationService(
-      manager: LocationManager(backend: backend), map: map, backend: backend, authority: authority)
     server = SocketServer(socket: socket, handler: service)
     await service.attach(server)
     await service.start()
