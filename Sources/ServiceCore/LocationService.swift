@@ -1,7 +1,6 @@
 import FoundationEssentials
 import LocationCore
 import MapState
-import NMEA
 import LocationModel
 import LocationProtocol
 
