@@ -1,0 +1,229 @@
+import LocationModel
+
+// Merging one sentence into the epoch in progress, and accepting its date.
+extension FixAssembler {
+  mutating func merge(_ sentence: NMEASentence) {
+    switch sentence.payload {
+    case .gga(let s):
+      if let c = s.coordinate {
+        ggaCoordinate = c
+        latestCoordinate = c
+      }
+      if let q = s.quality {
+        quality = q
+        if q == .invalid { invalid = true } else { valid = true }
+      }
+      if let n = s.satellitesUsed { satellitesUsed = n }
+      // gpsd processGGA calls a position from three satellites, or without an altitude, 2D; the
+      // end of nmea_parse keeps an earlier 3D of the cycle (RMC, GLL) against it only when gpsd's
+      // last timed fix (this cycle's so far, or the last one with a time) had an altitude.
+      let ggaSatellites = s.satellitesUsed ?? 0
+      if s.coordinate != nil, let q = s.quality, q != .invalid, ggaSatellites >= 3,
+        !(s.altitudeMSL != nil && ggaSatellites >= 4),
+        !((rmcOrGLLSays3D || positionSays3D) && (altitudeMSL != nil || lastTimedHadAltitude))
+      {
+        rmcOrGLLSays3D = false
+        positionSays3D = false
+        ggaSays2D = true
+      }
+      // gpsd processGGA: a position with an altitude from at least four satellites is 3D.
+      if s.coordinate != nil, s.altitudeMSL != nil, let q = s.quality, q != .invalid, (s.satellitesUsed ?? 0) >= 4 {
+        positionSays3D = true
+      }
+      if let h = s.hdop { ggaHDOP = h }
+      if let a = s.altitudeMSL { altitudeMSL = a }
+      if let g = s.geoidSeparation { geoidSeparation = g }
+      dgpsAge = s.dgpsAge ?? dgpsAge
+      dgpsStation = s.dgpsStation ?? dgpsStation
+    case .rmc(let s):
+      // Navigational status U (NMEA 0183 v4.11: unsafe, the integrity monitor says the position
+      // is not to be used): as gpsd processGNS does for GNS, the sentence gives only its date.
+      if s.navigationalStatus == Self.unsafe {
+        navigationalStatus = s.navigationalStatus
+        if let d = s.date, s.isValid == true {
+          acceptDate(d)
+          gpsdDateKnown = true
+        }
+        break
+      }
+      if let v = s.isValid {
+        if v { valid = true } else { invalid = true }
+      }
+      if let m = s.modeIndicator {
+        let q = FixQuality(modeIndicator: m)
+        if q == .invalid { invalid = true } else if modeQuality == nil { modeQuality = q }
+      }
+      if let c = s.coordinate {
+        otherCoordinate = c
+        if s.isValid == true { latestCoordinate = c }
+      }
+      // gpsd processRMC: a valid position is 3D when the last GSA listed more than three
+      // satellites or an altitude is known (the previous epoch's, or this epoch's GGA).
+      if s.isValid == true, s.coordinate != nil, previousUsedCount > 3 || previousHadAltitude || altitudeMSL != nil {
+        positionSays3D = true
+        rmcOrGLLSays3D = true
+      }
+      // gpsd processRMC: a valid position keeps the last fix's 3D ("this may be cycle starter").
+      if s.isValid == true, s.coordinate != nil, previousMode == .fix3D { rmcKeeps3D = true }
+      if let v = s.speedOverGroundKnots { speedKnots = v }
+      if let c = s.courseOverGround { course = c }
+      if s.isValid == true {
+        if let v = s.speedOverGroundKnots { latestKnots = v }
+        if let c = s.courseOverGround { latestCourse = c }
+      }
+      // gpsd processRMC merges the date only from a valid RMC (status A or D): a void one's is
+      // whatever the receiver's clock holds after a cold start (2030, 2006...).
+      if let d = s.date, s.isValid == true {
+        acceptDate(d)
+        gpsdDateKnown = true
+      }
+      if let m = s.magneticVariation { magneticVariation = m }
+      if let n = s.navigationalStatus { navigationalStatus = n }
+    case .gll(let s):
+      if let v = s.isValid {
+        if v { valid = true } else { invalid = true }
+      }
+      if otherCoordinate == nil, let c = s.coordinate { otherCoordinate = c }
+      if let c = s.coordinate, s.isValid == true, s.modeIndicator != 0x4E { latestCoordinate = c }
+      // gpsd processGLL: the status from the mode letter (FAA mode), or a plain fix without one.
+      if s.isValid == true, s.coordinate != nil, modeQuality == nil {
+        let q = s.modeIndicator.map { FixQuality(modeIndicator: $0) } ?? .gps
+        if q != .invalid { modeQuality = q }
+      }
+      if s.modeIndicator.map({ FixQuality(modeIndicator: $0) }) == .invalid { invalid = true }
+      // gpsd processGLL: the same rule as RMC's.
+      if s.isValid == true, s.coordinate != nil, previousUsedCount > 3 || previousHadAltitude || altitudeMSL != nil {
+        positionSays3D = true
+        rmcOrGLLSays3D = true
+      }
+    case .gns(let s):
+      // gpsd processGNS: navigational status U (unsafe) or V gives no position. V means the
+      // equipment gives no status indication (NMEA 0183 v4.11), which u-blox and Quectel send
+      // with every fix: only U drops the position here.
+      if s.navigationalStatus == Self.unsafe { break }
+      if let v = s.isValid {
+        if v {
+          valid = true
+          if modeQuality == nil, let q = s.quality { modeQuality = q }
+        } else if s.coordinate != nil || sentence.talker == .multiGNSS {
+          invalid = true
+        }
+      }
+      if let c = s.coordinate, ggaCoordinate == nil { ggaCoordinate = c }
+      if let c = s.coordinate, s.isValid == true { latestCoordinate = c }
+      // gpsd processGNS: the same with "more than three" satellites.
+      if s.isValid == true, s.coordinate != nil, s.altitudeMSL != nil, (s.satellitesUsed ?? 0) > 3 {
+        positionSays3D = true
+      }
+      if altitudeMSL == nil { altitudeMSL = s.altitudeMSL }
+      if geoidSeparation == nil { geoidSeparation = s.geoidSeparation }
+      if ggaHDOP == nil { ggaHDOP = s.hdop }
+      // GNS counts every constellation in two or more digits (NMEA 0183 v4.11: "00-99"), where
+      // many receivers cap GGA's at 12; a per-system GNS counts one system, never more than the
+      // total: the larger count wins.
+      if sentence.talker == .multiGNSS || s.coordinate != nil, let n = s.satellitesUsed {
+        gnsSatellitesUsed = max(gnsSatellitesUsed ?? 0, n)
+      }
+    case .gsa(let s):
+      if let m = s.mode { gsaMode = max(gsaMode ?? .unknown, m) }
+      if let p = s.pdop { pdop = p }
+      if let h = s.hdop { hdop = h }
+      if let v = s.vdop { vdop = v }
+      usedSeen = true
+      let system = s.system ?? sentence.talker?.constellation
+      for index in 0..<s.satelliteCount {
+        let id = s.satelliteID(at: index)
+        guard let constellation = Self.constellation(of: id, talker: system, isGSA: true) else { continue }
+        let key = Self.key(constellation, Satellite.svid(constellation: constellation, nmeaID: id))
+        if !used.contains(key) { used.append(key) }
+      }
+    case .gsv(let s):
+      skySeen = true
+      for index in 0..<s.entryCount {
+        guard let entry = s.entry(at: index),
+          let constellation = Self.constellation(of: entry.id, talker: sentence.talker?.constellation, isGSA: false)
+        else { continue }
+        // One satellite sent under two numbers (QZSS as GPGSV 193 and GQGSV 01) is one entry.
+        let svid = Satellite.svid(constellation: constellation, nmeaID: entry.id)
+        if let index = sky.firstIndex(where: { $0.constellation == constellation && $0.svid == svid }) {
+          if let snr = entry.snr, snr > (sky[index].snr ?? -1) { sky[index].snr = snr }
+          if sky[index].elevation == nil { sky[index].elevation = entry.elevation }
+          if sky[index].azimuth == nil { sky[index].azimuth = entry.azimuth }
+        } else {
+          sky.append(
+            Satellite(
+              constellation: constellation, prn: entry.id, elevation: entry.elevation, azimuth: entry.azimuth,
+              snr: entry.snr, signalID: s.signalID))
+        }
+      }
+    case .vtg(let s):
+      if let c = s.courseOverGround { vtgCourse = c }
+      if let k = s.speedOverGroundKnots { vtgKnots = k }
+      if let k = s.speedOverGroundKmh { speedKmh = k }
+      // gpsd processVTG: used only with both course and knots, and not when the mode letter is
+      // N (not valid) or E (dead reckoning).
+      if let c = s.courseOverGround, let k = s.speedOverGroundKnots, s.modeIndicator != 0x4E, s.modeIndicator != 0x45 {
+        latestKnots = k
+        latestCourse = c
+      }
+    case .zda(let s):
+      if let d = s.date {
+        acceptDate(d)
+        gpsdDateKnown = true
+      }
+    case .gst(let s):
+      errors = s.estimates
+    case .proprietary, .unsupported:
+      break
+    }
+  }
+
+  mutating func acceptDate(_ received: Int) {
+    // A date more than a day before the last one received is ignored. The dates are compared as
+    // received, before the rollover floor moves either.
+    if let last = lastReceivedDate, received < last - 1 { return }
+    lastReceivedDate = received
+    var candidate = received
+    var weeks = 0
+    if let floor = rolloverFloor {
+      while candidate < floor {
+        candidate += Self.rolloverDays
+        weeks += 1024
+      }
+    }
+    date = candidate
+    rolloverWeeks = weeks
+  }
+
+  /// Navigational status letter `U` (unsafe), NMEA 0183 v4.11 GNS and RMC field 13.
+  static let unsafe: UInt8 = 0x55
+
+  static func key(_ constellation: Constellation, _ prn: Int) -> UInt32 {
+    UInt32(constellation.rawValue) << 16 | UInt32(truncatingIfNeeded: prn & 0xFFFF)
+  }
+
+  /// The constellation of satellite `id` given the sentence's talker (or GSA system ID).
+  static func constellation(of id: Int, talker: Constellation?, isGSA: Bool) -> Constellation? {
+    switch talker {
+    case .gps?:
+      // gpsd nmeaid_to_prn: a GP talker (no system ID) carries other systems in their NMEA
+      // numbers above 32: SBAS 33-64 and 120-158, GLONASS 65-96, IMES 173-182, QZSS 193-200
+      // (gpsd stops at 197; u-blox goes to 200), BeiDou 201-237 and 401-437, Galileo 301-356.
+      // Any other number above 32 is no satellite (gpsd's PRN 0).
+      switch id {
+      case ...32: return .gps
+      case 33...64, 120...158: return .sbas
+      case 65...96: return .glonass
+      case 173...182: return .imes
+      case 193...200: return .qzss
+      case 201...237, 401...437: return .beidou
+      case 301...356: return .galileo
+      default: return nil
+      }
+    case let c?:
+      return c
+    case nil:
+      return Constellation(nmeaSatelliteID: id)
+    }
+  }
+}
