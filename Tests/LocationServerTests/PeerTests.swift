@@ -10,7 +10,7 @@ private func runUnprivilegedClient(socketPath: String) async throws -> [String] 
   let script = """
     import socket, sys
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(10)
+    s.settimeout(60)
     s.connect(sys.argv[1])
     s.sendall(b'{"cmd":"request","id":1}\\n{"cmd":"start","id":2}\\n')
     data = b''
