@@ -11,29 +11,20 @@ func tpvMilliseconds(_ tpv: JSONObject) -> Int64? {
   return Int64((date.timeIntervalSince1970 * 1000).rounded())
 }
 
-/// Checks that a lossless watcher of `simulate?rate=10` got every fix during `window` (monotonic
-/// seconds): the simulator stamps epoch n with start + n x 100 ms however late it runs, so fix
-/// times exactly 100 ms apart mean none was lost; and fixes kept arriving (no gap of 1 s, ten
-/// fixes; a loaded 2-core machine can delay a reader a few hundred milliseconds).
+/// Checks that a lossless watcher of `simulate?rate=10` got every fix while other clients
+/// misbehaved during `window` (monotonic seconds): the simulator stamps epoch n with
+/// start + n x 100 ms however late it runs, so fix times exactly 100 ms apart mean none was lost
+/// or reordered; it was not disconnected; and fixes kept coming after the window (waited for,
+/// 30 s only guards against a hang). How soon each fix arrived is a latency figure for
+/// daemon-bench: a loaded 2-core machine can delay any reader, so no test asserts it.
 func expectContinuousFixes(
   _ recorder: WatchRecorder, during window: ClosedRange<Double>,
   sourceLocation: SourceLocation = #_sourceLocation
 ) async {
+  #expect(
+    await waitUntil(timeout: 30) { recorder.fixes.contains { $0.time > window.upperBound } },
+    "no fix arrived after the misbehaviour", sourceLocation: sourceLocation)
   let fixes = recorder.fixes
-  let inWindow = fixes.filter { window.contains($0.time) }
-  let expectedCount = Int((window.upperBound - window.lowerBound) * 10)
-  #expect(
-    inWindow.count >= expectedCount / 2,
-    "only \(inWindow.count) fixes in \(window.upperBound - window.lowerBound) s",
-    sourceLocation: sourceLocation)
-  var arrivals = fixes.map(\.time).filter {
-    $0 >= window.lowerBound - 0.5 && $0 <= window.upperBound + 0.5
-  }
-  arrivals.insert(window.lowerBound, at: 0)
-  arrivals.append(window.upperBound)
-  let longestGap = zip(arrivals, arrivals.dropFirst()).map { $1 - $0 }.max() ?? 0
-  #expect(
-    longestGap < 1.0, "a watcher waited \(longestGap) s for a fix", sourceLocation: sourceLocation)
   let times = fixes.compactMap { tpvMilliseconds($0.tpv) }
   #expect(times.count == fixes.count, sourceLocation: sourceLocation)
   let steps = zip(times, times.dropFirst()).map { $1 - $0 }
@@ -49,7 +40,9 @@ extension EndToEnd {
   /// Issue 5, tests 2 and 3: unauthorized peers and malformed input.
   @Suite("End to end: unauthorized and misbehaving clients", .serialized)
   struct HostileClientEndToEndTests {
-    /// Sends every request at once as uid 65534 and prints whatever comes back within 1.5 s.
+    /// Sends every request at once as uid 65534 and prints what comes back: it reads until all
+    /// twelve replies came (30 s only guards against a hang), then half a second more, so that
+    /// events sent to the peer by mistake show up too.
     static let unprivilegedScript = """
       import socket, sys, time
       s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -63,8 +56,10 @@ extension EndToEnd {
       s.sendall(("\\n".join(requests) + "\\n").encode())
       s.settimeout(0.1)
       data = b""
-      end = time.time() + 1.5
+      end = time.time() + 30.0
       while time.time() < end:
+          if data.count(b'"id":') >= 12 and end - time.time() > 0.5:
+              end = time.time() + 0.5
           try:
               chunk = s.recv(65536)
           except socket.timeout:
@@ -72,7 +67,8 @@ extension EndToEnd {
           if not chunk:
               break
           data += chunk
-      sys.stdout.write(data.decode())
+      text = data.decode()
+      sys.stdout.write(text[:text.rfind("\\n") + 1])
       """
 
     static func unprivileged(_ arguments: [String]) async throws -> ToolRun {
@@ -130,8 +126,11 @@ extension EndToEnd {
           status?["current"] is NSNull && status?["initial"] is NSNull,
           "status leaks locations: \(status.map(encodeLine) ?? "")")
       }
-      // Meanwhile the authorized watcher kept receiving fixes.
-      #expect(watcher.fixes.filter { (started...finished).contains($0.time) }.count >= 5)
+      // The authorized watcher kept receiving fixes, then and after.
+      #expect(
+        await waitUntil(timeout: 30) { watcher.fixes.contains { $0.time > finished } },
+        "the authorized watcher got no fixes after the unauthorized peer")
+      #expect(!watcher.wasClosed)
 
       // locationctl as uid 65534: request is refused (exit 1, notAuthorized); start too.
       let request = try await Self.unprivileged([
@@ -206,12 +205,14 @@ extension EndToEnd {
       try await expectError(
         #"{"cmd":"status","pad":""# + String(repeating: "y", count: 1 << 20) + #""}"#, "lineTooLong"
       )
-      // The connection is still up and answers in order.
+      // The connection is still up and answers in order: the next line after the last error is
+      // the status reply (an extra line would come first and be set aside).
+      client.stashed.removeAll()
       let status = try await client.require("status", class: "STATUS")
       #expect(status["authorization"] as? String == "authorized")
       #expect(
-        await client.readLine(timeout: 0.2) == nil && !client.closedByPeer,
-        "an extra line or a close after lineTooLong")
+        client.stashed.isEmpty && !client.closedByPeer,
+        "an extra line or a close after lineTooLong: \(client.stashed.prefix(2).map(encodeLine))")
 
       // Half a request, then a full close: dropped without an answer, and forgotten by the server.
       let halfClose = try LineClient(path: daemon.socketPath)

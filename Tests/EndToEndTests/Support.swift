@@ -312,15 +312,17 @@ final class DaemonProcess {
   /// Everything the daemon logged so far.
   var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
-  /// Waits until the log contains `text` (e.g. the `ready` event).
-  func waitForLog(_ text: String, timeout: Double = 15) async throws {
+  /// Waits until the log contains `text` (e.g. the `ready` event). The log is read once more
+  /// after the deadline: on a loaded machine this task may first run again after it.
+  func waitForLog(_ text: String, timeout: Double = 30) async throws {
     let deadline = now() + timeout
-    while now() < deadline {
+    while true {
       if log.contains(text) { return }
       if !process.isRunning {
         throw E2EError(
           "locationd exited (\(process.terminationStatus ?? -1)) before logging \(text):\n\(log)")
       }
+      if now() >= deadline { break }
       await pause(0.005)
     }
     throw E2EError("locationd did not log \(text) within \(timeout) s:\n\(log)")
