@@ -169,7 +169,7 @@ public final class PrivateGPSD: @unchecked Sendable {
   public func clientConnectionCount() -> Int {
     var count = 0
     for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-      guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+      guard let text = Self.procText(table) else { continue }
       for line in text.split(separator: "\n").dropFirst() {
         let columns = line.split(separator: " ", omittingEmptySubsequences: true)
         guard columns.count > 3 else { continue }
@@ -188,7 +188,7 @@ public final class PrivateGPSD: @unchecked Sendable {
   /// export and NTP segments behind) and the one at our private key, from `/proc/sysvipc/shm`.
   private func removeSharedMemory() {
     let created = lock.withLock { pids }
-    guard let table = try? String(contentsOfFile: "/proc/sysvipc/shm", encoding: .utf8) else {
+    guard let table = Self.procText("/proc/sysvipc/shm") else {
       return
     }
     for line in table.split(separator: "\n").dropFirst() {
@@ -220,6 +220,31 @@ public final class PrivateGPSD: @unchecked Sendable {
     }
     guard bound else { throw POSIXError(.EADDRINUSE) }
     return UInt16(bigEndian: address.sin_port)
+  }
+
+  /// The whole text of a file under `/proc`, read with read(2) until end of file; `nil` when it
+  /// cannot be opened.
+  ///
+  /// `String(contentsOfFile:)` is not enough here: procfs reports a size of 0 and Foundation then
+  /// returns only the first 4 KiB, about 27 lines of `/proc/net/tcp`. With the sockets of a
+  /// parallel test run the connections counted by ``clientConnectionCount()`` were beyond that.
+  public static func procText(_ path: String) -> String? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65_536)
+    while true {
+      let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+      if count > 0 {
+        bytes += chunk[0..<count]
+      } else if count < 0 && errno == EINTR {
+        continue
+      } else {
+        break
+      }
+    }
+    return String(decoding: bytes, as: UTF8.self)
   }
 
   /// Whether something accepts TCP connections on 127.0.0.1:`port`.

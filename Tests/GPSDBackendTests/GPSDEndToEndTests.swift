@@ -390,3 +390,56 @@ func waitUntil(timeout: Double, _ condition: () -> Bool) async -> Bool {
   }
   return condition()
 }
+
+@Suite struct PrivateGPSDConnectionCountTests {
+  /// A loopback TCP socket bound to `port` (0: any free one), listening; its port.
+  private func listener(port: UInt16 = 0) throws -> (fd: Int32, port: UInt16) {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    try #require(fd >= 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = port.bigEndian
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Bool in
+        bind(fd, pointer, length) == 0 && listen(fd, 16) == 0
+          && getsockname(fd, pointer, &length) == 0
+      }
+    }
+    try #require(bound, "bind/listen: errno \(errno)")
+    return (fd, UInt16(bigEndian: address.sin_port))
+  }
+
+  /// With hundreds of sockets in `/proc/net/tcp` (as in a parallel test run), every connection
+  /// to gpsd's port is counted, not only those in the table's first 4 KiB.
+  @Test func countsConnectionsBeyondTheFirstPageOfTheTable() throws {
+    var descriptors: [Int32] = []
+    defer { for fd in descriptors { close(fd) } }
+    for _ in 0..<300 { descriptors.append(try listener().fd) }
+    let server = try listener()
+    descriptors.append(server.fd)
+    for _ in 0..<5 {
+      let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+      try #require(client >= 0)
+      descriptors.append(client)
+      var address = sockaddr_in()
+      address.sin_family = sa_family_t(AF_INET)
+      address.sin_addr.s_addr = inet_addr("127.0.0.1")
+      address.sin_port = server.port.bigEndian
+      let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+          connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+        }
+      }
+      try #require(connected)
+      let accepted = accept(server.fd, nil, nil)
+      try #require(accepted >= 0)
+      descriptors.append(accepted)
+    }
+    let table = try #require(PrivateGPSD.procText("/proc/net/tcp"))
+    #expect(table.split(separator: "\n").count > 300)
+    let gpsd = try PrivateGPSD(device: "/dev/null", port: server.port)
+    #expect(gpsd.clientConnectionCount() == 5)
+  }
+}
