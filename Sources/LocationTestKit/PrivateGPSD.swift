@@ -235,7 +235,7 @@ public final class PrivateGPSD: @unchecked Sendable {
     var bytes: [UInt8] = []
     var chunk = [UInt8](repeating: 0, count: 65_536)
     while true {
-      let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+      let count = read(fd, &chunk, chunk.count)
       if count > 0 {
         bytes += chunk[0..<count]
       } else if count < 0 && errno == EINTR {
