@@ -149,20 +149,19 @@ struct SimulatedReceiverTests {
     #expect(
       await waitUntil { receiver.statistics.epochsWithoutReader >= 3 }, "\(receiver.statistics)")
     #expect(receiver.statistics.epochsWritten == 0)
-    // A reader that opens the device and reads only once, after four epochs were written, gets
-    // every epoch.
-    let fd = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK)
-    try #require(fd >= 0)
+    // A reader that opens the device and reads nothing until four epochs were written gets
+    // every one of them, in order (the pty passes written bytes on to the reader's side a moment
+    // later, from a kernel worker: read until they are all there).
+    let fd = try openDevice(path)
     defer { close(fd) }
     #expect(await waitUntil { receiver.statistics.epochsWritten >= 4 }, "\(receiver.statistics)")
     let writtenBeforeRead = receiver.statistics.epochsWritten
-    var buffer = [UInt8](repeating: 0, count: 65536)
-    let count = read(fd, &buffer, buffer.count)
-    try #require(count > 0)
-    let rmcCount = buffer[0..<count].split(separator: UInt8(ascii: "\n")).filter {
-      $0.starts(with: Array("$GPRMC".utf8))
-    }.count
-    #expect(rmcCount >= writtenBeforeRead, "\(rmcCount) epochs kept for a reader that read once")
+    let bytes = try await readDevice(fd) {
+      completeLines($0, "$GPRMC").count >= writtenBeforeRead
+    }
+    let times = completeLines(bytes, "$GPRMC").compactMap(rmcMilliseconds)
+    #expect(times.count >= writtenBeforeRead, "\(times.count) epochs kept for a slow reader")
+    #expect(zip(times, times.dropFirst()).allSatisfy { $1 - $0 == 100 }, "\(times)")
     #expect(receiver.statistics.epochsDropped == 0)
   }
 
