@@ -22,7 +22,7 @@ extension EndToEnd {
       #expect(try await client.call("request")["class"] as? String == "AUTHORIZATION")
       #expect(try await client.call("start")["class"] as? String == "TRACKING")
       #expect(
-        try await waitUntil(timeout: 20) {
+        try await waitUntil(timeout: 30) {
           try await client.call("status")["current"] is [String: Any]
         })
       _ = fcntl(client.fd, F_SETFL, fcntl(client.fd, F_GETFL) | O_NONBLOCK)
@@ -199,7 +199,7 @@ extension EndToEnd {
         others.append(client)
         if daemon.log.contains("acceptFailed") { break }
       }
-      #expect(await waitUntil(timeout: 10) { daemon.log.contains("acceptFailed") }, "\(daemon.log)")
+      #expect(await waitUntil(timeout: 30) { daemon.log.contains("acceptFailed") }, "\(daemon.log)")
       // A client beyond the last descriptor is told so and closed, not left waiting unanswered;
       // the shortage is logged once, not once per attempt.
       let late = try LineClient(path: socket)

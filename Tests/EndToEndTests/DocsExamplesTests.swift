@@ -311,7 +311,7 @@ extension EndToEnd {
       // The examples assume a tracking daemon with a fix.
       #expect(try await locationctl(daemon.socketPath, ["start"]).status == 0)
       #expect(
-        try await waitUntil(timeout: 10) {
+        try await waitUntil(timeout: 30) {
           (try await locationctl(daemon.socketPath, ["status"]).stdout).contains("\"current\":{")
         })
 
@@ -460,7 +460,7 @@ extension EndToEnd {
         _ = daemon.waitForExitBlocking(timeout: 5)
       }
       #expect(
-        await waitUntil(timeout: 10) {
+        await waitUntil(timeout: 30) {
           ((try? String(contentsOfFile: daemonLog, encoding: .utf8)) ?? "").contains("ready")
         }, "\(daemonCommand): \((try? String(contentsOfFile: daemonLog, encoding: .utf8)) ?? "")")
       var watcher: Child?
@@ -477,7 +477,7 @@ extension EndToEnd {
           watcher = try Child("/bin/sh", ["-c", "exec " + command], stdout: out, stderr: out)
           // Text events until the first fix (a line with a position and the fix mode).
           #expect(
-            await waitUntil(timeout: 10) {
+            await waitUntil(timeout: 30) {
               ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").contains("3D")
             }, "\(example): \((try? String(contentsOfFile: out, encoding: .utf8)) ?? "")")
           let text = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""

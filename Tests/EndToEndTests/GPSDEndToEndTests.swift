@@ -32,7 +32,7 @@ extension EndToEnd {
       // gpspipe reads the same gpsd meanwhile (40 lines: VERSION, DEVICES, WATCH, then TPV/SKY).
       let (piped, pipedOutput) = try await gpsdTPVs(port: gpsd.port, count: 40)
       #expect(
-        await waitUntil(timeout: 15) { watch.fixes().count >= 30 },
+        await waitUntil(timeout: 30) { watch.fixes().count >= 30 },
         "30 fixes through locationd; got \(watch.fixes().count):\n\(watch.output)\n\(daemon.log)")
 
       let fixes = watch.fixes()
@@ -81,13 +81,13 @@ extension EndToEnd {
       let watch = try WatchProcess(socket: daemon.socketPath, output: scratch.file("watch.out"))
       defer { watch.stop() }
       try #require(
-        await waitUntil(timeout: 15) { watch.fixes().count >= 5 },
+        await waitUntil(timeout: 30) { watch.fixes().count >= 5 },
         "fixes before the restart:\n\(watch.output)")
       let clientPID = watch.pid
 
       gpsd.kill()
       #expect(
-        await waitUntil(timeout: 10) { watch.events().contains { $0.state == "disconnected" } },
+        await waitUntil(timeout: 30) { watch.events().contains { $0.state == "disconnected" } },
         "BACKEND disconnected after gpsd died:\n\(watch.output)")
       let fixesBeforeRestart = watch.fixes().count
       await pause(0.3)

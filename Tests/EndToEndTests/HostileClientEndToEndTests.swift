@@ -170,7 +170,7 @@ extension EndToEnd {
       try await daemon.waitUntilReady()
       let watcher = try await WatchRecorder.start(path: daemon.socketPath, coalesce: false)
       defer { watcher.stop() }
-      #expect(await waitUntil(timeout: 5) { watcher.fixes.count >= 3 }, "the watcher got no fixes")
+      #expect(await waitUntil(timeout: 30) { watcher.fixes.count >= 3 }, "the watcher got no fixes")
       let started = now()
 
       let client = try LineClient(path: daemon.socketPath)
@@ -229,7 +229,7 @@ extension EndToEnd {
         "the daemon kept a half-closed client open")
       // Both are gone: the watcher and this client remain.
       #expect(
-        try await waitUntil(timeout: 5) {
+        try await waitUntil(timeout: 30) {
           try await client.require("status", class: "STATUS")["clients"] as? Int == 2
         },
         "clients: \(daemon.log)")
@@ -257,7 +257,7 @@ extension EndToEnd.HostileClientEndToEndTests {
     try await daemon.waitUntilReady()
     let watcher = try await WatchRecorder.start(path: daemon.socketPath, coalesce: false)
     defer { watcher.stop() }
-    #expect(await waitUntil(timeout: 5) { watcher.fixes.count >= 3 }, "the watcher got no fixes")
+    #expect(await waitUntil(timeout: 30) { watcher.fixes.count >= 3 }, "the watcher got no fixes")
     let started = now()
 
     // Status requests written without reading a reply, until the daemon stops taking them: it

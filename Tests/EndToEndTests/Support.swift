@@ -641,8 +641,10 @@ final class WatchRecorder: @unchecked Sendable {
   }
 }
 
-/// Runs `body` until it returns true or `timeout` passes (sleeping 10 ms between tries).
-func waitUntil(timeout: Double = 10, _ body: () async throws -> Bool) async rethrows -> Bool {
+/// Runs `body` until it returns true or `timeout` passes (sleeping 10 ms between tries), and once
+/// more after the deadline. The timeout only ends a wait for what never happens: a test task on a
+/// loaded 2-core machine may not run for many seconds.
+func waitUntil(timeout: Double = 30, _ body: () async throws -> Bool) async rethrows -> Bool {
   let deadline = now() + timeout
   while now() < deadline {
     if try await body() { return true }

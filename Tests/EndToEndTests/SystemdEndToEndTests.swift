@@ -109,7 +109,7 @@ extension EndToEnd {
       // socket file exists from bind(2), a moment before listen(2): retry a refused connection.
       var first: LineClient?
       #expect(
-        await waitUntil(timeout: 10) {
+        await waitUntil(timeout: 30) {
           first = try? LineClient(path: socketPath)
           return first != nil
         }, "no socket: \(daemon.log)")
@@ -182,17 +182,17 @@ extension EndToEnd {
         daemon.log.split(separator: "\n").filter { $0.contains("reloaded") }
       }
       daemon.signal(SIGHUP)
-      #expect(await waitUntil(timeout: 10) { reloadLines().count == 1 })
+      #expect(await waitUntil(timeout: 30) { reloadLines().count == 1 })
       // Unchanged file, second reload: the daemon still runs the first backend and directory.
       daemon.signal(SIGHUP)
-      #expect(await waitUntil(timeout: 10) { reloadLines().count == 2 })
+      #expect(await waitUntil(timeout: 30) { reloadLines().count == 2 })
       let lines = reloadLines()
       #expect(lines.count == 2 && lines.allSatisfy { $0.contains("needsRestart=backend,state-dir") }, "\(lines)")
       // Back to what runs: nothing needs a restart.
       try "backend = simulate\nstate-dir = \(scratch.file("state"))\n".write(
         toFile: config, atomically: true, encoding: .utf8)
       daemon.signal(SIGHUP)
-      #expect(await waitUntil(timeout: 10) { reloadLines().count == 3 })
+      #expect(await waitUntil(timeout: 30) { reloadLines().count == 3 })
       #expect(reloadLines().last?.contains("needsRestart=backend") == false, "\(reloadLines())")
       #expect(await daemon.stop() == 0, "\(daemon.log)")
     }
@@ -276,7 +276,7 @@ extension EndToEnd {
       try "max-clients = 1\n".write(toFile: config, atomically: true, encoding: .utf8)
       daemon.signal(SIGHUP)
       #expect(
-        await waitUntil(timeout: 10) { daemon.log.components(separatedBy: "reloaded").count == 3 })
+        await waitUntil(timeout: 30) { daemon.log.components(separatedBy: "reloaded").count == 3 })
       await expectRefused(try await connect())
       for client in admitted {
         #expect(try await client.call("status")["class"] as? String == "STATUS")

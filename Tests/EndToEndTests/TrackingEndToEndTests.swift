@@ -45,7 +45,7 @@ extension EndToEnd {
         start.status == 0 && parseObject(start.stdout)?["tracking"] as? Bool == true,
         "\(start.stderr)")
       #expect(
-        try await waitUntil(timeout: 5) { try await Self.status(socket)["current"] is JSONObject },
+        try await waitUntil(timeout: 30) { try await Self.status(socket)["current"] is JSONObject },
         "no current location while tracking")
       status = try await Self.status(socket)
       #expect(status["tracking"] as? Bool == true)
@@ -55,7 +55,7 @@ extension EndToEnd {
         stop.status == 0 && parseObject(stop.stdout)?["tracking"] as? Bool == false,
         "\(stop.stderr)")
       #expect(
-        try await waitUntil(timeout: 5) {
+        try await waitUntil(timeout: 30) {
           try await Self.status(socket)["tracking"] as? Bool == false
         })
 
@@ -68,7 +68,7 @@ extension EndToEnd {
       watcher?.close()
       watcher = nil
       #expect(
-        try await waitUntil(timeout: 5) {
+        try await waitUntil(timeout: 30) {
           try await Self.status(socket)["backendActive"] as? Bool == false
         },
         "tracking outlived the watching connection")
