@@ -9,7 +9,7 @@ extension EndToEnd {
   struct AttackedDaemonEndToEndTests {
     @Test(
       "5,000 pipelined status requests read 4 KiB at a time all get their reply",
-      .timeLimit(.minutes(1)))
+      .timeLimit(.minutes(3)))
     func pipelinedSlowReader() async throws {
       let scratch = try Scratch()
       defer { scratch.remove() }
@@ -70,7 +70,7 @@ extension EndToEnd {
 
     @Test(
       "links planted at the temporary names and a FIFO in place of the state file change nothing",
-      .timeLimit(.minutes(1)))
+      .timeLimit(.minutes(3)))
     func plantedLinksAndFIFO() async throws {
       let scratch = try Scratch()
       defer { scratch.remove() }
@@ -130,7 +130,7 @@ extension EndToEnd {
 
     @Test(
       "on a full filesystem a change is answered notSaved, then saved once there is room",
-      .timeLimit(.minutes(1)))
+      .timeLimit(.minutes(3)))
     func fullFilesystem() async throws {
       try #require(geteuid() == 0, "needs root to mount a small tmpfs")
       let scratch = try Scratch()
@@ -174,7 +174,7 @@ extension EndToEnd {
 
     @Test(
       "out of file descriptors a change is answered notSaved; a clean stop saves it",
-      .timeLimit(.minutes(1)))
+      .timeLimit(.minutes(3)))
     func outOfDescriptors() async throws {
       let scratch = try Scratch()
       defer { scratch.remove() }
@@ -224,7 +224,7 @@ extension EndToEnd {
       #expect(await restarted.stop() == 0)
     }
 
-    @Test("SIGHUP with a group that does not exist is refused and the old group stays", .timeLimit(.minutes(1)))
+    @Test("SIGHUP with a group that does not exist is refused and the old group stays", .timeLimit(.minutes(3)))
     func reloadWithUnknownGroup() async throws {
       let scratch = try Scratch()
       defer { scratch.remove() }
@@ -258,7 +258,7 @@ extension EndToEnd {
       #expect(await daemon.stop() == 0)
     }
 
-    @Test("locationctl's permission hint names the socket's group", .timeLimit(.minutes(1)))
+    @Test("locationctl's permission hint names the socket's group", .timeLimit(.minutes(3)))
     func permissionHintNamesTheGroup() async throws {
       try #require(geteuid() == 0 && access("/usr/bin/setpriv", X_OK) == 0)
       let scratch = try Scratch(mode: 0o755)

@@ -9,7 +9,7 @@ import Testing
 extension EndToEnd {
   /// Issue 6: simulated GPS hardware (a pty) -> a real private gpsd -> a real
   /// `locationd --backend gpsd://...` -> `locationctl --json watch`.
-  @Suite("End to end: gpsd through locationd", .serialized, .timeLimit(.minutes(1)))
+  @Suite("End to end: gpsd through locationd", .serialized, .timeLimit(.minutes(3)))
   struct GPSDEndToEndTests {
     @Test(
       "the watching client gets the fixes written to the pty; gpspipe on the same gpsd sees the same"

@@ -78,7 +78,7 @@ extension EndToEnd {
 
     @Test(
       "an unprivileged peer is denied, gets notAuthorized for everything else and no locations",
-      .timeLimit(.minutes(1)))
+      .timeLimit(.minutes(3)))
     func unauthorizedPeer() async throws {
       try #require(getuid() == 0, "needs root to run a client as uid 65534")
       try #require(access("/usr/bin/python3", X_OK) == 0 && access("/usr/bin/setpriv", X_OK) == 0)
@@ -161,7 +161,7 @@ extension EndToEnd {
 
     @Test(
       "malformed JSON, unknown commands, a 1 MB line and half requests get their errors; watchers keep their fixes",
-      .timeLimit(.minutes(1)))
+      .timeLimit(.minutes(3)))
     func malformedInput() async throws {
       let scratch = try Scratch()
       defer { scratch.remove() }
@@ -248,7 +248,7 @@ extension EndToEnd {
 extension EndToEnd.HostileClientEndToEndTests {
   @Test(
     "a client that floods requests without reading stalls only itself, then gets every reply; a watcher keeps every fix",
-    .timeLimit(.minutes(1)))
+    .timeLimit(.minutes(3)))
   func requestFlood() async throws {
     let scratch = try Scratch()
     defer { scratch.remove() }

@@ -32,7 +32,7 @@ extension EndToEnd {
 
     @Test(
       "the simulated loop maps neither libgps nor libxml2; a GPX route maps libxml2; gpsd:// maps libgps",
-      .timeLimit(.minutes(1)))
+      .timeLimit(.minutes(3)))
     func librariesOnFirstUse() async throws {
       let scratch = try Scratch()
       defer { scratch.remove() }

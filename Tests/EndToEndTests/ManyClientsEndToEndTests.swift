@@ -17,7 +17,7 @@ extension EndToEnd {
     /// one more watcher has stopped reading altogether.
     @Test(
       "100 lossless watchers all get every fix in time while one watcher never reads",
-      .timeLimit(.minutes(1)), .enabled(if: corpusTestsEnabled, "\(NMEACorpus.missingMessage)"))
+      .timeLimit(.minutes(3)), .enabled(if: corpusTestsEnabled, "\(NMEACorpus.missingMessage)"))
     func hundredWatchersAndAStalledOne() async throws {
       guard let log = try corpusLog("quectel-l76k-nmea.log") else { return }
       let expected = try await decodedFixes(log)
@@ -147,7 +147,7 @@ extension EndToEnd.ManyClientsEndToEndTests {
   /// ending with the last fix; a lossless watcher reading meanwhile gets every fix.
   @Test(
     "a stalled coalescing watcher's fixes plus their missed counts add up to every fix; a lossless reader gets all",
-    .timeLimit(.minutes(1)), .enabled(if: corpusTestsEnabled, "\(NMEACorpus.missingMessage)"))
+    .timeLimit(.minutes(3)), .enabled(if: corpusTestsEnabled, "\(NMEACorpus.missingMessage)"))
   func coalescingAccountsForEveryFix() async throws {
     guard let log = try corpusLog("nmeaparser-NmeaSampleData-trimmed.txt") else { return }
     let expected = try await decodedFixes(log)

@@ -81,7 +81,7 @@ extension EndToEnd {
   struct SystemdEndToEndTests {
     @Test(
       "socket activation: READY=1 with STATUS, WATCHDOG=1 pings, clients through the passed socket, STOPPING=1",
-      .timeLimit(.minutes(1)))
+      .timeLimit(.minutes(3)))
     func socketActivationAndNotify() async throws {
       let activate = "/usr/bin/systemd-socket-activate"
       try #require(
@@ -161,7 +161,7 @@ extension EndToEnd {
 
     @Test(
       "SIGHUP says which changed settings need a restart, compared with what runs, on every reload",
-      .timeLimit(.minutes(1)))
+      .timeLimit(.minutes(3)))
     func reloadComparesWithTheRunningSettings() async throws {
       let scratch = try Scratch()
       defer { scratch.remove() }
@@ -199,7 +199,7 @@ extension EndToEnd {
 
     @Test(
       "SIGHUP re-reads max-clients from --config: the next client over the new cap gets tooManyClients",
-      .timeLimit(.minutes(1)))
+      .timeLimit(.minutes(3)))
     func reloadChangesMaxClients() async throws {
       let scratch = try Scratch()
       defer { scratch.remove() }
@@ -293,7 +293,7 @@ extension EndToEnd {
 
     @Test(
       "SIGHUP applies a new group to the socket file; the socket's own directory is created and removed",
-      .timeLimit(.minutes(1)))
+      .timeLimit(.minutes(3)))
     func reloadAppliesTheSocketGroup() async throws {
       let scratch = try Scratch()
       defer { scratch.remove() }

@@ -20,7 +20,7 @@ extension EndToEnd {
 
     @Test(
       "start outlives its connection until stop; watch tracks for its connection only; watchers get SHUTDOWN",
-      .timeLimit(.minutes(1)))
+      .timeLimit(.minutes(3)))
     func trackingOwnership() async throws {
       let scratch = try Scratch()
       defer { scratch.remove() }
@@ -116,7 +116,7 @@ extension EndToEnd {
 
     @Test(
       "replay control: step emits exactly N epochs, seek moves, resume plays the rest to endOfData",
-      .timeLimit(.minutes(1)), .enabled(if: corpusTestsEnabled, "\(NMEACorpus.missingMessage)"))
+      .timeLimit(.minutes(3)), .enabled(if: corpusTestsEnabled, "\(NMEACorpus.missingMessage)"))
     func replayControl() async throws {
       guard let log = try corpusLog("mt3339.log") else { return }
       let expected = try await decodedFixes(log)
@@ -198,7 +198,7 @@ extension EndToEnd {
 
     @Test(
       "a member of the configured group (uid 65534 in nogroup) is authorized and gets fixes",
-      .timeLimit(.minutes(1)))
+      .timeLimit(.minutes(3)))
     func groupMemberIsAuthorized() async throws {
       try #require(getuid() == 0, "needs root to run a client as uid 65534")
       try #require(access("/usr/bin/python3", X_OK) == 0 && access("/usr/bin/setpriv", X_OK) == 0)
@@ -252,7 +252,7 @@ extension EndToEnd {
 extension EndToEnd.TrackingEndToEndTests {
   @Test(
     "status gives the caller's own tracking and the backend's separately: B's stop leaves A's tracking",
-    .timeLimit(.minutes(1)))
+    .timeLimit(.minutes(3)))
   func ownTrackingAndBackendActiveAreSeparate() async throws {
     try #require(getuid() == 0, "needs root to run a client as uid 65534")
     try #require(access("/usr/bin/setpriv", X_OK) == 0)
@@ -294,7 +294,7 @@ extension EndToEnd.TrackingEndToEndTests {
 
   @Test(
     "annotation text with quotes, markup and emoji survives map, GeoJSON, SVG and a restart; control characters are refused",
-    .timeLimit(.minutes(1)))
+    .timeLimit(.minutes(3)))
   func annotationTextRoundTrips() async throws {
     let scratch = try Scratch()
     defer { scratch.remove() }
@@ -358,7 +358,7 @@ extension EndToEnd.TrackingEndToEndTests {
 extension EndToEnd.TrackingEndToEndTests {
   @Test(
     "seek, speed and resume given while paused play from the seek position at the new speed, without a burst",
-    .timeLimit(.minutes(1)))
+    .timeLimit(.minutes(3)))
   func seekSpeedResumeWhilePaused() async throws {
     let scratch = try Scratch()
     defer { scratch.remove() }

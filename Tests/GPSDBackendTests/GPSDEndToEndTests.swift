@@ -7,7 +7,7 @@ import NMEA
 import Testing
 
 /// Simulated GPS hardware -> real gpsd (private port) -> GPSDBackend.
-@Suite(.serialized, .timeLimit(.minutes(1)))
+@Suite(.serialized, .timeLimit(.minutes(3)))
 struct GPSDEndToEndTests {
   /// Starts the receiver writing the test route at 10 Hz, recording what it writes.
   private func startReceiver(

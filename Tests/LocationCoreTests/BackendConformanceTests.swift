@@ -2,7 +2,7 @@ import LocationCore
 import LocationTestKit
 import Testing
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct BackendConformanceTests {
   @Test func replayConforms() async {
     let backend = ReplayBackend(

@@ -2,7 +2,7 @@ import LocationCore
 import LocationTestKit
 import Testing
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct VirtualClockTests {
   @Test func manualClockWakesSleepersInDeadlineOrderOnlyWhenAdvanced() async throws {
     let clock = VirtualClock(wallOrigin: 1_000_000)

@@ -3,7 +3,7 @@ import LocationTestKit
 import NMEA
 import Testing
 
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(3)))
 struct CorpusReplayTests {
   static let logs = NMEACorpus.logPaths
 

@@ -5,7 +5,7 @@ import LocationTestKit
 import Synchronization
 import Testing
 
-@Suite("GPX files", .timeLimit(.minutes(1)))
+@Suite("GPX files", .timeLimit(.minutes(3)))
 struct GPXFileTests {
   @Test("more points than the limit are refused before they are all collected")
   func pointLimit() throws {

@@ -44,7 +44,7 @@ func makeReplay(
     clock: clock, uri: "replay:test.nmea")
 }
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct ReplayBackendTests {
   static let offsets: [Int64] = [0, 1000, 2000, 5000, 5200, 8000, 9000]
 
@@ -410,7 +410,7 @@ struct ReplayBackendTests {
   }
 }
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct ReplayRejectionTests {
   @Test func rejectedSentencesOfALogAreReportedAsOneWarningPerChunk() async throws {
     // Three epochs; the second RMC has a wrong checksum and a line of garbage follows it.
@@ -433,7 +433,7 @@ struct ReplayRejectionTests {
   }
 }
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct ReplayFlowTests {
   /// A looping replay at speed 0 never ends; an observer that keeps every event and reads slowly
   /// must hold it back instead of queueing without bound.
@@ -507,7 +507,7 @@ struct ReplayFlowTests {
 
 /// Client controls as the daemon applies them (``ReplayBackend/perform(_:)``): each control's
 /// reply is the position after it, and controls combine in any order.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct ReplayControlTests {
   static let offsets = (0...20).map { Int64($0) * 1000 }
 
@@ -697,7 +697,7 @@ struct ReplayControlTests {
   }
 }
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct ReplayNonNMEATests {
   @Test func aLogWithoutNMEASentencesSaysSoAtItsEnd() async throws {
     let path = "/tmp/locationd-not-nmea-\(getpid()).gpx"
@@ -717,7 +717,7 @@ struct ReplayNonNMEATests {
   }
 }
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct ReplayRolloverFloorTests {
   @Test func replayedFixesSayTheirDateWasMoved() async throws {
     let path = FileManager.default.temporaryDirectory.appendingPathComponent("rollover-\(UUID().uuidString).nmea").path
@@ -740,7 +740,7 @@ struct ReplayRolloverFloorTests {
 }
 
 /// Every status the replay gives says where it stands now, after any control.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct ReplayStatusDetailTests {
   /// A seek after the end of the log plays again: the backend says it is connected again.
   @Test func aSeekAfterTheEndSaysConnectedAgain() async throws {

@@ -72,7 +72,7 @@ private func rmcMilliseconds(_ line: [UInt8]) -> Int? {
   return hours * 3_600_000 + minutes * 60_000 + Int((seconds * 1000).rounded())
 }
 
-@Suite(.serialized, .timeLimit(.minutes(1)))
+@Suite(.serialized, .timeLimit(.minutes(3)))
 struct SimulatedReceiverTests {
   @Test func writesFramedSentencesAtTheRateThroughTheLink() async throws {
     let path = temporaryPath("pty")

@@ -9,7 +9,7 @@ import Testing
 
 @testable import LocationServer
 
-@Suite("Hostile clients", .serialized, .timeLimit(.minutes(1)))
+@Suite("Hostile clients", .serialized, .timeLimit(.minutes(3)))
 struct HostileClientTests {
   @Test(
     "numeric ids come back byte for byte",
@@ -223,7 +223,7 @@ private struct HugeReplyHandler: RequestHandler {
   }
 }
 
-@Suite("Files the daemon reads", .timeLimit(.minutes(1)))
+@Suite("Files the daemon reads", .timeLimit(.minutes(3)))
 struct DaemonFileTests {
   @Test("a FIFO in place of the config file fails the read instead of hanging a reload")
   func configFIFO() async throws {

@@ -10,7 +10,7 @@ import Testing
 
 /// Another user who can write the state directory, or a crash, leaves links, FIFOs and temporary
 /// files where the daemon saves and loads its map state.
-@Suite("Hostile state directory", .timeLimit(.minutes(1)))
+@Suite("Hostile state directory", .timeLimit(.minutes(3)))
 struct HostileStateDirectoryTests {
   private func state(zoom: Double = 7) -> PersistedMapState {
     PersistedMapState(
