@@ -210,9 +210,15 @@ extension EndToEnd {
         "annotate", ["annotation": ["id": "kept", "lat": 1.0, "lon": 2.0, "title": "Kept"]])
       #expect(reply["code"] as? String == "notSaved", "\(encodeLine(reply))")
       #expect((reply["message"] as? String)?.contains("Too many open files") == true)
-      // SIGTERM with the descriptors back: shutdown saves what the failed save left.
+      // SIGTERM with the descriptors back: shutdown saves what the failed save left. The daemon
+      // closes its side of each connection when it reads the end of it: wait until only the first
+      // client is left, or the signal may come while the descriptors are still taken.
       for client in others { client.close() }
       others.removeAll()
+      #expect(
+        try await waitUntil(timeout: 30) {
+          try await first.call("status")["clients"] as? Int == 1
+        }, "\(daemon.log)")
       #expect(await daemon.stop() == 0, "\(daemon.log)")
       let restarted = try DaemonProcess(
         scratch: scratch, backend: "simulate", name: "restarted", socketPath: scratch.file("r.sock"),
