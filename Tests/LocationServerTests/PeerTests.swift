@@ -137,8 +137,13 @@ struct ListeningSocketTests {
     // The first socket created directory a; the second found it there and leaves it.
     #expect(first.createdDirectory == directory.path + "/a")
     #expect(second?.createdDirectory == nil)
-    first.close()
-    #expect(lstat(directory.path + "/a", &info) != 0, "the created directory was left behind")
+    // first's descriptor was closed above, and its number may belong to another test by now:
+    // first.close() would close that one. A socket that created its directory removes it on
+    // close, seen on a third one.
+    let third = try ListeningSocket.create(path: directory.path + "/b/locationd.sock", group: nil)
+    #expect(third.createdDirectory == directory.path + "/b")
+    third.close()
+    #expect(lstat(directory.path + "/b", &info) != 0, "the created directory was left behind")
   }
 
   @Test("creates one missing directory level, never a whole path, as for the state directory")
