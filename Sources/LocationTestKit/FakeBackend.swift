@@ -148,8 +148,11 @@ public enum TestFixes {
 }
 
 /// Waits (polling, up to `timeout` of real time) until `condition` holds; returns whether it did.
+///
+/// The timeout only ends a wait for something that will never happen: it is long (30 s by
+/// default) because a test task on a loaded 2-core machine may not run for seconds.
 public func eventually(
-  timeout: Duration = .seconds(5), _ condition: @Sendable () async -> Bool
+  timeout: Duration = .seconds(30), _ condition: @Sendable () async -> Bool
 ) async -> Bool {
   let clock = ContinuousClock()
   let deadline = clock.now + timeout

@@ -78,13 +78,16 @@ public final class PrivateGPSD: @unchecked Sendable {
 
   /// Starts gpsd and waits until it accepts TCP connections (at most `timeout` seconds).
   ///
-  /// Waits with `Task.sleep`, never blocking a thread of the concurrency pool.
-  public func start(timeout: Double = 5) async throws {
+  /// Waits with `Task.sleep`, never blocking a thread of the concurrency pool. The timeout only
+  /// ends a wait for a gpsd that will never listen: gpsd listens within milliseconds, but a test
+  /// task on a loaded machine may not run again for many seconds, so the port is tried once more
+  /// after the deadline before giving up.
+  public func start(timeout: Double = 30) async throws {
     let process = try launch()
     let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
-    while ContinuousClock.now < deadline {
+    while true {
       if Self.canConnect(port: port) { return }
-      if !Self.isAlive(process.processIdentifier) { break }
+      if !Self.isAlive(process.processIdentifier) || ContinuousClock.now >= deadline { break }
       try await Task.sleep(for: .milliseconds(10))
     }
     kill()
@@ -118,12 +121,13 @@ public final class PrivateGPSD: @unchecked Sendable {
   /// Starts gpsd and waits until it accepts TCP connections (at most `timeout` seconds), for
   /// synchronous callers: it sleeps the calling thread. Async code gets the overload above, which
   /// does not block a thread of the concurrency pool.
-  public func start(timeout: Double = 5) throws {
+  public func start(timeout: Double = 30) throws {
     try launch()
     let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
-    while ContinuousClock.now < deadline {
+    while true {
       if Self.canConnect(port: port) { return }
       if let pid = lock.withLock({ process?.processIdentifier }), !Self.isAlive(pid) { break }
+      if ContinuousClock.now >= deadline { break }
       usleep(10_000)
     }
     kill()
@@ -165,7 +169,7 @@ public final class PrivateGPSD: @unchecked Sendable {
   public func clientConnectionCount() -> Int {
     var count = 0
     for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-      guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+      guard let text = Self.procText(table) else { continue }
       for line in text.split(separator: "\n").dropFirst() {
         let columns = line.split(separator: " ", omittingEmptySubsequences: true)
         guard columns.count > 3 else { continue }
@@ -184,7 +188,7 @@ public final class PrivateGPSD: @unchecked Sendable {
   /// export and NTP segments behind) and the one at our private key, from `/proc/sysvipc/shm`.
   private func removeSharedMemory() {
     let created = lock.withLock { pids }
-    guard let table = try? String(contentsOfFile: "/proc/sysvipc/shm", encoding: .utf8) else {
+    guard let table = Self.procText("/proc/sysvipc/shm") else {
       return
     }
     for line in table.split(separator: "\n").dropFirst() {
@@ -216,6 +220,31 @@ public final class PrivateGPSD: @unchecked Sendable {
     }
     guard bound else { throw POSIXError(.EADDRINUSE) }
     return UInt16(bigEndian: address.sin_port)
+  }
+
+  /// The whole text of a file under `/proc`, read with read(2) until end of file; `nil` when it
+  /// cannot be opened.
+  ///
+  /// `String(contentsOfFile:)` is not enough here: procfs reports a size of 0 and Foundation then
+  /// returns only the first 4 KiB, about 27 lines of `/proc/net/tcp`. With the sockets of a
+  /// parallel test run the connections counted by ``clientConnectionCount()`` were beyond that.
+  public static func procText(_ path: String) -> String? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65_536)
+    while true {
+      let count = read(fd, &chunk, chunk.count)
+      if count > 0 {
+        bytes += chunk[0..<count]
+      } else if count < 0 && errno == EINTR {
+        continue
+      } else {
+        break
+      }
+    }
+    return String(decoding: bytes, as: UTF8.self)
   }
 
   /// Whether something accepts TCP connections on 127.0.0.1:`port`.

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// `locationctl decode --rollover-floor DATE`, run as built.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct DecodeCommandTests {
   @Test func rolloverFloorMovesEarlyDatesAndSaysSo() async throws {
     let scratch = try Scratch()

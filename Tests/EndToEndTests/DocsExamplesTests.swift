@@ -313,7 +313,7 @@ extension EndToEnd {
       // The examples assume a tracking daemon with a fix.
       #expect(try await locationctl(daemon.socketPath, ["start"]).status == 0)
       #expect(
-        try await waitUntil(timeout: 10) {
+        try await waitUntil(timeout: 30) {
           (try await locationctl(daemon.socketPath, ["status"]).stdout).contains("\"current\":{")
         })
 
@@ -376,11 +376,11 @@ extension EndToEnd {
           _ = child.waitForExitBlocking(timeout: 5)
         }
         var lines: [String] = []
-        let deadline = now() + 10
-        while now() < deadline {
+        let deadline = now() + 30
+        while true {
           lines = ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "")
             .split(separator: "\n").map(String.init)
-          if lines.count >= 4 { break }
+          if lines.count >= 4 || now() >= deadline { break }
           await pause(0.05)
         }
         #expect(lines.count >= 4, "\(example): \(lines)")
@@ -462,7 +462,7 @@ extension EndToEnd {
         _ = daemon.waitForExitBlocking(timeout: 5)
       }
       #expect(
-        await waitUntil(timeout: 10) {
+        await waitUntil(timeout: 30) {
           ((try? String(contentsOfFile: daemonLog, encoding: .utf8)) ?? "").contains("ready")
         }, "\(daemonCommand): \((try? String(contentsOfFile: daemonLog, encoding: .utf8)) ?? "")")
       var watcher: Child?
@@ -479,7 +479,7 @@ extension EndToEnd {
           watcher = try Child("/bin/sh", ["-c", "exec " + command], stdout: out, stderr: out)
           // Text events until the first fix (a line with a position and the fix mode).
           #expect(
-            await waitUntil(timeout: 10) {
+            await waitUntil(timeout: 30) {
               ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").contains("3D")
             }, "\(example): \((try? String(contentsOfFile: out, encoding: .utf8)) ?? "")")
           let text = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
@@ -597,8 +597,8 @@ extension EndToEnd {
           _ = try await control.require("replay", ["action": "resume"], class: "REPLAY")
         }
         var event: JSONObject?
-        let deadline = now() + 10
-        while event == nil, now() < deadline,
+        let deadline = now() + 30
+        while event == nil,
           let next = try await client.nextEvent(timeout: max(0.01, deadline - now()))
         {
           if next["class"] as? String == String(documentedClass) { event = next }

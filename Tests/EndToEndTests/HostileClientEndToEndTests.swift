@@ -11,29 +11,20 @@ func tpvMilliseconds(_ tpv: JSONObject) -> Int64? {
   return Int64((date.timeIntervalSince1970 * 1000).rounded())
 }
 
-/// Checks that a lossless watcher of `simulate?rate=10` got every fix during `window` (monotonic
-/// seconds): the simulator stamps epoch n with start + n x 100 ms however late it runs, so fix
-/// times exactly 100 ms apart mean none was lost; and fixes kept arriving (no gap of 1 s, ten
-/// fixes; a loaded 2-core machine can delay a reader a few hundred milliseconds).
+/// Checks that a lossless watcher of `simulate?rate=10` got every fix while other clients
+/// misbehaved during `window` (monotonic seconds): the simulator stamps epoch n with
+/// start + n x 100 ms however late it runs, so fix times exactly 100 ms apart mean none was lost
+/// or reordered; it was not disconnected; and fixes kept coming after the window (waited for,
+/// 30 s only guards against a hang). How soon each fix arrived is a latency figure for
+/// daemon-bench: a loaded 2-core machine can delay any reader, so no test asserts it.
 func expectContinuousFixes(
   _ recorder: WatchRecorder, during window: ClosedRange<Double>,
   sourceLocation: SourceLocation = #_sourceLocation
 ) async {
+  #expect(
+    await waitUntil(timeout: 30) { recorder.fixes.contains { $0.time > window.upperBound } },
+    "no fix arrived after the misbehaviour", sourceLocation: sourceLocation)
   let fixes = recorder.fixes
-  let inWindow = fixes.filter { window.contains($0.time) }
-  let expectedCount = Int((window.upperBound - window.lowerBound) * 10)
-  #expect(
-    inWindow.count >= expectedCount / 2,
-    "only \(inWindow.count) fixes in \(window.upperBound - window.lowerBound) s",
-    sourceLocation: sourceLocation)
-  var arrivals = fixes.map(\.time).filter {
-    $0 >= window.lowerBound - 0.5 && $0 <= window.upperBound + 0.5
-  }
-  arrivals.insert(window.lowerBound, at: 0)
-  arrivals.append(window.upperBound)
-  let longestGap = zip(arrivals, arrivals.dropFirst()).map { $1 - $0 }.max() ?? 0
-  #expect(
-    longestGap < 1.0, "a watcher waited \(longestGap) s for a fix", sourceLocation: sourceLocation)
   let times = fixes.compactMap { tpvMilliseconds($0.tpv) }
   #expect(times.count == fixes.count, sourceLocation: sourceLocation)
   let steps = zip(times, times.dropFirst()).map { $1 - $0 }
@@ -49,7 +40,9 @@ extension EndToEnd {
   /// Issue 5, tests 2 and 3: unauthorized peers and malformed input.
   @Suite("End to end: unauthorized and misbehaving clients", .serialized)
   struct HostileClientEndToEndTests {
-    /// Sends every request at once as uid 65534 and prints whatever comes back within 1.5 s.
+    /// Sends every request at once as uid 65534 and prints what comes back: it reads until all
+    /// twelve replies came, then half a second more, so that events sent to the peer by mistake
+    /// show up too.
     static let unprivilegedScript = pythonReadingClient(
       sending: [
         #"{"cmd":"request","id":1}"#, #"{"cmd":"status","id":2}"#, #"{"cmd":"watch","id":3}"#,
@@ -58,11 +51,11 @@ extension EndToEnd {
         #"{"cmd":"annotate","id":8,"annotation":{"id":"x","lat":1,"lon":2}}"#,
         #"{"cmd":"center","id":9}"#, #"{"cmd":"zoom","zoom":3,"id":10}"#,
         #"{"cmd":"replay","action":"pause","id":11}"#, #"{"cmd":"status","id":12}"#,
-      ], seconds: 1.5)
+      ], until: #""id":"#, count: 12, linger: 0.5)
 
     @Test(
       "an unprivileged peer is denied, gets notAuthorized for everything else and no locations",
-      .timeLimit(.minutes(1)))
+      .timeLimit(.minutes(3)))
     func unauthorizedPeer() async throws {
       try requireNobodyClient(python: true)
       let scratch = try Scratch(mode: 0o755)
@@ -109,8 +102,11 @@ extension EndToEnd {
           status?["current"] is NSNull && status?["initial"] is NSNull,
           "status leaks locations: \(status.map(encodeLine) ?? "")")
       }
-      // Meanwhile the authorized watcher kept receiving fixes.
-      #expect(watcher.fixes.filter { (started...finished).contains($0.time) }.count >= 5)
+      // The authorized watcher kept receiving fixes, then and after.
+      #expect(
+        await waitUntil(timeout: 30) { watcher.fixes.contains { $0.time > finished } },
+        "the authorized watcher got no fixes after the unauthorized peer")
+      #expect(!watcher.wasClosed)
 
       // locationctl as uid 65534: request is refused (exit 1, notAuthorized); start too.
       let request = try await runAsNobody([
@@ -141,7 +137,7 @@ extension EndToEnd {
 
     @Test(
       "malformed JSON, unknown commands, a 1 MB line and half requests get their errors; watchers keep their fixes",
-      .timeLimit(.minutes(1)))
+      .timeLimit(.minutes(3)))
     func malformedInput() async throws {
       let scratch = try Scratch()
       defer { scratch.remove() }
@@ -150,7 +146,7 @@ extension EndToEnd {
       try await daemon.waitUntilReady()
       let watcher = try await WatchRecorder.start(path: daemon.socketPath, coalesce: false)
       defer { watcher.stop() }
-      #expect(await waitUntil(timeout: 5) { watcher.fixes.count >= 3 }, "the watcher got no fixes")
+      #expect(await waitUntil(timeout: 30) { watcher.fixes.count >= 3 }, "the watcher got no fixes")
       let started = now()
 
       let client = try LineClient(path: daemon.socketPath)
@@ -185,12 +181,14 @@ extension EndToEnd {
       try await expectError(
         #"{"cmd":"status","pad":""# + String(repeating: "y", count: 1 << 20) + #""}"#, "lineTooLong"
       )
-      // The connection is still up and answers in order.
+      // The connection is still up and answers in order: the next line after the last error is
+      // the status reply (an extra line would come first and be set aside).
+      client.stashed.removeAll()
       let status = try await client.require("status", class: "STATUS")
       #expect(status["authorization"] as? String == "authorized")
       #expect(
-        await client.readLine(timeout: 0.2) == nil && !client.closedByPeer,
-        "an extra line or a close after lineTooLong")
+        client.stashed.isEmpty && !client.closedByPeer,
+        "an extra line or a close after lineTooLong: \(client.stashed.prefix(2).map(encodeLine))")
 
       // Half a request, then a full close: dropped without an answer, and forgotten by the server.
       let halfClose = try LineClient(path: daemon.socketPath)
@@ -207,7 +205,7 @@ extension EndToEnd {
         "the daemon kept a half-closed client open")
       // Both are gone: the watcher and this client remain.
       #expect(
-        try await waitUntil(timeout: 5) {
+        try await waitUntil(timeout: 30) {
           try await client.require("status", class: "STATUS")["clients"] as? Int == 2
         },
         "clients: \(daemon.log)")
@@ -226,7 +224,7 @@ extension EndToEnd {
 extension EndToEnd.HostileClientEndToEndTests {
   @Test(
     "a client that floods requests without reading stalls only itself, then gets every reply; a watcher keeps every fix",
-    .timeLimit(.minutes(1)))
+    .timeLimit(.minutes(3)))
   func requestFlood() async throws {
     let scratch = try Scratch()
     defer { scratch.remove() }
@@ -235,7 +233,7 @@ extension EndToEnd.HostileClientEndToEndTests {
     try await daemon.waitUntilReady()
     let watcher = try await WatchRecorder.start(path: daemon.socketPath, coalesce: false)
     defer { watcher.stop() }
-    #expect(await waitUntil(timeout: 5) { watcher.fixes.count >= 3 }, "the watcher got no fixes")
+    #expect(await waitUntil(timeout: 30) { watcher.fixes.count >= 3 }, "the watcher got no fixes")
     let started = now()
 
     // Status requests written without reading a reply, until the daemon stops taking them: it

@@ -32,7 +32,7 @@ extension EndToEnd {
 
     @Test(
       "the simulated loop maps neither libgps nor libxml2; a GPX route maps libxml2; gpsd:// maps libgps",
-      .timeLimit(.minutes(1)))
+      .timeLimit(.minutes(3)))
     func librariesOnFirstUse() async throws {
       let scratch = try Scratch()
       defer { scratch.remove() }
@@ -44,7 +44,7 @@ extension EndToEnd {
       let start = try await locationctl(plain.socketPath, ["start"])
       #expect(start.status == 0, "\(start.stderr)")
       #expect(
-        try await waitUntil(timeout: 5) {
+        try await waitUntil(timeout: 30) {
           try await TrackingEndToEndTests.status(plain.socketPath)["current"] is JSONObject
         })
       #expect(!Self.mapped(plain.pid, "libgps.so"), "libgps mapped by the simulated loop")
@@ -69,7 +69,7 @@ extension EndToEnd {
       #expect(try await locationctl(gpx.socketPath, ["start"]).status == 0)
       var current: JSONObject?
       #expect(
-        try await waitUntil(timeout: 5) {
+        try await waitUntil(timeout: 30) {
           current = try await TrackingEndToEndTests.status(gpx.socketPath)["current"] as? JSONObject
           return current != nil
         })
@@ -89,7 +89,7 @@ extension EndToEnd {
       #expect(!Self.mapped(gpsd.pid, "libgps.so"), "libgps mapped before any tracking")
       let tracking = try await locationctl(gpsd.socketPath, ["start"])
       #expect(tracking.status == 0, "\(tracking.stderr)")
-      let loaded = await waitUntil(timeout: 5) { Self.mapped(gpsd.pid, "libgps.so") }
+      let loaded = await waitUntil(timeout: 30) { Self.mapped(gpsd.pid, "libgps.so") }
       let status = try await TrackingEndToEndTests.status(gpsd.socketPath)
       #expect(loaded, "libgps not mapped while tracking gpsd://: \(status)")
       await gpsd.stop()

@@ -11,7 +11,7 @@ extension EndToEnd {
   struct ReplayEndToEndTests {
     @Test(
       "a lossless watcher gets exactly the decoded fixes; status, center and annotations follow",
-      .timeLimit(.minutes(1)), .enabled(if: corpusTestsEnabled, "\(NMEACorpus.missingMessage)"),
+      .timeLimit(.minutes(3)), .enabled(if: corpusTestsEnabled, "\(NMEACorpus.missingMessage)"),
       arguments: ["mt3339.log", "quectel-l76k-nmea.log"])
     func replayMatchesDecode(logName: String) async throws {
       guard let log = try corpusLog(logName) else { return }
@@ -129,7 +129,7 @@ extension EndToEnd {
 
     @Test(
       "locationctl --json watch --every prints exactly the decoded fixes and exits at endOfData",
-      .timeLimit(.minutes(1)), .enabled(if: corpusTestsEnabled, "\(NMEACorpus.missingMessage)"))
+      .timeLimit(.minutes(3)), .enabled(if: corpusTestsEnabled, "\(NMEACorpus.missingMessage)"))
     func locationctlWatchEvery() async throws {
       guard let log = try corpusLog("mt3339.log") else { return }
       let expected = try await decodedFixes(log)

@@ -98,7 +98,7 @@ extension EndToEnd {
   struct RestartEndToEndTests {
     @Test(
       "viewport, mode and annotations survive SIGTERM and a restart with the same state directory",
-      .timeLimit(.minutes(1)))
+      .timeLimit(.minutes(3)))
     func survivesSIGTERM() async throws {
       let scratch = try Scratch()
       defer { scratch.remove() }
@@ -160,7 +160,7 @@ extension EndToEnd {
 
     @Test(
       "kill -9 at random moments while annotations change: mapstate.json is old or new valid JSON and the daemon restarts from it",
-      .timeLimit(.minutes(1)))
+      .timeLimit(.minutes(3)))
     func survivesKill9() async throws {
       let seed = UInt64(wallClockSeed())
       print("kill -9 test seed \(seed)")

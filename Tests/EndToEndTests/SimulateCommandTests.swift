@@ -5,7 +5,7 @@ import Testing
 import LocationModel
 
 /// `locationctl simulate --pty PATH` -> real gpsd (private port) -> `gpspipe -w`.
-@Suite(.serialized, .timeLimit(.minutes(1)))
+@Suite(.serialized, .timeLimit(.minutes(3)))
 struct SimulateCommandTests {
   /// The package root, found from this file's path (Tests/EndToEndTests/...).
   private static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()

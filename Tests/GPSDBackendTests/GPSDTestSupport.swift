@@ -73,10 +73,12 @@ final class WriteLog: Sendable {
 
   subscript(time: Int64) -> SimulatedReceiver.WrittenEpoch? { written.withLock { $0[time] } }
 
-  /// The epoch written with `time`, waiting up to 500 ms for it: the writer thread records an
-  /// epoch just after write() returns, and gpsd can report it before that.
+  /// The epoch written with `time`, waiting for it: the writer thread records an epoch just
+  /// after write() returns, and gpsd can report it before that. The 10 s limit only ends the
+  /// wait for an epoch that was never written.
   func epoch(_ time: Int64) async -> SimulatedReceiver.WrittenEpoch? {
-    for _ in 0..<50 {
+    let deadline = SimulatedReceiver.monotonicNanoseconds() + 10_000_000_000
+    while SimulatedReceiver.monotonicNanoseconds() < deadline {
       if let epoch = self[time] { return epoch }
       try? await Task.sleep(for: .milliseconds(10))
     }

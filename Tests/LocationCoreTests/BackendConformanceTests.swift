@@ -3,7 +3,7 @@ import LocationTestKit
 import Testing
 import LocationModel
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct BackendConformanceTests {
   @Test func replayConforms() async {
     let backend = ReplayBackend(

@@ -4,7 +4,7 @@ import NMEA
 import Testing
 import LocationModel
 
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(3)))
 struct CorpusReplayTests {
   static let logs = NMEACorpus.logPaths
 

@@ -1,11 +1,12 @@
 import Foundation
 import Glibc
 import LocationCore
+import LocationTestKit
 import Synchronization
 import Testing
 import LocationModel
 
-@Suite("GPX files", .timeLimit(.minutes(1)))
+@Suite("GPX files", .timeLimit(.minutes(3)))
 struct GPXFileTests {
   @Test("more points than the limit are refused before they are all collected")
   func pointLimit() throws {
@@ -19,25 +20,21 @@ struct GPXFileTests {
   }
 
   @Test("a FIFO in place of a route file is refused instead of hanging the backend")
-  func fifoRoute() throws {
+  func fifoRoute() async throws {
     var template = Array("/tmp/gpx-fifo-XXXXXX".utf8CString)
     let directory = try #require(mkdtemp(&template).map { String(cString: $0) })
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let path = directory + "/route.gpx"
     #expect(mkfifo(path, 0o600) == 0)
-    let result = Mutex<String?>(nil)
-    Thread.detachNewThread {
-      let outcome: String
+    let result = await resultOnItsOwnThread { () -> String in
       do {
         _ = try GPXReader.points(contentsOf: path)
-        outcome = "read"
+        return "read"
       } catch {
-        outcome = "\(error)"
+        return "\(error)"
       }
-      result.withLock { $0 = outcome }
     }
-    for _ in 0..<500 where result.withLock({ $0 }) == nil { usleep(10_000) }
-    let outcome = try #require(result.withLock { $0 }, "reading a FIFO route hung")
+    let outcome = try #require(result, "reading a FIFO route hung")
     #expect(outcome.contains("not a regular file"), "\(outcome)")
   }
 }

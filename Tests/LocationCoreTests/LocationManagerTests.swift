@@ -45,7 +45,7 @@ func waitForReceived(_ manager: LocationManager, _ count: Int) async -> Bool {
   await eventually { await manager.statistics.locationsReceived >= count }
 }
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct LocationManagerTests {
   @Test func backendRunsOnlyWhileAtLeastOneClientTracks() async throws {
     let backend = FakeBackend()
@@ -270,7 +270,7 @@ struct LocationManagerTests {
   }
 }
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct BatchedDeliveryTests {
   /// The replay hands fixes over in batches; a coalescing reader that reads nothing until the end
   /// must see exactly the newest fix with all others counted as missed, and statuses in order.

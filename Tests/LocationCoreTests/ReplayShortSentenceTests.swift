@@ -34,7 +34,7 @@ func replayToEnd(_ lines: [String], name: String) async throws -> (latitudes: [D
 
 /// A log with sentences too short for their formatter among valid epochs: the replay skips and
 /// reports them and delivers every epoch.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct ReplayShortSentenceTests {
   @Test func shortSentencesAmongValidEpochsAreSkippedAndEveryFixArrives() async throws {
     let encoder = NMEAEncoder()
@@ -58,7 +58,7 @@ struct ReplayShortSentenceTests {
 
 /// Only regular files are replayed: a FIFO without a writer must not hold up the start (and every
 /// client's start behind it), and a device has no end.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct ReplayInputKindTests {
   @Test func aFIFOOrADeviceIsRefusedAtOnceInsteadOfWaitedOn() throws {
     let fifo = "/tmp/locationd-replay-fifo-\(getpid())"

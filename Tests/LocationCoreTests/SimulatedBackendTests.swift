@@ -38,7 +38,7 @@ func temporaryFile(named name: String, contents: String) throws -> String {
   return url.path
 }
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct SimulatedBackendTests {
   @Test func sameSeedGivesTheSameFixesAndAnotherSeedDoesNot() async throws {
     func run(seed: UInt64) async throws -> [Location] {
@@ -193,7 +193,7 @@ struct SimulatedBackendTests {
 
   /// A route "file" that is a FIFO or a directory must be refused at once: a blocking read of a
   /// FIFO nobody writes would hang the daemon's start (the config names the route).
-  @Test(.timeLimit(.minutes(1)))
+  @Test(.timeLimit(.minutes(3)))
   func gpxRouteThatIsNotARegularFileIsRefusedAtOnce() throws {
     let file = try temporaryFile(named: "route.gpx", contents: "")
     let directory = String(file.dropLast("/route.gpx".count))

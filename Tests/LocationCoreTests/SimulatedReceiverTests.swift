@@ -18,27 +18,62 @@ private func sampleFix(_ index: Int) -> Fix {
   return fix
 }
 
-/// Reads from the pty link for `seconds`, returning the bytes. Polls without waiting and sleeps
-/// with `Task.sleep` in between, so it never blocks a thread of the concurrency pool.
-private func readDevice(_ path: String, seconds: Double) async throws -> [UInt8] {
+/// Opens the pty link for reading without blocking (the receiver writes only while it is open).
+private func openDevice(_ path: String) throws -> Int32 {
   let fd = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK)
   try #require(fd >= 0, "open \(path): errno \(errno)")
-  defer { close(fd) }
+  return fd
+}
+
+/// Reads from `fd` until `done` holds for everything read so far, sleeping with `Task.sleep` in
+/// between so it never blocks a thread of the concurrency pool. The 30 s limit only ends a wait
+/// that would otherwise hang; nothing here depends on how fast the machine is.
+private func readDevice(_ fd: Int32, until done: ([UInt8]) -> Bool) async throws -> [UInt8] {
   var bytes: [UInt8] = []
   var buffer = [UInt8](repeating: 0, count: 4096)
-  let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-  while ContinuousClock.now < deadline {
+  let deadline = ContinuousClock.now + .seconds(30)
+  while !done(bytes) {
     let count = read(fd, &buffer, buffer.count)
     if count > 0 {
       bytes += buffer[0..<count]
-    } else {
-      try await Task.sleep(for: .milliseconds(5))
+      continue
     }
+    if ContinuousClock.now >= deadline { break }
+    try await Task.sleep(for: .milliseconds(5))
   }
   return bytes
 }
 
-@Suite(.serialized, .timeLimit(.minutes(1)))
+/// Waits until `condition` holds (30 s limit against a hang); returns whether it held.
+private func waitUntil(_ condition: () -> Bool) async -> Bool {
+  let deadline = ContinuousClock.now + .seconds(30)
+  while !condition() {
+    if ContinuousClock.now >= deadline { return false }
+    try? await Task.sleep(for: .milliseconds(5))
+  }
+  return true
+}
+
+/// The complete lines (ending in CR LF, without the LF) in `bytes` that start with `prefix`.
+private func completeLines(_ bytes: [UInt8], _ prefix: String = "$") -> [[UInt8]] {
+  guard let lastNewline = bytes.lastIndex(of: UInt8(ascii: "\n")) else { return [] }
+  let lines = bytes[..<lastNewline].split(
+    separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+  return lines.map { Array($0) }.filter { $0.starts(with: Array(prefix.utf8)) && $0.last == 13 }
+}
+
+/// The UTC time of day of an RMC line in milliseconds (field 1, `hhmmss.ss`).
+private func rmcMilliseconds(_ line: [UInt8]) -> Int? {
+  let fields = line.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false)
+  guard fields.count > 1 else { return nil }
+  let text = String(decoding: fields[1], as: UTF8.self)
+  guard text.count >= 6, let hours = Int(text.prefix(2)),
+    let minutes = Int(text.dropFirst(2).prefix(2)), let seconds = Double(text.dropFirst(4))
+  else { return nil }
+  return hours * 3_600_000 + minutes * 60_000 + Int((seconds * 1000).rounded())
+}
+
+@Suite(.serialized, .timeLimit(.minutes(3)))
 struct SimulatedReceiverTests {
   @Test func writesFramedSentencesAtTheRateThroughTheLink() async throws {
     let path = temporaryPath("pty")
@@ -47,40 +82,64 @@ struct SimulatedReceiverTests {
     var info = stat()
     #expect(lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK)
     #expect(receiver.slavePath.hasPrefix("/dev/pts/"))
+    let fd = try openDevice(path)
+    defer { close(fd) }
     try receiver.start(rate: 10) { elapsed in sampleFix(Int((elapsed * 10).rounded())) }
-    let bytes = try await readDevice(path, seconds: 1.05)
-    let lines = bytes.split(separator: UInt8(ascii: "\n")).map { Array($0) }
+    let bytes = try await readDevice(fd) { completeLines($0, "$GPRMC").count >= 10 }
+    let lines = completeLines(bytes)
     #expect(!lines.isEmpty, "\(receiver.statistics)")
     // Every line is "$...*HH\r" with a correct checksum (CR kept: raw mode, no translation).
-    for line in lines.dropFirst().dropLast() {
+    for line in lines {
       #expect(line.first == UInt8(ascii: "$") && line.last == 13)
       let star = try #require(line.lastIndex(of: UInt8(ascii: "*")))
       let stated = UInt8(
         String(decoding: line[(star + 1)..<(line.count - 1)], as: UTF8.self), radix: 16)
       #expect(stated == line[1..<star].reduce(0, ^))
     }
-    // About ten epochs in a second (one RMC each).
-    let rmcCount = lines.filter { $0.starts(with: Array("$GPRMC".utf8)) }.count
-    #expect((8...12).contains(rmcCount), "\(rmcCount) RMC sentences in 1.05 s at 10 Hz")
+    // One RMC per epoch, and the epochs are 1/rate apart: the closure is called with the exact
+    // elapsed time of each epoch (0, 0.1, 0.2 s ...), so consecutive fixes are 100 ms apart
+    // (more only where an epoch was dropped for a full buffer).
+    let times = completeLines(bytes, "$GPRMC").compactMap(rmcMilliseconds)
+    try #require(times.count >= 10, "\(receiver.statistics)")
+    let steps = zip(times, times.dropFirst()).map { $1 - $0 }
+    if receiver.statistics.epochsDropped == 0 {
+      #expect(steps.allSatisfy { $0 == 100 }, "\(steps)")
+    } else {
+      #expect(steps.allSatisfy { $0 > 0 && $0 % 100 == 0 }, "\(steps)")
+    }
   }
 
   @Test func survivesTheReaderClosingAndReopening() async throws {
     let path = temporaryPath("reopen")
-    let receiver = try SimulatedReceiver(linkPath: path)
+    let written = Mutex<[SimulatedReceiver.WrittenEpoch]>([])
+    let receiver = try SimulatedReceiver(
+      linkPath: path, onWrite: { epoch in written.withLock { $0.append(epoch) } })
     defer { receiver.stop() }
+    var fd = try openDevice(path)
     try receiver.start(rate: 10) { elapsed in sampleFix(Int((elapsed * 10).rounded())) }
-    let first = try await readDevice(path, seconds: 0.3)
-    try await Task.sleep(for: .milliseconds(300))  // nobody reading
-    let second = try await readDevice(path, seconds: 0.5)
-    #expect(!first.isEmpty)
+    let first = try await readDevice(fd) { !completeLines($0, "$GPGGA,").isEmpty }
+    close(fd)
+    #expect(!completeLines(first, "$GPGGA,").isEmpty)
+    // Nobody reading: epochs pass without being written.
+    let withoutReaderBefore = receiver.statistics.epochsWithoutReader
+    #expect(
+      await waitUntil { receiver.statistics.epochsWithoutReader >= withoutReaderBefore + 2 },
+      "\(receiver.statistics)")
+    let lastWrittenBeforeReopen = written.withLock { $0.last?.fix.time } ?? .min
+    fd = try openDevice(path)
+    defer { close(fd) }
+    let second = try await readDevice(fd) {
+      !completeLines($0, "$GPGGA,").isEmpty && !completeLines($0, "$GPRMC,").isEmpty
+    }
     #expect(String(decoding: second, as: UTF8.self).contains("$GPGGA,"))
-    // Nothing is written while nobody has the device open, so nothing stale reaches the next
-    // reader: at most the epochs of the 0.5 s read plus one.
-    #expect(receiver.statistics.epochsWithoutReader >= 2)
-    let rmcCount = second.split(separator: UInt8(ascii: "\n")).filter {
-      $0.starts(with: Array("$GPRMC".utf8))
-    }.count
-    #expect((3...6).contains(rmcCount), "\(rmcCount) epochs read in 0.5 s at 10 Hz")
+    // Nothing is written while nobody has the device open, and what the first reader left
+    // unread is discarded: the first sentence the next reader gets is from an epoch written
+    // after it opened the device, never a stale one.
+    let firstLine = try #require(completeLines(second).first)
+    let sentence = String(decoding: firstLine, as: UTF8.self) + "\n"
+    let epoch = try #require(
+      written.withLock { $0.first { $0.sentences.contains(sentence) } }, "\(sentence)")
+    #expect((epoch.fix.time ?? .min) > lastWrittenBeforeReopen, "a stale epoch was read")
   }
 
   @Test func writesNothingUntilAReaderOpensAndKeepsDataForASlowReader() async throws {
@@ -88,21 +147,22 @@ struct SimulatedReceiverTests {
     let receiver = try SimulatedReceiver(linkPath: path)
     defer { receiver.stop() }
     try receiver.start(rate: 10) { elapsed in sampleFix(Int((elapsed * 10).rounded())) }
-    try await Task.sleep(for: .milliseconds(350))
+    #expect(
+      await waitUntil { receiver.statistics.epochsWithoutReader >= 3 }, "\(receiver.statistics)")
     #expect(receiver.statistics.epochsWritten == 0)
-    #expect(receiver.statistics.epochsWithoutReader >= 3)
-    // A reader that opens the device and reads only once, half a second later, gets every epoch.
-    let fd = open(path, O_RDONLY | O_NOCTTY | O_NONBLOCK)
-    try #require(fd >= 0)
+    // A reader that opens the device and reads nothing until four epochs were written gets
+    // every one of them, in order (the pty passes written bytes on to the reader's side a moment
+    // later, from a kernel worker: read until they are all there).
+    let fd = try openDevice(path)
     defer { close(fd) }
-    try await Task.sleep(for: .milliseconds(550))
-    var buffer = [UInt8](repeating: 0, count: 65536)
-    let count = read(fd, &buffer, buffer.count)
-    try #require(count > 0)
-    let rmcCount = buffer[0..<count].split(separator: UInt8(ascii: "\n")).filter {
-      $0.starts(with: Array("$GPRMC".utf8))
-    }.count
-    #expect(rmcCount >= 4, "\(rmcCount) epochs kept for a reader that read once after 0.55 s")
+    #expect(await waitUntil { receiver.statistics.epochsWritten >= 4 }, "\(receiver.statistics)")
+    let writtenBeforeRead = receiver.statistics.epochsWritten
+    let bytes = try await readDevice(fd) {
+      completeLines($0, "$GPRMC").count >= writtenBeforeRead
+    }
+    let times = completeLines(bytes, "$GPRMC").compactMap(rmcMilliseconds)
+    #expect(times.count >= writtenBeforeRead, "\(times.count) epochs kept for a slow reader")
+    #expect(zip(times, times.dropFirst()).allSatisfy { $1 - $0 == 100 }, "\(times)")
     #expect(receiver.statistics.epochsDropped == 0)
   }
 
@@ -110,12 +170,13 @@ struct SimulatedReceiverTests {
     let path = temporaryPath("outage")
     let receiver = try SimulatedReceiver(linkPath: path)
     defer { receiver.stop() }
+    let fd = try openDevice(path)
+    defer { close(fd) }
+    // Epochs at 0, 0.1 ... 0.4 s are silent, the ones from 0.5 s on are written.
     try receiver.start(rate: 10) { elapsed in elapsed < 0.45 ? nil : sampleFix(0) }
-    let early = try await readDevice(path, seconds: 0.3)
-    #expect(early.isEmpty, "silent during the outage")
-    let late = try await readDevice(path, seconds: 0.5)
-    #expect(!late.isEmpty)
-    #expect(receiver.statistics.epochsSilent >= 4)
+    let late = try await readDevice(fd) { !completeLines($0, "$GPRMC").isEmpty }
+    #expect(!completeLines(late, "$GPRMC").isEmpty)
+    #expect(receiver.statistics.epochsSilent == 5, "\(receiver.statistics)")
   }
 
   @Test func writesTheFixesOfAnAsyncSequence() async throws {

@@ -13,7 +13,7 @@ import Testing
 @testable import LocationDaemon
 import LocationModel
 
-@Suite("Hostile clients", .serialized, .timeLimit(.minutes(1)))
+@Suite("Hostile clients", .serialized, .timeLimit(.minutes(3)))
 struct HostileClientTests {
   @Test(
     "numeric ids come back byte for byte",
@@ -225,27 +225,15 @@ private struct HugeReplyHandler: RequestHandler {
   }
 }
 
-/// Runs `body` on its own thread and waits at most about `seconds` for it: `nil` when it has not
-/// returned by then (it hangs; the thread is left behind).
-func finishes<T: Sendable>(within seconds: Int, _ body: @escaping @Sendable () -> T) -> T? {
-  let result = Mutex<T?>(nil)
-  Thread.detachNewThread { let value = body(); result.withLock { $0 = value } }
-  for _ in 0..<(seconds * 100) {
-    if let value = result.withLock({ $0 }) { return value }
-    usleep(10_000)
-  }
-  return result.withLock { $0 }
-}
-
-@Suite("Files the daemon reads", .timeLimit(.minutes(1)))
+@Suite("Files the daemon reads", .timeLimit(.minutes(3)))
 struct DaemonFileTests {
   @Test("a FIFO in place of the config file fails the read instead of hanging a reload")
-  func configFIFO() throws {
+  func configFIFO() async throws {
     let directory = try TemporaryDirectory()
     defer { directory.remove() }
     let path = directory.path + "/locationd.conf"
     #expect(mkfifo(path, 0o600) == 0)
-    let outcome = finishes(within: 5) { () -> String in
+    let outcome = await resultOnItsOwnThread { () -> String in
       do {
         _ = try Configuration.readTextFile(path)
         return "read"
@@ -254,7 +242,7 @@ struct DaemonFileTests {
       }
     }
     #expect(outcome == "not a regular file")
-    let parsed = finishes(within: 5) { () -> Bool in
+    let parsed = await resultOnItsOwnThread { () -> Bool in
       (try? Configuration.parse(arguments: ["--config", path], readFile: Configuration.readTextFile))
         != nil
     }

@@ -26,18 +26,19 @@ final class DatagramListener {
 
   deinit { Glibc.close(fd) }
 
-  /// The next datagram, waiting up to 5 s without blocking a thread.
+  /// The next datagram, waiting up to 30 s without blocking a thread. The socket is looked at
+  /// once more after the deadline: on a loaded machine this task may first run again after it.
   func receive() async -> String? {
-    let deadline = ContinuousClock.now + .seconds(5)
+    let deadline = ContinuousClock.now + .seconds(30)
     var buffer = [UInt8](repeating: 0, count: 4096)
-    while ContinuousClock.now < deadline {
+    while true {
       let count = buffer.withUnsafeMutableBytes {
         recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT))
       }
       if count >= 0 { return String(decoding: buffer[0..<count], as: UTF8.self) }
+      if ContinuousClock.now >= deadline { return nil }
       try? await Task.sleep(for: .milliseconds(2))
     }
-    return nil
   }
 }
 

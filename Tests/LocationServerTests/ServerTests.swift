@@ -8,7 +8,7 @@ import Testing
 @testable import LocationDaemon
 import LocationModel
 
-@Suite("Socket server", .serialized, .timeLimit(.minutes(1)))
+@Suite("Socket server", .serialized, .timeLimit(.minutes(3)))
 struct ServerTests {
   @Test("malformed JSON gets malformedJSON and the connection stays up")
   func malformedJSON() async throws {

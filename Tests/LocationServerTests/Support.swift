@@ -251,8 +251,9 @@ struct ServiceFixture {
   }
 }
 
-/// Waits until `condition` holds or `timeout` passes; returns whether it held.
-func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
+/// Waits until `condition` holds or `timeout` passes (a guard against a hang, long because a
+/// test task on a loaded 2-core machine may not run for seconds); returns whether it held.
+func eventually(timeout: Duration = .seconds(30), _ condition: () -> Bool) async -> Bool {
   let deadline = ContinuousClock.now + timeout
   while ContinuousClock.now < deadline {
     if condition() { return true }
