@@ -112,7 +112,7 @@ final class DaemonConnection {
     guard groupMayUse, info.st_gid != 0 else {
       return "run as root (only root may use \(examined))"
     }
-    let group = Authorizer.groupName(id: info.st_gid) ?? "with gid \(info.st_gid)"
+    let group = GroupDatabase.groupName(id: info.st_gid) ?? "with gid \(info.st_gid)"
     return "run as root or as a member of group \(group) (usermod -aG \(group) USER, then log in again)"
   }
 
