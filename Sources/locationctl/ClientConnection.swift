@@ -1,10 +1,6 @@
 import Glibc
 import SystemIO
 import LocationProtocol
-import ServiceCore
-import SocketTransport
-import LocationDaemon
-import LocationModel
 
 /// A failure talking to locationd: an error reply, or the daemon could not be reached.
 struct ClientError: Error {

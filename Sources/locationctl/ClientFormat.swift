@@ -1,8 +1,5 @@
 import NMEA
 import LocationProtocol
-import ServiceCore
-import SocketTransport
-import LocationDaemon
 import LocationModel
 
 /// Human-readable text for replies and events.

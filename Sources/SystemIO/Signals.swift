@@ -1,9 +1,5 @@
-import LocationModel
-import LocationProtocol
-import ServiceCore
 import Dispatch
 import Glibc
-import SystemIO
 import Synchronization
 
 /// Turns Unix signals into an `AsyncStream` of signal numbers.
@@ -11,7 +7,8 @@ import Synchronization
 /// A `sigaction` handler writes each signal's number into a self-pipe (the handler does nothing
 /// else, as async-signal safety requires); a `DispatchSource` reads the pipe and yields the
 /// numbers. Unlike a `DispatchSource` signal source this works whichever thread the kernel
-/// picks, so SIGTERM always ends the daemon through its normal shutdown path.
+/// picks, so SIGTERM always ends the process through its normal shutdown path. The one signal
+/// path of the process: locationd's main loop and `locationctl simulate` both use it.
 public enum SignalSequence {
   /// Ignores SIGPIPE process-wide: writes to a closed socket then fail with `EPIPE` instead of
   /// killing the daemon. Call once at start-up.
