@@ -189,18 +189,15 @@ final class DaemonConnection {
         }
       }
       var chunk = [UInt8](repeating: 0, count: 65_536)
-      let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-      if count > 0 {
-        buffer.append(contentsOf: chunk[0..<count])
-      } else if count == 0 {
-        return nil
-      } else if errno == EINTR {
-        continue
-      } else if errno == ECONNRESET {
-        return nil
-      } else {
-        throw ClientError("cannot read from locationd: \(String(cString: strerror(errno)))")
+      let count: Int
+      do {
+        count = try SystemIO.read(fd, into: &chunk)
+      } catch {
+        if error.code == ECONNRESET { return nil }
+        throw ClientError("cannot read from locationd: \(error)")
       }
+      if count == 0 { return nil }
+      buffer.append(contentsOf: chunk[0..<count])
     }
   }
 }
