@@ -206,9 +206,12 @@ enum JSONParser {
     /// (no overlong forms, no surrogates U+D800...U+DFFF, nothing above U+10FFFF).
     ///
     /// - Throws: ``JSONSyntaxError`` at the sequence's first byte.
-    mutating func appendUTF8Sequence(lead: UInt8, into utf8: inout [UInt8]) throws(JSONSyntaxError) {
+    mutating func appendUTF8Sequence(lead: UInt8, into utf8: inout [UInt8])
+      throws(JSONSyntaxError)
+    {
       let start = index - 1
-      let invalid = JSONSyntaxError(offset: start, reason: "invalid UTF-8 in string (JSON text must be UTF-8)")
+      let invalid = JSONSyntaxError(
+        offset: start, reason: "invalid UTF-8 in string (JSON text must be UTF-8)")
       // The length the lead byte announces and the range of the second byte (RFC 3629 section 4).
       let length: Int
       var second: ClosedRange<UInt8> = 0x80...0xBF

@@ -4,8 +4,8 @@ import LocationModel
 import LocationProtocol
 import Queues
 import ServiceCore
-import SystemIO
 import Synchronization
+import SystemIO
 
 // One client's socket, its outgoing queue (with coalescing and the backlog bound) and its
 // incoming requests, shared by the I/O thread, request tasks and broadcasting threads.

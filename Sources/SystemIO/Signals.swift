@@ -18,6 +18,10 @@ public enum SignalSequence {
 
   /// The signals in `signals` (e.g. `[SIGTERM, SIGINT, SIGHUP]`), in arrival order. While any
   /// stream is being iterated the signals are caught; when the consumer stops, they are ignored.
+  ///
+  /// The signals are also unblocked in the calling thread: a process inherits its parent's
+  /// signal mask (Foundation's `Process` passes a mask with them blocked), and a blocked signal
+  /// would never reach the handler.
   public static func stream(_ signals: [Int32]) -> AsyncStream<Int32> {
     let (stream, continuation) = AsyncStream.makeStream(
       of: Int32.self, bufferingPolicy: .bufferingNewest(64))
@@ -30,6 +34,10 @@ public enum SignalSequence {
       action.sa_flags = SA_RESTART
       sigaction(number, &action, nil)
     }
+    var unblocked = sigset_t()
+    sigemptyset(&unblocked)
+    for number in signals { sigaddset(&unblocked, number) }
+    pthread_sigmask(SIG_UNBLOCK, &unblocked, nil)
     return stream
   }
 

@@ -110,7 +110,9 @@ public enum SystemIO {
   ///   left), or `nil` when `fd` takes nothing now (`EAGAIN`/`EWOULDBLOCK`).
   /// - Throws: ``SystemError`` as ``sendSome(_:_:from:flags:)`` (`EIO` from a pty whose other
   ///   side is closed, too).
-  public static func writeSome(_ fd: Int32, _ bytes: [UInt8], from offset: Int) throws(SystemError) -> Int? {
+  public static func writeSome(_ fd: Int32, _ bytes: [UInt8], from offset: Int)
+    throws(SystemError) -> Int?
+  {
     try transferSome(bytes, from: offset) { base, count in write(fd, base, count) }
   }
 

@@ -1,6 +1,6 @@
 import Glibc
-import LocationProtocol
 import LocationModel
+import LocationProtocol
 import SystemIO
 
 /// Every client subcommand by name: arguments after the name, shared options -> exit status.

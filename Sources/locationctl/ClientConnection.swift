@@ -1,6 +1,6 @@
 import Glibc
-import SystemIO
 import LocationProtocol
+import SystemIO
 
 /// A failure talking to locationd: an error reply, or the daemon could not be reached.
 struct ClientError: Error {

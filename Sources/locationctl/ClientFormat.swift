@@ -1,6 +1,6 @@
-import NMEA
-import LocationProtocol
 import LocationModel
+import LocationProtocol
+import NMEA
 
 /// Human-readable text for replies and events.
 enum Format {

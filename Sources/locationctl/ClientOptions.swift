@@ -1,6 +1,6 @@
 import Glibc
-import SystemIO
 import LocationProtocol
+import SystemIO
 
 /// Options shared by every client subcommand.
 struct ClientOptions {

@@ -1,9 +1,9 @@
 import Dispatch
 import Glibc
 import LocationCore
+import LocationModel
 import NMEA
 import Synchronization
-import LocationModel
 import SystemIO
 
 let simulateUsage = """

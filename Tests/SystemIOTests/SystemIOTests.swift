@@ -104,9 +104,8 @@ struct SystemIOTests {
     let first = try #require(try SystemIO.sendSome(fds[0], bytes, from: 0, flags: Int32(MSG_NOSIGNAL)))
     #expect(first > 0 && first < bytes.count)
     var offset = first
-    while let sent = try SystemIO.sendSome(fds[0], bytes, from: offset, flags: Int32(MSG_NOSIGNAL)) {
-      offset += sent
-    }
+    let flags = Int32(MSG_NOSIGNAL)
+    while let sent = try SystemIO.sendSome(fds[0], bytes, from: offset, flags: flags) { offset += sent }
     #expect(offset < bytes.count)
     // The reader sees exactly the prefix that was reported sent, in order.
     _ = fcntl(fds[1], F_SETFL, O_NONBLOCK)
