@@ -80,9 +80,9 @@ let package = Package(
     .executableTarget(name: "locationd", dependencies: ["LocationDaemon"], swiftSettings: swiftSettings),
     .executableTarget(
       name: "locationctl",
-      dependencies: [
-        "NMEA", "LocationModel", "LocationProtocol", "LocationCore", "LocationDaemon", "GPSDBackend", "SystemIO",
-      ],
+      // The client and the pty simulator: the wire types, NMEA, the local backends and SystemIO;
+      // never the server (ServiceCore, SocketTransport, LocationDaemon).
+      dependencies: ["NMEA", "LocationModel", "LocationProtocol", "LocationCore", "SystemIO"],
       swiftSettings: swiftSettings),
     .executableTarget(name: "nmea-bench", dependencies: ["NMEA", "LocationModel", "LocationProtocol"], swiftSettings: swiftSettings),
     // JSONValue against Foundation's JSONEncoder/JSONDecoder and JSONSerialization.

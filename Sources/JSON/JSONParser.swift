@@ -158,7 +158,7 @@ enum JSONParser {
         index += 1
         switch c {
         case UInt8(ascii: "\""):
-          // Invalid UTF-8 is replaced (U+FFFD) rather than rejected.
+          // Well-formed: raw bytes were checked by `appendUTF8Sequence`, escapes encode scalars.
           return String(decoding: utf8, as: UTF8.self)
         case UInt8(ascii: "\\"):
           guard let e = current else { throw fail("unterminated escape") }
@@ -189,10 +189,55 @@ enum JSONParser {
           }
         case 0..<0x20:
           throw fail("control character in string")
-        default:
+        case 0x20..<0x80:
           utf8.append(c)
+        default:
+          try appendUTF8Sequence(lead: c, into: &utf8)
         }
       }
+    }
+
+    /// Checks the multi-byte UTF-8 sequence that starts with `lead` (already consumed, at
+    /// `index - 1`) and appends it to `utf8`.
+    ///
+    /// JSON text is UTF-8 (RFC 8259 section 8.1), so a string holding anything else is refused
+    /// rather than repaired: a replacement character would make two different strings equal and
+    /// an id would not come back as sent. Well-formed sequences are those of RFC 3629 section 4
+    /// (no overlong forms, no surrogates U+D800...U+DFFF, nothing above U+10FFFF).
+    ///
+    /// - Throws: ``JSONSyntaxError`` at the sequence's first byte.
+    mutating func appendUTF8Sequence(lead: UInt8, into utf8: inout [UInt8])
+      throws(JSONSyntaxError)
+    {
+      let start = index - 1
+      let invalid = JSONSyntaxError(
+        offset: start, reason: "invalid UTF-8 in string (JSON text must be UTF-8)")
+      // The length the lead byte announces and the range of the second byte (RFC 3629 section 4).
+      let length: Int
+      var second: ClosedRange<UInt8> = 0x80...0xBF
+      switch lead {
+      case 0xC2...0xDF: length = 2
+      case 0xE0:
+        length = 3
+        second = 0xA0...0xBF
+      case 0xE1...0xEC, 0xEE...0xEF: length = 3
+      case 0xED:
+        length = 3
+        second = 0x80...0x9F
+      case 0xF0:
+        length = 4
+        second = 0x90...0xBF
+      case 0xF1...0xF3: length = 4
+      case 0xF4:
+        length = 4
+        second = 0x80...0x8F
+      default: throw invalid
+      }
+      guard start + length <= bytes.count else { throw invalid }
+      guard second.contains(bytes[start + 1]) else { throw invalid }
+      for k in 2..<length where !(0x80...0xBF).contains(bytes[start + k]) { throw invalid }
+      for k in 0..<length { utf8.append(bytes[start + k]) }
+      index = start + length
     }
 
     mutating func hex4() throws(JSONSyntaxError) -> UInt32 {

@@ -82,18 +82,13 @@ extension SimulatedReceiver {
     var offset = 0
     var dropped = false
     while offset < bytes.count {
-      let written = bytes.withUnsafeBytes { buffer in
-        Glibc.write(master, buffer.baseAddress.map { $0 + offset }, buffer.count - offset)
-      }
-      if written > 0 {
-        offset += written
-      } else if written < 0 && errno == EINTR {
-        continue
-      } else {
-        // EAGAIN (buffer full: nobody reading) or EIO: drop the rest of this epoch.
+      // nil: EAGAIN (buffer full: nobody reading); an error: EIO. Either drops the rest of this
+      // epoch.
+      guard let written = try? SystemIO.writeSome(master, bytes, from: offset) else {
         dropped = true
         break
       }
+      offset += written
     }
     let finishedAt = Self.monotonicNanoseconds()
     state.withLock { state in

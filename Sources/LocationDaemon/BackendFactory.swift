@@ -1,39 +1,5 @@
-import LocationProtocol
-import ServiceCore
 import GPSDBackend
-import Glibc
 import LocationCore
-import LocationModel
-
-/// Why a backend could not be created from its URI.
-public struct BackendCreationError: Error, Sendable, Hashable, CustomStringConvertible {
-  /// The URI as given.
-  public var uri: String
-  /// What is wrong and what to do, in one line.
-  public var reason: String
-  /// What kind of failure it is (it decides the daemon's exit status).
-  public var kind: Kind
-
-  /// Kinds of ``BackendCreationError``.
-  public enum Kind: Sendable, Hashable {
-    /// The URI is malformed or names something unusable (a directory as a log).
-    case invalid
-    /// A file the URI names (replay log, GPX route) does not exist or cannot be read.
-    case missingInput
-    /// A library the backend needs (libxml2 for GPX) cannot be loaded.
-    case unavailable
-  }
-
-  /// Creates an error for `uri`.
-  public init(uri: String, reason: String, kind: Kind = .invalid) {
-    self.uri = uri
-    self.reason = reason
-    self.kind = kind
-  }
-
-  /// `backend URI: reason`.
-  public var description: String { "backend \(uri): \(reason)" }
-}
 
 /// Creates the backend a `--backend` URI names.
 ///
@@ -43,6 +9,8 @@ public struct BackendCreationError: Error, Sendable, Hashable, CustomStringConve
 ///   ``ReplayBackend`` (speed 0 = as fast as possible, 1 = real time; no rollover floor by default).
 /// - `gpsd://HOST:PORT[/DEVICE][?rollover-floor=DATE|none]` or `gpsd`: ``GPSDBackend`` through
 ///   libgps (rollover floor 2019-04-07 by default).
+///
+/// Simulation and replay come from ``LocalBackendFactory``, which `locationctl simulate` uses too.
 public enum BackendFactory {
   /// Parses `uri` and creates the backend on `clock`; nothing starts until the backend's `start()`.
   ///
@@ -51,53 +19,8 @@ public enum BackendFactory {
   public static func make(uri: String, clock: any LocationClock = SystemClock()) throws(BackendCreationError)
     -> any LocationBackend
   {
-    if uri == "simulate" || uri.hasPrefix("simulate:") || uri.hasPrefix("simulate?") {
-      let options: SimulatedBackend.Options
-      do {
-        options = try SimulatedBackend.Options.parse(uri)
-      } catch {
-        throw BackendCreationError(uri: uri, reason: error.description)
-      }
-      do {
-        return try SimulatedBackend(options: options, clock: clock, uri: uri)
-      } catch {
-        let kind: BackendCreationError.Kind
-        switch error {
-        case .unreadable: kind = .missingInput
-        case .parserUnavailable: kind = .unavailable
-        default: kind = .invalid
-        }
-        throw BackendCreationError(uri: uri, reason: "\(error)", kind: kind)
-      }
-    }
-    if uri.hasPrefix("replay:") {
-      let options: ReplayBackend.Options
-      do {
-        options = try ReplayBackend.Options.parse(uri)
-      } catch {
-        throw BackendCreationError(uri: uri, reason: error.description)
-      }
-      // Check the log now, so that a wrong path stops the daemon at start with a clear message
-      // instead of a replay that never produces anything.
-      if options.path != "-" {
-        var info = stat()
-        guard stat(options.path, &info) == 0 else {
-          throw BackendCreationError(
-            uri: uri, reason: "cannot open \(options.path): \(String(cString: strerror(errno)))",
-            kind: .missingInput)
-        }
-        guard (info.st_mode & S_IFMT) != S_IFDIR else {
-          // Unreadable as a log, like a GPX route that is not a regular file: the same status.
-          throw BackendCreationError(
-            uri: uri, reason: "\(options.path) is a directory: give an NMEA log file", kind: .missingInput)
-        }
-        guard (info.st_mode & S_IFMT) == S_IFREG else {
-          throw BackendCreationError(
-            uri: uri,
-            reason: "\(options.path) is not a regular file (a pipe or device has no end to replay): give an NMEA log file, or read a live receiver through gpsd")
-        }
-      }
-      return ReplayBackend(options: options, clock: clock, uri: uri)
+    if LocalBackendFactory.names(uri) {
+      return try LocalBackendFactory.make(uri: uri, clock: clock)
     }
     if uri == "gpsd" || uri.hasPrefix("gpsd://") {
       do {

@@ -57,8 +57,8 @@ public enum ConfigurationError: Error, Sendable, Hashable, CustomStringConvertib
 /// ignored; keys are the long flag names without `--` (`backend`, `socket`, `state-dir`,
 /// `group`, `max-clients`). Values may be wrapped in double quotes.
 public struct Configuration: Sendable, Hashable {
-  /// The default socket path.
-  public static let defaultSocketPath = "/run/locationd/locationd.sock"
+  /// The default socket path: ``ServiceSocket/defaultPath``, where clients look for the service.
+  public static let defaultSocketPath = ServiceSocket.defaultPath
   /// The default state directory (systemd's `StateDirectory=locationd`).
   public static let defaultStateDirectory = "/var/lib/locationd"
   /// The default backend.

@@ -134,7 +134,7 @@ public enum Daemon {
         do {
           let reloaded = try configuration.reloaded()
           // Refused as at start: a group that does not exist would shut every member out.
-          if let group = reloaded.group, !group.isEmpty, Authorizer.groupID(named: group) == nil {
+          if let group = reloaded.group, !group.isEmpty, GroupDatabase.groupID(named: group) == nil {
             throw ListenError.noSuchGroup(group)
           }
           // Clients already decided are decided again under the new group: one that lost its

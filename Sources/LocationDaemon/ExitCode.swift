@@ -1,35 +1,9 @@
-import LocationModel
-import LocationProtocol
-import ServiceCore
+import LocationCore
 import SocketTransport
+import SystemIO
 
-/// `locationd`'s exit statuses, after BSD `sysexits.h`: one code per kind of failure, so that a
-/// script or systemd (`RestartPreventExitStatus=`) can tell a typo from a missing file from a
-/// busy socket.
-public enum ExitCode: Int32, Sendable, CaseIterable {
-  /// A clean shutdown (SIGTERM, SIGINT), or `--help`.
-  case success = 0
-  /// `EX_USAGE`: the command line itself is malformed (an unknown option, an option without its
-  /// value); the usage text follows the message.
-  case usage = 64
-  /// `EX_NOINPUT`: a file named in the configuration does not exist, cannot be read or is not a
-  /// regular file (a directory, say): the `--config` file, a replay log, a GPX route.
-  case noInput = 66
-  /// `EX_UNAVAILABLE`: something locationd needs is not there or not free: another server
-  /// listens at the socket path, or a library (libxml2) cannot be loaded.
-  case unavailable = 69
-  /// `EX_OSERR`: a system call failed unexpectedly (socket, bind, listen).
-  case osError = 71
-  /// `EX_CANTCREAT`: the socket's directory or the state directory cannot be created (its parent
-  /// is missing, a regular file or a dangling link stands where a directory should be, or
-  /// permission is denied).
-  case cannotCreate = 73
-  /// `EX_CONFIG`: a setting cannot be used (from a flag or the config file): a malformed config
-  /// line, a bad backend URI or value, an unknown group, a `--state-dir` that is not a directory,
-  /// a `--socket` path that exists and is not a socket.
-  case configuration = 78
-
-  /// The table for `--help` and the README, one line per code.
+extension ExitCode {
+  /// The table of the codes locationd uses, for its `--help` and the README, one line per code.
   public static let table = """
     exit status:
       0   clean shutdown (SIGTERM, SIGINT) or --help

@@ -204,7 +204,8 @@ extension Request {
       (value, idText) = try JSONValue.parse(bytes, numberTextOfMember: "id")
     } catch {
       throw ProtocolError(
-        .malformedJSON, "the line is not valid JSON: send one JSON object per line")
+        .malformedJSON,
+        "the line is not valid JSON (at byte \(error.offset): \(error.reason)): send one JSON object per line")
     }
     return try parse(value, idText: idText)
   }
@@ -335,8 +336,12 @@ private struct ArgumentReader {
   /// Prefix of member names in messages (`annotation.` inside the annotation object).
   var context = ""
 
+  /// Names of the members taken so far: one left over with such a name is a duplicate.
+  var taken: Set<String> = []
+
   mutating func take(_ key: String) -> JSONValue? {
     guard let index = members.firstIndex(where: { $0.key == key }) else { return nil }
+    taken.insert(key)
     return members.remove(at: index).value
   }
 
@@ -424,6 +429,10 @@ private struct ArgumentReader {
 
   func rejectLeftovers(command: String) throws(ProtocolError) {
     guard let extra = members.first else { return }
+    if taken.contains(extra.key) {
+      // RFC 8259 section 4 leaves duplicate names undefined; a request may not rely on which wins.
+      throw error("duplicate member \"\(context)\(extra.key)\": give each member once")
+    }
     throw error(
       "unknown member \"\(context)\(extra.key)\" for command \"\(command)\": see docs/PROTOCOL.md")
   }

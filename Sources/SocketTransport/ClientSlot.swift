@@ -5,6 +5,7 @@ import LocationProtocol
 import Queues
 import ServiceCore
 import Synchronization
+import SystemIO
 
 // One client's socket, its outgoing queue (with coalescing and the backlog bound) and its
 // incoming requests, shared by the I/O thread, request tasks and broadcasting threads.
@@ -100,16 +101,14 @@ final class ClientSlot: Sendable {
     if state.queue.isEmpty {
       var offset = 0
       while offset < line.count {
-        let written = line.withUnsafeBytes { buffer in
-          send(fd, buffer.baseAddress.map { $0 + offset }, buffer.count - offset, Int32(MSG_NOSIGNAL))
+        let sent: Int?
+        do {
+          sent = try SystemIO.sendSome(fd, line, from: offset, flags: Int32(MSG_NOSIGNAL))
+        } catch {
+          return dropLocked("writeError", &state)
         }
-        if written >= 0 {
-          offset += written
-          continue
-        }
-        if errno == EINTR { continue }
-        if errno == EAGAIN || errno == EWOULDBLOCK { break }
-        return dropLocked("writeError", &state)
+        guard let sent else { break }
+        offset += sent
       }
       if offset == line.count { return .accepted }
       if let key, offset == 0 {
@@ -199,17 +198,15 @@ final class ClientSlot: Sendable {
         bytes.append(UInt8(ascii: "\n"))
         state.queue.replaceFirst(.bytes(bytes, counted: false))
       }
-      let offset = state.headOffset
-      let written = bytes.withUnsafeBytes { buffer in
-        send(fd, buffer.baseAddress.map { $0 + offset }, buffer.count - offset, Int32(MSG_NOSIGNAL))
-      }
-      if written < 0 {
-        if errno == EINTR { continue }
-        if errno == EAGAIN || errno == EWOULDBLOCK { return true }
+      let sent: Int?
+      do {
+        sent = try SystemIO.sendSome(fd, bytes, from: state.headOffset, flags: Int32(MSG_NOSIGNAL))
+      } catch {
         _ = dropLocked("writeError", &state)
         return false
       }
-      state.headOffset += written
+      guard let sent else { return true }
+      state.headOffset += sent
       if state.headOffset < bytes.count { return true }
       state.headOffset = 0
       _ = state.queue.popFirst()

@@ -160,7 +160,7 @@ public struct ListeningSocket: Sendable {
     }
     var gid: UInt32? = nil
     if let group, !group.isEmpty {
-      guard let found = Authorizer.groupID(named: group) else { throw .noSuchGroup(group) }
+      guard let found = GroupDatabase.groupID(named: group) else { throw .noSuchGroup(group) }
       gid = found
     }
     let created = try makeParentDirectory(of: path)
@@ -226,7 +226,7 @@ public struct ListeningSocket: Sendable {
     guard !isActivated else { return false }
     var gid = getegid()
     if let group, !group.isEmpty {
-      guard let found = Authorizer.groupID(named: group) else { throw .noSuchGroup(group) }
+      guard let found = GroupDatabase.groupID(named: group) else { throw .noSuchGroup(group) }
       gid = found
     }
     if let code = Self.setGroup(path, gid) { throw .systemCall("chown", path: path, errno: code) }

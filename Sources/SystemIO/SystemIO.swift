@@ -87,6 +87,62 @@ public enum SystemIO {
     try result.get()
   }
 
+  /// Sends what a non-blocking socket `fd` takes now of `bytes[offset...]`, with `send(2)` and
+  /// `flags` (e.g. `MSG_NOSIGNAL`), retrying after `EINTR`: one step of a loop that keeps its
+  /// own offset and waits for the socket to become writable when this answers `nil`.
+  ///
+  /// - Parameter offset: where the unsent part starts, `0...bytes.count`.
+  /// - Returns: the number of bytes sent, `1...bytes.count - offset` (`0` only when nothing is
+  ///   left to send), or `nil` when the socket takes nothing now (`EAGAIN`/`EWOULDBLOCK`).
+  /// - Throws: ``SystemError`` with `send`'s `errno` (`EPIPE`, `ECONNRESET`...), `EINVAL` for an
+  ///   `offset` outside `0...bytes.count`, or `EIO` when the kernel reports 0 bytes or more than
+  ///   were asked for.
+  public static func sendSome(_ fd: Int32, _ bytes: [UInt8], from offset: Int, flags: Int32)
+    throws(SystemError) -> Int?
+  {
+    try transferSome(bytes, from: offset) { base, count in send(fd, base, count, flags) }
+  }
+
+  /// Writes what a non-blocking `fd` (a pipe, a pty) takes now of `bytes[offset...]` with
+  /// `write(2)`, retrying after `EINTR`; see ``sendSome(_:_:from:flags:)``.
+  ///
+  /// - Returns: the number of bytes written, `1...bytes.count - offset` (`0` only when nothing is
+  ///   left), or `nil` when `fd` takes nothing now (`EAGAIN`/`EWOULDBLOCK`).
+  /// - Throws: ``SystemError`` as ``sendSome(_:_:from:flags:)`` (`EIO` from a pty whose other
+  ///   side is closed, too).
+  public static func writeSome(_ fd: Int32, _ bytes: [UInt8], from offset: Int)
+    throws(SystemError) -> Int?
+  {
+    try transferSome(bytes, from: offset) { base, count in write(fd, base, count) }
+  }
+
+  /// One non-blocking `send`/`write` of `bytes[offset...]` by `call`, with both sides checked:
+  /// `call` gets a pointer inside the array and the exact count left after it, and a count it
+  /// returns outside `1...that` is refused as `EIO`.
+  @inline(__always)
+  private static func transferSome(
+    _ bytes: [UInt8], from offset: Int, _ call: (UnsafeRawPointer, Int) -> Int
+  ) throws(SystemError) -> Int? {
+    guard offset >= 0, offset <= bytes.count else { throw SystemError(EINVAL) }
+    if offset == bytes.count { return 0 }
+    let result: Result<Int?, SystemError> = bytes.withUnsafeBytes { raw in
+      guard let base = raw.baseAddress else { return .success(0) }
+      let remaining = raw.count - offset
+      while true {
+        let count = call(base + offset, remaining)
+        if count < 0 {
+          let code = errno
+          if code == EINTR { continue }
+          if code == EAGAIN || code == EWOULDBLOCK { return .success(nil) }
+          return .failure(SystemError(code))
+        }
+        guard count > 0, count <= remaining else { return .failure(SystemError(EIO)) }
+        return .success(count)
+      }
+    }
+    return try result.get()
+  }
+
   /// Reads at most `buffer.count` bytes from `fd` into the start of `buffer`, retrying after
   /// `EINTR`.
   ///

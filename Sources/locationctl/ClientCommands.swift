@@ -1,9 +1,7 @@
 import Glibc
-import LocationProtocol
-import ServiceCore
-import SocketTransport
-import LocationDaemon
 import LocationModel
+import LocationProtocol
+import SystemIO
 
 /// Every client subcommand by name: arguments after the name, shared options -> exit status.
 let clientCommands: [String: @Sendable ([String], ClientOptions) throws -> Int32] = [
@@ -30,14 +28,14 @@ private func finish(_ reply: Message, _ options: ClientOptions, text: (JSONValue
     if options.json { printJSON(reply) }
     let code = reply["code"]?.stringValue ?? "error"
     writeError("locationctl: \(code): \(reply["message"]?.stringValue ?? "")")
-    return ExitCode.failure
+    return ExitCode.failure.rawValue
   }
   if options.json {
     printJSON(reply)
   } else {
     print(text(reply.value))
   }
-  return ExitCode.success
+  return ExitCode.success.rawValue
 }
 
 /// Prints a reply or event as received, on one line, without the request `id`.
@@ -126,16 +124,16 @@ func runWatch(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
       print(Format.event(event.value))
     }
     fflush(nil)
-    if event["class"] == "BACKEND", event["state"] == "endOfData" { return ExitCode.success }
-    if event["class"] == "ERROR" { return ExitCode.failure }
+    if event["class"] == "BACKEND", event["state"] == "endOfData" { return ExitCode.success.rawValue }
+    if event["class"] == "ERROR" { return ExitCode.failure.rawValue }
     if event["class"] == "AUTHORIZATION", event["authorization"] != "authorized" {
       // A reload of locationd's configuration took this user out of its group: nothing more comes.
       writeError("locationctl: locationd withdrew this client's authorization (its group changed)")
-      return ExitCode.failure
+      return ExitCode.failure.rawValue
     }
   }
   writeError("locationctl: locationd closed the connection")
-  return ExitCode.failure
+  return ExitCode.failure.rawValue
 }
 
 func runCenter(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {

@@ -1,10 +1,6 @@
 import Glibc
-import SystemIO
 import LocationProtocol
-import ServiceCore
-import SocketTransport
-import LocationDaemon
-import LocationModel
+import SystemIO
 
 /// A failure talking to locationd: an error reply, or the daemon could not be reached.
 struct ClientError: Error {
@@ -112,7 +108,7 @@ final class DaemonConnection {
     guard groupMayUse, info.st_gid != 0 else {
       return "run as root (only root may use \(examined))"
     }
-    let group = Authorizer.groupName(id: info.st_gid) ?? "with gid \(info.st_gid)"
+    let group = GroupDatabase.groupName(id: info.st_gid) ?? "with gid \(info.st_gid)"
     return "run as root or as a member of group \(group) (usermod -aG \(group) USER, then log in again)"
   }
 
@@ -193,18 +189,15 @@ final class DaemonConnection {
         }
       }
       var chunk = [UInt8](repeating: 0, count: 65_536)
-      let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-      if count > 0 {
-        buffer.append(contentsOf: chunk[0..<count])
-      } else if count == 0 {
-        return nil
-      } else if errno == EINTR {
-        continue
-      } else if errno == ECONNRESET {
-        return nil
-      } else {
-        throw ClientError("cannot read from locationd: \(String(cString: strerror(errno)))")
+      let count: Int
+      do {
+        count = try SystemIO.read(fd, into: &chunk)
+      } catch {
+        if error.code == ECONNRESET { return nil }
+        throw ClientError("cannot read from locationd: \(error)")
       }
+      if count == 0 { return nil }
+      buffer.append(contentsOf: chunk[0..<count])
     }
   }
 }

@@ -1,9 +1,6 @@
-import NMEA
-import LocationProtocol
-import ServiceCore
-import SocketTransport
-import LocationDaemon
 import LocationModel
+import LocationProtocol
+import NMEA
 
 /// Human-readable text for replies and events.
 enum Format {

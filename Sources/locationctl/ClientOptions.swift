@@ -1,20 +1,6 @@
 import Glibc
-import SystemIO
 import LocationProtocol
-import ServiceCore
-import SocketTransport
-import LocationDaemon
-import LocationModel
-
-/// Exit statuses of locationctl (sysexits.h for usage).
-enum ExitCode {
-  /// Success.
-  static let success: Int32 = 0
-  /// An error reply, or locationd could not be reached.
-  static let failure: Int32 = 1
-  /// Bad usage (`EX_USAGE`).
-  static let usage: Int32 = 64
-}
+import SystemIO
 
 /// Options shared by every client subcommand.
 struct ClientOptions {
@@ -72,7 +58,7 @@ let usageText = """
 func dispatch(_ arguments: [String]) -> Int32 {
   var options = ClientOptions(
     socketPath: getenv("LOCATIOND_SOCKET").map { String(cString: $0) }
-      ?? Configuration.defaultSocketPath)
+      ?? ServiceSocket.defaultPath)
   var rest: [String] = []
   var index = 0
   var command: String?
@@ -103,7 +89,7 @@ func dispatch(_ arguments: [String]) -> Int32 {
       case "-h", "--help", "help":
         if command == nil {
           print(usageText, terminator: "")
-          return ExitCode.success
+          return ExitCode.success.rawValue
         }
         rest.append(argument)
       default:
@@ -127,7 +113,7 @@ func dispatch(_ arguments: [String]) -> Int32 {
     let beforeOperands = rest.prefix { $0 != "--" }
     if beforeOperands.contains("-h") || beforeOperands.contains("--help") {
       print(commandUsage(command), terminator: "")
-      return ExitCode.success
+      return ExitCode.success.rawValue
     }
     // Commands with options of their own (ArgumentList) see `--`; the others take operands only.
     if !commandsWithOptions.contains(command), let end = rest.firstIndex(of: "--") {
@@ -136,13 +122,13 @@ func dispatch(_ arguments: [String]) -> Int32 {
     return try run(rest, options)
   } catch let error as UsageError {
     writeError("locationctl: \(error.message)\nRun locationctl --help for usage.")
-    return ExitCode.usage
+    return ExitCode.usage.rawValue
   } catch let error as ClientError {
     writeError("locationctl: \(error.message)")
-    return ExitCode.failure
+    return ExitCode.failure.rawValue
   } catch {
     writeError("locationctl: \(error)")
-    return ExitCode.failure
+    return ExitCode.failure.rawValue
   }
 }
 

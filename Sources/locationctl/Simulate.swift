@@ -1,13 +1,10 @@
 import Dispatch
 import Glibc
 import LocationCore
-import LocationProtocol
-import ServiceCore
-import SocketTransport
-import LocationDaemon
+import LocationModel
 import NMEA
 import Synchronization
-import LocationModel
+import SystemIO
 
 let simulateUsage = """
   usage: locationctl simulate --pty PATH [--backend URI] [--rate HZ] [--talker GP|GN] [--zda]
@@ -47,53 +44,53 @@ func runSimulate(arguments: [String]) -> Int32 {
     switch argument {
     case "-h", "--help":
       print(simulateUsage, terminator: "")
-      return ExitCode.success
+      return ExitCode.success.rawValue
     case "--pty":
-      guard let text = value(argument) else { return ExitCode.usage }
+      guard let text = value(argument) else { return ExitCode.usage.rawValue }
       path = text
     case "--backend":
-      guard let text = value(argument) else { return ExitCode.usage }
+      guard let text = value(argument) else { return ExitCode.usage.rawValue }
       backendURI = text
     case "--rate":
-      guard let text = value(argument) else { return ExitCode.usage }
+      guard let text = value(argument) else { return ExitCode.usage.rawValue }
       guard let number = Double(text), (1...10).contains(number) else {
         writeError("locationctl simulate: --rate must be a number of epochs per second in 1...10")
-        return ExitCode.usage
+        return ExitCode.usage.rawValue
       }
       rate = number
     case "--talker":
-      guard let text = value(argument) else { return ExitCode.usage }
+      guard let text = value(argument) else { return ExitCode.usage.rawValue }
       guard let choice = TalkerID(letters: text.uppercased()), choice == .gps || choice == .multiGNSS else {
         writeError("locationctl simulate: --talker must be GP or GN")
-        return ExitCode.usage
+        return ExitCode.usage.rawValue
       }
       talker = choice
     case "--zda":
       sentences.insert(.zda)
     case "--device-mode":
-      guard let text = value(argument) else { return ExitCode.usage }
+      guard let text = value(argument) else { return ExitCode.usage.rawValue }
       guard let mode = mode_t(text, radix: 8), mode <= 0o777 else {
         writeError("locationctl simulate: --device-mode must be octal permissions such as 666")
-        return ExitCode.usage
+        return ExitCode.usage.rawValue
       }
       deviceMode = mode
     default:
       writeError("locationctl simulate: unknown argument \(argument) (try --help)")
-      return ExitCode.usage
+      return ExitCode.usage.rawValue
     }
   }
   guard let path else {
     writeError("locationctl simulate: --pty PATH is required (try --help)")
-    return ExitCode.usage
+    return ExitCode.usage.rawValue
   }
   let uri =
     backendURI ?? "simulate?rate=\(rate == rate.rounded() ? String(Int(rate)) : String(rate))"
   let backend: any LocationBackend
   do {
-    backend = try BackendFactory.make(uri: uri)
+    backend = try LocalBackendFactory.make(uri: uri)
   } catch {
     writeError("locationctl simulate: \(error)")
-    return ExitCode.usage
+    return ExitCode.usage.rawValue
   }
   let receiver: SimulatedReceiver
   do {
@@ -102,7 +99,7 @@ func runSimulate(arguments: [String]) -> Int32 {
       deviceMode: deviceMode)
   } catch {
     writeError("locationctl simulate: \(error)")
-    return ExitCode.failure
+    return ExitCode.failure.rawValue
   }
 
   // Fixes of the backend's location events, in order, until a replay reaches the end of its
@@ -125,14 +122,14 @@ func runSimulate(arguments: [String]) -> Int32 {
       return nil
     }
   }
-  let status = Atomic<Int32>(ExitCode.success)
+  let status = Atomic<Int32>(ExitCode.success.rawValue)
   let done = DispatchSemaphore(value: 0)
   let task = Task {
     do {
       try await backend.start()
     } catch {
       writeError("locationctl simulate: cannot start \(uri): \(error)")
-      status.store(ExitCode.failure, ordering: .relaxed)
+      status.store(ExitCode.failure.rawValue, ordering: .relaxed)
       receiver.stop()
       done.signal()
       return
@@ -141,7 +138,7 @@ func runSimulate(arguments: [String]) -> Int32 {
       try receiver.start(rate: rate, fixes: fixes)
     } catch {
       writeError("locationctl simulate: \(error)")
-      status.store(ExitCode.failure, ordering: .relaxed)
+      status.store(ExitCode.failure.rawValue, ordering: .relaxed)
       receiver.stop()
     }
     writeError(
@@ -153,17 +150,14 @@ func runSimulate(arguments: [String]) -> Int32 {
   }
 
   // SIGINT/SIGTERM: stop writing and remove the link.
-  var sources: [any DispatchSourceSignal] = []
-  for signalNumber in [SIGINT, SIGTERM] {
-    signal(signalNumber, SIG_IGN)
-    let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-    source.setEventHandler { receiver.stop() }
-    source.resume()
-    sources.append(source)
+  let signals = SignalSequence.stream([SIGINT, SIGTERM])
+  let signalTask = Task {
+    for await _ in signals { receiver.stop() }
   }
   done.wait()
   task.cancel()
-  for source in sources { source.cancel() }
+  // Ends the iteration, which stops catching the signals.
+  signalTask.cancel()
   let statistics = receiver.statistics
   writeError(
     "locationctl simulate: \(statistics.epochsWritten) epochs written, "

@@ -8,6 +8,7 @@ import Testing
 @testable import LocationProtocol
 @testable import ServiceCore
 import LocationModel
+import SystemIO
 
 /// A client channel that keeps what the service pushes to it, as parsed JSON objects.
 private final class RecordingChannel: ClientChannel {
@@ -70,7 +71,7 @@ private func fix(_ latitude: Double) -> Fix {
 struct AuthorizationAuthorityTests {
   @Test("the authority decides with the rule in force: root always, the group's members until it changes")
   func authorityFollowsReplacement() throws {
-    try #require(Authorizer.groupID(named: "nogroup") == 65534, "Debian's nogroup")
+    try #require(GroupDatabase.groupID(named: "nogroup") == 65534, "Debian's nogroup")
     let authority = AuthorizationAuthority(Authorizer(groupName: "nogroup"))
     #expect(authority.decide(for: nobody).status == .authorized)
     #expect(authority.decide(for: nobody).reason == "group")
@@ -86,7 +87,7 @@ struct AuthorizationAuthorityTests {
 
   @Test("a reload that drops the client's group gives one answer to every command, and ends its watch and tracking")
   func reloadRevokesConsistently() async throws {
-    try #require(Authorizer.groupID(named: "nogroup") == 65534 && Authorizer.groupID(named: "daemon") != nil)
+    try #require(GroupDatabase.groupID(named: "nogroup") == 65534 && GroupDatabase.groupID(named: "daemon") != nil)
     let harness = try await Harness(group: "nogroup")
     let client = RecordingChannel()
     let bystander = RecordingChannel()  // never asked: stays notDetermined, hears nothing
@@ -122,7 +123,7 @@ struct AuthorizationAuthorityTests {
 
   @Test("a reload that adds the client's group: request, start, location and watch all agree")
   func reloadGrantsConsistently() async throws {
-    try #require(Authorizer.groupID(named: "nogroup") == 65534 && Authorizer.groupID(named: "daemon") != nil)
+    try #require(GroupDatabase.groupID(named: "nogroup") == 65534 && GroupDatabase.groupID(named: "daemon") != nil)
     let harness = try await Harness(group: "daemon")
     let earlier = RecordingChannel()
     #expect(try await harness.ask(#"{"cmd":"request"}"#, earlier)["code"] == "notAuthorized")
@@ -142,7 +143,7 @@ struct AuthorizationAuthorityTests {
 
   @Test("a reload that keeps the client's group changes nothing and tells nobody")
   func reloadWithoutChange() async throws {
-    try #require(Authorizer.groupID(named: "nogroup") == 65534)
+    try #require(GroupDatabase.groupID(named: "nogroup") == 65534)
     let harness = try await Harness(group: "nogroup")
     let client = RecordingChannel()
     #expect(try await harness.ask(#"{"cmd":"request"}"#, client)["authorization"] == "authorized")

@@ -7,6 +7,7 @@ import Testing
 @testable import SocketTransport
 @testable import LocationDaemon
 import LocationModel
+import SystemIO
 
 /// Runs a Python client as uid/gid 65534 (nobody/nogroup) with no supplementary groups, sending
 /// `request` then `start`, and returns the two reply lines.
@@ -97,7 +98,7 @@ struct PeerTests {
       for: PeerCredentials(pid: 1, uid: 65534, gid: 65534))
     #expect(missing.status == .denied)
     #expect(missing.reason == "noSuchGroup")
-    #expect(Authorizer.groupID(named: "root") == 0)
+    #expect(GroupDatabase.groupID(named: "root") == 0)
   }
 }
 

@@ -133,6 +133,58 @@ struct ProtocolTests {
     }
   }
 
+  @Test(
+    "a repeated member is called a duplicate, not unknown",
+    arguments: [
+      (#"{"cmd":"status","cmd":"status"}"#, "cmd"),
+      (#"{"cmd":"status","id":1,"id":2}"#, "id"),
+      (#"{"id":"a","cmd":"zoom","zoom":1,"zoom":2}"#, "zoom"),
+      (#"{"cmd":"annotate","annotation":{"id":"a","lat":0,"lat":1,"lon":0}}"#, "annotation.lat"),
+    ])
+  func duplicateMembers(_ text: String, _ name: String) {
+    do {
+      _ = try parse(text)
+      Issue.record("\(text) parsed")
+    } catch {
+      #expect(error.code == .invalidArgument, "\(text): \(error.message)")
+      #expect(error.message.hasPrefix("duplicate member \"\(name)\""), "\(text): \(error.message)")
+    }
+  }
+
+  /// RFC 8259 section 8.1: JSON text is UTF-8. Each line has a string that is not: a stray
+  /// continuation byte, a byte never in UTF-8, an overlong encoding, a UTF-16 surrogate, a
+  /// sequence cut short, one above U+10FFFF.
+  @Test(
+    "a string that is not UTF-8 is refused, never replaced",
+    arguments: [
+      [0x80], [0xFF], [0xC0, 0xAF], [0xE0, 0x80, 0xAF], [0xED, 0xA0, 0x80], [0xE2, 0x82],
+      [0xF4, 0x90, 0x80, 0x80], [0xC3],
+    ] as [[UInt8]])
+  func invalidUTF8(_ bad: [UInt8]) {
+    let line = Array(#"{"cmd":"status","id":""#.utf8) + bad + Array(#""}"#.utf8)
+    do {
+      let request = try Request.parse(line)
+      Issue.record("\(bad) parsed as id \(String(describing: request.id))")
+    } catch {
+      #expect(error.code == .malformedJSON)
+      #expect(error.message.contains("at byte 22: invalid UTF-8 in string"), "\(error.message)")
+    }
+    do {
+      let value = try JSONValue.parse(line)
+      Issue.record("\(bad) parsed as \(value)")
+    } catch {
+      #expect(error.offset == 22)
+      #expect(error.reason == "invalid UTF-8 in string (JSON text must be UTF-8)")
+    }
+  }
+
+  @Test("well-formed UTF-8 of every length reads back byte for byte")
+  func validUTF8() throws {
+    let text = "é€😀\u{10FFFF}\u{E000}\u{D7FF}"
+    let line = Array(#"{"cmd":"status","id":""#.utf8) + Array(text.utf8) + Array(#""}"#.utf8)
+    #expect(try Request.parse(line).id == .string(text))
+  }
+
   @Test("the error carries the id of an otherwise bad request")
   func errorKeepsID() {
     do {

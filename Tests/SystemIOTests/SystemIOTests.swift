@@ -92,4 +92,46 @@ struct SystemIOTests {
     close(fds[1])
     #expect(throws: SystemError(EPIPE)) { try SystemIO.sendAll(fds[0], [1], flags: Int32(MSG_NOSIGNAL)) }
   }
+
+  @Test("sendSome takes what a non-blocking socket accepts, nil when full, and resumes at an offset")
+  func sendSome() throws {
+    var fds: [Int32] = [0, 0]
+    try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
+    defer { close(fds[0]) }
+    _ = fcntl(fds[0], F_SETFL, O_NONBLOCK)
+    let bytes = (0..<(4 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+    // More than the socket buffer holds: a first part goes, then the socket is full.
+    let first = try #require(try SystemIO.sendSome(fds[0], bytes, from: 0, flags: Int32(MSG_NOSIGNAL)))
+    #expect(first > 0 && first < bytes.count)
+    var offset = first
+    let flags = Int32(MSG_NOSIGNAL)
+    while let sent = try SystemIO.sendSome(fds[0], bytes, from: offset, flags: flags) { offset += sent }
+    #expect(offset < bytes.count)
+    // The reader sees exactly the prefix that was reported sent, in order.
+    _ = fcntl(fds[1], F_SETFL, O_NONBLOCK)
+    var received: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 1 << 16)
+    while let count = try? SystemIO.read(fds[1], into: &chunk), count > 0 { received += chunk.prefix(count) }
+    #expect(received == Array(bytes.prefix(offset)))
+    #expect(try SystemIO.sendSome(fds[0], bytes, from: bytes.count, flags: 0) == 0)
+    #expect(throws: SystemError(EINVAL)) { try SystemIO.sendSome(fds[0], bytes, from: -1, flags: 0) }
+    #expect(throws: SystemError(EINVAL)) { try SystemIO.sendSome(fds[0], bytes, from: bytes.count + 1, flags: 0) }
+    close(fds[1])
+    #expect(throws: SystemError(EPIPE)) { try SystemIO.sendSome(fds[0], [1], from: 0, flags: Int32(MSG_NOSIGNAL)) }
+  }
+
+  @Test("writeSome writes from an offset; a full non-blocking pipe answers nil")
+  func writeSome() throws {
+    let pipe = try Pipe()
+    _ = fcntl(pipe.write, F_SETFL, O_NONBLOCK)
+    #expect(try SystemIO.writeSome(pipe.write, Array("abcdef".utf8), from: 2) == 4)
+    var buffer = [UInt8](repeating: 0, count: 16)
+    #expect(try SystemIO.read(pipe.read, into: &buffer) == 4)
+    #expect(Array(buffer.prefix(4)) == Array("cdef".utf8))
+    let big = [UInt8](repeating: 1, count: 1 << 20)
+    var offset = 0
+    while let written = try SystemIO.writeSome(pipe.write, big, from: offset) { offset += written }
+    #expect(offset > 0 && offset < big.count)
+    #expect(throws: SystemError(EBADF)) { try SystemIO.writeSome(-1, [1], from: 0) }
+  }
 }

@@ -1,9 +1,5 @@
-import LocationModel
-import LocationProtocol
-import ServiceCore
 import Dispatch
 import Glibc
-import SystemIO
 import Synchronization
 
 /// Turns Unix signals into an `AsyncStream` of signal numbers.
@@ -11,7 +7,8 @@ import Synchronization
 /// A `sigaction` handler writes each signal's number into a self-pipe (the handler does nothing
 /// else, as async-signal safety requires); a `DispatchSource` reads the pipe and yields the
 /// numbers. Unlike a `DispatchSource` signal source this works whichever thread the kernel
-/// picks, so SIGTERM always ends the daemon through its normal shutdown path.
+/// picks, so SIGTERM always ends the process through its normal shutdown path. The one signal
+/// path of the process: locationd's main loop and `locationctl simulate` both use it.
 public enum SignalSequence {
   /// Ignores SIGPIPE process-wide: writes to a closed socket then fail with `EPIPE` instead of
   /// killing the daemon. Call once at start-up.
@@ -21,6 +18,10 @@ public enum SignalSequence {
 
   /// The signals in `signals` (e.g. `[SIGTERM, SIGINT, SIGHUP]`), in arrival order. While any
   /// stream is being iterated the signals are caught; when the consumer stops, they are ignored.
+  ///
+  /// The signals are also unblocked in the calling thread: a process inherits its parent's
+  /// signal mask (Foundation's `Process` passes a mask with them blocked), and a blocked signal
+  /// would never reach the handler.
   public static func stream(_ signals: [Int32]) -> AsyncStream<Int32> {
     let (stream, continuation) = AsyncStream.makeStream(
       of: Int32.self, bufferingPolicy: .bufferingNewest(64))
@@ -33,6 +34,10 @@ public enum SignalSequence {
       action.sa_flags = SA_RESTART
       sigaction(number, &action, nil)
     }
+    var unblocked = sigset_t()
+    sigemptyset(&unblocked)
+    for number in signals { sigaddset(&unblocked, number) }
+    pthread_sigmask(SIG_UNBLOCK, &unblocked, nil)
     return stream
   }
 
