@@ -21,10 +21,7 @@ extension LocationService {
       // A denied connection keeps nothing it got while authorized.
       watchers[client.id] = nil
       await trackingChanged()
-      let group = authority.groupName.flatMap { $0.isEmpty ? nil : $0 }
-      let hint =
-        group.map { "\(authority.remedy) (usermod -aG \($0) USER, then log in again)" } ?? authority.remedy
-      return .error(.notAuthorized, message: "uid \(client.peer.uid) is not authorized: \(hint)")
+      return notAuthorizedReply(client)
     }
     return .authorization(.authorized)
   }
@@ -65,8 +62,9 @@ extension LocationService {
           "client": String(id), "uid": String(entry.peer.uid), "status": status.rawValue,
           "reason": reason,
         ])
-      // The `request` reply's shape, without `id`.
-      entry.connection.send(
+      // The `request` reply's shape, without `id`; after the reply being answered for the
+      // connection now, which may have been computed with the old decision.
+      entry.connection.sendAfterReply(
         Event(
           body: .object([
             JSONMember("class", "AUTHORIZATION"), JSONMember("authorization", .string(status.rawValue)),
