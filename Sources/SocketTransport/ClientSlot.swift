@@ -89,8 +89,15 @@ final class ClientSlot: Sendable {
 
   /// Gives a line (`body` plus newline) to the client: written at once when nothing is queued
   /// and the socket takes it, queued otherwise.
+  /// While events are held for after the reply being answered, a later event waits behind them,
+  /// so that events keep their order.
   func deliver(body: [UInt8], line: [UInt8], coalescingKey: String?) -> Delivery {
     state.withLock { state in
+      if !state.afterReply.isEmpty {
+        guard state.open, state.dropReason == nil else { return .gone }
+        state.afterReply.append((body, line))
+        return .accepted
+      }
       let delivery = deliverLocked(body: body, line: line, key: coalescingKey, &state)
       updateInterest(&state)
       return delivery

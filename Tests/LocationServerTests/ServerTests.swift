@@ -228,6 +228,9 @@ private final class EventDuringReplyHandler: RequestHandler {
     if request.command == .location {
       client.connection.sendAfterReply(
         Event(body: .object([JSONMember("class", "AUTHORIZATION"), JSONMember("authorization", "denied")])))
+      // A later event waits behind the held one.
+      client.connection.send(
+        Event(body: .object([JSONMember("class", "AUTHORIZATION"), JSONMember("authorization", "granted")])))
     }
     return .error(.noFix, message: "no fix yet")
   }
@@ -247,7 +250,9 @@ extension ServerTests {
     #expect(first?["id"] == .int(1), "the reply comes first: \(String(describing: first))")
     let second = await client.readJSON()
     #expect(second?["class"] == "AUTHORIZATION")
+    #expect(second?["authorization"] == "denied")
     #expect(second?["id"] == nil)
+    #expect(await client.readJSON()?["authorization"] == "granted")
     // No request is being answered: written at once.
     let connection = try #require(handler.connections.withLock { $0.first })
     #expect(connection.sendAfterReply(Event(body: .object([JSONMember("class", "AUTHORIZATION"), JSONMember("authorization", "authorized")]))))
