@@ -99,7 +99,8 @@ public final class FakeBackend: LocationBackend {
   public func start() async throws {
     if state.withLock({ $0.holdNext }) {
       await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-        let (waiters, goOn) = state.withLock { state -> ([CheckedContinuation<Void, Never>], Bool) in
+        let (waiters, goOn) = state.withLock {
+          state -> ([CheckedContinuation<Void, Never>], Bool) in
           state.holdNext = false
           if state.released { return ([], true) }
           state.held = continuation

@@ -165,7 +165,8 @@ public actor LocationService: RequestHandler {
   /// The `notAuthorized` error for a command from a connection that is not authorized now.
   func notAuthorizedReply(_ client: ClientContext) -> Reply {
     guard authorization(of: client.id) == .denied else {
-      return .error(.notAuthorized, message: "send {\"cmd\":\"request\"} first to ask for authorization")
+      return .error(
+        .notAuthorized, message: "send {\"cmd\":\"request\"} first to ask for authorization")
     }
     let group = authority.groupName.flatMap { $0.isEmpty ? nil : $0 }
     let hint =
