@@ -15,34 +15,6 @@ public struct ClientID: Sendable, Hashable, Codable, CustomStringConvertible {
   public var description: String { "client#\(rawValue)" }
 }
 
-/// Who a client is, as the server learned it (for a Unix socket: `SO_PEERCRED`).
-public struct ClientCredentials: Sendable, Hashable, Codable {
-  /// Process ID of the peer, when known.
-  public var pid: Int32?
-  /// Effective user ID.
-  public var uid: UInt32
-  /// Effective group ID.
-  public var gid: UInt32
-  /// Supplementary group IDs, when known.
-  public var groups: [UInt32]
-  /// A name the client gave for itself (informational only; never trusted for decisions).
-  public var name: String?
-
-  /// Creates credentials.
-  public init(
-    pid: Int32? = nil, uid: UInt32, gid: UInt32, groups: [UInt32] = [], name: String? = nil
-  ) {
-    self.pid = pid
-    self.uid = uid
-    self.gid = gid
-    self.groups = groups
-    self.name = name
-  }
-}
-
-/// Decides a client's ``AuthorizationStatus`` from its credentials when it requests authorization.
-public typealias AuthorizationPolicy = @Sendable (ClientCredentials) -> AuthorizationStatus
-
 extension LocationFilter {
   /// ``accepts(_:after:)`` on shared locations, without copying them.
   func accepts(_ location: SharedLocation, after last: SharedLocation?) -> Bool {
@@ -90,10 +62,9 @@ public struct LocationManagerStatistics: Sendable, Hashable {
 /// them (consumption, batching, filtering, the backend's start and stop) is in
 /// LocationManager+Delivery.swift.
 ///
-/// - Authorization: either the owner decides and sets each client's status with
-///   ``setAuthorization(_:for:)`` (the daemon: its service holds the one rule, and re-decides at
-///   reload), or ``requestAuthorization(client:credentials:)`` asks an injected policy once per
-///   client (standalone use). Nothing is delivered to a client that is not authorized.
+/// - Authorization: the manager decides nothing; it records what its owner decided for each
+///   client with ``setAuthorization(_:for:)`` (the daemon: its service holds the one rule and
+///   re-decides at reload) and delivers nothing to a client that is not authorized.
 /// - Tracking is reference-counted: the backend starts when the first client starts updating and
 ///   stops when the last one stops (or disconnects).
 /// - ``currentLocation`` is the newest fix with a position, ``initialLocation`` the first since
@@ -112,7 +83,6 @@ public actor LocationManager {
   }
 
   let backend: any LocationBackend
-  private let policy: AuthorizationPolicy?
   var clients: [ClientID: ClientRecord] = [:]
   var trackingClients: [ClientRecord] = []
   var observers: [UInt64: EventMailbox] = [:]
@@ -139,14 +109,10 @@ public actor LocationManager {
   /// Counters.
   public internal(set) var statistics = LocationManagerStatistics()
 
-  /// Creates a manager over `backend`.
-  ///
-  /// - Parameter policy: decides ``requestAuthorization(client:credentials:)``; `nil` when the
-  ///   owner decides and sets every client's status with ``setAuthorization(_:for:)`` (the
-  ///   manager then has no rule of its own).
-  public init(backend: any LocationBackend, policy: AuthorizationPolicy? = nil) {
+  /// Creates a manager over `backend`. Every client starts `notDetermined`: its owner sets its
+  /// authorization with ``setAuthorization(_:for:)``.
+  public init(backend: any LocationBackend) {
     self.backend = backend
-    self.policy = policy
   }
 
   /// The backend's URI.
@@ -163,19 +129,6 @@ public actor LocationManager {
   public var trackingClientCount: Int { trackingClients.count }
 
   // MARK: Authorization
-
-  /// Asks the policy for `client`'s authorization, once: a decided status (authorized or denied)
-  /// is kept until ``setAuthorization(_:for:)`` changes it or the client disconnects;
-  /// `notDetermined` may be asked again. Without a policy, answers the status last set.
-  public func requestAuthorization(client: ClientID, credentials: ClientCredentials)
-    -> AuthorizationStatus
-  {
-    let record = self.record(for: client)
-    if record.authorization == .notDetermined, let policy {
-      record.authorization = policy(credentials)
-    }
-    return record.authorization
-  }
 
   /// Sets `client`'s authorization, as its owner decided it (at a request, or when a reload
   /// changed the rule). A client that is no longer authorized stops tracking at once (the backend

@@ -23,6 +23,10 @@ public final class FakeBackend: LocationBackend {
     var stopCount = 0
     var isRunning = false
     var failure: String?
+    var holdNext = false
+    var held: CheckedContinuation<Void, Never>?
+    var released = false
+    var heldWaiters: [CheckedContinuation<Void, Never>] = []
   }
 
   /// The URI given at creation.
@@ -59,8 +63,54 @@ public final class FakeBackend: LocationBackend {
     state.withLock { $0.failure = message }
   }
 
+  /// Makes the next `start()` wait, before it does anything, until ``releaseStart()``: a test
+  /// holds a caller's await open while something else runs.
+  public func holdNextStart() {
+    state.withLock {
+      $0.holdNext = true
+      $0.released = false
+    }
+  }
+
+  /// Returns once a `start()` is held by ``holdNextStart()``.
+  public func waitUntilStartIsHeld() async {
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+      let isHeld = state.withLock { state -> Bool in
+        if state.held != nil { return true }
+        state.heldWaiters.append(continuation)
+        return false
+      }
+      if isHeld { continuation.resume() }
+    }
+  }
+
+  /// Lets the held `start()` go on (or the next one, if it has not begun yet).
+  public func releaseStart() {
+    let held = state.withLock { state -> CheckedContinuation<Void, Never>? in
+      state.holdNext = false
+      if state.held == nil { state.released = true }
+      defer { state.held = nil }
+      return state.held
+    }
+    held?.resume()
+  }
+
   /// Starts (or throws the scripted failure), reports `connected` and sends ``script``.
   public func start() async throws {
+    if state.withLock({ $0.holdNext }) {
+      await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        let (waiters, goOn) = state.withLock {
+          state -> ([CheckedContinuation<Void, Never>], Bool) in
+          state.holdNext = false
+          if state.released { return ([], true) }
+          state.held = continuation
+          defer { state.heldWaiters = [] }
+          return (state.heldWaiters, false)
+        }
+        if goOn { continuation.resume() }
+        for waiter in waiters { waiter.resume() }
+      }
+    }
     let outcome: Result<Bool, FakeBackendError> = state.withLock { state in
       if let failure = state.failure {
         state.failure = nil

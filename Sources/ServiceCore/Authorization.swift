@@ -3,7 +3,8 @@ import LocationModel
 import LocationProtocol
 import SystemIO
 
-/// The credentials of the process at the other end of a Unix socket, from `SO_PEERCRED`.
+/// The credentials of the process at the other end of a Unix socket, from `SO_PEERCRED` and
+/// `SO_PEERGROUPS`.
 ///
 /// The kernel records them when the peer called `connect(2)`; they cannot be forged by the peer.
 public struct PeerCredentials: Sendable, Hashable {
@@ -13,30 +14,39 @@ public struct PeerCredentials: Sendable, Hashable {
   public var uid: UInt32
   /// The peer's effective group id.
   public var gid: UInt32
+  /// The peer process's supplementary group ids at `connect(2)` (`SO_PEERGROUPS`, Linux 4.13 and
+  /// later; empty when the kernel does not report them). The same list the kernel checks
+  /// against the socket file's group; D-Bus reports it as `UnixGroupIDs` in
+  /// `GetConnectionCredentials`.
+  public var groups: [UInt32]
 
   /// Creates credentials (a front-end reads them from its transport; tests make them up).
-  public init(pid: Int32, uid: UInt32, gid: UInt32) {
+  public init(pid: Int32, uid: UInt32, gid: UInt32, groups: [UInt32] = []) {
     self.pid = pid
     self.uid = uid
     self.gid = gid
+    self.groups = groups
   }
 }
 
-/// Decides whether a peer may use the service: root, or a member of the configured group.
+/// Decides whether a peer may use the service: root, or a process in the configured group.
 ///
-/// Membership counts the peer's effective gid (from `SO_PEERCRED`), the user's primary group
-/// and its supplementary groups from the group database (`getpwuid_r` + `getgrouplist`). The
-/// group is looked up at every decision, so a group created after start counts.
+/// "In the group" means the group is the peer process's effective gid or one of its
+/// supplementary groups, as the kernel reported them when it connected (``PeerCredentials``:
+/// `SO_PEERCRED` and `SO_PEERGROUPS`); the group database is read only for the group's name to
+/// gid. These are the groups the kernel checks against the socket file's mode (0660, the
+/// configured group), so the file-mode gate and this rule agree by construction: a process
+/// that may connect is authorized and one that is authorized could connect. polkit's
+/// `unix-group:` and the D-Bus daemon's `<policy group="G">` differ (they read the group
+/// database); deciding on the process's own groups is what a D-Bus front-end can do too, from
+/// `GetConnectionCredentials` (`UnixGroupIDs`).
 ///
-/// Supplementary groups count because that is what "member of group G" means on Linux: `usermod
-/// -aG G USER` adds a supplementary group, and the other services that gate on a group decide
-/// the same way (polkit's `unix-group:`, the D-Bus daemon's `<policy group="G">`, gpsd's and
-/// every other socket whose file mode admits a group, which the kernel checks against the
-/// process's supplementary groups). They are read from the group database, not from the peer
-/// process (`SO_PEERCRED` carries only its effective ids), so a user added to the group is
-/// authorized from its next connection on, without logging in again; one removed from it is not.
-/// A process that dropped its supplementary groups (`setpriv --clear-groups`) still counts as its
-/// user: the decision is about the user, as polkit's is.
+/// As with any file permission, a user newly added to the group (`usermod -aG G USER`) is
+/// authorized from a process of a new login session on, which carries the group; processes of
+/// the old session, and a process that dropped its supplementary groups
+/// (`setpriv --clear-groups`), are not. A reload re-decides with the credentials recorded at
+/// connect, so a reload can grant or revoke by changing the configured group, never by a change
+/// of the database's members.
 ///
 /// The process holds one rule at a time, in ``AuthorizationAuthority``.
 public struct Authorizer: Sendable {
@@ -48,16 +58,16 @@ public struct Authorizer: Sendable {
     self.groupName = groupName
   }
 
-  /// Decides for `peer`.
+  /// Decides for `peer`: root, or a peer whose effective gid or one of whose supplementary
+  /// groups (``PeerCredentials/groups``) is the configured group.
   ///
-  /// - Returns: `.authorized` or `.denied`, and a reason for the log (e.g. `root`, `group`,
-  ///   `notInGroup`, `noSuchGroup`).
+  /// - Returns: `.authorized` or `.denied`, and a reason for the log (`root`, `group`,
+  ///   `rootOnly`, `notInGroup`, `noSuchGroup`).
   public func decide(for peer: PeerCredentials) -> (status: AuthorizationStatus, reason: String) {
     if peer.uid == 0 { return (.authorized, "root") }
     guard let groupName, !groupName.isEmpty else { return (.denied, "rootOnly") }
     guard let gid = GroupDatabase.groupID(named: groupName) else { return (.denied, "noSuchGroup") }
-    if peer.gid == gid { return (.authorized, "group") }
-    if GroupDatabase.groups(ofUser: peer.uid).contains(gid) { return (.authorized, "group") }
+    if peer.gid == gid || peer.groups.contains(gid) { return (.authorized, "group") }
     return (.denied, "notInGroup")
   }
 }

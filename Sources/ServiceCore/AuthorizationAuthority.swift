@@ -7,11 +7,11 @@ import LocationModel
 /// Every decision goes through it: ``LocationService`` asks it for `request`, re-asks it for every
 /// decided client when the rule changes (``LocationService/reloadAuthorization(_:)``), and pushes
 /// the outcome down to the ``LocationManager``, which keeps no rule of its own. Front-ends never
-/// decide: they pass each request with the peer's credentials. The socket file's mode is only a
-/// coarse outer gate (who may connect at all).
+/// decide: they pass each request with the peer's credentials. The socket file's mode admits the
+/// same processes (``Authorizer``: the kernel checks the same groups against it).
 ///
 /// Safe to use from any thread: the rule is kept under a `Mutex`, copied out, and the decision
-/// (group database look-ups, which may block on NSS) runs outside the lock.
+/// (the group's name to gid, which may block on NSS) runs outside the lock.
 public final class AuthorizationAuthority: Sendable {
   private let rule: Mutex<Authorizer>
 

@@ -20,6 +20,12 @@ public protocol RequestHandler: Sendable {
   func clientDisconnected(_ client: ClientContext) async
 }
 
+extension ClientChannel {
+  /// Sends at once (``send(_:)``): right for a channel whose replies never wait behind the
+  /// service (it writes each reply before it takes the next event).
+  @discardableResult public func sendAfterReply(_ event: Event) -> Bool { send(event) }
+}
+
 extension RequestHandler {
   /// Does nothing.
   public func clientDisconnected(_ client: ClientContext) async {}
@@ -32,6 +38,13 @@ public protocol ClientChannel: AnyObject, Sendable {
   var id: UInt64 { get }
   /// Gives `event` to this client. Returns `false` when the client has gone (stop sending).
   @discardableResult func send(_ event: Event) -> Bool
+  /// Gives `event` to this client after the reply to the request its front-end is answering for
+  /// it now, or at once when none is being answered; events sent meanwhile with ``send(_:)`` or
+  /// ``deliver(_:)`` wait behind it, keeping their order. For events that a reply computed
+  /// before them must not follow (`AUTHORIZATION` `denied` after a reload: the client must not
+  /// read a reply that depends on the old decision after the event that revoked it). Returns
+  /// `false` when the client has gone.
+  @discardableResult func sendAfterReply(_ event: Event) -> Bool
   /// Gives an event encoded once for many clients (the fan-out path). Returns `false` when the
   /// client has gone or was dropped for exceeding its front-end's bounds.
   @discardableResult func deliver(_ event: EncodedEvent) -> Bool

@@ -21,10 +21,7 @@ extension LocationService {
       // A denied connection keeps nothing it got while authorized.
       watchers[client.id] = nil
       await trackingChanged()
-      let group = authority.groupName.flatMap { $0.isEmpty ? nil : $0 }
-      let hint =
-        group.map { "\(authority.remedy) (usermod -aG \($0) USER, then log in again)" } ?? authority.remedy
-      return .error(.notAuthorized, message: "uid \(client.peer.uid) is not authorized: \(hint)")
+      return notAuthorizedReply(client)
     }
     return .authorization(.authorized)
   }
@@ -65,12 +62,18 @@ extension LocationService {
           "client": String(id), "uid": String(entry.peer.uid), "status": status.rawValue,
           "reason": reason,
         ])
-      // The `request` reply's shape, without `id`.
-      entry.connection.send(
-        Event(
-          body: .object([
-            JSONMember("class", "AUTHORIZATION"), JSONMember("authorization", .string(status.rawValue)),
-          ])))
+      // The `request` reply's shape, without `id`. A revocation goes after the reply being
+      // answered for the connection now, which may have been computed with the old decision; a
+      // grant goes at once, ahead of replies computed with the new one.
+      let event = Event(
+        body: .object([
+          JSONMember("class", "AUTHORIZATION"), JSONMember("authorization", .string(status.rawValue)),
+        ]))
+      if status == .authorized {
+        entry.connection.send(event)
+      } else {
+        entry.connection.sendAfterReply(event)
+      }
     }
     var stoppedUsers: [UInt32] = []
     for (uid, peer) in trackingUsers.sorted(by: { $0.key < $1.key })

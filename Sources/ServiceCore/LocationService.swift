@@ -72,7 +72,7 @@ public actor LocationService: RequestHandler {
   /// Creates the service; call ``attach(_:)`` for each front-end and ``start()`` before serving.
   ///
   /// - Parameters:
-  ///   - manager: a manager made without a policy: the service sets each client's authorization.
+  ///   - manager: the manager; the service records each client's authorization in it.
   ///   - authority: the rule for `request`, replaced by ``reloadAuthorization(_:)``.
   public init(
     manager: LocationManager, map: MapStateService, backend: any LocationBackend,
@@ -133,22 +133,62 @@ public actor LocationService: RequestHandler {
   /// Answers one request (see docs/PROTOCOL.md): `request` is decided by the authority; until
   /// the connection is authorized every command but `status` and `request` gets `notAuthorized`.
   public func handle(_ request: Request, from client: ClientContext) async -> Reply {
-    if request.command == .requestAuthorization { return await requestAuthorization(client) }
+    if request.command == .requestAuthorization {
+      _ = await requestAuthorization(client)
+      // Answered with the decision in force when the reply leaves: a reload while the manager
+      // was being told may have changed it (and sent its event).
+      return authorization(of: client.id) == .authorized
+        ? .authorization(.authorized) : notAuthorizedReply(client)
+    }
     let status = authorization(of: client.id)
     if status != .authorized && !request.command.isAllowedUnauthorized {
-      let message =
-        status == .denied
-        ? "this client was denied authorization: \(authority.remedy)"
-        : "send {\"cmd\":\"request\"} first to ask for authorization"
-      return .error(.notAuthorized, message: message)
+      return notAuthorizedReply(client)
     }
+    let reply: Reply
     do {
-      return try await answer(request.command, client)
+      reply = try await answer(request.command, client)
     } catch let error as ServiceError {
       return .error(error.code, message: error.message)
     } catch {
       return .error(.internal, message: "\(error)")
     }
+    // A reload may have revoked the connection during the awaits above (and told it so): a reply
+    // computed with the old decision must not reach it after that event.
+    if !request.command.isAllowedUnauthorized && authorization(of: client.id) != .authorized {
+      await revokedDuringRequest(request.command, client)
+      return notAuthorizedReply(client)
+    }
+    return reply
+  }
+
+  /// The `notAuthorized` error for a command from a connection that is not authorized now.
+  func notAuthorizedReply(_ client: ClientContext) -> Reply {
+    guard authorization(of: client.id) == .denied else {
+      return .error(
+        .notAuthorized, message: "send {\"cmd\":\"request\"} first to ask for authorization")
+    }
+    let group = authority.groupName.flatMap { $0.isEmpty ? nil : $0 }
+    let hint =
+      group.map { "\(authority.remedy) (usermod -aG \($0) USER, then log in again)" }
+      ?? authority.remedy
+    return .error(.notAuthorized, message: "uid \(client.peer.uid) is not authorized: \(hint)")
+  }
+
+  /// Undoes what a command started for a connection that a reload revoked while it ran: the
+  /// reload ended the watch and the tracking it knew of, not what the command set up after it.
+  private func revokedDuringRequest(_ command: Command, _ client: ClientContext) async {
+    switch command {
+    case .start:
+      if trackingUsers[client.peer.uid] == nil {
+        await manager.setAuthorization(.denied, for: Self.userClient(client.peer.uid))
+      }
+    case .watch:
+      watchers[client.id] = nil
+      await manager.setAuthorization(.denied, for: Self.connectionClient(client.id))
+    default:
+      return
+    }
+    await trackingChanged()
   }
 
   /// Forgets the connection: its watch and its connection-scoped tracking end.
@@ -237,17 +277,22 @@ public actor LocationService: RequestHandler {
   /// `status` is open to unauthorized clients, so it carries locations only for authorized ones.
   private func statusReply(_ client: ClientContext) async -> Reply {
     let status = await manager.backendStatus
-    let authorization = authorization(of: client.id)
-    let authorized = authorization == .authorized
     let userTracking = await manager.isTracking(client: Self.userClient(client.peer.uid))
     let connectionTracking = await manager.isTracking(client: Self.connectionClient(client.id))
-    let ownTracking = userTracking || connectionTracking
+    let backendActive = await manager.isTracking
+    let detail = await manager.backendStatusDetail
+    let initial = await manager.initialLocation.map(EventEncoding.tpv)
+    let current = await manager.currentLocation.map(EventEncoding.tpv)
+    // Read after the last await: a reload meanwhile must not leave "authorized" (or a location,
+    // or own tracking) in a reply that follows its `denied` event.
+    let authorization = authorization(of: client.id)
+    let authorized = authorization == .authorized
     return .status(
-      authorization: authorization, tracking: ownTracking,
-      backendActive: await manager.isTracking, backendURI: backend.uri,
-      backendState: status, detail: await manager.backendStatusDetail,
-      initial: authorized ? await manager.initialLocation.map(EventEncoding.tpv) : nil,
-      current: authorized ? await manager.currentLocation.map(EventEncoding.tpv) : nil,
+      authorization: authorization, tracking: authorized && (userTracking || connectionTracking),
+      backendActive: backendActive, backendURI: backend.uri,
+      backendState: status, detail: detail,
+      initial: authorized ? initial : nil,
+      current: authorized ? current : nil,
       clients: frontEnds.reduce(0) { $0 + $1.clientCount })
   }
 

@@ -52,6 +52,10 @@ struct ClientState {
   var requests = FIFO<LineReader.Item>()
   /// A task is answering `requests`; at most one per client, so replies keep request order.
   var serving = false
+  /// A request was taken from `requests` and its reply is not written or queued yet.
+  var answering = false
+  /// Events to write right after that reply (``ClientSlot/deliverAfterReply(body:line:)``).
+  var afterReply: [(body: [UInt8], line: [UInt8])] = []
   /// Answering paused because data is queued (the client reads slowly); the I/O thread resumes
   /// it when the queue has drained.
   var waitingForDrain = false
@@ -86,9 +90,48 @@ final class ClientSlot: Sendable {
 
   /// Gives a line (`body` plus newline) to the client: written at once when nothing is queued
   /// and the socket takes it, queued otherwise.
+  /// While events are held for after the reply being answered, a later event waits behind them,
+  /// so that events keep their order.
   func deliver(body: [UInt8], line: [UInt8], coalescingKey: String?) -> Delivery {
     state.withLock { state in
+      if !state.afterReply.isEmpty {
+        guard state.open, state.dropReason == nil else { return .gone }
+        state.afterReply.append((body, line))
+        return .accepted
+      }
       let delivery = deliverLocked(body: body, line: line, key: coalescingKey, &state)
+      updateInterest(&state)
+      return delivery
+    }
+  }
+
+  /// Gives the reply to the request being answered, then the events held for after it, in one
+  /// critical section: nothing can come between them.
+  func deliverReply(body: [UInt8], line: [UInt8]) -> Delivery {
+    state.withLock { state in
+      state.answering = false
+      var delivery = deliverLocked(body: body, line: line, key: nil, &state)
+      let held = state.afterReply
+      state.afterReply = []
+      for event in held {
+        guard case .accepted = delivery else { break }
+        delivery = deliverLocked(body: event.body, line: event.line, key: nil, &state)
+      }
+      updateInterest(&state)
+      return delivery
+    }
+  }
+
+  /// Gives a line after the reply being answered now (held until ``deliverReply(body:line:)``),
+  /// or at once when no request is being answered.
+  func deliverAfterReply(body: [UInt8], line: [UInt8]) -> Delivery {
+    state.withLock { state in
+      guard state.open, state.dropReason == nil else { return .gone }
+      if state.answering {
+        state.afterReply.append((body, line))
+        return .accepted
+      }
+      let delivery = deliverLocked(body: body, line: line, key: nil, &state)
       updateInterest(&state)
       return delivery
     }
@@ -161,6 +204,7 @@ final class ClientSlot: Sendable {
     state.dropReason = reason
     state.queue.removeAll()
     state.coalesced = []
+    state.afterReply = []
     return .drop(reason)
   }
 

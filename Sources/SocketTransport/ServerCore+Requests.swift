@@ -37,6 +37,7 @@ extension ServerCore {
           return .paused
         }
         if let item = state.requests.popFirst() {
+          state.answering = true
           slot.updateInterest(&state)
           return .answer(item)
         }
@@ -61,8 +62,9 @@ extension ServerCore {
         }
         var line = body
         line.append(UInt8(ascii: "\n"))
-        // Replies are never coalesced or dropped; they count towards the backlog bound.
-        if case .drop(let reason) = slot.deliver(body: body, line: line, coalescingKey: nil) {
+        // Replies are never coalesced or dropped; they count towards the backlog bound. Events
+        // held for after this reply (an authorization change) follow it at once.
+        if case .drop(let reason) = slot.deliverReply(body: body, line: line) {
           scheduleClose(connection.id, reason: reason)
         }
       case .paused:

@@ -55,6 +55,22 @@ public final class ClientConnection: ClientChannel, Hashable {
     deliver(EncodedEvent(event))
   }
 
+  /// Gives `event` to this client right after the reply to the request being answered for it
+  /// now (held under the client's lock and written in the same critical section as that reply),
+  /// or at once when no request is being answered. The event is never coalesced.
+  ///
+  /// - Returns: as ``send(_:)``.
+  @discardableResult public func sendAfterReply(_ event: Event) -> Bool {
+    let encoded = EncodedEvent(event)
+    switch slot.deliverAfterReply(body: encoded.body, line: encoded.line) {
+    case .accepted: return true
+    case .gone: return false
+    case .drop(let reason):
+      core.scheduleClose(id, reason: reason)
+      return false
+    }
+  }
+
   /// Gives an event encoded once for many clients to this client (see ``send(_:)``).
   @discardableResult public func deliver(_ event: EncodedEvent) -> Bool {
     switch slot.deliver(body: event.body, line: event.line, coalescingKey: event.coalescingKey) {

@@ -76,12 +76,11 @@ struct Result {
 
 /// Replays `backend` through a manager to `subscribers` coalescing subscribers until the end.
 func run(backend: ReplayBackend, subscribers: Int) async throws -> Result {
-  let manager = LocationManager(backend: backend) { _ in .authorized }
+  let manager = LocationManager(backend: backend)
   var consumers: [Task<(Int, Int), Never>] = []
   for index in 0..<subscribers {
     let client = ClientID(UInt64(index + 1))
-    _ = await manager.requestAuthorization(
-      client: client, credentials: ClientCredentials(uid: 0, gid: 0))
+    await manager.setAuthorization(.authorized, for: client)
     let stream = await manager.subscribe(client: client)
     consumers.append(
       Task {

@@ -24,10 +24,9 @@ struct CorpusReplayTests {
     let (expected, statistics) = try NMEACorpus.decodeWithStatistics(path: path)
     #expect(!expected.isEmpty, "no fixes decoded from \(path)")
     let backend = ReplayBackend(options: .init(path: path, speed: 0), clock: VirtualClock())
-    let manager = LocationManager(backend: backend) { _ in .authorized }
+    let manager = LocationManager(backend: backend)
     let client = ClientID(1)
-    _ = await manager.requestAuthorization(
-      client: client, credentials: ClientCredentials(uid: 0, gid: 0))
+    await manager.setAuthorization(.authorized, for: client)
     let clientStream = await manager.subscribe(client: client, coalescing: false)
     let observer = await manager.observe(coalescing: false)
     try await manager.startUpdating(client: client)

@@ -8,23 +8,19 @@ let alice = ClientID(1)
 let bob = ClientID(2)
 let mallory = ClientID(3)
 
-/// Authorizes uid 1000 and 1001, denies 666, leaves anything else undecided; records each call.
-func makeManager(_ backend: FakeBackend, calls: Recorder<UInt32> = Recorder()) -> LocationManager {
-  LocationManager(backend: backend) { credentials in
-    calls.append(credentials.uid)
-    switch credentials.uid {
-    case 1000, 1001: return .authorized
-    case 666: return .denied
-    default: return .notDetermined
-    }
-  }
+/// A manager over `backend`: it decides nothing, its owner sets each client's authorization.
+func makeManager(_ backend: FakeBackend) -> LocationManager {
+  LocationManager(backend: backend)
 }
 
-func authorize(_ manager: LocationManager, _ client: ClientID, uid: UInt32 = 1000) async
-  -> AuthorizationStatus
+/// Records `status` for `client`, as the manager's owner does after deciding, and returns the
+/// status the manager then holds.
+@discardableResult
+func authorize(_ manager: LocationManager, _ client: ClientID, _ status: AuthorizationStatus = .authorized)
+  async -> AuthorizationStatus
 {
-  await manager.requestAuthorization(
-    client: client, credentials: ClientCredentials(pid: 1, uid: uid, gid: uid))
+  await manager.setAuthorization(status, for: client)
+  return await manager.authorizationStatus(for: client)
 }
 
 /// Ends `stream` and returns what it had queued.
@@ -51,7 +47,7 @@ struct LocationManagerTests {
     let backend = FakeBackend()
     let manager = makeManager(backend)
     _ = await authorize(manager, alice)
-    _ = await authorize(manager, bob, uid: 1001)
+    _ = await authorize(manager, bob)
     #expect(await !manager.isTracking)
     try await manager.startUpdating(client: alice)
     #expect(backend.startCount == 1 && backend.isRunning)
@@ -88,16 +84,13 @@ struct LocationManagerTests {
     #expect(backend.stopCount == 1 && !backend.isRunning)
   }
 
-  @Test func authorizationIsDecidedByThePolicyOnceAndGuardsDelivery() async throws {
+  @Test func authorizationIsWhatTheOwnerSetAndGuardsDelivery() async throws {
     let backend = FakeBackend()
-    let calls = Recorder<UInt32>()
-    let manager = makeManager(backend, calls: calls)
+    let manager = makeManager(backend)
     #expect(await manager.authorizationStatus(for: alice) == .notDetermined)
     #expect(await authorize(manager, alice) == .authorized)
-    #expect(await authorize(manager, alice, uid: 666) == .authorized)  // decided once
-    #expect(await authorize(manager, mallory, uid: 666) == .denied)
-    #expect(await authorize(manager, bob, uid: 5) == .notDetermined)
-    #expect(calls.values == [1000, 666, 5])
+    #expect(await authorize(manager, mallory, .denied) == .denied)
+    #expect(await manager.authorizationStatus(for: bob) == .notDetermined)
 
     await #expect(throws: LocationManagerError.notAuthorized(mallory, .denied)) {
       try await manager.startUpdating(client: mallory)
@@ -153,7 +146,7 @@ struct LocationManagerTests {
     let backend = FakeBackend()
     let manager = makeManager(backend)
     _ = await authorize(manager, alice)
-    _ = await authorize(manager, bob, uid: 1001)
+    _ = await authorize(manager, bob)
     let filtered = await manager.subscribe(client: alice, coalescing: false)
     let unfiltered = await manager.subscribe(client: bob, coalescing: false)
     try await manager.startUpdating(client: alice, filter: LocationFilter(distanceFilter: 45))
@@ -229,7 +222,7 @@ struct LocationManagerTests {
     let backend = FakeBackend()
     let manager = makeManager(backend)
     _ = await authorize(manager, alice)
-    _ = await authorize(manager, bob, uid: 1001)
+    _ = await authorize(manager, bob)
     try await manager.startUpdating(client: alice)
     let fix = backend.send(fix: TestFixes.fix(latitude: 3.1, longitude: 101.6, time: 1_000))
     #expect(await waitForReceived(manager, 1))
@@ -279,7 +272,7 @@ struct BatchedDeliveryTests {
     let backend = ReplayBackend(
       source: DecodedFixesSource(name: "track", fixes: track), options: .init(path: "track", speed: 0),
       clock: VirtualClock(), uri: "replay:track")
-    let manager = LocationManager(backend: backend) { _ in .authorized }
+    let manager = LocationManager(backend: backend)
     _ = await authorize(manager, alice)
     _ = await authorize(manager, bob)
     let slow = await manager.subscribe(client: alice)

@@ -9,19 +9,18 @@ private func fix(_ latitude: Double) -> Fix {
   return fix
 }
 
-/// A manager without a policy: its owner decides and sets each client's authorization.
+/// The manager decides nothing: its owner sets each client's authorization.
 @Suite(.timeLimit(.minutes(1)))
 struct ManagerAuthorizationTests {
-  @Test("without a policy a client is notDetermined until its owner sets a status; request does not decide")
+  @Test("a client is notDetermined until its owner sets a status")
   func ownerDecides() async throws {
     let manager = LocationManager(backend: FakeBackend())
-    #expect(await authorize(manager, alice) == .notDetermined)
+    #expect(await manager.authorizationStatus(for: alice) == .notDetermined)
     await #expect(throws: LocationManagerError.notAuthorized(alice, .notDetermined)) {
       try await manager.startUpdating(client: alice)
     }
     await manager.setAuthorization(.authorized, for: alice)
     #expect(await manager.authorizationStatus(for: alice) == .authorized)
-    #expect(await authorize(manager, alice) == .authorized)
     try await manager.startUpdating(client: alice)
     #expect(await manager.isTracking(client: alice))
   }

@@ -442,10 +442,9 @@ struct ReplayFlowTests {
     let replay = ReplayBackend(
       source: DecodedFixesSource(name: "loop", fixes: TestFixes.track(count: 100)),
       options: .init(path: "loop", speed: 0, loop: true), clock: VirtualClock(), uri: "replay:loop")
-    let manager = LocationManager(backend: replay) { _ in .authorized }
+    let manager = LocationManager(backend: replay)
     let client = ClientID(1)
-    _ = await manager.requestAuthorization(
-      client: client, credentials: ClientCredentials(uid: 0, gid: 0))
+    await manager.setAuthorization(.authorized, for: client)
     let observer = await manager.observe(coalescing: false)
     try await manager.startUpdating(client: client)
     // Not reading: the replay must stop at the bounded queues (observer backlog, the manager's

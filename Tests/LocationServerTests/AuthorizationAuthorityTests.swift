@@ -10,16 +10,82 @@ import Testing
 import LocationModel
 import SystemIO
 
-/// A client channel that keeps what the service pushes to it, as parsed JSON objects.
+/// A client channel that keeps what the service pushes to it, as parsed JSON objects. Like the
+/// socket transport, it writes an event given with ``sendAfterReply(_:)`` while a request is being
+/// answered (``Harness/ask(_:_:as:)``) right after that reply, and every other event at once.
 private final class RecordingChannel: ClientChannel {
   let id = ConnectionNumber.next()
+  /// The events written, in order.
   let received = Mutex<[JSONValue]>([])
+  /// Replies and events in the order the client would read them.
+  let transcript = Mutex<[JSONValue]>([])
+  private let pending = Mutex<(answering: Bool, held: [JSONValue])>((false, []))
 
   @discardableResult func send(_ event: Event) -> Bool { deliver(EncodedEvent(event)) }
 
   @discardableResult func deliver(_ event: EncodedEvent) -> Bool {
-    if let value = try? JSONValue.parse(event.body) { received.withLock { $0.append(value) } }
+    if let value = try? JSONValue.parse(event.body) { write(value) }
+    signal()
     return true
+  }
+
+  @discardableResult func sendAfterReply(_ event: Event) -> Bool {
+    if let value = try? JSONValue.parse(EncodedEvent(event).body) {
+      let held = pending.withLock { state -> Bool in
+        if state.answering { state.held.append(value) }
+        return state.answering
+      }
+      if !held { write(value) }
+    }
+    signal()
+    return true
+  }
+
+  private func write(_ value: JSONValue) {
+    received.withLock { $0.append(value) }
+    transcript.withLock { $0.append(value) }
+  }
+
+  /// A request from this client is being answered.
+  func beginAnswer() { pending.withLock { $0.answering = true } }
+
+  /// Its reply is written, then the events held for after it.
+  func answered(_ reply: JSONValue) {
+    let held = pending.withLock { state -> [JSONValue] in
+      state.answering = false
+      defer { state.held = [] }
+      return state.held
+    }
+    transcript.withLock { $0.append(reply) }
+    for value in held { write(value) }
+  }
+
+  private let waiters = Mutex<(count: Int, waiting: [CheckedContinuation<Void, Never>])>((0, []))
+
+  private func signal() {
+    let ready = waiters.withLock { state in
+      state.count += 1
+      defer { state.waiting = [] }
+      return state.waiting
+    }
+    for waiter in ready { waiter.resume() }
+  }
+
+  /// How many events the channel has been given, by either method.
+  var givenCount: Int { waiters.withLock { $0.count } }
+
+  /// Returns once the channel has been given `count` events (by either method) in all.
+  func waitForEvents(_ count: Int) async {
+    while waiters.withLock({ $0.count }) < count {
+      await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        let done = waiters.withLock { state -> Bool in
+          if state.count >= count { return true }
+          state.waiting.append(continuation)
+          return false
+        }
+        if done { continuation.resume() }
+      }
+    }
   }
 
   var isConnected: Bool { true }
@@ -51,7 +117,10 @@ private struct Harness {
   {
     let request = try Request.parse(Array(line.utf8))
     let context = ClientContext(connection: channel, peer: peer)
-    return await parts.service.handle(request, from: context).json(id: nil)
+    channel.beginAnswer()
+    let reply = await parts.service.handle(request, from: context).json(id: nil)
+    channel.answered(reply)
+    return reply
   }
 
   func stop() async {
@@ -166,6 +235,43 @@ struct AuthorizationAuthorityTests {
     await harness.service.reloadAuthorization(Authorizer(groupName: nil))
     #expect(harness.backend.isRunning)
     #expect(try await harness.ask(#"{"cmd":"location"}"#, client, as: root)["class"] == "LOCATION")
+    await harness.stop()
+  }
+
+  @Test(
+    "a reload that revokes a client while its start or watch awaits the backend: the reply says notAuthorized, the event waits for it",
+    arguments: [#"{"cmd":"start"}"#, #"{"cmd":"watch"}"#])
+  func revocationDuringRequest(line: String) async throws {
+    try #require(GroupDatabase.groupID(named: "nogroup") == 65534 && GroupDatabase.groupID(named: "daemon") != nil)
+    let harness = try await Harness(group: "nogroup")
+    let client = RecordingChannel()
+    #expect(try await harness.ask(#"{"cmd":"request"}"#, client)["authorization"] == "authorized")
+    harness.backend.holdNextStart()
+    let reply = Task { try await harness.ask(line, client) }
+    // The command is inside the manager's await on the backend: the reload runs now. Its own
+    // awaits on the manager wait for that start, so it is released once the reload has decided
+    // and told the client (every state change of a reload happens before its first await).
+    await harness.backend.waitUntilStartIsHeld()
+    let before = client.givenCount
+    let reload = Task { await harness.service.reloadAuthorization(Authorizer(groupName: "daemon")) }
+    await client.waitForEvents(before + 1)
+    harness.backend.releaseStart()
+    let answer = try await reply.value
+    #expect(await reload.value.revoked == 1)
+    #expect(answer["code"] == "notAuthorized", "\(line) answered across the revocation: \(answer)")
+    // The event goes after the reply being answered, not ahead of it.
+    let read = client.transcript.withLock { Array($0.suffix(2)) }
+    #expect(read.first?["code"] == "notAuthorized")
+    #expect(read.last?["class"] == "AUTHORIZATION" && read.last?["authorization"] == "denied", "\(read)")
+    // Nothing the command set up survives: no tracking, no watch, backend stopped.
+    #expect(!harness.backend.isRunning)
+    let status = try await harness.ask(#"{"cmd":"status"}"#, client)
+    #expect(status["authorization"] == "denied")
+    #expect(status["tracking"] == false)
+    let count = client.received.withLock { $0.count }
+    harness.backend.send(fix: fix(3))
+    #expect(try await harness.ask(#"{"cmd":"status"}"#, RecordingChannel())["authorization"] == "notDetermined")
+    #expect(client.received.withLock { $0.count } == count, "no event after losing authorization")
     await harness.stop()
   }
 }

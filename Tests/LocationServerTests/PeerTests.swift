@@ -9,9 +9,9 @@ import Testing
 import LocationModel
 import SystemIO
 
-/// Runs a Python client as uid/gid 65534 (nobody/nogroup) with no supplementary groups, sending
-/// `request` then `start`, and returns the two reply lines.
-private func runUnprivilegedClient(socketPath: String) async throws -> [String] {
+/// Runs a Python client as uid/gid 65534 (nobody/nogroup) with the supplementary groups
+/// `groups` (none by default), sending `request` then `start`, and returns the two reply lines.
+private func runUnprivilegedClient(socketPath: String, groups: [UInt32] = []) async throws -> [String] {
   let script = """
     import socket, sys
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -29,8 +29,9 @@ private func runUnprivilegedClient(socketPath: String) async throws -> [String] 
   let process = Process()
   process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
   process.arguments = [
-    "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script,
-    socketPath,
+    "--reuid=65534", "--regid=65534",
+    groups.isEmpty ? "--clear-groups" : "--groups=" + groups.map(String.init).joined(separator: ","),
+    "/usr/bin/python3", "-c", script, socketPath,
   ]
   let output = Pipe()
   process.standardOutput = output
@@ -68,6 +69,20 @@ struct PeerTests {
     await fixture.stop()
   }
 
+  @Test("a peer whose supplementary groups include the group is authorized, as the kernel lets it connect")
+  func supplementaryGroupAuthorized() async throws {
+    try #require(getuid() == 0, "needs root to switch to uid 65534")
+    // nobody is not in adm in the group database; the process carries it all the same (as one
+    // of a login session started after `usermod -aG adm nobody` would).
+    try #require(GroupDatabase.groupID(named: "adm") == 4)
+    let fixture = try await ServiceFixture(group: "adm")
+    let lines = try await runUnprivilegedClient(socketPath: fixture.path, groups: [4])
+    try #require(lines.count == 2, "client output: \(lines)")
+    #expect(try JSONValue.parse(Array(lines[0].utf8))["authorization"] == "authorized")
+    #expect(try JSONValue.parse(Array(lines[1].utf8))["class"] == "TRACKING")
+    await fixture.stop()
+  }
+
   @Test("SO_PEERCRED reports this process for a local connection")
   func peerCredentials() async throws {
     let fixture = try ServerFixture()
@@ -80,10 +95,15 @@ struct PeerTests {
     #expect(credentials?.pid == getpid())
     #expect(credentials?.uid == getuid())
     #expect(credentials?.gid == getgid())
+    // SO_PEERGROUPS: this process's supplementary groups.
+    var own = [gid_t](repeating: 0, count: 1024)
+    let count = getgroups(Int32(own.count), &own)
+    try #require(count >= 0)
+    #expect(credentials.map { Set($0.groups) } == Set(own.prefix(Int(count))))
     await fixture.stop()
   }
 
-  @Test("Authorizer: root always, group by primary gid, unknown group denies")
+  @Test("Authorizer: root always, the group as the peer's effective gid or one of its groups, unknown group denies")
   func authorizer() {
     #expect(
       Authorizer(groupName: nil).decide(for: PeerCredentials(pid: 1, uid: 0, gid: 0)).status
@@ -91,9 +111,21 @@ struct PeerTests {
     #expect(
       Authorizer(groupName: nil).decide(for: PeerCredentials(pid: 1, uid: 65534, gid: 65534)).status
         == .denied)
+    // nobody's primary group in the passwd entry is nogroup, but the process does not carry it:
+    // the kernel would not let it open a 0660 socket of group nogroup either.
     let nogroup = Authorizer(groupName: "nogroup").decide(
       for: PeerCredentials(pid: 1, uid: 65534, gid: 1))
-    #expect(nogroup.status == .authorized)  // nobody's primary group from the passwd entry
+    #expect(nogroup == (.denied, "notInGroup"))
+    #expect(
+      Authorizer(groupName: "nogroup").decide(for: PeerCredentials(pid: 1, uid: 65534, gid: 1, groups: [4, 65534]))
+        == (.authorized, "group"))
+    // adm as a supplementary group of the process, though the database lists nobody in none.
+    #expect(
+      Authorizer(groupName: "adm").decide(for: PeerCredentials(pid: 1, uid: 65534, gid: 65534, groups: [4])).status
+        == .authorized)
+    #expect(
+      Authorizer(groupName: "adm").decide(for: PeerCredentials(pid: 1, uid: 65534, gid: 65534, groups: [])).status
+        == .denied)
     let missing = Authorizer(groupName: "no-such-group-xyz").decide(
       for: PeerCredentials(pid: 1, uid: 65534, gid: 65534))
     #expect(missing.status == .denied)

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 
 @testable import LocationProtocol
@@ -214,5 +215,50 @@ struct ServerTests {
     #expect(await client.waitForClose())
     #expect(access(fixture.path, F_OK) != 0)
     fixture.directory.remove()
+  }
+}
+
+/// Answers `location` after giving the connection an event "after the reply", as a reload that
+/// runs while the request is being answered does.
+private final class EventDuringReplyHandler: RequestHandler {
+  let connections = Mutex<[any ClientChannel]>([])
+
+  func handle(_ request: Request, from client: ClientContext) async -> Reply {
+    connections.withLock { $0 = [client.connection] }
+    if request.command == .location {
+      client.connection.sendAfterReply(
+        Event(body: .object([JSONMember("class", "AUTHORIZATION"), JSONMember("authorization", "denied")])))
+      // A later event waits behind the held one.
+      client.connection.send(
+        Event(body: .object([JSONMember("class", "AUTHORIZATION"), JSONMember("authorization", "granted")])))
+    }
+    return .error(.noFix, message: "no fix yet")
+  }
+}
+
+extension ServerTests {
+  @Test("an event sent after the reply follows the reply being answered, and goes at once when none is")
+  func eventAfterReply() async throws {
+    let directory = try TemporaryDirectory()
+    let path = directory.path + "/run/locationd.sock"
+    let handler = EventDuringReplyHandler()
+    let server = SocketServer(socket: try ListeningSocket.create(path: path, group: nil), handler: handler)
+    try server.start()
+    let client = try TestClient(path: path)
+    try await client.request(#"{"cmd":"location","id":1}"#)
+    let first = await client.readJSON()
+    #expect(first?["id"] == .int(1), "the reply comes first: \(String(describing: first))")
+    let second = await client.readJSON()
+    #expect(second?["class"] == "AUTHORIZATION")
+    #expect(second?["authorization"] == "denied")
+    #expect(second?["id"] == nil)
+    #expect(await client.readJSON()?["authorization"] == "granted")
+    // No request is being answered: written at once.
+    let connection = try #require(handler.connections.withLock { $0.first })
+    #expect(connection.sendAfterReply(Event(body: .object([JSONMember("class", "AUTHORIZATION"), JSONMember("authorization", "authorized")]))))
+    #expect(await client.readJSON()?["authorization"] == "authorized")
+    server.stop()
+    await server.waitUntilStopped()
+    directory.remove()
   }
 }
