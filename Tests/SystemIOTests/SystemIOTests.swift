@@ -4,19 +4,28 @@ import Testing
 
 @Suite("SystemIO")
 struct SystemIOTests {
-  /// A pipe whose ends are closed when the test ends.
+  /// A pipe whose ends are closed when the test ends. Each end is closed once: closing a
+  /// descriptor number twice could close another test's descriptor that reused it (the suites run
+  /// in parallel in one process).
   final class Pipe {
     let read: Int32
     let write: Int32
+    private var writeOpen = true
     init() throws {
       var fds: [Int32] = [0, 0]
       try #require(pipe(&fds) == 0)
       read = fds[0]
       write = fds[1]
     }
+    /// Closes the writing end now (the reader then sees end of file).
+    func closeWrite() {
+      guard writeOpen else { return }
+      writeOpen = false
+      close(write)
+    }
     deinit {
       close(read)
-      close(write)
+      closeWrite()
     }
   }
 
@@ -27,7 +36,7 @@ struct SystemIOTests {
     // More than a pipe holds at once would block: 50 KB fits the default 64 KiB.
     try SystemIO.writeAll(pipe.write, bytes)
     try SystemIO.writeAll(pipe.write, "end")
-    close(pipe.write)
+    pipe.closeWrite()
     let read = try SystemIO.readToEnd(pipe.read, limit: 1 << 20)
     #expect(read == bytes + Array("end".utf8))
   }
@@ -36,16 +45,16 @@ struct SystemIOTests {
   func limit() throws {
     let pipe = try Pipe()
     try SystemIO.writeAll(pipe.write, [UInt8](repeating: 7, count: 101))
-    close(pipe.write)
+    pipe.closeWrite()
     #expect(throws: SystemIO.ReadToEndError.tooLarge(limit: 100)) {
       try SystemIO.readToEnd(pipe.read, limit: 100)
     }
     let exact = try Pipe()
     try SystemIO.writeAll(exact.write, [UInt8](repeating: 7, count: 100))
-    close(exact.write)
+    exact.closeWrite()
     #expect(try SystemIO.readToEnd(exact.read, limit: 100).count == 100)
     let empty = try Pipe()
-    close(empty.write)
+    empty.closeWrite()
     #expect(try SystemIO.readToEnd(empty.read, limit: 0) == [])
   }
 
