@@ -176,13 +176,15 @@ public enum Daemon {
     return 0
   }
 
-  /// Gives the socket file a reloaded `group` (mode 0660), so that the group's members can
-  /// connect; a socket passed by systemd keeps systemd's owner, group and mode, which is logged.
+  /// Gives the socket file a reloaded `group` (mode 0660; 0600 when the group is empty: root
+  /// only), so that the group's members can connect; a socket passed by systemd keeps systemd's
+  /// owner, group and mode, which is logged.
   static func applySocketGroup(_ socket: ListeningSocket, _ group: String?) {
     do throws(ListenError) {
       if try socket.applyOwnership(group: group) {
         Log.event(
-          "socketGroupApplied", ["path": socket.path, "group": group ?? "", "mode": "0660"])
+          "socketGroupApplied",
+          ["path": socket.path, "group": group ?? "", "mode": (group ?? "").isEmpty ? "0600" : "0660"])
       } else {
         Log.event(
           "socketOwnedBySystemd",

@@ -150,8 +150,10 @@ public struct ListeningSocket: Sendable {
 
   /// Creates, binds and listens at `path`: creates the socket's directory (0755) when it is
   /// missing and its own parent exists (one level, never a whole path: the same rule as the state
-  /// directory), removes a stale socket file only when nothing accepts on it, sets mode 0660 and,
-  /// when `group` is given, the group.
+  /// directory), removes a stale socket file only when nothing accepts on it, and gives it mode
+  /// 0660 and the group when `group` names one, or mode 0600 (only its owner may connect) when
+  /// `group` is `nil` or empty: the same rule as the service's authorization, which is root only
+  /// then.
   ///
   /// - Throws: ``ListenError``.
   public static func create(path: String, group: String?) throws(ListenError) -> ListeningSocket {
@@ -177,8 +179,9 @@ public struct ListeningSocket: Sendable {
       undo()
       throw .systemCall("socket", path: path, errno: code)
     }
-    // Bind with a restrictive umask so the socket is never briefly world-connectable.
-    let oldMask = umask(0o117)
+    // Bind with a restrictive umask so the socket is never briefly world-connectable: 0660 when
+    // a group may connect, 0600 when only the owner may.
+    let oldMask = umask(gid == nil ? 0o177 : 0o117)
     let bound = address.withSockaddr { bind(fd, $0, $1) }
     let bindErrno = errno
     umask(oldMask)
@@ -188,7 +191,7 @@ public struct ListeningSocket: Sendable {
       if bindErrno == EADDRINUSE { throw .alreadyListening(path) }
       throw .systemCall("bind", path: path, errno: bindErrno)
     }
-    // The umask gave the socket mode 0660 at bind; only the group is left to set.
+    // The umask gave the socket its mode at bind; only the group is left to set.
     if let gid, let code = Self.setGroup(path, gid) {
       _ = Glibc.close(fd)
       unlink(path)
@@ -214,8 +217,9 @@ public struct ListeningSocket: Sendable {
     if let createdDirectory { rmdir(createdDirectory) }
   }
 
-  /// Gives the socket file mode 0660 and `group` (the daemon's own group when `group` is `nil` or
-  /// empty), as ``create(path:group:)`` does: a reload's new `group` applies to who may connect.
+  /// Gives the socket file mode 0660 and `group`, or mode 0600 and the daemon's own group when
+  /// `group` is `nil` or empty (root only), as ``create(path:group:)`` does: a reload's new
+  /// `group` applies to who may connect.
   /// A path that is no longer a socket (a link or another file put there) is left alone.
   ///
   /// - Returns: `false` for a socket systemd passed: its owner, group and mode are systemd's
@@ -225,13 +229,15 @@ public struct ListeningSocket: Sendable {
   public func applyOwnership(group: String?) throws(ListenError) -> Bool {
     guard !isActivated else { return false }
     var gid = getegid()
+    var mode: mode_t = 0o600
     if let group, !group.isEmpty {
       guard let found = GroupDatabase.groupID(named: group) else { throw .noSuchGroup(group) }
       gid = found
+      mode = 0o660
     }
     if let code = Self.setGroup(path, gid) { throw .systemCall("chown", path: path, errno: code) }
     // Not through a link either (glibc checks the path is not one before changing the mode).
-    if fchmodat(AT_FDCWD, path, 0o660, AT_SYMLINK_NOFOLLOW) != 0 {
+    if fchmodat(AT_FDCWD, path, mode, AT_SYMLINK_NOFOLLOW) != 0 {
       throw .systemCall("chmod", path: path, errno: errno)
     }
     return true
@@ -239,7 +245,7 @@ public struct ListeningSocket: Sendable {
 
   /// Gives the socket file at `path` the group `gid`, without following a symbolic link and only
   /// when `path` is still a socket: someone who could replace it (with a link, or a hard link to
-  /// another file) must not get another file's group changed. The mode stays the 0660 it was
+  /// another file) must not get another file's group changed. The mode stays the one it was
   /// bound with. Returns the `errno` of the failure (`ENOTSOCK` when `path` is no longer a
   /// socket), `nil` on success.
   static func setGroup(_ path: String, _ gid: UInt32) -> Int32? {

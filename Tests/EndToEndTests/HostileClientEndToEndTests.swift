@@ -60,8 +60,8 @@ extension EndToEnd {
       try requireNobodyClient(python: true)
       let scratch = try Scratch(mode: 0o755)
       defer { scratch.remove() }
-      // --group "": root only. The daemon creates its socket 0660; open it to everyone so that
-      // uid 65534 can connect at all: authorization is decided from SO_PEERCRED, not file modes.
+      // --group "": root only. The daemon creates its socket 0600; open it to everyone so that
+      // uid 65534 can connect at all and the service's own refusal is what is tested.
       let daemon = try DaemonProcess(scratch: scratch, backend: "simulate?rate=10", group: "")
       defer { daemon.cleanUp() }
       try await daemon.waitUntilReady()
