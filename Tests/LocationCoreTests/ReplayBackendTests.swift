@@ -656,18 +656,9 @@ struct ReplayControlTests {
 
   @Test func aGapInTheLogIsReportedWithTheWaitAtTheCurrentSpeed() async throws {
     // 1 Hz, then 630 s without an epoch, then 1 Hz again; at speed 10.
-    let offsets: [Int64] = [0, 1000, 2000, 632_000, 633_000]
     let clock = VirtualClock()
-    let replay = makeReplay(epochs(atOffsets: offsets), clock: clock, speed: 10)
-    var events = replay.events.makeAsyncIterator()
-    try await replay.start()
-    for index in 0..<3 {
-      if index > 0 { await clock.advanceToNextDeadline() }
-      _ = await nextLocation(&events)
-    }
-    #expect(
-      await nextStatus(.connected, &events)
-        == .some("gap of 630 s in the log, next fix in 63 s at speed 10"))
+    let (replay, start) = try await replayWaitingInAGap(clock: clock)
+    var events = start
     #expect(await clock.nextDeadline() == .milliseconds(200 + 63_000))
     await clock.advanceToNextDeadline()
     #expect(await nextStatus(.connected, &events) == .some("replaying test.nmea"))
@@ -784,18 +775,9 @@ struct ReplayStatusDetailTests {
   /// A speed change, pause and resume, or seek during a gap makes the gap notice stale: it is said
   /// again with the wait that remains, or replaced.
   @Test func theGapNoticeIsSaidAgainAfterControlsDuringTheGap() async throws {
-    let offsets: [Int64] = [0, 1000, 2000, 632_000, 633_000]
     let clock = VirtualClock()
-    let replay = makeReplay(epochs(atOffsets: offsets), clock: clock, speed: 10)
-    var events = replay.events.makeAsyncIterator()
-    try await replay.start()
-    for index in 0..<3 {
-      if index > 0 { await clock.advanceToNextDeadline() }
-      _ = await nextLocation(&events)
-    }
-    #expect(
-      await nextStatus(.connected, &events)
-        == .some("gap of 630 s in the log, next fix in 63 s at speed 10"))
+    let (replay, start) = try await replayWaitingInAGap(clock: clock)
+    var events = start
     // 2 s later at speed 10 the log clock is at 22 s: 610 s of log remain.
     clock.advance(by: .seconds(2))
     _ = try await replay.perform(.speed(1))
@@ -819,4 +801,22 @@ struct ReplayStatusDetailTests {
     #expect(await nextLocation(&events)?.provenance.line == 1)
     await replay.stop()
   }
+}
+
+/// A replay at speed 10 of a 1 Hz log with 630 s without an epoch after its third fix, started on
+/// `clock` and read up to the announcement of the gap (checked here): the replay now waits out
+/// the gap's 63 s.
+func replayWaitingInAGap(clock: VirtualClock) async throws -> (ReplayBackend, BackendEvents.AsyncIterator) {
+  let offsets: [Int64] = [0, 1000, 2000, 632_000, 633_000]
+  let replay = makeReplay(epochs(atOffsets: offsets), clock: clock, speed: 10)
+  var events = replay.events.makeAsyncIterator()
+  try await replay.start()
+  for index in 0..<3 {
+    if index > 0 { await clock.advanceToNextDeadline() }
+    _ = await nextLocation(&events)
+  }
+  #expect(
+    await nextStatus(.connected, &events)
+      == .some("gap of 630 s in the log, next fix in 63 s at speed 10"))
+  return (replay, events)
 }
