@@ -1,0 +1,157 @@
+import LocationModel
+
+/// The area a region covers on the WGS84 ellipsoid.
+///
+/// Distances and edges are geodesics on WGS84 (Karney's algorithms, `Geodesic` in
+/// LocationModel), never straight lines in latitude/longitude: a polygon edge is the shortest
+/// path between its two vertices, so an edge between longitudes 179.9 and -179.9 crosses the
+/// antimeridian (0.2 degrees long), and a ring around a pole contains the pole.
+public enum RegionShape: Sendable, Hashable {
+  /// A geodesic circle: every point whose geodesic distance from `center` is at most `radius`
+  /// metres. `radius` is finite, in `(0, 1_000_000]` metres.
+  case circle(center: Coordinate, radius: Double)
+  /// A polygon: the `exterior` ring minus its `holes`. Each ring is a list of vertices
+  /// (WGS84 degrees) without the repeated closing vertex; edges are geodesics from each vertex to
+  /// the next and from the last back to the first. Either orientation is accepted. Rules
+  /// (``RegionShape/validate()``): at least 3 vertices per ring, no two consecutive vertices
+  /// equal, no edge crossing, touching or overlapping another (of any ring), every hole inside
+  /// the exterior and outside the other holes, at most ``maxVertexCount`` vertices in all, and
+  /// every vertex within ``maxExtentRadius`` metres of the polygon's center.
+  case polygon(exterior: [Coordinate], holes: [[Coordinate]])
+
+  /// Most vertices a polygon may have over all its rings: 100,000. Validation (the
+  /// self-intersection test) is O(n log n)-ish on a bucket grid and takes well under a second at
+  /// this size; the limit keeps one region from taking the daemon's memory and time.
+  public static let maxVertexCount = 100_000
+
+  /// Largest distance, metres, from a polygon's center (the center of its bounding cap: the
+  /// normalised mean of its exterior vertices as unit vectors) to any vertex: 1,000 km. Within
+  /// this distance the ellipsoidal gnomonic projection the point-in-polygon test works in keeps
+  /// geodesics straight to well below the decision margins (see ``RegionMonitorConfiguration``).
+  public static let maxExtentRadius = 1_000_000.0
+
+  /// Largest circle radius, metres: 1,000 km.
+  public static let maxRadius = 1_000_000.0
+
+  /// Checks the shape against every rule above.
+  ///
+  /// - Throws: ``RegionError/invalidCoordinate(latitude:longitude:ring:index:)``,
+  ///   ``RegionError/invalidRadius(_:)``, ``RegionError/tooFewVertices(ring:count:)``,
+  ///   ``RegionError/repeatedVertex(ring:index:)``, ``RegionError/tooManyVertices(count:limit:)``,
+  ///   ``RegionError/tooLarge(distance:limit:)``,
+  ///   ``RegionError/selfIntersection(ring:edge:otherRing:otherEdge:)`` or
+  ///   ``RegionError/holeOutsideExterior(hole:)``: the first problem found.
+  public func validate() throws(RegionError) {
+    _ = try PreparedShape(self)
+  }
+}
+
+/// A region to monitor: a shape with an identifier, a title and what to report.
+///
+/// Validated when created, so a `Region` value is always valid; its properties are read-only
+/// (create a new region to change one: adding it with the same id replaces the old one).
+public struct Region: Sendable, Hashable {
+  /// The key: 1...256 bytes of UTF-8, not blank, without control, format or line-separator
+  /// characters (Unicode Cc, Cf, Zl, Zp), as annotation identifiers.
+  public let id: String
+  /// A human-readable name, at most 1,024 bytes of UTF-8, plain text (no Cc, Cf, Zl, Zp
+  /// characters); `nil` for none.
+  public let title: String?
+  /// The area.
+  public let shape: RegionShape
+  /// Whether entering the region is reported (an `enter` event). Default `true`.
+  public let notifyOnEntry: Bool
+  /// Whether leaving the region is reported (an `exit` event). Default `true`.
+  public let notifyOnExit: Bool
+  /// Loitering delay, seconds, finite in `(0, 604_800]` (one week): a `dwell` event is reported
+  /// once the device has been inside this long without leaving. `nil`: no dwell event.
+  public let dwell: Double?
+
+  /// The validated geometry, prepared for the point-in-region test (not part of equality).
+  let prepared: PreparedShape
+
+  /// Most bytes of UTF-8 in an identifier: 256.
+  public static let maxIdentifierBytes = 256
+  /// Most bytes of UTF-8 in a title: 1,024.
+  public static let maxTitleBytes = 1024
+  /// Longest dwell time, seconds: one week.
+  public static let maxDwell = 604_800.0
+
+  /// Creates a region after checking everything: the identifier and title rules above, the
+  /// dwell range, and the shape (``RegionShape/validate()``).
+  ///
+  /// - Throws: ``RegionError/invalidIdentifier(_:reason:)``,
+  ///   ``RegionError/titleTooLong(bytes:limit:)``, ``RegionError/titleControlCharacters``,
+  ///   ``RegionError/invalidDwell(_:)`` or any error of ``RegionShape/validate()``.
+  public init(
+    id: String, title: String? = nil, shape: RegionShape, notifyOnEntry: Bool = true,
+    notifyOnExit: Bool = true, dwell: Double? = nil
+  ) throws(RegionError) {
+    try Self.validateIdentifier(id)
+    if let title {
+      if title.utf8.count > Self.maxTitleBytes {
+        throw .titleTooLong(bytes: title.utf8.count, limit: Self.maxTitleBytes)
+      }
+      if title.unicodeScalars.contains(where: Self.isRefused) { throw .titleControlCharacters }
+    }
+    if let dwell, !(dwell.isFinite && dwell > 0 && dwell <= Self.maxDwell) {
+      throw .invalidDwell(dwell)
+    }
+    self.prepared = try PreparedShape(shape)
+    self.id = id
+    self.title = title
+    self.shape = shape
+    self.notifyOnEntry = notifyOnEntry
+    self.notifyOnExit = notifyOnExit
+    self.dwell = dwell
+  }
+
+  /// Checks an identifier: 1...256 bytes of UTF-8, not only white space, no Cc, Cf, Zl or Zp
+  /// characters.
+  ///
+  /// - Throws: ``RegionError/invalidIdentifier(_:reason:)``; the message shows refused
+  ///   characters as `\u{...}` so that it cannot reorder or hide text.
+  public static func validateIdentifier(_ id: String) throws(RegionError) {
+    if id.isEmpty { throw .invalidIdentifier(id, reason: "empty") }
+    if id.unicodeScalars.allSatisfy({ $0.properties.isWhitespace }) {
+      throw .invalidIdentifier(id, reason: "blank (only white space)")
+    }
+    if id.unicodeScalars.contains(where: isRefused) {
+      let visible = id.unicodeScalars.map { scalar in
+        isRefused(scalar) ? "\\u{" + String(scalar.value, radix: 16) + "}" : String(scalar)
+      }
+      throw .invalidIdentifier(
+        String(visible.joined().prefix(64)),
+        reason: "contains control, format or line-separator characters (Unicode Cc, Cf, Zl, Zp)")
+    }
+    if id.utf8.count > maxIdentifierBytes {
+      throw .invalidIdentifier(
+        String(id.prefix(32)) + "...", reason: "longer than \(maxIdentifierBytes) bytes of UTF-8")
+    }
+  }
+
+  /// Whether `scalar` is of a category refused in identifiers and titles.
+  static func isRefused(_ scalar: Unicode.Scalar) -> Bool {
+    switch scalar.properties.generalCategory {
+    case .control, .format, .lineSeparator, .paragraphSeparator: return true
+    default: return false
+    }
+  }
+
+  /// Regions are equal when every public property is equal.
+  public static func == (lhs: Region, rhs: Region) -> Bool {
+    lhs.id == rhs.id && lhs.title == rhs.title && lhs.shape == rhs.shape
+      && lhs.notifyOnEntry == rhs.notifyOnEntry && lhs.notifyOnExit == rhs.notifyOnExit
+      && lhs.dwell == rhs.dwell
+  }
+
+  /// Hashes the public properties.
+  public func hash(into hasher: inout Hasher) {
+    hasher.combine(id)
+    hasher.combine(title)
+    hasher.combine(shape)
+    hasher.combine(notifyOnEntry)
+    hasher.combine(notifyOnExit)
+    hasher.combine(dwell)
+  }
+}
