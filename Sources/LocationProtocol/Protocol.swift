@@ -92,6 +92,9 @@ public enum Command: Sendable, Hashable {
   case map(MapFormat)
   /// `{"cmd":"replay","action":..,"value":..}`: controls a replay backend.
   case replay(ReplayAction)
+  /// `{"cmd":"region","action":"add"|"remove"|"list"|"state",...}`: region monitoring (see
+  /// ``RegionAction`` and docs/regions.md).
+  case region(RegionAction)
 
   /// The wire name of the command (`"cmd"` value).
   public var name: String {
@@ -110,6 +113,7 @@ public enum Command: Sendable, Hashable {
     case .removeAnnotation: return "remove"
     case .map: return "map"
     case .replay: return "replay"
+    case .region: return "region"
     }
   }
 
@@ -318,11 +322,13 @@ extension Request {
         throw reader.error(
           "\"action\" must be one of pause, resume, seek, speed, step (got \"\(action)\")")
       }
+    case "region":
+      command = .region(try RegionWire.action(&reader, id: id))
     default:
       throw ProtocolError(
         .unknownCommand,
         "unknown command \"\(cmd)\": use one of request, start, stop, status, location, watch, center, "
-          + "setCenter, zoom, mode, annotate, remove, map, replay", id: id)
+          + "setCenter, zoom, mode, annotate, remove, map, replay, region", id: id)
     }
     try reader.rejectLeftovers(command: cmd)
     return Request(id: id, command: command)
@@ -330,7 +336,7 @@ extension Request {
 }
 
 /// Reads the members of a request object, each at most once, and remembers which are left.
-private struct ArgumentReader {
+struct ArgumentReader {
   var members: [JSONMember]
   var id: RequestID?
   /// Prefix of member names in messages (`annotation.` inside the annotation object).
