@@ -378,8 +378,6 @@ public struct MapStateStore: Sendable {
     }
   }
 
-  private func injected(_ step: String) -> Int32? { failureInjector?(step) }
-
   /// Saves `state` atomically (new temporary file, fsync, rename, fsync of the directory),
   /// creating the directory (mode 0700) when missing. The file has mode 0600.
   ///
@@ -391,64 +389,12 @@ public struct MapStateStore: Sendable {
     guard !state.json.containsNonFiniteNumber else {
       throw .encoding("a number is NaN or infinite")
     }
-    let data = state.fileContents
-    if mkdir(directory, 0o700) != 0 && errno != EEXIST {
-      do {
-        try FileManager.default.createDirectory(
-          atPath: directory, withIntermediateDirectories: true,
-          attributes: [.posixPermissions: 0o700])
-      } catch {
-        throw .createDirectory(path: directory, message: String(describing: error))
-      }
-    }
-    let directoryFD = try Self.openDirectory(directory)
-    defer { close(directoryFD) }
-    var random = SystemRandomNumberGenerator()
-    let suffix = String(random.next(), radix: 16) + String(random.next(), radix: 16)
-    let name = Self.temporaryPrefix + suffix
-    let temporary = directory + "/" + name
-    if let code = injected("open") { throw .system(operation: "open", path: temporary, errno: code) }
-    let fd = openat(
-      directoryFD, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-    guard fd >= 0 else { throw .system(operation: "open", path: temporary, errno: errno) }
-    var failure: MapStoreError?
-    if let code = injected("write") { failure = .system(operation: "write", path: temporary, errno: code) }
-    if failure == nil {
-      do throws(SystemError) { try SystemIO.writeAll(fd, data) } catch {
-        failure = .system(operation: "write", path: temporary, errno: error.code)
-      }
-    }
-    if failure == nil, let code = injected("fsync") {
-      failure = .system(operation: "fsync", path: temporary, errno: code)
-    }
-    if failure == nil && fsync(fd) != 0 {
-      failure = .system(operation: "fsync", path: temporary, errno: errno)
-    }
-    if close(fd) != 0 && failure == nil {
-      failure = .system(operation: "close", path: temporary, errno: errno)
-    }
-    if failure == nil, let code = injected("close") {
-      failure = .system(operation: "close", path: temporary, errno: code)
-    }
-    if let failure {
-      unlinkat(directoryFD, name, 0)
-      throw failure
-    }
-    if let code = injected("rename") {
-      unlinkat(directoryFD, name, 0)
-      throw .system(operation: "rename", path: path, errno: code)
-    }
-    guard renameat(directoryFD, name, directoryFD, Self.fileName) == 0 else {
-      let code = errno
-      unlinkat(directoryFD, name, 0)
-      throw .system(operation: "rename", path: path, errno: code)
-    }
-    if let code = injected("fsyncDirectory") {
-      throw .system(operation: "fsync", path: directory, errno: code)
-    }
-    guard fsync(directoryFD) == 0 else {
-      throw .system(operation: "fsync", path: directory, errno: errno)
-    }
+    // The same atomic steps as every state file (StateFile); the names and messages are this
+    // file's.
+    try StateFile(
+      directory: directory, fileName: Self.fileName, subject: "map state", fallback: "starting with an empty map",
+      maxFileSize: Self.maxFileSize, log: log, failureInjector: failureInjector
+    ).save(state.fileContents)
   }
 
   /// `text` with line breaks and other control characters (C0, DEL, C1, U+2028, U+2029)
