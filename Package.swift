@@ -51,18 +51,20 @@ let package = Package(
     .target(
       name: "GPSDBackend", dependencies: ["CGPS", "LocationCore", "LocationModel", "NMEA", "SystemIO"],
       swiftSettings: swiftSettings),
-    .target(name: "MapState", dependencies: ["JSON", "LocationModel", "SystemIO"], swiftSettings: swiftSettings),
+    .target(
+      name: "MapState", dependencies: ["JSON", "LocationModel", "Regions", "SystemIO"], swiftSettings: swiftSettings),
     // Region monitoring (geofences): shapes, validation, the enter/exit/dwell decision rule, the
     // spatial index, persistence and GeoJSON. Pure, no I/O.
     .target(name: "Regions", dependencies: ["JSON", "LocationModel"], swiftSettings: swiftSettings),
     // The wire protocol: requests, replies, events and their JSON (gpsd's TPV and SKY included).
     // Pure, no I/O; locationctl and every front-end use it.
-    .target(name: "LocationProtocol", dependencies: ["JSON", "LocationModel"], swiftSettings: swiftSettings),
+    .target(
+      name: "LocationProtocol", dependencies: ["JSON", "LocationModel", "Regions"], swiftSettings: swiftSettings),
     // The transport-independent service: authorization, tracking per client and per user, the
     // hub that fans fixes out, map-state wiring. Every front-end calls it through one API.
     .target(
       name: "ServiceCore",
-      dependencies: ["LocationProtocol", "LocationCore", "LocationModel", "MapState", "SystemIO"],
+      dependencies: ["LocationProtocol", "LocationCore", "LocationModel", "MapState", "Regions", "SystemIO"],
       swiftSettings: swiftSettings),
     // The Unix-socket front-end: epoll event loop, listening socket, line framing.
     .target(
@@ -74,7 +76,7 @@ let package = Package(
       name: "LocationDaemon",
       dependencies: [
         "SocketTransport", "ServiceCore", "LocationProtocol", "LocationCore", "LocationModel", "MapState",
-        "GPSDBackend", "SystemIO",
+        "GPSDBackend", "Regions", "SystemIO",
       ],
       swiftSettings: swiftSettings),
     .target(name: "LocationTestKit", dependencies: ["LocationCore", "LocationModel", "NMEA"], swiftSettings: swiftSettings),
@@ -86,7 +88,7 @@ let package = Package(
       name: "locationctl",
       // The client and the pty simulator: the wire types, NMEA, the local backends and SystemIO;
       // never the server (ServiceCore, SocketTransport, LocationDaemon).
-      dependencies: ["NMEA", "LocationModel", "LocationProtocol", "LocationCore", "SystemIO"],
+      dependencies: ["NMEA", "LocationModel", "LocationProtocol", "LocationCore", "Regions", "SystemIO"],
       swiftSettings: swiftSettings),
     .executableTarget(name: "nmea-bench", dependencies: ["NMEA", "LocationModel", "LocationProtocol"], swiftSettings: swiftSettings),
     // JSONValue against Foundation's JSONEncoder/JSONDecoder and JSONSerialization.
@@ -115,13 +117,13 @@ let package = Package(
       swiftSettings: swiftSettings),
     // Golden/ holds expected renderer output, read by path (not a resource bundle).
     .testTarget(
-      name: "MapStateTests", dependencies: ["MapState", "LocationModel", "JSON"], exclude: ["Golden"],
+      name: "MapStateTests", dependencies: ["MapState", "LocationModel", "JSON", "Regions"], exclude: ["Golden"],
       swiftSettings: swiftSettings),
     .testTarget(
       name: "LocationServerTests",
       dependencies: [
         "LocationProtocol", "ServiceCore", "SocketTransport", "LocationDaemon", "LocationCore", "LocationModel",
-        "MapState", "LocationTestKit", "SystemIO",
+        "MapState", "LocationTestKit", "Regions", "SystemIO",
       ],
       swiftSettings: swiftSettings),
     .testTarget(

@@ -1,6 +1,7 @@
 import LocationModel
 import LocationProtocol
 import ServiceCore
+import Regions
 import FoundationEssentials
 import Glibc
 import SystemIO
@@ -55,7 +56,9 @@ public enum ConfigurationError: Error, Sendable, Hashable, CustomStringConvertib
 ///
 /// Config file format: one `key = value` per line; `#` starts a comment line; blank lines are
 /// ignored; keys are the long flag names without `--` (`backend`, `socket`, `state-dir`,
-/// `group`, `max-clients`). Values may be wrapped in double quotes.
+/// `group`, `max-clients`, and the region thresholds `region-error-fraction`,
+/// `region-minimum-margin`, `region-confirmations`, `region-maximum-fix-age`,
+/// `region-outage-reset`). Values may be wrapped in double quotes.
 public struct Configuration: Sendable, Hashable {
   /// The default socket path: ``ServiceSocket/defaultPath``, where clients look for the service.
   public static let defaultSocketPath = ServiceSocket.defaultPath
@@ -74,6 +77,28 @@ public struct Configuration: Sendable, Hashable {
   public var group: String? = "locationd"
   /// Maximum connected clients (`--max-clients`, `1...4096`).
   public var maxClients: Int = 64
+  /// Region monitoring: the share of a fix's 95% horizontal error circle that must clear a
+  /// region's boundary (`--region-error-fraction`, `0...10`; see docs/regions.md).
+  public var regionErrorFraction: Double = RegionMonitorConfiguration.default.errorFraction
+  /// Metres the error circle must clear the boundary by besides (`--region-minimum-margin`,
+  /// `0...10000`).
+  public var regionMinimumMargin: Double = RegionMonitorConfiguration.default.minimumMargin
+  /// Consecutive agreeing fixes a transition needs (`--region-confirmations`, `1...100`).
+  public var regionConfirmations: Int = RegionMonitorConfiguration.default.confirmations
+  /// Seconds by which a fix's time may differ from the clock and still decide
+  /// (`--region-maximum-fix-age`, `0...86400`).
+  public var regionMaximumFixAge: Double = RegionMonitorConfiguration.default.maximumFixAge
+  /// Seconds without a deciding fix after which a half-confirmed transition starts again
+  /// (`--region-outage-reset`, `0...86400`).
+  public var regionOutageReset: Double = RegionMonitorConfiguration.default.outageReset
+
+  /// The region monitor's thresholds from the `region-*` settings.
+  public var regionMonitorConfiguration: RegionMonitorConfiguration {
+    RegionMonitorConfiguration(
+      errorFraction: regionErrorFraction, minimumMargin: regionMinimumMargin, confirmations: regionConfirmations,
+      maximumFixAge: regionMaximumFixAge, outageReset: regionOutageReset)
+  }
+
   /// The config file (`--config`), re-read on SIGHUP.
   public var configFile: String?
   /// Whether `--help` was given (print ``usage`` and exit 0).
@@ -88,7 +113,7 @@ public struct Configuration: Sendable, Hashable {
   /// The `--help` text.
   public static let usage = """
     usage: locationd [--backend URI] [--socket PATH] [--state-dir DIR] [--group NAME]
-                     [--max-clients N] [--config FILE]
+                     [--max-clients N] [--config FILE] [--region-... VALUE]
 
       --backend URI     simulate[:ROUTE.gpx] | replay:PATH[?speed=10&loop=true] |
                         gpsd://HOST:PORT[/DEVICE]          (default simulate)
@@ -97,6 +122,16 @@ public struct Configuration: Sendable, Hashable {
       --group NAME      members may use the service, "" for root only (default locationd)
       --max-clients N   1...4096                           (default 64)
       --config FILE     key = value lines with the same names; flags win; re-read on SIGHUP
+
+    Region monitoring (docs/regions.md; a change needs a restart):
+      --region-error-fraction F  share of a fix's 95% error radius that must clear the
+                                 boundary, 0...10                  (default 1)
+      --region-minimum-margin M  metres to clear it by besides, 0...10000 (default 5)
+      --region-confirmations N   consecutive agreeing fixes, 1...100 (default 2)
+      --region-maximum-fix-age S seconds a fix's time may differ from the clock, 0...86400
+                                                                   (default 10)
+      --region-outage-reset S    seconds without a deciding fix that restart a confirmation,
+                                 0...86400                         (default 60)
 
     The socket's directory and the state directory are created when missing (one level: their
     parents must exist).
@@ -158,7 +193,10 @@ public struct Configuration: Sendable, Hashable {
   }
 
   /// The keys a config file and flags may set (flag names without `--`).
-  public static let knownKeys: Set<String> = ["backend", "socket", "state-dir", "group", "max-clients"]
+  public static let knownKeys: Set<String> = [
+    "backend", "socket", "state-dir", "group", "max-clients", "region-error-fraction", "region-minimum-margin",
+    "region-confirmations", "region-maximum-fix-age", "region-outage-reset",
+  ]
 
   private mutating func apply(flags: [String: String], readFile: (String) throws -> String) throws(ConfigurationError) {
     if let path = flags["config"] {
@@ -208,9 +246,36 @@ public struct Configuration: Sendable, Hashable {
         throw .invalidValue(key: "max-clients", value: value, reason: "use a whole number within 1...4096")
       }
       maxClients = number
+    case "region-error-fraction":
+      regionErrorFraction = try Self.number(key, value, in: 0...10, unit: "a share of the 95% error radius")
+    case "region-minimum-margin":
+      regionMinimumMargin = try Self.number(key, value, in: 0...10_000, unit: "metres")
+    case "region-confirmations":
+      guard let number = Int(value), (1...100).contains(number) else {
+        throw .invalidValue(key: key, value: value, reason: "use a whole number of fixes within 1...100")
+      }
+      regionConfirmations = number
+    case "region-maximum-fix-age":
+      regionMaximumFixAge = try Self.number(key, value, in: 0...86_400, unit: "seconds")
+    case "region-outage-reset":
+      regionOutageReset = try Self.number(key, value, in: 0...86_400, unit: "seconds")
     default:
       throw .invalidValue(key: key, value: value, reason: "unknown setting: use one of \(Self.knownKeys.sorted().joined(separator: ", "))")
     }
+  }
+
+  /// A finite decimal number within `range`.
+  ///
+  /// - Throws: ``ConfigurationError/invalidValue(key:value:reason:)`` naming the range and unit.
+  private static func number(_ key: String, _ value: String, in range: ClosedRange<Double>, unit: String)
+    throws(ConfigurationError) -> Double
+  {
+    guard let number = Double(value), number.isFinite, range.contains(number) else {
+      throw .invalidValue(
+        key: key, value: value,
+        reason: "use a number within \(TextNumber.plain(range.lowerBound))...\(TextNumber.plain(range.upperBound)) (\(unit))")
+    }
+    return number
   }
 
   /// Parses `key = value` lines.
@@ -287,5 +352,12 @@ extension String {
   /// The string with leading zeros up to `width` characters.
   fileprivate func leftPadded(_ width: Int) -> String {
     String(repeating: "0", count: max(0, width - count)) + self
+  }
+}
+
+/// Numbers as people write them in messages: `10`, not `10.0`.
+enum TextNumber {
+  static func plain(_ value: Double) -> String {
+    value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
   }
 }

@@ -7,6 +7,7 @@ import LocationProtocol
 import ServiceCore
 import SocketTransport
 import LocationModel
+import Regions
 
 /// The `locationd` process: configuration, wiring and lifecycle, run by the executable's `main`.
 ///
@@ -89,7 +90,12 @@ public enum Daemon {
     }
     let map = MapStateService(
       store: MapStateStore(directory: configuration.stateDirectory) { Log.event("mapState", ["message": $0]) })
-    let service = LocationService(manager: manager, map: map, backend: backend, authority: authority)
+    // Regions and their states live beside the map state, in regions.json (docs/regions.md).
+    let regions = RegionService(
+      store: RegionStore(directory: configuration.stateDirectory) { Log.event("regions", ["message": $0]) },
+      configuration: configuration.regionMonitorConfiguration)
+    let service = LocationService(
+      manager: manager, map: map, backend: backend, authority: authority, regions: regions)
 
     let socket: ListeningSocket
     do {
@@ -148,6 +154,9 @@ public enum Daemon {
           if reloaded.backendURI != running.backendURI { needsRestart.append("backend") }
           if reloaded.socketPath != running.socketPath { needsRestart.append("socket") }
           if reloaded.stateDirectory != running.stateDirectory { needsRestart.append("state-dir") }
+          if reloaded.regionMonitorConfiguration != running.regionMonitorConfiguration {
+            needsRestart.append("region-thresholds")
+          }
           Log.event(
             "reloaded",
             [

@@ -1,5 +1,12 @@
 import JSON
 import LocationModel
+import Regions
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
 
 /// GeoJSON (RFC 7946) rendering of the map state.
 public enum GeoJSON {
@@ -18,6 +25,11 @@ public enum GeoJSON {
   ///    as section 3.1.4 requires); properties `kind` "track", `points`.
   /// 3. Each annotation as a Point; feature `id` and properties `id`, `title`, and `subtitle` /
   ///    `kind` when set.
+  /// 4. Each monitored region (``MapRenderState/regions``, sorted by id): feature `id` the
+  ///    region's id; properties `kind` "region", `id`, `title` (or `null`), `state` (`unknown`,
+  ///    `inside`, `outside`), `shape` (`circle` or `polygon`), for a circle `radius` (metres) and
+  ///    `center` [lon, lat], and `dwell` (seconds) when set. A polygon is its rings, closed; a
+  ///    circle is the engine's geodesic polygon of it (``RegionGeoJSON/feature(_:)``).
   ///
   /// Positions are [longitude, latitude] (section 3.1.1). The collection `bbox` is the view's
   /// bounding box, widened (without crossing the antimeridian) to include features outside it.
@@ -80,12 +92,71 @@ public enum GeoJSON {
         ]))
     }
 
+    var regionPoints: [Coordinate] = []
+    for status in state.regions {
+      features.append(regionFeature(status))
+      regionPoints += extremePoints(status.region.shape)
+    }
+
     let collectionBounds = widened(
-      bounds, toInclude: state.track + state.snapshot.annotations.map(\.coordinate))
+      bounds, toInclude: state.track + state.snapshot.annotations.map(\.coordinate) + regionPoints)
     return .object([
       JSONMember("type", "FeatureCollection"), JSONMember("bbox", bbox(collectionBounds)),
       JSONMember("features", .array(features)),
     ])
+  }
+
+  /// The feature of one monitored region (see ``json(for:)``, item 4).
+  static func regionFeature(_ status: RegionStatus) -> JSONValue {
+    let region = status.region
+    var properties = [
+      JSONMember("kind", "region"), JSONMember("id", .string(region.id)), JSONMember("title", .string(region.title)),
+      JSONMember("state", .string(status.state.rawValue)),
+    ]
+    let regionGeometry: JSONValue
+    switch region.shape {
+    case .circle(let center, let radius):
+      properties.append(JSONMember("shape", "circle"))
+      properties.append(JSONMember("radius", .number(radius)))
+      properties.append(JSONMember("center", position(center)))
+      regionGeometry = RegionGeoJSON.feature(status)["geometry"] ?? geometry("Point", position(center))
+    case .polygon(let exterior, let holes):
+      properties.append(JSONMember("shape", "polygon"))
+      let rings = ([exterior] + holes).map { ring -> JSONValue in
+        .array((ring + ring.prefix(1)).map(position))
+      }
+      regionGeometry = geometry("Polygon", .array(rings))
+    }
+    if let dwell = region.dwell { properties.append(JSONMember("dwell", .number(dwell))) }
+    return .object([
+      JSONMember("type", "Feature"), JSONMember("id", .string(region.id)), JSONMember("geometry", regionGeometry),
+      JSONMember("properties", .object(properties)),
+    ])
+  }
+
+  /// Points that bound a shape: a polygon's exterior vertices, a circle's northernmost,
+  /// southernmost, easternmost and westernmost points (spherical approximation, for a bbox).
+  static func extremePoints(_ shape: RegionShape) -> [Coordinate] {
+    switch shape {
+    case .polygon(let exterior, _):
+      return exterior
+    case .circle(let center, let radius):
+      let latitudeDelta = radius / 111_320
+      let north = min(90, center.latitude + latitudeDelta)
+      let south = max(-90, center.latitude - latitudeDelta)
+      let cosine = cos(center.latitude * .pi / 180)
+      guard cosine > 1e-6, latitudeDelta / cosine < 180 else {
+        return [Coordinate(latitude: north, longitude: -180), Coordinate(latitude: south, longitude: 180)]
+      }
+      var west = center.longitude - latitudeDelta / cosine
+      var east = center.longitude + latitudeDelta / cosine
+      if west < -180 { west += 360 }
+      if east > 180 { east -= 360 }
+      return [
+        Coordinate(latitude: north, longitude: center.longitude), Coordinate(latitude: south, longitude: center.longitude),
+        Coordinate(latitude: center.latitude, longitude: west), Coordinate(latitude: center.latitude, longitude: east),
+      ]
+    }
   }
 
   /// `{"type":TYPE,"coordinates":COORDINATES}`.

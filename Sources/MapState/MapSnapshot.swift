@@ -1,5 +1,6 @@
 import JSON
 import LocationModel
+import Regions
 
 /// The map state as clients see it: what `locationctl --json map` prints.
 ///
@@ -77,7 +78,8 @@ public struct MapSnapshot: Sendable, Hashable {
   }
 }
 
-/// Everything a renderer needs: the snapshot plus the viewport and the recent track.
+/// Everything a renderer needs: the snapshot plus the viewport, the recent track and the
+/// monitored regions.
 public struct MapRenderState: Sendable, Hashable {
   /// The client-facing state.
   public var snapshot: MapSnapshot
@@ -87,15 +89,33 @@ public struct MapRenderState: Sendable, Hashable {
   public var track: [Coordinate]
   /// The current location, `nil` without a fix.
   public var currentLocation: Coordinate?
+  /// The monitored regions with their states, sorted by id (keyed by id: one entry per id).
+  public var regions: [RegionStatus]
 
   /// Creates a render state.
   public init(
-    snapshot: MapSnapshot, viewport: Viewport, track: [Coordinate], currentLocation: Coordinate?
+    snapshot: MapSnapshot, viewport: Viewport, track: [Coordinate], currentLocation: Coordinate?,
+    regions: [RegionStatus] = []
   ) {
     self.snapshot = snapshot
     self.viewport = viewport
     self.track = track
     self.currentLocation = currentLocation
+    self.regions = regions
+  }
+
+  /// Hashes the snapshot, viewport, track, location and each region's id and state (equal
+  /// states hash equally; ``RegionStatus`` itself is only `Equatable`).
+  public func hash(into hasher: inout Hasher) {
+    hasher.combine(snapshot)
+    hasher.combine(viewport)
+    hasher.combine(track)
+    hasher.combine(currentLocation)
+    hasher.combine(regions.count)
+    for status in regions {
+      hasher.combine(status.region)
+      hasher.combine(status.state)
+    }
   }
 }
 
@@ -141,6 +161,8 @@ public enum MapChange: Sendable, Hashable {
   case trackingStopped
   /// The state was first delivered to a newly attached renderer (renderers only, never streamed).
   case attached
+  /// The monitored regions changed: one was added, replaced or removed, or changed state.
+  case regions
 
   /// Short name of the change: the JSON `what` value.
   public var name: String {
@@ -157,6 +179,7 @@ public enum MapChange: Sendable, Hashable {
     case .trackingStarted: return "trackingStarted"
     case .trackingStopped: return "trackingStopped"
     case .attached: return "attached"
+    case .regions: return "regions"
     }
   }
 

@@ -1,4 +1,5 @@
 import LocationModel
+import Regions
 
 #if canImport(FoundationEssentials)
   import FoundationEssentials
@@ -39,6 +40,7 @@ public actor MapStateService {
   private var location: Coordinate?
   private var course: Double?
   private var track: [Coordinate] = []
+  private var regions: [RegionStatus] = []
   private var tracking = false
   private var awaitingInitialFix = false
   private var subscribers: [UUID: AsyncStream<MapEvent>.Continuation] = [:]
@@ -94,7 +96,8 @@ public actor MapStateService {
 
   /// The state renderers draw: snapshot, viewport, track and current location.
   public var renderState: MapRenderState {
-    MapRenderState(snapshot: snapshot, viewport: viewport, track: track, currentLocation: location)
+    MapRenderState(
+      snapshot: snapshot, viewport: viewport, track: track, currentLocation: location, regions: regions)
   }
 
   /// The current viewport.
@@ -129,6 +132,18 @@ public actor MapStateService {
       if let annotation = annotationsByID[id] { result.append(annotation) }
     }
     return result
+  }
+
+  /// The monitored regions drawn by the renderers, sorted by id.
+  public var monitoredRegions: [RegionStatus] { regions }
+
+  /// Replaces the regions the renderers draw with `statuses` (the region monitor's regions and
+  /// states; one per id, sorted by id) and publishes the change `regions`. Regions are not part
+  /// of `mapstate.json`: the region store keeps them.
+  public func setRegions(_ statuses: [RegionStatus]) {
+    guard statuses != regions else { return }
+    regions = statuses
+    publish([.regions])
   }
 
   /// The map as a GeoJSON FeatureCollection (``GeoJSON/document(for:)``).

@@ -1,4 +1,5 @@
 import LocationModel
+import Regions
 
 #if canImport(Glibc)
   import Glibc
@@ -48,7 +49,11 @@ public enum SVGSnapshot {
   /// The SVG document for `state`: deterministic (fixed element order, 2-decimal point
   /// coordinates), well-formed XML with every text escaped.
   ///
-  /// Elements: `<title>`, a background `<rect class="background">`, the track as
+  /// Elements: `<title>`, a background `<rect class="background">`, each monitored region as
+  /// `<g class="region" data-id=... data-state=...>` holding a `<circle>` (a circle region, its
+  /// radius in points at the region's latitude) or a `<path>` (a polygon: one closed subpath per
+  /// ring, holes cut out with `fill-rule="evenodd"`) and a `<text>` label (title, else id); the
+  /// fill says the state (inside green, outside grey, unknown amber). Then the track as
   /// `<polyline class="track">` (2 or more points), each annotation as
   /// `<g class="annotation" data-id=...>` with a `<circle>` and a `<text>` label (and a second
   /// `<text class="subtitle">`), the center as `<g class="center">` (two crossing lines), a
@@ -72,6 +77,10 @@ public enum SVGSnapshot {
     lines.append(
       "<rect class=\"background\" x=\"0\" y=\"0\" width=\"\(f(width))\" height=\"\(f(height))\" fill=\"#f4f1ea\"/>"
     )
+
+    for status in state.regions {
+      lines.append(regionElement(status, viewport: viewport))
+    }
 
     if state.track.count >= 2 {
       let points = state.track.map { coordinate -> String in
@@ -130,5 +139,46 @@ public enum SVGSnapshot {
         + "\(bar.label)</text></g>")
     lines.append("</svg>")
     return lines.joined(separator: "\n") + "\n"
+  }
+
+  /// One region's `<g class="region">` (see ``document(for:)``).
+  static func regionElement(_ status: RegionStatus, viewport: Viewport) -> String {
+    let f = { (value: Double) in TextFormat.fixed(value, 2) }
+    let region = status.region
+    let colour: String
+    switch status.state {
+    case .inside: colour = "#2da44e"
+    case .outside: colour = "#6e7781"
+    case .unknown: colour = "#bf8700"
+    }
+    let paint = "fill=\"\(colour)\" fill-opacity=\"0.2\" stroke=\"\(colour)\" stroke-width=\"2\""
+    var group =
+      "<g class=\"region\" data-id=\"\(TextFormat.xmlEscaped(region.id))\" data-state=\"\(status.state.rawValue)\">"
+    let label: (x: Double, y: Double)
+    switch region.shape {
+    case .circle(let center, let radius):
+      let p = viewport.point(for: center)
+      let metresPerPoint = WebMercator.metresPerPoint(latitude: center.latitude, zoom: viewport.zoom)
+      let r = metresPerPoint > 0 ? radius / metresPerPoint : 0
+      group += "<circle cx=\"\(f(p.x))\" cy=\"\(f(p.y))\" r=\"\(f(r))\" \(paint)/>"
+      label = (p.x, p.y - r - 4)
+    case .polygon(let exterior, let holes):
+      var d: [String] = []
+      for ring in [exterior] + holes {
+        let points = ring.map { viewport.point(for: $0) }
+        guard let first = points.first else { continue }
+        d.append(
+          "M \(f(first.x)) \(f(first.y)) " + points.dropFirst().map { "L \(f($0.x)) \(f($0.y))" }.joined(separator: " ")
+            + " Z")
+      }
+      group += "<path d=\"\(d.joined(separator: " "))\" fill-rule=\"evenodd\" \(paint)/>"
+      let points = exterior.map { viewport.point(for: $0) }
+      let top = points.min { $0.y < $1.y } ?? (0, 0)
+      label = (top.x, top.y - 4)
+    }
+    group +=
+      "<text x=\"\(f(label.x))\" y=\"\(f(label.y))\" text-anchor=\"middle\" fill=\"#1b1f24\">"
+      + "\(TextFormat.xmlEscaped(region.title ?? region.id))</text></g>"
+    return group
   }
 }

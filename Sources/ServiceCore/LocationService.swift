@@ -3,6 +3,7 @@ import LocationCore
 import MapState
 import LocationModel
 import LocationProtocol
+import Regions
 
 /// The daemon's request handler: ties the socket protocol to one ``LocationManager`` and one
 /// ``MapStateService``.
@@ -52,6 +53,8 @@ public actor LocationService: RequestHandler {
 
   let manager: LocationManager
   let map: MapStateService
+  /// Region monitoring: fed every fix the map gets, advanced once a second of its clock.
+  let regions: RegionService
   let backend: any LocationBackend
   let authority: AuthorizationAuthority
   /// Connections that sent `request`, by client number (others are `notDetermined`).
@@ -74,12 +77,15 @@ public actor LocationService: RequestHandler {
   /// - Parameters:
   ///   - manager: the manager; the service records each client's authorization in it.
   ///   - authority: the rule for `request`, replaced by ``reloadAuthorization(_:)``.
+  ///   - regions: region monitoring (its store, thresholds and clock); by default in memory on
+  ///     the system clock.
   public init(
     manager: LocationManager, map: MapStateService, backend: any LocationBackend,
-    authority: AuthorizationAuthority
+    authority: AuthorizationAuthority, regions: RegionService = RegionService()
   ) {
     self.manager = manager
     self.map = map
+    self.regions = regions
     self.backend = backend
     self.authority = authority
   }
@@ -89,10 +95,28 @@ public actor LocationService: RequestHandler {
     frontEnds.append(frontEnd)
   }
 
-  /// Starts the hub tasks: manager events to the map state and to watchers, map changes to watchers.
+  /// Starts the hub tasks: manager events to the map state, the regions and watchers, map
+  /// changes to watchers, and the region clock (dwell times) once a second of the regions' clock.
   public func start() async {
+    await map.setRegions(await regions.statuses)
     let events = await manager.observe(coalescing: false)
     let mapEvents = await map.events()
+    let regions = regions
+    tasks.append(
+      Task { [weak self] in
+        let clock = regions.clock
+        var deadline = clock.now
+        while !Task.isCancelled {
+          deadline += .seconds(1)
+          do { try await clock.sleep(until: deadline) } catch { return }
+          // A clock moved on by more than a second (a virtual clock, a suspended machine) is
+          // caught up in one step: the monitor compares times, it does not count ticks.
+          if deadline < clock.now { deadline = clock.now }
+          let transitions = await regions.advance()
+          guard let self else { return }
+          if !transitions.isEmpty { await self.regionsChanged(transitions) }
+        }
+      })
     tasks.append(
       Task { [weak self] in
         for await event in events {
@@ -123,6 +147,9 @@ public actor LocationService: RequestHandler {
     // A change whose save failed is retried once more before the process ends.
     if let failure = await map.saveIfNeeded() {
       Log.event("mapStateLost", ["reason": failure.description])
+    }
+    if let failure = await regions.saveIfNeeded() {
+      Log.event("regionsLost", ["reason": failure.description])
     }
     for task in tasks { task.cancel() }
     tasks.removeAll()
@@ -269,6 +296,8 @@ public actor LocationService: RequestHandler {
       }
     case .replay(let action):
       return try await replay(action)
+    case .region(let action):
+      return try await region(action)
     }
   }
 
@@ -358,6 +387,9 @@ public actor LocationService: RequestHandler {
       // ahead of this TPV. The next manager event is dispatched only after the map has this
       // fix, so a client that waits for, say, endOfData sees a map state that knows every fix.
       if !watchers.isEmpty { broadcast(location) }
+      // Its REGION events follow the fix's TPV.
+      let transitions = await regions.update(with: location)
+      if !transitions.isEmpty { await regionsChanged(transitions) }
       await map.update(fix: location.fix)  // a fix without a position clears the location
     case .status(let status, let detail):
       if status == .stopped, await !manager.isTracking {
@@ -392,7 +424,7 @@ public actor LocationService: RequestHandler {
     broadcastToWatchers(Event(body: Self.mapJSON(change.map, changes: change.changes), coalescingKey: "MAP"))
   }
 
-  private func broadcastToWatchers(_ event: Event) {
+  func broadcastToWatchers(_ event: Event) {
     guard !watchers.isEmpty else { return }
     Self.fanOut(event, to: audience().all)
   }

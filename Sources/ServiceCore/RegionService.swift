@@ -1,0 +1,193 @@
+import LocationCore
+import LocationProtocol
+import LocationModel
+import MapState
+import Regions
+
+/// Saves and restores the regions and their states as `regions.json` in the state directory,
+/// with the map state's rules (``StateFile``: atomic replacement, nothing followed that someone
+/// else could plant, the directory checked at every load and save).
+///
+/// The file is ``RegionMonitor/persisted()`` written as compact JSON and read back with
+/// ``RegionMonitor/init(restoring:configuration:)``, which validates every region and state.
+public struct RegionStore: Sendable {
+  /// File name inside the state directory.
+  public static let fileName = "regions.json"
+  /// Largest file accepted on load, bytes (256 MiB: a hundred thousand regions of a few hundred
+  /// vertices each).
+  public static let maxFileSize = 256 * 1024 * 1024
+
+  /// The file.
+  public let file: StateFile
+
+  /// Creates a store for `directory` (the daemon's `--state-dir`); nothing is touched until
+  /// ``load(configuration:)`` or ``save(_:)``.
+  ///
+  /// - Parameters:
+  ///   - log: receives one line per problem.
+  ///   - failureInjector: makes chosen steps of a save fail (tests), as for ``MapStateStore``.
+  public init(
+    directory: String, log: @escaping @Sendable (String) -> Void = MapStateStore.logToStandardError,
+    failureInjector: MapStateStore.FailureInjector? = nil
+  ) {
+    file = StateFile(
+      directory: directory, fileName: Self.fileName, subject: "regions", fallback: "starting with no regions",
+      maxFileSize: Self.maxFileSize, log: log, failureInjector: failureInjector)
+  }
+
+  /// Full path of `regions.json`.
+  public var path: String { file.path }
+
+  /// The saved regions and states, or `nil` (no regions) when the file is missing, unusable,
+  /// not JSON or refused by the engine; each case but a missing file logs one line
+  /// (`regions file corrupt, starting with no regions path=... error=... keptAs=regions.json.rejected`)
+  /// and sets the file aside as `regions.json.rejected`. Never throws, never traps.
+  public func load(configuration: RegionMonitorConfiguration) -> RegionMonitor? {
+    guard case .bytes(let bytes) = file.load() else { return nil }
+    let value: JSONValue
+    do {
+      value = try JSONValue.parse(bytes)
+    } catch {
+      file.reject(byteCount: bytes.count, reason: error.description)
+      return nil
+    }
+    do {
+      return try RegionMonitor(restoring: value, configuration: configuration)
+    } catch {
+      file.reject(byteCount: bytes.count, reason: error.description)
+      return nil
+    }
+  }
+
+  /// Saves `monitor`'s regions and states atomically.
+  ///
+  /// - Throws: ``MapStoreError`` naming the failed step; the previous file is then unchanged.
+  public func save(_ monitor: RegionMonitor) throws(MapStoreError) {
+    let value = monitor.persisted()
+    guard !value.containsNonFiniteNumber else { throw .encoding("a region number is NaN or infinite") }
+    var bytes = value.encoded
+    bytes.append(UInt8(ascii: "\n"))
+    try file.save(bytes)
+  }
+}
+
+/// The daemon's region monitoring: one ``RegionMonitor`` (the pure engine) fed every accepted
+/// fix, advanced on a ``LocationClock`` for dwell times and outages, and saved in a
+/// ``RegionStore`` after every change of the regions and every transition.
+///
+/// ``LocationService`` owns it: the hub calls ``update(with:)`` for each fix right after the
+/// fix's TPV went to the watchers, and a task calls ``advance()`` once a second of the clock;
+/// the transitions they return become `REGION` events.
+///
+/// Times given to the engine are the clock's UTC wall time in milliseconds (``LocationClock/wallTimeMilliseconds``):
+/// the engine compares fix times with it, so a replay must run with `timestamps=shifted` for its
+/// fixes to be recent enough to decide (see docs/regions.md).
+public actor RegionService {
+  private var monitor: RegionMonitor
+  private let store: RegionStore?
+  /// The clock the monitor's `now` comes from.
+  public nonisolated let clock: any LocationClock
+  private var saveFailure: MapStoreError?
+
+  /// Creates the service, restoring the regions and states saved in `store` (a missing or bad
+  /// file gives no regions, see ``RegionStore/load(configuration:)``).
+  ///
+  /// - Parameters:
+  ///   - store: where regions persist; `nil` keeps them in memory only.
+  ///   - configuration: the engine's thresholds (`--region-*` options).
+  ///   - clock: the time source for fix ages, dwell and outages (a ``VirtualClock`` in tests).
+  public init(
+    store: RegionStore? = nil, configuration: RegionMonitorConfiguration = .default,
+    clock: any LocationClock = SystemClock()
+  ) {
+    self.store = store
+    self.clock = clock
+    monitor = store?.load(configuration: configuration) ?? RegionMonitor(configuration: configuration)
+  }
+
+  /// The engine's thresholds.
+  public var configuration: RegionMonitorConfiguration { monitor.configuration }
+
+  /// The number of regions.
+  public var count: Int { monitor.count }
+
+  /// Every region with its state, sorted by id.
+  public var statuses: [RegionStatus] {
+    monitor.regions.compactMap { monitor.status(id: $0.id) }
+  }
+
+  /// The region `id` with its state, `nil` when there is none.
+  public func status(id: String) -> RegionStatus? { monitor.status(id: id) }
+
+  /// The last save's failure while it is not repaired by a later save, `nil` when everything
+  /// is on disk.
+  public var unsavedChanges: MapStoreError? { saveFailure }
+
+  /// Adds `region`, or replaces the region with its id (whose state starts again at
+  /// `unknown`), and saves.
+  ///
+  /// - Returns: whether a region was replaced, and the region's status now.
+  public func add(_ region: Region) -> (replaced: Bool, status: RegionStatus) {
+    let replaced = monitor.add(region)
+    save()
+    let status =
+      monitor.status(id: region.id)
+      ?? RegionStatus(region: region, state: .unknown, since: nil, distanceToBoundary: nil)
+    return (replaced, status)
+  }
+
+  /// Removes the region `id` and saves.
+  ///
+  /// - Returns: the region's status just before it was removed, `nil` when there was none.
+  public func remove(id: String) -> RegionStatus? {
+    guard let status = monitor.status(id: id), monitor.remove(id: id) else { return nil }
+    save()
+    return status
+  }
+
+  /// Feeds one accepted fix; saves when a region changed state.
+  ///
+  /// - Returns: the transitions it decided, in region id order.
+  public func update(with location: Location) -> [RegionTransition] {
+    guard monitor.count > 0 else { return [] }
+    let transitions = monitor.update(with: location, now: clock.wallTimeMilliseconds)
+    if !transitions.isEmpty { save() }
+    return transitions
+  }
+
+  /// Advances the monitor to the clock's time without a fix (dwell times, outages); saves when
+  /// a region changed state.
+  ///
+  /// - Returns: the transitions it decided, in region id order.
+  public func advance() -> [RegionTransition] {
+    guard monitor.count > 0 else { return [] }
+    let transitions = monitor.advance(to: clock.wallTimeMilliseconds)
+    if !transitions.isEmpty { save() }
+    return transitions
+  }
+
+  /// Saves once more when the last save failed or states changed without a transition (at
+  /// shutdown).
+  ///
+  /// - Returns: the failure when the save failed again, `nil` when the file is up to date.
+  @discardableResult public func saveIfNeeded() -> MapStoreError? {
+    if store != nil { save() }
+    return saveFailure
+  }
+
+  private func save() {
+    guard let store else { return }
+    do {
+      try store.save(monitor)
+      if saveFailure != nil {
+        Log.event("regionsSaved", ["path": store.path, "after": "an earlier failure"])
+      }
+      saveFailure = nil
+    } catch {
+      if saveFailure != error {
+        Log.event("regionsNotSaved", ["path": store.path, "error": error.description])
+      }
+      saveFailure = error
+    }
+  }
+}
