@@ -122,6 +122,7 @@ enum Format {
     case "WARNING": return "warning: " + (event["message"]?.stringValue ?? "")
     case "MAP": return map(event).replacing("\n", with: "  ")
     case "AUTHORIZATION": return "authorization: " + (event["authorization"]?.stringValue ?? "?")
+    case "REGION": return regionEvent(event)
     default: return event.jsonString
     }
   }

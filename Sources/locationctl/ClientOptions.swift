@@ -40,6 +40,11 @@ let usageText = """
     map [--geojson|--svg]         print the map state (JSON by default)
     replay pause|resume|seek SECONDS|speed FACTOR|step [EPOCHS]
                                   control a replay backend
+    region add ID circle LAT LON RADIUS|add ID polygon FILE.geojson|-|remove ID|list|state ID
+                                  monitor regions: add (or replace) a circle (metres) or a
+                                  GeoJSON polygon (- reads standard input), with [--dwell S]
+                                  [--title T] [--no-entry] [--no-exit]; watch prints REGION
+                                  enter, exit and dwell events
     decode [--sky] [--rollover-floor DATE] [FILE|-]
                                   decode NMEA 0183 into gpsd TPV (and SKY) lines (no daemon needed)
     simulate --pty PATH [--rate HZ] [--backend URI]
@@ -133,7 +138,7 @@ func dispatch(_ arguments: [String]) -> Int32 {
 }
 
 /// Commands whose arguments go through ``ArgumentList`` (which understands `--` itself).
-let commandsWithOptions: Set<String> = ["start", "annotate", "map"]
+let commandsWithOptions: Set<String> = ["start", "annotate", "map", "region"]
 
 /// The usage of one command: its entry in ``usageText`` with the global options.
 func commandUsage(_ command: String) -> String {
