@@ -423,6 +423,20 @@ final class PlanarPolygon: Sendable {
     }
   }
 
+  /// Whether each ring runs counterclockwise (positive signed area in the projection, x east
+  /// and y north), ring 0 the exterior.
+  var isCounterclockwise: [Bool] {
+    rings.map { ring in
+      var area = 0.0
+      for i in ring.indices {
+        let a = ring[i]
+        let b = ring[i + 1 == ring.count ? 0 : i + 1]
+        area += a.x * b.y - b.x * a.y
+      }
+      return area > 0
+    }
+  }
+
   /// Crossing-number test against one ring alone.
   func ringContains(_ ringIndex: Int, _ p: Point) -> Bool {
     let ring = rings[ringIndex]

@@ -423,24 +423,3 @@ public struct RegionMonitor: Sendable {
     return transitions
   }
 }
-
-/// GeoJSON (RFC 7946) input and output of regions.
-public enum RegionGeoJSON {
-  /// Largest GeoJSON text accepted, bytes: 10 MiB.
-  public static let maxBytes = 10 * 1024 * 1024
-
-  /// Parses a GeoJSON Polygon geometry, a Feature with a Polygon geometry, or a FeatureCollection
-  /// with exactly one such Feature.
-  ///
-  /// - Throws: ``RegionError/fileTooLarge(bytes:limit:)``, ``RegionError/invalidGeoJSON(reason:)``
-  ///   or any error of ``RegionShape/validate()``.
-  public static func shape(from bytes: [UInt8]) throws(RegionError) -> RegionShape {
-    if bytes.count > maxBytes { throw .fileTooLarge(bytes: bytes.count, limit: maxBytes) }
-    throw .invalidGeoJSON(reason: "not implemented")
-  }
-
-  /// A GeoJSON Feature for a region and its state.
-  public static func feature(_ status: RegionStatus) -> JSONValue {
-    .object([JSONMember("type", "Feature")])
-  }
-}

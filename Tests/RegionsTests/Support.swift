@@ -22,7 +22,10 @@ func location(_ coordinate: Coordinate, time: Int64, error95: Double?, mode: Fix
 
 /// The point `distance` metres from `start` at `azimuth` degrees.
 func offset(_ start: Coordinate, _ azimuth: Double, _ distance: Double) -> Coordinate {
-  Geodesic.direct(from: start, azimuth: azimuth, distance: distance).coordinate
+  var point = Geodesic.direct(from: start, azimuth: azimuth, distance: distance).coordinate
+  point.longitude = remainder(point.longitude, 360)
+  if point.longitude == -180 { point.longitude = 180 }
+  return point
 }
 
 /// A small seeded generator (SplitMix64), so every run draws the same noise.
