@@ -60,49 +60,51 @@ public struct GeodesicDirect: Sendable, Hashable {
   }
 }
 
-/// Geodesics on the WGS84 ellipsoid (a = 6,378,137 m, f = 1/298.257223563).
+/// Geodesics on the WGS84 ellipsoid (a = 6,378,137 m, f = 1/298.257223563), by the algorithms of
+/// C. F. F. Karney, "Algorithms for geodesics", J. Geodesy 87, 43-55 (2013): series to sixth order,
+/// accurate to about 15 nanometres for any pair of points, antipodal ones included.
+///
+/// Angles are degrees: latitudes in `[-90, 90]` (outside, or not finite: every result is NaN),
+/// longitudes and azimuths any value (reduced modulo 360), azimuths clockwise from true north.
+/// Distances are metres. Results agree with GeographicLib's `GeodSolve`.
 public enum Geodesic {
   /// Karney (2013) inverse problem; total for all finite inputs (lat in [-90, 90], any lon).
   ///
-  /// Longitudes outside `[-180, 180]` are reduced; latitudes outside `[-90, 90]` or non-finite
-  /// input give NaN in every field.
+  /// The shortest path from `a` to `b`: its length, the azimuths at both ends, m12, M12 and M21.
+  /// For coincident points the distance is 0 and the azimuths are those of a meridian (0 or
+  /// 180); for antipodal points, where many shortest paths exist, one of them. A latitude outside
+  /// `[-90, 90]` or a non-finite input gives NaN in every field.
   public static func inverse(_ a: Coordinate, _ b: Coordinate) -> GeodesicInverse {
-    // Spherical placeholder.
-    let radius = 6_371_008.8
-    let lat1 = a.latitude * .pi / 180
-    let lat2 = b.latitude * .pi / 180
-    let dLon = (b.longitude - a.longitude) * .pi / 180
-    let h =
-      sin((lat2 - lat1) / 2) * sin((lat2 - lat1) / 2) + cos(lat1) * cos(lat2) * sin(dLon / 2)
-      * sin(dLon / 2)
-    let sigma = 2 * asin(min(1, h.squareRoot()))
-    let azi1 = atan2(sin(dLon) * cos(lat2), cos(lat1) * sin(lat2) - sin(lat1) * cos(lat2) * cos(dLon))
-    let azi2 = atan2(sin(dLon) * cos(lat1), -cos(lat2) * sin(lat1) + sin(lat2) * cos(lat1) * cos(dLon))
+    let solution = InverseSolution(
+      lat1: a.latitude, lon1: a.longitude, lat2: b.latitude, lon2: b.longitude)
+    let finite = a.longitude.isFinite && b.longitude.isFinite
     return GeodesicInverse(
-      distance: radius * sigma, initialAzimuth: azi1 * 180 / .pi, finalAzimuth: azi2 * 180 / .pi,
-      reducedLength: radius * sin(sigma), geodesicScale12: cos(sigma), geodesicScale21: cos(sigma))
+      distance: finite ? solution.s12 : .nan,
+      initialAzimuth: Degrees.atan2d(solution.salp1, solution.calp1),
+      finalAzimuth: Degrees.atan2d(solution.salp2, solution.calp2),
+      reducedLength: solution.m12,
+      geodesicScale12: solution.scale12,
+      geodesicScale21: solution.scale21)
   }
 
   /// Karney (2013) direct problem: destination and azimuth there (degrees), plus m12, M12, M21.
   ///
-  /// `azimuth` in degrees true (any value), `distance` in metres (may be negative: backwards).
+  /// `azimuth` is degrees clockwise from true north (any value), `distance` metres (negative
+  /// goes backwards along the geodesic). The destination's longitude is in `[-180, 180]`. A
+  /// latitude outside `[-90, 90]` or a non-finite input gives NaN results.
   public static func direct(from start: Coordinate, azimuth: Double, distance: Double)
     -> GeodesicDirect
   {
-    let radius = 6_371_008.8
-    let sigma = distance / radius
-    let lat1 = start.latitude * .pi / 180
-    let alpha = azimuth * .pi / 180
-    let lat2 = asin(sin(lat1) * cos(sigma) + cos(lat1) * sin(sigma) * cos(alpha))
-    let dLon = atan2(sin(alpha) * sin(sigma) * cos(lat1), cos(sigma) - sin(lat1) * sin(lat2))
-    let azi2 = atan2(sin(dLon) * cos(lat1), -cos(lat2) * sin(lat1) + sin(lat2) * cos(lat1) * cos(dLon))
+    let line = GeodesicLine(lat1: start.latitude, lon1: start.longitude, azi1: azimuth)
+    let p = line.position(distance: distance)
     return GeodesicDirect(
-      coordinate: Coordinate(latitude: lat2 * 180 / .pi, longitude: start.longitude + dLon * 180 / .pi),
-      finalAzimuth: azi2 * 180 / .pi, reducedLength: radius * sin(sigma),
-      geodesicScale12: cos(sigma), geodesicScale21: cos(sigma))
+      coordinate: Coordinate(latitude: p.lat2, longitude: p.lon2), finalAzimuth: p.azi2,
+      reducedLength: p.m12, geodesicScale12: p.scale12, geodesicScale21: p.scale21)
   }
 
   /// Convenience: inverse(a, b).distance
+  ///
+  /// Metres, `>= 0`; NaN under the conditions ``inverse(_:_:)`` states.
   public static func distance(_ a: Coordinate, _ b: Coordinate) -> Double {
     inverse(a, b).distance
   }
@@ -110,29 +112,65 @@ public enum Geodesic {
 
 /// Karney (2013) §8 ellipsoidal gnomonic projection centred on `center`: geodesics through the
 /// center are straight lines, and all geodesics are very nearly straight within a few hundred km.
+///
+/// A point at azimuth azi0 from the center, with reduced length m and geodesic scale M of the
+/// geodesic from the center, maps to rho = m / M along azi0 (Karney 2013, eq. 57), as
+/// GeographicLib's `Gnomonic` class does. On a sphere it is the exact gnomonic projection. On
+/// WGS84, for geodesics within 150 km of the center, the midpoint's image lies within 3.2e-9 of
+/// the chord's length of the chord between the ends' images (measured; 1 mm on 300 km), so
+/// straight-line tests in the plane (point in polygon, segment crossing) are geodesic tests to
+/// that accuracy. x and y are metres; the scale is 1 at the center.
 public struct Gnomonic: Sendable {
   /// The projection's center, degrees (WGS84).
   public let center: Coordinate
 
-  /// A projection centred on `center` (degrees, WGS84).
+  /// A projection centred on `center` (degrees, WGS84; latitude in `[-90, 90]`).
   public init(center: Coordinate) {
     self.center = center
   }
 
   /// x (east), y (north) in metres; nil when the point is 90 degrees or more from the center (M12 <= 0).
+  ///
+  /// Also nil when either coordinate is not finite or its latitude is outside `[-90, 90]`.
   public func forward(_ point: Coordinate) -> (x: Double, y: Double)? {
-    let solution = Geodesic.inverse(center, point)
-    guard solution.geodesicScale12 > 0 else { return nil }
-    let rho = solution.reducedLength / solution.geodesicScale12
-    let azimuth = solution.initialAzimuth * .pi / 180
-    return (rho * sin(azimuth), rho * cos(azimuth))
+    let solution = InverseSolution(
+      lat1: center.latitude, lon1: center.longitude, lat2: point.latitude, lon2: point.longitude)
+    // Reversed test: NaN is refused too.
+    guard solution.scale12 > 0, solution.m12.isFinite, center.longitude.isFinite,
+      point.longitude.isFinite
+    else { return nil }
+    let rho = solution.m12 / solution.scale12
+    let azi0 = Degrees.atan2d(solution.salp1, solution.calp1)
+    let (sinAzi, cosAzi) = Degrees.sinCos(azi0)
+    return (rho * sinAzi, rho * cosAzi)
   }
 
   /// Inverse by Newton's method as in GeographicLib's Gnomonic::Reverse; nil when it does not converge.
+  ///
+  /// `x` (east) and `y` (north) in metres; at most 10 Newton steps on the distance along the
+  /// geodesic from the center at azimuth atan2(x, y). nil for non-finite input.
   public func reverse(x: Double, y: Double) -> Coordinate? {
-    let radius = 6_371_008.8
-    let azimuth = atan2(x, y) * 180 / .pi
-    let sigma = atan((x * x + y * y).squareRoot() / radius)
-    return Geodesic.direct(from: center, azimuth: azimuth, distance: sigma * radius).coordinate
+    guard x.isFinite, y.isFinite else { return nil }
+    let azi0 = Degrees.atan2d(x, y)
+    var rho = hypot(x, y)
+    var s = WGS84.a * atan(rho / WGS84.a)
+    let little = rho <= WGS84.a
+    if !little { rho = 1 / rho }
+    let line = GeodesicLine(lat1: center.latitude, lon1: center.longitude, azi1: azi0)
+    let tolerance = 0.01 * Double.ulpOfOne.squareRoot() * WGS84.a
+    for _ in 0..<10 {
+      let p = line.position(distance: s)
+      // Near the center solve rho(s) = rho, d rho/ds = 1/M^2; far out 1/rho(s) = 1/rho,
+      // d(1/rho)/ds = -1/m^2.
+      let ds = little ? (p.m12 - rho * p.scale12) * p.scale12 : (rho * p.m12 - p.scale12) * p.m12
+      s -= ds
+      // Reversed test: NaN never converges.
+      if !(abs(ds) >= tolerance) {
+        let q = line.position(distance: s)
+        guard q.lat2.isFinite, q.lon2.isFinite else { return nil }
+        return Coordinate(latitude: q.lat2, longitude: q.lon2)
+      }
+    }
+    return nil
   }
 }

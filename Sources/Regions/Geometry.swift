@@ -1,15 +1,49 @@
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
 import LocationModel
 
-/// A validated shape prepared for the point-in-region test: its bounding cap and, for a
-/// polygon, its rings. Immutable, shared between copies of a ``Region``.
+/// A validated shape prepared for the point-in-region test. Immutable, shared between copies of
+/// a ``Region``.
+///
+/// A circle is its center and radius: the signed distance of a point is its geodesic distance
+/// from the center minus the radius.
+///
+/// A polygon is prepared once: the center of its bounding cap C (the normalised mean of the
+/// exterior vertices as unit vectors), the cap's radius (the largest geodesic distance from C to
+/// an exterior vertex), and every vertex projected with the ellipsoidal gnomonic projection
+/// centred on C, in which geodesic edges are straight to well below a metre within the extent
+/// limit. The edges are kept in a uniform grid (about one edge per cell) and in rows, so a query
+/// looks at a few edges rather than all of them.
+///
+/// For a point P:
+/// 1. far test: when P's geodesic distance from C exceeds the cap radius (plus 0.1% and 1 m of
+///    slack) by more than 1 km, the answer is "outside, by at least that excess";
+/// 2. inside or outside: the crossing number of a ray from P (in C's projection, the ray along
+///    +x) with the edges of all rings (the exterior and the holes, so a point in a hole is
+///    outside);
+/// 3. distance to the boundary: the edges nearest P in C's projection are found on the grid; each
+///    edge within 2% of the nearest is projected again with the gnomonic projection centred on P
+///    itself (geodesics through P are exactly straight there and azimuths from P are kept), the
+///    point of the edge nearest the origin is taken back with the inverse projection, and its
+///    geodesic distance from P is the distance. The smallest is the answer.
+/// The sign near an edge can be wrong only within the deviation of a geodesic from its chord in
+/// C's projection (centimetres at the extent limit), far below the decision margin.
 final class PreparedShape: Sendable {
-  /// Center of the bounding cap: the circle's center, or the normalised mean of a polygon's
-  /// exterior vertices as unit vectors.
+  /// Center of the bounding cap: the circle's center, or the polygon's center C.
   let capCenter: Coordinate
-  /// Geodesic radius of the bounding cap, metres: every point of the region is within it.
+  /// Geodesic radius of the bounding cap, metres, slack included: every point of the region is
+  /// within it.
   let capRadius: Double
   /// The circle radius, or `nil` for a polygon.
   let radius: Double?
+  /// The polygon's prepared rings, or `nil` for a circle.
+  let polygon: PlanarPolygon?
+
+  /// Distance beyond the cap within which a polygon's distance is computed exactly, metres.
+  static let exactBand = 1_000.0
 
   init(_ shape: RegionShape) throws(RegionError) {
     switch shape {
@@ -21,24 +55,400 @@ final class PreparedShape: Sendable {
       capCenter = center
       capRadius = radius
       self.radius = radius
+      polygon = nil
     case .polygon(let exterior, let holes):
-      for (ringIndex, ring) in ([exterior] + holes).enumerated() {
+      let rings = [exterior] + holes
+      var total = 0
+      for (ringIndex, ring) in rings.enumerated() {
         for (index, vertex) in ring.enumerated() where !vertex.isValid {
           throw .invalidCoordinate(
             latitude: vertex.latitude, longitude: vertex.longitude, ring: ringIndex, index: index)
         }
-        if ring.count < 3 { throw .tooFewVertices(ring: ringIndex, count: ring.count) }
+        total += ring.count
       }
-      capCenter = exterior[0]
-      capRadius = exterior.map { Geodesic.distance(exterior[0], $0) }.max() ?? 0
+      if total > RegionShape.maxVertexCount {
+        throw .tooManyVertices(count: total, limit: RegionShape.maxVertexCount)
+      }
+      for (ringIndex, ring) in rings.enumerated() {
+        if ring.count < 3 { throw .tooFewVertices(ring: ringIndex, count: ring.count) }
+        for index in ring.indices {
+          let next = ring[index + 1 == ring.count ? 0 : index + 1]
+          if ring[index].latitude == next.latitude
+            && (ring[index].longitude == next.longitude || abs(ring[index].latitude) == 90
+              || abs(ring[index].longitude - next.longitude) == 360)
+          {
+            throw .repeatedVertex(ring: ringIndex, index: index)
+          }
+        }
+      }
+      let center = Self.meanCenter(exterior)
+      guard let center else { throw .tooLarge(distance: .infinity, limit: RegionShape.maxExtentRadius) }
+      var farthest = 0.0
+      for vertex in exterior {
+        let distance = Geodesic.distance(center, vertex)
+        if !(distance <= RegionShape.maxExtentRadius) {
+          throw .tooLarge(distance: distance, limit: RegionShape.maxExtentRadius)
+        }
+        farthest = max(farthest, distance)
+      }
+      let projection = Gnomonic(center: center)
+      var planar: [[Point]] = []
+      for ring in rings {
+        var points: [Point] = []
+        points.reserveCapacity(ring.count)
+        for vertex in ring {
+          guard let xy = projection.forward(vertex) else {
+            throw .tooLarge(distance: Geodesic.distance(center, vertex), limit: RegionShape.maxExtentRadius)
+          }
+          points.append(Point(x: xy.x, y: xy.y))
+        }
+        planar.append(points)
+      }
+      let prepared = PlanarPolygon(rings: planar, coordinates: rings)
+      try prepared.validate()
+      capCenter = center
+      capRadius = farthest * 1.001 + 1
       radius = nil
+      polygon = prepared
     }
   }
 
+  /// Normalised mean of the vertices as unit vectors (geodetic latitude), or `nil` when the mean
+  /// is (nearly) zero.
+  static func meanCenter(_ vertices: [Coordinate]) -> Coordinate? {
+    var sx = 0.0
+    var sy = 0.0
+    var sz = 0.0
+    for vertex in vertices {
+      let lat = vertex.latitude * .pi / 180
+      let lon = vertex.longitude * .pi / 180
+      sx += cos(lat) * cos(lon)
+      sy += cos(lat) * sin(lon)
+      sz += sin(lat)
+    }
+    let norm = (sx * sx + sy * sy + sz * sz).squareRoot()
+    guard norm > 1e-9 * Double(vertices.count) else { return nil }
+    let latitude = atan2(sz, (sx * sx + sy * sy).squareRoot()) * 180 / .pi
+    let longitude = sx == 0 && sy == 0 ? 0 : atan2(sy, sx) * 180 / .pi
+    return Coordinate(latitude: latitude, longitude: longitude)
+  }
+
   /// Signed geodesic distance from `point` to the boundary, metres: negative inside, positive
-  /// outside.
+  /// outside. For a polygon, when `point` is more than ``exactBand`` beyond the bounding cap, the
+  /// distance to the cap (a lower bound).
   func signedDistance(to point: Coordinate) -> Double {
-    let d = Geodesic.distance(point, capCenter)
-    return d - capRadius
+    let fromCenter = Geodesic.distance(point, capCenter)
+    guard let polygon else { return fromCenter - capRadius }
+    let beyondCap = fromCenter - capRadius
+    if beyondCap > Self.exactBand { return beyondCap }
+    guard let xy = Gnomonic(center: capCenter).forward(point) else { return max(beyondCap, 0) }
+    let p = Point(x: xy.x, y: xy.y)
+    let inside = polygon.contains(p)
+    let distance = polygon.boundaryDistance(from: p, at: point, projectionCenter: capCenter)
+    return inside ? -distance : distance
+  }
+}
+
+/// A point in a gnomonic projection, metres.
+struct Point: Sendable, Hashable {
+  var x: Double
+  var y: Double
+}
+
+/// A polygon's rings in the gnomonic projection centred on its cap center, with a uniform grid
+/// of its edges.
+final class PlanarPolygon: Sendable {
+  /// Projected vertices of each ring (ring 0 the exterior).
+  let rings: [[Point]]
+  /// The original vertices (for the refinement around the query point).
+  let coordinates: [[Coordinate]]
+  /// Edges as (ring, index) packed: ring << 32 | index.
+  let minX: Double, minY: Double, cellSize: Double
+  let columns: Int, rowCount: Int
+  /// Edges in each grid cell (row-major), packed.
+  let cells: [[UInt64]]
+  /// Edges overlapping each row's y-band, packed.
+  let rows: [[UInt64]]
+
+  init(rings: [[Point]], coordinates: [[Coordinate]]) {
+    self.rings = rings
+    self.coordinates = coordinates
+    var minX = Double.infinity
+    var minY = Double.infinity
+    var maxX = -Double.infinity
+    var maxY = -Double.infinity
+    var edgeCount = 0
+    for ring in rings {
+      edgeCount += ring.count
+      for p in ring {
+        minX = min(minX, p.x)
+        minY = min(minY, p.y)
+        maxX = max(maxX, p.x)
+        maxY = max(maxY, p.y)
+      }
+    }
+    let width = max(maxX - minX, 1e-3)
+    let height = max(maxY - minY, 1e-3)
+    // About one edge per cell on a square grid, at most 1024 x 1024.
+    let side = max(1, min(1024, Int(Double(edgeCount).squareRoot().rounded(.up))))
+    let cellSize = max(width, height) / Double(side) * 1.000_001
+    let columns = max(1, min(side, Int((width / cellSize).rounded(.up))))
+    let rowCount = max(1, min(side, Int((height / cellSize).rounded(.up))))
+    self.minX = minX
+    self.minY = minY
+    self.cellSize = cellSize
+    self.columns = columns
+    self.rowCount = rowCount
+    var cells = [[UInt64]](repeating: [], count: columns * rowCount)
+    var rows = [[UInt64]](repeating: [], count: rowCount)
+    for (r, ring) in rings.enumerated() {
+      for i in ring.indices {
+        let a = ring[i]
+        let b = ring[i + 1 == ring.count ? 0 : i + 1]
+        let key = UInt64(r) << 32 | UInt64(i)
+        let rowLow = Self.clamp(Int(((min(a.y, b.y) - minY) / cellSize).rounded(.down)), rowCount)
+        let rowHigh = Self.clamp(Int(((max(a.y, b.y) - minY) / cellSize).rounded(.down)), rowCount)
+        for row in rowLow...rowHigh {
+          rows[row].append(key)
+          // The part of the edge within this row's band, widened by a hair for rounding.
+          let bandLow = minY + Double(row) * cellSize
+          let bandHigh = bandLow + cellSize
+          let (x0, x1) = Self.xRange(a, b, bandLow, bandHigh)
+          let columnLow = Self.clamp(Int(((x0 - minX) / cellSize).rounded(.down)), columns)
+          let columnHigh = Self.clamp(Int(((x1 - minX) / cellSize).rounded(.down)), columns)
+          for column in columnLow...columnHigh { cells[row * columns + column].append(key) }
+        }
+      }
+    }
+    self.cells = cells
+    self.rows = rows
+  }
+
+  static func clamp(_ value: Int, _ count: Int) -> Int { min(max(value, 0), count - 1) }
+
+  /// The x range of segment ab within the band `low...high` of y, widened by 1 mm.
+  static func xRange(_ a: Point, _ b: Point, _ low: Double, _ high: Double) -> (Double, Double) {
+    if a.y == b.y { return (min(a.x, b.x) - 1e-3, max(a.x, b.x) + 1e-3) }
+    func x(at y: Double) -> Double { a.x + (b.x - a.x) * (y - a.y) / (b.y - a.y) }
+    let y0 = max(min(a.y, b.y), low)
+    let y1 = min(max(a.y, b.y), high)
+    let xa = x(at: y0)
+    let xb = x(at: y1)
+    return (min(xa, xb) - 1e-3, max(xa, xb) + 1e-3)
+  }
+
+  @inline(__always) func edge(_ key: UInt64) -> (Point, Point) {
+    let ring = rings[Int(key >> 32)]
+    let i = Int(key & 0xFFFF_FFFF)
+    return (ring[i], ring[i + 1 == ring.count ? 0 : i + 1])
+  }
+
+  /// Crossing number of the ray from `p` along +x with every ring: odd is inside.
+  func contains(_ p: Point) -> Bool {
+    let rowIndex = Int(((p.y - minY) / cellSize).rounded(.down))
+    guard rowIndex >= 0, rowIndex < rowCount else { return false }
+    var inside = false
+    for key in rows[rowIndex] {
+      let (a, b) = edge(key)
+      if (a.y > p.y) != (b.y > p.y) {
+        let x = a.x + (p.y - a.y) * (b.x - a.x) / (b.y - a.y)
+        if p.x < x { inside.toggle() }
+      }
+    }
+    return inside
+  }
+
+  /// Squared distance from `p` to segment ab, and the nearest point.
+  @inline(__always) static func nearest(_ p: Point, _ a: Point, _ b: Point) -> (Double, Point) {
+    let dx = b.x - a.x
+    let dy = b.y - a.y
+    let length2 = dx * dx + dy * dy
+    var t = length2 > 0 ? ((p.x - a.x) * dx + (p.y - a.y) * dy) / length2 : 0
+    t = min(max(t, 0), 1)
+    let q = Point(x: a.x + t * dx, y: a.y + t * dy)
+    let ex = p.x - q.x
+    let ey = p.y - q.y
+    return (ex * ex + ey * ey, q)
+  }
+
+  /// The edges nearest `p` in the plane: every edge within 2% (plus 1 m) of the nearest, at most
+  /// 8, found by searching grid rings outwards.
+  func nearestEdges(_ p: Point) -> [(key: UInt64, distance: Double)] {
+    let column = Int(((p.x - minX) / cellSize).rounded(.down))
+    let row = Int(((p.y - minY) / cellSize).rounded(.down))
+    // Chebyshev distance (in cells) from p's cell to the grid.
+    let outsideColumns = column < 0 ? -column : (column >= columns ? column - columns + 1 : 0)
+    let outsideRows = row < 0 ? -row : (row >= rowCount ? row - rowCount + 1 : 0)
+    var radius = max(outsideColumns, outsideRows)
+    var best = Double.infinity
+    var found: [(key: UInt64, distance: Double)] = []
+    let maxRadius = max(columns, rowCount) + radius + 1
+    while radius <= maxRadius {
+      for r in (row - radius)...(row + radius) where r >= 0 && r < rowCount {
+        let onEdgeRow = r == row - radius || r == row + radius
+        var c = column - radius
+        while c <= column + radius {
+          if c >= 0, c < columns {
+            for key in cells[r * columns + c] {
+              let (a, b) = edge(key)
+              let d = Self.nearest(p, a, b).0.squareRoot()
+              if d <= best * 1.02 + 1 {
+                found.append((key, d))
+                best = min(best, d)
+              }
+            }
+          }
+          c += onEdgeRow ? 1 : 2 * radius
+          if radius == 0 { break }
+        }
+      }
+      // Cells at the next ring are at least `radius` cells away from p.
+      if best * 1.02 + 1 <= Double(radius) * cellSize { break }
+      radius += 1
+    }
+    var unique: [(key: UInt64, distance: Double)] = []
+    for candidate in found.sorted(by: { $0.distance < $1.distance })
+    where candidate.distance <= best * 1.02 + 1 && !unique.contains(where: { $0.key == candidate.key }) {
+      unique.append(candidate)
+      if unique.count == 8 { break }
+    }
+    return unique
+  }
+
+  /// Geodesic distance, metres, from `point` (projected to `p`) to the boundary: the nearest
+  /// edges found in the plane, refined in the gnomonic projection centred on `point`.
+  func boundaryDistance(from p: Point, at point: Coordinate, projectionCenter: Coordinate) -> Double {
+    let local = Gnomonic(center: point)
+    var best = Double.infinity
+    for candidate in nearestEdges(p) {
+      let ring = coordinates[Int(candidate.key >> 32)]
+      let i = Int(candidate.key & 0xFFFF_FFFF)
+      let a = ring[i]
+      let b = ring[i + 1 == ring.count ? 0 : i + 1]
+      var distance: Double? = nil
+      if let pa = local.forward(a), let pb = local.forward(b) {
+        let (squared, q) = Self.nearest(Point(x: 0, y: 0), Point(x: pa.x, y: pa.y), Point(x: pb.x, y: pb.y))
+        if squared == 0 {
+          distance = 0
+        } else if let nearestPoint = local.reverse(x: q.x, y: q.y) {
+          distance = Geodesic.distance(point, nearestPoint)
+        }
+      }
+      if distance == nil {
+        // Fall back to the nearest point in the cap's projection.
+        let (a2, b2) = edge(candidate.key)
+        let q = Self.nearest(p, a2, b2).1
+        if let nearestPoint = Gnomonic(center: projectionCenter).reverse(x: q.x, y: q.y) {
+          distance = Geodesic.distance(point, nearestPoint)
+        }
+      }
+      if let distance, distance.isFinite { best = min(best, distance) }
+    }
+    return best.isFinite ? best : 0
+  }
+
+  /// Orientation of c relative to ab: > 0 left, < 0 right, 0 collinear.
+  @inline(__always) static func orient(_ a: Point, _ b: Point, _ c: Point) -> Double {
+    (b.x - a.x) * (c.y - a.y) - (b.y - a.y) * (c.x - a.x)
+  }
+
+  /// Whether c (collinear with ab) lies within ab's bounding box.
+  @inline(__always) static func onSegment(_ a: Point, _ b: Point, _ c: Point) -> Bool {
+    min(a.x, b.x) <= c.x && c.x <= max(a.x, b.x) && min(a.y, b.y) <= c.y && c.y <= max(a.y, b.y)
+  }
+
+  /// Whether segments ab and cd share any point.
+  static func intersects(_ a: Point, _ b: Point, _ c: Point, _ d: Point) -> Bool {
+    let d1 = orient(c, d, a)
+    let d2 = orient(c, d, b)
+    let d3 = orient(a, b, c)
+    let d4 = orient(a, b, d)
+    if ((d1 > 0 && d2 < 0) || (d1 < 0 && d2 > 0)) && ((d3 > 0 && d4 < 0) || (d3 < 0 && d4 > 0)) {
+      return true
+    }
+    if d1 == 0 && onSegment(c, d, a) { return true }
+    if d2 == 0 && onSegment(c, d, b) { return true }
+    if d3 == 0 && onSegment(a, b, c) { return true }
+    if d4 == 0 && onSegment(a, b, d) { return true }
+    return false
+  }
+
+  /// Checks that no two edges cross, touch or overlap (adjacent edges of a ring may share only
+  /// their common vertex), that holes lie inside the exterior and outside each other.
+  func validate() throws(RegionError) {
+    for cell in cells where cell.count > 1 {
+      for first in 0..<(cell.count - 1) {
+        for second in (first + 1)..<cell.count {
+          let k1 = cell[first]
+          let k2 = cell[second]
+          let (a, b) = edge(k1)
+          let (c, d) = edge(k2)
+          let r1 = Int(k1 >> 32)
+          let r2 = Int(k2 >> 32)
+          let i1 = Int(k1 & 0xFFFF_FFFF)
+          let i2 = Int(k2 & 0xFFFF_FFFF)
+          if r1 == r2 {
+            let n = rings[r1].count
+            let next1 = i1 + 1 == n ? 0 : i1 + 1
+            let next2 = i2 + 1 == n ? 0 : i2 + 1
+            if next1 == i2 || next2 == i1 {
+              // Adjacent edges: they share one vertex; they must not fold back over each other
+              // (and a triangle's edges are all adjacent, each pair sharing exactly one vertex).
+              let (shared, p, q) = next1 == i2 ? (b, a, d) : (a, b, c)
+              if Self.orient(p, shared, q) == 0 {
+                // Collinear: overlap when p and q are on the same side of `shared`.
+                let dot = (p.x - shared.x) * (q.x - shared.x) + (p.y - shared.y) * (q.y - shared.y)
+                if dot > 0 {
+                  throw .selfIntersection(ring: r1, edge: min(i1, i2), otherRing: r2, otherEdge: max(i1, i2))
+                }
+              }
+              continue
+            }
+          }
+          if Self.intersects(a, b, c, d) {
+            let swap = (r1, i1) > (r2, i2)
+            throw .selfIntersection(
+              ring: swap ? r2 : r1, edge: swap ? i2 : i1, otherRing: swap ? r1 : r2, otherEdge: swap ? i1 : i2)
+          }
+        }
+      }
+    }
+    guard rings.count > 1 else { return }
+    for hole in 1..<rings.count {
+      let p = rings[hole][0]
+      if !ringContains(0, p) { throw .holeOutsideExterior(hole: hole) }
+      for other in 1..<rings.count where other != hole && ringContains(other, p) {
+        throw .holeOutsideExterior(hole: hole)
+      }
+    }
+  }
+
+  /// Whether each ring runs counterclockwise (positive signed area in the projection, x east
+  /// and y north), ring 0 the exterior.
+  var isCounterclockwise: [Bool] {
+    rings.map { ring in
+      var area = 0.0
+      for i in ring.indices {
+        let a = ring[i]
+        let b = ring[i + 1 == ring.count ? 0 : i + 1]
+        area += a.x * b.y - b.x * a.y
+      }
+      return area > 0
+    }
+  }
+
+  /// Crossing-number test against one ring alone.
+  func ringContains(_ ringIndex: Int, _ p: Point) -> Bool {
+    let ring = rings[ringIndex]
+    var inside = false
+    for i in ring.indices {
+      let a = ring[i]
+      let b = ring[i + 1 == ring.count ? 0 : i + 1]
+      if (a.y > p.y) != (b.y > p.y) {
+        let x = a.x + (p.y - a.y) * (b.x - a.x) / (b.y - a.y)
+        if p.x < x { inside.toggle() }
+      }
+    }
+    return inside
   }
 }

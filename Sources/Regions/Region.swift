@@ -155,3 +155,16 @@ public struct Region: Sendable, Hashable {
     hasher.combine(dwell)
   }
 }
+
+extension Region {
+  /// Signed geodesic distance, metres, from `coordinate` to the region's boundary: negative
+  /// inside, positive outside (a point in a hole is outside). Exact (to the geodesic accuracy of
+  /// the gnomonic refinement, well below a millimetre near the boundary) when the point is within
+  /// 1 km of the region's bounding cap; farther away a lower bound (the distance to the cap).
+  /// `coordinate` must be valid (``LocationModel/Coordinate/isValid``); otherwise the result is
+  /// NaN.
+  public func signedDistance(to coordinate: Coordinate) -> Double {
+    guard coordinate.isValid else { return .nan }
+    return prepared.signedDistance(to: coordinate)
+  }
+}

@@ -105,7 +105,63 @@ public struct RegionMonitorConfiguration: Sendable, Equatable {
 }
 
 /// Monitors regions against a stream of fixes: enter, exit and dwell decided on the fixes' error
-/// estimates, on a clock the caller supplies. Pure: no I/O, no clock of its own.
+/// estimates, on a clock the caller supplies (`now`, milliseconds since 1970 UTC). Pure: no I/O,
+/// no clock of its own.
+///
+/// ## Deciding fixes
+/// A fix decides only when all of these hold:
+/// - it has a position (mode 2D or 3D with a valid coordinate);
+/// - it has a 95% horizontal error radius e95 (`Location.horizontalAccuracy95`: from NMEA GST
+///   when the receiver sent it, else gpsd's `eph`, HDOP times the user equivalent range error):
+///   without an error estimate a fix cannot decide;
+/// - it has a time (`Fix.time`), within ``RegionMonitorConfiguration/maximumFixAge`` of `now`
+///   (older is stale; newer means the clocks disagree);
+/// - its time is later than the last deciding fix's: an out-of-order or repeated fix (gpsd sends
+///   some epochs twice) never decides, so it can never count twice towards a confirmation.
+/// Other fixes change nothing (they still advance the clock for dwell).
+///
+/// ## The decision rule
+/// With margin m = ``RegionMonitorConfiguration/errorFraction`` x e95 +
+/// ``RegionMonitorConfiguration/minimumMargin`` and d the fix's signed geodesic distance to the
+/// region's boundary (negative inside), a deciding fix votes
+/// - inside when d <= -m (the error circle, widened by the minimum margin, is wholly inside),
+/// - outside when d >= m,
+/// - nothing otherwise (too close to the boundary for its error to tell).
+/// A transition needs ``RegionMonitorConfiguration/confirmations`` consecutive deciding fixes
+/// voting for the new state: a fix voting for the current state or voting nothing restarts the
+/// count, and so does a gap of more than ``RegionMonitorConfiguration/outageReset`` between two
+/// votes. The transition's time is the confirming fix's time. With the defaults a single wild
+/// fix (a 200 m jump with a small reported error) never causes a transition, and a device
+/// standing still beyond the margin does not either.
+///
+/// A region smaller than the margin (for example a 1 m circle with a 5 m minimum margin) can
+/// never be decided inside: the fix cannot tell.
+///
+/// ## States and events
+/// - unknown -> inside: `enter` (when ``Region/notifyOnEntry``): the application wants to know
+///   it is inside a region it just added, as CoreLocation's initial state report.
+/// - unknown -> outside: no event.
+/// - outside -> inside: `enter` (when ``Region/notifyOnEntry``).
+/// - inside -> outside: `exit` (when ``Region/notifyOnExit``).
+/// - `dwell` (when ``Region/dwell`` is set): once per stay, when `now` is at least the entry
+///   time plus the dwell time while the state is still inside and a fix voted inside within the
+///   last ``RegionMonitorConfiguration/outageReset`` seconds (after an outage the dwell waits for
+///   a fresh inside fix); checked on every ``update(with:now:)`` and ``advance(to:)``, so its time
+///   is the clock time it fired. It re-arms on the next transition (exit or enter).
+/// - A region added (or replaced with the same id) starts unknown. Restored regions keep their
+///   saved state, time and dwell flag: a restart does not fire `enter` again for a region the
+///   device is still inside, and a crossing made while the daemon was down is reported by the
+///   first confirmed decision after the restart (at that fix's time).
+/// - An outage (no deciding fix for any length of time) keeps the confirmed state; the first
+///   confirmed decision after it fires only if it differs from the state. So an outage neither
+///   causes a transition nor hides a crossing made during it.
+///
+/// ## Cost
+/// Regions are kept in a latitude/longitude grid of their bounding boxes (``RegionIndex``). A
+/// deciding fix evaluates the regions whose box meets the fix's neighbourhood of radius m, and
+/// the regions that are inside, unknown or half-confirmed (which it may have left); every other
+/// region is outside and stays outside, since the fix is farther than m from it. So the cost
+/// per fix depends on the regions near the fix, not on how many there are.
 public struct RegionMonitor: Sendable {
   /// The thresholds.
   public private(set) var configuration: RegionMonitorConfiguration
@@ -113,17 +169,39 @@ public struct RegionMonitor: Sendable {
   /// Per-region record.
   struct Entry: Sendable {
     var region: Region
+    var box: GeoBox
     var state: RegionState = .unknown
     var since: Int64? = nil
+    /// The state the pending confirmation votes for (`.unknown` for none).
     var pendingVote: RegionState = .unknown
-    var pendingCount: Int = 0
+    var pendingCount: Int32 = 0
     var pendingTime: Int64 = 0
     var distance: Double = .nan
     var dwellFired = false
+    /// Time of the last fix that voted inside, ms.
     var lastInside: Int64 = .min
+    /// The query generation that last evaluated this entry (deduplication).
+    var stamp: UInt32 = 0
+
+    init(region: Region) {
+      self.region = region
+      self.box = GeoBox(center: region.prepared.capCenter, radius: region.prepared.capRadius)
+    }
+
+    /// Whether a fix far from the region could still change something: not (outside and
+    /// settled).
+    var needsAttention: Bool { state != .outside || pendingVote != .unknown }
   }
 
-  var entries: [String: Entry] = [:]
+  var entries: [Entry?] = []
+  var free: [Int32] = []
+  var slots: [String: Int32] = [:]
+  var index = RegionIndex()
+  /// Slots that are not settled outside: evaluated on every deciding fix.
+  var attention: Set<Int32> = []
+  /// Slots inside with a dwell time that has not fired.
+  var dwellWatch: Set<Int32> = []
+  var generation: UInt32 = 0
   /// Time of the last deciding fix, ms.
   var lastDecidingTime: Int64? = nil
   /// The last deciding fix.
@@ -140,65 +218,148 @@ public struct RegionMonitor: Sendable {
   /// - Returns: `true` when a region with the same id was replaced.
   @discardableResult
   public mutating func add(_ region: Region) -> Bool {
-    let replaced = entries[region.id] != nil
-    entries[region.id] = Entry(region: region)
+    let replaced = remove(id: region.id)
+    insert(Entry(region: region))
     return replaced
   }
 
-  /// Removes the region `id`. - Returns: `false` when there was none.
-  @discardableResult
-  public mutating func remove(id: String) -> Bool {
-    entries.removeValue(forKey: id) != nil
+  mutating func insert(_ entry: Entry) {
+    let slot: Int32
+    if let reused = free.popLast() {
+      slot = reused
+      entries[Int(slot)] = entry
+    } else {
+      slot = Int32(entries.count)
+      entries.append(entry)
+    }
+    slots[entry.region.id] = slot
+    index.insert(slot, box: entry.box)
+    refreshSets(slot)
   }
 
-  /// Every region, sorted by id (Unicode scalar order of the identifiers).
-  public var regions: [Region] { entries.values.map(\.region).sorted { $0.id < $1.id } }
+  /// Removes the region `id`.
+  ///
+  /// - Returns: `false` when there was none.
+  @discardableResult
+  public mutating func remove(id: String) -> Bool {
+    guard let slot = slots.removeValue(forKey: id), let entry = entries[Int(slot)] else { return false }
+    index.remove(slot, box: entry.box)
+    entries[Int(slot)] = nil
+    attention.remove(slot)
+    dwellWatch.remove(slot)
+    free.append(slot)
+    return true
+  }
+
+  /// Every region, sorted by id (by Unicode scalar values).
+  public var regions: [Region] {
+    entries.compactMap { $0?.region }.sorted { $0.id.unicodeScalars.lexicographicallyPrecedes($1.id.unicodeScalars) }
+  }
 
   /// Number of regions.
-  public var count: Int { entries.count }
+  public var count: Int { slots.count }
 
   /// The region `id` with its state, or `nil` when there is none.
   public func status(id: String) -> RegionStatus? {
-    guard let entry = entries[id] else { return nil }
-    return RegionStatus(
+    guard let slot = slots[id], let entry = entries[Int(slot)] else { return nil }
+    return Self.status(entry)
+  }
+
+  static func status(_ entry: Entry) -> RegionStatus {
+    RegionStatus(
       region: entry.region, state: entry.state, since: entry.since,
       distanceToBoundary: entry.distance.isNaN ? nil : entry.distance)
   }
 
-  /// Feeds one fix; `now` is the clock time in ms since 1970 (a virtual clock in tests).
+  /// Every region with its state, sorted by id.
+  public var statuses: [RegionStatus] {
+    entries.compactMap { $0.map(Self.status) }.sorted {
+      $0.region.id.unicodeScalars.lexicographicallyPrecedes($1.region.id.unicodeScalars)
+    }
+  }
+
+  /// Feeds one fix (see "Deciding fixes" above); `now` is the clock time in ms since 1970 (a
+  /// virtual clock in tests). Also fires due dwell events, as ``advance(to:)``.
   ///
-  /// - Returns: the transitions this fix (and the clock) caused, sorted by region id.
+  /// - Returns: the transitions this fix and the clock caused, sorted by region id (and for one
+  ///   region enter or exit before dwell).
   public mutating func update(with location: Location, now: Int64) -> [RegionTransition] {
     var transitions: [RegionTransition] = []
     if let coordinate = location.coordinate, let error = location.horizontalAccuracy95, error.isFinite,
-      let time = location.fix.time, abs(Double(now - time)) <= configuration.maximumFixAge * 1000,
+      error >= 0, let time = location.fix.time,
+      abs(Double(now) - Double(time)) <= configuration.maximumFixAge * 1000,
       lastDecidingTime.map({ time > $0 }) ?? true
     {
       lastDecidingTime = time
       lastDecidingLocation = location
       let margin = configuration.errorFraction * error + configuration.minimumMargin
-      for id in entries.keys {
-        guard var entry = entries[id] else { continue }
-        let distance = entry.region.prepared.signedDistance(to: coordinate)
-        entry.distance = distance
-        let vote: RegionState = distance <= -margin ? .inside : distance >= margin ? .outside : .unknown
-        apply(vote, to: &entry, time: time, location: location, into: &transitions)
-        entries[id] = entry
+      generation &+= 1
+      if generation == 0 {
+        // Wrapped: clear every stamp so none matches by accident.
+        for slot in entries.indices { entries[slot]?.stamp = 0 }
+        generation = 1
+      }
+      let query = GeoBox(center: coordinate, radius: margin)
+      var candidates: [Int32] = []
+      let current = generation
+      index.forEachCandidate(in: query) { slot in
+        if entries[Int(slot)]?.stamp != current {
+          entries[Int(slot)]?.stamp = current
+          candidates.append(slot)
+        }
+      }
+      for slot in candidates {
+        evaluate(slot, coordinate: coordinate, margin: margin, time: time, location: location, into: &transitions)
+      }
+      for slot in attention where entries[Int(slot)]?.stamp != current {
+        // Not near the fix: farther than the margin from the region, so the fix votes outside.
+        guard var entry = entries[Int(slot)] else { continue }
+        if entry.state == .inside || entry.pendingVote != .unknown {
+          entry.distance = entry.region.prepared.signedDistance(to: coordinate)
+        }
+        entries[Int(slot)] = entry
+        evaluate(slot, vote: .outside, time: time, location: location, into: &transitions)
       }
     }
     transitions += dwellEvents(now: now)
-    return transitions.sorted { $0.id < $1.id }
+    return Self.sorted(transitions)
   }
 
   /// Advances the clock to `now` (ms since 1970) without a new fix: fires due dwell events.
+  ///
+  /// - Returns: the dwell events, sorted by region id.
   public mutating func advance(to now: Int64) -> [RegionTransition] {
-    dwellEvents(now: now).sorted { $0.id < $1.id }
+    Self.sorted(dwellEvents(now: now))
   }
 
-  func apply(
-    _ vote: RegionState, to entry: inout Entry, time: Int64, location: Location,
+  static func sorted(_ transitions: [RegionTransition]) -> [RegionTransition] {
+    func rank(_ event: RegionEventKind) -> Int { event == .dwell ? 1 : 0 }
+    return transitions.sorted {
+      $0.id == $1.id
+        ? rank($0.event) < rank($1.event) : $0.id.unicodeScalars.lexicographicallyPrecedes($1.id.unicodeScalars)
+    }
+  }
+
+  mutating func evaluate(
+    _ slot: Int32, coordinate: Coordinate, margin: Double, time: Int64, location: Location,
     into transitions: inout [RegionTransition]
   ) {
+    guard let entry = entries[Int(slot)] else { return }
+    let distance = entry.region.prepared.signedDistance(to: coordinate)
+    entries[Int(slot)]?.distance = distance
+    let vote: RegionState = distance <= -margin ? .inside : distance >= margin ? .outside : .unknown
+    evaluate(slot, vote: vote, time: time, location: location, into: &transitions)
+  }
+
+  /// Applies one deciding fix's vote (`.unknown`: no vote) to a region.
+  mutating func evaluate(
+    _ slot: Int32, vote: RegionState, time: Int64, location: Location, into transitions: inout [RegionTransition]
+  ) {
+    guard var entry = entries[Int(slot)] else { return }
+    defer {
+      entries[Int(slot)] = entry
+      refreshSets(slot)
+    }
     guard vote != .unknown else {
       entry.pendingVote = .unknown
       entry.pendingCount = 0
@@ -231,56 +392,34 @@ public struct RegionMonitor: Sendable {
     }
   }
 
+  /// Keeps ``attention`` and ``dwellWatch`` in step with the entry in `slot`.
+  mutating func refreshSets(_ slot: Int32) {
+    guard let entry = entries[Int(slot)] else { return }
+    if entry.needsAttention { attention.insert(slot) } else { attention.remove(slot) }
+    if entry.state == .inside, entry.region.dwell != nil, !entry.dwellFired {
+      dwellWatch.insert(slot)
+    } else {
+      dwellWatch.remove(slot)
+    }
+  }
+
   mutating func dwellEvents(now: Int64) -> [RegionTransition] {
+    guard let location = lastDecidingLocation, !dwellWatch.isEmpty else { return [] }
     var transitions: [RegionTransition] = []
-    guard let location = lastDecidingLocation else { return [] }
-    for id in entries.keys {
-      guard var entry = entries[id], entry.state == .inside, !entry.dwellFired,
+    for slot in dwellWatch {
+      guard var entry = entries[Int(slot)], entry.state == .inside, !entry.dwellFired,
         let dwell = entry.region.dwell, let since = entry.since
       else { continue }
-      guard Double(now - since) >= dwell * 1000,
-        Double(now - entry.lastInside) <= configuration.outageReset * 1000
+      guard Double(now) - Double(since) >= dwell * 1000,
+        entry.lastInside != .min, Double(now) - Double(entry.lastInside) <= configuration.outageReset * 1000
       else { continue }
       entry.dwellFired = true
-      entries[id] = entry
-      transitions.append(RegionTransition(id: id, event: .dwell, time: now, location: location))
+      entries[Int(slot)] = entry
+      transitions.append(RegionTransition(id: entry.region.id, event: .dwell, time: now, location: location))
+    }
+    for transition in transitions {
+      if let slot = slots[transition.id] { dwellWatch.remove(slot) }
     }
     return transitions
-  }
-
-  /// The regions and their states as a versioned JSON document.
-  public func persisted() -> JSONValue {
-    .object([JSONMember("version", .int(1))])
-  }
-
-  /// Restores a monitor from ``persisted()``.
-  ///
-  /// - Throws: ``RegionError/invalidDocument(reason:)``.
-  public init(restoring document: JSONValue, configuration: RegionMonitorConfiguration = .default)
-    throws(RegionError)
-  {
-    self.configuration = configuration
-    throw .invalidDocument(reason: "not implemented")
-  }
-}
-
-/// GeoJSON (RFC 7946) input and output of regions.
-public enum RegionGeoJSON {
-  /// Largest GeoJSON text accepted, bytes: 10 MiB.
-  public static let maxBytes = 10 * 1024 * 1024
-
-  /// Parses a GeoJSON Polygon geometry, a Feature with a Polygon geometry, or a FeatureCollection
-  /// with exactly one such Feature.
-  ///
-  /// - Throws: ``RegionError/fileTooLarge(bytes:limit:)``, ``RegionError/invalidGeoJSON(reason:)``
-  ///   or any error of ``RegionShape/validate()``.
-  public static func shape(from bytes: [UInt8]) throws(RegionError) -> RegionShape {
-    if bytes.count > maxBytes { throw .fileTooLarge(bytes: bytes.count, limit: maxBytes) }
-    throw .invalidGeoJSON(reason: "not implemented")
-  }
-
-  /// A GeoJSON Feature for a region and its state.
-  public static func feature(_ status: RegionStatus) -> JSONValue {
-    .object([JSONMember("type", "Feature")])
   }
 }

@@ -1,0 +1,100 @@
+import LocationModel
+import Testing
+
+@testable import Regions
+
+/// The point-in-region test and the signed distance to the boundary.
+@Suite struct GeometryTests {
+  let origin = Coordinate(latitude: 48.8566, longitude: 2.3522)
+
+  @Test func circleDistanceIsGeodesicDistanceMinusRadius() throws {
+    let region = try Region(id: "c", shape: .circle(center: origin, radius: 250))
+    for (azimuth, distance) in [(0.0, 0.0), (45.0, 100.0), (90.0, 249.0), (180.0, 251.0), (270.0, 5_000.0)] {
+      let point = offset(origin, azimuth, distance)
+      let expected = Geodesic.distance(origin, point) - 250
+      #expect(abs(region.signedDistance(to: point) - expected) < 1e-6)
+    }
+  }
+
+  @Test func circleOfOneMetreAndOfHundredKilometres() throws {
+    let small = try Region(id: "small", shape: .circle(center: origin, radius: 1))
+    #expect(small.signedDistance(to: offset(origin, 10, 0.5)) < 0)
+    #expect(small.signedDistance(to: offset(origin, 10, 1.5)) > 0)
+    let large = try Region(id: "large", shape: .circle(center: origin, radius: 100_000))
+    #expect(abs(large.signedDistance(to: offset(origin, 200, 99_990)) + 10) < 0.01)
+    #expect(abs(large.signedDistance(to: offset(origin, 200, 100_010)) - 10) < 0.01)
+  }
+
+  /// A square 2 km on a side (geodesic edges): inside and outside, distance to the nearest edge.
+  @Test func squareDistanceToNearestEdge() throws {
+    let corners = [45.0, 135, 225, 315].map { offset(origin, $0, 1_000 * 2.0.squareRoot()) }
+    let region = try Region(id: "sq", shape: .polygon(exterior: corners, holes: []))
+    #expect(region.signedDistance(to: origin) < -990)
+    #expect(region.signedDistance(to: origin) > -1_010)
+    // 30 m inside the north edge and 30 m outside it (midpoint of the edge).
+    let north = offset(origin, 0, 1_000)
+    let inside = region.signedDistance(to: offset(north, 180, 30))
+    let outside = region.signedDistance(to: offset(north, 0, 30))
+    #expect(abs(inside + 30) < 1, "\(inside)")
+    #expect(abs(outside - 30) < 1, "\(outside)")
+    // Near a corner, outside: the distance is to the corner vertex.
+    let corner = corners[0]
+    let beyond = offset(corner, 45, 50)
+    #expect(abs(region.signedDistance(to: beyond) - Geodesic.distance(beyond, corner)) < 0.5)
+    // Far away: a lower bound, and positive.
+    let far = offset(origin, 90, 50_000)
+    let farDistance = region.signedDistance(to: far)
+    #expect(farDistance > 45_000 && farDistance <= 49_000)
+  }
+
+  /// A polygon across the antimeridian: edges are geodesics, so the short way across.
+  @Test func polygonAcrossTheAntimeridian() throws {
+    let exterior = [
+      Coordinate(latitude: -17.0, longitude: 179.9), Coordinate(latitude: -17.0, longitude: -179.9),
+      Coordinate(latitude: -16.8, longitude: -179.9), Coordinate(latitude: -16.8, longitude: 179.9),
+    ]
+    let region = try Region(id: "fiji", shape: .polygon(exterior: exterior, holes: []))
+    #expect(region.signedDistance(to: Coordinate(latitude: -16.9, longitude: 180)) < -10_000)
+    #expect(region.signedDistance(to: Coordinate(latitude: -16.9, longitude: -180)) < -10_000)
+    #expect(region.signedDistance(to: Coordinate(latitude: -16.9, longitude: 179.95)) < -5_000)
+    #expect(region.signedDistance(to: Coordinate(latitude: -16.9, longitude: -179.95)) < -5_000)
+    // 0.1 degrees (10.6 km) west of the west edge: beyond the cap's 1 km band, a lower bound.
+    let west = region.signedDistance(to: Coordinate(latitude: -16.9, longitude: 179.8))
+    #expect(west > 5_000 && west <= 10_700)
+    #expect(region.signedDistance(to: Coordinate(latitude: -16.9, longitude: 0)) > 1_000_000)
+    // The east edge is the meridian -179.9: 100 m east of it is 100 m outside.
+    let edgePoint = Coordinate(latitude: -16.9, longitude: -179.9)
+    let east = offset(edgePoint, 90, 100)
+    #expect(abs(region.signedDistance(to: east) - 100) < 0.5)
+  }
+
+  /// A ring at 85 degrees north around the pole contains the pole.
+  @Test func ringAroundTheNorthPoleContainsThePole() throws {
+    let exterior = stride(from: 0.0, to: 360.0, by: 10.0).map {
+      Coordinate(latitude: 85, longitude: $0 > 180 ? $0 - 360 : $0)
+    }
+    let region = try Region(id: "arctic", shape: .polygon(exterior: exterior, holes: []))
+    let pole = region.signedDistance(to: Coordinate(latitude: 90, longitude: 0))
+    #expect(pole < -500_000)
+    #expect(region.signedDistance(to: Coordinate(latitude: 89, longitude: -123)) < -400_000)
+    #expect(region.signedDistance(to: Coordinate(latitude: 86, longitude: 95)) < -100_000)
+    #expect(region.signedDistance(to: Coordinate(latitude: 84, longitude: 5)) > 100_000)
+    // The same ring clockwise and for the south pole.
+    let south = try Region(
+      id: "antarctic", shape: .polygon(exterior: exterior.reversed().map { Coordinate(latitude: -85, longitude: $0.longitude) }, holes: []))
+    #expect(south.signedDistance(to: Coordinate(latitude: -90, longitude: 0)) < -500_000)
+    #expect(south.signedDistance(to: Coordinate(latitude: 90, longitude: 0)) > 10_000_000)
+  }
+
+  /// A point in a hole is outside, at its distance from the hole's ring.
+  @Test func pointInHoleIsOutside() throws {
+    let exterior = ring(around: origin, radius: 2_000, count: 24)
+    let hole = ring(around: origin, radius: 500, count: 24, clockwise: true)
+    let region = try Region(id: "donut", shape: .polygon(exterior: exterior, holes: [hole]))
+    let center = region.signedDistance(to: origin)
+    #expect(center > 490 && center < 500.5, "\(center)")
+    let inRing = region.signedDistance(to: offset(origin, 33, 1_200))
+    #expect(inRing < -600 && inRing > -800, "\(inRing)")
+    #expect(region.signedDistance(to: offset(origin, 33, 2_100)) > 50)
+  }
+}
