@@ -304,7 +304,9 @@ extension EndToEnd {
       try Self.writeLog(log)
       let products = URL(fileURLWithPath: try Products.path("locationctl"))
         .deletingLastPathComponent().path
-      let daemon = try DaemonProcess(scratch: scratch, backend: "replay:\(log)?speed=1&loop=true")
+      // Shifted timestamps: fixes are recent on the daemon's clock, so regions can decide on them.
+      let daemon = try DaemonProcess(
+        scratch: scratch, backend: "replay:\(log)?speed=1&loop=true&timestamps=shifted")
       defer { daemon.cleanUp() }
       try await daemon.waitUntilReady()
       var environment = ProcessInfo.processInfo.environment
@@ -595,6 +597,23 @@ extension EndToEnd {
           _ = try await control.require("request", class: "AUTHORIZATION")
           _ = try await control.require("replay", ["action": "pause"], class: "REPLAY")
           _ = try await control.require("replay", ["action": "resume"], class: "REPLAY")
+        }
+        let regionControl = try LineClient(path: daemon.socketPath)
+        defer { regionControl.close() }
+        if documentedClass == "REGION" {
+          // A transition: a circle around the current location, entered within a few fixes.
+          _ = try await regionControl.require("request", class: "AUTHORIZATION")
+          let location = try await regionControl.require("location", class: "LOCATION")
+          let current = try #require(location["current"] as? JSONObject, "\(example): no current location")
+          let circle: JSONObject = ["lat": current["lat"] ?? 0, "lon": current["lon"] ?? 0, "radius": 300]
+          _ = try await regionControl.require(
+            "region", ["action": "add", "region": ["id": "docs-example", "circle": circle] as JSONObject],
+            class: "REGION")
+        }
+        defer {
+          if documentedClass == "REGION" {
+            _ = regionControl.callBlocking("region", ["action": "remove", "region": "docs-example"])
+          }
         }
         var event: JSONObject?
         let deadline = now() + 30
