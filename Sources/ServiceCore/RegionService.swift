@@ -73,7 +73,9 @@ public struct RegionStore: Sendable {
 
 /// The daemon's region monitoring: one ``RegionMonitor`` (the pure engine) fed every accepted
 /// fix, advanced on a ``LocationClock`` for dwell times and outages, and saved in a
-/// ``RegionStore`` after every change of the regions and every transition.
+/// ``RegionStore``: at once after every change of the regions (`add`, `remove`: the reply says
+/// whether it is on disk), and after transitions with the next ``advance()`` (at most one save a
+/// second however many transitions, since every save rewrites the whole file).
 ///
 /// ``LocationService`` owns it: the hub calls ``update(with:)`` for each fix right after the
 /// fix's TPV went to the watchers, and a task calls ``advance()`` once a second of the clock;
@@ -88,6 +90,8 @@ public actor RegionService {
   /// The clock the monitor's `now` comes from.
   public nonisolated let clock: any LocationClock
   private var saveFailure: MapStoreError?
+  /// Transitions changed states that are not saved yet (saved by the next ``advance()``).
+  private var statesChanged = false
 
   /// Creates the service, restoring the regions and states saved in `store` (a missing or bad
   /// file gives no regions, see ``RegionStore/load(configuration:)``).
@@ -151,18 +155,18 @@ public actor RegionService {
   public func update(with location: Location) -> [RegionTransition] {
     guard monitor.count > 0 else { return [] }
     let transitions = monitor.update(with: location, now: clock.wallTimeMilliseconds)
-    if !transitions.isEmpty { save() }
+    if !transitions.isEmpty { statesChanged = true }
     return transitions
   }
 
-  /// Advances the monitor to the clock's time without a fix (dwell times, outages); saves when
-  /// a region changed state.
+  /// Advances the monitor to the clock's time without a fix (dwell times, outages), and saves
+  /// when a transition since the last save changed a state or the last save failed.
   ///
   /// - Returns: the transitions it decided, in region id order.
   public func advance() -> [RegionTransition] {
     guard monitor.count > 0 else { return [] }
     let transitions = monitor.advance(to: clock.wallTimeMilliseconds)
-    if !transitions.isEmpty { save() }
+    if statesChanged || saveFailure != nil || !transitions.isEmpty { save() }
     return transitions
   }
 
@@ -177,6 +181,7 @@ public actor RegionService {
 
   private func save() {
     guard let store else { return }
+    statesChanged = false
     do {
       try store.save(monitor)
       if saveFailure != nil {

@@ -196,7 +196,13 @@ struct RegionServiceTests {
     first.fix(north: 0)
     #expect(await eventually { watcher.regionEvents.count == 1 })
     let saved = try String(contentsOfFile: first.statePath + "/regions.json", encoding: .utf8)
-    #expect(saved.contains("home"))
+    #expect(saved.contains("\"home\"") && saved.contains("\"unknown\""), "saved at add: \(saved)")
+    // The state change is saved with the next second of the clock.
+    first.clock.advance(by: .seconds(1))
+    #expect(
+      await eventually {
+        ((try? String(contentsOfFile: first.statePath + "/regions.json", encoding: .utf8)) ?? "").contains("\"inside\"")
+      })
     var info = stat()
     #expect(stat(first.statePath + "/regions.json", &info) == 0 && info.st_mode & 0o777 == 0o600)
     await first.stop(removing: false)
@@ -214,6 +220,38 @@ struct RegionServiceTests {
     #expect(client.regionEvents.filter { $0["event"] == "enter" }.isEmpty, "\(client.regionEvents)")
     #expect(second.logged.values.isEmpty, "\(second.logged.values)")
     await second.stop()
+  }
+
+  @Test("a failed save answers notSaved, keeps the change in effect, and is retried on the clock")
+  func failedSave() async throws {
+    let directory = try TemporaryDirectory()
+    let state = directory.path + "/state"
+    mkdir(state, 0o700)
+    let failing = Mutex(true)
+    let clock = VirtualClock(wallOrigin: 1_790_000_000_000)
+    let regions = RegionService(
+      store: RegionStore(directory: state, log: { _ in }, failureInjector: { step in
+        step == "rename" && failing.withLock { $0 } ? ENOSPC : nil
+      }), clock: clock)
+    let backend = FakeBackend()
+    let service = LocationService(
+      manager: LocationManager(backend: backend), map: MapStateService(), backend: backend,
+      authority: AuthorizationAuthority(Authorizer(groupName: nil)), regions: regions)
+    await service.start()
+    let client = EventChannel()
+    let context = ClientContext(connection: client, peer: root)
+    _ = await service.handle(Request(command: .requestAuthorization), from: context)
+    let reply = await service.handle(try Request.parse(Array(Self.addHome.utf8)), from: context).json(id: nil)
+    #expect(reply["code"] == "notSaved")
+    #expect(reply["message"]?.stringValue?.contains("No space left on device") == true, "\(reply)")
+    #expect(await regions.count == 1, "the change is in effect")
+    #expect(access(state + "/regions.json", F_OK) != 0)
+    failing.withLock { $0 = false }
+    clock.advance(by: .seconds(1))
+    #expect(await eventually { access(state + "/regions.json", F_OK) == 0 })
+    #expect(await eventually { await regions.unsavedChanges == nil })
+    await service.shutdown(reason: "test")
+    directory.remove()
   }
 
   @Test("a corrupt regions file gives one log line, no regions, and is kept aside")
