@@ -28,8 +28,9 @@ public enum GeoJSON {
   /// 4. Each monitored region (``MapRenderState/regions``, sorted by id): feature `id` the
   ///    region's id; properties `kind` "region", `id`, `title` (or `null`), `state` (`unknown`,
   ///    `inside`, `outside`), `shape` (`circle` or `polygon`), for a circle `radius` (metres) and
-  ///    `center` [lon, lat], and `dwell` (seconds) when set. A polygon is its rings, closed; a
-  ///    circle is the engine's geodesic polygon of it (``RegionGeoJSON/feature(_:)``).
+  ///    `center` [lon, lat], and `dwell` (seconds) when set. The geometry is the engine's
+  ///    (``RegionGeoJSON/feature(_:)``): a Polygon with closed rings following the right-hand
+  ///    rule, a circle as the polygon through 72 points on it.
   ///
   /// Positions are [longitude, latitude] (section 3.1.1). The collection `bbox` is the view's
   /// bounding box, widened (without crossing the antimeridian) to include features outside it.
@@ -113,20 +114,17 @@ public enum GeoJSON {
       JSONMember("kind", "region"), JSONMember("id", .string(region.id)), JSONMember("title", .string(region.title)),
       JSONMember("state", .string(status.state.rawValue)),
     ]
-    let regionGeometry: JSONValue
     switch region.shape {
     case .circle(let center, let radius):
       properties.append(JSONMember("shape", "circle"))
       properties.append(JSONMember("radius", .number(radius)))
       properties.append(JSONMember("center", position(center)))
-      regionGeometry = RegionGeoJSON.feature(status)["geometry"] ?? geometry("Point", position(center))
-    case .polygon(let exterior, let holes):
+    case .polygon:
       properties.append(JSONMember("shape", "polygon"))
-      let rings = ([exterior] + holes).map { ring -> JSONValue in
-        .array((ring + ring.prefix(1)).map(position))
-      }
-      regionGeometry = geometry("Polygon", .array(rings))
     }
+    // The engine's geometry: rings closed, exterior counterclockwise and holes clockwise (RFC
+    // 7946 section 3.1.6), a circle as the polygon through points on it.
+    let regionGeometry = RegionGeoJSON.feature(status)["geometry"] ?? .null
     if let dwell = region.dwell { properties.append(JSONMember("dwell", .number(dwell))) }
     return .object([
       JSONMember("type", "Feature"), JSONMember("id", .string(region.id)), JSONMember("geometry", regionGeometry),
