@@ -32,7 +32,9 @@ public enum RegionWire {
   ///
   /// - Throws: ``ProtocolError`` `invalidArgument`: a missing or unknown action or member, or a
   ///   region the engine refuses (its message, e.g. a radius of 0 or a self-intersecting ring).
-  static func action(_ reader: inout ArgumentReader, id: RequestID?) throws(ProtocolError) -> RegionAction {
+  static func action(_ reader: inout ArgumentReader, id: RequestID?) throws(ProtocolError)
+    -> RegionAction
+  {
     let action = try reader.string("action", maxBytes: 16)
     switch action {
     case "add":
@@ -71,7 +73,8 @@ public enum RegionWire {
     switch (circle, polygon) {
     case (let circle?, nil):
       guard let members = circle.objectMembers else {
-        throw reader.error("\"region.circle\" must be an object {\"lat\":..,\"lon\":..,\"radius\":..}")
+        throw reader.error(
+          "\"region.circle\" must be an object {\"lat\":..,\"lon\":..,\"radius\":..}")
       }
       var inner = ArgumentReader(members: members, id: reader.id, context: "region.circle.")
       let center = try inner.coordinate()
@@ -80,7 +83,9 @@ public enum RegionWire {
       shape = .circle(center: center, radius: radius)
     case (nil, let polygon?):
       guard polygon.objectMembers != nil else {
-        throw reader.error("\"region.polygon\" must be a GeoJSON object such as {\"type\":\"Polygon\",\"coordinates\":[..]}")
+        throw reader.error(
+          "\"region.polygon\" must be a GeoJSON object such as {\"type\":\"Polygon\",\"coordinates\":[..]}"
+        )
       }
       do {
         shape = try RegionGeoJSON.shape(from: polygon.encoded)
@@ -91,11 +96,13 @@ public enum RegionWire {
       throw reader.error("give one of \"region.circle\" and \"region.polygon\", not both")
     case (nil, nil):
       throw reader.error(
-        "missing \"region.circle\" ({\"lat\":..,\"lon\":..,\"radius\":..}) or \"region.polygon\" (a GeoJSON Polygon)")
+        "missing \"region.circle\" ({\"lat\":..,\"lon\":..,\"radius\":..}) or \"region.polygon\" (a GeoJSON Polygon)"
+      )
     }
     do {
       return try Region(
-        id: regionID, title: title, shape: shape, notifyOnEntry: notifyOnEntry, notifyOnExit: notifyOnExit,
+        id: regionID, title: title, shape: shape, notifyOnEntry: notifyOnEntry,
+        notifyOnExit: notifyOnExit,
         dwell: dwell)
     } catch {
       throw reader.error("invalid region \"\(regionID)\": \(error)")
@@ -109,14 +116,17 @@ public enum RegionWire {
   }
 
   static func members(_ region: Region) -> [JSONMember] {
-    var members = [JSONMember("id", .string(region.id)), JSONMember("title", .string(region.title))]
+    var members = [
+      JSONMember("id", .string(region.id)), JSONMember("title", .string(region.title)),
+    ]
     switch region.shape {
     case .circle(let center, let radius):
       members.append(
         JSONMember(
           "circle",
           .object([
-            JSONMember("lat", .number(center.latitude)), JSONMember("lon", .number(center.longitude)),
+            JSONMember("lat", .number(center.latitude)),
+            JSONMember("lon", .number(center.longitude)),
             JSONMember("radius", .number(radius)),
           ])))
     case .polygon(let exterior, let holes):
@@ -132,12 +142,15 @@ public enum RegionWire {
   /// positions `[lon, lat]`.
   public static func polygonGeometry(exterior: [Coordinate], holes: [[Coordinate]]) -> JSONValue {
     func ring(_ vertices: [Coordinate]) -> JSONValue {
-      var positions = vertices.map { JSONValue.array([.number($0.longitude), .number($0.latitude)]) }
+      var positions = vertices.map {
+        JSONValue.array([.number($0.longitude), .number($0.latitude)])
+      }
       if let first = positions.first { positions.append(first) }
       return .array(positions)
     }
     return .object([
-      JSONMember("type", "Polygon"), JSONMember("coordinates", .array([ring(exterior)] + holes.map(ring))),
+      JSONMember("type", "Polygon"),
+      JSONMember("coordinates", .array([ring(exterior)] + holes.map(ring))),
     ])
   }
 
@@ -147,7 +160,9 @@ public enum RegionWire {
   public static func json(_ status: RegionStatus) -> JSONValue {
     var members = members(status.region)
     members.append(JSONMember("state", .string(status.state.rawValue)))
-    members.append(JSONMember("since", status.since.map { .string(GPSDJSON.iso8601(milliseconds: $0)) } ?? .null))
+    members.append(
+      JSONMember("since", status.since.map { .string(GPSDJSON.iso8601(milliseconds: $0)) } ?? .null)
+    )
     members.append(JSONMember("distance", .number(status.distanceToBoundary)))
     return .object(members)
   }
@@ -157,7 +172,9 @@ extension Reply {
   /// `{"class":"REGION","region":STATUS}` (plus `"replaced":BOOL` after `add`, `"removed":true`
   /// after `remove`): the answer to `region` `add`, `remove` and `state`; STATUS is
   /// ``RegionWire/json(_:)-(RegionStatus)``.
-  public static func region(_ status: RegionStatus, replaced: Bool? = nil, removed: Bool = false) -> Reply {
+  public static func region(_ status: RegionStatus, replaced: Bool? = nil, removed: Bool = false)
+    -> Reply
+  {
     var members = [JSONMember("region", RegionWire.json(status))]
     if let replaced { members.append(JSONMember("replaced", .bool(replaced))) }
     if removed { members.append(JSONMember("removed", true)) }
@@ -166,7 +183,8 @@ extension Reply {
 
   /// `{"class":"REGIONS","regions":[STATUS...]}`: the answer to `region` `list`, sorted by id.
   public static func regions(_ statuses: [RegionStatus]) -> Reply {
-    .object(class: "REGIONS", members: [JSONMember("regions", .array(statuses.map(RegionWire.json)))])
+    .object(
+      class: "REGIONS", members: [JSONMember("regions", .array(statuses.map(RegionWire.json)))])
   }
 }
 

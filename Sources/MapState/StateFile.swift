@@ -1,3 +1,5 @@
+import SystemIO
+
 #if canImport(FoundationEssentials)
   import FoundationEssentials
 #else
@@ -8,7 +10,6 @@
 #elseif canImport(Darwin)
   import Darwin
 #endif
-import SystemIO
 
 /// One state file in the daemon's state directory, saved atomically and loaded without following
 /// anything someone else planted: the mechanism under ``MapStateStore`` (`mapstate.json`) and the
@@ -101,11 +102,15 @@ public struct StateFile: Sendable {
     defer { close(fd) }
     var info = stat()
     guard fstat(fd, &info) == 0 else {
-      report("\(subject) file unreadable, \(fallback) path=\(path) error=\(String(cString: strerror(errno)))")
+      report(
+        "\(subject) file unreadable, \(fallback) path=\(path) error=\(String(cString: strerror(errno)))"
+      )
       return .unusable
     }
     guard info.st_mode & S_IFMT == S_IFREG else {
-      report("\(subject) file is not a regular file, \(fallback) path=\(path) keptAs=\(rejectedFileName)")
+      report(
+        "\(subject) file is not a regular file, \(fallback) path=\(path) keptAs=\(rejectedFileName)"
+      )
       setAside(directoryFD)
       return .unusable
     }
@@ -123,7 +128,9 @@ public struct StateFile: Sendable {
       case .system(let error):
         report("\(subject) file unreadable, \(fallback) path=\(path) error=\(error)")
       case .tooLarge:
-        report("\(subject) file too large, \(fallback) path=\(path) limit=\(maxFileSize) keptAs=\(rejectedFileName)")
+        report(
+          "\(subject) file too large, \(fallback) path=\(path) limit=\(maxFileSize) keptAs=\(rejectedFileName)"
+        )
         setAside(directoryFD)
       }
       return .unusable
@@ -135,7 +142,8 @@ public struct StateFile: Sendable {
   public func reject(byteCount: Int, reason: String) {
     log(
       MapStateStore.oneLine(
-        "\(subject) file corrupt, \(fallback) path=\(path) bytes=\(byteCount) error=\(reason) keptAs=\(rejectedFileName)"))
+        "\(subject) file corrupt, \(fallback) path=\(path) bytes=\(byteCount) error=\(reason) keptAs=\(rejectedFileName)"
+      ))
     guard let directoryFD = try? MapStateStore.openDirectory(directory) else { return }
     defer { close(directoryFD) }
     setAside(directoryFD)
@@ -143,20 +151,26 @@ public struct StateFile: Sendable {
 
   /// Removes `.NAME.tmp-*` files (a crash between creating and renaming leaves them).
   private func removeLeftovers(_ directoryFD: Int32) {
-    guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+    guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else {
+      return
+    }
     var removed = 0
     for name in names where name.hasPrefix(temporaryPrefix) {
       // unlinkat removes the entry itself: a link is not followed, a FIFO is not opened.
       if unlinkat(directoryFD, name, 0) == 0 { removed += 1 }
     }
     if removed > 0 {
-      log("removed temporary \(subject) files left by an earlier run path=\(directory) count=\(removed)")
+      log(
+        "removed temporary \(subject) files left by an earlier run path=\(directory) count=\(removed)"
+      )
     }
   }
 
   private func setAside(_ directoryFD: Int32) {
     if renameat(directoryFD, fileName, directoryFD, rejectedFileName) != 0 {
-      log("\(subject) file could not be set aside path=\(path) error=\(String(cString: strerror(errno)))")
+      log(
+        "\(subject) file could not be set aside path=\(path) error=\(String(cString: strerror(errno)))"
+      )
     }
   }
 
@@ -172,7 +186,8 @@ public struct StateFile: Sendable {
     if mkdir(directory, 0o700) != 0 && errno != EEXIST {
       do {
         try FileManager.default.createDirectory(
-          atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+          atPath: directory, withIntermediateDirectories: true,
+          attributes: [.posixPermissions: 0o700])
       } catch {
         throw .createDirectory(path: directory, message: String(describing: error))
       }
@@ -183,11 +198,15 @@ public struct StateFile: Sendable {
     let suffix = String(random.next(), radix: 16) + String(random.next(), radix: 16)
     let name = temporaryPrefix + suffix
     let temporary = directory + "/" + name
-    if let code = injected("open") { throw .system(operation: "open", path: temporary, errno: code) }
+    if let code = injected("open") {
+      throw .system(operation: "open", path: temporary, errno: code)
+    }
     let fd = openat(directoryFD, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
     guard fd >= 0 else { throw .system(operation: "open", path: temporary, errno: errno) }
     var failure: MapStoreError?
-    if let code = injected("write") { failure = .system(operation: "write", path: temporary, errno: code) }
+    if let code = injected("write") {
+      failure = .system(operation: "write", path: temporary, errno: code)
+    }
     if failure == nil {
       do throws(SystemError) { try SystemIO.writeAll(fd, data) } catch {
         failure = .system(operation: "write", path: temporary, errno: error.code)

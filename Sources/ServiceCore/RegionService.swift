@@ -1,6 +1,6 @@
 import LocationCore
-import LocationProtocol
 import LocationModel
+import LocationProtocol
 import MapState
 import Regions
 
@@ -31,7 +31,8 @@ public struct RegionStore: Sendable {
     failureInjector: MapStateStore.FailureInjector? = nil
   ) {
     file = StateFile(
-      directory: directory, fileName: Self.fileName, subject: "regions", fallback: "starting with no regions",
+      directory: directory, fileName: Self.fileName, subject: "regions",
+      fallback: "starting with no regions",
       maxFileSize: Self.maxFileSize, log: log, failureInjector: failureInjector)
   }
 
@@ -64,7 +65,9 @@ public struct RegionStore: Sendable {
   /// - Throws: ``MapStoreError`` naming the failed step; the previous file is then unchanged.
   public func save(_ monitor: RegionMonitor) throws(MapStoreError) {
     let value = monitor.persisted()
-    guard !value.containsNonFiniteNumber else { throw .encoding("a region number is NaN or infinite") }
+    guard !value.containsNonFiniteNumber else {
+      throw .encoding("a region number is NaN or infinite")
+    }
     var bytes = value.encoded
     bytes.append(UInt8(ascii: "\n"))
     try file.save(bytes)
@@ -106,7 +109,8 @@ public actor RegionService {
   ) {
     self.store = store
     self.clock = clock
-    monitor = store?.load(configuration: configuration) ?? RegionMonitor(configuration: configuration)
+    monitor =
+      store?.load(configuration: configuration) ?? RegionMonitor(configuration: configuration)
   }
 
   /// The engine's thresholds.

@@ -19,7 +19,8 @@ func runRegion(_ arguments: [String], _ options: ClientOptions) throws -> Int32 
   guard let action = positional.first else { throw UsageError(regionUsage) }
   func noOptions() throws {
     guard list.values.isEmpty, list.flags.isEmpty else {
-      throw UsageError("region \(action) takes no options (--dwell, --title, --no-entry, --no-exit are for add)")
+      throw UsageError(
+        "region \(action) takes no options (--dwell, --title, --no-entry, --no-exit are for add)")
     }
   }
   switch (action, positional.count) {
@@ -29,7 +30,8 @@ func runRegion(_ arguments: [String], _ options: ClientOptions) throws -> Int32 
   case ("state", 2), ("remove", 2):
     try noOptions()
     return try regionCall(
-      options, [JSONMember("action", .string(action)), JSONMember("region", .string(positional[1]))],
+      options,
+      [JSONMember("action", .string(action)), JSONMember("region", .string(positional[1]))],
       text: Format.region)
   case ("add", _):
     guard positional.count >= 3 else { throw UsageError(regionUsage) }
@@ -57,7 +59,9 @@ func runRegion(_ arguments: [String], _ options: ClientOptions) throws -> Int32 
     if list.flags.contains("--no-exit") { region.append(JSONMember("notifyOnExit", false)) }
     let members = [JSONMember("action", "add"), JSONMember("region", .object(region))]
     // The line the daemon reads: {"cmd":"region","id":N, ...members}; its id is a few bytes.
-    let size = JSONValue.object([JSONMember("cmd", "region"), JSONMember("id", 1_000_000)] + members).encoded.count
+    let size = JSONValue.object(
+      [JSONMember("cmd", "region"), JSONMember("id", 1_000_000)] + members
+    ).encoded.count
     guard size <= Request.maximumLineLength else {
       throw ClientError(
         "the region is \(size) bytes as a request, and locationd reads request lines of at most "
@@ -75,20 +79,26 @@ private let regionUsage =
 
 /// Connects, asks for authorization and sends one `region` request; prints the reply (exit 0),
 /// or the error (exit 1).
-private func regionCall(_ options: ClientOptions, _ members: [JSONMember], text: (JSONValue) -> String) throws
+private func regionCall(
+  _ options: ClientOptions, _ members: [JSONMember], text: (JSONValue) -> String
+) throws
   -> Int32
 {
   let connection = try DaemonConnection(path: options.socketPath)
   let authorization = try connection.call("request")
   if authorization["class"] == "ERROR" {
     if options.json { printJSON(authorization) }
-    writeError("locationctl: \(authorization["code"]?.stringValue ?? "error"): \(authorization["message"]?.stringValue ?? "")")
+    writeError(
+      "locationctl: \(authorization["code"]?.stringValue ?? "error"): \(authorization["message"]?.stringValue ?? "")"
+    )
     return ExitCode.failure.rawValue
   }
   let reply = try connection.call("region", members)
   if reply["class"] == "ERROR" {
     if options.json { printJSON(reply) }
-    writeError("locationctl: \(reply["code"]?.stringValue ?? "error"): \(reply["message"]?.stringValue ?? "")")
+    writeError(
+      "locationctl: \(reply["code"]?.stringValue ?? "error"): \(reply["message"]?.stringValue ?? "")"
+    )
     return ExitCode.failure.rawValue
   }
   if options.json { printJSON(reply) } else { print(text(reply.value)) }
@@ -109,14 +119,19 @@ private func polygonGeometry(file: String) throws -> JSONValue {
       bytes = try SystemIO.readToEnd(0, limit: limit)
     } else {
       let fd = open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-      guard fd >= 0 else { throw ClientError("cannot read \(name): \(String(cString: strerror(errno))); nothing was added") }
+      guard fd >= 0 else {
+        throw ClientError(
+          "cannot read \(name): \(String(cString: strerror(errno))); nothing was added")
+      }
       defer { close(fd) }
       var info = stat()
       guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
         throw ClientError("cannot read \(name): not a regular file; nothing was added")
       }
       guard Int(info.st_size) <= limit else {
-        throw ClientError("\(name) is \(info.st_size) bytes: a polygon file may have at most \(limit) bytes; nothing was added")
+        throw ClientError(
+          "\(name) is \(info.st_size) bytes: a polygon file may have at most \(limit) bytes; nothing was added"
+        )
       }
       bytes = try SystemIO.readToEnd(fd, limit: limit)
     }
@@ -125,7 +140,9 @@ private func polygonGeometry(file: String) throws -> JSONValue {
   } catch let error as SystemIO.ReadToEndError {
     switch error {
     case .tooLarge:
-      throw ClientError("\(name) has more than \(limit) bytes: a polygon file may have at most \(limit) bytes; nothing was added")
+      throw ClientError(
+        "\(name) has more than \(limit) bytes: a polygon file may have at most \(limit) bytes; nothing was added"
+      )
     case .system(let error):
       throw ClientError("cannot read \(name): \(error); nothing was added")
     }
@@ -153,14 +170,18 @@ extension Format {
       let latitude = circle["lat"]?.doubleValue ?? 0
       let longitude = circle["lon"]?.doubleValue ?? 0
       parts.append(
-        "circle \(latitude), \(longitude) radius \(circle["radius"]?.doubleValue.map { "\($0)" } ?? "?") m")
+        "circle \(latitude), \(longitude) radius \(circle["radius"]?.doubleValue.map { "\($0)" } ?? "?") m"
+      )
     } else if let polygon = status["polygon"]?["coordinates"]?.arrayValue {
       let vertices = polygon.reduce(0) { $0 + max(0, ($1.arrayValue?.count ?? 1) - 1) }
-      parts.append("polygon of \(vertices) vertices" + (polygon.count > 1 ? ", \(polygon.count - 1) holes" : ""))
+      parts.append(
+        "polygon of \(vertices) vertices"
+          + (polygon.count > 1 ? ", \(polygon.count - 1) holes" : ""))
     }
     if let dwell = status["dwell"]?.doubleValue { parts.append("dwell \(dwell) s") }
     if let distance = status["distance"]?.doubleValue {
-      parts.append((distance < 0 ? "\(-distance.rounded()) m inside" : "\(distance.rounded()) m outside"))
+      parts.append(
+        (distance < 0 ? "\(-distance.rounded()) m inside" : "\(distance.rounded()) m outside"))
     }
     if let title = status["title"]?.stringValue { parts.append(title) }
     return parts.joined(separator: "  ")
@@ -187,7 +208,8 @@ extension Format {
 
   /// A `REGION` event: `region ID: enter at TIME  FIX`.
   static func regionEvent(_ event: JSONValue) -> String {
-    "region " + (event["region"]?.stringValue ?? "?") + ": " + (event["event"]?.stringValue ?? "?") + " at "
+    "region " + (event["region"]?.stringValue ?? "?") + ": " + (event["event"]?.stringValue ?? "?")
+      + " at "
       + (event["time"]?.stringValue ?? "?") + "  " + fix(event["fix"])
   }
 }

@@ -10,7 +10,8 @@ extension EndToEnd {
     /// The ids `region list` shows.
     static func regionIDs(_ socket: String) async throws -> [String] {
       let run = try await locationctl(socket, ["region", "list"])
-      guard run.status == 0, let reply = parseObject(run.stdout), let regions = reply["regions"] as? [JSONObject]
+      guard run.status == 0, let reply = parseObject(run.stdout),
+        let regions = reply["regions"] as? [JSONObject]
       else { throw E2EError("region list failed: \(run.status) \(run.stdout) \(run.stderr)") }
       return regions.compactMap { $0["id"] as? String }
     }
@@ -41,13 +42,17 @@ extension EndToEnd {
       try await daemon.waitUntilReady()
       let socket = daemon.socketPath
       let added = try await locationctl(
-        socket, ["region", "add", "crossing", "circle", "3.1406", "101.6044", "100", "--title", "Crossing"])
+        socket,
+        ["region", "add", "crossing", "circle", "3.1406", "101.6044", "100", "--title", "Crossing"])
       #expect(added.status == 0, "\(added.stderr)")
       let reply = try #require(parseObject(added.stdout))
       #expect(reply["class"] as? String == "REGION")
       #expect((reply["region"] as? JSONObject)?["state"] as? String == "unknown")
       let text = try await locationctl(socket, ["region", "state", "crossing"], json: false)
-      #expect(text.status == 0 && text.stdout.hasPrefix("crossing  unknown  circle 3.1406, 101.6044 radius 100.0 m"), "\(text.stdout)")
+      #expect(
+        text.status == 0
+          && text.stdout.hasPrefix("crossing  unknown  circle 3.1406, 101.6044 radius 100.0 m"),
+        "\(text.stdout)")
 
       let out = scratch.file("watch.out")
       let watch = try Child(
@@ -75,14 +80,18 @@ extension EndToEnd {
       // Entered west of the center, left east of it.
       #expect(enterLongitude < 101.6044 && exitLongitude > 101.6044, "\(seen)")
       let state = try await locationctl(socket, ["region", "state", "crossing"])
-      #expect(((parseObject(state.stdout)?["region"] as? JSONObject)?["state"] as? String) == "outside")
+      #expect(
+        ((parseObject(state.stdout)?["region"] as? JSONObject)?["state"] as? String) == "outside")
       #expect(await daemon.stop() == 0, "\(daemon.log)")
       // The state survived the shutdown in regions.json.
-      let saved = try String(contentsOfFile: daemon.stateDirectory + "/regions.json", encoding: .utf8)
+      let saved = try String(
+        contentsOfFile: daemon.stateDirectory + "/regions.json", encoding: .utf8)
       #expect(saved.contains("\"crossing\"") && saved.contains("\"outside\""), "\(saved)")
     }
 
-    @Test("bad region input gives a clear error, a failing exit status, and changes nothing", .timeLimit(.minutes(3)))
+    @Test(
+      "bad region input gives a clear error, a failing exit status, and changes nothing",
+      .timeLimit(.minutes(3)))
     func badInput() async throws {
       let scratch = try Scratch()
       defer { scratch.remove() }
@@ -90,20 +99,27 @@ extension EndToEnd {
       defer { daemon.cleanUp() }
       try await daemon.waitUntilReady()
       let socket = daemon.socketPath
-      #expect(try await locationctl(socket, ["region", "add", "kept", "circle", "3.14", "101.6", "50"]).status == 0)
+      #expect(
+        try await locationctl(socket, ["region", "add", "kept", "circle", "3.14", "101.6", "50"])
+          .status == 0)
       #expect(try await Self.regionIDs(socket) == ["kept"])
 
       let good = scratch.file("park.geojson")
-      try Self.ringPolygon(count: 12, radius: 300).write(toFile: good, atomically: true, encoding: .utf8)
+      try Self.ringPolygon(count: 12, radius: 300).write(
+        toFile: good, atomically: true, encoding: .utf8)
       let bowTie = scratch.file("bowtie.geojson")
-      try #"{"type":"Polygon","coordinates":[[[101.60,3.14],[101.61,3.15],[101.61,3.14],[101.60,3.15],[101.60,3.14]]]}"#
+      try
+        #"{"type":"Polygon","coordinates":[[[101.60,3.14],[101.61,3.15],[101.61,3.14],[101.60,3.15],[101.60,3.14]]]}"#
         .write(toFile: bowTie, atomically: true, encoding: .utf8)
       let notJSON = scratch.file("broken.geojson")
-      try #"{"type":"Polygon","coordinates":[[[101.60,3.14],"#.write(toFile: notJSON, atomically: true, encoding: .utf8)
+      try #"{"type":"Polygon","coordinates":[[[101.60,3.14],"#.write(
+        toFile: notJSON, atomically: true, encoding: .utf8)
       let huge = scratch.file("huge.geojson")
-      try String(repeating: " ", count: 10 * 1024 * 1024 + 1).write(toFile: huge, atomically: true, encoding: .utf8)
+      try String(repeating: " ", count: 10 * 1024 * 1024 + 1).write(
+        toFile: huge, atomically: true, encoding: .utf8)
       let long = scratch.file("long.geojson")
-      try Self.ringPolygon(count: 5000, radius: 5000).write(toFile: long, atomically: true, encoding: .utf8)
+      try Self.ringPolygon(count: 5000, radius: 5000).write(
+        toFile: long, atomically: true, encoding: .utf8)
 
       let cases: [(arguments: [String], status: Int32, message: String)] = [
         (["circle", "3.14", "101.6", "0"], 1, "invalid radius 0.0 m"),
@@ -126,13 +142,19 @@ extension EndToEnd {
         #expect(try await Self.regionIDs(socket) == ["kept"], "\(arguments) changed the regions")
       }
       let state = try await locationctl(socket, ["region", "state", "kept"])
-      #expect((((parseObject(state.stdout)?["region"] as? JSONObject)?["circle"]) as? JSONObject)?["radius"] as? Double == 50)
+      #expect(
+        (((parseObject(state.stdout)?["region"] as? JSONObject)?["circle"]) as? JSONObject)?[
+          "radius"] as? Double == 50)
 
       // A valid polygon, from a file and from standard input; removing an unknown id is notFound.
-      #expect(try await locationctl(socket, ["region", "add", "park", "polygon", good]).status == 0)
+      #expect(
+        try await locationctl(socket, ["region", "add", "park", "polygon", good]).status == 0)
       let piped = try await runTool(
         "/bin/sh",
-        ["-c", "\(try Products.path("locationctl")) --socket \(socket) region add lake polygon - < \(good)"])
+        [
+          "-c",
+          "\(try Products.path("locationctl")) --socket \(socket) region add lake polygon - < \(good)",
+        ])
       #expect(piped.status == 0, "\(piped.stderr)")
       #expect(try await Self.regionIDs(socket) == ["kept", "lake", "park"])
       let missing = try await locationctl(socket, ["region", "remove", "nowhere"])

@@ -13,11 +13,14 @@ struct RegionConfigurationTests {
         "--config", "/c", "--region-error-fraction", "0.5", "--region-confirmations=3",
         "--region-maximum-fix-age", "2.5",
       ],
-      readFile: { _ in "region-minimum-margin = 12\nregion-outage-reset = \"90\"\nregion-confirmations = 4\n" })
+      readFile: { _ in
+        "region-minimum-margin = 12\nregion-outage-reset = \"90\"\nregion-confirmations = 4\n"
+      })
     #expect(
       configuration.regionMonitorConfiguration
         == RegionMonitorConfiguration(
-          errorFraction: 0.5, minimumMargin: 12, confirmations: 3, maximumFixAge: 2.5, outageReset: 90))
+          errorFraction: 0.5, minimumMargin: 12, confirmations: 3, maximumFixAge: 2.5,
+          outageReset: 90))
     #expect(Configuration.usage.contains("--region-confirmations N"))
   }
 
@@ -38,7 +41,9 @@ struct RegionConfigurationTests {
       Issue.record("accepted --\(key) \(value)")
     } catch {
       #expect(error.exitCode == .configuration)
-      #expect(error.description.contains("invalid \(key) \"\(value)\"") && error.description.contains(message), "\(error)")
+      #expect(
+        error.description.contains("invalid \(key) \"\(value)\"")
+          && error.description.contains(message), "\(error)")
     }
   }
 }

@@ -21,7 +21,9 @@ struct RegionProtocolTests {
     }
     #expect(region.id == "home")
     #expect(region.title == "Home")
-    #expect(region.shape == .circle(center: Coordinate(latitude: 49.2827, longitude: -123.1207), radius: 150))
+    #expect(
+      region.shape
+        == .circle(center: Coordinate(latitude: 49.2827, longitude: -123.1207), radius: 150))
     #expect(region.dwell == 60)
     #expect(region.notifyOnEntry)
     #expect(!region.notifyOnExit)
@@ -31,8 +33,12 @@ struct RegionProtocolTests {
 
   @Test("remove, state and list")
   func otherActions() throws {
-    #expect(try parse(#"{"cmd":"region","action":"remove","region":"home"}"#).command == .region(.remove(id: "home")))
-    #expect(try parse(#"{"cmd":"region","action":"state","region":"a b"}"#).command == .region(.state(id: "a b")))
+    #expect(
+      try parse(#"{"cmd":"region","action":"remove","region":"home"}"#).command
+        == .region(.remove(id: "home")))
+    #expect(
+      try parse(#"{"cmd":"region","action":"state","region":"a b"}"#).command
+        == .region(.state(id: "a b")))
     #expect(try parse(#"{"cmd":"region","action":"list"}"#).command == .region(.list))
   }
 
@@ -43,16 +49,46 @@ struct RegionProtocolTests {
       (#"{"cmd":"region","action":"move"}"#, "\"action\" must be one of add, remove, list, state"),
       (#"{"cmd":"region","action":"add"}"#, "missing \"region\""),
       (#"{"cmd":"region","action":"add","region":{"id":"x"}}"#, "missing \"region.circle\""),
-      (#"{"cmd":"region","action":"add","region":{"id":"x","circle":{"lat":1,"lon":2}}}"#, "missing \"region.circle.radius\""),
-      (#"{"cmd":"region","action":"add","region":{"id":"x","circle":{"lat":1,"lon":2,"radius":0}}}"#, "invalid radius 0.0 m"),
-      (#"{"cmd":"region","action":"add","region":{"id":"x","circle":{"lat":1,"lon":2,"radius":-5}}}"#, "invalid radius -5.0 m"),
-      (#"{"cmd":"region","action":"add","region":{"id":"x","circle":{"lat":91,"lon":2,"radius":5}}}"#, "\"region.circle.lat\" must be within"),
-      (#"{"cmd":"region","action":"add","region":{"id":"x","circle":{"lat":1,"lon":2,"radius":5},"dwell":0}}"#, "invalid dwell time"),
-      (#"{"cmd":"region","action":"add","region":{"id":"x","circle":{"lat":1,"lon":2,"radius":5},"colour":"red"}}"#, "unknown member \"region.colour\""),
-      (#"{"cmd":"region","action":"add","region":{"id":"x","circle":{"lat":1,"lon":2,"radius":5},"polygon":{"type":"Polygon","coordinates":[]}}}"#, "not both"),
-      (#"{"cmd":"region","action":"add","region":{"id":"x","polygon":[1,2]}}"#, "\"region.polygon\" must be a GeoJSON object"),
-      (#"{"cmd":"region","action":"add","region":{"id":"x","polygon":{"type":"Point","coordinates":[1,2]}}}"#, "\"region.polygon\": invalid GeoJSON"),
-      (#"{"cmd":"region","action":"add","region":{"id":"\u0007","circle":{"lat":1,"lon":2,"radius":5}}}"#, "invalid region id"),
+      (
+        #"{"cmd":"region","action":"add","region":{"id":"x","circle":{"lat":1,"lon":2}}}"#,
+        "missing \"region.circle.radius\""
+      ),
+      (
+        #"{"cmd":"region","action":"add","region":{"id":"x","circle":{"lat":1,"lon":2,"radius":0}}}"#,
+        "invalid radius 0.0 m"
+      ),
+      (
+        #"{"cmd":"region","action":"add","region":{"id":"x","circle":{"lat":1,"lon":2,"radius":-5}}}"#,
+        "invalid radius -5.0 m"
+      ),
+      (
+        #"{"cmd":"region","action":"add","region":{"id":"x","circle":{"lat":91,"lon":2,"radius":5}}}"#,
+        "\"region.circle.lat\" must be within"
+      ),
+      (
+        #"{"cmd":"region","action":"add","region":{"id":"x","circle":{"lat":1,"lon":2,"radius":5},"dwell":0}}"#,
+        "invalid dwell time"
+      ),
+      (
+        #"{"cmd":"region","action":"add","region":{"id":"x","circle":{"lat":1,"lon":2,"radius":5},"colour":"red"}}"#,
+        "unknown member \"region.colour\""
+      ),
+      (
+        #"{"cmd":"region","action":"add","region":{"id":"x","circle":{"lat":1,"lon":2,"radius":5},"polygon":{"type":"Polygon","coordinates":[]}}}"#,
+        "not both"
+      ),
+      (
+        #"{"cmd":"region","action":"add","region":{"id":"x","polygon":[1,2]}}"#,
+        "\"region.polygon\" must be a GeoJSON object"
+      ),
+      (
+        #"{"cmd":"region","action":"add","region":{"id":"x","polygon":{"type":"Point","coordinates":[1,2]}}}"#,
+        "\"region.polygon\": invalid GeoJSON"
+      ),
+      (
+        #"{"cmd":"region","action":"add","region":{"id":"\u0007","circle":{"lat":1,"lon":2,"radius":5}}}"#,
+        "invalid region id"
+      ),
       (#"{"cmd":"region","action":"remove"}"#, "missing \"region\""),
       (#"{"cmd":"region","action":"list","region":"x"}"#, "unknown member \"region\""),
     ])
@@ -71,7 +107,9 @@ struct RegionProtocolTests {
     let request = try parse(
       #"{"cmd":"region","action":"add","region":{"id":"park","polygon":{"type":"Polygon","coordinates":[[[2.0,48.0],[2.01,48.0],[2.01,48.01],[2.0,48.01],[2.0,48.0]]]}}}"#
     )
-    guard case .region(.add(let region)) = request.command, case .polygon(let exterior, let holes) = region.shape else {
+    guard case .region(.add(let region)) = request.command,
+      case .polygon(let exterior, let holes) = region.shape
+    else {
       Issue.record("not a polygon: \(request.command)")
       return
     }
@@ -90,9 +128,11 @@ struct RegionProtocolTests {
   @Test("replies and the REGION event have the documented members in order")
   func encoding() throws {
     let region = try Region(
-      id: "home", title: "Home", shape: .circle(center: Coordinate(latitude: 49.2827, longitude: -123.1207), radius: 150),
+      id: "home", title: "Home",
+      shape: .circle(center: Coordinate(latitude: 49.2827, longitude: -123.1207), radius: 150),
       dwell: 60)
-    let status = RegionStatus(region: region, state: .inside, since: 1_790_000_000_000, distanceToBoundary: -42.5)
+    let status = RegionStatus(
+      region: region, state: .inside, since: 1_790_000_000_000, distanceToBoundary: -42.5)
     let reply = Reply.region(status, replaced: false).json(id: .number(4))
     #expect(
       reply.jsonString
@@ -102,10 +142,16 @@ struct RegionProtocolTests {
     var fix = Fix(mode: .fix3D)
     fix.coordinate = Coordinate(latitude: 49.2827, longitude: -123.1207)
     fix.time = 1_790_000_000_000
-    let location = Location(fix: fix, provenance: Provenance(backend: "simulate", isSimulated: true))
-    let event = EncodedEvent(.region(RegionTransition(id: "home", event: .enter, time: 1_790_000_000_000, location: location)))
+    let location = Location(
+      fix: fix, provenance: Provenance(backend: "simulate", isSimulated: true))
+    let event = EncodedEvent(
+      .region(
+        RegionTransition(id: "home", event: .enter, time: 1_790_000_000_000, location: location)))
     let text = String(decoding: event.body, as: UTF8.self)
-    #expect(text.hasPrefix(#"{"class":"REGION","region":"home","event":"enter","time":"2026-09-21T14:13:20.000Z","fix":{"class":"TPV","#))
+    #expect(
+      text.hasPrefix(
+        #"{"class":"REGION","region":"home","event":"enter","time":"2026-09-21T14:13:20.000Z","fix":{"class":"TPV","#
+      ))
     #expect(event.coalescingKey == nil, "REGION events are never replaced in a slow client's queue")
   }
 }

@@ -1,15 +1,15 @@
 import Glibc
 import LocationCore
+import LocationModel
 import LocationTestKit
 import MapState
 import Regions
 import Synchronization
+import SystemIO
 import Testing
 
 @testable import LocationProtocol
 @testable import ServiceCore
-import LocationModel
-import SystemIO
 
 /// A client channel that keeps every event given to it, parsed.
 private final class EventChannel: ClientChannel {
@@ -80,7 +80,8 @@ private struct RegionHarness {
     clock.advance(by: .seconds(1))
     let latitude = center.latitude + north / 111_195
     return backend.send(
-      fix: TestFixes.fix(latitude: latitude, longitude: center.longitude, time: clock.wallTimeMilliseconds))
+      fix: TestFixes.fix(
+        latitude: latitude, longitude: center.longitude, time: clock.wallTimeMilliseconds))
   }
 
   func stop(removing: Bool = true) async {
@@ -116,7 +117,8 @@ struct RegionServiceTests {
     let enter = try #require(watcher.regionEvents.first)
     #expect(enter["region"] == "home")
     #expect(enter["event"] == "enter")
-    #expect(enter["time"]?.stringValue == GPSDJSON.iso8601(milliseconds: try #require(entering.fix.time)))
+    #expect(
+      enter["time"]?.stringValue == GPSDJSON.iso8601(milliseconds: try #require(entering.fix.time)))
     #expect(enter["fix"]?["class"] == "TPV")
     #expect(enter["fix"]?["lat"]?.doubleValue == entering.fix.coordinate?.latitude)
     #expect(enter.objectMembers?.map(\.key) == ["class", "region", "event", "time", "fix"])
@@ -124,7 +126,8 @@ struct RegionServiceTests {
     let classes = watcher.classes
     let enterIndex = try #require(classes.firstIndex(of: "REGION"))
     #expect(classes[..<enterIndex].filter { $0 == "TPV" }.count == 4)
-    let state = try await harness.ask(#"{"cmd":"region","action":"state","region":"home"}"#, watcher)
+    let state = try await harness.ask(
+      #"{"cmd":"region","action":"state","region":"home"}"#, watcher)
     #expect(state["region"]?["state"] == "inside")
     #expect(state["region"]?["since"]?.stringValue == enter["time"]?.stringValue)
     #expect((state["region"]?["distance"]?.doubleValue ?? 0) < -150)
@@ -139,7 +142,8 @@ struct RegionServiceTests {
     #expect(await eventually { watcher.regionEvents.count == 3 })
     let exit = try #require(watcher.regionEvents.last)
     #expect(exit["event"] == "exit")
-    #expect(exit["time"]?.stringValue == GPSDJSON.iso8601(milliseconds: try #require(leaving.fix.time)))
+    #expect(
+      exit["time"]?.stringValue == GPSDJSON.iso8601(milliseconds: try #require(leaving.fix.time)))
     await harness.stop()
   }
 
@@ -154,19 +158,27 @@ struct RegionServiceTests {
     #expect(replaced["replaced"] == true)
     #expect(replaced["region"]?["title"] == .null)
     _ = try await harness.ask(
-      #"{"cmd":"region","action":"add","region":{"id":"a-office","circle":{"lat":48.86,"lon":2.35,"radius":80}}}"#, client)
+      #"{"cmd":"region","action":"add","region":{"id":"a-office","circle":{"lat":48.86,"lon":2.35,"radius":80}}}"#,
+      client)
     let list = try await harness.ask(#"{"cmd":"region","action":"list"}"#, client)
     #expect(list["class"] == "REGIONS")
-    #expect(list["regions"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == ["a-office", "home"])
+    #expect(
+      list["regions"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == ["a-office", "home"])
     #expect(list["regions"]?.arrayValue?.last?["circle"]?["radius"]?.doubleValue == 50)
-    let removed = try await harness.ask(#"{"cmd":"region","action":"remove","region":"home"}"#, client)
+    let removed = try await harness.ask(
+      #"{"cmd":"region","action":"remove","region":"home"}"#, client)
     #expect(removed["removed"] == true)
     #expect(removed["region"]?["id"] == "home")
-    #expect(try await harness.ask(#"{"cmd":"region","action":"remove","region":"home"}"#, client)["code"] == "notFound")
-    #expect(try await harness.ask(#"{"cmd":"region","action":"state","region":"home"}"#, client)["code"] == "notFound")
+    #expect(
+      try await harness.ask(#"{"cmd":"region","action":"remove","region":"home"}"#, client)["code"]
+        == "notFound")
+    #expect(
+      try await harness.ask(#"{"cmd":"region","action":"state","region":"home"}"#, client)["code"]
+        == "notFound")
     // A refused region changes nothing.
     let refused = try await harness.ask(
-      #"{"cmd":"region","action":"add","region":{"id":"a-office","circle":{"lat":48.86,"lon":2.35,"radius":0}}}"#, client)
+      #"{"cmd":"region","action":"add","region":{"id":"a-office","circle":{"lat":48.86,"lon":2.35,"radius":0}}}"#,
+      client)
     #expect(refused["code"] == "invalidArgument")
     #expect(refused["message"]?.stringValue?.contains("radius") == true)
     let after = try await harness.ask(#"{"cmd":"region","action":"list"}"#, client)
@@ -180,7 +192,9 @@ struct RegionServiceTests {
     let stranger = EventChannel()
     let request = try Request.parse(Array(#"{"cmd":"region","action":"list"}"#.utf8))
     let reply = await harness.service.handle(
-      request, from: ClientContext(connection: stranger, peer: PeerCredentials(pid: 9, uid: 65534, gid: 65534)))
+      request,
+      from: ClientContext(
+        connection: stranger, peer: PeerCredentials(pid: 9, uid: 65534, gid: 65534)))
     #expect(reply.json(id: nil)["code"] == "notAuthorized")
     await harness.stop()
   }
@@ -201,7 +215,8 @@ struct RegionServiceTests {
     first.clock.advance(by: .seconds(1))
     #expect(
       await eventually {
-        ((try? String(contentsOfFile: first.statePath + "/regions.json", encoding: .utf8)) ?? "").contains("\"inside\"")
+        ((try? String(contentsOfFile: first.statePath + "/regions.json", encoding: .utf8)) ?? "")
+          .contains("\"inside\"")
       })
     var info = stat()
     #expect(stat(first.statePath + "/regions.json", &info) == 0 && info.st_mode & 0o777 == 0o600)
@@ -230,9 +245,11 @@ struct RegionServiceTests {
     let failing = Mutex(true)
     let clock = VirtualClock(wallOrigin: 1_790_000_000_000)
     let regions = RegionService(
-      store: RegionStore(directory: state, log: { _ in }, failureInjector: { step in
-        step == "rename" && failing.withLock { $0 } ? ENOSPC : nil
-      }), clock: clock)
+      store: RegionStore(
+        directory: state, log: { _ in },
+        failureInjector: { step in
+          step == "rename" && failing.withLock { $0 } ? ENOSPC : nil
+        }), clock: clock)
     let backend = FakeBackend()
     let service = LocationService(
       manager: LocationManager(backend: backend), map: MapStateService(), backend: backend,
@@ -241,7 +258,8 @@ struct RegionServiceTests {
     let client = EventChannel()
     let context = ClientContext(connection: client, peer: root)
     _ = await service.handle(Request(command: .requestAuthorization), from: context)
-    let reply = await service.handle(try Request.parse(Array(Self.addHome.utf8)), from: context).json(id: nil)
+    let reply = await service.handle(try Request.parse(Array(Self.addHome.utf8)), from: context)
+      .json(id: nil)
     #expect(reply["code"] == "notSaved")
     #expect(reply["message"]?.stringValue?.contains("No space left on device") == true, "\(reply)")
     #expect(await regions.count == 1, "the change is in effect")
@@ -266,7 +284,9 @@ struct RegionServiceTests {
     let regions = RegionService(store: RegionStore(directory: state) { logged.append($0) })
     #expect(await regions.count == 0)
     #expect(logged.values.count == 1)
-    #expect(logged.values.first?.hasPrefix("regions file corrupt, starting with no regions path=\(state)/regions.json") == true)
+    #expect(
+      logged.values.first?.hasPrefix(
+        "regions file corrupt, starting with no regions path=\(state)/regions.json") == true)
     #expect(logged.values.first?.contains("keptAs=regions.json.rejected") == true)
     #expect(access(state + "/regions.json.rejected", F_OK) == 0)
     #expect(access(state + "/regions.json", F_OK) != 0)
@@ -299,10 +319,14 @@ struct RegionServiceTests {
     #expect(region["properties"]?["state"] == "unknown")
     #expect(region["properties"]?["title"] == "Home")
     let svg = try await harness.ask(#"{"cmd":"map","format":"svg"}"#, client)
-    #expect(svg["svg"]?.stringValue?.contains(#"<g class="region" data-id="home" data-state="unknown">"#) == true)
+    #expect(
+      svg["svg"]?.stringValue?.contains(#"<g class="region" data-id="home" data-state="unknown">"#)
+        == true)
     _ = try await harness.ask(#"{"cmd":"region","action":"remove","region":"home"}"#, client)
     let after = try await harness.ask(#"{"cmd":"map","format":"geojson"}"#, client)
-    #expect(after["geojson"]?["features"]?.arrayValue?.contains { $0["properties"]?["kind"] == "region" } == false)
+    #expect(
+      after["geojson"]?["features"]?.arrayValue?.contains { $0["properties"]?["kind"] == "region" }
+        == false)
     await harness.stop()
   }
 }

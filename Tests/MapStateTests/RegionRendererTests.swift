@@ -1,8 +1,8 @@
 import Foundation
+import LocationModel
 import MapState
 import Regions
 import Testing
-import LocationModel
 
 #if canImport(FoundationXML)
   import FoundationXML
@@ -14,23 +14,29 @@ struct RegionRendererTests {
   static func regions() throws -> [RegionStatus] {
     let circle = try Region(
       id: "gate", title: "Pariser Platz",
-      shape: .circle(center: Coordinate(latitude: 52.516_3, longitude: 13.378_0), radius: 120), dwell: 60)
+      shape: .circle(center: Coordinate(latitude: 52.516_3, longitude: 13.378_0), radius: 120),
+      dwell: 60)
     // Exterior clockwise (north-west, north-east, south-east, south-west), as a client may send it.
     let park = try Region(
       id: "park",
       shape: .polygon(
         exterior: [
-          Coordinate(latitude: 52.518, longitude: 13.390), Coordinate(latitude: 52.518, longitude: 13.400),
-          Coordinate(latitude: 52.512, longitude: 13.400), Coordinate(latitude: 52.512, longitude: 13.390),
+          Coordinate(latitude: 52.518, longitude: 13.390),
+          Coordinate(latitude: 52.518, longitude: 13.400),
+          Coordinate(latitude: 52.512, longitude: 13.400),
+          Coordinate(latitude: 52.512, longitude: 13.390),
         ],
         holes: [
           [
-            Coordinate(latitude: 52.514, longitude: 13.393), Coordinate(latitude: 52.514, longitude: 13.396),
-            Coordinate(latitude: 52.516, longitude: 13.396), Coordinate(latitude: 52.516, longitude: 13.393),
+            Coordinate(latitude: 52.514, longitude: 13.393),
+            Coordinate(latitude: 52.514, longitude: 13.396),
+            Coordinate(latitude: 52.516, longitude: 13.396),
+            Coordinate(latitude: 52.516, longitude: 13.393),
           ]
         ]))
     return [
-      RegionStatus(region: circle, state: .inside, since: 1_790_000_000_000, distanceToBoundary: -80),
+      RegionStatus(
+        region: circle, state: .inside, since: 1_790_000_000_000, distanceToBoundary: -80),
       RegionStatus(region: park, state: .unknown, since: nil, distanceToBoundary: nil),
     ]
   }
@@ -46,7 +52,9 @@ struct RegionRendererTests {
     let object = try JSONSerialization.jsonObject(with: Data(await service.geoJSON().utf8))
     #expect(rfc7946Problems(object).isEmpty, "\(rfc7946Problems(object))")
     let features = try #require((object as? [String: Any])?["features"] as? [[String: Any]])
-    let regions = features.filter { ($0["properties"] as? [String: Any])?["kind"] as? String == "region" }
+    let regions = features.filter {
+      ($0["properties"] as? [String: Any])?["kind"] as? String == "region"
+    }
     #expect(regions.map { $0["id"] as? String } == ["gate", "park"])
     let gate = try #require(regions.first?["properties"] as? [String: Any])
     #expect(gate["state"] as? String == "inside")
@@ -69,7 +77,9 @@ struct RegionRendererTests {
     let service = try await berlinService()
     await service.setRegions(try Self.regions())
     let elements = try XMLCollector.parse(await service.svg())
-    let groups = elements.enumerated().filter { $0.element.name == "g" && $0.element.attributes["class"] == "region" }
+    let groups = elements.enumerated().filter {
+      $0.element.name == "g" && $0.element.attributes["class"] == "region"
+    }
     #expect(groups.map { $0.element.attributes["data-id"] } == ["gate", "park"])
     #expect(groups.map { $0.element.attributes["data-state"] } == ["inside", "unknown"])
     let circle = elements[try #require(groups.first?.offset) + 1]
