@@ -14,8 +14,7 @@ import LocationModel
 /// A polygon is prepared once: the center of its bounding cap C (the normalised mean of the
 /// exterior vertices as unit vectors), the cap's radius (the largest geodesic distance from C to
 /// an exterior vertex), and every vertex projected with the ellipsoidal gnomonic projection
-/// centred on C, in which geodesic edges are straight to well below a metre within the extent
-/// limit. The edges are kept in a uniform grid (about one edge per cell) and in rows, so a query
+/// centred on C, in which geodesic edges are nearly straight (see below). The edges are kept in a uniform grid (about one edge per cell) and in rows, so a query
 /// looks at a few edges rather than all of them.
 ///
 /// For a point P:
@@ -30,7 +29,9 @@ import LocationModel
 ///    point of the edge nearest the origin is taken back with the inverse projection, and its
 ///    geodesic distance from P is the distance. The smallest is the answer.
 /// The sign near an edge can be wrong only within the deviation of a geodesic from its chord in
-/// C's projection (centimetres at the extent limit), far below the decision margin.
+/// C's projection: measured (ProjectionTests) below 0.1 mm for 50 km edges within 100 km of C,
+/// 6 cm for 200 km edges and 1 m for 1,000 km edges within 1,000 km of C; below the default
+/// minimum margin (5 m), so such a point never decides anyway.
 final class PreparedShape: Sendable {
   /// Center of the bounding cap: the circle's center, or the polygon's center C.
   let capCenter: Coordinate

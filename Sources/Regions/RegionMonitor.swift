@@ -81,9 +81,10 @@ public struct RegionMonitorConfiguration: Sendable, Equatable {
   /// Seconds: a fix whose time differs from the clock (`now`) by more than this (older, or
   /// newer) never decides. Default 10 s.
   public var maximumFixAge: Double
-  /// Seconds without a deciding fix after which a half-confirmed transition is discarded
-  /// (confirmation starts again) and the dwell timer waits for a fresh deciding fix inside.
-  /// The confirmed state is kept across any outage. Default 60 s.
+  /// Seconds: a gap longer than this between two votes discards a half-confirmed transition
+  /// (confirmation starts again), and a dwell does not fire until a deciding fix no older than
+  /// this has not voted outside. The confirmed state is kept across any outage, however long
+  /// (see ``RegionMonitor``). Default 60 s.
   public var outageReset: Double
 
   /// The defaults: error fraction 1.0, minimum margin 5 m, 2 confirmations, maximum fix age 10 s,
@@ -144,10 +145,12 @@ public struct RegionMonitorConfiguration: Sendable, Equatable {
 /// - outside -> inside: `enter` (when ``Region/notifyOnEntry``).
 /// - inside -> outside: `exit` (when ``Region/notifyOnExit``).
 /// - `dwell` (when ``Region/dwell`` is set): once per stay, when `now` is at least the entry
-///   time plus the dwell time while the state is still inside and a fix voted inside within the
-///   last ``RegionMonitorConfiguration/outageReset`` seconds (after an outage the dwell waits for
-///   a fresh inside fix); checked on every ``update(with:now:)`` and ``advance(to:)``, so its time
-///   is the clock time it fired. It re-arms on the next transition (exit or enter).
+///   time plus the dwell time while the state is still inside, and a deciding fix within the
+///   last ``RegionMonitorConfiguration/outageReset`` seconds did not vote outside (it voted
+///   inside, or was too near the boundary to vote): after an outage, or while fixes are voting
+///   outside, the dwell waits for such a fix. Checked on every ``update(with:now:)`` and
+///   ``advance(to:)``, so its time is the clock time it fired. It re-arms on the next
+///   transition (exit or enter).
 /// - A region added (or replaced with the same id) starts unknown. Restored regions keep their
 ///   saved state, time and dwell flag: a restart does not fire `enter` again for a region the
 ///   device is still inside, and a crossing made while the daemon was down is reported by the
@@ -178,8 +181,9 @@ public struct RegionMonitor: Sendable {
     var pendingTime: Int64 = 0
     var distance: Double = .nan
     var dwellFired = false
-    /// Time of the last fix that voted inside, ms.
-    var lastInside: Int64 = .min
+    /// Time of the last deciding fix that did not vote outside (voted inside, or was too close
+    /// to the boundary to vote), ms: the evidence a dwell needs.
+    var lastNotOutside: Int64 = .min
     /// The query generation that last evaluated this entry (deduplication).
     var stamp: UInt32 = 0
 
@@ -360,12 +364,12 @@ public struct RegionMonitor: Sendable {
       entries[Int(slot)] = entry
       refreshSets(slot)
     }
+    if vote != .outside { entry.lastNotOutside = time }
     guard vote != .unknown else {
       entry.pendingVote = .unknown
       entry.pendingCount = 0
       return
     }
-    if vote == .inside { entry.lastInside = time }
     if vote == entry.state {
       entry.pendingVote = .unknown
       entry.pendingCount = 0
@@ -411,7 +415,8 @@ public struct RegionMonitor: Sendable {
         let dwell = entry.region.dwell, let since = entry.since
       else { continue }
       guard Double(now) - Double(since) >= dwell * 1000,
-        entry.lastInside != .min, Double(now) - Double(entry.lastInside) <= configuration.outageReset * 1000
+        entry.lastNotOutside != .min,
+        Double(now) - Double(entry.lastNotOutside) <= configuration.outageReset * 1000
       else { continue }
       entry.dwellFired = true
       entries[Int(slot)] = entry
