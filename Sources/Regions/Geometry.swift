@@ -23,7 +23,8 @@ import LocationModel
 /// 2. inside or outside: the crossing number of a ray from P (in C's projection, the ray along
 ///    +x) with the edges of all rings (the exterior and the holes, so a point in a hole is
 ///    outside);
-/// 3. distance to the boundary: the edges nearest P in C's projection are found on the grid; each
+/// 3. distance to the boundary: the edges nearest P in C's projection are found on the grid (when
+///    none is within 1 km, the answer is "1 km", a lower bound, and the search stops there); each
 ///    edge within 2% of the nearest is projected again with the gnomonic projection centred on P
 ///    itself (geodesics through P are exactly straight there and azimuths from P are kept), the
 ///    point of the edge nearest the origin is taken back with the inverse projection, and its
@@ -135,8 +136,8 @@ final class PreparedShape: Sendable {
   }
 
   /// Signed geodesic distance from `point` to the boundary, metres: negative inside, positive
-  /// outside. For a polygon, when `point` is more than ``exactBand`` beyond the bounding cap, the
-  /// distance to the cap (a lower bound).
+  /// outside. For a polygon whose boundary is more than ``exactBand`` from `point`, a lower bound
+  /// of the magnitude, itself more than ``exactBand``.
   func signedDistance(to point: Coordinate) -> Double {
     let fromCenter = Geodesic.distance(point, capCenter)
     guard let polygon else { return fromCenter - capRadius }
@@ -273,8 +274,9 @@ final class PlanarPolygon: Sendable {
   }
 
   /// The edges nearest `p` in the plane: every edge within 2% (plus 1 m) of the nearest, at most
-  /// 8, found by searching grid rings outwards.
-  func nearestEdges(_ p: Point) -> [(key: UInt64, distance: Double)] {
+  /// 8, found by searching grid rings outwards; or, when no edge is within `limit` (metres in the
+  /// plane), no edges and a lower bound (> `limit`) of the planar distance to the nearest.
+  func nearestEdges(_ p: Point, limit: Double) -> (edges: [(key: UInt64, distance: Double)], bound: Double?) {
     let column = Int(((p.x - minX) / cellSize).rounded(.down))
     let row = Int(((p.y - minY) / cellSize).rounded(.down))
     // Chebyshev distance (in cells) from p's cell to the grid.
@@ -304,7 +306,9 @@ final class PlanarPolygon: Sendable {
         }
       }
       // Cells at the next ring are at least `radius` cells away from p.
-      if best * 1.02 + 1 <= Double(radius) * cellSize { break }
+      let reach = Double(radius) * cellSize
+      if best * 1.02 + 1 <= reach { break }
+      if reach > limit, best > limit { return ([], min(best, reach)) }
       radius += 1
     }
     var unique: [(key: UInt64, distance: Double)] = []
@@ -313,15 +317,23 @@ final class PlanarPolygon: Sendable {
       unique.append(candidate)
       if unique.count == 8 { break }
     }
-    return unique
+    return (unique, nil)
   }
 
   /// Geodesic distance, metres, from `point` (projected to `p`) to the boundary: the nearest
-  /// edges found in the plane, refined in the gnomonic projection centred on `point`.
+  /// edges found in the plane, refined in the gnomonic projection centred on `point`; when no
+  /// edge is within `PreparedShape.exactBand` (1 km), that band instead, a lower bound.
   func boundaryDistance(from p: Point, at point: Coordinate, projectionCenter: Coordinate) -> Double {
+    // The points concerned are within about 1,001 km of the projection's center (the extent
+    // limit plus the 1 km band), where the gnomonic projection stretches distances by less than
+    // 1/cos^2(9.1 deg) < 1.03; with 1.11 to spare, no edge within 1.11 km in the plane means none
+    // within 1 km on the ellipsoid.
+    let stretch = 1.11
+    let (edges, bound) = nearestEdges(p, limit: PreparedShape.exactBand * stretch)
+    if let bound { return bound / stretch }
     let local = Gnomonic(center: point)
     var best = Double.infinity
-    for candidate in nearestEdges(p) {
+    for candidate in edges {
       let ring = coordinates[Int(candidate.key >> 32)]
       let i = Int(candidate.key & 0xFFFF_FFFF)
       let a = ring[i]

@@ -161,9 +161,11 @@ public struct Region: Sendable, Hashable {
 
 extension Region {
   /// Signed geodesic distance, metres, from `coordinate` to the region's boundary: negative
-  /// inside, positive outside (a point in a hole is outside). Exact (to the geodesic accuracy of
-  /// the gnomonic refinement, well below a millimetre near the boundary) when the point is within
-  /// 1 km of the region's bounding cap; farther away a lower bound (the distance to the cap).
+  /// inside, positive outside (a point in a hole is outside). For a circle always exact (the
+  /// geodesic distance to the center minus the radius). For a polygon exact (the geodesic
+  /// distance to the nearest point of the nearest edge) when the boundary is within 1 km of the
+  /// point; otherwise a lower bound of the magnitude that is itself more than 1 km (far outside,
+  /// the distance to the polygon's bounding cap), which is all the decision rule needs.
   /// `coordinate` must be valid (``LocationModel/Coordinate/isValid``); otherwise the result is
   /// NaN.
   public func signedDistance(to coordinate: Coordinate) -> Double {

@@ -53,10 +53,11 @@ public struct RegionStatus: Sendable, Equatable {
   /// `state`, or the restored time; `nil` while unknown or when not known.
   public var since: Int64?
   /// Signed distance, metres, from the last deciding fix that evaluated this region to its
-  /// boundary: negative inside, positive outside. Exact (geodesic) within a few kilometres of the
-  /// region; for a fix far away it is the distance to the region's bounding cap, a lower bound.
-  /// `nil` until a deciding fix has evaluated the region (fixes far from a region that is
-  /// outside do not evaluate it).
+  /// boundary: negative inside, positive outside (see ``Region/signedDistance(to:)``: exact
+  /// when the boundary is within 1 km of the fix, otherwise a lower bound of more than 1 km in
+  /// magnitude). `nil` until a deciding fix has evaluated the region: a fix far from a region that
+  /// is settled outside does not evaluate it (nor update this value), and a fix far from an
+  /// unknown region only votes it outside.
   public var distanceToBoundary: Double?
 
   /// Creates a status.
