@@ -208,16 +208,16 @@ final class PlanarPolygon: Sendable {
         let a = ring[i]
         let b = ring[i + 1 == ring.count ? 0 : i + 1]
         let key = UInt64(r) << 32 | UInt64(i)
-        let rowLow = Self.clamp(Int(((min(a.y, b.y) - minY) / cellSize).rounded(.down)), rowCount)
-        let rowHigh = Self.clamp(Int(((max(a.y, b.y) - minY) / cellSize).rounded(.down)), rowCount)
+        let rowLow = Self.clamp(Self.cell((min(a.y, b.y) - minY) / cellSize), rowCount)
+        let rowHigh = Self.clamp(Self.cell((max(a.y, b.y) - minY) / cellSize), rowCount)
         for row in rowLow...rowHigh {
           rows[row].append(key)
           // The part of the edge within this row's band, widened by a hair for rounding.
           let bandLow = minY + Double(row) * cellSize
           let bandHigh = bandLow + cellSize
           let (x0, x1) = Self.xRange(a, b, bandLow, bandHigh)
-          let columnLow = Self.clamp(Int(((x0 - minX) / cellSize).rounded(.down)), columns)
-          let columnHigh = Self.clamp(Int(((x1 - minX) / cellSize).rounded(.down)), columns)
+          let columnLow = Self.clamp(Self.cell((x0 - minX) / cellSize), columns)
+          let columnHigh = Self.clamp(Self.cell((x1 - minX) / cellSize), columns)
           for column in columnLow...columnHigh { cells[row * columns + column].append(key) }
         }
       }
@@ -227,6 +227,13 @@ final class PlanarPolygon: Sendable {
   }
 
   static func clamp(_ value: Int, _ count: Int) -> Int { min(max(value, 0), count - 1) }
+
+  /// The cell index of a coordinate given in cells, rounded down and kept within +-2^20 (far
+  /// beyond any grid, which has at most 1,024 cells a side), so it converts to `Int` safely.
+  static func cell(_ cells: Double) -> Int {
+    guard cells.isFinite else { return cells < 0 ? -(1 << 20) : 1 << 20 }
+    return Int(min(max(cells, -Double(1 << 20)), Double(1 << 20)).rounded(.down))
+  }
 
   /// The x range of segment ab within the band `low...high` of y, widened by 1 mm.
   static func xRange(_ a: Point, _ b: Point, _ low: Double, _ high: Double) -> (Double, Double) {
@@ -247,7 +254,7 @@ final class PlanarPolygon: Sendable {
 
   /// Crossing number of the ray from `p` along +x with every ring: odd is inside.
   func contains(_ p: Point) -> Bool {
-    let rowIndex = Int(((p.y - minY) / cellSize).rounded(.down))
+    let rowIndex = Self.cell((p.y - minY) / cellSize)
     guard rowIndex >= 0, rowIndex < rowCount else { return false }
     var inside = false
     for key in rows[rowIndex] {
@@ -277,8 +284,8 @@ final class PlanarPolygon: Sendable {
   /// 8, found by searching grid rings outwards; or, when no edge is within `limit` (metres in the
   /// plane), no edges and a lower bound (> `limit`) of the planar distance to the nearest.
   func nearestEdges(_ p: Point, limit: Double) -> (edges: [(key: UInt64, distance: Double)], bound: Double?) {
-    let column = Int(((p.x - minX) / cellSize).rounded(.down))
-    let row = Int(((p.y - minY) / cellSize).rounded(.down))
+    let column = Self.cell((p.x - minX) / cellSize)
+    let row = Self.cell((p.y - minY) / cellSize)
     // Chebyshev distance (in cells) from p's cell to the grid.
     let outsideColumns = column < 0 ? -column : (column >= columns ? column - columns + 1 : 0)
     let outsideRows = row < 0 ? -row : (row >= rowCount ? row - rowCount + 1 : 0)

@@ -376,7 +376,7 @@ public struct RegionMonitor: Sendable {
       entry.pendingCount = 0
       return
     }
-    if entry.pendingVote == vote, Double(time - entry.pendingTime) <= configuration.outageReset * 1000 {
+    if entry.pendingVote == vote, Double(time) - Double(entry.pendingTime) <= configuration.outageReset * 1000 {
       entry.pendingCount += 1
     } else {
       entry.pendingVote = vote
