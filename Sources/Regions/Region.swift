@@ -6,6 +6,18 @@ import LocationModel
 /// LocationModel), never straight lines in latitude/longitude: a polygon edge is the shortest
 /// path between its two vertices, so an edge between longitudes 179.9 and -179.9 crosses the
 /// antimeridian (0.2 degrees long), and a ring around a pole contains the pole.
+///
+/// How a point is tested (``Region/signedDistance(to:)``): a circle by the geodesic distance to
+/// its center minus the radius. A polygon is projected once, when the region is created, with
+/// the ellipsoidal gnomonic projection (Karney 2013, section 8) centred on its bounding cap's
+/// center, where geodesic edges are nearly straight lines; a point far outside the cap (more than
+/// 1 km beyond it) is answered from the cap alone. Otherwise inside/outside is the crossing number
+/// of a ray from the point with the edges of every ring in that plane (so a point in a hole is
+/// outside), and the distance to the boundary is found on the nearest edges, each projected again
+/// with the gnomonic projection centred on the point itself (where geodesics through the point
+/// are exactly straight and azimuths from it are true), its nearest point taken back to the
+/// ellipsoid and measured with the geodesic inverse problem. Edges are kept in a grid, so a test
+/// looks at a few edges rather than all of them.
 public enum RegionShape: Sendable, Hashable {
   /// A geodesic circle: every point whose geodesic distance from `center` is at most `radius`
   /// metres. `radius` is finite, in `(0, 1_000_000]` metres.

@@ -72,37 +72,67 @@ public struct RegionStatus: Sendable, Equatable {
 /// The thresholds of the decision rule (see ``RegionMonitor``).
 public struct RegionMonitorConfiguration: Sendable, Equatable {
   /// How much of the fix's 95% horizontal error radius must lie inside (or outside) the region
-  /// beyond ``minimumMargin`` for the fix to decide, `>= 0`. Default 1.0: the whole 95% error
+  /// beyond ``minimumMargin`` for the fix to decide, `0...10`. Default 1.0: the whole 95% error
   /// circle.
   public var errorFraction: Double
-  /// Metres the error circle must additionally clear the boundary by, `>= 0`. Default 5 m.
+  /// Metres the error circle must additionally clear the boundary by, `0...10_000`. Default 5 m
+  /// (above the largest deviation of a polygon edge from the straight line the point-in-polygon
+  /// test uses, see ``RegionShape/maxExtentRadius``).
   public var minimumMargin: Double
-  /// Consecutive deciding fixes that must agree before a transition, `>= 1`. Default 2.
+  /// Consecutive deciding fixes that must agree before a transition, `1...100`. Default 2.
   public var confirmations: Int
-  /// Seconds: a fix whose time differs from the clock (`now`) by more than this (older, or
-  /// newer) never decides. Default 10 s.
+  /// Seconds, `0...86_400`: a fix whose time differs from the clock (`now`) by more than this
+  /// (older: stale; newer: the clocks disagree) never decides. Default 10 s.
   public var maximumFixAge: Double
-  /// Seconds: a gap longer than this between two votes discards a half-confirmed transition
-  /// (confirmation starts again), and a dwell does not fire until a deciding fix no older than
-  /// this has not voted outside. The confirmed state is kept across any outage, however long
-  /// (see ``RegionMonitor``). Default 60 s.
+  /// Seconds, `0...604_800`: a gap longer than this between two votes discards a
+  /// half-confirmed transition (confirmation starts again), and a dwell does not fire until a
+  /// deciding fix no older than this has not voted outside. The confirmed state is kept across
+  /// any outage, however long (see ``RegionMonitor``). Default 60 s.
   public var outageReset: Double
 
   /// The defaults: error fraction 1.0, minimum margin 5 m, 2 confirmations, maximum fix age 10 s,
   /// outage reset 60 s.
   public static let `default` = RegionMonitorConfiguration()
 
-  /// Creates a configuration. A value that is not finite or out of range is replaced by its
-  /// default (confirmations below 1 by 1).
+  /// Creates a configuration with the values as given (check them with ``validate()``).
   public init(
     errorFraction: Double = 1.0, minimumMargin: Double = 5, confirmations: Int = 2,
     maximumFixAge: Double = 10, outageReset: Double = 60
   ) {
-    self.errorFraction = errorFraction.isFinite && errorFraction >= 0 ? errorFraction : 1.0
-    self.minimumMargin = minimumMargin.isFinite && minimumMargin >= 0 ? minimumMargin : 5
-    self.confirmations = max(1, confirmations)
-    self.maximumFixAge = maximumFixAge.isFinite && maximumFixAge >= 0 ? maximumFixAge : 10
-    self.outageReset = outageReset.isFinite && outageReset >= 0 ? outageReset : 60
+    self.errorFraction = errorFraction
+    self.minimumMargin = minimumMargin
+    self.confirmations = confirmations
+    self.maximumFixAge = maximumFixAge
+    self.outageReset = outageReset
+  }
+
+  /// Checks every value against its documented range.
+  ///
+  /// - Throws: ``RegionError/invalidConfiguration(name:value:range:)`` for the first value out
+  ///   of range (NaN and infinities included).
+  public func validate() throws(RegionError) {
+    func check(_ name: String, _ value: Double, _ range: ClosedRange<Double>) throws(RegionError) {
+      guard value.isFinite, range.contains(value) else {
+        throw .invalidConfiguration(name: name, value: value, range: "\(range.lowerBound)...\(range.upperBound)")
+      }
+    }
+    try check("errorFraction", errorFraction, 0...10)
+    try check("minimumMargin", minimumMargin, 0...10_000)
+    try check("confirmations", Double(confirmations), 1...100)
+    try check("maximumFixAge", maximumFixAge, 0...86_400)
+    try check("outageReset", outageReset, 0...604_800)
+  }
+
+  /// This configuration with every value that ``validate()`` would refuse replaced by its
+  /// default: what ``RegionMonitor`` uses, so that no configuration can make it misbehave.
+  public var normalized: RegionMonitorConfiguration {
+    func value(_ value: Double, _ range: ClosedRange<Double>, _ fallback: Double) -> Double {
+      value.isFinite && range.contains(value) ? value : fallback
+    }
+    return RegionMonitorConfiguration(
+      errorFraction: value(errorFraction, 0...10, 1.0), minimumMargin: value(minimumMargin, 0...10_000, 5),
+      confirmations: (1...100).contains(confirmations) ? confirmations : 2,
+      maximumFixAge: value(maximumFixAge, 0...86_400, 10), outageReset: value(outageReset, 0...604_800, 60))
   }
 }
 
@@ -167,7 +197,7 @@ public struct RegionMonitorConfiguration: Sendable, Equatable {
 /// region is outside and stays outside, since the fix is farther than m from it. So the cost
 /// per fix depends on the regions near the fix, not on how many there are.
 public struct RegionMonitor: Sendable {
-  /// The thresholds.
+  /// The thresholds in use (normalized).
   public private(set) var configuration: RegionMonitorConfiguration
 
   /// Per-region record.
@@ -212,9 +242,11 @@ public struct RegionMonitor: Sendable {
   /// The last deciding fix.
   var lastDecidingLocation: Location? = nil
 
-  /// Creates an empty monitor.
+  /// Creates an empty monitor with `configuration` (``RegionMonitorConfiguration/normalized``:
+  /// a value out of range is replaced by its default; check it first with
+  /// ``RegionMonitorConfiguration/validate()`` to refuse it instead).
   public init(configuration: RegionMonitorConfiguration = .default) {
-    self.configuration = configuration
+    self.configuration = configuration.normalized
   }
 
   /// Adds `region`, replacing a region with the same id (whose state is then discarded: the new
