@@ -71,8 +71,8 @@ public enum Geodesic {
   /// Karney (2013) inverse problem; total for all finite inputs (lat in [-90, 90], any lon).
   ///
   /// The shortest path from `a` to `b`: its length, the azimuths at both ends, m12, M12 and M21.
-  /// For coincident points the distance is 0 and the azimuths are those of a meridian (0 or
-  /// 180); for antipodal points, where many shortest paths exist, one of them. A latitude outside
+  /// For coincident points the distance is 0 and the azimuths are those of a meridian (180 on and
+  /// north of the equator, 0 south of it, as GeodSolve prints); for antipodal points, where many shortest paths exist, one of them. A latitude outside
   /// `[-90, 90]` or a non-finite input gives NaN in every field.
   public static func inverse(_ a: Coordinate, _ b: Coordinate) -> GeodesicInverse {
     let solution = InverseSolution(
