@@ -75,8 +75,36 @@ public enum GeodSolve {
     return try run(["-f", "-p", "9"], lines: lines)
   }
 
+  /// Gnomonic projection centred on `center` (`GeodesicProj -g`, same package): x and y in metres
+  /// for each point, NaN beyond the horizon.
+  public static func gnomonicForward(center: Coordinate, _ points: [Coordinate]) throws -> [(x: Double, y: Double)] {
+    let values = try numbers(
+      tool: "GeodesicProj", ["-g", "\(center.latitude)", "\(center.longitude)", "-p", "9"],
+      lines: points.map { "\($0.latitude) \($0.longitude)" }, fields: 4)
+    return values.map { ($0[0], $0[1]) }
+  }
+
+  /// The inverse gnomonic projection (`GeodesicProj -g -r`): the coordinate of each (x, y).
+  public static func gnomonicReverse(center: Coordinate, _ points: [(x: Double, y: Double)]) throws -> [Coordinate] {
+    let values = try numbers(
+      tool: "GeodesicProj", ["-g", "\(center.latitude)", "\(center.longitude)", "-r", "-p", "9"],
+      lines: points.map { "\($0.x) \($0.y)" }, fields: 4)
+    return values.map { Coordinate(latitude: $0[0], longitude: $0[1]) }
+  }
+
   private static func run(_ arguments: [String], lines: [String]) throws -> [Solution] {
-    guard let executable else { throw Failure.notInstalled }
+    try numbers(tool: "GeodSolve", arguments, lines: lines, fields: 12).map { values in
+      Solution(
+        lat2: values[3], lon2: values[4], azi1: values[2], azi2: values[5], s12: values[6],
+        m12: values[8], scale12: values[9], scale21: values[10])
+    }
+  }
+
+  /// Runs a GeographicLib tool from the same directory as GeodSolve on `lines`; each output line
+  /// must hold `fields` numbers.
+  private static func numbers(tool: String, _ arguments: [String], lines: [String], fields: Int) throws -> [[Double]] {
+    guard let geodSolve = GeodSolve.executable else { throw Failure.notInstalled }
+    let executable = URL(fileURLWithPath: geodSolve).deletingLastPathComponent().appendingPathComponent(tool).path
     let directory = FileManager.default.temporaryDirectory
       .appendingPathComponent("geodsolve-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -102,10 +130,8 @@ public enum GeodSolve {
     }
     return try outputLines.enumerated().map { index, line in
       let values = line.split(separator: " ").compactMap { Double($0) }
-      guard values.count == 12 else { throw Failure.unreadableOutput(line: index + 1, text: String(line)) }
-      return Solution(
-        lat2: values[3], lon2: values[4], azi1: values[2], azi2: values[5], s12: values[6],
-        m12: values[8], scale12: values[9], scale21: values[10])
+      guard values.count == fields else { throw Failure.unreadableOutput(line: index + 1, text: String(line)) }
+      return values
     }
   }
 }

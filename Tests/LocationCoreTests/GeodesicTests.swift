@@ -82,6 +82,48 @@ struct GeodesicAgainstGeodSolveTests {
   }
 }
 
+/// The gnomonic projection against GeographicLib's `GeodesicProj -g` (installed with GeodSolve).
+@Suite(.timeLimit(.minutes(1)))
+struct GnomonicAgainstGeodesicProjTests {
+  /// Forward: x and y within 1 mm out to 5,000 km from five centers (a pole and the antimeridian
+  /// included), nil exactly where GeodesicProj prints NaN (beyond the horizon); reverse: the
+  /// point within 1e-9 degree.
+  @Test(.enabled(if: GeodSolve.executable != nil), arguments: GnomonicTests.centers)
+  func agreesWithGeodesicProj(center: Coordinate) throws {
+    var random = SeededGenerator(seed: 8)
+    let points = (0..<500).map { index in
+      index % 5 == 0
+        ? Coordinate(
+          latitude: asin(2 * random.nextUnitInterval() - 1) * 180 / .pi,
+          longitude: 360 * random.nextUnitInterval() - 180)
+        : Geodesic.direct(
+          from: center, azimuth: 360 * random.nextUnitInterval() - 180,
+          distance: 5_000_000 * random.nextUnitInterval()
+        ).coordinate
+    }
+    let projection = Gnomonic(center: center)
+    let expected = try GeodSolve.gnomonicForward(center: center, points)
+    var worst = 0.0
+    var images: [(x: Double, y: Double)] = []
+    for (point, reference) in zip(points, expected) {
+      let got = projection.forward(point)
+      #expect((got == nil) == reference.x.isNaN, "\(center) \(point) got \(String(describing: got)) expected \(reference)")
+      guard let got, !reference.x.isNaN else { continue }
+      let error = max(abs(got.x - reference.x), abs(got.y - reference.y))
+      #expect(error <= 1e-3, "\(center) \(point) got \(got) expected \(reference)")
+      worst = max(worst, error)
+      images.append(reference)
+    }
+    let back = try GeodSolve.gnomonicReverse(center: center, images)
+    for (image, reference) in zip(images, back) {
+      let got = try #require(projection.reverse(x: image.x, y: image.y))
+      #expect(abs(got.latitude - reference.latitude) <= 1e-9, "\(center) \(image)")
+      #expect(angleError(got.longitude, reference.longitude) * cos(reference.latitude * .pi / 180) <= 1e-9)
+    }
+    print("gnomonic vs GeodesicProj centred at \(center): max |dx|, |dy| \(worst) m over \(images.count) points")
+  }
+}
+
 /// Properties that hold without a reference.
 struct GeodesicPropertyTests {
   /// The equator and a meridian quadrant have closed forms: a quarter of the equator is
