@@ -27,7 +27,8 @@ func geodesicBenchmark() -> Int32 {
   start = clock.now
   repeat {
     for problem in problems {
-      checksum += Geodesic.direct(from: problem.start, azimuth: problem.azimuth, distance: problem.distance)
+      checksum +=
+        Geodesic.direct(from: problem.start, azimuth: problem.azimuth, distance: problem.distance)
         .coordinate.latitude
     }
     rounds += 1
@@ -53,23 +54,30 @@ func geodesicBenchmark() -> Int32 {
           abs((got.finalAzimuth - expected.azi2).remainder(dividingBy: 360)))
       }
       let old = worst[item.kind] ?? (0, 0)
-      worst[item.kind] = (max(old.distance, abs(got.distance - expected.s12)), max(old.azimuth, azimuth))
+      worst[item.kind] = (
+        max(old.distance, abs(got.distance - expected.s12)), max(old.azimuth, azimuth)
+      )
     }
     for (kind, errors) in worst.sorted(by: { $0.key < $1.key }) {
       let count = cases.filter { $0.kind == kind }.count
       print(
-        "inverse vs GeodSolve, \(kind) (\(count)): max |ds12| \(errors.distance) m, max |dazi| \(errors.azimuth) deg")
+        "inverse vs GeodSolve, \(kind) (\(count)): max |ds12| \(errors.distance) m, max |dazi| \(errors.azimuth) deg"
+      )
     }
     let directReference = try GeodSolve.direct(problems)
     var worstPosition = 0.0
     for (problem, expected) in zip(problems, directReference) {
-      let got = Geodesic.direct(from: problem.start, azimuth: problem.azimuth, distance: problem.distance)
+      let got = Geodesic.direct(
+        from: problem.start, azimuth: problem.azimuth, distance: problem.distance)
       let longitude =
-        abs((got.coordinate.longitude - expected.lon2).remainder(dividingBy: 360)) * cos(expected.lat2 * .pi / 180)
+        abs((got.coordinate.longitude - expected.lon2).remainder(dividingBy: 360))
+        * cos(expected.lat2 * .pi / 180)
       worstPosition = max(worstPosition, abs(got.coordinate.latitude - expected.lat2), longitude)
     }
     print("direct vs GeodSolve (\(problems.count)): max position error \(worstPosition) deg")
-    print("(GeodSolve -p 9 prints s12 to 1e-9 m and angles to 1e-14 deg: smaller differences are not resolved)")
+    print(
+      "(GeodSolve -p 9 prints s12 to 1e-9 m and angles to 1e-14 deg: smaller differences are not resolved)"
+    )
     return 0
   } catch {
     print("core-bench: \(error)")

@@ -90,8 +90,11 @@ struct LocationAccuracyTests {
   /// The distance filter measures on the ellipsoid: 0.0009 degrees north of the equator is
   /// 99.52 m there (100.08 m on the mean sphere), so a 100 m filter holds the fix back.
   @Test func theDistanceFilterUsesTheEllipsoid() throws {
-    let first = Location(fix: TestFixes.fix(latitude: 0, longitude: 30, time: 0, hdop: 1), provenance: provenance)
-    let next = Location(fix: TestFixes.fix(latitude: 0.0009, longitude: 30, time: 1000, hdop: 1), provenance: provenance)
+    let first = Location(
+      fix: TestFixes.fix(latitude: 0, longitude: 30, time: 0, hdop: 1), provenance: provenance)
+    let next = Location(
+      fix: TestFixes.fix(latitude: 0.0009, longitude: 30, time: 1000, hdop: 1),
+      provenance: provenance)
     let metres = try #require(next.distance(from: first))
     let meridianRadius = 6_378_137 * (1 - 0.006_694_379_990_14)
     #expect(abs(metres - meridianRadius * 0.0009 * .pi / 180) < 1e-3)
