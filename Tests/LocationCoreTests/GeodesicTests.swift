@@ -198,10 +198,15 @@ struct GeodesicPropertyTests {
   func invalidInputGivesNaN(latitude: Double, longitude: Double) {
     let bad = Coordinate(latitude: latitude, longitude: longitude)
     let good = Coordinate(latitude: 12, longitude: 34)
-    #expect(Geodesic.distance(bad, good).isNaN)
-    #expect(Geodesic.distance(good, bad).isNaN)
+    for solution in [Geodesic.inverse(bad, good), Geodesic.inverse(good, bad)] {
+      #expect(solution.distance.isNaN && solution.initialAzimuth.isNaN && solution.finalAzimuth.isNaN)
+      #expect(
+        solution.reducedLength.isNaN && solution.geodesicScale12.isNaN
+          && solution.geodesicScale21.isNaN)
+    }
     let direct = Geodesic.direct(from: bad, azimuth: 30, distance: 1000)
-    #expect(direct.coordinate.latitude.isNaN || direct.coordinate.longitude.isNaN)
+    #expect(direct.coordinate.latitude.isNaN && direct.coordinate.longitude.isNaN)
+    #expect(direct.finalAzimuth.isNaN && direct.reducedLength.isNaN && direct.geodesicScale12.isNaN)
     #expect(Geodesic.direct(from: good, azimuth: .nan, distance: 1000).coordinate.latitude.isNaN)
     #expect(Geodesic.direct(from: good, azimuth: 10, distance: .infinity).coordinate.latitude.isNaN)
     #expect(Gnomonic(center: good).forward(bad) == nil)
