@@ -93,7 +93,9 @@ let package = Package(
     .executableTarget(
       name: "json-bench", dependencies: ["JSON", "LocationProtocol", "LocationModel", "MapState"],
       swiftSettings: swiftSettings),
-    .executableTarget(name: "core-bench", dependencies: ["LocationCore", "LocationModel", "NMEA"], swiftSettings: swiftSettings),
+    .executableTarget(
+      name: "core-bench", dependencies: ["LocationCore", "LocationModel", "LocationTestKit", "NMEA"],
+      swiftSettings: swiftSettings),
     .executableTarget(
       name: "gpsd-bench", dependencies: ["GPSDBackend", "LocationCore", "LocationModel", "LocationTestKit", "NMEA"],
       swiftSettings: swiftSettings),
