@@ -71,15 +71,20 @@ public enum Geodesic {
   /// Karney (2013) inverse problem; total for all finite inputs (lat in [-90, 90], any lon).
   ///
   /// The shortest path from `a` to `b`: its length, the azimuths at both ends, m12, M12 and M21.
-  /// For coincident points the distance is 0 and the azimuths are those of a meridian (0 or
-  /// 180); for antipodal points, where many shortest paths exist, one of them. A latitude outside
-  /// `[-90, 90]` or a non-finite input gives NaN in every field.
+  /// For coincident points the distance is 0 and the azimuths are those of a meridian (180 on
+  /// and north of the equator, 0 south of it, as GeodSolve prints); for antipodal points, where
+  /// many shortest paths exist, one of them. A latitude outside `[-90, 90]` or a non-finite input
+  /// gives NaN in every field.
   public static func inverse(_ a: Coordinate, _ b: Coordinate) -> GeodesicInverse {
+    guard isValid(a), isValid(b) else {
+      return GeodesicInverse(
+        distance: .nan, initialAzimuth: .nan, finalAzimuth: .nan, reducedLength: .nan,
+        geodesicScale12: .nan, geodesicScale21: .nan)
+    }
     let solution = InverseSolution(
       lat1: a.latitude, lon1: a.longitude, lat2: b.latitude, lon2: b.longitude)
-    let finite = a.longitude.isFinite && b.longitude.isFinite
     return GeodesicInverse(
-      distance: finite ? solution.s12 : .nan,
+      distance: solution.s12,
       initialAzimuth: Degrees.atan2d(solution.salp1, solution.calp1),
       finalAzimuth: Degrees.atan2d(solution.salp2, solution.calp2),
       reducedLength: solution.m12,
@@ -91,15 +96,25 @@ public enum Geodesic {
   ///
   /// `azimuth` is degrees clockwise from true north (any value), `distance` metres (negative
   /// goes backwards along the geodesic). The destination's longitude is in `[-180, 180]`. A
-  /// latitude outside `[-90, 90]` or a non-finite input gives NaN results.
+  /// latitude outside `[-90, 90]` or a non-finite input gives NaN in every field.
   public static func direct(from start: Coordinate, azimuth: Double, distance: Double)
     -> GeodesicDirect
   {
+    guard isValid(start), azimuth.isFinite, distance.isFinite else {
+      return GeodesicDirect(
+        coordinate: Coordinate(latitude: .nan, longitude: .nan), finalAzimuth: .nan,
+        reducedLength: .nan, geodesicScale12: .nan, geodesicScale21: .nan)
+    }
     let line = GeodesicLine(lat1: start.latitude, lon1: start.longitude, azi1: azimuth)
     let p = line.position(distance: distance)
     return GeodesicDirect(
       coordinate: Coordinate(latitude: p.lat2, longitude: p.lon2), finalAzimuth: p.azi2,
       reducedLength: p.m12, geodesicScale12: p.scale12, geodesicScale21: p.scale21)
+  }
+
+  /// Whether the algorithms accept `point`: finite, latitude in `[-90, 90]`, any longitude.
+  static func isValid(_ point: Coordinate) -> Bool {
+    point.latitude.isFinite && abs(point.latitude) <= 90 && point.longitude.isFinite
   }
 
   /// Convenience: inverse(a, b).distance
@@ -133,12 +148,10 @@ public struct Gnomonic: Sendable {
   ///
   /// Also nil when either coordinate is not finite or its latitude is outside `[-90, 90]`.
   public func forward(_ point: Coordinate) -> (x: Double, y: Double)? {
+    guard Geodesic.isValid(center), Geodesic.isValid(point) else { return nil }
     let solution = InverseSolution(
       lat1: center.latitude, lon1: center.longitude, lat2: point.latitude, lon2: point.longitude)
-    // Reversed test: NaN is refused too.
-    guard solution.scale12 > 0, solution.m12.isFinite, center.longitude.isFinite,
-      point.longitude.isFinite
-    else { return nil }
+    guard solution.scale12 > 0, solution.m12.isFinite else { return nil }
     let rho = solution.m12 / solution.scale12
     let azi0 = Degrees.atan2d(solution.salp1, solution.calp1)
     let (sinAzi, cosAzi) = Degrees.sinCos(azi0)
@@ -150,7 +163,7 @@ public struct Gnomonic: Sendable {
   /// `x` (east) and `y` (north) in metres; at most 10 Newton steps on the distance along the
   /// geodesic from the center at azimuth atan2(x, y). nil for non-finite input.
   public func reverse(x: Double, y: Double) -> Coordinate? {
-    guard x.isFinite, y.isFinite else { return nil }
+    guard x.isFinite, y.isFinite, Geodesic.isValid(center) else { return nil }
     let azi0 = Degrees.atan2d(x, y)
     var rho = hypot(x, y)
     var s = WGS84.a * atan(rho / WGS84.a)

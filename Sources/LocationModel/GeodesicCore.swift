@@ -57,7 +57,9 @@ enum WGS84 {
   static let c32: (Double, Double, Double, Double) = (
     (n * n - 3 * n + 2) / 32, (-3 * n * n - 2 * n + 3) / 64, (n + 3) / 128, 5.0 / 256
   )
-  static let c33: (Double, Double, Double) = ((5 * n * n - 9 * n + 5) / 192, (9 - 10 * n) / 384, 7.0 / 512)
+  static let c33: (Double, Double, Double) = (
+    (5 * n * n - 9 * n + 5) / 192, (9 - 10 * n) / 384, 7.0 / 512
+  )
   static let c34: (Double, Double) = ((7 - 14 * n) / 512, 7.0 / 512)
   static let c35 = 21.0 / 2560
 }
@@ -236,16 +238,21 @@ enum Degrees {
     return Double(signOf: x, magnitudeOf: y)
   }
 
-  /// sin and cos of x degrees, with exact quadrant reduction.
-  static func sinCos(_ x: Double, plus t: Double = 0) -> (sin: Double, cos: Double) {
-    var q: Int32 = 0
-    var r = remquo(x, 90, &q)
-    if t != 0 { r = rounded(r + t) }
+  /// sin and cos of x degrees, with exact quadrant reduction: x is reduced exactly to `[-45, 45]`
+  /// and a quarter-turn count before conversion to radians. With a correction `t` (the rounding
+  /// error of a longitude difference), the reduced angle plus t is also ``rounded(_:)``, so that
+  /// tiny differences count as none.
+  static func sinCos(_ x: Double, plus t: Double? = nil) -> (sin: Double, cos: Double) {
+    var r = x.truncatingRemainder(dividingBy: 360)  // exact, |r| < 360
+    guard r.isFinite else { return (.nan, .nan) }
+    let quarters = (r / 90).rounded()  // -4...4
+    r -= 90 * quarters  // exact, |r| <= 45
+    if let t { r = rounded(r + t) }
     r *= radian
     let s = sin(r)
     let c = cos(r)
     var result: (sin: Double, cos: Double)
-    switch UInt32(bitPattern: q) & 3 {
+    switch Int(quarters) & 3 {
     case 0: result = (s, c)
     case 1: result = (c, -s)
     case 2: result = (-s, -c)
@@ -323,7 +330,8 @@ struct Lengths {
     let a1m1 = GeodesicSeries.a1m1(eps)
     let a2m1 = GeodesicSeries.a2m1(eps)
     let m0 = a1m1 - a2m1
-    let cb = GeodesicSeries.c1(eps).combined(1 + a1m1, minus: 1 + a2m1, times: GeodesicSeries.c2(eps))
+    let cb = GeodesicSeries.c1(eps).combined(
+      1 + a1m1, minus: 1 + a2m1, times: GeodesicSeries.c2(eps))
     let j12 = m0 * sig12 + (cb.value(sin: ssig2, cos: csig2) - cb.value(sin: ssig1, cos: csig1))
     return dn2 * (csig1 * ssig2) - dn1 * (ssig1 * csig2) - csig1 * csig2 * j12
   }

@@ -84,7 +84,8 @@ struct GeodesicLine {
     let ssig2 = ssig1 * csig12 + csig1 * ssig12
     var csig2 = csig1 * csig12 - ssig1 * ssig12
     let dn2 = (1 + k2 * ssig2 * ssig2).squareRoot()
-    let ab1 = (1 + a1m1) * (c1.value(sin: ssig2, cos: csig2) - b11)
+    // B1(sigma2) = tau2 - sigma2 = b12: no need to sum the C1 series again.
+    let ab1 = (1 + a1m1) * (b12 - b11)
     // sin(beta2) = cos(alpha0) sin(sigma2)
     let sbet2 = calp0 * ssig2
     var cbet2 = hypot(salp0, calp0 * csig2)
@@ -112,7 +113,8 @@ struct GeodesicLine {
     let t = k2 * (ssig2 - ssig1) * (ssig2 + ssig1) / (dn1 + dn2)
     let scale12 = csig12 + (t * ssig2 - csig2 * j12) * ssig1 / dn1
     let scale21 = csig12 - (t * ssig1 - csig1 * j12) * ssig2 / dn2
-    return Position(lat2: lat2, lon2: lon2, azi2: azi2, m12: m12, scale12: scale12, scale21: scale21)
+    return Position(
+      lat2: lat2, lon2: lon2, azi2: azi2, m12: m12, scale12: scale12, scale21: scale21)
   }
 }
 

@@ -158,38 +158,40 @@ extension Location {
   /// Whether the location was simulated or replayed rather than measured live.
   public var isSimulated: Bool { provenance.isSimulated }
 
-  /// Great-circle distance to `other` in metres (haversine, mean Earth radius 6,371,008.8 m);
-  /// `nil` when either has no position.
+  /// Distance to `other` in metres along the geodesic on the WGS84 ellipsoid (Karney 2013, via
+  /// ``Geodesy/distance(_:_:)``); `nil` when either has no position.
   public func distance(from other: Location) -> Double? {
     guard let a = coordinate, let b = other.coordinate else { return nil }
     return Geodesy.distance(a, b)
   }
 }
 
-/// Small spherical-Earth helpers (mean radius, IUGG): good to about 0.5% for distances.
+/// Distance and bearing between WGS84 coordinates, measured along geodesics on the WGS84
+/// ellipsoid by Karney's algorithms (``Geodesic``): accurate to about 15 nm, where the haversine
+/// formula on a sphere errs by up to 0.5%.
 public enum Geodesy {
-  /// Mean Earth radius, metres (IUGG R1).
+  /// Mean Earth radius, metres (IUGG R1 = (2a + b) / 3 of WGS84): the sphere of simulated motion
+  /// (`SimulatedRoute` moves along great circles of this sphere), not used for measuring.
   public static let earthRadius = 6_371_008.8
 
-  /// Haversine great-circle distance between two WGS84 coordinates, metres.
+  /// Length of the shortest path between two coordinates on the WGS84 ellipsoid, metres, `>= 0`.
+  ///
+  /// Coordinates in degrees, latitudes in `[-90, 90]`, longitudes any value. NaN when a latitude
+  /// is outside `[-90, 90]` or a value is not finite. Karney (2013); agrees with GeographicLib.
   public static func distance(_ a: Coordinate, _ b: Coordinate) -> Double {
-    let lat1 = a.latitude * .pi / 180
-    let lat2 = b.latitude * .pi / 180
-    let dLat = lat2 - lat1
-    let dLon = (b.longitude - a.longitude) * .pi / 180
-    let h = sin(dLat / 2) * sin(dLat / 2) + cos(lat1) * cos(lat2) * sin(dLon / 2) * sin(dLon / 2)
-    return 2 * earthRadius * asin(min(1, h.squareRoot()))
+    Geodesic.distance(a, b)
   }
 
-  /// Initial bearing from `a` to `b`, degrees true, `0..<360`.
+  /// Initial azimuth of the geodesic from `a` to `b` on the WGS84 ellipsoid, degrees clockwise
+  /// from true north, `0..<360`.
+  ///
+  /// Coincident points have no direction: a meridian is taken, 0 or 180 as GeographicLib reports
+  /// (180 on and north of the equator). For exactly antipodal points, where many shortest paths
+  /// start, the one ``Geodesic/inverse(_:_:)`` picks. NaN under the conditions
+  /// ``distance(_:_:)`` states.
   public static func bearing(_ a: Coordinate, _ b: Coordinate) -> Double {
-    let lat1 = a.latitude * .pi / 180
-    let lat2 = b.latitude * .pi / 180
-    let dLon = (b.longitude - a.longitude) * .pi / 180
-    let y = sin(dLon) * cos(lat2)
-    let x = cos(lat1) * sin(lat2) - sin(lat1) * cos(lat2) * cos(dLon)
-    let degrees = atan2(y, x) * 180 / .pi
-    let normalised = degrees < 0 ? degrees + 360 : degrees
+    let azimuth = Geodesic.inverse(a, b).initialAzimuth
+    let normalised = (azimuth < 0 ? azimuth + 360 : azimuth) + 0  // + 0 turns -0 into 0
     return normalised >= 360 ? 0 : normalised
   }
 }

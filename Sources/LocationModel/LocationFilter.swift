@@ -5,8 +5,8 @@
 /// The `start` and `watch` requests carry it as `distanceFilter` (metres), `minInterval`
 /// (seconds) and `desiredAccuracy` (metres); the `TRACKING` reply echoes those members.
 public struct LocationFilter: Sendable, Hashable, Codable {
-  /// Minimum distance in metres from the last delivered location (haversine); `nil` or `<= 0` =
-  /// every fix (`kCLDistanceFilterNone`).
+  /// Minimum distance in metres from the last delivered location, along the geodesic on the WGS84
+  /// ellipsoid (``Location/distance(from:)``); `nil` or `<= 0` = every fix (`kCLDistanceFilterNone`).
   public var distanceFilter: Double?
   /// Minimum time in seconds between delivered fixes, measured between the fixes' UTC times;
   /// `nil` or `<= 0` = no minimum.

@@ -4,7 +4,13 @@
   import Darwin
 #endif
 
-/// Distances on the WGS84 ellipsoid.
+/// Distances on the WGS84 ellipsoid exactly as gpsd 3.22 computes them, for gpsd parity only.
+///
+/// The NMEA fix assembler uses it where gpsd's own result depends on its distance (the speed
+/// gpsd_error_model derives from consecutive positions when a receiver sends none), so that
+/// locationd reports what gpsd reports, including no speed where Vincenty fails to converge. Everything else measures with ``Geodesy`` / ``Geodesic``
+/// (Karney 2013), which is accurate to nanometres and converges for every pair of points; this
+/// type keeps Vincenty's iteration deliberately and must not be "fixed" to it.
 public enum WGS84Geodesic {
   /// WGS84 semi-major axis, metres.
   static let a = 6_378_137.0

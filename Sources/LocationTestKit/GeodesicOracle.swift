@@ -24,7 +24,8 @@ public enum GeodSolve {
       switch self {
       case .notInstalled: return GeodSolve.missingMessage
       case .failed(let status, let message): return "GeodSolve exited \(status): \(message)"
-      case .unreadableOutput(let line, let text): return "GeodSolve output line \(line) unreadable: \(text)"
+      case .unreadableOutput(let line, let text):
+        return "GeodSolve output line \(line) unreadable: \(text)"
       case .lineCountMismatch(let expected, let got):
         return "GeodSolve printed \(got) lines for \(expected) problems"
       }
@@ -47,7 +48,9 @@ public enum GeodSolve {
   /// Path of the executable, or nil when it is not installed.
   public static let executable: String? = {
     let environment = ProcessInfo.processInfo.environment
-    if let path = environment["GEODSOLVE"] { return FileManager.default.isExecutableFile(atPath: path) ? path : nil }
+    if let path = environment["GEODSOLVE"] {
+      return FileManager.default.isExecutableFile(atPath: path) ? path : nil
+    }
     let directories = (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
     for directory in directories + ["/usr/bin"] {
       let path = "\(directory)/GeodSolve"
@@ -65,20 +68,88 @@ public enum GeodSolve {
 
   /// Inverse problems: `lat1 lon1 lat2 lon2` lines, `GeodSolve -i -f -p 9`.
   public static func inverse(_ pairs: [(Coordinate, Coordinate)]) throws -> [Solution] {
-    let lines = pairs.map { "\($0.0.latitude) \($0.0.longitude) \($0.1.latitude) \($0.1.longitude)" }
+    let lines = pairs.map {
+      "\(plain($0.0.latitude)) \(plain($0.0.longitude)) \(plain($0.1.latitude)) \(plain($0.1.longitude))"
+    }
     return try run(["-i", "-f", "-p", "9"], lines: lines)
   }
 
   /// Direct problems: `lat1 lon1 azi1 s12` lines, `GeodSolve -f -p 9`.
   public static func direct(_ problems: [DirectProblem]) throws -> [Solution] {
-    let lines = problems.map { "\($0.start.latitude) \($0.start.longitude) \($0.azimuth) \($0.distance)" }
+    let lines = problems.map {
+      "\(plain($0.start.latitude)) \(plain($0.start.longitude)) \(plain($0.azimuth)) \(plain($0.distance))"
+    }
     return try run(["-f", "-p", "9"], lines: lines)
   }
 
+  /// Gnomonic projection centred on `center` (`GeodesicProj -g`, same package): x and y in metres
+  /// for each point, NaN beyond the horizon.
+  public static func gnomonicForward(center: Coordinate, _ points: [Coordinate]) throws -> [(
+    x: Double, y: Double
+  )] {
+    let values = try numbers(
+      tool: "GeodesicProj",
+      ["-g", "\(plain(center.latitude))", "\(plain(center.longitude))", "-p", "9"],
+      lines: points.map { "\(plain($0.latitude)) \(plain($0.longitude))" }, fields: 4)
+    return values.map { ($0[0], $0[1]) }
+  }
+
+  /// The inverse gnomonic projection (`GeodesicProj -g -r`): the coordinate of each (x, y).
+  public static func gnomonicReverse(center: Coordinate, _ points: [(x: Double, y: Double)]) throws
+    -> [Coordinate]
+  {
+    let values = try numbers(
+      tool: "GeodesicProj",
+      ["-g", "\(plain(center.latitude))", "\(plain(center.longitude))", "-r", "-p", "9"],
+      lines: points.map { "\(plain($0.x)) \(plain($0.y))" }, fields: 4)
+    return values.map { Coordinate(latitude: $0[0], longitude: $0[1]) }
+  }
+
+  /// `x` as a plain decimal numeral with the digits of its shortest exact representation:
+  /// GeographicLib's tools read the `e` of `1e-05` as "east", so exponents must not be written.
+  public static func plain(_ x: Double) -> String {
+    let text = "\(x)"
+    guard x.isFinite, let e = text.firstIndex(where: { $0 == "e" || $0 == "E" }),
+      let exponent = Int(text[text.index(after: e)...])
+    else { return text }
+    var mantissa = String(text[..<e])
+    let negative = mantissa.hasPrefix("-")
+    if negative { mantissa.removeFirst() }
+    let parts = mantissa.split(separator: ".", omittingEmptySubsequences: false)
+    let whole = String(parts.first ?? "")
+    let fraction = parts.count > 1 ? String(parts[1]) : ""
+    var digits = whole + fraction
+    var point = whole.count + exponent  // digits before the decimal point
+    if point <= 0 {
+      digits = String(repeating: "0", count: 1 - point) + digits
+      point = 1
+    } else if point > digits.count {
+      digits += String(repeating: "0", count: point - digits.count)
+    }
+    let integer = digits.prefix(point)
+    let rest = digits.dropFirst(point)
+    return (negative ? "-" : "") + integer + (rest.isEmpty ? "" : "." + rest)
+  }
+
   private static func run(_ arguments: [String], lines: [String]) throws -> [Solution] {
-    guard let executable else { throw Failure.notInstalled }
+    try numbers(tool: "GeodSolve", arguments, lines: lines, fields: 12).map { values in
+      Solution(
+        lat2: values[3], lon2: values[4], azi1: values[2], azi2: values[5], s12: values[6],
+        m12: values[8], scale12: values[9], scale21: values[10])
+    }
+  }
+
+  /// Runs a GeographicLib tool from the same directory as GeodSolve on `lines`; each output line
+  /// must hold `fields` numbers.
+  private static func numbers(tool: String, _ arguments: [String], lines: [String], fields: Int)
+    throws -> [[Double]]
+  {
+    guard let geodSolve = GeodSolve.executable else { throw Failure.notInstalled }
+    let executable = URL(fileURLWithPath: geodSolve).deletingLastPathComponent()
+      .appendingPathComponent(tool).path
     let directory = FileManager.default.temporaryDirectory
-      .appendingPathComponent("geodsolve-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString)")
+      .appendingPathComponent(
+        "geodsolve-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: directory) }
     let input = directory.appendingPathComponent("input")
@@ -93,7 +164,8 @@ public enum GeodSolve {
     let message = errors.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
     guard process.terminationStatus == 0 else {
-      throw Failure.failed(status: process.terminationStatus, message: String(decoding: message, as: UTF8.self))
+      throw Failure.failed(
+        status: process.terminationStatus, message: String(decoding: message, as: UTF8.self))
     }
     let text = try String(contentsOf: output, encoding: .utf8)
     let outputLines = text.split(separator: "\n", omittingEmptySubsequences: true)
@@ -102,10 +174,10 @@ public enum GeodSolve {
     }
     return try outputLines.enumerated().map { index, line in
       let values = line.split(separator: " ").compactMap { Double($0) }
-      guard values.count == 12 else { throw Failure.unreadableOutput(line: index + 1, text: String(line)) }
-      return Solution(
-        lat2: values[3], lon2: values[4], azi1: values[2], azi2: values[5], s12: values[6],
-        m12: values[8], scale12: values[9], scale21: values[10])
+      guard values.count == fields else {
+        throw Failure.unreadableOutput(line: index + 1, text: String(line))
+      }
+      return values
     }
   }
 }
@@ -154,7 +226,9 @@ public enum GeodesicCases {
     func add(_ kind: String, _ a: Coordinate, _ b: Coordinate, azimuths: Bool = true) {
       let ra = Coordinate(latitude: a.latitude, longitude: a.longitude.remainder(dividingBy: 360))
       let rb = Coordinate(latitude: b.latitude, longitude: b.longitude.remainder(dividingBy: 360))
-      cases.append(InverseCase(kind: kind, a: a, b: b, referenceA: ra, referenceB: rb, azimuthsDefined: azimuths))
+      cases.append(
+        InverseCase(
+          kind: kind, a: a, b: b, referenceA: ra, referenceB: rb, azimuthsDefined: azimuths))
     }
     for index in 0..<randomPairs {
       var lon1 = uniform(-180...180)
@@ -163,12 +237,16 @@ public enum GeodesicCases {
         lon1 += 360 * Double(Int(uniform(-3...3)))
         lon2 += 720
       }
-      add("random", Coordinate(latitude: latitude(), longitude: lon1), Coordinate(latitude: latitude(), longitude: lon2))
+      add(
+        "random", Coordinate(latitude: latitude(), longitude: lon1),
+        Coordinate(latitude: latitude(), longitude: lon2))
     }
     for index in 0..<100 {
       let lat = index < 4 ? [0, 90, -90, 45][index] : latitude()
       let lon = uniform(-180...180)
-      add("antipodal", Coordinate(latitude: lat, longitude: lon), Coordinate(latitude: -lat, longitude: lon + 180), azimuths: false)
+      add(
+        "antipodal", Coordinate(latitude: lat, longitude: lon),
+        Coordinate(latitude: -lat, longitude: lon + 180), azimuths: false)
     }
     for _ in 0..<400 {
       let lat = latitude()
@@ -190,7 +268,9 @@ public enum GeodesicCases {
     for index in 0..<200 {
       let lon1 = uniform(-180...180)
       let lon12 = index < 100 ? uniform(0...180) : uniform(179...180)
-      add("equatorial", Coordinate(latitude: 0, longitude: lon1), Coordinate(latitude: 0, longitude: lon1 + lon12))
+      add(
+        "equatorial", Coordinate(latitude: 0, longitude: lon1),
+        Coordinate(latitude: 0, longitude: lon1 + lon12))
     }
     for index in 0..<200 {
       let lon = uniform(-180...180)
@@ -205,10 +285,23 @@ public enum GeodesicCases {
       let bearing = uniform(0...(2 * .pi))
       let dLat = metres * cos(bearing) / 111_000
       let dLon = metres * sin(bearing) / (111_000 * max(cos(lat * .pi / 180), 1e-6))
-      add("short", Coordinate(latitude: lat, longitude: lon), Coordinate(latitude: max(-90, min(90, lat + dLat)), longitude: lon + dLon))
+      add(
+        "short", Coordinate(latitude: lat, longitude: lon),
+        Coordinate(latitude: max(-90, min(90, lat + dLat)), longitude: lon + dLon))
+    }
+    // Values Swift writes with an exponent, and longitude differences below the series'
+    // resolution.
+    for index in 0..<50 {
+      let tiny = pow(10, uniform(-30 ... -5)) * (index % 2 == 0 ? 1 : -1)
+      let lat = index % 3 == 0 ? tiny : latitude()
+      add(
+        "tiny values", Coordinate(latitude: lat, longitude: 0),
+        Coordinate(
+          latitude: index % 5 == 0 ? -tiny : latitude(), longitude: index % 4 == 0 ? 0 : tiny))
     }
     for index in 0..<50 {
-      let point = Coordinate(latitude: index < 2 ? [90, -90][index] : latitude(), longitude: uniform(-180...180))
+      let point = Coordinate(
+        latitude: index < 2 ? [90, -90][index] : latitude(), longitude: uniform(-180...180))
       add("coincident", point, point, azimuths: false)
     }
     return cases
@@ -228,7 +321,8 @@ public enum GeodesicCases {
       var distance = index % 4 == 0 ? pow(10, uniform(-3...7)) : uniform(0...40_000_000)
       if index % 10 == 3 { distance = -distance }
       return DirectProblem(
-        start: Coordinate(latitude: lat, longitude: uniform(-180...180)), azimuth: azimuth, distance: distance)
+        start: Coordinate(latitude: lat, longitude: uniform(-180...180)), azimuth: azimuth,
+        distance: distance)
     }
   }
 }

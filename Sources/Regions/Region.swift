@@ -6,6 +6,18 @@ import LocationModel
 /// LocationModel), never straight lines in latitude/longitude: a polygon edge is the shortest
 /// path between its two vertices, so an edge between longitudes 179.9 and -179.9 crosses the
 /// antimeridian (0.2 degrees long), and a ring around a pole contains the pole.
+///
+/// How a point is tested (``Region/signedDistance(to:)``): a circle by the geodesic distance to
+/// its center minus the radius. A polygon is projected once, when the region is created, with
+/// the ellipsoidal gnomonic projection (Karney 2013, section 8) centred on its bounding cap's
+/// center, where geodesic edges are nearly straight lines; a point far outside the cap (more than
+/// 1 km beyond it) is answered from the cap alone. Otherwise inside/outside is the crossing number
+/// of a ray from the point with the edges of every ring in that plane (so a point in a hole is
+/// outside), and the distance to the boundary is found on the nearest edges, each projected again
+/// with the gnomonic projection centred on the point itself (where geodesics through the point
+/// are exactly straight and azimuths from it are true), its nearest point taken back to the
+/// ellipsoid and measured with the geodesic inverse problem. Edges are kept in a grid, so a test
+/// looks at a few edges rather than all of them.
 public enum RegionShape: Sendable, Hashable {
   /// A geodesic circle: every point whose geodesic distance from `center` is at most `radius`
   /// metres. `radius` is finite, in `(0, 1_000_000]` metres.
@@ -27,7 +39,10 @@ public enum RegionShape: Sendable, Hashable {
   /// Largest distance, metres, from a polygon's center (the center of its bounding cap: the
   /// normalised mean of its exterior vertices as unit vectors) to any vertex: 1,000 km. Within
   /// this distance the ellipsoidal gnomonic projection the point-in-polygon test works in keeps
-  /// geodesics straight to well below the decision margins (see ``RegionMonitorConfiguration``).
+  /// a geodesic edge within 1 m of a straight line (6 cm for edges of 200 km), below the default
+  /// minimum margin of the decision rule (``RegionMonitorConfiguration/minimumMargin``, 5 m), and
+  /// every point near the polygon is less than a quarter meridian from its center, where the
+  /// projection is defined.
   public static let maxExtentRadius = 1_000_000.0
 
   /// Largest circle radius, metres: 1,000 km.
@@ -158,9 +173,11 @@ public struct Region: Sendable, Hashable {
 
 extension Region {
   /// Signed geodesic distance, metres, from `coordinate` to the region's boundary: negative
-  /// inside, positive outside (a point in a hole is outside). Exact (to the geodesic accuracy of
-  /// the gnomonic refinement, well below a millimetre near the boundary) when the point is within
-  /// 1 km of the region's bounding cap; farther away a lower bound (the distance to the cap).
+  /// inside, positive outside (a point in a hole is outside). For a circle always exact (the
+  /// geodesic distance to the center minus the radius). For a polygon exact (the geodesic
+  /// distance to the nearest point of the nearest edge) when the boundary is within 1 km of the
+  /// point; otherwise a lower bound of the magnitude that is itself more than 1 km (far outside,
+  /// the distance to the polygon's bounding cap), which is all the decision rule needs.
   /// `coordinate` must be valid (``LocationModel/Coordinate/isValid``); otherwise the result is
   /// NaN.
   public func signedDistance(to coordinate: Coordinate) -> Double {

@@ -39,6 +39,8 @@ public enum RegionError: Error, Sendable, Equatable, CustomStringConvertible {
   case invalidGeoJSON(reason: String)
   /// A file is larger than the limit, bytes.
   case fileTooLarge(bytes: Int, limit: Int)
+  /// A monitor configuration value `name` is not finite or outside `range`.
+  case invalidConfiguration(name: String, value: Double, range: String)
   /// A saved region document is not acceptable; `reason` says where and why (the region's own
   /// error when a region in it is invalid).
   case invalidDocument(reason: String)
@@ -88,6 +90,8 @@ public enum RegionError: Error, Sendable, Equatable, CustomStringConvertible {
       return "invalid GeoJSON: \(reason)"
     case .fileTooLarge(let bytes, let limit):
       return "file too large: \(bytes) bytes, limit \(limit)"
+    case .invalidConfiguration(let name, let value, let range):
+      return "invalid region monitor setting \(name) = \(value): need a finite value in \(range)"
     case .invalidDocument(let reason):
       return "invalid region document: \(reason)"
     }

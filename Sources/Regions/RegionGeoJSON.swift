@@ -155,7 +155,8 @@ public enum RegionGeoJSON {
   /// `"center":[lon,lat]` and `"radius":m` to the properties and its geometry is the polygon
   /// through ``circlePoints`` points on the circle (geodesic direct problem from the center).
   /// Rings are closed and follow the right-hand rule of RFC 7946 section 3.1.6 (exterior
-  /// counterclockwise, holes clockwise). Positions are `[longitude, latitude]`, longitudes in
+  /// counterclockwise, holes clockwise); polygon edges longer than ``densifySpacing`` are drawn
+  /// through added points on the geodesic (see there). Positions are `[longitude, latitude]`, longitudes in
   /// `-180...180`; a ring that crosses the antimeridian is not cut (RFC 7946 section 3.1.9
   /// recommends cutting; renderers that draw straight lines in longitude may draw it the long way
   /// round).
@@ -193,14 +194,47 @@ public enum RegionGeoJSON {
       JSONMember("notifyOnEntry", .bool(region.notifyOnEntry)), JSONMember("notifyOnExit", .bool(region.notifyOnExit)),
       JSONMember("dwell", .number(region.dwell)),
     ]
+    let total = rings.reduce(0) { $0 + $1.count }
     let coordinates: [JSONValue] = rings.map { ring in
-      .array((ring + ring.prefix(1)).map { RegionMonitor.json($0) })
+      let drawn = total <= densifyVertexLimit ? densified(ring) : ring
+      return .array((drawn + drawn.prefix(1)).map { RegionMonitor.json($0) })
     }
     return .object([
       JSONMember("type", "Feature"), JSONMember("id", .string(region.id)),
       JSONMember("geometry", .object([JSONMember("type", "Polygon"), JSONMember("coordinates", .array(coordinates))])),
       JSONMember("properties", .object(properties)),
     ])
+  }
+
+  /// Longest straight piece a polygon edge is drawn with, metres: 5 km. Renderers draw straight
+  /// lines in longitude/latitude (or Web Mercator), while locationd's edges are geodesics; an
+  /// edge longer than this is drawn through points on the geodesic at most this far apart (at
+  /// most 256 pieces per edge, so every edge up to 1,280 km), so the drawing follows the edge to
+  /// within a few metres.
+  public static let densifySpacing = 5_000.0
+  /// Polygons with more vertices than this (20,000) are drawn as given, without added points.
+  public static let densifyVertexLimit = 20_000
+
+  /// `ring` with points added along every edge longer than ``densifySpacing``.
+  static func densified(_ ring: [Coordinate]) -> [Coordinate] {
+    var result: [Coordinate] = []
+    result.reserveCapacity(ring.count)
+    for index in ring.indices {
+      let a = ring[index]
+      let b = ring[index + 1 == ring.count ? 0 : index + 1]
+      result.append(a)
+      let line = Geodesic.inverse(a, b)
+      guard line.distance.isFinite, line.distance > densifySpacing else { continue }
+      let pieces = min(256, Int((line.distance / densifySpacing).rounded(.up)))
+      for k in 1..<pieces {
+        var point = Geodesic.direct(
+          from: a, azimuth: line.initialAzimuth, distance: line.distance * Double(k) / Double(pieces)
+        ).coordinate
+        point.longitude = normalised(point.longitude)
+        result.append(point)
+      }
+    }
+    return result
   }
 
   static func normalised(_ longitude: Double) -> Double {

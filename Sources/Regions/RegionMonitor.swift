@@ -53,10 +53,11 @@ public struct RegionStatus: Sendable, Equatable {
   /// `state`, or the restored time; `nil` while unknown or when not known.
   public var since: Int64?
   /// Signed distance, metres, from the last deciding fix that evaluated this region to its
-  /// boundary: negative inside, positive outside. Exact (geodesic) within a few kilometres of the
-  /// region; for a fix far away it is the distance to the region's bounding cap, a lower bound.
-  /// `nil` until a deciding fix has evaluated the region (fixes far from a region that is
-  /// outside do not evaluate it).
+  /// boundary: negative inside, positive outside (see ``Region/signedDistance(to:)``: exact
+  /// when the boundary is within 1 km of the fix, otherwise a lower bound of more than 1 km in
+  /// magnitude). `nil` until a deciding fix has evaluated the region: a fix far from a region that
+  /// is settled outside does not evaluate it (nor update this value), and a fix far from an
+  /// unknown region only votes it outside.
   public var distanceToBoundary: Double?
 
   /// Creates a status.
@@ -71,36 +72,67 @@ public struct RegionStatus: Sendable, Equatable {
 /// The thresholds of the decision rule (see ``RegionMonitor``).
 public struct RegionMonitorConfiguration: Sendable, Equatable {
   /// How much of the fix's 95% horizontal error radius must lie inside (or outside) the region
-  /// beyond ``minimumMargin`` for the fix to decide, `>= 0`. Default 1.0: the whole 95% error
+  /// beyond ``minimumMargin`` for the fix to decide, `0...10`. Default 1.0: the whole 95% error
   /// circle.
   public var errorFraction: Double
-  /// Metres the error circle must additionally clear the boundary by, `>= 0`. Default 5 m.
+  /// Metres the error circle must additionally clear the boundary by, `0...10_000`. Default 5 m
+  /// (above the largest deviation of a polygon edge from the straight line the point-in-polygon
+  /// test uses, see ``RegionShape/maxExtentRadius``).
   public var minimumMargin: Double
-  /// Consecutive deciding fixes that must agree before a transition, `>= 1`. Default 2.
+  /// Consecutive deciding fixes that must agree before a transition, `1...100`. Default 2.
   public var confirmations: Int
-  /// Seconds: a fix whose time differs from the clock (`now`) by more than this (older, or
-  /// newer) never decides. Default 10 s.
+  /// Seconds, `0...86_400`: a fix whose time differs from the clock (`now`) by more than this
+  /// (older: stale; newer: the clocks disagree) never decides. Default 10 s.
   public var maximumFixAge: Double
-  /// Seconds without a deciding fix after which a half-confirmed transition is discarded
-  /// (confirmation starts again) and the dwell timer waits for a fresh deciding fix inside.
-  /// The confirmed state is kept across any outage. Default 60 s.
+  /// Seconds, `0...604_800`: a gap longer than this between two votes discards a
+  /// half-confirmed transition (confirmation starts again), and a dwell does not fire until a
+  /// deciding fix no older than this has not voted outside. The confirmed state is kept across
+  /// any outage, however long (see ``RegionMonitor``). Default 60 s.
   public var outageReset: Double
 
   /// The defaults: error fraction 1.0, minimum margin 5 m, 2 confirmations, maximum fix age 10 s,
   /// outage reset 60 s.
   public static let `default` = RegionMonitorConfiguration()
 
-  /// Creates a configuration. A value that is not finite or out of range is replaced by its
-  /// default (confirmations below 1 by 1).
+  /// Creates a configuration with the values as given (check them with ``validate()``).
   public init(
     errorFraction: Double = 1.0, minimumMargin: Double = 5, confirmations: Int = 2,
     maximumFixAge: Double = 10, outageReset: Double = 60
   ) {
-    self.errorFraction = errorFraction.isFinite && errorFraction >= 0 ? errorFraction : 1.0
-    self.minimumMargin = minimumMargin.isFinite && minimumMargin >= 0 ? minimumMargin : 5
-    self.confirmations = max(1, confirmations)
-    self.maximumFixAge = maximumFixAge.isFinite && maximumFixAge >= 0 ? maximumFixAge : 10
-    self.outageReset = outageReset.isFinite && outageReset >= 0 ? outageReset : 60
+    self.errorFraction = errorFraction
+    self.minimumMargin = minimumMargin
+    self.confirmations = confirmations
+    self.maximumFixAge = maximumFixAge
+    self.outageReset = outageReset
+  }
+
+  /// Checks every value against its documented range.
+  ///
+  /// - Throws: ``RegionError/invalidConfiguration(name:value:range:)`` for the first value out
+  ///   of range (NaN and infinities included).
+  public func validate() throws(RegionError) {
+    func check(_ name: String, _ value: Double, _ range: ClosedRange<Double>) throws(RegionError) {
+      guard value.isFinite, range.contains(value) else {
+        throw .invalidConfiguration(name: name, value: value, range: "\(range.lowerBound)...\(range.upperBound)")
+      }
+    }
+    try check("errorFraction", errorFraction, 0...10)
+    try check("minimumMargin", minimumMargin, 0...10_000)
+    try check("confirmations", Double(confirmations), 1...100)
+    try check("maximumFixAge", maximumFixAge, 0...86_400)
+    try check("outageReset", outageReset, 0...604_800)
+  }
+
+  /// This configuration with every value that ``validate()`` would refuse replaced by its
+  /// default: what ``RegionMonitor`` uses, so that no configuration can make it misbehave.
+  public var normalized: RegionMonitorConfiguration {
+    func value(_ value: Double, _ range: ClosedRange<Double>, _ fallback: Double) -> Double {
+      value.isFinite && range.contains(value) ? value : fallback
+    }
+    return RegionMonitorConfiguration(
+      errorFraction: value(errorFraction, 0...10, 1.0), minimumMargin: value(minimumMargin, 0...10_000, 5),
+      confirmations: (1...100).contains(confirmations) ? confirmations : 2,
+      maximumFixAge: value(maximumFixAge, 0...86_400, 10), outageReset: value(outageReset, 0...604_800, 60))
   }
 }
 
@@ -144,10 +176,12 @@ public struct RegionMonitorConfiguration: Sendable, Equatable {
 /// - outside -> inside: `enter` (when ``Region/notifyOnEntry``).
 /// - inside -> outside: `exit` (when ``Region/notifyOnExit``).
 /// - `dwell` (when ``Region/dwell`` is set): once per stay, when `now` is at least the entry
-///   time plus the dwell time while the state is still inside and a fix voted inside within the
-///   last ``RegionMonitorConfiguration/outageReset`` seconds (after an outage the dwell waits for
-///   a fresh inside fix); checked on every ``update(with:now:)`` and ``advance(to:)``, so its time
-///   is the clock time it fired. It re-arms on the next transition (exit or enter).
+///   time plus the dwell time while the state is still inside, and a deciding fix within the
+///   last ``RegionMonitorConfiguration/outageReset`` seconds did not vote outside (it voted
+///   inside, or was too near the boundary to vote): after an outage, or while fixes are voting
+///   outside, the dwell waits for such a fix. Checked on every ``update(with:now:)`` and
+///   ``advance(to:)``, so its time is the clock time it fired. It re-arms on the next
+///   transition (exit or enter).
 /// - A region added (or replaced with the same id) starts unknown. Restored regions keep their
 ///   saved state, time and dwell flag: a restart does not fire `enter` again for a region the
 ///   device is still inside, and a crossing made while the daemon was down is reported by the
@@ -163,7 +197,7 @@ public struct RegionMonitorConfiguration: Sendable, Equatable {
 /// region is outside and stays outside, since the fix is farther than m from it. So the cost
 /// per fix depends on the regions near the fix, not on how many there are.
 public struct RegionMonitor: Sendable {
-  /// The thresholds.
+  /// The thresholds in use (normalized).
   public private(set) var configuration: RegionMonitorConfiguration
 
   /// Per-region record.
@@ -178,8 +212,9 @@ public struct RegionMonitor: Sendable {
     var pendingTime: Int64 = 0
     var distance: Double = .nan
     var dwellFired = false
-    /// Time of the last fix that voted inside, ms.
-    var lastInside: Int64 = .min
+    /// Time of the last deciding fix that did not vote outside (voted inside, or was too close
+    /// to the boundary to vote), ms: the evidence a dwell needs.
+    var lastNotOutside: Int64 = .min
     /// The query generation that last evaluated this entry (deduplication).
     var stamp: UInt32 = 0
 
@@ -207,9 +242,11 @@ public struct RegionMonitor: Sendable {
   /// The last deciding fix.
   var lastDecidingLocation: Location? = nil
 
-  /// Creates an empty monitor.
+  /// Creates an empty monitor with `configuration` (``RegionMonitorConfiguration/normalized``:
+  /// a value out of range is replaced by its default; check it first with
+  /// ``RegionMonitorConfiguration/validate()`` to refuse it instead).
   public init(configuration: RegionMonitorConfiguration = .default) {
-    self.configuration = configuration
+    self.configuration = configuration.normalized
   }
 
   /// Adds `region`, replacing a region with the same id (whose state is then discarded: the new
@@ -360,18 +397,18 @@ public struct RegionMonitor: Sendable {
       entries[Int(slot)] = entry
       refreshSets(slot)
     }
+    if vote != .outside { entry.lastNotOutside = time }
     guard vote != .unknown else {
       entry.pendingVote = .unknown
       entry.pendingCount = 0
       return
     }
-    if vote == .inside { entry.lastInside = time }
     if vote == entry.state {
       entry.pendingVote = .unknown
       entry.pendingCount = 0
       return
     }
-    if entry.pendingVote == vote, Double(time - entry.pendingTime) <= configuration.outageReset * 1000 {
+    if entry.pendingVote == vote, Double(time) - Double(entry.pendingTime) <= configuration.outageReset * 1000 {
       entry.pendingCount += 1
     } else {
       entry.pendingVote = vote
@@ -411,7 +448,8 @@ public struct RegionMonitor: Sendable {
         let dwell = entry.region.dwell, let since = entry.since
       else { continue }
       guard Double(now) - Double(since) >= dwell * 1000,
-        entry.lastInside != .min, Double(now) - Double(entry.lastInside) <= configuration.outageReset * 1000
+        entry.lastNotOutside != .min,
+        Double(now) - Double(entry.lastNotOutside) <= configuration.outageReset * 1000
       else { continue }
       entry.dwellFired = true
       entries[Int(slot)] = entry

@@ -8,6 +8,10 @@ import LocationModel
 // from the log file through LocationManager; and delivery alone from epochs decoded beforehand;
 // with the peak RSS (getrusage ru_maxrss). CORE_BENCH_SUBSCRIBERS=1,100 (the default) sets the
 // subscriber counts. Build with -c release.
+//
+// Usage: core-bench geodesic
+//   Geodesic inverse and direct solutions per second, and the largest differences from
+//   GeographicLib's GeodSolve (see Geodesic.swift in this folder).
 #if canImport(Glibc)
   import Glibc
 #endif
@@ -135,6 +139,9 @@ extension Double {
 }
 
 let arguments = CommandLine.arguments
+if arguments.count > 1 && arguments[1] == "geodesic" {
+  exit(geodesicBenchmark())
+}
 let epochs = arguments.count > 1 ? Int(arguments[1]) ?? 1_000_000 : 1_000_000
 var path = "/tmp/core-bench-\(epochs).nmea"
 if arguments.count > 2 {

@@ -32,10 +32,13 @@ struct GeodesicAgainstGeodSolveTests {
       let got = Geodesic.inverse(item.a, item.b)
       let distance = abs(got.distance - expected.s12)
       let m12 = abs(got.reducedLength - expected.m12)
-      let scale = max(abs(got.geodesicScale12 - expected.scale12), abs(got.geodesicScale21 - expected.scale21))
+      let scale = max(
+        abs(got.geodesicScale12 - expected.scale12), abs(got.geodesicScale21 - expected.scale21))
       let azimuth =
         item.azimuthsDefined
-        ? max(angleError(got.initialAzimuth, expected.azi1), angleError(got.finalAzimuth, expected.azi2)) : 0
+        ? max(
+          angleError(got.initialAzimuth, expected.azi1), angleError(got.finalAzimuth, expected.azi2)
+        ) : 0
       let problem = "\(item.kind): \(item.a) \(item.b) got \(got) expected \(expected)"
       #expect(distance <= 1e-3, "\(problem)")
       #expect(m12 <= 1e-3, "\(problem)")
@@ -43,7 +46,9 @@ struct GeodesicAgainstGeodSolveTests {
       #expect(azimuth <= 1e-6, "\(problem)")
       #expect(got.distance >= 0 && got.initialAzimuth > -180 - 1e-12 && got.initialAzimuth <= 180)
       let old = worst[item.kind] ?? (0, 0, 0, 0)
-      worst[item.kind] = (max(old.0, distance), max(old.1, azimuth), max(old.2, m12), max(old.3, scale))
+      worst[item.kind] = (
+        max(old.0, distance), max(old.1, azimuth), max(old.2, m12), max(old.3, scale)
+      )
     }
     for (kind, errors) in worst.sorted(by: { $0.key < $1.key }) {
       print(
@@ -61,10 +66,12 @@ struct GeodesicAgainstGeodSolveTests {
     var worstPosition = 0.0
     var worstAzimuth = 0.0
     for (problem, expected) in zip(problems, reference) {
-      let got = Geodesic.direct(from: problem.start, azimuth: problem.azimuth, distance: problem.distance)
+      let got = Geodesic.direct(
+        from: problem.start, azimuth: problem.azimuth, distance: problem.distance)
       let latitude = abs(got.coordinate.latitude - expected.lat2)
       // Longitude error as an angle on the parallel; at a pole any longitude is the same point.
-      let longitude = angleError(got.coordinate.longitude, expected.lon2) * cos(expected.lat2 * .pi / 180)
+      let longitude =
+        angleError(got.coordinate.longitude, expected.lon2) * cos(expected.lat2 * .pi / 180)
       let position = max(latitude, abs(longitude))
       // At a pole the azimuth depends on the longitude, which is undefined there.
       let azimuth = abs(expected.lat2) == 90 ? 0 : angleError(got.finalAzimuth, expected.azi2)
@@ -78,7 +85,66 @@ struct GeodesicAgainstGeodSolveTests {
       worstPosition = max(worstPosition, position)
       worstAzimuth = max(worstAzimuth, azimuth)
     }
-    print("geodesic direct vs GeodSolve: max position error \(worstPosition) deg, azimuth \(worstAzimuth) deg")
+    print(
+      "geodesic direct vs GeodSolve: max position error \(worstPosition) deg, azimuth \(worstAzimuth) deg"
+    )
+  }
+}
+
+/// Numbers reach GeodSolve without exponents (it reads the `e` of `1e-05` as "east"), digit for
+/// digit.
+@Test(arguments: [1e-05, -3.5e-20, 1.25e-300, 123.456, -0.0001, 1e16, 2.5e22, -7e-7, 0])
+func plainDecimalsAreExact(value: Double) {
+  let text = GeodSolve.plain(value)
+  #expect(!text.contains("e"), "\(text)")
+  #expect(Double(text) == value, "\(text)")
+}
+
+/// The gnomonic projection against GeographicLib's `GeodesicProj -g` (installed with GeodSolve).
+@Suite(.timeLimit(.minutes(1)))
+struct GnomonicAgainstGeodesicProjTests {
+  /// Forward: x and y within 1 mm out to 5,000 km from five centers (a pole and the antimeridian
+  /// included), nil exactly where GeodesicProj prints NaN (beyond the horizon); reverse: the
+  /// point within 1e-9 degree.
+  @Test(.enabled(if: GeodSolve.executable != nil), arguments: GnomonicTests.centers)
+  func agreesWithGeodesicProj(center: Coordinate) throws {
+    var random = SeededGenerator(seed: 8)
+    let points = (0..<500).map { index in
+      index % 5 == 0
+        ? Coordinate(
+          latitude: asin(2 * random.nextUnitInterval() - 1) * 180 / .pi,
+          longitude: 360 * random.nextUnitInterval() - 180)
+        : Geodesic.direct(
+          from: center, azimuth: 360 * random.nextUnitInterval() - 180,
+          distance: 5_000_000 * random.nextUnitInterval()
+        ).coordinate
+    }
+    let projection = Gnomonic(center: center)
+    let expected = try GeodSolve.gnomonicForward(center: center, points)
+    var worst = 0.0
+    var images: [(x: Double, y: Double)] = []
+    for (point, reference) in zip(points, expected) {
+      let got = projection.forward(point)
+      #expect(
+        (got == nil) == reference.x.isNaN,
+        "\(center) \(point) got \(String(describing: got)) expected \(reference)")
+      guard let got, !reference.x.isNaN else { continue }
+      let error = max(abs(got.x - reference.x), abs(got.y - reference.y))
+      #expect(error <= 1e-3, "\(center) \(point) got \(got) expected \(reference)")
+      worst = max(worst, error)
+      images.append(reference)
+    }
+    let back = try GeodSolve.gnomonicReverse(center: center, images)
+    for (image, reference) in zip(images, back) {
+      let got = try #require(projection.reverse(x: image.x, y: image.y))
+      #expect(abs(got.latitude - reference.latitude) <= 1e-9, "\(center) \(image)")
+      #expect(
+        angleError(got.longitude, reference.longitude) * cos(reference.latitude * .pi / 180) <= 1e-9
+      )
+    }
+    print(
+      "gnomonic vs GeodesicProj centred at \(center): max |dx|, |dy| \(worst) m over \(images.count) points"
+    )
   }
 }
 
@@ -87,10 +153,12 @@ struct GeodesicPropertyTests {
   /// The equator and a meridian quadrant have closed forms: a quarter of the equator is
   /// a pi / 2, and the meridian quadrant of WGS84 is 10,001,965.729 m (Rapp; GeodSolve agrees).
   @Test func equatorAndMeridianQuadrant() {
-    let equator = Geodesic.inverse(Coordinate(latitude: 0, longitude: 0), Coordinate(latitude: 0, longitude: 90))
+    let equator = Geodesic.inverse(
+      Coordinate(latitude: 0, longitude: 0), Coordinate(latitude: 0, longitude: 90))
     #expect(abs(equator.distance - 6_378_137 * .pi / 2) < 1e-9)
     #expect(equator.initialAzimuth == 90 && equator.finalAzimuth == 90)
-    let quadrant = Geodesic.inverse(Coordinate(latitude: 0, longitude: 10), Coordinate(latitude: 90, longitude: 10))
+    let quadrant = Geodesic.inverse(
+      Coordinate(latitude: 0, longitude: 10), Coordinate(latitude: 90, longitude: 10))
     #expect(abs(quadrant.distance - 10_001_965.729) < 1e-3)
     #expect(quadrant.initialAzimuth == 0)
   }
@@ -112,6 +180,16 @@ struct GeodesicPropertyTests {
         == Geodesic.distance(point, Coordinate(latitude: -33.9, longitude: 151.25 - 720)))
   }
 
+  /// A longitude difference far below the series' resolution is none: the geodesic is the
+  /// meridian, due north, exactly as GeodSolve prints for `10 0 20 1e-20`.
+  @Test func aTinyLongitudeDifferenceIsAMeridian() {
+    let a = Coordinate(latitude: 10, longitude: 0)
+    let tiny = Geodesic.inverse(a, Coordinate(latitude: 20, longitude: 1e-20))
+    let exact = Geodesic.inverse(a, Coordinate(latitude: 20, longitude: 0))
+    #expect(tiny.initialAzimuth == 0 && tiny.finalAzimuth == 0)
+    #expect(tiny.distance == exact.distance)
+  }
+
   /// NaN or out-of-range input gives NaN, never a trap or a hang.
   @Test(arguments: [
     (Double.nan, 0.0), (0.0, Double.nan), (91.0, 0.0), (-90.5, 0.0), (0.0, Double.infinity),
@@ -120,10 +198,15 @@ struct GeodesicPropertyTests {
   func invalidInputGivesNaN(latitude: Double, longitude: Double) {
     let bad = Coordinate(latitude: latitude, longitude: longitude)
     let good = Coordinate(latitude: 12, longitude: 34)
-    #expect(Geodesic.distance(bad, good).isNaN)
-    #expect(Geodesic.distance(good, bad).isNaN)
+    for solution in [Geodesic.inverse(bad, good), Geodesic.inverse(good, bad)] {
+      #expect(solution.distance.isNaN && solution.initialAzimuth.isNaN && solution.finalAzimuth.isNaN)
+      #expect(
+        solution.reducedLength.isNaN && solution.geodesicScale12.isNaN
+          && solution.geodesicScale21.isNaN)
+    }
     let direct = Geodesic.direct(from: bad, azimuth: 30, distance: 1000)
-    #expect(direct.coordinate.latitude.isNaN || direct.coordinate.longitude.isNaN)
+    #expect(direct.coordinate.latitude.isNaN && direct.coordinate.longitude.isNaN)
+    #expect(direct.finalAzimuth.isNaN && direct.reducedLength.isNaN && direct.geodesicScale12.isNaN)
     #expect(Geodesic.direct(from: good, azimuth: .nan, distance: 1000).coordinate.latitude.isNaN)
     #expect(Geodesic.direct(from: good, azimuth: 10, distance: .infinity).coordinate.latitude.isNaN)
     #expect(Gnomonic(center: good).forward(bad) == nil)
@@ -172,7 +255,9 @@ struct GnomonicTests {
       let (x, y) = try #require(projection.forward(point))
       let inverse = Geodesic.inverse(center, point)
       #expect(angleError(atan2(x, y) * 180 / .pi, inverse.initialAzimuth) < 1e-9)
-      #expect(abs(hypot(x, y) - inverse.reducedLength / inverse.geodesicScale12) < 1e-6 * max(1, hypot(x, y)))
+      #expect(
+        abs(hypot(x, y) - inverse.reducedLength / inverse.geodesicScale12) < 1e-6
+          * max(1, hypot(x, y)))
       let back = try #require(projection.reverse(x: x, y: y))
       #expect(Geodesic.distance(back, point) < 1e-3, "\(center) \(azimuth) \(distance)")
     }
@@ -195,10 +280,18 @@ struct GnomonicTests {
     var random = SeededGenerator(seed: 300)
     var worst = 0.0
     for _ in 0..<200 {
-      let a = Geodesic.direct(from: center, azimuth: 360 * random.nextUnitInterval(), distance: 150_000 * random.nextUnitInterval()).coordinate
-      let b = Geodesic.direct(from: center, azimuth: 360 * random.nextUnitInterval(), distance: 150_000 * random.nextUnitInterval()).coordinate
+      let a = Geodesic.direct(
+        from: center, azimuth: 360 * random.nextUnitInterval(),
+        distance: 150_000 * random.nextUnitInterval()
+      ).coordinate
+      let b = Geodesic.direct(
+        from: center, azimuth: 360 * random.nextUnitInterval(),
+        distance: 150_000 * random.nextUnitInterval()
+      ).coordinate
       let line = Geodesic.inverse(a, b)
-      let middle = Geodesic.direct(from: a, azimuth: line.initialAzimuth, distance: line.distance / 2).coordinate
+      let middle = Geodesic.direct(
+        from: a, azimuth: line.initialAzimuth, distance: line.distance / 2
+      ).coordinate
       let pa = try #require(projection.forward(a))
       let pb = try #require(projection.forward(b))
       let pm = try #require(projection.forward(middle))
@@ -211,6 +304,8 @@ struct GnomonicTests {
       worst = max(worst, offset / chord)
     }
     #expect(worst < 1e-8, "largest midpoint offset \(worst) of the chord")
-    print("gnomonic centred at \(center): largest midpoint offset from the chord \(worst) of its length")
+    print(
+      "gnomonic centred at \(center): largest midpoint offset from the chord \(worst) of its length"
+    )
   }
 }

@@ -66,11 +66,39 @@ struct LocationAccuracyTests {
     #expect(location.satellitesVisible == 12 && location.satellitesUsed == 9)
   }
 
-  @Test func haversineDistanceAndBearing() {
+  /// Distances are on the WGS84 ellipsoid: along the equator, a circle of radius a, one degree is
+  /// a pi / 180 (111,319.49 m; the haversine on the mean sphere says 111,195.08 m). Bearings are
+  /// the geodesic's initial azimuth in `0..<360`.
+  @Test func distanceAndBearingAreOnTheEllipsoid() {
     let a = Coordinate(latitude: 0, longitude: 0)
     let b = Coordinate(latitude: 0, longitude: 1)
-    #expect(abs(Geodesy.distance(a, b) - 111_195.08) < 0.1)
+    #expect(abs(Geodesy.distance(a, b) - 6_378_137 * .pi / 180) < 1e-6)
     #expect(abs(Geodesy.bearing(a, b) - 90) < 1e-9)
     #expect(abs(Geodesy.bearing(b, a) - 270) < 1e-9)
+    // Due north and due south: 0, never 360, and 180. Coincident points have no direction: a
+    // meridian is taken, southwards on the equator as GeodSolve does (`0 0 0 0` gives 180).
+    let north = Coordinate(latitude: 1, longitude: 0)
+    #expect(Geodesy.bearing(a, north) == 0 && Geodesy.bearing(north, a) == 180)
+    #expect(Geodesy.bearing(a, a) == 180)
+    // Along a meridian the geodesic is the meridian ellipse, shorter than the sphere's arc near
+    // the equator: the meridian radius of curvature there is a (1 - e^2) = 6,335,439 m.
+    let step = Coordinate(latitude: 0.001, longitude: 0)
+    let meridianRadius = 6_378_137 * (1 - 0.006_694_379_990_14)
+    #expect(abs(Geodesy.distance(a, step) - meridianRadius * 0.001 * .pi / 180) < 1e-4)
+  }
+
+  /// The distance filter measures on the ellipsoid: 0.0009 degrees north of the equator is
+  /// 99.52 m there (100.08 m on the mean sphere), so a 100 m filter holds the fix back.
+  @Test func theDistanceFilterUsesTheEllipsoid() throws {
+    let first = Location(
+      fix: TestFixes.fix(latitude: 0, longitude: 30, time: 0, hdop: 1), provenance: provenance)
+    let next = Location(
+      fix: TestFixes.fix(latitude: 0.0009, longitude: 30, time: 1000, hdop: 1),
+      provenance: provenance)
+    let metres = try #require(next.distance(from: first))
+    let meridianRadius = 6_378_137 * (1 - 0.006_694_379_990_14)
+    #expect(abs(metres - meridianRadius * 0.0009 * .pi / 180) < 1e-3)
+    #expect(!LocationFilter(distanceFilter: 100).accepts(next, after: first))
+    #expect(LocationFilter(distanceFilter: 99).accepts(next, after: first))
   }
 }

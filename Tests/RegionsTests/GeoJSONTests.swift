@@ -134,4 +134,28 @@ import Testing
     #expect(positions.first == expectedFirst)
     #expect(polygonFeature["properties"]?["since"] == .null)
   }
+
+  /// Long geodesic edges are drawn through points on the geodesic, at most 5 km apart.
+  @Test func longEdgesAreDensified() throws {
+    let exterior = [
+      Coordinate(latitude: 60, longitude: 0), Coordinate(latitude: 60, longitude: 10),
+      Coordinate(latitude: 62, longitude: 5),
+    ]
+    let region = try Region(id: "big", shape: .polygon(exterior: exterior, holes: []))
+    let feature = RegionGeoJSON.feature(RegionStatus(region: region, state: .outside, since: nil, distanceToBoundary: nil))
+    let positions = (feature["geometry"]?["coordinates"]?.arrayValue?.first?.arrayValue ?? []).compactMap { value in
+      value.arrayValue.flatMap { pair in
+        pair.count == 2 ? pair[1].doubleValue.flatMap { lat in pair[0].doubleValue.map { Coordinate(latitude: lat, longitude: $0) } } : nil
+      }
+    }
+    #expect(positions.count > 100)
+    for (a, b) in zip(positions, positions.dropFirst()) {
+      #expect(Geodesic.distance(a, b) <= RegionGeoJSON.densifySpacing + 1e-6)
+      // Every added point lies on the boundary.
+      #expect(abs(region.signedDistance(to: a)) < 0.01)
+    }
+    // The edge between two points of the 60th parallel bulges north of it (to 60.09 degrees
+    // midway): the geodesic, not the parallel.
+    #expect(positions.contains { $0.latitude > 60.08 && $0.longitude > 4 && $0.longitude < 6 && $0.latitude < 61 })
+  }
 }

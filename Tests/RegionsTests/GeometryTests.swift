@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
 import LocationModel
 import Testing
 
@@ -74,15 +77,23 @@ import Testing
       Coordinate(latitude: 85, longitude: $0 > 180 ? $0 - 360 : $0)
     }
     let region = try Region(id: "arctic", shape: .polygon(exterior: exterior, holes: []))
-    let pole = region.signedDistance(to: Coordinate(latitude: 90, longitude: 0))
-    #expect(pole < -500_000)
-    #expect(region.signedDistance(to: Coordinate(latitude: 89, longitude: -123)) < -400_000)
-    #expect(region.signedDistance(to: Coordinate(latitude: 86, longitude: 95)) < -100_000)
-    #expect(region.signedDistance(to: Coordinate(latitude: 84, longitude: 5)) > 100_000)
+    // Deep inside and far outside the distance is a bound beyond 1 km.
+    #expect(region.signedDistance(to: Coordinate(latitude: 90, longitude: 0)) < -1_000)
+    #expect(region.signedDistance(to: Coordinate(latitude: 89, longitude: -123)) < -1_000)
+    #expect(region.signedDistance(to: Coordinate(latitude: 86, longitude: 95)) < -1_000)
+    #expect(region.signedDistance(to: Coordinate(latitude: 84, longitude: 5)) > 1_000)
+    // Near the boundary it is exact: 200 m north and south of a vertex, along the meridian (the
+    // edges leave the vertex almost east and west, bulging poleward, so the vertex is nearest
+    // to the south and an edge slightly nearer than the vertex to the north).
+    let vertex = Coordinate(latitude: 85, longitude: 40)
+    let southOfVertex = offset(vertex, 180, 200)
+    #expect(abs(region.signedDistance(to: southOfVertex) - 200) < 0.01)
+    let northOfVertex = region.signedDistance(to: offset(vertex, 0, 200))
+    #expect(northOfVertex < 0 && northOfVertex > -200)
     // The same ring clockwise and for the south pole.
     let south = try Region(
       id: "antarctic", shape: .polygon(exterior: exterior.reversed().map { Coordinate(latitude: -85, longitude: $0.longitude) }, holes: []))
-    #expect(south.signedDistance(to: Coordinate(latitude: -90, longitude: 0)) < -500_000)
+    #expect(south.signedDistance(to: Coordinate(latitude: -90, longitude: 0)) < -1_000)
     #expect(south.signedDistance(to: Coordinate(latitude: 90, longitude: 0)) > 10_000_000)
   }
 
@@ -95,6 +106,10 @@ import Testing
     #expect(center > 490 && center < 500.5, "\(center)")
     let inRing = region.signedDistance(to: offset(origin, 33, 1_200))
     #expect(inRing < -600 && inRing > -800, "\(inRing)")
+    // 20 m inside the hole's ring towards a vertex: outside the polygon, nearest to the two
+    // edges at the vertex, which meet at 165 degrees (a 24-gon): 20 sin(82.5 deg) = 19.83 m.
+    let nearHole = region.signedDistance(to: offset(origin, 0, 480))
+    #expect(abs(nearHole - 20 * sin(82.5 * .pi / 180)) < 0.02, "\(nearHole)")
     #expect(region.signedDistance(to: offset(origin, 33, 2_100)) > 50)
   }
 }

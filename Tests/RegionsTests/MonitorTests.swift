@@ -231,3 +231,28 @@ import Testing
     #expect(checked > 100)
   }
 }
+
+@Suite struct ConfigurationTests {
+  @Test func defaultsAreValid() throws {
+    try RegionMonitorConfiguration.default.validate()
+    #expect(RegionMonitorConfiguration.default.normalized == .default)
+    #expect(RegionMonitorConfiguration.default.errorFraction == 1.0)
+    #expect(RegionMonitorConfiguration.default.minimumMargin == 5)
+    #expect(RegionMonitorConfiguration.default.confirmations == 2)
+    #expect(RegionMonitorConfiguration.default.maximumFixAge == 10)
+    #expect(RegionMonitorConfiguration.default.outageReset == 60)
+  }
+
+  @Test func outOfRangeValuesAreRefusedAndNormalized() {
+    let bad = [
+      RegionMonitorConfiguration(errorFraction: .nan), RegionMonitorConfiguration(minimumMargin: -1),
+      RegionMonitorConfiguration(confirmations: 0), RegionMonitorConfiguration(maximumFixAge: .infinity),
+      RegionMonitorConfiguration(outageReset: -0.5),
+    ]
+    for configuration in bad {
+      #expect(throws: RegionError.self) { try configuration.validate() }
+      #expect(configuration.normalized == .default)
+      #expect(RegionMonitor(configuration: configuration).configuration == .default)
+    }
+  }
+}
