@@ -4,6 +4,7 @@ import SocketTransport
 import LocationDaemon
 import NMEA
 import LocationModel
+import Regions
 
 /// Socket-protocol target: the bytes after the first are what a client writes; the first byte
 /// picks the chunk size (1-256 bytes) the server reads them in.
@@ -142,6 +143,20 @@ enum RequestHarness {
     case .replay(.seek(let s)): try inRange(s, 0...1.0e9, "seek")
     case .replay(.speed(let s)): try inRange(s, 0...1.0e6, "speed")
     case .replay(.step(let n)): try require((1...10_000).contains(n), "step \(n)")
+    case .region(.add(let r)):
+      try require((1...256).contains(r.id.utf8.count), "region id of \(r.id.utf8.count) bytes")
+      try require((r.title?.utf8.count ?? 0) <= 1024, "region title too long")
+      try inRange(r.dwell, .leastNonzeroMagnitude...604_800, "dwell")
+      switch r.shape {
+      case .circle(let center, let radius):
+        try coordinate(center)
+        try inRange(radius, .leastNonzeroMagnitude...1_000_000, "radius")
+      case .polygon(let exterior, let holes):
+        try require(exterior.count >= 3, "exterior ring of \(exterior.count) vertices")
+        for vertex in exterior + holes.joined() { try coordinate(vertex) }
+      }
+    case .region(.remove(let id)), .region(.state(let id)):
+      try require((1...256).contains(id.utf8.count), "region id of \(id.utf8.count) bytes")
     default: break
     }
   }
