@@ -37,7 +37,10 @@ extension EndToEnd {
       defer { scratch.remove() }
       // The default loop's first leg runs east along 3.1406 N from 101.6024 E at 30 m/s; the
       // circle of 100 m lies across it, 222 m ahead.
-      let daemon = try DaemonProcess(scratch: scratch, backend: "simulate?rate=10&speed=30")
+      // A fix may be 60 s late and still decide: a test task starved for seconds on a loaded
+      // machine does not turn the route's fixes stale (and the flag is exercised).
+      let daemon = try DaemonProcess(
+        scratch: scratch, backend: "simulate?rate=10&speed=30", extra: ["--region-maximum-fix-age", "60"])
       defer { daemon.cleanUp() }
       try await daemon.waitUntilReady()
       let socket = daemon.socketPath
