@@ -13,7 +13,9 @@ import LocationModel
 /// center, where geodesic edges are nearly straight lines; a point far outside the cap (more than
 /// 1 km beyond it) is answered from the cap alone. Otherwise inside/outside is the crossing number
 /// of a ray from the point with the edges of every ring in that plane (so a point in a hole is
-/// outside), and the distance to the boundary is found on the nearest edges, each projected again
+/// outside; within 5 m of the boundary the side of the nearest edge, judged in the projection
+/// centred on the point, decides instead), and the distance to the boundary is found on the
+/// nearest edges, each projected again
 /// with the gnomonic projection centred on the point itself (where geodesics through the point
 /// are exactly straight and azimuths from it are true), its nearest point taken back to the
 /// ellipsoid and measured with the geodesic inverse problem. Edges are kept in a grid, so a test
