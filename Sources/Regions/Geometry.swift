@@ -108,7 +108,7 @@ final class PreparedShape: Sendable {
         }
         planar.append(points)
       }
-      let prepared = PlanarPolygon(rings: planar, coordinates: rings)
+      let prepared = try PlanarPolygon(rings: planar, coordinates: rings)
       try prepared.validate()
       capCenter = center
       capRadius = farthest * 1.001 + 1
@@ -177,7 +177,19 @@ final class PlanarPolygon: Sendable {
   /// and y north), ring 0 the exterior.
   let counterclockwise: [Bool]
 
-  init(rings: [[Point]], coordinates: [[Coordinate]]) {
+  /// Most grid cells an edge may be listed in, on average over the polygon: 64.
+  static let maxCellsPerEdge = 64
+  /// Most edge pairs the self-intersection test may compare: 20 million (about a second in a
+  /// release build on a slow machine).
+  static let maxPairTests = 20_000_000
+
+  /// Projects and indexes the rings.
+  ///
+  /// - Throws: ``RegionError/tooComplex(vertices:)`` when the edges would take more than
+  ///   ``maxCellsPerEdge`` grid cells each on average: long edges crowded beside many short ones
+  ///   (such as a comb of long thin teeth), for which the grid saves nothing and would take
+  ///   memory in proportion to the vertices times the grid size.
+  init(rings: [[Point]], coordinates: [[Coordinate]]) throws(RegionError) {
     self.rings = rings
     self.coordinates = coordinates
     var minX = Double.infinity
@@ -208,6 +220,8 @@ final class PlanarPolygon: Sendable {
     self.rowCount = rowCount
     var cells = [[UInt64]](repeating: [], count: columns * rowCount)
     var rows = [[UInt64]](repeating: [], count: rowCount)
+    var listed = 0
+    let budget = Self.maxCellsPerEdge * edgeCount + 4_096
     for (r, ring) in rings.enumerated() {
       for i in ring.indices {
         let a = ring[i]
@@ -223,6 +237,8 @@ final class PlanarPolygon: Sendable {
           let (x0, x1) = Self.xRange(a, b, bandLow, bandHigh)
           let columnLow = Self.clamp(Self.cell((x0 - minX) / cellSize), columns)
           let columnHigh = Self.clamp(Self.cell((x1 - minX) / cellSize), columns)
+          listed += columnHigh - columnLow + 1
+          if listed > budget { throw .tooComplex(vertices: edgeCount) }
           for column in columnLow...columnHigh { cells[row * columns + column].append(key) }
         }
       }
@@ -460,7 +476,17 @@ final class PlanarPolygon: Sendable {
 
   /// Checks that no two edges cross, touch or overlap (adjacent edges of a ring may share only
   /// their common vertex), that holes lie inside the exterior and outside each other.
+  ///
+  /// - Throws: ``RegionError/selfIntersection(ring:edge:otherRing:otherEdge:)``,
+  ///   ``RegionError/holeOutsideExterior(hole:)``, or ``RegionError/tooComplex(vertices:)`` when
+  ///   more than ``maxPairTests`` pairs would have to be compared.
   func validate() throws(RegionError) {
+    // Count the comparisons first, so that a polygon that needs too many is refused at once.
+    var pairs = 0
+    for cell in cells where cell.count > 1 {
+      pairs += cell.count * (cell.count - 1) / 2
+      if pairs > Self.maxPairTests { throw .tooComplex(vertices: rings.reduce(0) { $0 + $1.count }) }
+    }
     for cell in cells where cell.count > 1 {
       for first in 0..<(cell.count - 1) {
         for second in (first + 1)..<cell.count {
