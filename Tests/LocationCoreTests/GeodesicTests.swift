@@ -163,6 +163,21 @@ struct GeodesicPropertyTests {
     #expect(quadrant.initialAzimuth == 0)
   }
 
+  /// Azimuths are in `(-180, 180]`: due south is 180 even where GeodSolve prints -180
+  /// (`10 0 -10 -0.0`), and due north is 0, not -0 (GeodSolve: `-0.00000000` for `0 0 0 -180`).
+  @Test func azimuthsAreInTheHalfOpenRange() {
+    let south = Geodesic.inverse(
+      Coordinate(latitude: 10, longitude: 0), Coordinate(latitude: -10, longitude: -0.0))
+    #expect(south.initialAzimuth == 180 && south.finalAzimuth == 180)
+    let overThePole = Geodesic.inverse(
+      Coordinate(latitude: 0, longitude: 0), Coordinate(latitude: 0, longitude: -180))
+    #expect(overThePole.initialAzimuth == 0 && overThePole.initialAzimuth.sign == .plus)
+    #expect(overThePole.finalAzimuth == 180)
+    let end = Geodesic.direct(
+      from: Coordinate(latitude: 10, longitude: -0.0), azimuth: -180, distance: 1000)
+    #expect(end.finalAzimuth == 180)
+  }
+
   /// Coincident points are 0 m apart with unit scales; the same point written with longitude
   /// 190 or -170 is the same point.
   @Test func coincidentPointsAndLongitudeTurns() {
