@@ -85,8 +85,8 @@ public enum Geodesic {
       lat1: a.latitude, lon1: a.longitude, lat2: b.latitude, lon2: b.longitude)
     return GeodesicInverse(
       distance: solution.s12,
-      initialAzimuth: Degrees.atan2d(solution.salp1, solution.calp1),
-      finalAzimuth: Degrees.atan2d(solution.salp2, solution.calp2),
+      initialAzimuth: azimuth(solution.salp1, solution.calp1),
+      finalAzimuth: azimuth(solution.salp2, solution.calp2),
       reducedLength: solution.m12,
       geodesicScale12: solution.scale12,
       geodesicScale21: solution.scale21)
@@ -108,8 +108,17 @@ public enum Geodesic {
     let line = GeodesicLine(lat1: start.latitude, lon1: start.longitude, azi1: azimuth)
     let p = line.position(distance: distance)
     return GeodesicDirect(
-      coordinate: Coordinate(latitude: p.lat2, longitude: p.lon2), finalAzimuth: p.azi2,
+      coordinate: Coordinate(latitude: p.lat2, longitude: p.lon2),
+      finalAzimuth: p.azi2 == -180 ? 180 : p.azi2 + 0,
       reducedLength: p.m12, geodesicScale12: p.scale12, geodesicScale21: p.scale21)
+  }
+
+  /// The azimuth with the given sine and cosine, degrees in `(-180, 180]`: due south is 180 (where
+  /// GeodSolve may print -180 for a south-going line with a longitude difference of -0), and due
+  /// north 0, never -0.
+  static func azimuth(_ sine: Double, _ cosine: Double) -> Double {
+    let degrees = Degrees.atan2d(sine, cosine)
+    return degrees == -180 ? 180 : degrees + 0
   }
 
   /// Whether the algorithms accept `point`: finite, latitude in `[-90, 90]`, any longitude.

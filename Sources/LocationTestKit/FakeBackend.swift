@@ -179,18 +179,22 @@ public enum TestFixes {
     return fix
   }
 
-  /// `count` 3D fixes one `intervalMilliseconds` apart starting at `start`, moving north by
-  /// `stepMetres` each, as decoded epochs with line numbers 1, 11, 21...
+  /// `count` 3D fixes one `intervalMilliseconds` apart starting at `start`, moving north along
+  /// the meridian by `stepMetres` each (measured on the WGS84 ellipsoid, as ``Geodesy`` measures),
+  /// as decoded epochs with line numbers 1, 11, 21...
   public static func track(
     count: Int, start: Int64 = 1_700_000_000_000, intervalMilliseconds: Int64 = 1000,
     stepMetres: Double = 10,
     latitude: Double = 3.1386, longitude: Double = 101.6044
   ) -> [DecodedFix] {
     (0..<max(0, count)).map { index in
-      let north = Double(index) * stepMetres / (Geodesy.earthRadius * .pi / 180)
+      let position = Geodesic.direct(
+        from: Coordinate(latitude: latitude, longitude: longitude), azimuth: 0,
+        distance: Double(index) * stepMetres
+      ).coordinate
       return DecodedFix(
         fix: fix(
-          latitude: latitude + north, longitude: longitude,
+          latitude: position.latitude, longitude: longitude,
           time: start + Int64(index) * intervalMilliseconds),
         line: 1 + index * 10)
     }

@@ -29,10 +29,12 @@ import LocationModel
 ///    itself (geodesics through P are exactly straight there and azimuths from P are kept), the
 ///    point of the edge nearest the origin is taken back with the inverse projection, and its
 ///    geodesic distance from P is the distance. The smallest is the answer.
-/// The sign near an edge can be wrong only within the deviation of a geodesic from its chord in
-/// C's projection: measured (ProjectionTests) below 0.1 mm for 50 km edges within 100 km of C,
-/// 6 cm for 200 km edges and 1 m for 1,000 km edges within 1,000 km of C; below the default
-/// minimum margin (5 m), so such a point never decides anyway.
+/// The crossing number in C's projection can be wrong only within the deviation of a geodesic
+/// from its chord there: measured (ProjectionTests) below 0.1 mm for 50 km edges within 100 km
+/// of C, 6 cm for 200 km edges and 1 m for 1,000 km edges within 1,000 km of C. So within 5 m of
+/// the boundary the side is taken instead from the nearest edge in P's own projection (the
+/// interior lies left of an edge of a counterclockwise exterior or a clockwise hole; at a vertex
+/// the two edges there decide together, both for a convex vertex, either for a reflex one).
 final class PreparedShape: Sendable {
   /// Center of the bounding cap: the circle's center, or the polygon's center C.
   let capCenter: Coordinate
@@ -106,7 +108,7 @@ final class PreparedShape: Sendable {
         }
         planar.append(points)
       }
-      let prepared = PlanarPolygon(rings: planar, coordinates: rings)
+      let prepared = try PlanarPolygon(rings: planar, coordinates: rings)
       try prepared.validate()
       capCenter = center
       capRadius = farthest * 1.001 + 1
@@ -145,8 +147,8 @@ final class PreparedShape: Sendable {
     if beyondCap > Self.exactBand { return beyondCap }
     guard let xy = Gnomonic(center: capCenter).forward(point) else { return max(beyondCap, 0) }
     let p = Point(x: xy.x, y: xy.y)
-    let inside = polygon.contains(p)
-    let distance = polygon.boundaryDistance(from: p, at: point, projectionCenter: capCenter)
+    let (distance, localInside) = polygon.boundaryDistance(from: p, at: point, projectionCenter: capCenter)
+    let inside = localInside ?? polygon.contains(p)
     return inside ? -distance : distance
   }
 }
@@ -171,8 +173,23 @@ final class PlanarPolygon: Sendable {
   let cells: [[UInt64]]
   /// Edges overlapping each row's y-band, packed.
   let rows: [[UInt64]]
+  /// Whether each ring runs counterclockwise (positive signed area in the projection, x east
+  /// and y north), ring 0 the exterior.
+  let counterclockwise: [Bool]
 
-  init(rings: [[Point]], coordinates: [[Coordinate]]) {
+  /// Most grid cells an edge may be listed in, on average over the polygon: 64.
+  static let maxCellsPerEdge = 64
+  /// Most edge pairs the self-intersection test may compare: 20 million (about a second in a
+  /// release build on a slow machine).
+  static let maxPairTests = 20_000_000
+
+  /// Projects and indexes the rings.
+  ///
+  /// - Throws: ``RegionError/tooComplex(vertices:)`` when the edges would take more than
+  ///   ``maxCellsPerEdge`` grid cells each on average: long edges crowded beside many short ones
+  ///   (such as a comb of long thin teeth), for which the grid saves nothing and would take
+  ///   memory in proportion to the vertices times the grid size.
+  init(rings: [[Point]], coordinates: [[Coordinate]]) throws(RegionError) {
     self.rings = rings
     self.coordinates = coordinates
     var minX = Double.infinity
@@ -203,6 +220,8 @@ final class PlanarPolygon: Sendable {
     self.rowCount = rowCount
     var cells = [[UInt64]](repeating: [], count: columns * rowCount)
     var rows = [[UInt64]](repeating: [], count: rowCount)
+    var listed = 0
+    let budget = Self.maxCellsPerEdge * edgeCount + 4_096
     for (r, ring) in rings.enumerated() {
       for i in ring.indices {
         let a = ring[i]
@@ -218,12 +237,23 @@ final class PlanarPolygon: Sendable {
           let (x0, x1) = Self.xRange(a, b, bandLow, bandHigh)
           let columnLow = Self.clamp(Self.cell((x0 - minX) / cellSize), columns)
           let columnHigh = Self.clamp(Self.cell((x1 - minX) / cellSize), columns)
+          listed += columnHigh - columnLow + 1
+          if listed > budget { throw .tooComplex(vertices: edgeCount) }
           for column in columnLow...columnHigh { cells[row * columns + column].append(key) }
         }
       }
     }
     self.cells = cells
     self.rows = rows
+    self.counterclockwise = rings.map { ring in
+      var area = 0.0
+      for i in ring.indices {
+        let a = ring[i]
+        let b = ring[i + 1 == ring.count ? 0 : i + 1]
+        area += a.x * b.y - b.x * a.y
+      }
+      return area > 0
+    }
   }
 
   static func clamp(_ value: Int, _ count: Int) -> Int { min(max(value, 0), count - 1) }
@@ -327,31 +357,46 @@ final class PlanarPolygon: Sendable {
     return (unique, nil)
   }
 
+  /// Within this distance of the boundary, metres, the side is taken from the nearest edge in the
+  /// projection centred on the point (where that edge is exact near the point) rather than from
+  /// the crossing number in the cap's projection, where a long edge far from the center may bow
+  /// up to about a metre from its chord.
+  static let localSideBand = 5.0
+
   /// Geodesic distance, metres, from `point` (projected to `p`) to the boundary: the nearest
   /// edges found in the plane, refined in the gnomonic projection centred on `point`; when no
-  /// edge is within `PreparedShape.exactBand` (1 km), that band instead, a lower bound.
-  func boundaryDistance(from p: Point, at point: Coordinate, projectionCenter: Coordinate) -> Double {
+  /// edge is within `PreparedShape.exactBand` (1 km), that band instead, a lower bound. Within
+  /// ``localSideBand`` of the boundary also whether the point is inside, from the nearest edge.
+  func boundaryDistance(from p: Point, at point: Coordinate, projectionCenter: Coordinate) -> (Double, Bool?) {
     // The points concerned are within about 1,001 km of the projection's center (the extent
     // limit plus the 1 km band), where the gnomonic projection stretches distances by less than
     // 1/cos^2(9.1 deg) < 1.03; with 1.11 to spare, no edge within 1.11 km in the plane means none
     // within 1 km on the ellipsoid.
     let stretch = 1.11
     let (edges, bound) = nearestEdges(p, limit: PreparedShape.exactBand * stretch)
-    if let bound { return bound / stretch }
+    if let bound { return (bound / stretch, nil) }
     let local = Gnomonic(center: point)
     var best = Double.infinity
+    var bestSide: Bool? = nil
     for candidate in edges {
-      let ring = coordinates[Int(candidate.key >> 32)]
+      let ringIndex = Int(candidate.key >> 32)
+      let ring = coordinates[ringIndex]
       let i = Int(candidate.key & 0xFFFF_FFFF)
       let a = ring[i]
       let b = ring[i + 1 == ring.count ? 0 : i + 1]
       var distance: Double? = nil
+      var side: Bool? = nil
       if let pa = local.forward(a), let pb = local.forward(b) {
-        let (squared, q) = Self.nearest(Point(x: 0, y: 0), Point(x: pa.x, y: pa.y), Point(x: pb.x, y: pb.y))
+        let la = Point(x: pa.x, y: pa.y)
+        let lb = Point(x: pb.x, y: pb.y)
+        let (squared, q) = Self.nearest(Point(x: 0, y: 0), la, lb)
         if squared == 0 {
           distance = 0
         } else if let nearestPoint = local.reverse(x: q.x, y: q.y) {
           distance = Geodesic.distance(point, nearestPoint)
+          if let distance, distance < Self.localSideBand {
+            side = localSide(ringIndex: ringIndex, edge: i, a: la, b: lb, nearest: q, projection: local)
+          }
         }
       }
       if distance == nil {
@@ -362,9 +407,45 @@ final class PlanarPolygon: Sendable {
           distance = Geodesic.distance(point, nearestPoint)
         }
       }
-      if let distance, distance.isFinite { best = min(best, distance) }
+      if let distance, distance.isFinite, distance < best {
+        best = distance
+        bestSide = side
+      }
     }
-    return best.isFinite ? best : 0
+    return best.isFinite ? (best, bestSide) : (0, nil)
+  }
+
+  /// Whether the origin of `projection` (the point) is inside, judged from edge `edge` of ring
+  /// `ringIndex` (projected to `a`-`b`, nearest point `nearest`) and, when the nearest point is a
+  /// vertex, the other edge at that vertex; `nil` when it cannot tell (on the edge).
+  func localSide(ringIndex: Int, edge i: Int, a: Point, b: Point, nearest: Point, projection: Gnomonic) -> Bool? {
+    let origin = Point(x: 0, y: 0)
+    // The polygon's interior is on the left of an edge for a counterclockwise exterior or a
+    // clockwise hole.
+    let interiorLeft = (ringIndex == 0) == counterclockwise[ringIndex]
+    func isInteriorSide(_ from: Point, _ to: Point) -> Bool? {
+      let turn = Self.orient(from, to, origin)
+      return turn == 0 ? nil : (turn > 0) == interiorLeft
+    }
+    let ring = coordinates[ringIndex]
+    let count = ring.count
+    let atStart = nearest == a
+    let atEnd = nearest == b
+    guard atStart || atEnd else { return isInteriorSide(a, b) }
+    // Nearest at a vertex: the incoming and outgoing edges there decide together.
+    let vertexIndex = atStart ? i : (i + 1) % count
+    let previousIndex = (vertexIndex + count - 1) % count
+    let nextIndex = (vertexIndex + 1) % count
+    guard let previous = atStart ? projection.forward(ring[previousIndex]).map({ Point(x: $0.x, y: $0.y) }) : a,
+      let next = atEnd ? projection.forward(ring[nextIndex]).map({ Point(x: $0.x, y: $0.y) }) : b
+    else { return nil }
+    let vertex = atStart ? a : b
+    guard let incoming = isInteriorSide(previous, vertex), let outgoing = isInteriorSide(vertex, next) else {
+      return nil
+    }
+    let turn = Self.orient(previous, vertex, next)
+    let convex = (turn > 0) == interiorLeft
+    return convex ? (incoming && outgoing) : (incoming || outgoing)
   }
 
   /// Orientation of c relative to ab: > 0 left, < 0 right, 0 collinear.
@@ -395,7 +476,17 @@ final class PlanarPolygon: Sendable {
 
   /// Checks that no two edges cross, touch or overlap (adjacent edges of a ring may share only
   /// their common vertex), that holes lie inside the exterior and outside each other.
+  ///
+  /// - Throws: ``RegionError/selfIntersection(ring:edge:otherRing:otherEdge:)``,
+  ///   ``RegionError/holeOutsideExterior(hole:)``, or ``RegionError/tooComplex(vertices:)`` when
+  ///   more than ``maxPairTests`` pairs would have to be compared.
   func validate() throws(RegionError) {
+    // Count the comparisons first, so that a polygon that needs too many is refused at once.
+    var pairs = 0
+    for cell in cells where cell.count > 1 {
+      pairs += cell.count * (cell.count - 1) / 2
+      if pairs > Self.maxPairTests { throw .tooComplex(vertices: rings.reduce(0) { $0 + $1.count }) }
+    }
     for cell in cells where cell.count > 1 {
       for first in 0..<(cell.count - 1) {
         for second in (first + 1)..<cell.count {
@@ -440,20 +531,6 @@ final class PlanarPolygon: Sendable {
       for other in 1..<rings.count where other != hole && ringContains(other, p) {
         throw .holeOutsideExterior(hole: hole)
       }
-    }
-  }
-
-  /// Whether each ring runs counterclockwise (positive signed area in the projection, x east
-  /// and y north), ring 0 the exterior.
-  var isCounterclockwise: [Bool] {
-    rings.map { ring in
-      var area = 0.0
-      for i in ring.indices {
-        let a = ring[i]
-        let b = ring[i + 1 == ring.count ? 0 : i + 1]
-        area += a.x * b.y - b.x * a.y
-      }
-      return area > 0
     }
   }
 

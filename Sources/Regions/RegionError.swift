@@ -33,6 +33,10 @@ public enum RegionError: Error, Sendable, Equatable, CustomStringConvertible {
   /// `otherRing` (the same ring for a self-intersection such as a bow tie, different rings when a
   /// hole crosses or touches the exterior or another hole).
   case selfIntersection(ring: Int, edge: Int, otherRing: Int, otherEdge: Int)
+  /// The polygon's `vertices` vertices crowd along long edges (such as a comb of many long thin
+  /// teeth) so that the self-intersection test would need more than 20 million edge
+  /// comparisons, or its edge grid more than 64 cells per edge on average.
+  case tooComplex(vertices: Int)
   /// A hole is not inside the exterior ring, or lies inside another hole.
   case holeOutsideExterior(hole: Int)
   /// A GeoJSON text is not acceptable; `reason` says where and why.
@@ -84,6 +88,9 @@ public enum RegionError: Error, Sendable, Equatable, CustomStringConvertible {
       }
       return
         "\(Self.ringName(ring)) edge \(edge) crosses, touches or overlaps \(Self.ringName(otherRing)) edge \(otherEdge)"
+    case .tooComplex(let vertices):
+      return
+        "polygon too complex to check: its \(vertices) vertices crowd along long edges (like a comb of long thin teeth), which would need more than 20 million edge comparisons; simplify it or split it into several regions"
     case .holeOutsideExterior(let hole):
       return "hole \(hole) is not inside the exterior ring, or lies inside another hole"
     case .invalidGeoJSON(let reason):

@@ -182,7 +182,7 @@ public enum RegionGeoJSON {
       ]
     case .polygon(let exterior, let holes):
       properties.append(JSONMember("kind", "polygon"))
-      let counterclockwise = region.prepared.polygon?.isCounterclockwise ?? []
+      let counterclockwise = region.prepared.polygon?.counterclockwise ?? []
       rings = ([exterior] + holes).enumerated().map { index, ring in
         let wanted = index == 0
         let isCounterclockwise = index < counterclockwise.count ? counterclockwise[index] : wanted

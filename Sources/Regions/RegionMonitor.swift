@@ -23,7 +23,7 @@ public enum RegionEventKind: String, Sendable {
 }
 
 /// One event of one region.
-public struct RegionTransition: Sendable, Equatable {
+public struct RegionTransition: Sendable, Hashable {
   /// The region's identifier.
   public var id: String
   /// What happened.
@@ -44,7 +44,7 @@ public struct RegionTransition: Sendable, Equatable {
 }
 
 /// A region with its monitoring state.
-public struct RegionStatus: Sendable, Equatable {
+public struct RegionStatus: Sendable, Hashable {
   /// The region.
   public var region: Region
   /// The confirmed state.
@@ -84,7 +84,7 @@ public struct RegionMonitorConfiguration: Sendable, Equatable {
   /// Seconds, `0...86_400`: a fix whose time differs from the clock (`now`) by more than this
   /// (older: stale; newer: the clocks disagree) never decides. Default 10 s.
   public var maximumFixAge: Double
-  /// Seconds, `0...604_800`: a gap longer than this between two votes discards a
+  /// Seconds, `0...86_400`: a gap longer than this between two votes discards a
   /// half-confirmed transition (confirmation starts again), and a dwell does not fire until a
   /// deciding fix no older than this has not voted outside. The confirmed state is kept across
   /// any outage, however long (see ``RegionMonitor``). Default 60 s.
@@ -120,7 +120,7 @@ public struct RegionMonitorConfiguration: Sendable, Equatable {
     try check("minimumMargin", minimumMargin, 0...10_000)
     try check("confirmations", Double(confirmations), 1...100)
     try check("maximumFixAge", maximumFixAge, 0...86_400)
-    try check("outageReset", outageReset, 0...604_800)
+    try check("outageReset", outageReset, 0...86_400)
   }
 
   /// This configuration with every value that ``validate()`` would refuse replaced by its
@@ -132,7 +132,7 @@ public struct RegionMonitorConfiguration: Sendable, Equatable {
     return RegionMonitorConfiguration(
       errorFraction: value(errorFraction, 0...10, 1.0), minimumMargin: value(minimumMargin, 0...10_000, 5),
       confirmations: (1...100).contains(confirmations) ? confirmations : 2,
-      maximumFixAge: value(maximumFixAge, 0...86_400, 10), outageReset: value(outageReset, 0...604_800, 60))
+      maximumFixAge: value(maximumFixAge, 0...86_400, 10), outageReset: value(outageReset, 0...86_400, 60))
   }
 }
 

@@ -163,6 +163,21 @@ struct GeodesicPropertyTests {
     #expect(quadrant.initialAzimuth == 0)
   }
 
+  /// Azimuths are in `(-180, 180]`: due south is 180 even where GeodSolve prints -180
+  /// (`10 0 -10 -0.0`), and due north is 0, not -0 (GeodSolve: `-0.00000000` for `0 0 0 -180`).
+  @Test func azimuthsAreInTheHalfOpenRange() {
+    let south = Geodesic.inverse(
+      Coordinate(latitude: 10, longitude: 0), Coordinate(latitude: -10, longitude: -0.0))
+    #expect(south.initialAzimuth == 180 && south.finalAzimuth == 180)
+    let overThePole = Geodesic.inverse(
+      Coordinate(latitude: 0, longitude: 0), Coordinate(latitude: 0, longitude: -180))
+    #expect(overThePole.initialAzimuth == 0 && overThePole.initialAzimuth.sign == .plus)
+    #expect(overThePole.finalAzimuth == 180)
+    let end = Geodesic.direct(
+      from: Coordinate(latitude: 10, longitude: -0.0), azimuth: -180, distance: 1000)
+    #expect(end.finalAzimuth == 180)
+  }
+
   /// Coincident points are 0 m apart with unit scales; the same point written with longitude
   /// 190 or -170 is the same point.
   @Test func coincidentPointsAndLongitudeTurns() {
@@ -190,6 +205,33 @@ struct GeodesicPropertyTests {
     #expect(tiny.distance == exact.distance)
   }
 
+  /// Extreme but valid values (poles, signed zeros, subnormals, longitudes and azimuths of 1e300,
+  /// distances of 1e300) give results in range: no distance beyond the meridian from pole to pole
+  /// (20,003,931.4586 m, the longest shortest path), latitudes in `[-90, 90]`, longitudes in
+  /// `[-180, 180]`.
+  @Test func extremeValidInputStaysInRange() {
+    let latitudes = [90, -90, 0, -0.0, 5e-324, -5e-324, 89.999_999_999_999_99, -45]
+    let longitudes = [0, -0.0, 180, -180, 540, -540, 1e300, -1e300, 5e-324, 179.999_999_999_999_97]
+    let points = latitudes.flatMap { lat in
+      longitudes.map { Coordinate(latitude: lat, longitude: $0) }
+    }
+    for a in points {
+      for b in points {
+        let solution = Geodesic.inverse(a, b)
+        #expect(solution.distance >= 0 && solution.distance <= 20_003_931.4587, "\(a) \(b)")
+        #expect(
+          abs(solution.initialAzimuth) <= 180 && abs(solution.finalAzimuth) <= 180, "\(a) \(b)")
+      }
+      for azimuth in [0, 90, -180, 1e300, -0.0] {
+        for distance in [0, 1e-300, 1, -1e7, 4e7, 1e300] {
+          let end = Geodesic.direct(from: a, azimuth: azimuth, distance: distance).coordinate
+          #expect(
+            abs(end.latitude) <= 90 && abs(end.longitude) <= 180, "\(a) \(azimuth) \(distance)")
+        }
+      }
+    }
+  }
+
   /// NaN or out-of-range input gives NaN, never a trap or a hang.
   @Test(arguments: [
     (Double.nan, 0.0), (0.0, Double.nan), (91.0, 0.0), (-90.5, 0.0), (0.0, Double.infinity),
@@ -199,7 +241,8 @@ struct GeodesicPropertyTests {
     let bad = Coordinate(latitude: latitude, longitude: longitude)
     let good = Coordinate(latitude: 12, longitude: 34)
     for solution in [Geodesic.inverse(bad, good), Geodesic.inverse(good, bad)] {
-      #expect(solution.distance.isNaN && solution.initialAzimuth.isNaN && solution.finalAzimuth.isNaN)
+      #expect(
+        solution.distance.isNaN && solution.initialAzimuth.isNaN && solution.finalAzimuth.isNaN)
       #expect(
         solution.reducedLength.isNaN && solution.geodesicScale12.isNaN
           && solution.geodesicScale21.isNaN)

@@ -87,6 +87,18 @@ struct LocationAccuracyTests {
     #expect(abs(Geodesy.distance(a, step) - meridianRadius * 0.001 * .pi / 180) < 1e-4)
   }
 
+  /// The test track moves by its step as the filter measures it: 10 m on the ellipsoid, not
+  /// 10 m of the mean sphere (9.945 m near the equator).
+  @Test func theTestTrackStepsAreMetresOnTheEllipsoid() throws {
+    let track = TestFixes.track(count: 5, stepMetres: 10)
+    for (a, b) in zip(track, track.dropFirst()) {
+      let here = try #require(a.fix.coordinate)
+      let there = try #require(b.fix.coordinate)
+      #expect(abs(Geodesy.distance(here, there) - 10) < 1e-6)
+      #expect(here.longitude == there.longitude && there.latitude > here.latitude)
+    }
+  }
+
   /// The distance filter measures on the ellipsoid: 0.0009 degrees north of the equator is
   /// 99.52 m there (100.08 m on the mean sphere), so a 100 m filter holds the fix back.
   @Test func theDistanceFilterUsesTheEllipsoid() throws {

@@ -113,3 +113,57 @@ import Testing
     #expect(region.signedDistance(to: offset(origin, 33, 2_100)) > 50)
   }
 }
+
+/// Points a fraction of a metre from a long edge far from the polygon's center, where the
+/// geodesic bows about a metre from its chord in the center's projection: the sign comes from
+/// the edge itself.
+@Suite struct LongEdgeSignTests {
+  @Test(arguments: [0, 1, 2])
+  func signIsRightBesideALongEdge(edgeIndex: Int) throws {
+    // A triangle 1,900 km across at 45 N: edges of about 1,650 km, their middles 480 km from the
+    // center and their ends 950 km.
+    let center = Coordinate(latitude: 45, longitude: 10)
+    let exterior = [30.0, 150, 270].map { Geodesic.direct(from: center, azimuth: $0, distance: 950_000).coordinate }
+    let region = try Region(id: "t", shape: .polygon(exterior: exterior, holes: []))
+    let a = exterior[edgeIndex]
+    let b = exterior[(edgeIndex + 1) % 3]
+    let line = Geodesic.inverse(a, b)
+    for fraction in [0.1, 0.25, 0.5, 0.75, 0.9] {
+      let onEdge = Geodesic.direct(from: a, azimuth: line.initialAzimuth, distance: line.distance * fraction)
+      // The ring runs clockwise seen from above (azimuths increase), so the interior is on the
+      // right of each edge: azimuth + 90.
+      let inside = Geodesic.direct(from: onEdge.coordinate, azimuth: onEdge.finalAzimuth + 90, distance: 0.3).coordinate
+      let outside = Geodesic.direct(from: onEdge.coordinate, azimuth: onEdge.finalAzimuth - 90, distance: 0.3).coordinate
+      let dIn = region.signedDistance(to: inside)
+      let dOut = region.signedDistance(to: outside)
+      #expect(abs(dIn + 0.3) < 0.001, "edge \(edgeIndex) at \(fraction): \(dIn)")
+      #expect(abs(dOut - 0.3) < 0.001, "edge \(edgeIndex) at \(fraction): \(dOut)")
+    }
+  }
+}
+
+/// Points a fraction of a metre from a convex and a reflex corner of an L-shaped polygon.
+@Suite struct CornerSignTests {
+  @Test func signNearConvexAndReflexCorners() throws {
+    let sw = Coordinate(latitude: 10, longitude: 20)
+    let se = offset(sw, 90, 2_000)
+    let ne = offset(se, 0, 1_000)
+    let mid = offset(ne, 270, 1_000)
+    let top = offset(mid, 0, 1_000)
+    let nw = offset(sw, 0, 2_000)
+    let region = try Region(id: "L", shape: .polygon(exterior: [sw, se, ne, mid, top, nw], holes: []))
+    // Convex corner se (interior to the north-west): outward along the bisector the corner is
+    // nearest; inward both edges are at 0.3 sin 45 degrees.
+    #expect(abs(region.signedDistance(to: offset(se, 135, 0.3)) - 0.3) < 0.002)
+    #expect(abs(region.signedDistance(to: offset(se, 315, 0.3)) + 0.3 * 0.5.squareRoot()) < 0.002)
+    // Reflex corner mid (the notch is to the north-east): into the notch it is outside with both
+    // edges at 0.3 sin 45; the other way inside with the corner nearest.
+    #expect(abs(region.signedDistance(to: offset(mid, 45, 0.3)) - 0.3 * 0.5.squareRoot()) < 0.002)
+    #expect(abs(region.signedDistance(to: offset(mid, 225, 0.3)) + 0.3) < 0.002)
+    // Beside the reflex corner, just inside each edge and just outside.
+    #expect(region.signedDistance(to: offset(offset(mid, 0, 0.2), 270, 0.1)) < 0)
+    #expect(region.signedDistance(to: offset(offset(mid, 0, 0.2), 90, 0.1)) > 0)
+    #expect(region.signedDistance(to: offset(offset(mid, 90, 0.2), 180, 0.1)) < 0)
+    #expect(region.signedDistance(to: offset(offset(mid, 90, 0.2), 0, 0.1)) > 0)
+  }
+}

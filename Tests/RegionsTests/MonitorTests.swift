@@ -232,6 +232,52 @@ import Testing
   }
 }
 
+/// After adding, replacing and removing regions at random, every grid cell lists exactly the
+/// live regions whose boxes cover it, once each, and the settled-outside regions are not in the
+/// attention set.
+@Suite struct IndexMaintenanceTests {
+  @Test func indexStaysExactUnderAddReplaceRemove() throws {
+    var generator = SeededGenerator(seed: 7)
+    var monitor = RegionMonitor()
+    let base = Coordinate(latitude: 64.1466, longitude: -21.9426)
+    for step in 0..<2_000 {
+      let id = "r\(Int.random(in: 0..<150, using: &generator))"
+      if Double.random(in: 0..<1, using: &generator) < 0.3 {
+        monitor.remove(id: id)
+      } else {
+        let center = offset(base, Double.random(in: 0..<360, using: &generator), Double.random(in: 0...50_000, using: &generator))
+        let radius = [30.0, 3_000, 60_000, 400_000][step % 4]
+        monitor.add(try Region(id: id, shape: .circle(center: center, radius: radius)))
+      }
+    }
+    var expected: [Int64: [Int32]] = [:]
+    var expectedCoarse: [Int64: [Int32]] = [:]
+    var expectedGlobal: [Int32] = []
+    for (slot, entry) in monitor.entries.enumerated() {
+      guard let entry else { continue }
+      if let keys = RegionIndex.keys(of: entry.box, cellsPerDegree: RegionIndex.fineCellsPerDegree, limit: RegionIndex.maxCellsPerRegion) {
+        for key in keys { expected[key, default: []].append(Int32(slot)) }
+      } else if let keys = RegionIndex.keys(of: entry.box, cellsPerDegree: RegionIndex.coarseCellsPerDegree, limit: RegionIndex.maxCellsPerRegion) {
+        for key in keys { expectedCoarse[key, default: []].append(Int32(slot)) }
+      } else {
+        expectedGlobal.append(Int32(slot))
+      }
+    }
+    #expect(monitor.index.fine.mapValues { $0.sorted() } == expected)
+    #expect(monitor.index.coarse.mapValues { $0.sorted() } == expectedCoarse)
+    #expect(monitor.index.global.sorted() == expectedGlobal)
+    #expect(monitor.slots.count == monitor.count)
+    #expect(monitor.attention.count == monitor.count)
+    // One far fix twice settles everything outside.
+    let far = Coordinate(latitude: -45, longitude: 170)
+    let t0: Int64 = 1_764_500_000_000
+    _ = monitor.update(with: location(far, time: t0, error95: 5), now: t0)
+    _ = monitor.update(with: location(far, time: t0 + 1000, error95: 5), now: t0 + 1000)
+    #expect(monitor.attention.isEmpty)
+    #expect(monitor.statuses.allSatisfy { $0.state == .outside })
+  }
+}
+
 @Suite struct ConfigurationTests {
   @Test func defaultsAreValid() throws {
     try RegionMonitorConfiguration.default.validate()

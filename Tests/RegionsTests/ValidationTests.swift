@@ -147,3 +147,37 @@ import Testing
     }
   }
 }
+
+/// A comb of long thin teeth defeats the edge grid (every cell crossed by many long edges): it
+/// is refused quickly as too complex rather than compared pair by pair; a small comb passes.
+@Suite struct ComplexityTests {
+  func comb(teeth: Int) -> [Coordinate] {
+    let origin = Coordinate(latitude: 40, longitude: 0)
+    let width = 100_000.0
+    let step = width / Double(teeth)
+    var ring: [Coordinate] = []
+    for k in 0..<teeth {
+      let base0 = offset(origin, 90, Double(k) * step)
+      let base1 = offset(origin, 90, (Double(k) + 0.5) * step)
+      ring += [offset(base0, 0, 10_000), base0, base1, offset(base1, 0, 10_000)]
+    }
+    ring += [offset(offset(origin, 90, width), 0, 10_000), offset(offset(origin, 90, width), 0, 11_000), offset(origin, 0, 11_000)]
+    return ring
+  }
+
+  @Test func largeCombIsRefusedAsTooComplex() {
+    let ring = comb(teeth: 24_000)
+    #expect(throws: RegionError.tooComplex(vertices: ring.count)) {
+      try Region(id: "comb", shape: .polygon(exterior: ring, holes: []))
+    }
+  }
+
+  @Test func smallCombIsAccepted() throws {
+    let region = try Region(id: "comb", shape: .polygon(exterior: comb(teeth: 200), holes: []))
+    // Inside a tooth and between two teeth.
+    let origin = Coordinate(latitude: 40, longitude: 0)
+    let step = 100_000.0 / 200
+    #expect(region.signedDistance(to: offset(offset(origin, 90, 0.25 * step), 0, 5_000)) < 0)
+    #expect(region.signedDistance(to: offset(offset(origin, 90, 0.75 * step), 0, 5_000)) > 0)
+  }
+}
