@@ -89,7 +89,7 @@ public struct Configuration: Sendable, Hashable {
   /// (`--region-maximum-fix-age`, `0...86400`).
   public var regionMaximumFixAge: Double = RegionMonitorConfiguration.default.maximumFixAge
   /// Seconds between votes after which a half-confirmed transition starts again, and how recent
-  /// the evidence for a dwell must be (`--region-outage-reset`, `0...604800`).
+  /// the evidence for a dwell must be (`--region-outage-reset`, `0...86400`).
   public var regionOutageReset: Double = RegionMonitorConfiguration.default.outageReset
 
   /// The region monitor's thresholds from the `region-*` settings.
@@ -131,7 +131,7 @@ public struct Configuration: Sendable, Hashable {
       --region-maximum-fix-age S seconds a fix's time may differ from the clock, 0...86400
                                                                    (default 10)
       --region-outage-reset S    seconds between votes that restart a confirmation,
-                                 0...604800                        (default 60)
+                                 0...86400                         (default 60)
 
     The socket's directory and the state directory are created when missing (one level: their
     parents must exist).
@@ -258,7 +258,7 @@ public struct Configuration: Sendable, Hashable {
     case "region-maximum-fix-age":
       regionMaximumFixAge = try Self.number(key, value, in: 0...86_400, unit: "seconds")
     case "region-outage-reset":
-      regionOutageReset = try Self.number(key, value, in: 0...604_800, unit: "seconds")
+      regionOutageReset = try Self.number(key, value, in: 0...86_400, unit: "seconds")
     default:
       throw .invalidValue(key: key, value: value, reason: "unknown setting: use one of \(Self.knownKeys.sorted().joined(separator: ", "))")
     }

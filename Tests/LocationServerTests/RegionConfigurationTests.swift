@@ -25,7 +25,7 @@ struct RegionConfigurationTests {
     // The flags' ranges are the engine's: their ends pass its own check.
     for bound in [
       ["--region-error-fraction", "10", "--region-minimum-margin", "10000", "--region-confirmations", "100",
-       "--region-maximum-fix-age", "86400", "--region-outage-reset", "604800"],
+       "--region-maximum-fix-age", "86400", "--region-outage-reset", "86400"],
       ["--region-error-fraction", "0", "--region-minimum-margin", "0", "--region-confirmations", "1",
        "--region-maximum-fix-age", "0", "--region-outage-reset", "0"],
     ] {
@@ -42,8 +42,8 @@ struct RegionConfigurationTests {
       ("region-confirmations", "0", "within 1...100"),
       ("region-confirmations", "1.5", "within 1...100"),
       ("region-maximum-fix-age", "inf", "within 0...86400 (seconds)"),
-      ("region-outage-reset", "ten", "within 0...604800 (seconds)"),
-      ("region-outage-reset", "604801", "within 0...604800 (seconds)"),
+      ("region-outage-reset", "ten", "within 0...86400 (seconds)"),
+      ("region-outage-reset", "86401", "within 0...86400 (seconds)"),
     ])
   func refused(_ key: String, _ value: String, _ message: String) {
     do {
