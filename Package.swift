@@ -138,7 +138,7 @@ let package = Package(
     .target(
       name: "FuzzTargets", dependencies: [
         "NMEA", "LocationModel", "LocationProtocol", "LocationCore", "LocationDaemon", "MapState", "GPSDBackend",
-        "Regions",
+        "Regions", "ServiceCore", "SystemIO",
       ],
       swiftSettings: swiftSettings),
     // Replays the committed fuzz corpus (Tests/FuzzCorpus) and every crash found so far.

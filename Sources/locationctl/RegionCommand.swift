@@ -176,7 +176,7 @@ extension Format {
       let vertices = polygon.reduce(0) { $0 + max(0, ($1.arrayValue?.count ?? 1) - 1) }
       parts.append(
         "polygon of \(vertices) vertices"
-          + (polygon.count > 1 ? ", \(polygon.count - 1) holes" : ""))
+          + (polygon.count == 2 ? ", 1 hole" : polygon.count > 2 ? ", \(polygon.count - 1) holes" : ""))
     }
     if let dwell = status["dwell"]?.doubleValue { parts.append("dwell \(dwell) s") }
     if let distance = status["distance"]?.doubleValue {
