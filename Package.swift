@@ -107,6 +107,13 @@ let package = Package(
       name: "relay-bench", dependencies: ["BenchKit", "LocationCore", "LocationTestKit"], swiftSettings: swiftSettings),
     .testTarget(name: "SystemIOTests", dependencies: ["SystemIO"], swiftSettings: swiftSettings),
     .testTarget(
+      name: "NMEAFeedTests",
+      dependencies: [
+        "NMEAFeed", "ServiceCore", "LocationDaemon", "LocationCore", "LocationModel", "LocationProtocol", "MapState",
+        "NMEA", "LocationTestKit", "SystemIO",
+      ],
+      swiftSettings: swiftSettings),
+    .testTarget(
       name: "NMEATests", dependencies: ["NMEA", "LocationModel", "LocationProtocol", "LocationTestKit"], swiftSettings: swiftSettings),
     .testTarget(
       name: "LocationCoreTests",

@@ -53,7 +53,20 @@ public final class NMEAFeed: FrontEnd, Sendable {
   /// The bounds in force.
   public let options: NMEAFeedOptions
   let handler: any RequestHandler
-  private let encoder = NMEAEncoder(talker: .gps, sentences: [.rmc, .gga])
+  /// RMC then GGA, talker `GP`: older GeoClue releases match only `$GPGGA`, and 2.6 takes any
+  /// talker but needs RMC status `A` and GGA quality above 0 (a fix without a position is still
+  /// written, as a receiver writes it, and GeoClue skips it).
+  static let encoder = NMEAEncoder(talker: .gps, sentences: [.rmc, .gga])
+
+  /// The bytes the feed writes for `fix`: an RMC and a GGA sentence (NMEA 0183, ``NMEAEncoder``),
+  /// each `$GP...*HH` with its checksum and CRLF; latitude `ddmm.mmmmmm`, longitude
+  /// `dddmm.mmmmmm`, so the position survives within 2e-8 degrees. Lines stay well within
+  /// GeoClue's 128-byte sentence buffer (checked by the tests with every field filled).
+  public static func sentences(for fix: Fix) -> [UInt8] {
+    var bytes: [UInt8] = []
+    encoder.encode(fix, into: &bytes)
+    return bytes
+  }
   private let readers = Mutex<[UInt64: NMEAReader]>([:])
   private let control = Mutex(Control())
   private let wakeRead: Int32
@@ -185,8 +198,7 @@ public final class NMEAFeed: FrontEnd, Sendable {
   /// would exceed ``NMEAFeedOptions/bufferLimit`` is disconnected by the I/O thread.
   @discardableResult
   public func publish(_ fix: Fix) -> [UInt8] {
-    var bytes: [UInt8] = []
-    encoder.encode(fix, into: &bytes)
+    let bytes = Self.sentences(for: fix)
     let current = readers.withLock { Array($0.values) }
     var wake = false
     for reader in current where reader.write(bytes, limit: options.bufferLimit) {
