@@ -39,7 +39,8 @@ public struct NMEAFeedOptions: Sendable, Hashable {
 /// ``AuthorizationAuthority`` does not authorize is closed (logged `nmeaReaderDenied`). The socket
 /// file carries the same mode and group as the main socket (0600 root only, or 0660 and the
 /// configured group: ``ListeningSocket/create(path:group:)``), so the kernel's gate and the
-/// authority agree. The watch is connection-scoped tracking: the backend runs while at least one
+/// authority agree. A reader a reload revokes is disconnected (it is told so the way every
+/// client is, with an `AUTHORIZATION` event, which is its cue). The watch is connection-scoped tracking: the backend runs while at least one
 /// authorized reader is connected, and `status` counts the readers among its `clients`.
 ///
 /// Threads: one POSIX thread polls the listening socket, the readers and a wake pipe; it alone
@@ -401,8 +402,17 @@ final class NMEAReader: ClientChannel, @unchecked Sendable {
 
   var isConnected: Bool { state.withLock { !$0.closed && $0.closeReason == nil } }
 
-  /// Readers get NMEA only: JSON events are not for them.
-  @discardableResult func send(_ event: Event) -> Bool { isConnected }
+  /// Readers get NMEA only: JSON events are not written. An `AUTHORIZATION` event that is not
+  /// `authorized` (a reload revoked the reader) disconnects the reader, which has no other way to
+  /// learn it.
+  @discardableResult func send(_ event: Event) -> Bool {
+    if event.body["class"] == .string("AUTHORIZATION"),
+      event.body["authorization"] != .string(AuthorizationStatus.authorized.rawValue)
+    {
+      requestClose(reason: "denied")
+    }
+    return isConnected
+  }
 
   /// Readers get NMEA only: the encoded TPV is not for them (``NMEAFeed/publish(_:)`` writes the
   /// fix).

@@ -368,6 +368,43 @@ struct NMEAFeedServiceTests {
   }
 }
 
+extension NMEAFeedServiceTests {
+  /// A reader authorized through the group loses the feed when a reload takes the group away:
+  /// it is disconnected and tracking stops.
+  @Test func readerARevocationRemovesIsClosed() async throws {
+    try #require(getuid() == 0, "needs root to run a reader as uid 65534")
+    try #require(access("/usr/bin/setpriv", X_OK) == 0 && access("/usr/bin/python3", X_OK) == 0)
+    let fixture = try await FeedFixture(group: "nogroup")
+    let script = """
+      import socket, sys
+      s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+      s.connect(sys.argv[1])
+      s.settimeout(60)
+      while s.recv(4096):
+          pass
+      print("closed")
+      """
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+    process.arguments = [
+      "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script,
+      fixture.path,
+    ]
+    let output = Pipe()
+    process.standardOutput = output
+    try process.run()
+    // Authorized through its gid (nogroup): it tracks.
+    #expect(await eventually { fixture.backend.isRunning && fixture.feed.clientCount == 1 })
+    let review = await fixture.service.reloadAuthorization(Authorizer(groupName: nil))
+    #expect(review.revoked == 1)
+    #expect(await process.hasExited(within: .seconds(30)))
+    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    #expect(text == "closed\n")
+    #expect(await eventually { fixture.feed.clientCount == 0 && !fixture.backend.isRunning })
+    await fixture.tearDown()
+  }
+}
+
 @Suite("NMEA feed: the socket path")
 struct NMEAFeedPathTests {
   func makeDirectory(mode: mode_t) throws -> String {
