@@ -119,8 +119,11 @@ public enum Daemon {
       }
     }
     await service.start()
-    let nmeaTask = nmeaFeed.map { feed in
-      Task { await feed.run(events: await manager.observe(coalescing: true)) }
+    // Subscribed before any reader can connect, so that the first fix of their tracking is seen.
+    var nmeaTask: Task<Void, Never>?
+    if let feed = nmeaFeed {
+      let events = await manager.observe(coalescing: true)
+      nmeaTask = Task { await feed.run(events: events) }
     }
     do {
       try server.start()

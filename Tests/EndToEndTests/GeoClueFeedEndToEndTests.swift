@@ -166,5 +166,23 @@ struct GeoClueFeedEndToEndTests {
     }
     #expect(stopped)
     #expect(await daemon.stop() == 0)
+    #expect(access(nmeaSocket, F_OK) != 0, "the NMEA socket file is left behind")
+  }
+
+  /// A socket directory others may write to is refused at start (exit status 78), before
+  /// anything is created in it.
+  @Test func unsafeNMEASocketDirectoryIsRefused() async throws {
+    let scratch = try Scratch()
+    defer { scratch.remove() }
+    let open = scratch.file("open")
+    try FileManager.default.createDirectory(atPath: open, withIntermediateDirectories: false)
+    chmod(open, 0o1777)
+    let daemon = try DaemonProcess(
+      scratch: scratch, backend: "simulate", extra: ["--nmea-socket", open + "/nmea.sock"])
+    defer { daemon.cleanUp() }
+    #expect(await daemon.waitForExit(timeout: 30) == 78)
+    #expect(daemon.log.contains("NMEA socket directory \(open) is not safe"), "\(daemon.log)")
+    #expect(access(open + "/nmea.sock", F_OK) != 0)
+    #expect(access(daemon.socketPath, F_OK) != 0, "the main socket is left behind")
   }
 }
