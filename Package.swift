@@ -17,6 +17,7 @@ let package = Package(
     .library(name: "LocationProtocol", targets: ["LocationProtocol"]),
     .library(name: "LocationCore", targets: ["LocationCore"]),
     .library(name: "MapState", targets: ["MapState"]),
+    .library(name: "Regions", targets: ["Regions"]),
   ],
   targets: [
     // libgps (headers from libgps-dev); only GPSDBackend imports it. A C target that loads the
@@ -51,6 +52,9 @@ let package = Package(
       name: "GPSDBackend", dependencies: ["CGPS", "LocationCore", "LocationModel", "NMEA", "SystemIO"],
       swiftSettings: swiftSettings),
     .target(name: "MapState", dependencies: ["JSON", "LocationModel", "SystemIO"], swiftSettings: swiftSettings),
+    // Region monitoring (geofences): shapes, validation, the enter/exit/dwell decision rule, the
+    // spatial index, persistence and GeoJSON. Pure, no I/O.
+    .target(name: "Regions", dependencies: ["JSON", "LocationModel"], swiftSettings: swiftSettings),
     // The wire protocol: requests, replies, events and their JSON (gpsd's TPV and SKY included).
     // Pure, no I/O; locationctl and every front-end use it.
     .target(name: "LocationProtocol", dependencies: ["JSON", "LocationModel"], swiftSettings: swiftSettings),
@@ -107,6 +111,10 @@ let package = Package(
       swiftSettings: swiftSettings),
     .executableTarget(
       name: "relay-bench", dependencies: ["BenchKit", "LocationCore", "LocationTestKit"], swiftSettings: swiftSettings),
+    // Per-fix cost and memory of region monitoring at 10, 1,000 and 100,000 regions.
+    .executableTarget(
+      name: "region-bench", dependencies: ["BenchKit", "Regions", "LocationModel"], swiftSettings: swiftSettings),
+    .testTarget(name: "RegionsTests", dependencies: ["Regions", "LocationModel", "JSON"], swiftSettings: swiftSettings),
     .testTarget(name: "SystemIOTests", dependencies: ["SystemIO"], swiftSettings: swiftSettings),
     .testTarget(
       name: "NMEAFeedTests",
