@@ -71,12 +71,17 @@ let package = Package(
       name: "SocketTransport",
       dependencies: ["CLinux", "ServiceCore", "LocationProtocol", "LocationModel", "Queues", "SystemIO"],
       swiftSettings: swiftSettings),
+    // The NMEA feed front-end: each fix as RMC and GGA on a Unix socket (GeoClue's nmea-socket).
+    .target(
+      name: "NMEAFeed",
+      dependencies: ["ServiceCore", "SocketTransport", "LocationCore", "LocationModel", "LocationProtocol", "NMEA", "SystemIO"],
+      swiftSettings: swiftSettings),
     // The daemon's wiring: configuration, backend factory, signals, systemd glue, exit codes.
     .target(
       name: "LocationDaemon",
       dependencies: [
         "SocketTransport", "ServiceCore", "LocationProtocol", "LocationCore", "LocationModel", "MapState",
-        "GPSDBackend", "Regions", "SystemIO",
+        "GPSDBackend", "Regions", "SystemIO", "NMEAFeed",
       ],
       swiftSettings: swiftSettings),
     .target(name: "LocationTestKit", dependencies: ["LocationCore", "LocationModel", "NMEA"], swiftSettings: swiftSettings),
@@ -113,6 +118,13 @@ let package = Package(
       name: "region-bench", dependencies: ["BenchKit", "Regions", "LocationModel"], swiftSettings: swiftSettings),
     .testTarget(name: "RegionsTests", dependencies: ["Regions", "LocationModel", "JSON"], swiftSettings: swiftSettings),
     .testTarget(name: "SystemIOTests", dependencies: ["SystemIO"], swiftSettings: swiftSettings),
+    .testTarget(
+      name: "NMEAFeedTests",
+      dependencies: [
+        "NMEAFeed", "ServiceCore", "LocationDaemon", "LocationCore", "LocationModel", "LocationProtocol", "MapState",
+        "NMEA", "LocationTestKit", "SystemIO",
+      ],
+      swiftSettings: swiftSettings),
     .testTarget(
       name: "NMEATests", dependencies: ["NMEA", "LocationModel", "LocationProtocol", "LocationTestKit"], swiftSettings: swiftSettings),
     .testTarget(

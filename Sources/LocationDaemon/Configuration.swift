@@ -56,7 +56,7 @@ public enum ConfigurationError: Error, Sendable, Hashable, CustomStringConvertib
 ///
 /// Config file format: one `key = value` per line; `#` starts a comment line; blank lines are
 /// ignored; keys are the long flag names without `--` (`backend`, `socket`, `state-dir`,
-/// `group`, `max-clients`, and the region thresholds `region-error-fraction`,
+/// `group`, `max-clients`, `nmea-socket`, and the region thresholds `region-error-fraction`,
 /// `region-minimum-margin`, `region-confirmations`, `region-maximum-fix-age`,
 /// `region-outage-reset`). Values may be wrapped in double quotes.
 public struct Configuration: Sendable, Hashable {
@@ -75,6 +75,9 @@ public struct Configuration: Sendable, Hashable {
   public var stateDirectory: String = defaultStateDirectory
   /// Members of this group are authorized (`--group`); `nil` = root only.
   public var group: String? = "locationd"
+  /// The NMEA feed's socket (`--nmea-socket`): each fix as RMC and GGA for readers such as
+  /// GeoClue's `nmea-socket`; `nil` (the default, or `""`) = no feed.
+  public var nmeaSocketPath: String?
   /// Maximum connected clients (`--max-clients`, `1...4096`).
   public var maxClients: Int = 64
   /// Region monitoring: the share of a fix's 95% horizontal error circle that must clear a
@@ -113,7 +116,8 @@ public struct Configuration: Sendable, Hashable {
   /// The `--help` text.
   public static let usage = """
     usage: locationd [--backend URI] [--socket PATH] [--state-dir DIR] [--group NAME]
-                     [--max-clients N] [--config FILE] [--region-... VALUE]
+                     [--max-clients N] [--nmea-socket PATH] [--config FILE]
+                     [--region-... VALUE]
 
       --backend URI     simulate[:ROUTE.gpx] | replay:PATH[?speed=10&loop=true] |
                         gpsd://HOST:PORT[/DEVICE]          (default simulate)
@@ -121,6 +125,8 @@ public struct Configuration: Sendable, Hashable {
       --state-dir DIR   persistent state, a directory      (default /var/lib/locationd)
       --group NAME      members may use the service, "" for root only (default locationd)
       --max-clients N   1...4096                           (default 64)
+      --nmea-socket PATH  serve each fix as NMEA RMC and GGA on this Unix socket, for GeoClue's
+                        nmea-socket; same mode and group as --socket (default none)
       --config FILE     key = value lines with the same names; flags win; re-read on SIGHUP
 
     Region monitoring (docs/regions.md; a change needs a restart):
@@ -194,8 +200,8 @@ public struct Configuration: Sendable, Hashable {
 
   /// The keys a config file and flags may set (flag names without `--`).
   public static let knownKeys: Set<String> = [
-    "backend", "socket", "state-dir", "group", "max-clients", "region-error-fraction", "region-minimum-margin",
-    "region-confirmations", "region-maximum-fix-age", "region-outage-reset",
+    "backend", "socket", "state-dir", "group", "max-clients", "nmea-socket", "region-error-fraction",
+    "region-minimum-margin", "region-confirmations", "region-maximum-fix-age", "region-outage-reset",
   ]
 
   private mutating func apply(flags: [String: String], readFile: (String) throws -> String) throws(ConfigurationError) {
@@ -231,6 +237,13 @@ public struct Configuration: Sendable, Hashable {
         throw .invalidValue(key: "socket", value: value, reason: "use an absolute path of at most 107 bytes")
       }
       socketPath = value
+    case "nmea-socket":
+      guard value.isEmpty || (value.hasPrefix("/") && value.utf8.count <= 107) else {
+        throw .invalidValue(
+          key: "nmea-socket", value: value,
+          reason: "use an absolute path of at most 107 bytes, or \"\" for no NMEA feed")
+      }
+      nmeaSocketPath = value.isEmpty ? nil : value
     case "state-dir":
       guard value.hasPrefix("/") else {
         throw .invalidValue(key: "state-dir", value: value, reason: "use an absolute directory path")

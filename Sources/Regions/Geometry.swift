@@ -48,6 +48,8 @@ final class PreparedShape: Sendable {
 
   /// Distance beyond the cap within which a polygon's distance is computed exactly, metres.
   static let exactBand = 1_000.0
+  /// Largest band asked for: 100 km (a fix's margin is never realistically larger).
+  static let maximumBand = 100_000.0
 
   init(_ shape: RegionShape) throws(RegionError) {
     switch shape {
@@ -138,16 +140,19 @@ final class PreparedShape: Sendable {
   }
 
   /// Signed geodesic distance from `point` to the boundary, metres: negative inside, positive
-  /// outside. For a polygon whose boundary is more than ``exactBand`` from `point`, a lower bound
-  /// of the magnitude, itself more than ``exactBand``.
-  func signedDistance(to point: Coordinate) -> Double {
+  /// outside. For a polygon whose boundary is more than `band` from `point`, a lower bound of the
+  /// magnitude, itself more than `band`; `band` is at least ``exactBand`` (1 km) and at most
+  /// ``maximumBand`` (100 km).
+  func signedDistance(to point: Coordinate, band requested: Double = exactBand) -> Double {
+    let band = min(max(requested.isFinite ? requested : Self.exactBand, Self.exactBand), Self.maximumBand)
     let fromCenter = Geodesic.distance(point, capCenter)
     guard let polygon else { return fromCenter - capRadius }
     let beyondCap = fromCenter - capRadius
-    if beyondCap > Self.exactBand { return beyondCap }
+    if beyondCap > band { return beyondCap }
     guard let xy = Gnomonic(center: capCenter).forward(point) else { return max(beyondCap, 0) }
     let p = Point(x: xy.x, y: xy.y)
-    let (distance, localInside) = polygon.boundaryDistance(from: p, at: point, projectionCenter: capCenter)
+    let (distance, localInside) = polygon.boundaryDistance(
+      from: p, at: point, projectionCenter: capCenter, band: band)
     let inside = localInside ?? polygon.contains(p)
     return inside ? -distance : distance
   }
@@ -365,15 +370,17 @@ final class PlanarPolygon: Sendable {
 
   /// Geodesic distance, metres, from `point` (projected to `p`) to the boundary: the nearest
   /// edges found in the plane, refined in the gnomonic projection centred on `point`; when no
-  /// edge is within `PreparedShape.exactBand` (1 km), that band instead, a lower bound. Within
+  /// edge is within `band`, a lower bound larger than `band` instead. Within
   /// ``localSideBand`` of the boundary also whether the point is inside, from the nearest edge.
-  func boundaryDistance(from p: Point, at point: Coordinate, projectionCenter: Coordinate) -> (Double, Bool?) {
-    // The points concerned are within about 1,001 km of the projection's center (the extent
-    // limit plus the 1 km band), where the gnomonic projection stretches distances by less than
-    // 1/cos^2(9.1 deg) < 1.03; with 1.11 to spare, no edge within 1.11 km in the plane means none
-    // within 1 km on the ellipsoid.
+  func boundaryDistance(from p: Point, at point: Coordinate, projectionCenter: Coordinate, band: Double)
+    -> (Double, Bool?)
+  {
+    // The points concerned are within about 1,100 km of the projection's center (the extent
+    // limit plus a band of at most 100 km), where the gnomonic projection stretches distances by
+    // less than 1/cos^2(10 deg) < 1.04; with 1.11 to spare, no edge within 1.11 band in the plane
+    // means none within the band on the ellipsoid.
     let stretch = 1.11
-    let (edges, bound) = nearestEdges(p, limit: PreparedShape.exactBand * stretch)
+    let (edges, bound) = nearestEdges(p, limit: band * stretch)
     if let bound { return (bound / stretch, nil) }
     let local = Gnomonic(center: point)
     var best = Double.infinity

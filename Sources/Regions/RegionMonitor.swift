@@ -54,8 +54,8 @@ public struct RegionStatus: Sendable, Hashable {
   public var since: Int64?
   /// Signed distance, metres, from the last deciding fix that evaluated this region to its
   /// boundary: negative inside, positive outside (see ``Region/signedDistance(to:)``: exact
-  /// when the boundary is within 1 km of the fix, otherwise a lower bound of more than 1 km in
-  /// magnitude). `nil` until a deciding fix has evaluated the region: a fix far from a region that
+  /// when the boundary is within 1 km of the fix, or within the fix's margin when that is larger,
+  /// up to 100 km; otherwise a lower bound of more than that in magnitude). `nil` until a deciding fix has evaluated the region: a fix far from a region that
   /// is settled outside does not evaluate it (nor update this value), and a fix far from an
   /// unknown region only votes it outside.
   public var distanceToBoundary: Double?
@@ -382,7 +382,7 @@ public struct RegionMonitor: Sendable {
     into transitions: inout [RegionTransition]
   ) {
     guard let entry = entries[Int(slot)] else { return }
-    let distance = entry.region.prepared.signedDistance(to: coordinate)
+    let distance = entry.region.prepared.signedDistance(to: coordinate, band: margin)
     entries[Int(slot)]?.distance = distance
     let vote: RegionState = distance <= -margin ? .inside : distance >= margin ? .outside : .unknown
     evaluate(slot, vote: vote, time: time, location: location, into: &transitions)

@@ -302,3 +302,25 @@ import Testing
     }
   }
 }
+
+/// A fix with a poor (2 km) error deep inside a large polygon still decides: the distance is
+/// computed out to the fix's margin, not only to 1 km.
+@Suite struct LargeMarginTests {
+  @Test func poorFixDeepInsideLargePolygonDecides() throws {
+    let center = Coordinate(latitude: -1.2921, longitude: 36.8219)
+    let region = try Region(id: "county", shape: .polygon(exterior: ring(around: center, radius: 30_000, count: 4_000), holes: []))
+    var monitor = RegionMonitor()
+    monitor.add(region)
+    let t0: Int64 = 1_764_500_000_000
+    var events: [RegionTransition] = []
+    for k in 0..<2 {
+      let time = t0 + Int64(k) * 1000
+      events += monitor.update(with: location(center, time: time, error95: 2_000), now: time)
+    }
+    #expect(events.map(\.event) == [.enter])
+    // The margin is 2,005 m: the distance is exact to beyond it (about 29.8 km to the nearest
+    // edge).
+    let distance = try #require(monitor.status(id: "county")?.distanceToBoundary)
+    #expect(distance < -2_005)
+  }
+}
