@@ -120,7 +120,8 @@ public struct GPSAlmanac: Sendable, Hashable {
   /// - Throws: ``AlmanacError`` with the 1-based line number.
   public static func parseYUMA(_ text: String) throws(AlmanacError) -> GPSAlmanac {
     var lines: [Substring] = []
-    for raw in text.split(separator: "\n", omittingEmptySubsequences: false) {
+    // "\r\n" is one Character in Swift: split on it as well as on "\n".
+    for raw in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
       var line = raw
       if line.last == "\r" { line = line.dropLast() }
       lines.append(line)
