@@ -142,7 +142,7 @@ public final class SimulatedBackend: LocationBackend {
                 wall = degrees
               }
               // The street azimuth is filled in from the route in parameters().
-              options.obstructions[leg] = .urbanCanyon(streetAzimuth: .nan, wallElevation: wall)
+              options.obstructions[leg] = .urbanCanyon(streetAzimuth: 0, wallElevation: wall)
             default: throw .invalidValue(key: key, value: String(item), expected: expected)
             }
           }
@@ -200,7 +200,16 @@ public final class SimulatedBackend: LocationBackend {
     ///   ``AlmanacError`` text, line number included).
     public func parameters() throws(GPXError) -> SimulationParameters {
       var route = SimulatedRoute.defaultLoop
-      if let routeFile { route = SimulatedRoute(gpx: try GPXReader.points(contentsOf: routeFile)) }
+      var obstructions: [Int: Obstruction] = [:]
+      if let routeFile {
+        let points = try GPXReader.points(contentsOf: routeFile)
+        route = SimulatedRoute(gpx: points)
+        // GPX <extensions><obstruction>: the leg from that point on; the URI's settings win.
+        for (index, point) in points.enumerated() {
+          if let obstruction = point.obstruction { obstructions[index] = obstruction }
+        }
+      }
+      for (leg, obstruction) in self.obstructions { obstructions[leg] = obstruction }
       var almanac = GPSAlmanac.bundled
       if let almanacFile {
         do {
@@ -209,14 +218,14 @@ public final class SimulatedBackend: LocationBackend {
           throw .unreadable(path: almanacFile, message: error.description)
         }
       }
-      var obstructions = obstructions
       for (leg, obstruction) in obstructions {
         // A canyon's street runs along its leg.
         if case .urbanCanyon(_, let wall) = obstruction {
           let count = route.waypoints.count
           let a = route.waypoints[leg % count]
           let b = route.waypoints[(leg + 1) % count]
-          let azimuth = Geodesic.inverse(a, b).initialAzimuth
+          var azimuth = Geodesic.inverse(a, b).initialAzimuth
+          if azimuth < 0 { azimuth += 360 }  // degrees true, 0..<360
           obstructions[leg] = .urbanCanyon(streetAzimuth: azimuth.isFinite ? azimuth : 0, wallElevation: wall)
         }
       }

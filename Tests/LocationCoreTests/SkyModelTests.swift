@@ -225,3 +225,45 @@ private func writeFile(_ path: String, _ text: String) throws {
 }
 
 private func removeFile(_ path: String) { unlink(path) }
+
+struct GPXObstructionTests {
+  @Test func gpxExtensionsMarkTunnelsAndCanyonsAndBadValuesNameTheirLine() throws {
+    let path = "/tmp/locationd-sky-\(UInt32.random(in: 0...UInt32.max)).gpx"
+    defer { unlink(path) }
+    let gpx = """
+      <?xml version="1.0"?>
+      <gpx version="1.1" creator="t" xmlns="http://www.topografix.com/GPX/1/1" xmlns:l="https://example.org/locationd">
+      <rte>
+      <rtept lat="3.1406" lon="101.6024"/>
+      <rtept lat="3.1406" lon="101.6064"><extensions><l:obstruction>tunnel</l:obstruction></extensions></rtept>
+      <rtept lat="3.1386" lon="101.6074"><extensions><l:obstruction>canyon:45</l:obstruction></extensions></rtept>
+      <rtept lat="3.1366" lon="101.6064"/>
+      </rte>
+      </gpx>
+      """
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    _ = Array(gpx.utf8).withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    close(fd)
+    let parameters = try SimulatedBackend.Options.parse("simulate:\(path)?obstruction=3:canyon").parameters()
+    #expect(parameters.obstructions[1] == .tunnel)
+    guard case .urbanCanyon(let street, let wall)? = parameters.obstructions[2],
+      case .urbanCanyon(_, let uriWall)? = parameters.obstructions[3]
+    else {
+      Issue.record("legs 2 and 3 are canyons")
+      return
+    }
+    // Leg 2 runs south-south-west from (3.1386, 101.6074) to (3.1366, 101.6064).
+    #expect(wall == 45 && street > 200 && street < 210 && uriWall == 30)
+    let bad = gpx.replacingOccurrences(of: "canyon:45", with: "cave")
+    let fd2 = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    _ = Array(bad.utf8).withUnsafeBytes { write(fd2, $0.baseAddress, $0.count) }
+    close(fd2)
+    #expect(throws: GPXError.self) { try SimulatedBackend.Options.parse("simulate:\(path)").parameters() }
+    do {
+      _ = try GPXReader.points(contentsOf: path)
+      Issue.record("a bad obstruction was accepted")
+    } catch {
+      #expect(error.description.contains("line 6") && error.description.contains("cave"))
+    }
+  }
+}
