@@ -321,4 +321,69 @@ struct SimulatedSkyTests {
     }
     #expect(checked >= 5, "epochs checked: \(checked)")
   }
+
+  /// A tunnel on a route, through the pty and locationctl decode: no position inside, and the fix
+  /// back within the configured reacquisition delay after the exit (0.5-1 s here; the epochs are
+  /// 0.1 s apart, so a fix is seen at most 0.1 s after the delay).
+  @Test func aTunnelOnTheRouteLosesTheFixAndReacquires() async throws {
+    let path = "/tmp/l5sky-\(getpid())-tunnel.gpx"
+    let gpx = """
+      <?xml version="1.0"?><gpx version="1.1" creator="test" xmlns="http://www.topografix.com/GPX/1/1" \
+      xmlns:l="https://example.org/locationd"><rte>\
+      <rtept lat="10.0" lon="20.0"/>\
+      <rtept lat="10.00045" lon="20.0"><extensions><l:obstruction>tunnel</l:obstruction></extensions></rtept>\
+      <rtept lat="10.0009" lon="20.0"/><rtept lat="10.00135" lon="20.0"/></rte></gpx>
+      """
+    try gpx.write(toFile: path, atomically: true, encoding: .utf8)
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    let uri = "simulate:\(path)?rate=10&speed=25&reacquire=0.5-1&seed=9&time=2025-05-01T10:00:00Z"
+    let bytes = try await capture(backend: uri, seconds: 6.5)
+    let log = path + ".nmea"
+    try Data(bytes).write(to: URL(fileURLWithPath: log))
+    defer { try? FileManager.default.removeItem(atPath: log) }
+    let process = Process()
+    process.executableURL = try locationctl()
+    process.arguments = ["decode", log]
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+
+    // The generator, in-process, says when the receiver is in the tunnel.
+    let parameters = try SimulatedBackend.Options.parse(uri).parameters()
+    let start = try #require(parameters.startTime)
+    var generator = SimulatedFixGenerator(parameters: parameters, startTime: start)
+    var inTunnel: [Int64: Bool] = [:]
+    var exit: Int64?
+    for _ in 0..<80 {
+      guard let epoch = generator.next() else { break }
+      let time = start + Int64(epoch.index) * 100
+      inTunnel[time] = epoch.obstruction == .tunnel
+      if exit == nil, epoch.obstruction != .tunnel, inTunnel[time - 100] == true { exit = time }
+    }
+    let exitTime = try #require(exit, "the route leaves the tunnel within 8 s")
+
+    var tunnelEpochs = 0
+    var firstFixAfterExit: Int64?
+    for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
+      guard let object = parseObject(String(line)), object["class"] as? String == "TPV",
+        let time = object["time"] as? String, let days = CivilDate.days(iso: String(time.prefix(10)))
+      else { continue }
+      let clock = time.dropFirst(11).dropLast().split(separator: ":")
+      let milliseconds =
+        Int64(days) * 86_400_000 + Int64((Int(clock[0]) ?? 0) * 3_600_000 + (Int(clock[1]) ?? 0) * 60_000)
+        + Int64(((Double(clock[2]) ?? 0) * 1000).rounded())
+      let mode = object["mode"] as? Int ?? 0
+      if inTunnel[milliseconds] == true {
+        tunnelEpochs += 1
+        #expect(mode == 1 && object["lat"] == nil, "no position in the tunnel at \(time)")
+      }
+      if milliseconds >= exitTime, mode >= 2, firstFixAfterExit == nil { firstFixAfterExit = milliseconds }
+    }
+    #expect(tunnelEpochs >= 10, "epochs read in the tunnel: \(tunnelEpochs)")
+    let back = try #require(firstFixAfterExit, "a fix after the tunnel")
+    #expect(back - exitTime >= 500 && back - exitTime <= 1100, "fix \(back - exitTime) ms after the exit")
+  }
 }
