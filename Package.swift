@@ -14,6 +14,7 @@ let package = Package(
     .library(name: "LocationModel", targets: ["LocationModel"]),
     .library(name: "JSON", targets: ["JSON"]),
     .library(name: "NMEA", targets: ["NMEA"]),
+    .library(name: "GNSSSky", targets: ["GNSSSky"]),
     .library(name: "LocationProtocol", targets: ["LocationProtocol"]),
     .library(name: "LocationCore", targets: ["LocationCore"]),
     .library(name: "MapState", targets: ["MapState"]),
@@ -44,9 +45,12 @@ let package = Package(
     .target(name: "JSON", swiftSettings: swiftSettings),
     // NMEA 0183 framing, parsing, fix assembly and encoding; pure, no I/O.
     .target(name: "NMEA", dependencies: ["LocationModel"], swiftSettings: swiftSettings),
+    // The simulated sky: GPS almanac (YUMA) and nominal GLONASS/Galileo/BeiDou orbits, look angles,
+    // obstruction, DOPs. Pure, no I/O.
+    .target(name: "GNSSSky", dependencies: ["LocationModel"], swiftSettings: swiftSettings, linkerSettings: [.linkedLibrary("m")]),
     // Backends (replay, simulation) and the LocationManager.
     .target(
-      name: "LocationCore", dependencies: ["LocationModel", "NMEA", "Queues", "CLibXML2", "SystemIO"],
+      name: "LocationCore", dependencies: ["LocationModel", "NMEA", "Queues", "CLibXML2", "SystemIO", "GNSSSky"],
       swiftSettings: swiftSettings),
     .target(
       name: "GPSDBackend", dependencies: ["CGPS", "LocationCore", "LocationModel", "NMEA", "SystemIO"],
@@ -129,7 +133,7 @@ let package = Package(
       name: "NMEATests", dependencies: ["NMEA", "LocationModel", "LocationProtocol", "LocationTestKit"], swiftSettings: swiftSettings),
     .testTarget(
       name: "LocationCoreTests",
-      dependencies: ["LocationCore", "LocationModel", "LocationProtocol", "LocationTestKit", "NMEA"],
+      dependencies: ["LocationCore", "LocationModel", "LocationProtocol", "LocationTestKit", "NMEA", "GNSSSky"],
       swiftSettings: swiftSettings),
     // Golden/ holds expected renderer output, read by path (not a resource bundle).
     .testTarget(
@@ -158,7 +162,7 @@ let package = Package(
       name: "FuzzTargetsTests", dependencies: ["FuzzTargets", "LocationProtocol", "LocationDaemon"],
       swiftSettings: swiftSettings),
     .testTarget(
-      name: "EndToEndTests", dependencies: ["LocationCore", "LocationModel", "LocationTestKit", "NMEA"],
+      name: "EndToEndTests", dependencies: ["LocationCore", "LocationModel", "LocationTestKit", "NMEA", "GNSSSky"],
       swiftSettings: swiftSettings),
   ]
 )

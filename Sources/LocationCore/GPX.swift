@@ -1,3 +1,4 @@
+import GNSSSky
 import CLibXML2
 import SystemIO
 import Glibc
@@ -57,11 +58,17 @@ public struct GPXPoint: Sendable, Hashable {
   /// `<ele>`: elevation in metres, when given. GPX 1.1 names no datum; locationd takes it as
   /// height above mean sea level (`altMSL`), as receivers write it.
   public var elevation: Double?
+  /// What hides the sky on the leg that starts at this point, from an `obstruction` element
+  /// (any namespace) in the point's `<extensions>`: `open`, `tunnel`, `canyon` or `canyon:DEG`
+  /// (see docs/simulator.md); `nil` when not given. A canyon's street azimuth is filled in from the
+  /// route (0 here).
+  public var obstruction: Obstruction?
 
   /// Creates a point.
-  public init(coordinate: Coordinate, elevation: Double? = nil) {
+  public init(coordinate: Coordinate, elevation: Double? = nil, obstruction: Obstruction? = nil) {
     self.coordinate = coordinate
     self.elevation = elevation
+    self.obstruction = obstruction
   }
 }
 
@@ -211,9 +218,40 @@ private struct GPXCollector {
         }
         point.elevation = value
       }
+      if current.pointee.type == XML_ELEMENT_NODE, current.pointee.name.map({ String(cString: $0) }) == "extensions" {
+        var item = current.pointee.children
+        while let element = item {
+          if element.pointee.type == XML_ELEMENT_NODE,
+            element.pointee.name.map({ String(cString: $0) }) == "obstruction"
+          {
+            let text = (content(element) ?? "").trimmingWhitespace
+            guard let obstruction = Self.obstruction(text) else {
+              throw .malformed(
+                line: Int(locationd_xml_line(element)),
+                message: "obstruction '\(text)' is not open, tunnel, canyon or canyon:DEG (DEG within 0...89)")
+            }
+            point.obstruction = obstruction
+          }
+          item = element.pointee.next
+        }
+      }
       child = current.pointee.next
     }
     return Entry(point: point, line: line)
+  }
+
+  /// `open`, `tunnel`, `canyon` (walls of 30°) or `canyon:DEG` (`0...89`); `nil` otherwise.
+  static func obstruction(_ text: String) -> Obstruction? {
+    switch text.lowercased() {
+    case "open": return .openSky
+    case "tunnel": return .tunnel
+    case "canyon": return .urbanCanyon(streetAzimuth: 0, wallElevation: 30)
+    default:
+      guard text.lowercased().hasPrefix("canyon:"), let degrees = decimal(String(text.dropFirst(7))),
+        (0...89).contains(degrees)
+      else { return nil }
+      return .urbanCanyon(streetAzimuth: 0, wallElevation: degrees)
+    }
   }
 
   /// An `xsd:decimal` (optional sign, digits with at most one decimal point, surrounding

@@ -1,4 +1,7 @@
+import GNSSSky
+import Glibc
 import Queues
+import SystemIO
 import NMEA
 import Synchronization
 import LocationModel
@@ -19,8 +22,25 @@ public final class SimulatedBackend: LocationBackend {
     public var speed: Double = 10
     /// Update rate, Hz (`1...10`).
     public var rate: Double = 1
-    /// Position noise, metres one sigma per axis (`0...1000`).
+    /// User equivalent range error, metres one sigma (`0...1000`): `noise` or `uere` in the URI.
+    /// Position errors are DOP × this.
     public var noise: Double = 2.5
+    /// Elevation mask, degrees (`0...90`).
+    public var elevationMask: Double = 5
+    /// A YUMA almanac file to use instead of the bundled one.
+    public var almanacFile: String?
+    /// The systems in the sky.
+    public var systems: [GNSSSystem] = GNSSSystem.allCases
+    /// How the receiver starts.
+    public var start: ReceiverStart = .running
+    /// Time to first fix range, seconds; `nil` for the start type's default.
+    public var timeToFirstFix: ClosedRange<Double>?
+    /// Reacquisition delay range after every satellite was lost, seconds.
+    public var reacquisition: ClosedRange<Double> = ReceiverStart.hot.defaultTimeToFirstFix
+    /// Obstruction per route leg.
+    public var obstructions: [Int: Obstruction] = [:]
+    /// UTC time of the first epoch, milliseconds since 1970; `nil` for the clock's time at start.
+    public var startTime: Int64?
     /// Seed of the pseudo-random generator.
     public var seed: UInt64 = 1
     /// Ranges with no fix at all.
@@ -35,13 +55,21 @@ public final class SimulatedBackend: LocationBackend {
       self.routeFile = routeFile
     }
 
-    static let parameterNames = ["rate", "speed", "noise", "seed", "outage", "mode", "altitude"]
+    static let parameterNames = [
+      "rate", "speed", "noise", "uere", "seed", "outage", "mode", "altitude", "mask", "almanac", "systems",
+      "start", "ttff", "reacquire", "obstruction", "time",
+    ]
 
     /// Latest time an `outage` or `mode` change may name, seconds since the start (about 31
     /// years); larger values do not fit a `Duration` and are refused.
     public static let maximumScheduleSeconds = 1_000_000_000.0
 
-    /// Parses `simulate[:ROUTE.gpx][?rate=HZ&speed=M_S&noise=M&seed=N&outage=S-E[,S-E]&mode=T:3d|2d|nofix[,...]&altitude=M]`.
+    /// Parses `simulate[:ROUTE.gpx][?rate=HZ&speed=M_S&noise=M&seed=N&outage=S-E[,S-E]&mode=T:3d|2d|nofix[,...]&altitude=M]`
+    /// and the sky settings `mask=DEG` (0-90), `almanac=PATH` (YUMA), `systems=gps,glonass,galileo,beidou`,
+    /// `uere=M` (the same as `noise`), `start=running|cold|warm|hot`, `ttff=MIN-MAX` and
+    /// `reacquire=MIN-MAX` (seconds, 0-3600), `obstruction=LEG:open|tunnel|canyon[:DEG][,...]`
+    /// (leg `i` runs from waypoint `i` to the next; a canyon's walls, default 30°, run along the leg),
+    /// `time=YYYY-MM-DDTHH:MM:SSZ` (UTC of the first epoch, years 1980-2079; default: now).
     ///
     /// Times in `outage` and `mode` are seconds since the start, from 0 to
     /// ``maximumScheduleSeconds``.
@@ -57,12 +85,78 @@ public final class SimulatedBackend: LocationBackend {
         case "speed":
           options.speed = try BackendURIParts.double(
             value, key: key, range: 0...1000, expected: "m/s within 0...1000")
-        case "noise":
+        case "noise", "uere":
           options.noise = try BackendURIParts.double(
             value, key: key, range: 0...1000, expected: "metres within 0...1000")
         case "altitude":
           options.altitude = try BackendURIParts.double(
             value, key: key, range: -1000...100_000, expected: "metres within -1000...100000")
+        case "mask":
+          options.elevationMask = try BackendURIParts.double(
+            value, key: key, range: 0...90, expected: "degrees within 0...90")
+        case "almanac":
+          guard !value.isEmpty else { throw .invalidValue(key: key, value: value, expected: "a YUMA file path") }
+          options.almanacFile = value
+        case "systems":
+          var systems: [GNSSSystem] = []
+          for name in value.split(separator: ",") {
+            guard let system = GNSSSystem(rawValue: name.lowercased()), !systems.contains(system) else {
+              throw .invalidValue(
+                key: key, value: value, expected: "distinct names among gps, glonass, galileo, beidou")
+            }
+            systems.append(system)
+          }
+          guard !systems.isEmpty else {
+            throw .invalidValue(key: key, value: value, expected: "at least one of gps, glonass, galileo, beidou")
+          }
+          options.systems = systems
+        case "start":
+          guard let start = ReceiverStart(rawValue: value.lowercased()) else {
+            throw .invalidValue(key: key, value: value, expected: "running, cold, warm or hot")
+          }
+          options.start = start
+        case "ttff", "reacquire":
+          let bounds = value.split(separator: "-", omittingEmptySubsequences: false)
+          guard (1...2).contains(bounds.count), let low = Double(bounds[0]), let high = Double(bounds[bounds.count - 1]),
+            low.isFinite, high.isFinite, low >= 0, high >= low, high <= 3600
+          else {
+            throw .invalidValue(key: key, value: value, expected: "SECONDS or MIN-MAX seconds within 0...3600")
+          }
+          if key == "ttff" { options.timeToFirstFix = low...high } else { options.reacquisition = low...high }
+        case "obstruction":
+          for item in value.split(separator: ",") {
+            let pieces = item.split(separator: ":", omittingEmptySubsequences: false)
+            let expected = "LEG:open|tunnel|canyon[:DEG] with LEG a waypoint index 0-99999 and DEG within 0...89"
+            guard pieces.count >= 2, let leg = Int(pieces[0]), (0...99_999).contains(leg) else {
+              throw .invalidValue(key: key, value: String(item), expected: expected)
+            }
+            switch (pieces[1].lowercased(), pieces.count) {
+            case ("open", 2): options.obstructions[leg] = .openSky
+            case ("tunnel", 2): options.obstructions[leg] = .tunnel
+            case ("canyon", 2), ("canyon", 3):
+              var wall = 30.0
+              if pieces.count == 3 {
+                guard let degrees = Double(pieces[2]), degrees.isFinite, (0...89).contains(degrees) else {
+                  throw .invalidValue(key: key, value: String(item), expected: expected)
+                }
+                wall = degrees
+              }
+              // The street azimuth is filled in from the route in parameters().
+              options.obstructions[leg] = .urbanCanyon(streetAzimuth: 0, wallElevation: wall)
+            default: throw .invalidValue(key: key, value: String(item), expected: expected)
+            }
+          }
+        case "time":
+          let expected = "UTC as YYYY-MM-DDTHH:MM:SSZ, years 1980-2079"
+          let pieces = value.split(separator: "T", omittingEmptySubsequences: false)
+          guard pieces.count == 2, let days = CivilDate.days(iso: String(pieces[0])), pieces[1].hasSuffix("Z")
+          else { throw .invalidValue(key: key, value: value, expected: expected) }
+          let clock = pieces[1].dropLast().split(separator: ":", omittingEmptySubsequences: false)
+          guard clock.count == 3, clock.allSatisfy({ $0.count == 2 && $0.utf8.allSatisfy { (0x30...0x39).contains($0) } }),
+            let hour = Int(clock[0]), let minute = Int(clock[1]), let second = Int(clock[2]),
+            hour < 24, minute < 60, second < 60
+          else { throw .invalidValue(key: key, value: value, expected: expected) }
+          options.startTime = (Int64(days) * 86_400 + Int64(hour * 3600 + minute * 60 + second)) * 1000
         case "seed":
           guard let seed = UInt64(value) else {
             throw .invalidValue(key: key, value: value, expected: "an unsigned 64-bit integer")
@@ -98,15 +192,68 @@ public final class SimulatedBackend: LocationBackend {
       return options
     }
 
-    /// Builds the simulation parameters, reading the GPX route file when there is one.
+    /// Builds the simulation parameters, reading the GPX route file and the almanac file when
+    /// there are.
     ///
-    /// - Throws: ``GPXError`` when the route file cannot be read or has no points.
+    /// - Throws: ``GPXError`` when the route file cannot be read or has no points, or when the
+    ///   almanac file cannot be read or parsed (``GPXError/unreadable(path:message:)`` with the
+    ///   ``AlmanacError`` text, line number included).
     public func parameters() throws(GPXError) -> SimulationParameters {
       var route = SimulatedRoute.defaultLoop
-      if let routeFile { route = SimulatedRoute(gpx: try GPXReader.points(contentsOf: routeFile)) }
+      var obstructions: [Int: Obstruction] = [:]
+      if let routeFile {
+        let points = try GPXReader.points(contentsOf: routeFile)
+        route = SimulatedRoute(gpx: points)
+        // GPX <extensions><obstruction>: the leg from that point on; the URI's settings win.
+        for (index, point) in points.enumerated() {
+          if let obstruction = point.obstruction { obstructions[index] = obstruction }
+        }
+      }
+      for (leg, obstruction) in self.obstructions { obstructions[leg] = obstruction }
+      var almanac = GPSAlmanac.bundled
+      if let almanacFile {
+        do {
+          almanac = try Self.readAlmanac(almanacFile)
+        } catch {
+          throw .unreadable(path: almanacFile, message: error.description)
+        }
+      }
+      for (leg, obstruction) in obstructions {
+        // A canyon's street runs along its leg.
+        if case .urbanCanyon(_, let wall) = obstruction {
+          let count = route.waypoints.count
+          let a = route.waypoints[leg % count]
+          let b = route.waypoints[(leg + 1) % count]
+          var azimuth = Geodesic.inverse(a, b).initialAzimuth
+          if azimuth < 0 { azimuth += 360 }  // degrees true, 0..<360
+          obstructions[leg] = .urbanCanyon(streetAzimuth: azimuth.isFinite ? azimuth : 0, wallElevation: wall)
+        }
+      }
       return SimulationParameters(
         route: route, speed: speed, rate: rate, noiseSigma: noise, seed: seed, outages: outages,
-        modeChanges: modeChanges, altitude: altitude)
+        modeChanges: modeChanges, altitude: altitude,
+        sky: SkyModel(almanac: almanac, systems: systems, elevationMask: elevationMask), start: start,
+        timeToFirstFix: timeToFirstFix, reacquisition: reacquisition, obstructions: obstructions,
+        startTime: startTime)
+    }
+
+    /// Reads and parses a YUMA almanac file (at most 1 MB; a regular file only).
+    /// - Throws: ``AlmanacError``.
+    public static func readAlmanac(_ path: String) throws(AlmanacError) -> GPSAlmanac {
+      let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+      guard fd >= 0 else { throw .unreadable(path: path, message: String(cString: strerror(errno))) }
+      defer { close(fd) }
+      var info = stat()
+      guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+        throw .unreadable(path: path, message: "not a regular file")
+      }
+      let bytes: [UInt8]
+      do {
+        bytes = try SystemIO.readToEnd(fd, limit: 1 << 20)
+      } catch {
+        throw .unreadable(path: path, message: "\(error)")
+      }
+      return try GPSAlmanac.parseYUMA(String(decoding: bytes, as: UTF8.self))
     }
   }
 
@@ -177,7 +324,7 @@ public final class SimulatedBackend: LocationBackend {
   private func run() async {
     let startInstant = clock.now
     var generator = SimulatedFixGenerator(
-      parameters: parameters, startTime: clock.wallTimeMilliseconds)
+      parameters: parameters, startTime: parameters.startTime ?? clock.wallTimeMilliseconds)
     var lastStatus = BackendStatus.connected
     // A route of one point (or one point repeated) stands still whatever the speed.
     let speed = parameters.route.length > 0 ? parameters.speed : 0

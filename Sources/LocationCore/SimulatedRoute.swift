@@ -128,6 +128,17 @@ public struct SimulatedRoute: Sendable, Hashable {
     }
   }
 
+  /// The leg (`0..<waypoints.count`: leg `i` runs from waypoint `i` to the next, the last leg
+  /// closes the loop) at `distance` metres along the route, wrapping at ``length``.
+  public func leg(atDistance distance: Double) -> Int {
+    guard length > 0, distance.isFinite else { return 0 }
+    var d = distance.truncatingRemainder(dividingBy: length)
+    if d < 0 { d += length }
+    var leg = 0
+    for index in waypoints.indices where cumulative[index] <= d { leg = index }
+    return leg
+  }
+
   /// Length of one lap (the closing leg included), metres.
   public var length: Double { cumulative[cumulative.count - 1] }
 

@@ -9,6 +9,9 @@ import LocationModel
 // with the peak RSS (getrusage ru_maxrss). CORE_BENCH_SUBSCRIBERS=1,100 (the default) sets the
 // subscriber counts. Build with -c release.
 //
+// Usage: core-bench sky [SECONDS] [RECEIVERS]
+//   Simulated receiver: generator epochs per second, CPU per receiver at 10 Hz (see Sky.swift).
+//
 // Usage: core-bench geodesic
 //   Geodesic inverse and direct solutions per second, and the largest differences from
 //   GeographicLib's GeodSolve (see Geodesic.swift in this folder).
@@ -139,6 +142,9 @@ extension Double {
 }
 
 let arguments = CommandLine.arguments
+if arguments.count > 1 && arguments[1] == "sky" {
+  exit(skyBenchmark(arguments: Array(arguments.dropFirst(2))))
+}
 if arguments.count > 1 && arguments[1] == "geodesic" {
   exit(geodesicBenchmark())
 }

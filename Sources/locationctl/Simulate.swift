@@ -15,6 +15,14 @@ let simulateUsage = """
                     replay:LOG.nmea[?speed=1&loop=true]
     --talker GP|GN  talker of the position sentences (default GP)
     --device-mode OCTAL  permissions of the pty (e.g. 666 for a gpsd that drops privileges)
+    Sky and receiver (added to a simulate backend URI; see docs/simulator.md):
+    --mask DEG      elevation mask, 0-90 (default 5)
+    --start TYPE    running (default), cold, warm or hot start
+    --almanac PATH  a YUMA almanac instead of the bundled one
+    --uere M        range error, metres one sigma (default 2.5)
+    --seed N        seed of the noise
+    --systems LIST  gps,glonass,galileo,beidou (default all four)
+    --time UTC      time of the first epoch, YYYY-MM-DDTHH:MM:SSZ (default now)
     Runs until interrupted (SIGINT/SIGTERM) or the backend ends; then removes PATH.
 
   """
@@ -29,6 +37,7 @@ func runSimulate(arguments: [String]) -> Int32 {
   var talker = TalkerID.gps
   var sentences = NMEAEncoder.SentenceSet.standard
   var deviceMode: mode_t?
+  var skySettings: [(key: String, value: String)] = []
   var index = 0
   func value(_ name: String) -> String? {
     guard index < arguments.count else {
@@ -74,6 +83,13 @@ func runSimulate(arguments: [String]) -> Int32 {
         return ExitCode.usage.rawValue
       }
       deviceMode = mode
+    case "--mask", "--start", "--almanac", "--uere", "--seed", "--systems", "--time":
+      guard let text = value(argument) else { return ExitCode.usage.rawValue }
+      guard !text.isEmpty, !text.contains("&"), !text.contains("?") else {
+        writeError("locationctl simulate: \(argument) needs a value without '&' or '?'")
+        return ExitCode.usage.rawValue
+      }
+      skySettings.append((String(argument.dropFirst(2)), text))
     default:
       writeError("locationctl simulate: unknown argument \(argument) (try --help)")
       return ExitCode.usage.rawValue
@@ -83,8 +99,16 @@ func runSimulate(arguments: [String]) -> Int32 {
     writeError("locationctl simulate: --pty PATH is required (try --help)")
     return ExitCode.usage.rawValue
   }
-  let uri =
+  var uri =
     backendURI ?? "simulate?rate=\(rate == rate.rounded() ? String(Int(rate)) : String(rate))"
+  if !skySettings.isEmpty {
+    guard uri.hasPrefix("simulate") else {
+      writeError("locationctl simulate: sky settings (--mask, --start, ...) need a simulate backend")
+      return ExitCode.usage.rawValue
+    }
+    let query = skySettings.map { "\($0.key)=\($0.value)" }.joined(separator: "&")
+    uri += (uri.contains("?") ? "&" : "?") + query
+  }
   let backend: any LocationBackend
   do {
     backend = try LocalBackendFactory.make(uri: uri)

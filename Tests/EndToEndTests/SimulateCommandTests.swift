@@ -1,4 +1,6 @@
 import Foundation
+import GNSSSky
+import LocationCore
 import LocationTestKit
 import NMEA
 import Testing
@@ -19,12 +21,48 @@ struct SimulateCommandTests {
     return url
   }
 
+  /// Whether gpsd's SKY (satellites, used flags, uSat, HDOP) is the sky model's for the TPV's
+  /// time, position and height, or for the next 10 Hz epoch's time.
+  static func skyMatchesTheModel(sky: [String: Any], satellites: [[String: Any]], tpv: [String: Any]) -> Bool {
+    guard let latitude = tpv["lat"] as? Double, let longitude = tpv["lon"] as? Double,
+      let height = tpv["altHAE"] as? Double, let time = tpv["time"] as? String,
+      let days = CivilDate.days(iso: String(time.prefix(10)))
+    else { return false }
+    let clock = time.dropFirst(11).dropLast().split(separator: ":")
+    guard clock.count == 3, let hours = Int(clock[0]), let minutes = Int(clock[1]), let seconds = Double(clock[2])
+    else { return false }
+    let utc = Int64(days) * 86_400_000 + Int64(hours * 3_600_000 + minutes * 60_000) + Int64((seconds * 1000).rounded())
+    let reported = Set(
+      satellites.map {
+        "\($0["PRN"] as? Int ?? -1)/\($0["el"] as? Double ?? .nan)/\($0["az"] as? Double ?? .nan)/\($0["used"] as? Bool ?? false)"
+      })
+    for candidate in [utc, utc + 100] {
+      let model = SkyModel(systems: [.gps, .glonass]).satellites(
+        latitude: latitude, longitude: longitude, height: height, utcMilliseconds: candidate)
+      let expected = Set(
+        model.filter(\.visible).map { satellite -> String in
+          let prn = satellite.system == .glonass ? 64 + satellite.number : satellite.number
+          var azimuth = satellite.azimuth.rounded()
+          if azimuth >= 360 { azimuth = 0 }
+          return "\(prn)/\(satellite.elevation.rounded())/\(azimuth)/\(satellite.used)"
+        })
+      if expected == reported && sky["uSat"] as? Int == model.filter(\.used).count { return true }
+    }
+    return false
+  }
+
   @Test func gpsdDecodesTheSimulatedHardwareLikeAReceiver() async throws {
     let link =
       NSTemporaryDirectory() + "locationd-simulate-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
     let simulator = Process()
     simulator.executableURL = try locationctl()
-    simulator.arguments = ["simulate", "--pty", link, "--rate", "10", "--talker", "GN", "--zda"]
+    // No range error (fixes on the route) and the two systems whose NMEA 4.11 numbering gpsd
+    // 3.22 counts as used from GNGSA (it leaves Galileo and BeiDou 1-36 with system IDs 3 and 4
+    // unused): what gpsd reports can then be compared with the sky model exactly.
+    simulator.arguments = [
+      "simulate", "--pty", link, "--rate", "10", "--talker", "GN", "--zda", "--backend",
+      "simulate?rate=10&noise=0&systems=gps,glonass",
+    ]
     let errors = Pipe()
     simulator.standardError = errors
     simulator.standardOutput = FileHandle.nullDevice
@@ -50,7 +88,7 @@ struct SimulateCommandTests {
     let gpspipe = Process()
     gpspipe.executableURL = URL(fileURLWithPath: "/bin/sh")
     gpspipe.arguments = [
-      "-c", "exec /usr/bin/gpspipe -w -n 40 \"$1\" > \"$2\"", "sh", "127.0.0.1:\(gpsd.port)",
+      "-c", "exec /usr/bin/gpspipe -w -n 80 \"$1\" > \"$2\"", "sh", "127.0.0.1:\(gpsd.port)",
       outputPath,
     ]
     gpspipe.standardOutput = FileHandle.nullDevice
@@ -58,24 +96,41 @@ struct SimulateCommandTests {
     try gpspipe.run()
     let gpspipeExited = await gpspipe.hasExited()
     if !gpspipeExited { gpspipe.terminate() }
-    #expect(gpspipeExited, "gpspipe printed 40 lines within 20 s")
+    #expect(gpspipeExited, "gpspipe printed 80 lines within 20 s")
     let data = try Data(contentsOf: URL(fileURLWithPath: outputPath))
 
     var times: [String] = []
     var skyReports = 0
+    var skyMatches = 0
+    var lastTPV: [String: Any]?
     for line in data.split(separator: UInt8(ascii: "\n")) {
       guard let object = (try? JSONSerialization.jsonObject(with: Data(line))) as? [String: Any]
       else {
         continue
       }
-      if object["class"] as? String == "SKY" { skyReports += 1 }
+      if object["class"] as? String == "SKY" {
+        skyReports += 1
+        // gpsd 3.22 reports a SKY after each constellation's GSV; the one with GLONASS is the
+        // whole sky of the epoch. It must be the model's sky at the last TPV's time and place
+        // (or the next epoch's, when the SKY belongs to it).
+        if let tpv = lastTPV, let satellites = object["satellites"] as? [[String: Any]],
+          satellites.contains(where: { $0["gnssid"] as? Int == 6 })
+        {
+          #expect(Self.skyMatchesTheModel(sky: object, satellites: satellites, tpv: tpv), "SKY \(object)")
+          skyMatches += 1
+        }
+      }
       guard object["class"] as? String == "TPV", object["mode"] as? Int == 3,
         let time = object["time"] as? String
       else { continue }
+      lastTPV = object
       #expect(object["device"] as? String == link)
       let latitude = try #require(object["lat"] as? Double)
       let longitude = try #require(object["lon"] as? Double)
       #expect(abs(latitude) <= 90 && abs(longitude) <= 180)
+      // Without range error the fix is the simulated position on the default loop (NMEA's six
+      // decimals of minutes: 2 cm).
+      #expect(SimulatedRoute.defaultLoop.distance(from: Coordinate(latitude: latitude, longitude: longitude)) < 0.05)
       #expect(object["altMSL"] is Double && object["speed"] is Double)
       times.append(time)
     }
@@ -84,6 +139,7 @@ struct SimulateCommandTests {
     #expect(Set(times).count >= 15, "distinct 3D epochs from gpsd: \(Set(times).count)")
     #expect(times == times.sorted(), "epochs in order (ISO 8601 UTC sorts as text)")
     #expect(skyReports > 0, "gpsd decoded the GSV/GSA sky view")
+    #expect(skyMatches >= 10, "complete skies compared with the model: \(skyMatches)")
 
     // SIGINT: the simulator stops, removes the link and exits 0.
     simulator.interrupt()

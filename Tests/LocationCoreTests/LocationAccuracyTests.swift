@@ -60,10 +60,17 @@ struct LocationAccuracyTests {
     let location = Location(
       fix: epoch.fix, provenance: Provenance(backend: "simulate", isSimulated: true))
     #expect(location.speedAccuracy?.value == 0 && location.courseAccuracy?.value == 0)
+    // The GST sigmas are the range error (2 m) times the geometry's per-axis DOPs.
+    let gst = try #require(epoch.fix.errorEstimates)
+    let sigma = max(try #require(gst.latitude), try #require(gst.longitude))
+    let hdop = try #require(epoch.fix.hdop)
+    #expect(sigma > 2 * 0.3 && sigma < 2 * hdop + 1e-9)
     #expect(
-      location.horizontalAccuracy?.value == 2
+      location.horizontalAccuracy?.value == sigma
         && location.horizontalAccuracy?.confidence == .oneSigma)
-    #expect(location.satellitesVisible == 12 && location.satellitesUsed == 9)
+    let sky = epoch.sky.filter(\.visible)
+    #expect(location.satellitesVisible == sky.count && location.satellitesUsed == sky.filter(\.used).count)
+    #expect((location.satellitesUsed ?? 0) >= 4)
   }
 
   /// Distances are on the WGS84 ellipsoid: along the equator, a circle of radius a, one degree is
