@@ -1,0 +1,370 @@
+/* The GeoClue2 vtables and non-variadic sd-bus helpers for Swift (see include/CSDBus.h). */
+#include "CSDBus.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static void *handler_context;
+static csdbus_method_fn method_handler;
+static csdbus_get_fn get_handler;
+static csdbus_set_fn set_handler;
+static csdbus_signal_fn name_owner_handler;
+
+void csdbus_set_handlers(void *context, csdbus_method_fn method, csdbus_get_fn get, csdbus_set_fn set,
+                         csdbus_signal_fn name_owner_changed) {
+  handler_context = context;
+  method_handler = method;
+  get_handler = get;
+  set_handler = set;
+  name_owner_handler = name_owner_changed;
+}
+
+static uint64_t object_id(void *userdata) { return (uint64_t)(uintptr_t)userdata; }
+
+static int call(int kind, sd_bus_message *m, void *userdata, sd_bus_error *error) {
+  if (method_handler == NULL) return -ENOTCONN;
+  const char *member = sd_bus_message_get_member(m);
+  if (member == NULL) return -EINVAL;
+  return method_handler(handler_context, kind, object_id(userdata), member, m, error);
+}
+static int manager_call(sd_bus_message *m, void *u, sd_bus_error *e) { return call(CSDBUS_MANAGER, m, u, e); }
+static int client_call(sd_bus_message *m, void *u, sd_bus_error *e) { return call(CSDBUS_CLIENT, m, u, e); }
+
+static int get(int kind, const char *property, sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+  if (get_handler == NULL || property == NULL) return -ENOTCONN;
+  return get_handler(handler_context, kind, object_id(userdata), property, reply, error);
+}
+static int manager_get(sd_bus *b, const char *p, const char *i, const char *name, sd_bus_message *r, void *u,
+                       sd_bus_error *e) {
+  (void)b; (void)p; (void)i;
+  return get(CSDBUS_MANAGER, name, r, u, e);
+}
+static int client_get(sd_bus *b, const char *p, const char *i, const char *name, sd_bus_message *r, void *u,
+                      sd_bus_error *e) {
+  (void)b; (void)p; (void)i;
+  return get(CSDBUS_CLIENT, name, r, u, e);
+}
+static int location_get(sd_bus *b, const char *p, const char *i, const char *name, sd_bus_message *r, void *u,
+                        sd_bus_error *e) {
+  (void)b; (void)p; (void)i;
+  return get(CSDBUS_LOCATION, name, r, u, e);
+}
+static int client_set(sd_bus *b, const char *p, const char *i, const char *name, sd_bus_message *value, void *u,
+                      sd_bus_error *e) {
+  (void)b; (void)p; (void)i;
+  if (set_handler == NULL || name == NULL) return -ENOTCONN;
+  return set_handler(handler_context, CSDBUS_CLIENT, object_id(u), name, value, e);
+}
+
+#define EMITS SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE
+
+/* org.freedesktop.GeoClue2.Manager as /usr/share/dbus-1/interfaces/org.freedesktop.GeoClue2.Manager.xml. */
+static const sd_bus_vtable manager_vtable[] = {
+  SD_BUS_VTABLE_START(0),
+  SD_BUS_PROPERTY("InUse", "b", manager_get, 0, EMITS),
+  SD_BUS_PROPERTY("AvailableAccuracyLevel", "u", manager_get, 0, EMITS),
+  SD_BUS_METHOD_WITH_NAMES("GetClient", "", , "o", SD_BUS_PARAM(client), manager_call,
+                           SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD_WITH_NAMES("CreateClient", "", , "o", SD_BUS_PARAM(client), manager_call,
+                           SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD_WITH_NAMES("DeleteClient", "o", SD_BUS_PARAM(client), "", , manager_call,
+                           SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD_WITH_NAMES("AddAgent", "s", SD_BUS_PARAM(id), "", , manager_call,
+                           SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_VTABLE_END,
+};
+
+/* org.freedesktop.GeoClue2.Client. */
+static const sd_bus_vtable client_vtable[] = {
+  SD_BUS_VTABLE_START(0),
+  SD_BUS_PROPERTY("Location", "o", client_get, 0, EMITS),
+  SD_BUS_WRITABLE_PROPERTY("DistanceThreshold", "u", client_get, client_set, 0, EMITS | SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_WRITABLE_PROPERTY("TimeThreshold", "u", client_get, client_set, 0, EMITS | SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_WRITABLE_PROPERTY("DesktopId", "s", client_get, client_set, 0, EMITS | SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_WRITABLE_PROPERTY("RequestedAccuracyLevel", "u", client_get, client_set, 0,
+                           EMITS | SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_PROPERTY("Active", "b", client_get, 0, EMITS),
+  SD_BUS_METHOD("Start", "", "", client_call, SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_METHOD("Stop", "", "", client_call, SD_BUS_VTABLE_UNPRIVILEGED),
+  SD_BUS_SIGNAL_WITH_NAMES("LocationUpdated", "oo", SD_BUS_PARAM(old) SD_BUS_PARAM(new), 0),
+  SD_BUS_VTABLE_END,
+};
+
+/* org.freedesktop.GeoClue2.Location. */
+static const sd_bus_vtable location_vtable[] = {
+  SD_BUS_VTABLE_START(0),
+  SD_BUS_PROPERTY("Latitude", "d", location_get, 0, EMITS),
+  SD_BUS_PROPERTY("Longitude", "d", location_get, 0, EMITS),
+  SD_BUS_PROPERTY("Accuracy", "d", location_get, 0, EMITS),
+  SD_BUS_PROPERTY("Altitude", "d", location_get, 0, EMITS),
+  SD_BUS_PROPERTY("Speed", "d", location_get, 0, EMITS),
+  SD_BUS_PROPERTY("Heading", "d", location_get, 0, EMITS),
+  SD_BUS_PROPERTY("Description", "s", location_get, 0, EMITS),
+  SD_BUS_PROPERTY("Timestamp", "(tt)", location_get, 0, EMITS),
+  SD_BUS_VTABLE_END,
+};
+
+int csdbus_open(int which, sd_bus **bus) {
+  if (bus == NULL) return -EINVAL;
+  *bus = NULL;
+  if (which == 0) return sd_bus_open_system(bus);
+  if (which == 1) return sd_bus_open_user(bus);
+  return -EINVAL;
+}
+
+void csdbus_close(sd_bus *bus) {
+  if (bus != NULL) sd_bus_flush_close_unref(bus);
+}
+
+int csdbus_request_name(sd_bus *bus, const char *name) {
+  if (bus == NULL || name == NULL) return -EINVAL;
+  return sd_bus_request_name(bus, name, 0);
+}
+
+static int on_name_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+  (void)userdata; (void)error;
+  if (name_owner_handler == NULL) return 0;
+  return name_owner_handler(handler_context, m);
+}
+
+int csdbus_match_name_owner_changed(sd_bus *bus, sd_bus_slot **slot) {
+  if (bus == NULL || slot == NULL) return -EINVAL;
+  return sd_bus_match_signal(bus, slot, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                             "NameOwnerChanged", on_name_owner_changed, NULL);
+}
+
+int csdbus_add_object(sd_bus *bus, sd_bus_slot **slot, const char *path, int kind, uint64_t object) {
+  if (bus == NULL || slot == NULL || path == NULL) return -EINVAL;
+  const sd_bus_vtable *table;
+  const char *interface;
+  switch (kind) {
+  case CSDBUS_MANAGER: table = manager_vtable; interface = "org.freedesktop.GeoClue2.Manager"; break;
+  case CSDBUS_CLIENT: table = client_vtable; interface = "org.freedesktop.GeoClue2.Client"; break;
+  case CSDBUS_LOCATION: table = location_vtable; interface = "org.freedesktop.GeoClue2.Location"; break;
+  default: return -EINVAL;
+  }
+  return sd_bus_add_object_vtable(bus, slot, path, interface, table, (void *)(uintptr_t)object);
+}
+
+void csdbus_slot_free(sd_bus_slot *slot) {
+  if (slot != NULL) sd_bus_slot_unref(slot);
+}
+
+int csdbus_run_once(sd_bus *bus, int wake_fd, uint64_t timeout_usec) {
+  if (bus == NULL) return -EINVAL;
+  int r;
+  /* At most 4096 messages per round, so that queued jobs (fixes) are not starved by a flood. */
+  for (int i = 0; i < 4096; i++) {
+    r = sd_bus_process(bus, NULL);
+    if (r < 0) return r;
+    if (r == 0) break;
+  }
+  int events = sd_bus_get_events(bus);
+  if (events < 0) return events;
+  int fd = sd_bus_get_fd(bus);
+  if (fd < 0) return fd;
+  uint64_t until = UINT64_MAX;
+  r = sd_bus_get_timeout(bus, &until);
+  if (r < 0) return r;
+  uint64_t wait = timeout_usec;
+  if (until != UINT64_MAX) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    uint64_t current = (uint64_t)now.tv_sec * 1000000u + (uint64_t)now.tv_nsec / 1000u;
+    uint64_t left = until > current ? until - current : 0;
+    if (left < wait) wait = left;
+  }
+  int milliseconds = wait == UINT64_MAX ? -1 : (wait / 1000u > 60000u ? 60000 : (int)((wait + 999u) / 1000u));
+  struct pollfd fds[2] = {{.fd = fd, .events = (short)events}, {.fd = wake_fd, .events = POLLIN}};
+  r = poll(fds, wake_fd >= 0 ? 2 : 1, milliseconds);
+  if (r < 0 && errno != EINTR) return -errno;
+  if (wake_fd >= 0 && r > 0 && (fds[1].revents & POLLIN)) {
+    uint64_t value;
+    ssize_t n = read(wake_fd, &value, sizeof value);
+    (void)n; /* an eventfd read of 8 bytes; EAGAIN only when another reader drained it */
+  }
+  return 0;
+}
+
+int csdbus_reply_empty(sd_bus_message *call) {
+  if (call == NULL) return -EINVAL;
+  return sd_bus_reply_method_return(call, NULL);
+}
+
+int csdbus_reply_object_path(sd_bus_message *call, const char *path) {
+  if (call == NULL || path == NULL) return -EINVAL;
+  return sd_bus_reply_method_return(call, "o", path);
+}
+
+int csdbus_reply_error(sd_bus_message *call, const char *name, const char *text) {
+  if (call == NULL || name == NULL || text == NULL) return -EINVAL;
+  sd_bus_error error = SD_BUS_ERROR_NULL;
+  int r = sd_bus_error_set(&error, name, text);
+  if (r >= 0 || error.name != NULL) r = sd_bus_reply_method_error(call, &error);
+  sd_bus_error_free(&error);
+  return r;
+}
+
+int csdbus_set_error(sd_bus_error *error, const char *name, const char *text) {
+  if (error == NULL || name == NULL || text == NULL) return -EINVAL;
+  return sd_bus_error_set(error, name, text);
+}
+
+sd_bus_message *csdbus_message_ref(sd_bus_message *message) {
+  return message == NULL ? NULL : sd_bus_message_ref(message);
+}
+
+void csdbus_message_unref(sd_bus_message *message) {
+  if (message != NULL) sd_bus_message_unref(message);
+}
+
+sd_bus_message *csdbus_current_message(sd_bus *bus) {
+  return bus == NULL ? NULL : sd_bus_get_current_message(bus);
+}
+
+const char *csdbus_message_sender(sd_bus_message *message) {
+  return message == NULL ? NULL : sd_bus_message_get_sender(message);
+}
+
+int csdbus_append_double(sd_bus_message *reply, double value) {
+  if (reply == NULL) return -EINVAL;
+  return sd_bus_message_append_basic(reply, 'd', &value);
+}
+
+int csdbus_append_bool(sd_bus_message *reply, int value) {
+  if (reply == NULL) return -EINVAL;
+  int flag = value ? 1 : 0;
+  return sd_bus_message_append_basic(reply, 'b', &flag);
+}
+
+int csdbus_append_u32(sd_bus_message *reply, uint32_t value) {
+  if (reply == NULL) return -EINVAL;
+  return sd_bus_message_append_basic(reply, 'u', &value);
+}
+
+int csdbus_append_string(sd_bus_message *reply, const char *value) {
+  if (reply == NULL || value == NULL) return -EINVAL;
+  return sd_bus_message_append_basic(reply, 's', value);
+}
+
+int csdbus_append_object_path(sd_bus_message *reply, const char *value) {
+  if (reply == NULL || value == NULL) return -EINVAL;
+  return sd_bus_message_append_basic(reply, 'o', value);
+}
+
+int csdbus_append_timestamp(sd_bus_message *reply, uint64_t seconds, uint64_t microseconds) {
+  if (reply == NULL) return -EINVAL;
+  int r = sd_bus_message_open_container(reply, 'r', "tt");
+  if (r < 0) return r;
+  r = sd_bus_message_append_basic(reply, 't', &seconds);
+  if (r < 0) return r;
+  r = sd_bus_message_append_basic(reply, 't', &microseconds);
+  if (r < 0) return r;
+  return sd_bus_message_close_container(reply);
+}
+
+int csdbus_read_u32(sd_bus_message *message, uint32_t *value) {
+  if (message == NULL || value == NULL) return -EINVAL;
+  return sd_bus_message_read_basic(message, 'u', value);
+}
+
+static int copy_string(const char *text, char *buffer, size_t capacity) {
+  if (text == NULL || buffer == NULL || capacity == 0) return -EINVAL;
+  size_t length = strnlen(text, capacity);
+  if (length >= capacity) return -ENAMETOOLONG;
+  memcpy(buffer, text, length + 1);
+  return 0;
+}
+
+int csdbus_read_string(sd_bus_message *message, char type, char *buffer, size_t capacity) {
+  if (message == NULL || buffer == NULL || capacity == 0) return -EINVAL;
+  if (type != 's' && type != 'o') return -EINVAL;
+  const char *text = NULL;
+  int r = sd_bus_message_read_basic(message, type, &text);
+  if (r < 0) return r;
+  if (r == 0) return -ENXIO;
+  return copy_string(text, buffer, capacity);
+}
+
+int csdbus_read_name_owner_changed(sd_bus_message *message, char *name, char *old_owner, char *new_owner,
+                                   size_t capacity) {
+  if (message == NULL) return -EINVAL;
+  char *targets[3] = {name, old_owner, new_owner};
+  for (int i = 0; i < 3; i++) {
+    const char *text = NULL;
+    int r = sd_bus_message_read_basic(message, 's', &text);
+    if (r < 0) return r;
+    if (r == 0) return -ENXIO;
+    r = copy_string(text, targets[i], capacity);
+    if (r < 0) return r;
+  }
+  return 0;
+}
+
+int csdbus_sender_credentials(sd_bus_message *message, uint32_t *uid, int32_t *pid, uint32_t *groups,
+                              size_t capacity, size_t *count, int *known) {
+  if (message == NULL || uid == NULL || pid == NULL || count == NULL || known == NULL) return -EINVAL;
+  if (groups == NULL && capacity > 0) return -EINVAL;
+  *known = 0;
+  *count = 0;
+  sd_bus_creds *creds = NULL;
+  int r = sd_bus_query_sender_creds(
+      message, SD_BUS_CREDS_EUID | SD_BUS_CREDS_UID | SD_BUS_CREDS_PID | SD_BUS_CREDS_SUPPLEMENTARY_GIDS, &creds);
+  if (r < 0) return r;
+  uid_t user;
+  if (sd_bus_creds_get_euid(creds, &user) >= 0 || sd_bus_creds_get_uid(creds, &user) >= 0) {
+    *uid = (uint32_t)user;
+    *known |= 1;
+  }
+  pid_t process;
+  if (sd_bus_creds_get_pid(creds, &process) >= 0) {
+    *pid = (int32_t)process;
+    *known |= 2;
+  }
+  const gid_t *gids = NULL;
+  int n = sd_bus_creds_get_supplementary_gids(creds, &gids);
+  if (n >= 0) {
+    size_t copied = 0;
+    for (int i = 0; i < n && copied < capacity && gids != NULL; i++) groups[copied++] = (uint32_t)gids[i];
+    *count = copied;
+    *known |= 4;
+  }
+  sd_bus_creds_unref(creds);
+  return 0;
+}
+
+int csdbus_emit_location_updated(sd_bus *bus, const char *destination, const char *path, const char *old_path,
+                                 const char *new_path) {
+  if (bus == NULL || destination == NULL || path == NULL || old_path == NULL || new_path == NULL) return -EINVAL;
+  sd_bus_message *m = NULL;
+  int r = sd_bus_message_new_signal(bus, &m, path, "org.freedesktop.GeoClue2.Client", "LocationUpdated");
+  if (r < 0) return r;
+  r = sd_bus_message_set_destination(m, destination);
+  if (r >= 0) r = sd_bus_message_append_basic(m, 'o', old_path);
+  if (r >= 0) r = sd_bus_message_append_basic(m, 'o', new_path);
+  if (r >= 0) r = sd_bus_send(bus, m, NULL);
+  sd_bus_message_unref(m);
+  return r;
+}
+
+int csdbus_emit_properties_changed(sd_bus *bus, const char *path, const char *interface, const char *names) {
+  if (bus == NULL || path == NULL || interface == NULL || names == NULL) return -EINVAL;
+  char copy[256];
+  size_t length = strnlen(names, sizeof copy);
+  if (length == 0 || length >= sizeof copy) return -EINVAL;
+  memcpy(copy, names, length + 1);
+  char *list[17];
+  size_t count = 0;
+  char *cursor = copy;
+  while (*cursor != '\0') {
+    if (count == 16) return -E2BIG;
+    list[count++] = cursor;
+    while (*cursor != '\0' && *cursor != ' ') cursor++;
+    if (*cursor == ' ') *cursor++ = '\0';
+  }
+  list[count] = NULL;
+  return sd_bus_emit_properties_changed_strv(bus, path, interface, list);
+}
