@@ -30,6 +30,10 @@ let package = Package(
     // epoll(7) and eventfd(2), which the Glibc module does not export: the socket server's event
     // loop and the benchmark's clients.
     .target(name: "CLinux"),
+    // sd-bus from libsystemd (headers from libsystemd-dev): the GeoClue2 vtables and non-variadic
+    // helpers; only GeoClueFrontEnd imports it. Linked, not loaded on first use: libsystemd0 is on
+    // every systemd system (see its header).
+    .target(name: "CSDBus", linkerSettings: [.linkedLibrary("systemd")]),
     // read(2), write(2) and send(2) on Swift buffers with every index checked: the one place
     // outside the socket server's event loop where buffers meet the kernel.
     .target(name: "SystemIO", swiftSettings: swiftSettings),
@@ -65,12 +69,17 @@ let package = Package(
       name: "SocketTransport",
       dependencies: ["CLinux", "ServiceCore", "LocationProtocol", "LocationModel", "Queues", "SystemIO"],
       swiftSettings: swiftSettings),
+    // The GeoClue2 D-Bus front-end (org.freedesktop.GeoClue2 over sd-bus).
+    .target(
+      name: "GeoClueFrontEnd",
+      dependencies: ["CSDBus", "CLinux", "ServiceCore", "LocationProtocol", "LocationCore", "LocationModel", "SystemIO"],
+      swiftSettings: swiftSettings),
     // The daemon's wiring: configuration, backend factory, signals, systemd glue, exit codes.
     .target(
       name: "LocationDaemon",
       dependencies: [
         "SocketTransport", "ServiceCore", "LocationProtocol", "LocationCore", "LocationModel", "MapState",
-        "GPSDBackend", "SystemIO",
+        "GPSDBackend", "SystemIO", "GeoClueFrontEnd",
       ],
       swiftSettings: swiftSettings),
     .target(name: "LocationTestKit", dependencies: ["LocationCore", "LocationModel", "NMEA"], swiftSettings: swiftSettings),
