@@ -74,6 +74,8 @@ public struct Configuration: Sendable, Hashable {
   public var group: String? = "locationd"
   /// Maximum connected clients (`--max-clients`, `1...4096`).
   public var maxClients: Int = 64
+  /// The bus to serve the GeoClue2 D-Bus API on (`--dbus system|session|none`); `nil` = none.
+  public var dbus: String? = nil
   /// The config file (`--config`), re-read on SIGHUP.
   public var configFile: String?
   /// Whether `--help` was given (print ``usage`` and exit 0).
@@ -88,7 +90,7 @@ public struct Configuration: Sendable, Hashable {
   /// The `--help` text.
   public static let usage = """
     usage: locationd [--backend URI] [--socket PATH] [--state-dir DIR] [--group NAME]
-                     [--max-clients N] [--config FILE]
+                     [--max-clients N] [--dbus system|session|none] [--config FILE]
 
       --backend URI     simulate[:ROUTE.gpx] | replay:PATH[?speed=10&loop=true] |
                         gpsd://HOST:PORT[/DEVICE]          (default simulate)
@@ -96,6 +98,8 @@ public struct Configuration: Sendable, Hashable {
       --state-dir DIR   persistent state, a directory      (default /var/lib/locationd)
       --group NAME      members may use the service, "" for root only (default locationd)
       --max-clients N   1...4096                           (default 64)
+      --dbus BUS        serve the GeoClue2 D-Bus API (org.freedesktop.GeoClue2) on the
+                        system or session bus, or none    (default none)
       --config FILE     key = value lines with the same names; flags win; re-read on SIGHUP
 
     The socket's directory and the state directory are created when missing (one level: their
@@ -158,7 +162,7 @@ public struct Configuration: Sendable, Hashable {
   }
 
   /// The keys a config file and flags may set (flag names without `--`).
-  public static let knownKeys: Set<String> = ["backend", "socket", "state-dir", "group", "max-clients"]
+  public static let knownKeys: Set<String> = ["backend", "socket", "state-dir", "group", "max-clients", "dbus"]
 
   private mutating func apply(flags: [String: String], readFile: (String) throws -> String) throws(ConfigurationError) {
     if let path = flags["config"] {
@@ -208,6 +212,11 @@ public struct Configuration: Sendable, Hashable {
         throw .invalidValue(key: "max-clients", value: value, reason: "use a whole number within 1...4096")
       }
       maxClients = number
+    case "dbus":
+      guard ["system", "session", "none"].contains(value) else {
+        throw .invalidValue(key: "dbus", value: value, reason: "use system, session or none")
+      }
+      dbus = value == "none" ? nil : value
     default:
       throw .invalidValue(key: key, value: value, reason: "unknown setting: use one of \(Self.knownKeys.sorted().joined(separator: ", "))")
     }

@@ -5,6 +5,7 @@ import LocationCore
 import MapState
 import LocationProtocol
 import ServiceCore
+import GeoClueFrontEnd
 import SocketTransport
 import LocationModel
 
@@ -112,6 +113,23 @@ public enum Daemon {
       return ExitCode.osError.rawValue
     }
 
+    // The GeoClue2 D-Bus front-end, when asked for: the same service, another transport.
+    var geoClue: GeoClueFrontEnd?
+    if let name = configuration.dbus, let kind = GeoClueBusKind(rawValue: name) {
+      let frontEnd = GeoClueFrontEnd(kind: kind, service: service, manager: manager)
+      do {
+        try await frontEnd.start()
+      } catch {
+        Log.event("startFailed", ["reason": error.description])
+        writeStandardError("locationd: \(error)\n")
+        server.stop()
+        await server.waitUntilStopped()
+        return ExitCode.unavailable.rawValue
+      }
+      await service.attach(frontEnd)
+      geoClue = frontEnd
+    }
+
     let notifier = SystemdNotifier(environment: environment)
     let elapsed = ContinuousClock.now - started
     let microseconds = elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000
@@ -168,6 +186,7 @@ public enum Daemon {
     }
     Log.event("stopping", ["reason": reason])
     notifier.stopping()
+    await geoClue?.stop()
     await service.shutdown(reason: reason)
     server.stop()
     await server.waitUntilStopped()
