@@ -15,11 +15,12 @@ public struct GeoClueLocationValues: Sendable, Hashable {
   public var latitude: Double
   /// Longitude, degrees, `-180...180`.
   public var longitude: Double
-  /// Radius of the horizontal error, metres: the fix's 95% horizontal error (gpsd `eph`); `-1`
-  /// when the fix carries none.
+  /// Radius of the horizontal error, metres: the fix's 95% horizontal error
+  /// (``Location/horizontalAccuracy``: from GST when the receiver sends it, else gpsd's `eph`);
+  /// `-1` when the fix carries neither.
   public var accuracy: Double
-  /// Altitude above mean sea level, metres (GGA's altitude, as GeoClue's NMEA source reads it);
-  /// `-Double.greatestFiniteMagnitude` when unknown.
+  /// Altitude above mean sea level, metres (GGA's altitude, as GeoClue's NMEA source reads it),
+  /// for 3D fixes; `-Double.greatestFiniteMagnitude` when unknown.
   public var altitude: Double
   /// Speed over ground, m/s; `-1` when unknown.
   public var speed: Double
@@ -45,8 +46,8 @@ public struct GeoClueLocationValues: Sendable, Hashable {
     let fix = location.fix
     latitude = coordinate.latitude
     longitude = coordinate.longitude
-    accuracy = fix.eph.flatMap { $0.isFinite && $0 >= 0 ? $0 : nil } ?? -1
-    altitude = fix.altitudeMSL.flatMap { $0.isFinite ? $0 : nil } ?? Self.unknownAltitude
+    accuracy = location.horizontalAccuracy.flatMap { $0.radius95.isFinite && $0.radius95 >= 0 ? $0.radius95 : nil } ?? -1
+    altitude = location.altitudeMSL.flatMap { $0.isFinite ? $0 : nil } ?? Self.unknownAltitude
     speed = fix.speedOverGround.flatMap { $0.isFinite && $0 >= 0 ? $0 : nil } ?? -1
     heading = fix.courseOverGround.flatMap { $0.isFinite && $0 >= 0 ? $0 : nil } ?? -1
     let source = location.provenance.isSimulated ? "simulated GPS fix" : "GPS fix"
