@@ -128,6 +128,8 @@ let package = Package(
       ],
       swiftSettings: swiftSettings),
     .testTarget(
+      name: "GeoClueFrontEndTests", dependencies: ["GeoClueFrontEnd", "LocationModel"], swiftSettings: swiftSettings),
+    .testTarget(
       name: "GPSDBackendTests", dependencies: ["GPSDBackend", "LocationCore", "LocationModel", "LocationTestKit"],
       swiftSettings: swiftSettings),
     // Fuzz targets: the harness logic, built and tested like any library; the libFuzzer driver
