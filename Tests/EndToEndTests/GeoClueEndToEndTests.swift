@@ -217,6 +217,37 @@ extension EndToEnd {
       await setup.finish()
     }
 
+    @Test("a name already owned or a missing bus stops the start with exit 69 and says why")
+    func startFailures() async throws {
+      guard let log = try Self.log() else { return }
+      let setup = try await Setup(speed: 10, log: log)
+      defer { setup.cleanUp() }
+      func second(_ environment: [String: String], _ name: String) async throws -> (Int32?, String) {
+        let daemon = try DaemonProcess(
+          executable: try Products.path("locationd"),
+          arguments: [
+            "--socket", setup.scratch.file(name + ".sock"), "--state-dir", setup.scratch.file(name + "-state"),
+            "--group", "", "--backend", "replay:\(log)", "--dbus", "system",
+          ],
+          environment: environment, logPath: setup.scratch.file(name + ".log"),
+          socketPath: setup.scratch.file(name + ".sock"), stateDirectory: setup.scratch.file(name + "-state"))
+        defer { daemon.cleanUp() }
+        return (await daemon.waitForExit(timeout: 20), daemon.log)
+      }
+      let (taken, takenLog) = try await second(setup.environment, "taken")
+      #expect(taken == 69, "\(takenLog)")
+      #expect(takenLog.contains("org.freedesktop.GeoClue2 is already owned on the system bus"), "\(takenLog)")
+      var missing = setup.environment
+      missing["DBUS_SYSTEM_BUS_ADDRESS"] = "unix:path=" + setup.scratch.file("no-bus")
+      let (absent, absentLog) = try await second(missing, "absent")
+      #expect(absent == 69, "\(absentLog)")
+      #expect(absentLog.contains("cannot connect to the D-Bus system bus"), "\(absentLog)")
+      // The first one still serves.
+      let result = try await setup.client(["nodesktop"])
+      #expect((result["error"] as? [String: String])?["message"] == "'DesktopId' property must be set")
+      await setup.finish()
+    }
+
     @Test("bad input gets D-Bus errors; thousands of CreateClient hit the cap; objects and RSS come back")
     func badInput() async throws {
       guard let log = try Self.log() else { return }
