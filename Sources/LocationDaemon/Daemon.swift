@@ -166,6 +166,7 @@ public enum Daemon {
           if reloaded.backendURI != running.backendURI { needsRestart.append("backend") }
           if reloaded.socketPath != running.socketPath { needsRestart.append("socket") }
           if reloaded.stateDirectory != running.stateDirectory { needsRestart.append("state-dir") }
+          if reloaded.dbus != running.dbus { needsRestart.append("dbus") }
           Log.event(
             "reloaded",
             [
