@@ -369,7 +369,16 @@ final class BusState {
   // MARK: - Locations
 
   /// A new fix for every active client (GeoClue's `on_locator_location_changed`).
+  ///
+  /// Every client's `LocationUpdated` goes out first, the `PropertiesChanged` they imply after
+  /// them: GeoClue emits the signal at once and GDBus sends property changes from an idle
+  /// callback, so clients see the same order, and the signal of the hundredth client does not
+  /// wait behind ninety-nine property messages.
   func deliver(_ values: GeoClueLocationValues) {
+    var changes: [(path: String, interface: String, names: String)] = []
+    defer {
+      for change in changes { emitChanged(change.path, change.interface, change.names) }
+    }
     let now = Self.monotonicMicroseconds()
     let lifetime = UInt64(frontEnd.limits.previousLocationLifetime * 1_000_000)
     for id in clients.keys.sorted() {
@@ -381,7 +390,7 @@ final class BusState {
         // Below a threshold: the current object takes the new values, no LocationUpdated.
         let changed = Self.changedProperties(object.values, values)
         object.values = values
-        if !changed.isEmpty { emitChanged(object.path, Self.locationInterface, changed.joined(separator: " ")) }
+        if !changed.isEmpty { changes.append((object.path, Self.locationInterface, changed.joined(separator: " "))) }
         continue
       }
       if let previous = client.previous { locations[previous]?.expires = now + lifetime }
@@ -400,9 +409,9 @@ final class BusState {
       let oldPath = client.current.flatMap { locations[$0]?.path } ?? "/"
       client.current = objectID
       client.signalled = values
-      emitChanged(client.path, Self.clientInterface, "Location")
       let e = csdbus_emit_location_updated(bus, client.peer, client.path, oldPath, path)
       if e < 0 { Log.event("dbusSignalFailed", ["path": client.path, "reason": GeoClueFrontEnd.errorText(e)]) }
+      changes.append((client.path, Self.clientInterface, "Location"))
     }
     countObjects()
   }
