@@ -72,7 +72,9 @@ let package = Package(
     // The GeoClue2 D-Bus front-end (org.freedesktop.GeoClue2 over sd-bus).
     .target(
       name: "GeoClueFrontEnd",
-      dependencies: ["CSDBus", "CLinux", "ServiceCore", "LocationProtocol", "LocationCore", "LocationModel", "SystemIO"],
+      dependencies: [
+        "CSDBus", "CLinux", "ServiceCore", "LocationProtocol", "LocationCore", "LocationModel", "Queues", "SystemIO",
+      ],
       swiftSettings: swiftSettings),
     // The daemon's wiring: configuration, backend factory, signals, systemd glue, exit codes.
     .target(

@@ -1,6 +1,7 @@
 import CSDBus
 import Glibc
 import LocationModel
+import Queues
 import ServiceCore
 
 /// A D-Bus error answered to a caller: name and text.
@@ -59,9 +60,6 @@ final class LocationObject {
   let client: UInt64
   var values: GeoClueLocationValues
   var slot: OpaquePointer?
-  /// CLOCK_MONOTONIC microseconds after which a replaced object is removed; `nil` while it is
-  /// the client's current or previous location.
-  var expires: UInt64?
 
   init(id: UInt64, path: String, client: UInt64, values: GeoClueLocationValues) {
     self.id = id
@@ -93,6 +91,9 @@ final class BusState {
   var nextObject: UInt64 = 1
   var nextToken: UInt64 = 1
   var lastClientNumber: UInt32 = 0
+  /// Replaced Location objects by removal time (CLOCK_MONOTONIC microseconds). The lifetime is
+  /// one constant, so they are appended in order and the sweep only looks at the front.
+  var expiring = FIFO<(expires: UInt64, id: UInt64)>()
   var inUse = false
 
   init(bus: OpaquePointer, frontEnd: GeoClueFrontEnd) {
@@ -393,7 +394,7 @@ final class BusState {
         if !changed.isEmpty { changes.append((object.path, Self.locationInterface, changed.joined(separator: " "))) }
         continue
       }
-      if let previous = client.previous { locations[previous]?.expires = now + lifetime }
+      if let previous = client.previous { expiring.append((now + lifetime, previous)) }
       client.previous = client.current
       let objectID = nextObject
       nextObject += 1
@@ -417,23 +418,18 @@ final class BusState {
   }
 
   /// Removes Location objects whose lifetime ended; returns microseconds until the next one ends
-  /// (`UInt64.max`: none waiting).
+  /// (`UInt64.max`: none waiting). Objects already removed with their client are skipped.
   func sweepLocations() -> UInt64 {
     let now = Self.monotonicMicroseconds()
-    var next = UInt64.max
     var removed = false
-    for (id, object) in locations {
-      guard let expires = object.expires else { continue }
-      if expires <= now {
-        csdbus_slot_free(object.slot)
-        locations[id] = nil
-        removed = true
-      } else {
-        next = min(next, expires - now)
-      }
+    while let (expires, id) = expiring.first, expires <= now {
+      _ = expiring.popFirst()
+      guard let object = locations.removeValue(forKey: id) else { continue }
+      csdbus_slot_free(object.slot)
+      removed = true
     }
     if removed { countObjects() }
-    return next
+    return expiring.first.map { $0.expires - now } ?? UInt64.max
   }
 
   /// Shutdown: every client goes (its tracking ends), every object is removed.
