@@ -304,36 +304,78 @@ int csdbus_read_name_owner_changed(sd_bus_message *message, char *name, char *ol
   return 0;
 }
 
+/* Reads the variant value of one GetConnectionCredentials entry the caller wants. */
+static int read_credential(sd_bus_message *reply, const char *key, uint32_t *uid, int32_t *pid, uint32_t *groups,
+                           size_t capacity, size_t *count, int *known) {
+  int r;
+  if (strcmp(key, "UnixUserID") == 0 || strcmp(key, "ProcessID") == 0) {
+    uint32_t value;
+    r = sd_bus_message_enter_container(reply, 'v', "u");
+    if (r <= 0) return r < 0 ? r : -EBADMSG;
+    r = sd_bus_message_read_basic(reply, 'u', &value);
+    if (r <= 0) return r < 0 ? r : -EBADMSG;
+    if (strcmp(key, "UnixUserID") == 0) {
+      *uid = value;
+      *known |= 1;
+    } else {
+      *pid = (int32_t)value;
+      *known |= 2;
+    }
+    return sd_bus_message_exit_container(reply);
+  }
+  if (strcmp(key, "UnixGroupIDs") == 0) {
+    r = sd_bus_message_enter_container(reply, 'v', "au");
+    if (r <= 0) return r < 0 ? r : -EBADMSG;
+    r = sd_bus_message_enter_container(reply, 'a', "u");
+    if (r <= 0) return r < 0 ? r : -EBADMSG;
+    uint32_t value;
+    /* Every gid is read (the message must be consumed); those beyond `capacity` are dropped. */
+    while ((r = sd_bus_message_read_basic(reply, 'u', &value)) > 0) {
+      if (*count < capacity) groups[(*count)++] = value;
+    }
+    if (r < 0) return r;
+    *known |= 4;
+    r = sd_bus_message_exit_container(reply);
+    if (r < 0) return r;
+    return sd_bus_message_exit_container(reply);
+  }
+  return sd_bus_message_skip(reply, "v");
+}
+
 int csdbus_sender_credentials(sd_bus_message *message, uint32_t *uid, int32_t *pid, uint32_t *groups,
                               size_t capacity, size_t *count, int *known) {
   if (message == NULL || uid == NULL || pid == NULL || count == NULL || known == NULL) return -EINVAL;
   if (groups == NULL && capacity > 0) return -EINVAL;
   *known = 0;
   *count = 0;
-  sd_bus_creds *creds = NULL;
-  int r = sd_bus_query_sender_creds(
-      message, SD_BUS_CREDS_EUID | SD_BUS_CREDS_UID | SD_BUS_CREDS_PID | SD_BUS_CREDS_SUPPLEMENTARY_GIDS, &creds);
+  const char *sender = sd_bus_message_get_sender(message);
+  sd_bus *bus = sd_bus_message_get_bus(message);
+  if (sender == NULL || bus == NULL) return -ENXIO;
+  /* The bus driver's own answer (libsystemd 252's sd_bus_get_name_creds does not read
+   * UnixGroupIDs), so that groups come from the kernel as the bus daemon recorded them. */
+  sd_bus_error error = SD_BUS_ERROR_NULL;
+  sd_bus_message *reply = NULL;
+  int r = sd_bus_call_method(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                             "GetConnectionCredentials", &error, &reply, "s", sender);
+  sd_bus_error_free(&error);
   if (r < 0) return r;
-  uid_t user;
-  if (sd_bus_creds_get_euid(creds, &user) >= 0 || sd_bus_creds_get_uid(creds, &user) >= 0) {
-    *uid = (uint32_t)user;
-    *known |= 1;
+  r = sd_bus_message_enter_container(reply, 'a', "{sv}");
+  while (r > 0) {
+    r = sd_bus_message_enter_container(reply, 'e', "sv");
+    if (r <= 0) break;
+    const char *key = NULL;
+    r = sd_bus_message_read_basic(reply, 's', &key);
+    if (r <= 0 || key == NULL) {
+      r = r < 0 ? r : -EBADMSG;
+      break;
+    }
+    r = read_credential(reply, key, uid, pid, groups, capacity, count, known);
+    if (r < 0) break;
+    r = sd_bus_message_exit_container(reply);
+    if (r >= 0) r = 1;
   }
-  pid_t process;
-  if (sd_bus_creds_get_pid(creds, &process) >= 0) {
-    *pid = (int32_t)process;
-    *known |= 2;
-  }
-  const gid_t *gids = NULL;
-  int n = sd_bus_creds_get_supplementary_gids(creds, &gids);
-  if (n >= 0) {
-    size_t copied = 0;
-    for (int i = 0; i < n && copied < capacity && gids != NULL; i++) groups[copied++] = (uint32_t)gids[i];
-    *count = copied;
-    *known |= 4;
-  }
-  sd_bus_creds_unref(creds);
-  return 0;
+  sd_bus_message_unref(reply);
+  return r < 0 ? r : 0;
 }
 
 int csdbus_emit_location_updated(sd_bus *bus, const char *destination, const char *path, const char *old_path,

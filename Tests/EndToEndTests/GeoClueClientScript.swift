@@ -130,6 +130,18 @@ elif command == "hold":
     pump(30, lambda: len(updates(path)) >= 1)
     print(json.dumps({"client": path}), flush=True)
     pump(600)
+elif command == "revocable":
+    path = create()
+    result["start"] = error_of(lambda: call(path, CLIENT, "Start"))
+    pump(30, lambda: len(updates(path)) >= 1)
+    print(json.dumps({"client": path, "updates": len(updates(path))}), flush=True)
+    def inactive():
+        return any(e["member"] == "PropertiesChanged" and e["path"] == path and e["args"][1].get("Active") is False
+                   for e in events)
+    pump(60, inactive)
+    result["revoked"] = inactive()
+    result["active"] = get_prop(path, CLIENT, "Active")
+    result["startAgain"] = error_of(lambda: call(path, CLIENT, "Start"))
 elif command == "start":
     path = create()
     result["client"] = path

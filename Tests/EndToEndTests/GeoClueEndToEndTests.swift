@@ -29,19 +29,26 @@ extension EndToEnd {
       let daemon: DaemonProcess
       let environment: [String: String]
 
-      init(speed: Int, group: String = "", log: String) async throws {
+      /// - Parameter config: when given, the group comes from a config file holding
+      ///   `group = CONFIG` (``configFile``), which a test may rewrite before a SIGHUP.
+      init(speed: Int, group: String = "", config: String? = nil, log: String) async throws {
         scratch = try Scratch()
         bus = try PrivateBus()
         _ = try await bus.start()
         environment = bus.environment()
         let socket = scratch.file("l.sock")
         let state = scratch.file("state")
+        var authority = ["--group", group]
+        if let config {
+          try "group = \(config)\n".write(toFile: scratch.file("locationd.conf"), atomically: true, encoding: .utf8)
+          authority = ["--config", scratch.file("locationd.conf")]
+        }
         daemon = try DaemonProcess(
           executable: try Products.path("locationd"),
           arguments: [
-            "--socket", socket, "--state-dir", state, "--group", group,
+            "--socket", socket, "--state-dir", state,
             "--backend", "replay:\(log)?speed=\(speed)&loop=true", "--dbus", "system",
-          ],
+          ] + authority,
           environment: environment, logPath: scratch.file("locationd.log"), socketPath: socket,
           stateDirectory: state)
         try await daemon.waitForLog("locationd: dbusReady ")
@@ -214,6 +221,42 @@ extension EndToEnd {
       let gone = (after["introspect"] as? [String: Any])?["/org/freedesktop/GeoClue2/Client/1"] as? [String: String]
       #expect(gone?["name"] != nil, "\(after)")
       #expect(setup.daemon.log.contains("dbusClientVanished"))
+      await setup.finish()
+    }
+
+    @Test("a member of the group (UnixGroupIDs from the bus) may locate; a reload that drops the group stops it")
+    func groupFromTheBusAndRevocation() async throws {
+      guard let log = try Self.log() else { return }
+      try requireNobodyClient(python: true)
+      let setup = try await Setup(speed: 10, config: "nogroup", log: log)
+      defer { setup.cleanUp() }
+      let script = setup.scratch.file("revocable.py")
+      try geoClueClientScript.write(toFile: script, atomically: true, encoding: .utf8)
+      chmod(script, 0o644)
+      chmod(setup.scratch.path, 0o755)
+      let out = setup.scratch.file("revocable.out")
+      // uid 65534 with its initial groups (nogroup, 65534): a member of the configured group.
+      let client = try Child(
+        "/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--init-groups", "/usr/bin/python3", script, "revocable"],
+        environment: setup.environment, stdout: out, stderr: out)
+      defer { kill(client.pid, SIGKILL) }
+      let started = await waitUntil(timeout: 30) {
+        ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").contains("\"updates\": 1")
+      }
+      #expect(started, "\((try? String(contentsOfFile: out, encoding: .utf8)) ?? "")\n\(setup.daemon.log)")
+      try "group = \n".write(toFile: setup.scratch.file("locationd.conf"), atomically: true, encoding: .utf8)
+      setup.daemon.signal(SIGHUP)
+      let status = await client.waitForExit(timeout: 60)
+      #expect(status == 0)
+      let text = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
+      let last = try #require(text.split(separator: "\n").last.map(String.init))
+      let result = try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])
+      #expect(result["start"] is NSNull, "\(result)")
+      #expect(result["revoked"] as? Bool == true, "\(result)")
+      #expect(result["active"] as? Bool == false)
+      let again = try #require(result["startAgain"] as? [String: String])
+      #expect(again["name"] == "org.freedesktop.DBus.Error.AccessDenied")
+      #expect(again["message"]?.hasPrefix("uid 65534 is not authorized") == true, "\(again)")
       await setup.finish()
     }
 

@@ -98,8 +98,8 @@ int csdbus_read_string(sd_bus_message *message, char type, char *buffer, size_t 
 int csdbus_read_name_owner_changed(sd_bus_message *message, char *name, char *old_owner, char *new_owner,
                                    size_t capacity);
 
-/* The sender's credentials as the bus driver reports them (GetConnectionCredentials): effective
- * (or real, when the bus gives no effective) uid, pid, and up to `capacity` supplementary gids
+/* The sender's credentials as the bus driver reports them (GetConnectionCredentials: UnixUserID,
+ * ProcessID, UnixGroupIDs; a blocking call to the bus driver): uid, pid, and up to `capacity` gids
  * (*count set to how many were written; the rest are dropped). *known is a bit set: 1 uid,
  * 2 pid, 4 groups. Returns 0 or a negative errno. */
 int csdbus_sender_credentials(sd_bus_message *message, uint32_t *uid, int32_t *pid, uint32_t *groups,
