@@ -31,9 +31,9 @@ let package = Package(
     // loop and the benchmark's clients.
     .target(name: "CLinux"),
     // sd-bus from libsystemd (headers from libsystemd-dev): the GeoClue2 vtables and non-variadic
-    // helpers; only GeoClueFrontEnd imports it. Linked, not loaded on first use: libsystemd0 is on
-    // every systemd system (see its header).
-    .target(name: "CSDBus", linkerSettings: [.linkedLibrary("systemd")]),
+    // helpers; only GeoClueFrontEnd imports it. Loaded on first use like libgps (see its header):
+    // linked, libsystemd and its libraries would cost every daemon about 0.8 MB.
+    .target(name: "CSDBus", linkerSettings: [.linkedLibrary("dl")]),
     // read(2), write(2) and send(2) on Swift buffers with every index checked: the one place
     // outside the socket server's event loop where buffers meet the kernel.
     .target(name: "SystemIO", swiftSettings: swiftSettings),

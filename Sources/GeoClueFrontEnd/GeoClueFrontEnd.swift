@@ -189,6 +189,10 @@ public final class GeoClueFrontEnd: FrontEnd {
   }
 
   private func runBusThread(report: @escaping @Sendable (Result<Void, GeoClueError>) -> Void) {
+    if let failure = csdbus_load() {
+      report(.failure(.failed(kind, reason: String(cString: failure))))
+      return
+    }
     var bus: OpaquePointer?
     var r = csdbus_open(kind == .system ? 0 : 1, &bus)
     guard r >= 0, let bus else {
