@@ -94,6 +94,11 @@ final class BusState {
   /// Replaced Location objects by removal time (CLOCK_MONOTONIC microseconds). The lifetime is
   /// one constant, so they are appended in order and the sweep only looks at the front.
   var expiring = FIFO<(expires: UInt64, id: UInt64)>()
+  /// For each of the last 4096 fixes signalled to some client: milliseconds from the fix time to
+  /// the last client's `LocationUpdated` handed to the bus (logged at shutdown as `dbusDelivery`).
+  var deliveries: [Double] = []
+  var deliveryCount = 0
+  var widestDelivery = 0
   var inUse = false
 
   init(bus: OpaquePointer, frontEnd: GeoClueFrontEnd) {
@@ -382,6 +387,8 @@ final class BusState {
     }
     let now = Self.monotonicMicroseconds()
     let lifetime = UInt64(frontEnd.limits.previousLocationLifetime * 1_000_000)
+    var signalled = 0
+    defer { recordDelivery(values, signalled: signalled) }
     for id in clients.keys.sorted() {
       guard let client = clients[id], client.active else { continue }
       if let current = client.current, let object = locations[current],
@@ -413,8 +420,35 @@ final class BusState {
       let e = csdbus_emit_location_updated(bus, client.peer, client.path, oldPath, path)
       if e < 0 { Log.event("dbusSignalFailed", ["path": client.path, "reason": GeoClueFrontEnd.errorText(e)]) }
       changes.append((client.path, Self.clientInterface, "Location"))
+      signalled += 1
     }
     countObjects()
+  }
+
+  private func recordDelivery(_ values: GeoClueLocationValues, signalled: Int) {
+    guard signalled > 0 else { return }
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    let fix = Double(values.seconds) * 1000 + Double(values.microseconds) / 1000
+    let sent = Double(now.tv_sec) * 1000 + Double(now.tv_nsec) / 1_000_000
+    if deliveries.count == 4096 { deliveries.removeFirst(2048) }
+    deliveries.append(sent - fix)
+    deliveryCount += 1
+    widestDelivery = max(widestDelivery, signalled)
+  }
+
+  /// The `dbusDelivery` log line's figures: fixes signalled, most clients for one fix, and
+  /// the median, p99 and maximum of ``deliveries`` (ms).
+  func deliverySummary() -> KeyValuePairs<String, String>? {
+    guard !deliveries.isEmpty else { return nil }
+    let sorted = deliveries.sorted()
+    func at(_ percent: Int) -> String {
+      String(Double(Int(sorted[min(sorted.count - 1, sorted.count * percent / 100)] * 1000)) / 1000)
+    }
+    return [
+      "fixes": String(deliveryCount), "clients": String(widestDelivery), "medianMs": at(50), "p99Ms": at(99),
+      "maxMs": at(100),
+    ]
   }
 
   /// Removes Location objects whose lifetime ended; returns microseconds until the next one ends
@@ -434,6 +468,7 @@ final class BusState {
 
   /// Shutdown: every client goes (its tracking ends), every object is removed.
   func teardown() {
+    if let summary = deliverySummary() { Log.event("dbusDelivery", summary) }
     for id in clients.keys.sorted() { deleteClient(id) }
     for (_, message) in pending { csdbus_message_unref(message) }
     pending.removeAll()
