@@ -76,12 +76,17 @@ let package = Package(
         "CSDBus", "CLinux", "ServiceCore", "LocationProtocol", "LocationCore", "LocationModel", "Queues", "SystemIO",
       ],
       swiftSettings: swiftSettings),
+    // The NMEA feed front-end: each fix as RMC and GGA on a Unix socket (GeoClue's nmea-socket).
+    .target(
+      name: "NMEAFeed",
+      dependencies: ["ServiceCore", "SocketTransport", "LocationCore", "LocationModel", "LocationProtocol", "NMEA", "SystemIO"],
+      swiftSettings: swiftSettings),
     // The daemon's wiring: configuration, backend factory, signals, systemd glue, exit codes.
     .target(
       name: "LocationDaemon",
       dependencies: [
         "SocketTransport", "ServiceCore", "LocationProtocol", "LocationCore", "LocationModel", "MapState",
-        "GPSDBackend", "SystemIO", "GeoClueFrontEnd",
+        "GPSDBackend", "SystemIO", "GeoClueFrontEnd", "NMEAFeed",
       ],
       swiftSettings: swiftSettings),
     .target(name: "LocationTestKit", dependencies: ["LocationCore", "LocationModel", "NMEA"], swiftSettings: swiftSettings),
@@ -112,6 +117,13 @@ let package = Package(
     .executableTarget(
       name: "relay-bench", dependencies: ["BenchKit", "LocationCore", "LocationTestKit"], swiftSettings: swiftSettings),
     .testTarget(name: "SystemIOTests", dependencies: ["SystemIO"], swiftSettings: swiftSettings),
+    .testTarget(
+      name: "NMEAFeedTests",
+      dependencies: [
+        "NMEAFeed", "ServiceCore", "LocationDaemon", "LocationCore", "LocationModel", "LocationProtocol", "MapState",
+        "NMEA", "LocationTestKit", "SystemIO",
+      ],
+      swiftSettings: swiftSettings),
     .testTarget(
       name: "NMEATests", dependencies: ["NMEA", "LocationModel", "LocationProtocol", "LocationTestKit"], swiftSettings: swiftSettings),
     .testTarget(

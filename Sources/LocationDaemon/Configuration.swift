@@ -55,7 +55,7 @@ public enum ConfigurationError: Error, Sendable, Hashable, CustomStringConvertib
 ///
 /// Config file format: one `key = value` per line; `#` starts a comment line; blank lines are
 /// ignored; keys are the long flag names without `--` (`backend`, `socket`, `state-dir`,
-/// `group`, `max-clients`). Values may be wrapped in double quotes.
+/// `group`, `max-clients`, `nmea-socket`). Values may be wrapped in double quotes.
 public struct Configuration: Sendable, Hashable {
   /// The default socket path: ``ServiceSocket/defaultPath``, where clients look for the service.
   public static let defaultSocketPath = ServiceSocket.defaultPath
@@ -72,6 +72,9 @@ public struct Configuration: Sendable, Hashable {
   public var stateDirectory: String = defaultStateDirectory
   /// Members of this group are authorized (`--group`); `nil` = root only.
   public var group: String? = "locationd"
+  /// The NMEA feed's socket (`--nmea-socket`): each fix as RMC and GGA for readers such as
+  /// GeoClue's `nmea-socket`; `nil` (the default, or `""`) = no feed.
+  public var nmeaSocketPath: String?
   /// Maximum connected clients (`--max-clients`, `1...4096`).
   public var maxClients: Int = 64
   /// The bus to serve the GeoClue2 D-Bus API on (`--dbus system|session|none`); `nil` = none.
@@ -90,7 +93,8 @@ public struct Configuration: Sendable, Hashable {
   /// The `--help` text.
   public static let usage = """
     usage: locationd [--backend URI] [--socket PATH] [--state-dir DIR] [--group NAME]
-                     [--max-clients N] [--dbus system|session|none] [--config FILE]
+                     [--max-clients N] [--dbus system|session|none] [--nmea-socket PATH]
+                     [--config FILE]
 
       --backend URI     simulate[:ROUTE.gpx] | replay:PATH[?speed=10&loop=true] |
                         gpsd://HOST:PORT[/DEVICE]          (default simulate)
@@ -100,6 +104,8 @@ public struct Configuration: Sendable, Hashable {
       --max-clients N   1...4096                           (default 64)
       --dbus BUS        serve the GeoClue2 D-Bus API (org.freedesktop.GeoClue2) on the
                         system or session bus, or none    (default none)
+      --nmea-socket PATH  serve each fix as NMEA RMC and GGA on this Unix socket, for GeoClue's
+                        nmea-socket; same mode and group as --socket (default none)
       --config FILE     key = value lines with the same names; flags win; re-read on SIGHUP
 
     The socket's directory and the state directory are created when missing (one level: their
@@ -162,7 +168,9 @@ public struct Configuration: Sendable, Hashable {
   }
 
   /// The keys a config file and flags may set (flag names without `--`).
-  public static let knownKeys: Set<String> = ["backend", "socket", "state-dir", "group", "max-clients", "dbus"]
+  public static let knownKeys: Set<String> = [
+    "backend", "socket", "state-dir", "group", "max-clients", "dbus", "nmea-socket",
+  ]
 
   private mutating func apply(flags: [String: String], readFile: (String) throws -> String) throws(ConfigurationError) {
     if let path = flags["config"] {
@@ -197,6 +205,13 @@ public struct Configuration: Sendable, Hashable {
         throw .invalidValue(key: "socket", value: value, reason: "use an absolute path of at most 107 bytes")
       }
       socketPath = value
+    case "nmea-socket":
+      guard value.isEmpty || (value.hasPrefix("/") && value.utf8.count <= 107) else {
+        throw .invalidValue(
+          key: "nmea-socket", value: value,
+          reason: "use an absolute path of at most 107 bytes, or \"\" for no NMEA feed")
+      }
+      nmeaSocketPath = value.isEmpty ? nil : value
     case "state-dir":
       guard value.hasPrefix("/") else {
         throw .invalidValue(key: "state-dir", value: value, reason: "use an absolute directory path")

@@ -8,6 +8,7 @@ import ServiceCore
 import GeoClueFrontEnd
 import SocketTransport
 import LocationModel
+import NMEAFeed
 
 /// The `locationd` process: configuration, wiring and lifecycle, run by the executable's `main`.
 ///
@@ -104,12 +105,34 @@ public enum Daemon {
     let server = SocketServer(
       socket: socket, handler: service, options: ServerOptions(maxClients: configuration.maxClients))
     await service.attach(server)
+    // The NMEA feed (--nmea-socket): a second front-end on the same service and authority.
+    var nmeaFeed: NMEAFeed?
+    if let path = configuration.nmeaSocketPath {
+      do {
+        let feed = try NMEAFeed(path: path, group: configuration.group, handler: service)
+        await service.attach(feed)
+        nmeaFeed = feed
+      } catch {
+        Log.event("startFailed", ["reason": error.description])
+        writeStandardError("locationd: \(error)\n")
+        socket.close()
+        return nmeaExitCode(error).rawValue
+      }
+    }
     await service.start()
+    // Subscribed before any reader can connect, so that the first fix of their tracking is seen.
+    var nmeaTask: Task<Void, Never>?
+    if let feed = nmeaFeed {
+      let events = await manager.observe(coalescing: true)
+      nmeaTask = Task { await feed.run(events: events) }
+    }
     do {
       try server.start()
+      try nmeaFeed?.start()
     } catch {
-      Log.event("startFailed", ["reason": error.description])
+      Log.event("startFailed", ["reason": "\(error)"])
       writeStandardError("locationd: \(error)\n")
+      nmeaFeed?.stop()
       return ExitCode.osError.rawValue
     }
 
@@ -123,7 +146,10 @@ public enum Daemon {
         Log.event("startFailed", ["reason": error.description])
         writeStandardError("locationd: \(error)\n")
         server.stop()
+        nmeaFeed?.stop()
+        nmeaTask?.cancel()
         await server.waitUntilStopped()
+        await nmeaFeed?.waitUntilStopped()
         return ExitCode.unavailable.rawValue
       }
       await service.attach(frontEnd)
@@ -138,6 +164,7 @@ public enum Daemon {
       [
         "socket": socket.path, "activated": String(socket.isActivated), "backend": backend.uri,
         "stateDir": configuration.stateDirectory, "startupMs": String(Double(microseconds / 100) / 10),
+        "nmeaSocket": nmeaFeed?.socket.path ?? "",
       ])
     notifier.ready(status: "serving on \(socket.path), backend \(backend.uri)")
     let watchdog = Task { await notifier.runWatchdog() }
@@ -161,12 +188,14 @@ public enum Daemon {
           // The socket file's group is the coarse outer gate (who may connect at all); it follows
           // the group when locationd created the socket, not when systemd passed it.
           applySocketGroup(socket, reloaded.group)
+          if let feed = nmeaFeed { applySocketGroup(feed.socket, reloaded.group) }
           server.setMaxClients(reloaded.maxClients)
           var needsRestart: [String] = []
           if reloaded.backendURI != running.backendURI { needsRestart.append("backend") }
           if reloaded.socketPath != running.socketPath { needsRestart.append("socket") }
           if reloaded.stateDirectory != running.stateDirectory { needsRestart.append("state-dir") }
           if reloaded.dbus != running.dbus { needsRestart.append("dbus") }
+          if reloaded.nmeaSocketPath != running.nmeaSocketPath { needsRestart.append("nmea-socket") }
           Log.event(
             "reloaded",
             [
@@ -190,7 +219,10 @@ public enum Daemon {
     await geoClue?.stop()
     await service.shutdown(reason: reason)
     server.stop()
+    nmeaFeed?.stop()
+    nmeaTask?.cancel()
     await server.waitUntilStopped()
+    await nmeaFeed?.waitUntilStopped()
     watchdog.cancel()
     Log.event("stopped", [:])
     return 0
@@ -217,6 +249,15 @@ public enum Daemon {
       }
     } catch {
       Log.event("socketGroupFailed", ["path": socket.path, "reason": error.description])
+    }
+  }
+
+  /// The exit code for an NMEA socket that could not be set up: as for the main socket.
+  static func nmeaExitCode(_ error: NMEAFeed.Failure) -> ExitCode {
+    switch error {
+    case .listen(let listen): return listen.exitCode
+    case .unsafeDirectory: return .configuration
+    case .system: return .osError
     }
   }
 

@@ -42,6 +42,8 @@ public final class PrivateBus: @unchecked Sendable {
   public let configFile: String
   /// The Unix socket the bus listens on.
   public let socketPath: String
+  /// dbus-daemon's standard error (its warnings), in ``directory``.
+  public let logFile: String
 
   private let lock = NSLock()
   private var process: Process?
@@ -63,6 +65,7 @@ public final class PrivateBus: @unchecked Sendable {
     chmod(directory, 0o755)
     configFile = directory + "/bus.conf"
     socketPath = directory + "/bus"
+    logFile = directory + "/dbus-daemon.log"
     try Self.configuration(socketPath: socketPath)
       .write(toFile: configFile, atomically: true, encoding: .utf8)
   }
@@ -128,22 +131,19 @@ public final class PrivateBus: @unchecked Sendable {
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = ["--config-file=" + configFile, "--nofork", "--print-address"]
     let output = Pipe()
-    let errors = Pipe()
+    // Standard error goes to a file: a pipe nobody drains would stop dbus-daemon once full.
+    _ = FileManager.default.createFile(atPath: logFile, contents: nil)
     process.standardOutput = output
-    process.standardError = errors
+    process.standardError = FileHandle(forWritingAtPath: logFile)
     unlink(socketPath)
     try process.run()
     lock.withLock { self.process = process }
     let reader = output.fileHandleForReading.fileDescriptor
-    let errorReader = errors.fileHandleForReading.fileDescriptor
     _ = fcntl(reader, F_SETFL, fcntl(reader, F_GETFL) | O_NONBLOCK)
-    _ = fcntl(errorReader, F_SETFL, fcntl(errorReader, F_GETFL) | O_NONBLOCK)
     var printed: [UInt8] = []
-    var complaints: [UInt8] = []
     let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
     while true {
       Self.drain(reader, into: &printed)
-      Self.drain(errorReader, into: &complaints)
       if let newline = printed.firstIndex(of: UInt8(ascii: "\n")) {
         let address = String(decoding: printed[..<newline], as: UTF8.self)
         lock.withLock { printedAddress = address }
@@ -153,9 +153,8 @@ public final class PrivateBus: @unchecked Sendable {
       if !alive || ContinuousClock.now >= deadline { break }
       try await Task.sleep(for: .milliseconds(10))
     }
-    Self.drain(errorReader, into: &complaints)
     kill()
-    throw Failure.noAddress(output: String(decoding: complaints, as: UTF8.self))
+    throw Failure.noAddress(output: (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? "")
   }
 
   /// Appends what `fd` (non-blocking) has to `bytes`.
