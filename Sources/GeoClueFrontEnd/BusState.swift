@@ -135,15 +135,19 @@ final class BusState {
       // No agent is on locationd's list of allowed agents (it has none).
       throw .accessDenied("\(id) not allowed to act as agent")
     default:
-      throw BusError(name: "org.freedesktop.DBus.Error.UnknownMethod", message: "unknown method \(member)")
+      throw BusError(
+        name: "org.freedesktop.DBus.Error.UnknownMethod", message: "unknown method \(member)")
     }
   }
 
-  private func createClient(sender: String, message: OpaquePointer) throws(BusError) -> ClientObject {
+  private func createClient(sender: String, message: OpaquePointer) throws(BusError) -> ClientObject
+  {
     let limits = frontEnd.limits
     let own = clientsByPeer[sender]?.count ?? 0
     guard own < limits.clientsPerConnection else {
-      throw .limitsExceeded("at most \(limits.clientsPerConnection) clients per connection: delete one first (DeleteClient)")
+      throw .limitsExceeded(
+        "at most \(limits.clientsPerConnection) clients per connection: delete one first (DeleteClient)"
+      )
     }
     guard clients.count < limits.clients else {
       throw .limitsExceeded("at most \(limits.clients) clients in all")
@@ -156,9 +160,12 @@ final class BusState {
       frontEnd.post { $0.revoke(client: id) }
     }
     let client = ClientObject(
-      id: id, number: lastClientNumber, peer: sender, context: ClientContext(connection: channel, peer: peer))
+      id: id, number: lastClientNumber, peer: sender,
+      context: ClientContext(connection: channel, peer: peer))
     let r = csdbus_add_object(bus, &client.slot, client.path, Int32(CSDBUS_CLIENT), id)
-    guard r >= 0 else { throw .failed("cannot export \(client.path): \(GeoClueFrontEnd.errorText(r))") }
+    guard r >= 0 else {
+      throw .failed("cannot export \(client.path): \(GeoClueFrontEnd.errorText(r))")
+    }
     clients[id] = client
     clientsByPeer[sender, default: []].append(id)
     countObjects()
@@ -170,7 +177,9 @@ final class BusState {
 
   /// The caller's credentials from the bus driver (GetConnectionCredentials), once per
   /// connection: unique names are never reused.
-  private func credentials(of sender: String, message: OpaquePointer) throws(BusError) -> PeerCredentials {
+  private func credentials(of sender: String, message: OpaquePointer) throws(BusError)
+    -> PeerCredentials
+  {
     if let known = credentials[sender] { return known }
     var uid: UInt32 = 0
     var pid: Int32 = 0
@@ -179,12 +188,14 @@ final class BusState {
     var known: Int32 = 0
     let r = csdbus_sender_credentials(message, &uid, &pid, &groups, groups.count, &count, &known)
     guard r >= 0, known & 1 != 0 else {
-      throw .accessDenied("the bus did not report the caller's user id (\(GeoClueFrontEnd.errorText(r)))")
+      throw .accessDenied(
+        "the bus did not report the caller's user id (\(GeoClueFrontEnd.errorText(r)))")
     }
     // The bus reports no primary gid: it is among UnixGroupIDs for a login process. An
     // invalid gid ((gid_t)-1) stands for "not reported"; no group has it.
     let peer = PeerCredentials(
-      pid: known & 2 != 0 ? pid : 0, uid: uid, gid: UInt32.max, groups: Array(groups.prefix(min(count, groups.count))))
+      pid: known & 2 != 0 ? pid : 0, uid: uid, gid: UInt32.max,
+      groups: Array(groups.prefix(min(count, groups.count))))
     credentials[sender] = peer
     return peer
   }
@@ -216,20 +227,25 @@ final class BusState {
     guard Self.string(new).isEmpty, gone.hasPrefix(":") else { return }
     credentials[gone] = nil
     for id in clientsByPeer[gone] ?? [] {
-      Log.event("dbusClientVanished", ["peer": gone, "client": String(clients[id]?.context.id ?? 0)])
+      Log.event(
+        "dbusClientVanished", ["peer": gone, "client": String(clients[id]?.context.id ?? 0)])
       deleteClient(id)
     }
   }
 
   // MARK: - Client
 
-  func clientCall(_ id: UInt64, _ member: String, _ message: OpaquePointer) throws(BusError) -> Int32 {
+  func clientCall(_ id: UInt64, _ member: String, _ message: OpaquePointer) throws(BusError)
+    -> Int32
+  {
     let client = try owned(id, message)
     switch member {
     case "Start":
       if client.active { return csdbus_reply_empty(message) }
       guard client.desktopID != nil else { throw .accessDenied("'DesktopId' property must be set") }
-      guard !client.starting else { throw .accessDenied("An authorization request is already pending") }
+      guard !client.starting else {
+        throw .accessDenied("An authorization request is already pending")
+      }
       client.starting = true
       let token = nextToken
       nextToken += 1
@@ -244,7 +260,8 @@ final class BusState {
       setActive(client, false)
       return csdbus_reply_empty(message)
     default:
-      throw BusError(name: "org.freedesktop.DBus.Error.UnknownMethod", message: "unknown method \(member)")
+      throw BusError(
+        name: "org.freedesktop.DBus.Error.UnknownMethod", message: "unknown method \(member)")
     }
   }
 
@@ -299,7 +316,8 @@ final class BusState {
     return client
   }
 
-  func clientSet(_ id: UInt64, _ property: String, _ value: OpaquePointer) throws(BusError) -> Int32 {
+  func clientSet(_ id: UInt64, _ property: String, _ value: OpaquePointer) throws(BusError) -> Int32
+  {
     guard let client = clients[id] else { throw .failed("no such client") }
     if let message = csdbus_current_message(bus), Self.sender(message) != client.peer {
       throw .accessDenied("Access denied")
@@ -335,7 +353,8 @@ final class BusState {
     return 1
   }
 
-  func clientGet(_ id: UInt64, _ property: String, _ reply: OpaquePointer) throws(BusError) -> Int32 {
+  func clientGet(_ id: UInt64, _ property: String, _ reply: OpaquePointer) throws(BusError) -> Int32
+  {
     guard let client = clients[id] else { throw .failed("no such client") }
     switch property {
     case "Location":
@@ -352,12 +371,15 @@ final class BusState {
   func managerGet(_ property: String, _ reply: OpaquePointer) throws(BusError) -> Int32 {
     switch property {
     case "InUse": return csdbus_append_bool(reply, inUse ? 1 : 0)
-    case "AvailableAccuracyLevel": return csdbus_append_u32(reply, GeoClueAccuracyLevel.exact.rawValue)
+    case "AvailableAccuracyLevel":
+      return csdbus_append_u32(reply, GeoClueAccuracyLevel.exact.rawValue)
     default: throw .invalidArgs("unknown property \(property)")
     }
   }
 
-  func locationGet(_ id: UInt64, _ property: String, _ reply: OpaquePointer) throws(BusError) -> Int32 {
+  func locationGet(_ id: UInt64, _ property: String, _ reply: OpaquePointer) throws(BusError)
+    -> Int32
+  {
     guard let values = locations[id]?.values else { throw .failed("no such location") }
     switch property {
     case "Latitude": return csdbus_append_double(reply, values.latitude)
@@ -393,12 +415,15 @@ final class BusState {
       guard let client = clients[id], client.active else { continue }
       if let current = client.current, let object = locations[current],
         GeoClueThresholds.suppresses(
-          values, after: client.signalled, distance: client.distanceThreshold, time: client.timeThreshold)
+          values, after: client.signalled, distance: client.distanceThreshold,
+          time: client.timeThreshold)
       {
         // Below a threshold: the current object takes the new values, no LocationUpdated.
         let changed = Self.changedProperties(object.values, values)
         object.values = values
-        if !changed.isEmpty { changes.append((object.path, Self.locationInterface, changed.joined(separator: " "))) }
+        if !changed.isEmpty {
+          changes.append((object.path, Self.locationInterface, changed.joined(separator: " ")))
+        }
         continue
       }
       if let previous = client.previous { expiring.append((now + lifetime, previous)) }
@@ -418,7 +443,10 @@ final class BusState {
       client.current = objectID
       client.signalled = values
       let e = csdbus_emit_location_updated(bus, client.peer, client.path, oldPath, path)
-      if e < 0 { Log.event("dbusSignalFailed", ["path": client.path, "reason": GeoClueFrontEnd.errorText(e)]) }
+      if e < 0 {
+        Log.event(
+          "dbusSignalFailed", ["path": client.path, "reason": GeoClueFrontEnd.errorText(e)])
+      }
       changes.append((client.path, Self.clientInterface, "Location"))
       signalled += 1
     }
@@ -446,7 +474,8 @@ final class BusState {
       String(Double(Int(sorted[min(sorted.count - 1, sorted.count * percent / 100)] * 1000)) / 1000)
     }
     return [
-      "fixes": String(deliveryCount), "clients": String(widestDelivery), "medianMs": at(50), "p99Ms": at(99),
+      "fixes": String(deliveryCount), "clients": String(widestDelivery), "medianMs": at(50),
+      "p99Ms": at(99),
       "maxMs": at(100),
     ]
   }
@@ -484,10 +513,16 @@ final class BusState {
 
   private func emitChanged(_ path: String, _ interface: String, _ names: String) {
     let r = csdbus_emit_properties_changed(bus, path, interface, names)
-    if r < 0 { Log.event("dbusSignalFailed", ["path": path, "properties": names, "reason": GeoClueFrontEnd.errorText(r)]) }
+    if r < 0 {
+      Log.event(
+        "dbusSignalFailed",
+        ["path": path, "properties": names, "reason": GeoClueFrontEnd.errorText(r)])
+    }
   }
 
-  static func changedProperties(_ old: GeoClueLocationValues, _ new: GeoClueLocationValues) -> [String] {
+  static func changedProperties(_ old: GeoClueLocationValues, _ new: GeoClueLocationValues)
+    -> [String]
+  {
     var names: [String] = []
     if old.latitude != new.latitude { names.append("Latitude") }
     if old.longitude != new.longitude { names.append("Longitude") }
@@ -496,7 +531,9 @@ final class BusState {
     if old.speed != new.speed { names.append("Speed") }
     if old.heading != new.heading { names.append("Heading") }
     if old.description != new.description { names.append("Description") }
-    if old.seconds != new.seconds || old.microseconds != new.microseconds { names.append("Timestamp") }
+    if old.seconds != new.seconds || old.microseconds != new.microseconds {
+      names.append("Timestamp")
+    }
     return names
   }
 

@@ -27,7 +27,9 @@ public struct GeoClueLimits: Sendable, Hashable {
   public var previousLocationLifetime: Double
 
   /// Creates limits; the defaults are 32 clients per connection and 1024 in all.
-  public init(clientsPerConnection: Int = 32, clients: Int = 1024, previousLocationLifetime: Double = 5) {
+  public init(
+    clientsPerConnection: Int = 32, clients: Int = 1024, previousLocationLifetime: Double = 5
+  ) {
     self.clientsPerConnection = max(1, clientsPerConnection)
     self.clients = max(1, clients)
     self.previousLocationLifetime = max(0, previousLocationLifetime)
@@ -50,7 +52,8 @@ public enum GeoClueError: Error, Sendable, Hashable, CustomStringConvertible {
       return "cannot connect to the D-Bus \(kind.rawValue) bus (\(reason)): start its bus daemon, "
         + "check \(kind == .system ? "DBUS_SYSTEM_BUS_ADDRESS" : "DBUS_SESSION_BUS_ADDRESS"), or use --dbus none"
     case .nameTaken(let kind):
-      return "org.freedesktop.GeoClue2 is already owned on the \(kind.rawValue) bus (GeoClue runs): "
+      return
+        "org.freedesktop.GeoClue2 is already owned on the \(kind.rawValue) bus (GeoClue runs): "
         + "stop it (systemctl stop geoclue) or use --dbus none"
     case .failed(let kind, let reason):
       return "cannot serve org.freedesktop.GeoClue2 on the \(kind.rawValue) bus: \(reason)"
@@ -87,10 +90,14 @@ public final class GeoClueFrontEnd: FrontEnd {
   let commands: AsyncStream<ServiceCommand>.Continuation
   private let commandStream: AsyncStream<ServiceCommand>
   private let tasks = Mutex<[Task<Void, Never>]>([])
-  private let threadDone = Mutex<(done: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
+  private let threadDone = Mutex<(done: Bool, waiter: CheckedContinuation<Void, Never>?)>(
+    (false, nil))
 
   /// Creates the front-end; nothing touches the bus before ``start()``.
-  public init(kind: GeoClueBusKind, service: LocationService, manager: LocationManager, limits: GeoClueLimits = GeoClueLimits()) {
+  public init(
+    kind: GeoClueBusKind, service: LocationService, manager: LocationManager,
+    limits: GeoClueLimits = GeoClueLimits()
+  ) {
     self.kind = kind
     self.limits = limits
     self.service = service
@@ -115,7 +122,9 @@ public final class GeoClueFrontEnd: FrontEnd {
   ///
   /// - Throws: ``GeoClueError`` (no bus, name owned by another process, refused by policy).
   public func start() async throws(GeoClueError) {
-    guard wakeFD >= 0 else { throw .failed(kind, reason: "eventfd: \(String(cString: strerror(errno)))") }
+    guard wakeFD >= 0 else {
+      throw .failed(kind, reason: "eventfd: \(String(cString: strerror(errno)))")
+    }
     let result: Result<Void, GeoClueError> = await withCheckedContinuation { continuation in
       let reported = Mutex(false)
       let report: @Sendable (Result<Void, GeoClueError>) -> Void = { result in
@@ -155,7 +164,9 @@ public final class GeoClueFrontEnd: FrontEnd {
             var now = timespec()
             clock_gettime(CLOCK_REALTIME, &now)
             let received = Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec / 1_000_000)
-            guard let values = GeoClueLocationValues(location, receivedAt: received) else { continue }
+            guard let values = GeoClueLocationValues(location, receivedAt: received) else {
+              continue
+            }
             self.post { $0.deliver(values) }
           }
         })
@@ -217,7 +228,10 @@ public final class GeoClueFrontEnd: FrontEnd {
     objects.store(1, ordering: .relaxed)
     r = csdbus_request_name(bus, "org.freedesktop.GeoClue2")
     guard r >= 0 else {
-      report(.failure(r == -EEXIST || r == -EALREADY ? .nameTaken(kind) : .failed(kind, reason: Self.errorText(r))))
+      report(
+        .failure(
+          r == -EEXIST || r == -EALREADY
+            ? .nameTaken(kind) : .failed(kind, reason: Self.errorText(r))))
       return
     }
     report(.success(()))
@@ -255,14 +269,20 @@ enum ServiceCommand: Sendable {
   func run(on service: LocationService, frontEnd: GeoClueFrontEnd) async {
     switch self {
     case .start(let context, let client, let token):
-      let authorization = await service.handle(Request(command: .requestAuthorization), from: context)
+      let authorization = await service.handle(
+        Request(command: .requestAuthorization), from: context)
       var failure: (name: String, message: String)?
       if case .error(_, let message) = authorization {
         failure = ("org.freedesktop.DBus.Error.AccessDenied", message)
       } else {
-        let reply = await service.handle(Request(command: .watch(enable: true, coalesce: true)), from: context)
+        let reply = await service.handle(
+          Request(command: .watch(enable: true, coalesce: true)), from: context)
         if case .error(let code, let message) = reply {
-          failure = (code == .notAuthorized ? "org.freedesktop.DBus.Error.AccessDenied" : "org.freedesktop.DBus.Error.Failed", message)
+          failure = (
+            code == .notAuthorized
+              ? "org.freedesktop.DBus.Error.AccessDenied" : "org.freedesktop.DBus.Error.Failed",
+            message
+          )
         }
       }
       let result = failure
@@ -291,7 +311,9 @@ final class DBusClientChannel: ClientChannel {
 
   @discardableResult func send(_ event: Event) -> Bool {
     guard isConnected else { return false }
-    if event.body["class"]?.stringValue == "AUTHORIZATION", event.body["authorization"]?.stringValue != "authorized" {
+    if event.body["class"]?.stringValue == "AUTHORIZATION",
+      event.body["authorization"]?.stringValue != "authorized"
+    {
       revoked()
     }
     return true

@@ -42,11 +42,16 @@ public struct GeoClueLocationValues: Sendable, Hashable {
   /// - Parameter receivedAt: milliseconds since 1970 to use when the fix has no date (GGA alone),
   ///   as GeoClue stamps such locations with the time it received them.
   public init?(_ location: Location, receivedAt: Int64) {
-    guard location.fix.mode.hasPosition, let coordinate = location.fix.coordinate else { return nil }
+    guard location.fix.mode.hasPosition, let coordinate = location.fix.coordinate else {
+      return nil
+    }
     let fix = location.fix
     latitude = coordinate.latitude
     longitude = coordinate.longitude
-    accuracy = location.horizontalAccuracy.flatMap { $0.radius95.isFinite && $0.radius95 >= 0 ? $0.radius95 : nil } ?? -1
+    accuracy =
+      location.horizontalAccuracy.flatMap {
+        $0.radius95.isFinite && $0.radius95 >= 0 ? $0.radius95 : nil
+      } ?? -1
     altitude = location.altitudeMSL.flatMap { $0.isFinite ? $0 : nil } ?? Self.unknownAltitude
     speed = fix.speedOverGround.flatMap { $0.isFinite && $0 >= 0 ? $0 : nil } ?? -1
     heading = fix.courseOverGround.flatMap { $0.isFinite && $0 >= 0 ? $0 : nil } ?? -1
@@ -60,7 +65,8 @@ public struct GeoClueLocationValues: Sendable, Hashable {
   /// Creates values directly (tests).
   public init(
     latitude: Double, longitude: Double, accuracy: Double = -1, altitude: Double = unknownAltitude,
-    speed: Double = -1, heading: Double = -1, description: String = "", seconds: UInt64, microseconds: UInt64 = 0
+    speed: Double = -1, heading: Double = -1, description: String = "", seconds: UInt64,
+    microseconds: UInt64 = 0
   ) {
     self.latitude = latitude
     self.longitude = longitude
@@ -86,12 +92,15 @@ public enum GeoClueThresholds {
   ///   - distance: `DistanceThreshold`, metres (0: off).
   ///   - time: `TimeThreshold`, seconds (0: off).
   public static func suppresses(
-    _ new: GeoClueLocationValues, after signalled: GeoClueLocationValues?, distance: UInt32, time: UInt32
+    _ new: GeoClueLocationValues, after signalled: GeoClueLocationValues?, distance: UInt32,
+    time: UInt32
   ) -> Bool {
     guard let signalled else { return false }
     if distance > 0 && Self.distance(from: signalled, to: new) < Double(distance) { return true }
     if time > 0 {
-      let difference = new.seconds > signalled.seconds ? new.seconds - signalled.seconds : signalled.seconds - new.seconds
+      let difference =
+        new.seconds > signalled.seconds
+        ? new.seconds - signalled.seconds : signalled.seconds - new.seconds
       if difference < UInt64(time) { return true }
     }
     return false
@@ -102,12 +111,14 @@ public enum GeoClueThresholds {
 
   /// Great-circle distance in metres by the haversine formula on a sphere of
   /// ``earthRadiusMetres``, as `gclue_location_get_distance_from` computes it.
-  public static func distance(from a: GeoClueLocationValues, to b: GeoClueLocationValues) -> Double {
+  public static func distance(from a: GeoClueLocationValues, to b: GeoClueLocationValues) -> Double
+  {
     let radians = Double.pi / 180
     let dLat = (b.latitude - a.latitude) * radians
     let dLon = (b.longitude - a.longitude) * radians
     let h =
-      sin(dLat / 2) * sin(dLat / 2) + cos(a.latitude * radians) * cos(b.latitude * radians) * sin(dLon / 2)
+      sin(dLat / 2) * sin(dLat / 2) + cos(a.latitude * radians) * cos(b.latitude * radians)
+      * sin(dLon / 2)
       * sin(dLon / 2)
     return 2 * earthRadiusMetres * asin(min(1, sqrt(h)))
   }

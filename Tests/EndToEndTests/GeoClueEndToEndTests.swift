@@ -11,7 +11,8 @@ let geoClueTools = [
   "/usr/share/dbus-1/interfaces/org.freedesktop.GeoClue2.Client.xml",
 ]
 let geoClueTestsEnabled =
-  geoClueTools.allSatisfy { access($0, R_OK) == 0 } || ProcessInfo.processInfo.environment["CI"] == "true"
+  geoClueTools.allSatisfy { access($0, R_OK) == 0 }
+  || ProcessInfo.processInfo.environment["CI"] == "true"
 let geoClueMissingMessage =
   "GeoClue2 tests skipped: dbus-daemon, geoclue-2.0, geoclue-2-demo or python3-gi missing (run scripts/setup)"
 
@@ -40,7 +41,8 @@ extension EndToEnd {
         let state = scratch.file("state")
         var authority = ["--group", group]
         if let config {
-          try "group = \(config)\n".write(toFile: scratch.file("locationd.conf"), atomically: true, encoding: .utf8)
+          try "group = \(config)\n".write(
+            toFile: scratch.file("locationd.conf"), atomically: true, encoding: .utf8)
           authority = ["--config", scratch.file("locationd.conf")]
         }
         daemon = try DaemonProcess(
@@ -68,7 +70,9 @@ extension EndToEnd {
 
       /// Runs the Python client with `arguments` (as uid 65534 when `asNobody`) and parses the
       /// JSON object it prints last.
-      func client(_ arguments: [String], asNobody: Bool = false, timeout: Double = 60) async throws -> [String: Any] {
+      func client(_ arguments: [String], asNobody: Bool = false, timeout: Double = 60) async throws
+        -> [String: Any]
+      {
         let script = scratch.file("geoclue_client.py")
         if !FileManager.default.fileExists(atPath: script) {
           try geoClueClientScript.write(toFile: script, atomically: true, encoding: .utf8)
@@ -79,14 +83,17 @@ extension EndToEnd {
         let run: ToolRun
         if asNobody {
           run = try await runTool(
-            "/usr/bin/setpriv", nobodyCredentials + command, environment: environment, timeout: timeout)
+            "/usr/bin/setpriv", nobodyCredentials + command, environment: environment,
+            timeout: timeout)
         } else {
-          run = try await runTool(command[0], Array(command.dropFirst()), environment: environment, timeout: timeout)
+          run = try await runTool(
+            command[0], Array(command.dropFirst()), environment: environment, timeout: timeout)
         }
         guard run.status == 0, let line = run.lines.last,
           let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
         else {
-          throw E2EError("client \(arguments) exited \(run.status): \(run.stdout)\n\(run.stderr)\n\(daemon.log)")
+          throw E2EError(
+            "client \(arguments) exited \(run.status): \(run.stdout)\n\(run.stderr)\n\(daemon.log)")
         }
         return object
       }
@@ -116,20 +123,24 @@ extension EndToEnd {
       let setup = try await Setup(speed: 1, log: log)
       defer { setup.cleanUp() }
       let run = try await runTool(
-        "/usr/libexec/geoclue-2.0/demos/where-am-i", ["-t", "5"], environment: setup.environment, timeout: 30)
+        "/usr/libexec/geoclue-2.0/demos/where-am-i", ["-t", "5"], environment: setup.environment,
+        timeout: 30)
       await setup.finish()
       #expect(run.status == 0, "\(run.stderr)")
       // "Latitude:    -37.784788°": where-am-i prints %f.
       func value(_ name: String) -> String? {
         guard let line = run.lines.first(where: { $0.hasPrefix(name + ":") }) else { return nil }
-        return line.dropFirst(name.count + 1).trimmingCharacters(in: .whitespaces).replacingOccurrences(of: "°", with: "")
+        return line.dropFirst(name.count + 1).trimmingCharacters(in: .whitespaces)
+          .replacingOccurrences(of: "°", with: "")
       }
       #expect(value("Latitude") == String(format: "%f", expected.lat), "\(run.stdout)")
       #expect(value("Longitude") == String(format: "%f", expected.lon), "\(run.stdout)")
-      #expect(run.stdout.contains("Client object: /org/freedesktop/GeoClue2/Client/1"), "\(run.stdout)")
+      #expect(
+        run.stdout.contains("Client object: /org/freedesktop/GeoClue2/Client/1"), "\(run.stdout)")
     }
 
-    @Test("thresholds suppress as GeoClue does; Stop ends updates; PropertiesChanged for each change")
+    @Test(
+      "thresholds suppress as GeoClue does; Stop ends updates; PropertiesChanged for each change")
     func thresholdsAndStop() async throws {
       guard let log = try Self.log() else { return }
       let setup = try await Setup(speed: 10, log: log)
@@ -160,7 +171,8 @@ extension EndToEnd {
       #expect(result["updatesAfterStop"] as? Int == 0)
       #expect((result["timedAfterStop"] as? Int ?? 0) >= timed.count)
       let current = try #require(result["current"] as? [String: Any])
-      #expect((current["Latitude"] as? Double).map { abs($0 + 37.7848) < 0.01 } == true, "\(current)")
+      #expect(
+        (current["Latitude"] as? Double).map { abs($0 + 37.7848) < 0.01 } == true, "\(current)")
       #expect((current["Accuracy"] as? Double ?? -1) > 0)
     }
 
@@ -186,19 +198,26 @@ extension EndToEnd {
       await setup.finish()
       let shipped = try #require(result["shipped"] as? [String: [[String]]])
       let served = try #require(result["served"] as? [String: [[String]]])
-      #expect(shipped.keys.sorted() == ["org.freedesktop.GeoClue2.Client", "org.freedesktop.GeoClue2.Location", "org.freedesktop.GeoClue2.Manager"])
+      #expect(
+        shipped.keys.sorted() == [
+          "org.freedesktop.GeoClue2.Client", "org.freedesktop.GeoClue2.Location",
+          "org.freedesktop.GeoClue2.Manager",
+        ])
       #expect(shipped.values.map(\.count).reduce(0, +) == 23)
       for (name, members) in shipped { #expect(served[name] == members, "\(name)") }
     }
 
-    @Test("tracking over D-Bus shows in the socket's status; a client that leaves without Stop is cleaned up")
+    @Test(
+      "tracking over D-Bus shows in the socket's status; a client that leaves without Stop is cleaned up"
+    )
     func disconnectWithoutStop() async throws {
       guard let log = try Self.log() else { return }
       let setup = try await Setup(speed: 10, log: log)
       defer { setup.cleanUp() }
       let out = setup.scratch.file("held.out")
       let held = try Child(
-        "/usr/bin/python3", ["-c", geoClueClientScript, "hold"], environment: setup.environment, stdout: out,
+        "/usr/bin/python3", ["-c", geoClueClientScript, "hold"], environment: setup.environment,
+        stdout: out,
         stderr: out)
       defer { kill(held.pid, SIGKILL) }
       let started = await waitUntil(timeout: 30) {
@@ -218,13 +237,17 @@ extension EndToEnd {
       #expect(cleaned, "\(setup.daemon.log)")
       let after = try await setup.client(["exists", "/org/freedesktop/GeoClue2/Client/1"])
       #expect(after["objects"] as? Int == 1, "\(after)")
-      let gone = (after["introspect"] as? [String: Any])?["/org/freedesktop/GeoClue2/Client/1"] as? [String: String]
+      let gone =
+        (after["introspect"] as? [String: Any])?["/org/freedesktop/GeoClue2/Client/1"]
+        as? [String: String]
       #expect(gone?["name"] != nil, "\(after)")
       #expect(setup.daemon.log.contains("dbusClientVanished"))
       await setup.finish()
     }
 
-    @Test("a member of the group (UnixGroupIDs from the bus) may locate; a reload that drops the group stops it")
+    @Test(
+      "a member of the group (UnixGroupIDs from the bus) may locate; a reload that drops the group stops it"
+    )
     func groupFromTheBusAndRevocation() async throws {
       guard let log = try Self.log() else { return }
       try requireNobodyClient(python: true)
@@ -237,20 +260,28 @@ extension EndToEnd {
       let out = setup.scratch.file("revocable.out")
       // uid 65534 with its initial groups (nogroup, 65534): a member of the configured group.
       let client = try Child(
-        "/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--init-groups", "/usr/bin/python3", script, "revocable"],
+        "/usr/bin/setpriv",
+        [
+          "--reuid=65534", "--regid=65534", "--init-groups", "/usr/bin/python3", script,
+          "revocable",
+        ],
         environment: setup.environment, stdout: out, stderr: out)
       defer { kill(client.pid, SIGKILL) }
       let started = await waitUntil(timeout: 30) {
         ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").contains("\"updates\": 1")
       }
-      #expect(started, "\((try? String(contentsOfFile: out, encoding: .utf8)) ?? "")\n\(setup.daemon.log)")
-      try "group = \n".write(toFile: setup.scratch.file("locationd.conf"), atomically: true, encoding: .utf8)
+      #expect(
+        started, "\((try? String(contentsOfFile: out, encoding: .utf8)) ?? "")\n\(setup.daemon.log)"
+      )
+      try "group = \n".write(
+        toFile: setup.scratch.file("locationd.conf"), atomically: true, encoding: .utf8)
       setup.daemon.signal(SIGHUP)
       let status = await client.waitForExit(timeout: 60)
       #expect(status == 0)
       let text = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
       let last = try #require(text.split(separator: "\n").last.map(String.init))
-      let result = try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])
+      let result = try #require(
+        try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])
       #expect(result["start"] is NSNull, "\(result)")
       #expect(result["revoked"] as? Bool == true, "\(result)")
       #expect(result["active"] as? Bool == false)
@@ -265,21 +296,26 @@ extension EndToEnd {
       guard let log = try Self.log() else { return }
       let setup = try await Setup(speed: 10, log: log)
       defer { setup.cleanUp() }
-      func second(_ environment: [String: String], _ name: String) async throws -> (Int32?, String) {
+      func second(_ environment: [String: String], _ name: String) async throws -> (Int32?, String)
+      {
         let daemon = try DaemonProcess(
           executable: try Products.path("locationd"),
           arguments: [
-            "--socket", setup.scratch.file(name + ".sock"), "--state-dir", setup.scratch.file(name + "-state"),
+            "--socket", setup.scratch.file(name + ".sock"), "--state-dir",
+            setup.scratch.file(name + "-state"),
             "--group", "", "--backend", "replay:\(log)", "--dbus", "system",
           ],
           environment: environment, logPath: setup.scratch.file(name + ".log"),
-          socketPath: setup.scratch.file(name + ".sock"), stateDirectory: setup.scratch.file(name + "-state"))
+          socketPath: setup.scratch.file(name + ".sock"),
+          stateDirectory: setup.scratch.file(name + "-state"))
         defer { daemon.cleanUp() }
         return (await daemon.waitForExit(timeout: 20), daemon.log)
       }
       let (taken, takenLog) = try await second(setup.environment, "taken")
       #expect(taken == 69, "\(takenLog)")
-      #expect(takenLog.contains("org.freedesktop.GeoClue2 is already owned on the system bus"), "\(takenLog)")
+      #expect(
+        takenLog.contains("org.freedesktop.GeoClue2 is already owned on the system bus"),
+        "\(takenLog)")
       var missing = setup.environment
       missing["DBUS_SYSTEM_BUS_ADDRESS"] = "unix:path=" + setup.scratch.file("no-bus")
       let (absent, absentLog) = try await second(missing, "absent")
@@ -287,11 +323,14 @@ extension EndToEnd {
       #expect(absentLog.contains("cannot connect to the D-Bus system bus"), "\(absentLog)")
       // The first one still serves.
       let result = try await setup.client(["nodesktop"])
-      #expect((result["error"] as? [String: String])?["message"] == "'DesktopId' property must be set")
+      #expect(
+        (result["error"] as? [String: String])?["message"] == "'DesktopId' property must be set")
       await setup.finish()
     }
 
-    @Test("bad input gets D-Bus errors; thousands of CreateClient hit the cap; objects and RSS come back")
+    @Test(
+      "bad input gets D-Bus errors; thousands of CreateClient hit the cap; objects and RSS come back"
+    )
     func badInput() async throws {
       guard let log = try Self.log() else { return }
       let setup = try await Setup(speed: 10, log: log)
@@ -315,10 +354,15 @@ extension EndToEnd {
       #expect(error("startWithArgs")?["name"] == "org.freedesktop.DBus.Error.InvalidArgs")
       #expect(error("deleteWrongType")?["name"] == "org.freedesktop.DBus.Error.InvalidArgs")
       #expect(error("longDesktopId")?["name"] == "org.freedesktop.DBus.Error.InvalidArgs")
-      #expect(error("addAgent") == ["name": "org.freedesktop.DBus.Error.AccessDenied", "message": "geoclue-demo-agent not allowed to act as agent"])
+      #expect(
+        error("addAgent") == [
+          "name": "org.freedesktop.DBus.Error.AccessDenied",
+          "message": "geoclue-demo-agent not allowed to act as agent",
+        ])
       let cap = try #require(result["cap"] as? [String: Any])
       #expect(cap["after"] as? Int == 32)
-      #expect((cap["error"] as? [String: String])?["name"] == "org.freedesktop.DBus.Error.LimitsExceeded")
+      #expect(
+        (cap["error"] as? [String: String])?["name"] == "org.freedesktop.DBus.Error.LimitsExceeded")
       #expect(result["objectsAtCap"] as? Int == 33)
       #expect(result["objectsAfterDelete"] as? Int == 1)
       #expect(after - before < 512, "RSS grew from \(before) KiB to \(after) KiB")
@@ -330,4 +374,3 @@ extension EndToEnd {
     }
   }
 }
-

@@ -5,12 +5,15 @@ import Testing
 /// GeoClue 2.6's client-side rules, without a bus: thresholds and Location values.
 @Suite("GeoClue2 thresholds and Location values")
 struct GeoClueRulesTests {
-  static func at(_ latitude: Double, _ longitude: Double, seconds: UInt64) -> GeoClueLocationValues {
+  static func at(_ latitude: Double, _ longitude: Double, seconds: UInt64) -> GeoClueLocationValues
+  {
     GeoClueLocationValues(latitude: latitude, longitude: longitude, seconds: seconds)
   }
 
   @Test func theFirstLocationIsAlwaysSignalled() {
-    #expect(!GeoClueThresholds.suppresses(Self.at(1, 1, seconds: 5), after: nil, distance: 1_000_000, time: 1000))
+    #expect(
+      !GeoClueThresholds.suppresses(
+        Self.at(1, 1, seconds: 5), after: nil, distance: 1_000_000, time: 1000))
   }
 
   @Test func zeroThresholdsSuppressNothing() {
@@ -20,9 +23,11 @@ struct GeoClueRulesTests {
 
   /// One degree of latitude on GeoClue's sphere: 6,372,795 m x pi / 180 = 111,226.3 m.
   @Test func distanceIsHaversineOnGeoCluesSphere() {
-    let d = GeoClueThresholds.distance(from: Self.at(0, 0, seconds: 0), to: Self.at(1, 0, seconds: 0))
+    let d = GeoClueThresholds.distance(
+      from: Self.at(0, 0, seconds: 0), to: Self.at(1, 0, seconds: 0))
     #expect(abs(d - 111_226.3) < 0.1)
-    let across = GeoClueThresholds.distance(from: Self.at(0, 179.9995, seconds: 0), to: Self.at(0, -179.9995, seconds: 0))
+    let across = GeoClueThresholds.distance(
+      from: Self.at(0, 179.9995, seconds: 0), to: Self.at(0, -179.9995, seconds: 0))
     #expect(abs(across - 111.2263) < 0.001)
   }
 
@@ -34,30 +39,40 @@ struct GeoClueRulesTests {
     (15.0, 3, 10, 3, false),  // 3 s is not less than 3 s
     (5.0, 100, 0, 3, false),  // distance off, time passed
   ])
-  func eitherThresholdSuppresses(metres: Double, seconds: UInt64, distance: UInt32, time: UInt32, suppressed: Bool) {
+  func eitherThresholdSuppresses(
+    metres: Double, seconds: UInt64, distance: UInt32, time: UInt32, suppressed: Bool
+  ) {
     let signalled = Self.at(45, 7, seconds: 1000)
     let degrees = metres / (GeoClueThresholds.earthRadiusMetres * Double.pi / 180)
     let new = Self.at(45 + degrees, 7, seconds: 1000 + seconds)
-    #expect(GeoClueThresholds.suppresses(new, after: signalled, distance: distance, time: time) == suppressed)
+    #expect(
+      GeoClueThresholds.suppresses(new, after: signalled, distance: distance, time: time)
+        == suppressed)
   }
 
   /// GeoClue takes the absolute difference: a location from before the signalled one (a log
   /// replayed from its start) counts by its distance in time too.
   @Test func anEarlierTimestampCountsByItsDistanceInTime() {
     let signalled = Self.at(45, 7, seconds: 1000)
-    #expect(GeoClueThresholds.suppresses(Self.at(46, 7, seconds: 998), after: signalled, distance: 0, time: 3))
-    #expect(!GeoClueThresholds.suppresses(Self.at(46, 7, seconds: 900), after: signalled, distance: 0, time: 3))
+    #expect(
+      GeoClueThresholds.suppresses(
+        Self.at(46, 7, seconds: 998), after: signalled, distance: 0, time: 3))
+    #expect(
+      !GeoClueThresholds.suppresses(
+        Self.at(46, 7, seconds: 900), after: signalled, distance: 0, time: 3))
   }
 
   static func location(_ configure: (inout Fix) -> Void) -> Location {
     var fix = Fix(mode: .fix3D)
     fix.coordinate = Coordinate(latitude: -37.5, longitude: 175.25)
     configure(&fix)
-    return Location(fix: fix, provenance: Provenance(backend: "gpsd://localhost:2947", isSimulated: false))
+    return Location(
+      fix: fix, provenance: Provenance(backend: "gpsd://localhost:2947", isSimulated: false))
   }
 
   @Test func unknownValuesUseGeoCluesMarkers() throws {
-    let values = try #require(GeoClueLocationValues(Self.location { _ in }, receivedAt: 1_700_000_000_123))
+    let values = try #require(
+      GeoClueLocationValues(Self.location { _ in }, receivedAt: 1_700_000_000_123))
     #expect(values.latitude == -37.5 && values.longitude == 175.25)
     #expect(values.accuracy == -1)
     #expect(values.altitude == -1.7976931348623157e308)
@@ -84,6 +99,9 @@ struct GeoClueRulesTests {
   @Test func aFixWithoutPositionIsNoLocation() {
     var fix = Fix(mode: .noFix)
     fix.time = 1000
-    #expect(GeoClueLocationValues(Location(fix: fix, provenance: Provenance(backend: "x", isSimulated: true)), receivedAt: 0) == nil)
+    #expect(
+      GeoClueLocationValues(
+        Location(fix: fix, provenance: Provenance(backend: "x", isSimulated: true)), receivedAt: 0)
+        == nil)
   }
 }
