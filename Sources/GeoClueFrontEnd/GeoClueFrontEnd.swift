@@ -20,19 +20,22 @@ public enum GeoClueBusKind: String, Sendable, CaseIterable {
 /// Bounds of the GeoClue2 front-end.
 public struct GeoClueLimits: Sendable, Hashable {
   /// Clients (`CreateClient`/`GetClient` objects) one bus connection may hold at once, `1...`.
-  public var clientsPerConnection: Int
+  public let clientsPerConnection: Int
   /// Clients of all connections together, `1...`.
-  public var clients: Int
-  /// How long a replaced Location object stays on the bus, seconds (GeoClue: 5).
-  public var previousLocationLifetime: Double
+  public let clients: Int
+  /// How long a replaced Location object stays on the bus, seconds, `0...3600` (GeoClue: 5).
+  public let previousLocationLifetime: Double
 
-  /// Creates limits; the defaults are 32 clients per connection and 1024 in all.
+  /// Creates limits; the defaults are 32 clients per connection and 1024 in all. Counts below 1
+  /// become 1; a lifetime outside `0...3600` is clamped to it, and one that is not a number
+  /// (NaN, infinite) becomes GeoClue's 5 s.
   public init(
     clientsPerConnection: Int = 32, clients: Int = 1024, previousLocationLifetime: Double = 5
   ) {
     self.clientsPerConnection = max(1, clientsPerConnection)
     self.clients = max(1, clients)
-    self.previousLocationLifetime = max(0, previousLocationLifetime)
+    self.previousLocationLifetime =
+      previousLocationLifetime.isFinite ? min(max(0, previousLocationLifetime), 3600) : 5
   }
 }
 

@@ -104,4 +104,15 @@ struct GeoClueRulesTests {
         Location(fix: fix, provenance: Provenance(backend: "x", isSimulated: true)), receivedAt: 0)
         == nil)
   }
+
+  /// The lifetime becomes microseconds for the bus thread's timer: it must stay a finite,
+  /// non-negative number of seconds whatever is given.
+  @Test func limitsAreClamped() {
+    #expect(GeoClueLimits(previousLocationLifetime: .infinity).previousLocationLifetime == 5)
+    #expect(GeoClueLimits(previousLocationLifetime: .nan).previousLocationLifetime == 5)
+    #expect(GeoClueLimits(previousLocationLifetime: -1).previousLocationLifetime == 0)
+    #expect(GeoClueLimits(previousLocationLifetime: 1e12).previousLocationLifetime == 3600)
+    #expect(GeoClueLimits(clientsPerConnection: 0, clients: -5).clientsPerConnection == 1)
+    #expect(GeoClueLimits(clientsPerConnection: 0, clients: -5).clients == 1)
+  }
 }
