@@ -470,8 +470,10 @@ final class BusState {
   func deliverySummary() -> KeyValuePairs<String, String>? {
     guard !deliveries.isEmpty else { return nil }
     let sorted = deliveries.sorted()
+    // Rounded as a Double: a fix time far from the clock (a replay with original timestamps)
+    // gives differences no Int conversion should meet.
     func at(_ percent: Int) -> String {
-      String(Double(Int(sorted[min(sorted.count - 1, sorted.count * percent / 100)] * 1000)) / 1000)
+      String((sorted[min(sorted.count - 1, sorted.count * percent / 100)] * 1000).rounded() / 1000)
     }
     return [
       "fixes": String(deliveryCount), "clients": String(widestDelivery), "medianMs": at(50),
