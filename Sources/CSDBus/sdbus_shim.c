@@ -420,9 +420,11 @@ static int read_credential(sd_bus_message *reply, const char *key, uint32_t *uid
     r = api.sd_bus_message_enter_container(reply, 'a', "u");
     if (r <= 0) return r < 0 ? r : -EBADMSG;
     uint32_t value;
-    /* Every gid is read (the message must be consumed); those beyond `capacity` are dropped. */
+    /* Every gid is read and counted (the message must be consumed); only the first `capacity`
+     * are stored, so a caller seeing *count > capacity asks again with room for all. */
     while ((r = api.sd_bus_message_read_basic(reply, 'u', &value)) > 0) {
-      if (*count < capacity) groups[(*count)++] = value;
+      if (*count < capacity) groups[*count] = value;
+      (*count)++;
     }
     if (r < 0) return r;
     *known |= 4;

@@ -186,7 +186,12 @@ final class BusState {
     var groups = [UInt32](repeating: 0, count: 64)
     var count = 0
     var known: Int32 = 0
-    let r = csdbus_sender_credentials(message, &uid, &pid, &groups, groups.count, &count, &known)
+    var r = csdbus_sender_credentials(message, &uid, &pid, &groups, groups.count, &count, &known)
+    if r >= 0, count > groups.count {
+      // More groups than the first guess: once more with room for all (Linux allows 65536).
+      groups = [UInt32](repeating: 0, count: min(count, 65_536))
+      r = csdbus_sender_credentials(message, &uid, &pid, &groups, groups.count, &count, &known)
+    }
     guard r >= 0, known & 1 != 0 else {
       throw .accessDenied(
         "the bus did not report the caller's user id (\(GeoClueFrontEnd.errorText(r)))")

@@ -246,7 +246,7 @@ extension EndToEnd {
     }
 
     @Test(
-      "a member of the group (UnixGroupIDs from the bus) may locate; a reload that drops the group stops it"
+      "a member of the group (its 101st of UnixGroupIDs) may locate; a reload that drops the group stops it"
     )
     func groupFromTheBusAndRevocation() async throws {
       guard let log = try Self.log() else { return }
@@ -258,11 +258,13 @@ extension EndToEnd {
       chmod(script, 0o644)
       chmod(setup.scratch.path, 0o755)
       let out = setup.scratch.file("revocable.out")
-      // uid 65534 with its initial groups (nogroup, 65534): a member of the configured group.
+      // uid 65534 in 100 other groups and then nogroup (65534): a member of the configured group
+      // whose membership is the 101st gid the bus reports.
+      let groups = (1000..<1100).map(String.init).joined(separator: ",") + ",65534"
       let client = try Child(
         "/usr/bin/setpriv",
         [
-          "--reuid=65534", "--regid=65534", "--init-groups", "/usr/bin/python3", script,
+          "--reuid=65534", "--regid=65534", "--groups=" + groups, "/usr/bin/python3", script,
           "revocable",
         ],
         environment: setup.environment, stdout: out, stderr: out)

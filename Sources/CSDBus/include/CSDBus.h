@@ -105,9 +105,10 @@ int csdbus_read_name_owner_changed(sd_bus_message *message, char *name, char *ol
                                    size_t capacity);
 
 /* The sender's credentials as the bus driver reports them (GetConnectionCredentials: UnixUserID,
- * ProcessID, UnixGroupIDs; a blocking call to the bus driver): uid, pid, and up to `capacity` gids
- * (*count set to how many were written; the rest are dropped). *known is a bit set: 1 uid,
- * 2 pid, 4 groups. Returns 0 or a negative errno. */
+ * ProcessID, UnixGroupIDs; a blocking call to the bus driver): uid, pid, and the gids, of which
+ * the first `capacity` are stored in `groups`; *count is set to how many the bus reported (more
+ * than `capacity` means some were not stored: ask again with room for *count). *known is a bit
+ * set: 1 uid, 2 pid, 4 groups. Returns 0 or a negative errno. */
 int csdbus_sender_credentials(sd_bus_message *message, uint32_t *uid, int32_t *pid, uint32_t *groups,
                               size_t capacity, size_t *count, int *known);
 
