@@ -92,16 +92,39 @@ def interfaces(xml_text):
 command = sys.argv[1]
 result = {}
 if command == "thresholds":
-    # Three clients on one connection, different thresholds; a fourth on the same takes every fix.
+    # Three clients on one connection: no thresholds, TimeThreshold 3 s, DistanceThreshold 100 km.
     every = create()
     timed = create(time_threshold=3)
     far = create(distance=100000)
     for c in (every, timed, far):
         call(c, CLIENT, "Start")
-    pump(float(sys.argv[2]), lambda: len(updates(every)) >= int(sys.argv[3]))
+    # Each fix reaches the clients in order of creation, on this one connection: a LocationUpdated
+    # of `timed` belongs to the fix of the last one of `every` before it. `every`'s objects are
+    # never updated in place (no threshold), so their Timestamp, read while they exist, is the
+    # fix time of every fix delivered.
+    stamps = {}
+    end = time.time() + float(sys.argv[2])
+    while time.time() < end and len(updates(every)) < int(sys.argv[3]):
+        pump(0.02)
+        for old, new in updates(every):
+            if new not in stamps:
+                try:
+                    stamps[new] = get_prop(new, LOCATION, "Timestamp")[0]
+                except GLib.Error:
+                    stamps[new] = None
     result["every"] = updates(every)
     result["timed"] = updates(timed)
     result["far"] = updates(far)
+    result["everyStamps"] = [stamps.get(new) for old, new in updates(every)]
+    position, owners = -1, []
+    for e in events:
+        if e["member"] != "LocationUpdated":
+            continue
+        if e["path"] == every:
+            position += 1
+        elif e["path"] == timed:
+            owners.append(position)
+    result["timedFixes"] = owners
     farPath = get_prop(far, CLIENT, "Location")
     result["farLocation"] = farPath
     result["farLocationChanges"] = len([e for e in events if e["member"] == "PropertiesChanged" and e["path"] == farPath])

@@ -157,10 +157,23 @@ extension EndToEnd {
         #expect(pair.first == (index == 0 ? "/" : every[index - 1][1]), "\(pair)")
       }
       #expect(result["locationChanges"] as? Int == every.count)
-      // TimeThreshold 3 s over fixes 1 s apart (fix timestamps): one update in three. The
-      // objects' values move on in place between updates, so their timestamps cannot be read
-      // afterwards; the count shows the rule (one more when the looping replay jumps back).
-      #expect(abs(timed.count - (every.count + 2) / 3) <= 2, "\(timed.count) of \(every.count)")
+      // TimeThreshold 3 s: GeoClue's rule (|t - t_signalled| < 3 s suppresses) run over the fix
+      // times of every fix delivered (the client without thresholds saw them all) picks exactly
+      // the fixes the client got.
+      let stamps = try #require(result["everyStamps"] as? [Int])
+      let timedFixes = try #require(result["timedFixes"] as? [Int])
+      #expect(stamps.count == every.count)
+      // Its first location is the first fix after its own Start, whatever the threshold.
+      let first = try #require(timedFixes.first)
+      try #require(first >= 0 && first < stamps.count)
+      var expected = [first]
+      var last = stamps[first]
+      for index in (first + 1)..<stamps.count where abs(stamps[index] - last) >= 3 {
+        expected.append(index)
+        last = stamps[index]
+      }
+      #expect(timedFixes == expected, "fix times \(stamps)")
+      #expect(timed.count == timedFixes.count && timed.count < every.count)
       // DistanceThreshold 100 km: the first location only; the object takes the new values.
       #expect(far.count == 1)
       #expect((result["farLocationChanges"] as? Int ?? 0) > 0)
