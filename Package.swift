@@ -32,6 +32,10 @@ let package = Package(
     // epoll(7) and eventfd(2), which the Glibc module does not export: the socket server's event
     // loop and the benchmark's clients.
     .target(name: "CLinux"),
+    // sd-bus from libsystemd (headers from libsystemd-dev): the GeoClue2 vtables and non-variadic
+    // helpers; only GeoClueFrontEnd imports it. Loaded on first use like libgps (see its header):
+    // linked, libsystemd and its libraries would cost every daemon about 0.8 MB.
+    .target(name: "CSDBus", linkerSettings: [.linkedLibrary("dl")]),
     // read(2), write(2) and send(2) on Swift buffers with every index checked: the one place
     // outside the socket server's event loop where buffers meet the kernel.
     .target(name: "SystemIO", swiftSettings: swiftSettings),
@@ -75,6 +79,13 @@ let package = Package(
       name: "SocketTransport",
       dependencies: ["CLinux", "ServiceCore", "LocationProtocol", "LocationModel", "Queues", "SystemIO"],
       swiftSettings: swiftSettings),
+    // The GeoClue2 D-Bus front-end (org.freedesktop.GeoClue2 over sd-bus).
+    .target(
+      name: "GeoClueFrontEnd",
+      dependencies: [
+        "CSDBus", "CLinux", "ServiceCore", "LocationProtocol", "LocationCore", "LocationModel", "Queues", "SystemIO",
+      ],
+      swiftSettings: swiftSettings),
     // The NMEA feed front-end: each fix as RMC and GGA on a Unix socket (GeoClue's nmea-socket).
     .target(
       name: "NMEAFeed",
@@ -85,7 +96,7 @@ let package = Package(
       name: "LocationDaemon",
       dependencies: [
         "SocketTransport", "ServiceCore", "LocationProtocol", "LocationCore", "LocationModel", "MapState",
-        "GPSDBackend", "Regions", "SystemIO", "NMEAFeed",
+        "GPSDBackend", "Regions", "SystemIO", "GeoClueFrontEnd", "NMEAFeed",
       ],
       swiftSettings: swiftSettings),
     .target(name: "LocationTestKit", dependencies: ["LocationCore", "LocationModel", "NMEA"], swiftSettings: swiftSettings),
@@ -146,6 +157,8 @@ let package = Package(
         "MapState", "LocationTestKit", "Regions", "SystemIO",
       ],
       swiftSettings: swiftSettings),
+    .testTarget(
+      name: "GeoClueFrontEndTests", dependencies: ["GeoClueFrontEnd", "LocationModel"], swiftSettings: swiftSettings),
     .testTarget(
       name: "GPSDBackendTests", dependencies: ["GPSDBackend", "LocationCore", "LocationModel", "LocationTestKit"],
       swiftSettings: swiftSettings),

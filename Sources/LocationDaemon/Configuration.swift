@@ -56,7 +56,7 @@ public enum ConfigurationError: Error, Sendable, Hashable, CustomStringConvertib
 ///
 /// Config file format: one `key = value` per line; `#` starts a comment line; blank lines are
 /// ignored; keys are the long flag names without `--` (`backend`, `socket`, `state-dir`,
-/// `group`, `max-clients`, `nmea-socket`, and the region thresholds `region-error-fraction`,
+/// `group`, `max-clients`, `dbus`, `nmea-socket`, and the region thresholds `region-error-fraction`,
 /// `region-minimum-margin`, `region-confirmations`, `region-maximum-fix-age`,
 /// `region-outage-reset`). Values may be wrapped in double quotes.
 public struct Configuration: Sendable, Hashable {
@@ -102,6 +102,8 @@ public struct Configuration: Sendable, Hashable {
       maximumFixAge: regionMaximumFixAge, outageReset: regionOutageReset)
   }
 
+  /// The bus to serve the GeoClue2 D-Bus API on (`--dbus system|session|none`); `nil` = none.
+  public var dbus: String? = nil
   /// The config file (`--config`), re-read on SIGHUP.
   public var configFile: String?
   /// Whether `--help` was given (print ``usage`` and exit 0).
@@ -116,8 +118,8 @@ public struct Configuration: Sendable, Hashable {
   /// The `--help` text.
   public static let usage = """
     usage: locationd [--backend URI] [--socket PATH] [--state-dir DIR] [--group NAME]
-                     [--max-clients N] [--nmea-socket PATH] [--config FILE]
-                     [--region-... VALUE]
+                     [--max-clients N] [--dbus system|session|none] [--nmea-socket PATH]
+                     [--config FILE] [--region-... VALUE]
 
       --backend URI     simulate[:ROUTE.gpx] | replay:PATH[?speed=10&loop=true] |
                         gpsd://HOST:PORT[/DEVICE]          (default simulate)
@@ -125,6 +127,8 @@ public struct Configuration: Sendable, Hashable {
       --state-dir DIR   persistent state, a directory      (default /var/lib/locationd)
       --group NAME      members may use the service, "" for root only (default locationd)
       --max-clients N   1...4096                           (default 64)
+      --dbus BUS        serve the GeoClue2 D-Bus API (org.freedesktop.GeoClue2) on the
+                        system or session bus, or none    (default none)
       --nmea-socket PATH  serve each fix as NMEA RMC and GGA on this Unix socket, for GeoClue's
                         nmea-socket; same mode and group as --socket (default none)
       --config FILE     key = value lines with the same names; flags win; re-read on SIGHUP
@@ -200,7 +204,7 @@ public struct Configuration: Sendable, Hashable {
 
   /// The keys a config file and flags may set (flag names without `--`).
   public static let knownKeys: Set<String> = [
-    "backend", "socket", "state-dir", "group", "max-clients", "nmea-socket", "region-error-fraction",
+    "backend", "socket", "state-dir", "group", "max-clients", "dbus", "nmea-socket", "region-error-fraction",
     "region-minimum-margin", "region-confirmations", "region-maximum-fix-age", "region-outage-reset",
   ]
 
@@ -272,6 +276,11 @@ public struct Configuration: Sendable, Hashable {
       regionMaximumFixAge = try Self.number(key, value, in: 0...86_400, unit: "seconds")
     case "region-outage-reset":
       regionOutageReset = try Self.number(key, value, in: 0...86_400, unit: "seconds")
+    case "dbus":
+      guard ["system", "session", "none"].contains(value) else {
+        throw .invalidValue(key: "dbus", value: value, reason: "use system, session or none")
+      }
+      dbus = value == "none" ? nil : value
     default:
       throw .invalidValue(key: key, value: value, reason: "unknown setting: use one of \(Self.knownKeys.sorted().joined(separator: ", "))")
     }

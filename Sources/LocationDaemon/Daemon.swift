@@ -5,6 +5,7 @@ import LocationCore
 import MapState
 import LocationProtocol
 import ServiceCore
+import GeoClueFrontEnd
 import SocketTransport
 import LocationModel
 import Regions
@@ -141,6 +142,26 @@ public enum Daemon {
       return ExitCode.osError.rawValue
     }
 
+    // The GeoClue2 D-Bus front-end, when asked for: the same service, another transport.
+    var geoClue: GeoClueFrontEnd?
+    if let name = configuration.dbus, let kind = GeoClueBusKind(rawValue: name) {
+      let frontEnd = GeoClueFrontEnd(kind: kind, service: service, manager: manager)
+      do {
+        try await frontEnd.start()
+      } catch {
+        Log.event("startFailed", ["reason": error.description])
+        writeStandardError("locationd: \(error)\n")
+        server.stop()
+        nmeaFeed?.stop()
+        nmeaTask?.cancel()
+        await server.waitUntilStopped()
+        await nmeaFeed?.waitUntilStopped()
+        return ExitCode.unavailable.rawValue
+      }
+      await service.attach(frontEnd)
+      geoClue = frontEnd
+    }
+
     let notifier = SystemdNotifier(environment: environment)
     let elapsed = ContinuousClock.now - started
     let microseconds = elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000
@@ -179,6 +200,7 @@ public enum Daemon {
           if reloaded.backendURI != running.backendURI { needsRestart.append("backend") }
           if reloaded.socketPath != running.socketPath { needsRestart.append("socket") }
           if reloaded.stateDirectory != running.stateDirectory { needsRestart.append("state-dir") }
+          if reloaded.dbus != running.dbus { needsRestart.append("dbus") }
           if reloaded.nmeaSocketPath != running.nmeaSocketPath { needsRestart.append("nmea-socket") }
           if reloaded.regionMonitorConfiguration != running.regionMonitorConfiguration {
             needsRestart.append("region-thresholds")
@@ -203,6 +225,7 @@ public enum Daemon {
     }
     Log.event("stopping", ["reason": reason])
     notifier.stopping()
+    await geoClue?.stop()
     await service.shutdown(reason: reason)
     server.stop()
     nmeaFeed?.stop()

@@ -178,6 +178,7 @@ enum DocExamples {
     (".build/release/daemon-bench", "a benchmark: prints figures"),
     (".build/release/gpsd-bench", "a benchmark: prints figures"),
     (".build/release/relay-bench", "a benchmark: prints figures"),
+    ("scripts/geoclue-bench", "a benchmark: prints figures"),
     (
       "gpsd ",
       "needs gpsd on the simulated pty; GPSDEndToEndTests and SimulateCommandTests run that path"

@@ -3,8 +3,8 @@ import Glibc
 import Testing
 
 extension EndToEnd {
-  /// libgps and libxml2 are loaded with dlopen when a gpsd backend or a GPX route needs them,
-  /// not at start: a daemon on the simulated loop maps neither.
+  /// libgps, libxml2 and libsystemd are loaded with dlopen when a gpsd backend, a GPX route or
+  /// `--dbus` needs them, not at start: a daemon on the simulated loop maps none of them.
   @Suite("End to end: libraries loaded on first use", .serialized)
   struct LibraryLoadingEndToEndTests {
     /// `/proc/PID/maps`, read to the end (it reports a size of 0, and a single read of it can
@@ -49,6 +49,7 @@ extension EndToEnd {
         })
       #expect(!Self.mapped(plain.pid, "libgps.so"), "libgps mapped by the simulated loop")
       #expect(!Self.mapped(plain.pid, "libxml2.so"), "libxml2 mapped by the simulated loop")
+      #expect(!Self.mapped(plain.pid, "libsystemd.so"), "libsystemd mapped without --dbus")
       await plain.stop()
 
       // A GPX route: read with libxml2 when the backend is made; fixes follow the route.

@@ -1,0 +1,330 @@
+import CLinux
+import CSDBus
+import Glibc
+import LocationCore
+import LocationModel
+import LocationProtocol
+import ServiceCore
+import Synchronization
+import SystemIO
+
+/// Which message bus the GeoClue2 front-end serves on (`locationd --dbus`).
+public enum GeoClueBusKind: String, Sendable, CaseIterable {
+  /// The system bus (`DBUS_SYSTEM_BUS_ADDRESS`, else `/run/dbus/system_bus_socket`): where
+  /// GeoClue lives and applications look for it.
+  case system
+  /// The user's session bus (`DBUS_SESSION_BUS_ADDRESS`).
+  case session
+}
+
+/// Bounds of the GeoClue2 front-end.
+public struct GeoClueLimits: Sendable, Hashable {
+  /// Clients (`CreateClient`/`GetClient` objects) one bus connection may hold at once, `1...`.
+  public let clientsPerConnection: Int
+  /// Clients of all connections together, `1...`.
+  public let clients: Int
+  /// How long a replaced Location object stays on the bus, seconds, `0...3600` (GeoClue: 5).
+  public let previousLocationLifetime: Double
+
+  /// Creates limits; the defaults are 32 clients per connection and 1024 in all. Counts below 1
+  /// become 1; a lifetime outside `0...3600` is clamped to it, and one that is not a number
+  /// (NaN, infinite) becomes GeoClue's 5 s.
+  public init(
+    clientsPerConnection: Int = 32, clients: Int = 1024, previousLocationLifetime: Double = 5
+  ) {
+    self.clientsPerConnection = max(1, clientsPerConnection)
+    self.clients = max(1, clients)
+    self.previousLocationLifetime =
+      previousLocationLifetime.isFinite ? min(max(0, previousLocationLifetime), 3600) : 5
+  }
+}
+
+/// Why the GeoClue2 front-end could not start.
+public enum GeoClueError: Error, Sendable, Hashable, CustomStringConvertible {
+  /// The bus could not be reached (no bus daemon, wrong address).
+  case busUnavailable(GeoClueBusKind, reason: String)
+  /// Another connection owns `org.freedesktop.GeoClue2` (a running GeoClue).
+  case nameTaken(GeoClueBusKind)
+  /// The bus refused the name (its policy) or another step failed.
+  case failed(GeoClueBusKind, reason: String)
+
+  /// What happened and what to do.
+  public var description: String {
+    switch self {
+    case .busUnavailable(let kind, let reason):
+      return "cannot connect to the D-Bus \(kind.rawValue) bus (\(reason)): start its bus daemon, "
+        + "check \(kind == .system ? "DBUS_SYSTEM_BUS_ADDRESS" : "DBUS_SESSION_BUS_ADDRESS"), or use --dbus none"
+    case .nameTaken(let kind):
+      return
+        "org.freedesktop.GeoClue2 is already owned on the \(kind.rawValue) bus (GeoClue runs): "
+        + "stop it (systemctl stop geoclue) or use --dbus none"
+    case .failed(let kind, let reason):
+      return "cannot serve org.freedesktop.GeoClue2 on the \(kind.rawValue) bus: \(reason)"
+    }
+  }
+}
+
+/// The GeoClue2 D-Bus front-end: serves `org.freedesktop.GeoClue2` (Manager, Client and Location
+/// objects, GeoClue 2.6's interfaces) over sd-bus, and translates each client into the same
+/// calls the socket front-end makes on ``LocationService``.
+///
+/// A D-Bus client's `Start` is `request` (the ``AuthorizationAuthority`` decides, from the
+/// caller's uid and groups as the bus reports them) followed by a `watch` of its own: the
+/// tracking is connection-scoped, ends with `Stop`, `DeleteClient` or the caller leaving the bus,
+/// and shows in every socket client's `status` as `backendActive`. Fixes come from the
+/// ``LocationManager`` (newest first when the bus thread is behind) and are turned into
+/// Location objects per client as GeoClue does (thresholds, a new object per update, the
+/// previous kept five seconds).
+///
+/// Threads: sd-bus is used on one dedicated thread (``SystemIO/startThread(_:)``) that polls the
+/// bus socket and an eventfd; other threads hand it work through a locked job queue. Calls into
+/// the service run on one task, in order.
+public final class GeoClueFrontEnd: FrontEnd {
+  /// The bus served.
+  public let kind: GeoClueBusKind
+  /// The bounds applied.
+  public let limits: GeoClueLimits
+  let service: LocationService
+  let manager: LocationManager
+  let wakeFD: Int32
+  let jobs = Mutex<[@Sendable (BusState) -> Void]>([])
+  let clients = Atomic<Int>(0)
+  let objects = Atomic<Int>(0)
+  let commands: AsyncStream<ServiceCommand>.Continuation
+  private let commandStream: AsyncStream<ServiceCommand>
+  private let tasks = Mutex<[Task<Void, Never>]>([])
+  private let threadDone = Mutex<(done: Bool, waiter: CheckedContinuation<Void, Never>?)>(
+    (false, nil))
+
+  /// Creates the front-end; nothing touches the bus before ``start()``.
+  public init(
+    kind: GeoClueBusKind, service: LocationService, manager: LocationManager,
+    limits: GeoClueLimits = GeoClueLimits()
+  ) {
+    self.kind = kind
+    self.limits = limits
+    self.service = service
+    self.manager = manager
+    wakeFD = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
+    (commandStream, commands) = AsyncStream.makeStream(of: ServiceCommand.self)
+  }
+
+  deinit {
+    if wakeFD >= 0 { close(wakeFD) }
+  }
+
+  /// The number of GeoClue clients (Client objects) now.
+  public var clientCount: Int { clients.load(ordering: .relaxed) }
+
+  /// The number of objects this front-end has on the bus now: the Manager, every Client and
+  /// every Location (current, previous and those waiting out their lifetime).
+  public var objectCount: Int { objects.load(ordering: .relaxed) }
+
+  /// Connects to the bus, owns `org.freedesktop.GeoClue2`, exports the Manager at
+  /// `/org/freedesktop/GeoClue2/Manager` and starts serving.
+  ///
+  /// - Throws: ``GeoClueError`` (no bus, name owned by another process, refused by policy).
+  public func start() async throws(GeoClueError) {
+    guard wakeFD >= 0 else {
+      throw .failed(kind, reason: "eventfd: \(String(cString: strerror(errno)))")
+    }
+    let result: Result<Void, GeoClueError> = await withCheckedContinuation { continuation in
+      let reported = Mutex(false)
+      let report: @Sendable (Result<Void, GeoClueError>) -> Void = { result in
+        let first = reported.withLock { done in
+          defer { done = true }
+          return !done
+        }
+        if first { continuation.resume(returning: result) }
+      }
+      do {
+        try SystemIO.startThread { [self] in
+          self.runBusThread(report: report)
+          let waiter = self.threadDone.withLock { state in
+            state.done = true
+            return state.waiter
+          }
+          waiter?.resume()
+        }
+      } catch {
+        report(.failure(.failed(kind, reason: "cannot start the D-Bus thread: \(error)")))
+      }
+    }
+    try result.get()
+    let commands = commandStream
+    let service = self.service
+    let observed = await manager.observe(coalescing: true)
+    tasks.withLock { tasks in
+      tasks.append(
+        Task {
+          for await command in commands { await command.run(on: service, frontEnd: self) }
+        })
+      tasks.append(
+        Task { [weak self] in
+          for await event in observed {
+            guard let self else { return }
+            guard case .location(let location, _) = event else { continue }
+            var now = timespec()
+            clock_gettime(CLOCK_REALTIME, &now)
+            let received = Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec / 1_000_000)
+            guard let values = GeoClueLocationValues(location, receivedAt: received) else {
+              continue
+            }
+            self.post { $0.deliver(values) }
+          }
+        })
+    }
+  }
+
+  /// Stops serving: every client's tracking ends, the objects and the name are released and the
+  /// bus connection closed. Returns when the bus thread has ended.
+  public func stop() async {
+    post { $0.running = false }
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+      let done = threadDone.withLock { state in
+        if !state.done { state.waiter = continuation }
+        return state.done
+      }
+      if done { continuation.resume() }
+    }
+    commands.finish()
+    let running = tasks.withLock { tasks in
+      defer { tasks.removeAll() }
+      return tasks
+    }
+    running.last?.cancel()
+    if let first = running.first { await first.value }
+  }
+
+  /// Runs `job` on the bus thread (soon; in order of posting).
+  func post(_ job: @escaping @Sendable (BusState) -> Void) {
+    jobs.withLock { $0.append(job) }
+    try? SystemIO.writeAll(wakeFD, [1, 0, 0, 0, 0, 0, 0, 0])
+  }
+
+  private func runBusThread(report: @escaping @Sendable (Result<Void, GeoClueError>) -> Void) {
+    if let failure = csdbus_load() {
+      report(.failure(.failed(kind, reason: String(cString: failure))))
+      return
+    }
+    var bus: OpaquePointer?
+    var r = csdbus_open(kind == .system ? 0 : 1, &bus)
+    guard r >= 0, let bus else {
+      report(.failure(.busUnavailable(kind, reason: Self.errorText(r))))
+      return
+    }
+    let state = BusState(bus: bus, frontEnd: self)
+    let context = Unmanaged.passRetained(state)
+    csdbus_set_handlers(context.toOpaque(), busMethod, busGet, busSet, busNameOwnerChanged)
+    defer {
+      state.teardown()
+      csdbus_set_handlers(nil, nil, nil, nil, nil)
+      context.release()
+      csdbus_close(bus)
+    }
+    r = csdbus_add_object(bus, &state.managerSlot, BusState.managerPath, Int32(CSDBUS_MANAGER), 0)
+    if r >= 0 { r = csdbus_match_name_owner_changed(bus, &state.matchSlot) }
+    guard r >= 0 else {
+      report(.failure(.failed(kind, reason: Self.errorText(r))))
+      return
+    }
+    objects.store(1, ordering: .relaxed)
+    r = csdbus_request_name(bus, "org.freedesktop.GeoClue2")
+    guard r >= 0 else {
+      report(
+        .failure(
+          r == -EEXIST || r == -EALREADY
+            ? .nameTaken(kind) : .failed(kind, reason: Self.errorText(r))))
+      return
+    }
+    report(.success(()))
+    Log.event("dbusReady", ["bus": kind.rawValue, "name": "org.freedesktop.GeoClue2"])
+    while state.running {
+      let pending = jobs.withLock { jobs in
+        defer { jobs.removeAll(keepingCapacity: true) }
+        return jobs
+      }
+      for job in pending { job(state) }
+      guard state.running else { break }
+      let timeout = state.sweepLocations()
+      r = csdbus_run_once(bus, wakeFD, timeout)
+      if r < 0 {
+        Log.event("dbusDisconnected", ["bus": kind.rawValue, "reason": Self.errorText(r)])
+        break
+      }
+    }
+  }
+
+  static func errorText(_ code: Int32) -> String {
+    String(cString: strerror(code < 0 ? -code : code))
+  }
+}
+
+/// What the bus thread asks of the service, run in order on one task.
+enum ServiceCommand: Sendable {
+  /// `Start`: authorize, then track for the client; the reply goes back by `token`.
+  case start(ClientContext, client: UInt64, token: UInt64)
+  /// `Stop`: end the client's tracking.
+  case stop(ClientContext)
+  /// The client is gone (deleted, its connection left the bus, or shutdown).
+  case gone(ClientContext)
+
+  func run(on service: LocationService, frontEnd: GeoClueFrontEnd) async {
+    switch self {
+    case .start(let context, let client, let token):
+      let authorization = await service.handle(
+        Request(command: .requestAuthorization), from: context)
+      var failure: (name: String, message: String)?
+      if case .error(_, let message) = authorization {
+        failure = ("org.freedesktop.DBus.Error.AccessDenied", message)
+      } else {
+        let reply = await service.handle(
+          Request(command: .watch(enable: true, coalesce: true)), from: context)
+        if case .error(let code, let message) = reply {
+          failure = (
+            code == .notAuthorized
+              ? "org.freedesktop.DBus.Error.AccessDenied" : "org.freedesktop.DBus.Error.Failed",
+            message
+          )
+        }
+      }
+      let result = failure
+      frontEnd.post { $0.finishStart(client: client, token: token, failure: result) }
+    case .stop(let context):
+      _ = await service.handle(Request(command: .watch(enable: false)), from: context)
+    case .gone(let context):
+      await service.clientDisconnected(context)
+    }
+  }
+}
+
+/// One GeoClue client as the service sees it: a connection of its own (its number from
+/// ``ConnectionNumber``). Fixes reach D-Bus clients through the front-end, not through this
+/// channel, so ``deliver(_:)`` only reports whether the client is there; an `AUTHORIZATION`
+/// event that revokes it (a reload changed the group) makes the client inactive.
+final class DBusClientChannel: ClientChannel {
+  let id: UInt64
+  private let connected = Atomic<Bool>(true)
+  private let revoked: @Sendable () -> Void
+
+  init(id: UInt64, revoked: @escaping @Sendable () -> Void) {
+    self.id = id
+    self.revoked = revoked
+  }
+
+  @discardableResult func send(_ event: Event) -> Bool {
+    guard isConnected else { return false }
+    if event.body["class"]?.stringValue == "AUTHORIZATION",
+      event.body["authorization"]?.stringValue != "authorized"
+    {
+      revoked()
+    }
+    return true
+  }
+
+  @discardableResult func deliver(_ event: EncodedEvent) -> Bool { isConnected }
+
+  var isConnected: Bool { connected.load(ordering: .relaxed) }
+
+  func close() { connected.store(false, ordering: .relaxed) }
+}

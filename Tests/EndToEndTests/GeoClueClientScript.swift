@@ -1,0 +1,215 @@
+/// The second client: GDBus through Python's GObject bindings (python3-gi), one connection per
+/// run; the first argument names the scenario; it prints one JSON object.
+let geoClueClientScript = #"""
+import json, os, sys, time
+import xml.etree.ElementTree as ET
+from gi.repository import Gio, GLib
+
+NAME = "org.freedesktop.GeoClue2"
+MANAGER = "/org/freedesktop/GeoClue2/Manager"
+CLIENT = "org.freedesktop.GeoClue2.Client"
+LOCATION = "org.freedesktop.GeoClue2.Location"
+PROPS = "org.freedesktop.DBus.Properties"
+bus = Gio.bus_get_sync(Gio.BusType.SYSTEM, None)
+events = []
+
+def call(path, iface, method, args=None, reply=None):
+    v = bus.call_sync(NAME, path, iface, method, args, GLib.VariantType(reply) if reply else None,
+                      Gio.DBusCallFlags.NONE, 10000, None)
+    return v.unpack() if v is not None else None
+
+def error_of(fn):
+    try:
+        fn()
+        return None
+    except GLib.Error as e:
+        name = Gio.DBusError.get_remote_error(e)
+        prefix = "GDBus.Error:%s: " % name
+        text = e.message[len(prefix):] if e.message.startswith(prefix) else e.message
+        return {"name": name, "message": text}
+
+def set_prop(path, prop, variant):
+    call(path, PROPS, "Set", GLib.Variant("(ssv)", (CLIENT, prop, variant)))
+
+def get_prop(path, iface, prop):
+    return call(path, PROPS, "Get", GLib.Variant("(ss)", (iface, prop)))[0]
+
+def on_signal(connection, sender, path, iface, member, params):
+    events.append({"t": time.time(), "path": path, "iface": iface, "member": member, "args": params.unpack()})
+
+bus.signal_subscribe(None, CLIENT, "LocationUpdated", None, None, Gio.DBusSignalFlags.NONE, on_signal)
+bus.signal_subscribe(None, PROPS, "PropertiesChanged", None, None, Gio.DBusSignalFlags.NONE, on_signal)
+
+def pump(seconds, until=lambda: False):
+    context = GLib.MainContext.default()
+    end = time.time() + seconds
+    while time.time() < end and not until():
+        while context.pending():
+            context.iteration(False)
+        time.sleep(0.005)
+    while context.pending():
+        context.iteration(False)
+
+def create(distance=0, time_threshold=0, desktop="locationd-test"):
+    path = call(MANAGER, "org.freedesktop.GeoClue2.Manager", "CreateClient", None, "(o)")[0]
+    if desktop is not None:
+        set_prop(path, "DesktopId", GLib.Variant("s", desktop))
+    set_prop(path, "DistanceThreshold", GLib.Variant("u", distance))
+    set_prop(path, "TimeThreshold", GLib.Variant("u", time_threshold))
+    return path
+
+def location(path):
+    return {p: get_prop(path, LOCATION, p) for p in
+            ["Latitude", "Longitude", "Accuracy", "Altitude", "Speed", "Heading", "Description", "Timestamp"]}
+
+def updates(client):
+    return [e["args"] for e in events if e["member"] == "LocationUpdated" and e["path"] == client]
+
+def tree_count(path="/org/freedesktop/GeoClue2"):
+    xml = call(path, "org.freedesktop.DBus.Introspectable", "Introspect", None, "(s)")[0]
+    root = ET.fromstring(xml)
+    count = 1 if any(i.get("name", "").startswith(NAME) for i in root.findall("interface")) else 0
+    for node in root.findall("node"):
+        count += tree_count(path.rstrip("/") + "/" + node.get("name"))
+    return count
+
+def interfaces(xml_text):
+    out = {}
+    for iface in ET.fromstring(xml_text).iter("interface"):
+        name = iface.get("name")
+        if not name.startswith(NAME):
+            continue
+        members = {}
+        for m in iface.findall("method"):
+            members["method " + m.get("name")] = [(a.get("direction", "in"), a.get("type")) for a in m.findall("arg")]
+        for s in iface.findall("signal"):
+            members["signal " + s.get("name")] = [a.get("type") for a in s.findall("arg")]
+        for p in iface.findall("property"):
+            members["property " + p.get("name")] = [p.get("type"), p.get("access")]
+        out[name] = members
+    return out
+
+command = sys.argv[1]
+result = {}
+if command == "thresholds":
+    # Three clients on one connection: no thresholds, TimeThreshold 3 s, DistanceThreshold 100 km.
+    every = create()
+    timed = create(time_threshold=3)
+    far = create(distance=100000)
+    for c in (every, timed, far):
+        call(c, CLIENT, "Start")
+    # Each fix reaches the clients in order of creation, on this one connection: a LocationUpdated
+    # of `timed` belongs to the fix of the last one of `every` before it. `every`'s objects are
+    # never updated in place (no threshold), so their Timestamp, read while they exist, is the
+    # fix time of every fix delivered.
+    stamps = {}
+    end = time.time() + float(sys.argv[2])
+    while time.time() < end and len(updates(every)) < int(sys.argv[3]):
+        pump(0.02)
+        for old, new in updates(every):
+            if new not in stamps:
+                try:
+                    stamps[new] = get_prop(new, LOCATION, "Timestamp")[0]
+                except GLib.Error:
+                    stamps[new] = None
+    result["every"] = updates(every)
+    result["timed"] = updates(timed)
+    result["far"] = updates(far)
+    result["everyStamps"] = [stamps.get(new) for old, new in updates(every)]
+    position, owners = -1, []
+    for e in events:
+        if e["member"] != "LocationUpdated":
+            continue
+        if e["path"] == every:
+            position += 1
+        elif e["path"] == timed:
+            owners.append(position)
+    result["timedFixes"] = owners
+    farPath = get_prop(far, CLIENT, "Location")
+    result["farLocation"] = farPath
+    result["farLocationChanges"] = len([e for e in events if e["member"] == "PropertiesChanged" and e["path"] == farPath])
+    result["activeChanges"] = [e["args"] for e in events if e["member"] == "PropertiesChanged" and e["path"] == every and "Active" in e["args"][1]]
+    result["locationChanges"] = len([e for e in events if e["member"] == "PropertiesChanged" and e["path"] == every and "Location" in e["args"][1]])
+    result["current"] = location(get_prop(every, CLIENT, "Location"))
+    result["inUse"] = get_prop(MANAGER, "org.freedesktop.GeoClue2.Manager", "InUse")
+    # Stop: Active goes false (PropertiesChanged) and no more LocationUpdated for that client.
+    before = len(updates(every))
+    call(every, CLIENT, "Stop")
+    pump(float(sys.argv[4]))
+    result["activeAfterStop"] = get_prop(every, CLIENT, "Active")
+    result["activeEvents"] = [e["args"][1].get("Active") for e in events if e["member"] == "PropertiesChanged" and e["path"] == every and "Active" in e["args"][1]]
+    # Signals of one connection arrive in order: nothing for this client after its Active false.
+    stopped = [i for i, e in enumerate(events) if e["member"] == "PropertiesChanged" and e["path"] == every
+               and e["args"][1].get("Active") is False]
+    late = [e for e in events[stopped[0]:] if e["member"] == "LocationUpdated" and e["path"] == every] if stopped else [None]
+    result["updatesAfterStop"] = len(late)
+    result["timedAfterStop"] = len(updates(timed))
+    result["objects"] = tree_count()
+elif command == "nodesktop":
+    path = create(desktop=None)
+    result["error"] = error_of(lambda: call(path, CLIENT, "Start"))
+    result["active"] = get_prop(path, CLIENT, "Active")
+elif command == "hold":
+    path = create()
+    call(path, CLIENT, "Start")
+    pump(30, lambda: len(updates(path)) >= 1)
+    print(json.dumps({"client": path}), flush=True)
+    pump(600)
+elif command == "revocable":
+    path = create()
+    result["start"] = error_of(lambda: call(path, CLIENT, "Start"))
+    pump(30, lambda: len(updates(path)) >= 1)
+    print(json.dumps({"client": path, "updates": len(updates(path))}), flush=True)
+    def inactive():
+        return any(e["member"] == "PropertiesChanged" and e["path"] == path and e["args"][1].get("Active") is False
+                   for e in events)
+    pump(60, inactive)
+    result["revoked"] = inactive()
+    result["active"] = get_prop(path, CLIENT, "Active")
+    result["startAgain"] = error_of(lambda: call(path, CLIENT, "Start"))
+elif command == "start":
+    path = create()
+    result["client"] = path
+    result["error"] = error_of(lambda: call(path, CLIENT, "Start"))
+elif command == "exists":
+    result["objects"] = tree_count()
+    result["introspect"] = {p: error_of(lambda p=p: get_prop(p, CLIENT, "Active")) for p in sys.argv[2:]}
+elif command == "introspect":
+    path = create()
+    call(path, CLIENT, "Start")
+    pump(10, lambda: len(updates(path)) >= 1)
+    loc = get_prop(path, CLIENT, "Location")
+    served = {}
+    for p in (MANAGER, path, loc):
+        served.update(interfaces(call(p, "org.freedesktop.DBus.Introspectable", "Introspect", None, "(s)")[0]))
+    shipped = {}
+    for n in ("Manager", "Client", "Location"):
+        with open("/usr/share/dbus-1/interfaces/org.freedesktop.GeoClue2.%s.xml" % n) as f:
+            shipped.update(interfaces(f.read()))
+    result["served"] = {k: sorted(map(list, [[m] + [json.dumps(v)] for m, v in d.items()])) for k, d in served.items()}
+    result["shipped"] = {k: sorted(map(list, [[m] + [json.dumps(v)] for m, v in d.items()])) for k, d in shipped.items()}
+elif command == "badinput":
+    path = create()
+    result["distanceAsString"] = error_of(lambda: set_prop(path, "DistanceThreshold", GLib.Variant("s", "10")))
+    result["timeNegative"] = error_of(lambda: set_prop(path, "TimeThreshold", GLib.Variant("i", -1)))
+    result["accuracy3"] = error_of(lambda: set_prop(path, "RequestedAccuracyLevel", GLib.Variant("u", 3)))
+    result["accuracy9"] = error_of(lambda: set_prop(path, "RequestedAccuracyLevel", GLib.Variant("u", 9)))
+    result["readOnly"] = error_of(lambda: call(path, PROPS, "Set", GLib.Variant("(ssv)", (CLIENT, "Active", GLib.Variant("b", True)))))
+    result["startWithArgs"] = error_of(lambda: call(path, CLIENT, "Start", GLib.Variant("(s)", ("x",))))
+    result["deleteWrongType"] = error_of(lambda: call(MANAGER, "org.freedesktop.GeoClue2.Manager", "DeleteClient", GLib.Variant("(s)", ("x",))))
+    result["addAgent"] = error_of(lambda: call(MANAGER, "org.freedesktop.GeoClue2.Manager", "AddAgent", GLib.Variant("(s)", ("geoclue-demo-agent",))))
+    result["longDesktopId"] = error_of(lambda: set_prop(path, "DesktopId", GLib.Variant("s", "x" * 300)))
+    created = [path]
+    cap = None
+    for i in range(int(sys.argv[2])):
+        e = error_of(lambda: created.append(call(MANAGER, "org.freedesktop.GeoClue2.Manager", "CreateClient", None, "(o)")[0]))
+        if e is not None:
+            cap = {"after": len(created), "error": e}
+            break
+    result["cap"] = cap
+    result["objectsAtCap"] = tree_count()
+    for p in created:
+        call(MANAGER, "org.freedesktop.GeoClue2.Manager", "DeleteClient", GLib.Variant("(o)", (p,)))
+    result["objectsAfterDelete"] = tree_count()
+print(json.dumps(result))
+"""#
