@@ -27,6 +27,9 @@ let package = Package(
     // Foundation and ICU into the daemon); loaded on first use like libgps. Its headers are
     // reached through the link Sources/CLibXML2/include/libxml -> /usr/include/libxml2/libxml.
     .target(name: "CLibXML2", linkerSettings: [.linkedLibrary("dl")]),
+    // libmicrohttpd (headers from libmicrohttpd-dev) for the HTTP front-end; loaded on first use
+    // like libgps, so a daemon without --http maps none of it.
+    .target(name: "CMicroHTTPD", linkerSettings: [.linkedLibrary("dl"), .linkedLibrary("pthread")]),
     // epoll(7) and eventfd(2), which the Glibc module does not export: the socket server's event
     // loop and the benchmark's clients.
     .target(name: "CLinux"),
@@ -65,12 +68,17 @@ let package = Package(
       name: "SocketTransport",
       dependencies: ["CLinux", "ServiceCore", "LocationProtocol", "LocationModel", "Queues", "SystemIO"],
       swiftSettings: swiftSettings),
+    // The HTTP front-end: the live map page, Server-Sent Events, the JSON API for its controls.
+    .target(
+      name: "WebFrontEnd",
+      dependencies: ["CMicroHTTPD", "ServiceCore", "LocationProtocol", "LocationModel", "JSON", "Queues", "SystemIO"],
+      swiftSettings: swiftSettings),
     // The daemon's wiring: configuration, backend factory, signals, systemd glue, exit codes.
     .target(
       name: "LocationDaemon",
       dependencies: [
-        "SocketTransport", "ServiceCore", "LocationProtocol", "LocationCore", "LocationModel", "MapState",
-        "GPSDBackend", "SystemIO",
+        "SocketTransport", "WebFrontEnd", "ServiceCore", "LocationProtocol", "LocationCore", "LocationModel",
+        "MapState", "GPSDBackend", "SystemIO",
       ],
       swiftSettings: swiftSettings),
     .target(name: "LocationTestKit", dependencies: ["LocationCore", "LocationModel", "NMEA"], swiftSettings: swiftSettings),

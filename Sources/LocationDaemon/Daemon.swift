@@ -6,6 +6,7 @@ import MapState
 import LocationProtocol
 import ServiceCore
 import SocketTransport
+import WebFrontEnd
 import LocationModel
 
 /// The `locationd` process: configuration, wiring and lifecycle, run by the executable's `main`.
@@ -112,6 +113,27 @@ public enum Daemon {
       return ExitCode.osError.rawValue
     }
 
+    // The HTTP front-end (--http): the live map page, after the socket so that a failure here
+    // is reported like any other start-up failure.
+    var web: WebFrontEnd?
+    if let http = configuration.http {
+      do {
+        let options = WebOptions(
+          address: http.address, port: http.port, tiles: configuration.httpTiles,
+          stateDirectory: configuration.stateDirectory)
+        let frontEnd = try WebFrontEnd(options: options, service: service)
+        await service.attach(frontEnd)
+        web = frontEnd
+        Log.event("httpReady", ["url": frontEnd.url, "tokenFile": frontEnd.tokenFile])
+      } catch {
+        Log.event("startFailed", ["reason": "--http \(http.address):\(http.port): \(error.description)"])
+        writeStandardError("locationd: --http \(http.address):\(http.port): \(error.description)\n")
+        server.stop()
+        await server.waitUntilStopped()
+        return (error.libraryMissing ? ExitCode.unavailable : ExitCode.osError).rawValue
+      }
+    }
+
     let notifier = SystemdNotifier(environment: environment)
     let elapsed = ContinuousClock.now - started
     let microseconds = elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000
@@ -148,6 +170,11 @@ public enum Daemon {
           if reloaded.backendURI != running.backendURI { needsRestart.append("backend") }
           if reloaded.socketPath != running.socketPath { needsRestart.append("socket") }
           if reloaded.stateDirectory != running.stateDirectory { needsRestart.append("state-dir") }
+          if reloaded.http?.address != running.http?.address || reloaded.http?.port != running.http?.port
+            || reloaded.httpTiles != running.httpTiles
+          {
+            needsRestart.append("http")
+          }
           Log.event(
             "reloaded",
             [
@@ -169,6 +196,7 @@ public enum Daemon {
     Log.event("stopping", ["reason": reason])
     notifier.stopping()
     await service.shutdown(reason: reason)
+    web?.stop()
     server.stop()
     await server.waitUntilStopped()
     watchdog.cancel()

@@ -18,6 +18,7 @@ let clientCommands: [String: @Sendable ([String], ClientOptions) throws -> Int32
   "remove": runRemove,
   "map": runMap,
   "replay": runReplay,
+  "web": runWeb,
 ]
 
 /// Prints a reply: the object without `id` in JSON mode, text otherwise; exit 0, or 1 for `ERROR`.

@@ -40,6 +40,7 @@ let usageText = """
     map [--geojson|--svg]         print the map state (JSON by default)
     replay pause|resume|seek SECONDS|speed FACTOR|step [EPOCHS]
                                   control a replay backend
+    web                           print the map page's URL with its token (locationd --http)
     decode [--sky] [--rollover-floor DATE] [FILE|-]
                                   decode NMEA 0183 into gpsd TPV (and SKY) lines (no daemon needed)
     simulate --pty PATH [--rate HZ] [--backend URI]
