@@ -123,7 +123,7 @@ let package = Package(
       name: "LocationServerTests",
       dependencies: [
         "LocationProtocol", "ServiceCore", "SocketTransport", "LocationDaemon", "LocationCore", "LocationModel",
-        "MapState", "LocationTestKit", "SystemIO",
+        "MapState", "LocationTestKit", "SystemIO", "WebFrontEnd",
       ],
       swiftSettings: swiftSettings),
     .testTarget(

@@ -29,7 +29,7 @@ public struct EventStreamLimits: Sendable, Hashable {
 /// ``EventStreamLimits`` is ended (that browser reconnects and starts again from the current
 /// state). A stalled browser therefore costs at most its own bounded queue and never delays
 /// other clients.
-final class EventStreamChannel: ClientChannel, @unchecked Sendable {
+final class EventStreamChannel: ClientChannel, Sendable {
   private enum Entry {
     case bytes([UInt8], counted: Bool)
     case coalesced(String)
@@ -55,15 +55,16 @@ final class EventStreamChannel: ClientChannel, @unchecked Sendable {
   }
 
   let id: UInt64
-  let exchange: HTTPExchange
+  /// Tells the server that data is queued (``HTTPExchange/wake()``); called with no lock held.
+  private let wake: @Sendable () -> Void
   /// Event ids are `RUN-N`: `RUN` names this daemon run, `N` counts up.
   private let run: String
   private let limits: EventStreamLimits
   private let state: Mutex<State>
 
-  init(id: UInt64, exchange: HTTPExchange, run: String, firstID: UInt64, limits: EventStreamLimits) {
+  init(id: UInt64, run: String, firstID: UInt64, limits: EventStreamLimits, wake: @escaping @Sendable () -> Void) {
     self.id = id
-    self.exchange = exchange
+    self.wake = wake
     self.run = run
     self.limits = limits
     state = Mutex(State(nextID: firstID))
@@ -88,7 +89,7 @@ final class EventStreamChannel: ClientChannel, @unchecked Sendable {
       state.queue.append(.bytes(frame, counted: false))
       return true
     }
-    if accepted { exchange.wake() }
+    if accepted { wake() }
   }
 
   /// Queues raw stream text (the `retry:` field at the start).
@@ -98,17 +99,18 @@ final class EventStreamChannel: ClientChannel, @unchecked Sendable {
       state.queue.append(.bytes(Array(text.utf8), counted: false))
       return true
     }
-    if accepted { exchange.wake() }
+    if accepted { wake() }
   }
 
-  /// Ends the stream after what is queued... at once: the service is told by ``closed()``.
+  /// Ends the stream now (what is queued is dropped); the service hears of it when the
+  /// connection has closed.
   func close() {
     let changed = state.withLock { state -> Bool in
       guard !state.ended else { return false }
       state.ended = true
       return true
     }
-    if changed { exchange.wake() }
+    if changed { wake() }
   }
 
   /// The connection has gone (libmicrohttpd finished it).
@@ -155,7 +157,7 @@ final class EventStreamChannel: ClientChannel, @unchecked Sendable {
       return true
     }
     // Wakes even when the stream just ended, so that libmicrohttpd closes it.
-    exchange.wake()
+    wake()
     return result
   }
 

@@ -95,6 +95,7 @@ public struct WebStartError: Error, Sendable, CustomStringConvertible {
 public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
   private struct Stream {
     var channel: EventStreamChannel
+    var exchange: HTTPExchange
     var context: ClientContext
     var setup: Task<Void, Never>?
   }
@@ -189,7 +190,7 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
   func streamClosed(_ stream: UInt64) {
     guard let entry = streams.withLock({ $0.removeValue(forKey: stream) }) else { return }
     entry.channel.closed()
-    entry.channel.exchange.release()
+    entry.exchange.release()
     let service = service
     Task {
       await entry.setup?.value
@@ -422,9 +423,9 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
       firstID = number + 1
     }
     let channel = EventStreamChannel(
-      id: id, exchange: exchange, run: run, firstID: firstID, limits: options.streamLimits)
+      id: id, run: run, firstID: firstID, limits: options.streamLimits, wake: { exchange.wake() })
     let client = context(channel)
-    streams.withLock { $0[id] = Stream(channel: channel, context: client, setup: nil) }
+    streams.withLock { $0[id] = Stream(channel: channel, exchange: exchange, context: client, setup: nil) }
     channel.sendRaw("retry: 1000\n\n")
     let headers = [("Cache-Control", "no-store"), ("X-Accel-Buffering", "no")] + securityHeaders
     guard exchange.respondStream(status: 200, contentType: "text/event-stream; charset=utf-8", headers: headers, stream: id)
