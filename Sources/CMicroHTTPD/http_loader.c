@@ -34,7 +34,7 @@ static const union MHD_ConnectionInfo *(*p_connection_info)(struct MHD_Connectio
                                                             ...);
 
 static void resolve(void) {
-  void *handle = dlopen("libmicrohttpd.so.12", RTLD_NOW | RTLD_LOCAL);
+  void *handle = dlopen("libmicrohttpd.so.12", RTLD_LAZY | RTLD_LOCAL);
   if (handle == NULL) {
     snprintf(failure, sizeof failure, "libmicrohttpd is not installed (%s): install libmicrohttpd12 to use --http",
              dlerror());

@@ -34,7 +34,7 @@ final class HTTPExchange: Sendable {
   private let phase = Mutex(Phase.open)
 
   fileprivate init(_ pointer: OpaquePointer) {
-    address = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(pointer)))
+    address = UInt(bitPattern: Int(bitPattern: pointer))
   }
 
   private var pointer: OpaquePointer? { OpaquePointer(bitPattern: address) }
@@ -153,7 +153,7 @@ final class HTTPServer: Sendable {
       let text = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
       throw HTTPStartError(code: code, message: text)
     }
-    self.address = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(server)))
+    self.address = UInt(bitPattern: Int(bitPattern: server))
     self.port = locationd_http_port(server)
   }
 

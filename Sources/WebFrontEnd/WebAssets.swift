@@ -13,8 +13,8 @@ struct WebAssets: Sendable {
     let tiles = options.tiles
     let attribution = tiles == WebOptions.openStreetMapTiles ? "openstreetmap" : ""
     html = Array(
-      WebPage.html.replacing("@TILES@", with: Self.attributeEscaped(tiles))
-        .replacing("@ATTRIBUTION@", with: attribution).utf8)
+      WebPage.html.substituting("@TILES@", Self.attributeEscaped(tiles))
+        .substituting("@ATTRIBUTION@", attribution).utf8)
     contentSecurityPolicy =
       "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:"
       + (options.tileOrigin.map { " " + $0 } ?? "")
@@ -89,5 +89,34 @@ struct WebAssets: Sendable {
     if name.hasSuffix(".png") { return "image/png" }
     if name.hasSuffix(".map") { return "application/json" }
     return "application/octet-stream"
+  }
+}
+
+extension String {
+  /// The string with every `target` replaced by `replacement`, compared byte by byte (UTF-8).
+  /// Written out rather than the standard library's `replacing(_:with:)`, whose string
+  /// processing library would add about 1 MB of resident code to the daemon for this one use.
+  func substituting(_ target: String, _ replacement: String) -> String {
+    let source = Array(utf8)
+    let pattern = Array(target.utf8)
+    guard !pattern.isEmpty, source.count >= pattern.count else { return self }
+    var result: [UInt8] = []
+    result.reserveCapacity(source.count)
+    var index = 0
+    while index < source.count {
+      if index + pattern.count <= source.count && source[index..<(index + pattern.count)].elementsEqual(pattern) {
+        result.append(contentsOf: replacement.utf8)
+        index += pattern.count
+      } else {
+        result.append(source[index])
+        index += 1
+      }
+    }
+    return String(decoding: result, as: UTF8.self)
+  }
+
+  /// Whether `target` occurs in the string (UTF-8 bytes).
+  func containsBytes(_ target: String) -> Bool {
+    substituting(target, "") != self
   }
 }

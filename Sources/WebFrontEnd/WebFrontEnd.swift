@@ -50,7 +50,7 @@ public struct WebOptions: Sendable, Hashable {
       let rest = tiles.dropFirst(scheme.count)
       let host = rest.prefix { $0 != "/" }
       guard !host.isEmpty else { return nil }
-      return scheme + String(host).replacing("{s}", with: "*")
+      return scheme + String(host).substituting("{s}", "*")
     }
     return nil
   }
@@ -65,7 +65,7 @@ public struct WebOptions: Sendable, Hashable {
     guard template.hasPrefix("https://") || template.hasPrefix("http://") else {
       return "use an http:// or https:// URL template, or none"
     }
-    guard template.contains("{z}"), template.contains("{x}"), template.contains("{y}") else {
+    guard template.containsBytes("{z}"), template.containsBytes("{x}"), template.containsBytes("{y}") else {
       return "the template needs {z}, {x} and {y}"
     }
     let forbidden: Set<Character> = [" ", "\t", "\"", "'", ";", ",", "<", ">", "\\", "`"]
@@ -149,7 +149,7 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
     do {
       http = try HTTPServer(address: options.address, port: options.port, limits: options.limits, delegate: self)
     } catch {
-      throw WebStartError(description: error.message, libraryMissing: error.code == 0 && error.message.contains("not installed"))
+      throw WebStartError(description: error.message, libraryMissing: error.code == 0 && error.message.containsBytes("not installed"))
     }
     server.withLock { $0 = http }
     boundPort.store(http.port, ordering: .relaxed)
