@@ -62,7 +62,10 @@ final class EventStreamChannel: ClientChannel, Sendable {
   private let limits: EventStreamLimits
   private let state: Mutex<State>
 
-  init(id: UInt64, run: String, firstID: UInt64, limits: EventStreamLimits, wake: @escaping @Sendable () -> Void) {
+  init(
+    id: UInt64, run: String, firstID: UInt64, limits: EventStreamLimits,
+    wake: @escaping @Sendable () -> Void
+  ) {
     self.id = id
     self.wake = wake
     self.run = run
@@ -142,7 +145,9 @@ final class EventStreamChannel: ClientChannel, Sendable {
       state.queue.append(.bytes(body, counted: true))
       state.backlogBytes += body.count
       state.backlogMessages += 1
-      if state.backlogBytes > limits.maxBacklogBytes || state.backlogMessages > limits.maxBacklogMessages {
+      if state.backlogBytes > limits.maxBacklogBytes
+        || state.backlogMessages > limits.maxBacklogMessages
+      {
         Log.event(
           "slowClient",
           [
@@ -185,7 +190,8 @@ final class EventStreamChannel: ClientChannel, Sendable {
             let pending = state.coalesced.remove(at: index)
             let body =
               pending.missed > 0
-              ? JSONValue.appending([JSONMember("missed", .int(Int64(pending.missed)))], toEncodedObject: pending.body)
+              ? JSONValue.appending(
+                [JSONMember("missed", .int(Int64(pending.missed)))], toEncodedObject: pending.body)
               : pending.body
             state.current = frame(body, &state)
           }

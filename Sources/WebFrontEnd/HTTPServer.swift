@@ -54,7 +54,9 @@ final class HTTPExchange: Sendable {
 
   /// Starts a stream read through ``HTTPServerDelegate/nextChunk(stream:maximum:)``. Returns
   /// `false` when the connection has gone (the delegate then hears nothing of `stream`).
-  func respondStream(status: Int, contentType: String, headers: [(String, String)] = [], stream: UInt64) -> Bool {
+  func respondStream(
+    status: Int, contentType: String, headers: [(String, String)] = [], stream: UInt64
+  ) -> Bool {
     phase.withLock { phase in
       guard phase == .open, let pointer else { return false }
       if locationd_http_respond_stream(
@@ -135,13 +137,16 @@ final class HTTPServer: Sendable {
   /// process's life (the C server may call it until its thread ends).
   ///
   /// - Throws: ``HTTPStartError`` (library missing, address in use, not permitted...).
-  init(address: String, port: UInt16, limits: HTTPLimits, delegate: any HTTPServerDelegate) throws(HTTPStartError) {
+  init(address: String, port: UInt16, limits: HTTPLimits, delegate: any HTTPServerDelegate)
+    throws(HTTPStartError)
+  {
     let context = Unmanaged.passRetained(DelegateBox(delegate)).toOpaque()
     var code: Int32 = 0
     var message = [CChar](repeating: 0, count: 512)
     let server = message.withUnsafeMutableBufferPointer { buffer in
       locationd_http_start(
-        address, port, UInt32(clamping: limits.connections), UInt32(clamping: limits.connectionsPerAddress),
+        address, port, UInt32(clamping: limits.connections),
+        UInt32(clamping: limits.connectionsPerAddress),
         UInt32(clamping: limits.idleTimeoutSeconds), limits.maxBody, context,
         { context, exchange, request in onRequest(context, exchange, request) },
         { context, stream, buffer, capacity in onRead(context, stream, buffer, capacity) },
@@ -150,7 +155,8 @@ final class HTTPServer: Sendable {
     }
     guard let server else {
       Unmanaged<DelegateBox>.fromOpaque(context).release()
-      let text = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+      let text = String(
+        decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
       throw HTTPStartError(code: code, message: text)
     }
     self.address = UInt(bitPattern: Int(bitPattern: server))
@@ -182,7 +188,8 @@ private func string(_ pointer: UnsafePointer<CChar>?) -> String? {
 }
 
 private func onRequest(
-  _ context: UnsafeMutableRawPointer?, _ exchange: OpaquePointer?, _ request: UnsafePointer<locationd_http_request>?
+  _ context: UnsafeMutableRawPointer?, _ exchange: OpaquePointer?,
+  _ request: UnsafePointer<locationd_http_request>?
 ) {
   guard let exchange, let request, let delegate = delegate(context) else { return }
   let c = request.pointee
@@ -196,7 +203,8 @@ private func onRequest(
     String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
   }
   let parsed = HTTPRequest(
-    method: string(c.method) ?? "", path: string(c.path) ?? "", host: string(c.host), origin: string(c.origin),
+    method: string(c.method) ?? "", path: string(c.path) ?? "", host: string(c.host),
+    origin: string(c.origin),
     authorization: string(c.authorization), contentType: string(c.content_type),
     lastEventID: string(c.last_event_id), secFetchSite: string(c.sec_fetch_site), body: body,
     bodyTooLarge: c.body_too_large != 0, peer: peer)
@@ -204,7 +212,8 @@ private func onRequest(
 }
 
 private func onRead(
-  _ context: UnsafeMutableRawPointer?, _ stream: UInt64, _ buffer: UnsafeMutablePointer<UInt8>?, _ capacity: Int
+  _ context: UnsafeMutableRawPointer?, _ stream: UInt64, _ buffer: UnsafeMutablePointer<UInt8>?,
+  _ capacity: Int
 ) -> Int {
   guard let buffer, capacity > 0, let delegate = delegate(context) else { return -1 }
   guard let chunk = delegate.nextChunk(stream: stream, maximum: capacity) else { return -1 }

@@ -41,15 +41,18 @@ struct WebAssets: Sendable {
     switch path {
     case "/map.js":
       return WebFrontEnd.Response(
-        status: 200, contentType: "text/javascript; charset=utf-8", headers: [("Cache-Control", "no-cache")],
+        status: 200, contentType: "text/javascript; charset=utf-8",
+        headers: [("Cache-Control", "no-cache")],
         body: Array(WebPage.script.utf8))
     case "/map.css":
       return WebFrontEnd.Response(
-        status: 200, contentType: "text/css; charset=utf-8", headers: [("Cache-Control", "no-cache")],
+        status: 200, contentType: "text/css; charset=utf-8",
+        headers: [("Cache-Control", "no-cache")],
         body: Array(WebPage.style.utf8))
     default:
       return WebFrontEnd.Response(
-        status: 200, contentType: "text/html; charset=utf-8", headers: [("Cache-Control", "no-cache")], body: html)
+        status: 200, contentType: "text/html; charset=utf-8",
+        headers: [("Cache-Control", "no-cache")], body: html)
     }
   }
 
@@ -59,18 +62,22 @@ struct WebAssets: Sendable {
   func leaflet(_ relative: String) -> WebFrontEnd.Response {
     let components = relative.split(separator: "/", omittingEmptySubsequences: false)
     let allowed = { (byte: UInt8) in
-      (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+      (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A)
+        || (byte >= 0x61 && byte <= 0x7A)
         || byte == 0x2E || byte == 0x5F || byte == 0x2D
     }
     guard (1...4).contains(components.count),
-      components.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 64 && !$0.hasPrefix(".") && $0.utf8.allSatisfy(allowed) })
+      components.allSatisfy({
+        !$0.isEmpty && $0.utf8.count <= 64 && !$0.hasPrefix(".") && $0.utf8.allSatisfy(allowed)
+      })
     else {
       return WebFrontEnd.error(404, "notFound", "no such file under /leaflet/")
     }
     let path = Self.leafletDirectory + "/" + relative
     let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
     guard fd >= 0 else {
-      return WebFrontEnd.error(404, "notFound", "no such file under /leaflet/ (is libjs-leaflet installed?)")
+      return WebFrontEnd.error(
+        404, "notFound", "no such file under /leaflet/ (is libjs-leaflet installed?)")
     }
     defer { close(fd) }
     var info = stat()
@@ -80,7 +87,8 @@ struct WebAssets: Sendable {
       return WebFrontEnd.error(404, "notFound", "no such file under /leaflet/")
     }
     return WebFrontEnd.Response(
-      status: 200, contentType: Self.contentType(relative), headers: [("Cache-Control", "max-age=3600")], body: bytes)
+      status: 200, contentType: Self.contentType(relative),
+      headers: [("Cache-Control", "max-age=3600")], body: bytes)
   }
 
   static func contentType(_ name: String) -> String {
@@ -104,7 +112,9 @@ extension String {
     result.reserveCapacity(source.count)
     var index = 0
     while index < source.count {
-      if index + pattern.count <= source.count && source[index..<(index + pattern.count)].elementsEqual(pattern) {
+      if index + pattern.count <= source.count
+        && source[index..<(index + pattern.count)].elementsEqual(pattern)
+      {
         result.append(contentsOf: replacement.utf8)
         index += pattern.count
       } else {

@@ -28,7 +28,10 @@ public struct WebOptions: Sendable, Hashable {
   public static let openStreetMapTiles = "https://tile.openstreetmap.org/{z}/{x}/{y}.png"
 
   /// Creates options; see each property.
-  public init(address: String, port: UInt16, tiles: String = WebOptions.openStreetMapTiles, stateDirectory: String) {
+  public init(
+    address: String, port: UInt16, tiles: String = WebOptions.openStreetMapTiles,
+    stateDirectory: String
+  ) {
     self.address = address
     self.port = port
     self.tiles = tiles
@@ -65,11 +68,15 @@ public struct WebOptions: Sendable, Hashable {
     guard template.hasPrefix("https://") || template.hasPrefix("http://") else {
       return "use an http:// or https:// URL template, or none"
     }
-    guard template.containsBytes("{z}"), template.containsBytes("{x}"), template.containsBytes("{y}") else {
+    guard template.containsBytes("{z}"), template.containsBytes("{x}"),
+      template.containsBytes("{y}")
+    else {
       return "the template needs {z}, {x} and {y}"
     }
     let forbidden: Set<Character> = [" ", "\t", "\"", "'", ";", ",", "<", ">", "\\", "`"]
-    guard template.utf8.count <= 512, !template.contains(where: { forbidden.contains($0) || $0.isNewline }) else {
+    guard template.utf8.count <= 512,
+      !template.contains(where: { forbidden.contains($0) || $0.isNewline })
+    else {
       return "at most 512 characters, without spaces, quotes, ; , < > \\ or line breaks"
     }
     return nil
@@ -142,14 +149,18 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
       try WebToken.write(token, directory: options.stateDirectory)
     } catch {
       throw WebStartError(
-        description: "cannot write the token file \(options.stateDirectory)/\(WebToken.fileName): \(error)",
+        description:
+          "cannot write the token file \(options.stateDirectory)/\(WebToken.fileName): \(error)",
         libraryMissing: false)
     }
     let http: HTTPServer
     do {
-      http = try HTTPServer(address: options.address, port: options.port, limits: options.limits, delegate: self)
+      http = try HTTPServer(
+        address: options.address, port: options.port, limits: options.limits, delegate: self)
     } catch {
-      throw WebStartError(description: error.message, libraryMissing: error.code == 0 && error.message.containsBytes("not installed"))
+      throw WebStartError(
+        description: error.message,
+        libraryMissing: error.code == 0 && error.message.containsBytes("not installed"))
     }
     server.withLock { $0 = http }
     boundPort.store(http.port, ordering: .relaxed)
@@ -159,7 +170,9 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
         while !Task.isCancelled {
           try? await Task.sleep(for: .seconds(seconds))
           guard let self else { return }
-          for channel in self.streams.withLock({ $0.values.map(\.channel) }) { channel.sendComment("keep-alive") }
+          for channel in self.streams.withLock({ $0.values.map(\.channel) }) {
+            channel.sendComment("keep-alive")
+          }
         }
       }
     }
@@ -210,7 +223,9 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
   /// The response for `request`, or `nil` when it is answered later (API calls, streams).
   func route(_ request: HTTPRequest, exchange: HTTPExchange) -> Response? {
     guard isAllowedHost(request.host) else {
-      return Self.error(421, "misdirectedRequest", "the Host header must name this server by address or as localhost")
+      return Self.error(
+        421, "misdirectedRequest",
+        "the Host header must name this server by address or as localhost")
     }
     let reads = ["GET", "HEAD"]
     switch request.path {
@@ -230,10 +245,12 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
       guard request.method == "POST" else { return Self.methodNotAllowed("POST") }
       if let refusal = checkToken(request) ?? checkOrigin(request) { return refusal }
       if request.bodyTooLarge {
-        return Self.error(413, "bodyTooLarge", "the request body is larger than \(options.limits.maxBody) bytes")
+        return Self.error(
+          413, "bodyTooLarge", "the request body is larger than \(options.limits.maxBody) bytes")
       }
       guard Self.isJSON(request.contentType) else {
-        return Self.error(415, "unsupportedMediaType", "send the request as Content-Type: application/json")
+        return Self.error(
+          415, "unsupportedMediaType", "send the request as Content-Type: application/json")
       }
       let parsed: Request
       do {
@@ -244,7 +261,8 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
       guard Self.apiCommands.contains(parsed.command.name) else {
         return Self.error(
           403, "notAllowed",
-          "over HTTP only \(Self.apiCommands.sorted().joined(separator: ", ")) are accepted; use the socket for \(parsed.command.name)")
+          "over HTTP only \(Self.apiCommands.sorted().joined(separator: ", ")) are accepted; use the socket for \(parsed.command.name)"
+        )
       }
       answerLater(exchange) { [self] in await call(parsed) }
       return nil
@@ -258,15 +276,20 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
   }
 
   /// Commands the page's controls may send to `/api`.
-  static let apiCommands: Set<String> = ["center", "setCenter", "zoom", "mode", "annotate", "remove", "map"]
+  static let apiCommands: Set<String> = [
+    "center", "setCenter", "zoom", "mode", "annotate", "remove", "map",
+  ]
 
-  private func answerLater(_ exchange: HTTPExchange, _ work: @escaping @Sendable () async -> Response) {
+  private func answerLater(
+    _ exchange: HTTPExchange, _ work: @escaping @Sendable () async -> Response
+  ) {
     Task { [self] in send(await work(), to: exchange) }
   }
 
   private func send(_ response: Response, to exchange: HTTPExchange) {
     exchange.respond(
-      status: response.status, contentType: response.contentType, headers: response.headers + securityHeaders,
+      status: response.status, contentType: response.contentType,
+      headers: response.headers + securityHeaders,
       body: response.body)
   }
 
@@ -298,7 +321,8 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
         port = name[name.index(after: colon)...]
         name = name[..<colon]
       }
-      guard name.lowercased() == "localhost" || Self.isNumericAddress(String(name), family: AF_INET) else {
+      guard name.lowercased() == "localhost" || Self.isNumericAddress(String(name), family: AF_INET)
+      else {
         return false
       }
     }
@@ -317,7 +341,8 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
     else {
       var response = Self.error(
         401, "notAuthorized",
-        "send Authorization: Bearer TOKEN; the token is in \(tokenFile) and in the URL locationctl web prints")
+        "send Authorization: Bearer TOKEN; the token is in \(tokenFile) and in the URL locationctl web prints"
+      )
       response.headers.append(("WWW-Authenticate", "Bearer realm=\"locationd\""))
       return response
     }
@@ -370,10 +395,14 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
     await service.clientDisconnected(client)
     guard case .object(_, let members) = reply else { return Self.response(reply, id: nil) }
     if format == .svg, let svg = members.first(where: { $0.key == "svg" })?.value.stringValue {
-      return Response(status: 200, contentType: "image/svg+xml; charset=utf-8", headers: [("Cache-Control", "no-store")], body: Array(svg.utf8))
+      return Response(
+        status: 200, contentType: "image/svg+xml; charset=utf-8",
+        headers: [("Cache-Control", "no-store")], body: Array(svg.utf8))
     }
     if let geojson = members.first(where: { $0.key == "geojson" })?.value {
-      return Response(status: 200, contentType: "application/geo+json", headers: [("Cache-Control", "no-store")], body: geojson.encoded)
+      return Response(
+        status: 200, contentType: "application/geo+json", headers: [("Cache-Control", "no-store")],
+        body: geojson.encoded)
     }
     return Self.error(500, "internal", "the map renderer gave no document")
   }
@@ -400,7 +429,8 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
     Response(
       status: status, contentType: "application/json", headers: [("Cache-Control", "no-store")],
       body: JSONValue.object([
-        JSONMember("class", "ERROR"), JSONMember("code", .string(code)), JSONMember("message", .string(message)),
+        JSONMember("class", "ERROR"), JSONMember("code", .string(code)),
+        JSONMember("message", .string(message)),
       ]).encoded)
   }
 
@@ -417,7 +447,8 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
   private func openStream(_ request: HTTPRequest, exchange: HTTPExchange) -> Response? {
     let id = ConnectionNumber.next()
     var firstID: UInt64 = 1
-    if let last = request.lastEventID, last.hasPrefix(run + "-"), let number = UInt64(last.dropFirst(run.count + 1)),
+    if let last = request.lastEventID, last.hasPrefix(run + "-"),
+      let number = UInt64(last.dropFirst(run.count + 1)),
       number < UInt64.max
     {
       firstID = number + 1
@@ -425,17 +456,22 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
     let channel = EventStreamChannel(
       id: id, run: run, firstID: firstID, limits: options.streamLimits, wake: { exchange.wake() })
     let client = context(channel)
-    streams.withLock { $0[id] = Stream(channel: channel, exchange: exchange, context: client, setup: nil) }
+    streams.withLock {
+      $0[id] = Stream(channel: channel, exchange: exchange, context: client, setup: nil)
+    }
     channel.sendRaw("retry: 1000\n\n")
     let headers = [("Cache-Control", "no-store"), ("X-Accel-Buffering", "no")] + securityHeaders
-    guard exchange.respondStream(status: 200, contentType: "text/event-stream; charset=utf-8", headers: headers, stream: id)
+    guard
+      exchange.respondStream(
+        status: 200, contentType: "text/event-stream; charset=utf-8", headers: headers, stream: id)
     else {
       streams.withLock { $0[id] = nil }
       return nil
     }
     let service = service
     let setup = Task {
-      let authorization = await service.handle(Request(command: .requestAuthorization), from: client)
+      let authorization = await service.handle(
+        Request(command: .requestAuthorization), from: client)
       if case .error = authorization {
         channel.send(Event(body: authorization.json(id: nil)))
         channel.close()
@@ -444,7 +480,8 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
       let map = await service.handle(Request(command: .map(.json)), from: client)
       if case .object = map { channel.send(Event(body: map.json(id: nil), coalescingKey: "MAP")) }
       let location = await service.handle(Request(command: .location), from: client)
-      if case .object(_, let members) = location, let current = members.first(where: { $0.key == "current" })?.value,
+      if case .object(_, let members) = location,
+        let current = members.first(where: { $0.key == "current" })?.value,
         current != .null
       {
         channel.send(.location(current))

@@ -13,10 +13,12 @@ func runWeb(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
   }
   let connection = try DaemonConnection(path: options.socketPath)
   let status = try connection.call("status")
-  guard let http = status["http"], let url = http["url"]?.stringValue, let tokenFile = http["tokenFile"]?.stringValue
+  guard let http = status["http"], let url = http["url"]?.stringValue,
+    let tokenFile = http["tokenFile"]?.stringValue
   else {
     writeError(
-      "locationctl: locationd does not serve the map page: start it with --http ADDRESS:PORT (config key http)")
+      "locationctl: locationd does not serve the map page: start it with --http ADDRESS:PORT (config key http)"
+    )
     return ExitCode.failure.rawValue
   }
   let token: String
@@ -28,7 +30,8 @@ func runWeb(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
   }
   let page = url + "#token=" + token
   if options.json {
-    print(String(decoding: JSONValue.object([JSONMember("url", .string(page))]).encoded, as: UTF8.self))
+    print(
+      String(decoding: JSONValue.object([JSONMember("url", .string(page))]).encoded, as: UTF8.self))
   } else {
     print(page)
   }
@@ -45,8 +48,12 @@ private func readToken(_ path: String) throws(ClientError) -> String {
   }
   defer { close(fd) }
   var info = stat()
-  guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { throw ClientError("not a regular file") }
-  guard let bytes = try? SystemIO.readToEnd(fd, limit: 4096) else { throw ClientError("unreadable or too large") }
+  guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+    throw ClientError("not a regular file")
+  }
+  guard let bytes = try? SystemIO.readToEnd(fd, limit: 4096) else {
+    throw ClientError("unreadable or too large")
+  }
   let token = String(decoding: bytes, as: UTF8.self).filter { $0.isHexDigit }
   guard token.count == 64 else { throw ClientError("does not hold a token (64 hex digits)") }
   return token

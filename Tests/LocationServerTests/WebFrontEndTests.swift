@@ -1,8 +1,8 @@
 import Glibc
+import LocationProtocol
 import Testing
 
 @testable import LocationDaemon
-import LocationProtocol
 @testable import WebFrontEnd
 
 @Suite("Web front-end")
@@ -11,7 +11,8 @@ struct WebFrontEndTests {
   func httpAddress() throws {
     #expect(try Configuration.parse(arguments: []).http == nil)
     let cases: [(String, String, UInt16)] = [
-      ("127.0.0.1:8080", "127.0.0.1", 8080), ("8080", "127.0.0.1", 8080), ("localhost:0", "127.0.0.1", 0),
+      ("127.0.0.1:8080", "127.0.0.1", 8080), ("8080", "127.0.0.1", 8080),
+      ("localhost:0", "127.0.0.1", 0),
       ("[::1]:80", "::1", 80), ("0.0.0.0:65535", "0.0.0.0", 65535),
     ]
     for (text, address, port) in cases {
@@ -19,10 +20,17 @@ struct WebFrontEndTests {
       #expect(http?.address == address, "\(text)")
       #expect(http?.port == port, "\(text)")
     }
-    for bad in ["", ":", "example.com:80", "127.0.0.1:65536", "127.0.0.1:-1", "[::1:80", "::1:80", "1.2.3:80", "127.0.0.1:８０"] {
-      #expect(throws: ConfigurationError.self, "\(bad)") { try Configuration.parse(arguments: ["--http", bad]) }
+    for bad in [
+      "", ":", "example.com:80", "127.0.0.1:65536", "127.0.0.1:-1", "[::1:80", "::1:80", "1.2.3:80",
+      "127.0.0.1:８０",
+    ] {
+      #expect(throws: ConfigurationError.self, "\(bad)") {
+        try Configuration.parse(arguments: ["--http", bad])
+      }
     }
-    let fromFile = try Configuration.parse(arguments: ["--config", "c"]) { _ in "http = 9000\nhttp-tiles = none\n" }
+    let fromFile = try Configuration.parse(arguments: ["--config", "c"]) { _ in
+      "http = 9000\nhttp-tiles = none\n"
+    }
     #expect(fromFile.http?.port == 9000)
     #expect(fromFile.httpTiles == "none")
   }
@@ -34,10 +42,13 @@ struct WebFrontEndTests {
     #expect(WebOptions.problem(withTiles: "https://{s}.tile.example.org/{z}/{x}/{y}.png") == nil)
     for bad in [
       "ftp://x/{z}/{x}/{y}", "https://x/{z}/{x}.png", "https://x/{z}/{x}/{y}.png; script-src *",
-      "https://x/{z}/{x}/{y}\".png", "https://x/{z}/{x}/{y}.png'", "https://x/{z}/{x}/{y}\n.png", "https://x/{z}/{x}/{y}<b>",
+      "https://x/{z}/{x}/{y}\".png", "https://x/{z}/{x}/{y}.png'", "https://x/{z}/{x}/{y}\n.png",
+      "https://x/{z}/{x}/{y}<b>",
     ] {
       #expect(WebOptions.problem(withTiles: bad) != nil, "\(bad)")
-      #expect(throws: ConfigurationError.self) { try Configuration.parse(arguments: ["--http-tiles", bad]) }
+      #expect(throws: ConfigurationError.self) {
+        try Configuration.parse(arguments: ["--http-tiles", bad])
+      }
     }
     var options = WebOptions(address: "127.0.0.1", port: 0, stateDirectory: "/tmp")
     #expect(options.tileOrigin == "https://tile.openstreetmap.org")
@@ -46,14 +57,18 @@ struct WebFrontEndTests {
     options.tiles = "none"
     #expect(options.tileOrigin == nil)
     let assets = WebAssets(options: options)
-    #expect(assets.contentSecurityPolicy.hasPrefix("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:;"))
+    #expect(
+      assets.contentSecurityPolicy.hasPrefix(
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:;"))
     #expect(!assets.contentSecurityPolicy.contains("unsafe"))
   }
 
   @Test("the page escapes its one configured attribute and has no inline script or handler")
   func page() {
     #expect(WebAssets.attributeEscaped("a\"b<c>&'d") == "a&quot;b&lt;c&gt;&amp;&#39;d")
-    let html = String(decoding: WebAssets(options: WebOptions(address: "127.0.0.1", port: 0, stateDirectory: "/t")).html, as: UTF8.self)
+    let html = String(
+      decoding: WebAssets(options: WebOptions(address: "127.0.0.1", port: 0, stateDirectory: "/t"))
+        .html, as: UTF8.self)
     #expect(html.contains("data-tiles=\"https://tile.openstreetmap.org/{z}/{x}/{y}.png\""))
     #expect(!html.contains("<script>"))
     // No event-handler attribute (` onclick=`, ` onload=`...).
@@ -67,7 +82,10 @@ struct WebFrontEndTests {
   @Test("/leaflet/ serves files under the Leaflet directory and nothing else")
   func leafletPaths() {
     let assets = WebAssets(options: WebOptions(address: "127.0.0.1", port: 0, stateDirectory: "/t"))
-    for bad in ["../../../etc/passwd", "..", ".hidden", "images/../../x", "", "a//b", "a/b/c/d/e", "leaflet.js%00", "im ages"] {
+    for bad in [
+      "../../../etc/passwd", "..", ".hidden", "images/../../x", "", "a//b", "a/b/c/d/e",
+      "leaflet.js%00", "im ages",
+    ] {
       #expect(assets.leaflet(bad).status == 404, "\(bad)")
     }
   }
@@ -88,7 +106,10 @@ struct WebFrontEndTests {
   func tokenFile() throws {
     let directory = "/tmp/webtoken-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
     #expect(mkdir(directory, 0o700) == 0)
-    defer { _ = unlink(directory + "/" + WebToken.fileName); _ = rmdir(directory) }
+    defer {
+      _ = unlink(directory + "/" + WebToken.fileName)
+      _ = rmdir(directory)
+    }
     try WebToken.write("abc", directory: directory)
     var info = stat()
     #expect(stat(directory + "/" + WebToken.fileName, &info) == 0)
@@ -118,7 +139,9 @@ struct WebFrontEndTests {
   @Test("a stalled browser gets the newest TPV with missed:N, every BACKEND event, in order")
   func coalescing() {
     let stream = channel()
-    for n in 1...5 { stream.deliver(EncodedEvent(.location(["class": "TPV", "n": .int(Int64(n))]))) }
+    for n in 1...5 {
+      stream.deliver(EncodedEvent(.location(["class": "TPV", "n": .int(Int64(n))])))
+    }
     stream.deliver(EncodedEvent(.backend(uri: "u", state: .connected, detail: nil)))
     stream.deliver(EncodedEvent(.location(["class": "TPV", "n": 6])))
     let text = drain(stream, chunk: 7)
@@ -146,7 +169,8 @@ struct WebFrontEndTests {
 
   @Test("Last-Event-ID numbering continues; ids go up")
   func ids() {
-    let stream = EventStreamChannel(id: 1, run: "abc", firstID: 41, limits: EventStreamLimits(), wake: {})
+    let stream = EventStreamChannel(
+      id: 1, run: "abc", firstID: 41, limits: EventStreamLimits(), wake: {})
     stream.send(Event.warning("a"))
     stream.send(Event.warning("b"))
     let text = drain(stream)
