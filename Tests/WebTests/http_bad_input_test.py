@@ -24,7 +24,10 @@ def exchange(port, data, timeout=10):
             connection.sendall(data)
         except (BrokenPipeError, ConnectionResetError):
             pass
-        connection.shutdown(socket.SHUT_WR)
+        try:
+            connection.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass  # the server answered and closed before all was sent
         chunks = []
         try:
             while True:
@@ -126,15 +129,17 @@ class BadInputTests(unittest.TestCase):
         self.assertError(result, 421, "misdirectedRequest")
         self.assertError(self.request("GET", "/events", headers={"Authorization": "Basic abc"}, token=False),
                          401, "notAuthorized")
-        # Headers larger than the connection's memory: libmicrohttpd answers with an error status.
+        # Headers larger than the connection's memory: libmicrohttpd answers 431 and closes; the
+        # close with our unread bytes pending may reset the connection before the answer is read.
         status, _ = self.request("GET", "/", headers={"X-Large": "a" * 100000})
-        self.assertIn(status, (400, 413, 431))
+        self.assertIn(status, (None, 400, 413, 431))
         # Not HTTP at all.
         status, _ = exchange(self.port, b"\x00\x01\x02 garbage\r\n\r\n")
         self.assertIn(status, (None, 400, 505))
         self.assertStillServing()
 
-    def test_a_thousand_idle_connections(self):
+    def test_z_a_thousand_idle_connections(self):
+        # Last: the server works off the closed connections still queued in its listen backlog.
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         if soft < 1200:
             resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
@@ -151,18 +156,19 @@ class BadInputTests(unittest.TestCase):
         finally:
             for connection in idle:
                 connection.close()
-        # Once they are gone the page loads again (the per-address limit frees up).
-        deadline = time.monotonic() + 30
-        status = None
-        while time.monotonic() < deadline:
+        # Once they are gone the page loads again (the per-address limit frees up as the server
+        # works off the closed connections): ten answers in a row.
+        deadline = time.monotonic() + 60
+        in_a_row = 0
+        while time.monotonic() < deadline and in_a_row < 10:
             try:
                 status, _ = self.request("GET", "/")
             except OSError:
                 status = None
-            if status == 200:
-                break
-            time.sleep(0.2)
-        self.assertEqual(status, 200)
+            in_a_row = in_a_row + 1 if status == 200 else 0
+            if status != 200:
+                time.sleep(0.2)
+        self.assertEqual(in_a_row, 10)
 
 
 if __name__ == "__main__":
