@@ -138,6 +138,33 @@ class BadInputTests(unittest.TestCase):
         self.assertIn(status, (None, 400, 505))
         self.assertStillServing()
 
+    def test_stalled_browsers_do_not_hold_up_others(self):
+        # Streams whose reader never reads (small receive buffers fill at once), beside one that
+        # reads: the reading stream and a socket watcher keep getting fixes.
+        stalled = []
+        try:
+            for _ in range(5):
+                connection = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+                connection.connect(("127.0.0.1", self.port))
+                connection.sendall(("GET /events HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAuthorization: Bearer %s\r\n\r\n"
+                                    % (self.port, self.token)).encode())
+                stalled.append(connection)
+            reader = socket.create_connection(("127.0.0.1", self.port), timeout=30)
+            stalled.append(reader)
+            reader.sendall(("GET /events HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAuthorization: Bearer %s\r\n\r\n"
+                            % (self.port, self.token)).encode())
+            received = b""
+            deadline = time.monotonic() + 30
+            while received.count(b'data: {"class":"TPV"') < 5 and time.monotonic() < deadline:
+                received += reader.recv(65536)
+            self.assertGreaterEqual(received.count(b'data: {"class":"TPV"'), 5)
+            self.assertIn(b"text/event-stream", received)
+            self.assertStillServing()
+        finally:
+            for connection in stalled:
+                connection.close()
+
     def test_z_a_thousand_idle_connections(self):
         # Last: the server works off the closed connections still queued in its listen backlog.
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
