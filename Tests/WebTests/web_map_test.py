@@ -3,7 +3,7 @@
 
 Run by scripts/web-test (after `swift build`). Each backend (a replay of a real NMEA log and the
 simulator) gets its own daemon, socket, state directory and port. Waits poll the page; the one
-bound on time is the issue's "an annotation appears within 1 s of locationctl annotate".
+bound on time is the requirement that an annotation appears within 1 s of locationctl annotate.
 """
 import json
 import os
