@@ -29,6 +29,9 @@ let package = Package(
     // Foundation and ICU into the daemon); loaded on first use like libgps. Its headers are
     // reached through the link Sources/CLibXML2/include/libxml -> /usr/include/libxml2/libxml.
     .target(name: "CLibXML2", linkerSettings: [.linkedLibrary("dl")]),
+    // libmicrohttpd (headers from libmicrohttpd-dev) for the HTTP front-end; loaded on first use
+    // like libgps, so a daemon without --http maps none of it.
+    .target(name: "CMicroHTTPD", linkerSettings: [.linkedLibrary("dl"), .linkedLibrary("pthread")]),
     // epoll(7) and eventfd(2), which the Glibc module does not export: the socket server's event
     // loop and the benchmark's clients.
     .target(name: "CLinux"),
@@ -86,6 +89,11 @@ let package = Package(
         "CSDBus", "CLinux", "ServiceCore", "LocationProtocol", "LocationCore", "LocationModel", "Queues", "SystemIO",
       ],
       swiftSettings: swiftSettings),
+    // The HTTP front-end: the live map page, Server-Sent Events, the JSON API for its controls.
+    .target(
+      name: "WebFrontEnd",
+      dependencies: ["CMicroHTTPD", "ServiceCore", "LocationProtocol", "LocationModel", "JSON", "Queues", "SystemIO"],
+      swiftSettings: swiftSettings),
     // The NMEA feed front-end: each fix as RMC and GGA on a Unix socket (GeoClue's nmea-socket).
     .target(
       name: "NMEAFeed",
@@ -95,8 +103,8 @@ let package = Package(
     .target(
       name: "LocationDaemon",
       dependencies: [
-        "SocketTransport", "ServiceCore", "LocationProtocol", "LocationCore", "LocationModel", "MapState",
-        "GPSDBackend", "Regions", "SystemIO", "GeoClueFrontEnd", "NMEAFeed",
+        "SocketTransport", "WebFrontEnd", "ServiceCore", "LocationProtocol", "LocationCore", "LocationModel",
+        "MapState", "GPSDBackend", "Regions", "SystemIO", "GeoClueFrontEnd", "NMEAFeed",
       ],
       swiftSettings: swiftSettings),
     .target(name: "LocationTestKit", dependencies: ["LocationCore", "LocationModel", "NMEA"], swiftSettings: swiftSettings),
@@ -154,7 +162,7 @@ let package = Package(
       name: "LocationServerTests",
       dependencies: [
         "LocationProtocol", "ServiceCore", "SocketTransport", "LocationDaemon", "LocationCore", "LocationModel",
-        "MapState", "LocationTestKit", "Regions", "SystemIO",
+        "MapState", "LocationTestKit", "Regions", "SystemIO", "WebFrontEnd",
       ],
       swiftSettings: swiftSettings),
     .testTarget(

@@ -5,6 +5,7 @@ import Regions
 import FoundationEssentials
 import Glibc
 import SystemIO
+import WebFrontEnd
 
 /// Why the configuration is unusable; each message says what to do.
 public enum ConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -56,9 +57,9 @@ public enum ConfigurationError: Error, Sendable, Hashable, CustomStringConvertib
 ///
 /// Config file format: one `key = value` per line; `#` starts a comment line; blank lines are
 /// ignored; keys are the long flag names without `--` (`backend`, `socket`, `state-dir`,
-/// `group`, `max-clients`, `dbus`, `nmea-socket`, and the region thresholds `region-error-fraction`,
-/// `region-minimum-margin`, `region-confirmations`, `region-maximum-fix-age`,
-/// `region-outage-reset`). Values may be wrapped in double quotes.
+/// `group`, `max-clients`, `dbus`, `nmea-socket`, `http`, `http-tiles`, and the region thresholds
+/// `region-error-fraction`, `region-minimum-margin`, `region-confirmations`,
+/// `region-maximum-fix-age`, `region-outage-reset`). Values may be wrapped in double quotes.
 public struct Configuration: Sendable, Hashable {
   /// The default socket path: ``ServiceSocket/defaultPath``, where clients look for the service.
   public static let defaultSocketPath = ServiceSocket.defaultPath
@@ -104,6 +105,18 @@ public struct Configuration: Sendable, Hashable {
 
   /// The bus to serve the GeoClue2 D-Bus API on (`--dbus system|session|none`); `nil` = none.
   public var dbus: String? = nil
+  /// The HTTP front-end's numeric address and port (`--http ADDRESS:PORT`); `nil`: off (the default).
+  public var http: (address: String, port: UInt16)? {
+    get { httpAddress.map { ($0, httpPort) } }
+    set {
+      httpAddress = newValue?.address
+      httpPort = newValue?.port ?? 0
+    }
+  }
+  private var httpAddress: String?
+  private var httpPort: UInt16 = 0
+  /// The map page's tile URL template (`--http-tiles`), or `none` for a plain background.
+  public var httpTiles: String = WebOptions.openStreetMapTiles
   /// The config file (`--config`), re-read on SIGHUP.
   public var configFile: String?
   /// Whether `--help` was given (print ``usage`` and exit 0).
@@ -119,7 +132,8 @@ public struct Configuration: Sendable, Hashable {
   public static let usage = """
     usage: locationd [--backend URI] [--socket PATH] [--state-dir DIR] [--group NAME]
                      [--max-clients N] [--dbus system|session|none] [--nmea-socket PATH]
-                     [--config FILE] [--region-... VALUE]
+                     [--http ADDRESS:PORT] [--http-tiles URL|none] [--config FILE]
+                     [--region-... VALUE]
 
       --backend URI     simulate[:ROUTE.gpx] | replay:PATH[?speed=10&loop=true] |
                         gpsd://HOST:PORT[/DEVICE]          (default simulate)
@@ -131,6 +145,12 @@ public struct Configuration: Sendable, Hashable {
                         system or session bus, or none    (default none)
       --nmea-socket PATH  serve each fix as NMEA RMC and GGA on this Unix socket, for GeoClue's
                         nmea-socket; same mode and group as --socket (default none)
+      --http ADDRESS:PORT
+                        serve the live map page over HTTP (off by default); PORT alone or
+                        localhost:PORT is 127.0.0.1:PORT, [::1]:PORT for IPv6, 0.0.0.0:PORT
+                        for every interface; `locationctl web` prints its URL
+      --http-tiles URL  tile URL template with {z} {x} {y}, or none for a plain background
+                        (default https://tile.openstreetmap.org/{z}/{x}/{y}.png)
       --config FILE     key = value lines with the same names; flags win; re-read on SIGHUP
 
     Region monitoring (docs/regions.md; a change needs a restart):
@@ -204,8 +224,9 @@ public struct Configuration: Sendable, Hashable {
 
   /// The keys a config file and flags may set (flag names without `--`).
   public static let knownKeys: Set<String> = [
-    "backend", "socket", "state-dir", "group", "max-clients", "dbus", "nmea-socket", "region-error-fraction",
-    "region-minimum-margin", "region-confirmations", "region-maximum-fix-age", "region-outage-reset",
+    "backend", "socket", "state-dir", "group", "max-clients", "dbus", "nmea-socket", "http", "http-tiles",
+    "region-error-fraction", "region-minimum-margin", "region-confirmations", "region-maximum-fix-age",
+    "region-outage-reset",
   ]
 
   private mutating func apply(flags: [String: String], readFile: (String) throws -> String) throws(ConfigurationError) {
@@ -281,6 +302,18 @@ public struct Configuration: Sendable, Hashable {
         throw .invalidValue(key: "dbus", value: value, reason: "use system, session or none")
       }
       dbus = value == "none" ? nil : value
+    case "http":
+      guard let parsed = Self.parseHTTPAddress(value) else {
+        throw .invalidValue(
+          key: "http", value: value,
+          reason: "use ADDRESS:PORT with a numeric address (127.0.0.1:8080, [::1]:8080, 0.0.0.0:8080), localhost:PORT or PORT; PORT 0...65535")
+      }
+      http = parsed
+    case "http-tiles":
+      if let problem = WebOptions.problem(withTiles: value) {
+        throw .invalidValue(key: "http-tiles", value: value, reason: problem)
+      }
+      httpTiles = value
     default:
       throw .invalidValue(key: key, value: value, reason: "unknown setting: use one of \(Self.knownKeys.sorted().joined(separator: ", "))")
     }
@@ -298,6 +331,31 @@ public struct Configuration: Sendable, Hashable {
         reason: "use a number within \(TextNumber.plain(range.lowerBound))...\(TextNumber.plain(range.upperBound)) (\(unit))")
     }
     return number
+  }
+
+  /// `ADDRESS:PORT`, `[IPv6]:PORT`, `localhost:PORT` or `PORT` (both loopback: 127.0.0.1) to
+  /// a numeric address and a port; `nil` when malformed.
+  static func parseHTTPAddress(_ text: String) -> (address: String, port: UInt16)? {
+    var host: Substring
+    var portText: Substring
+    if text.hasPrefix("[") {
+      guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else { return nil }
+      host = text[text.index(after: text.startIndex)..<close]
+      portText = text[text.index(close, offsetBy: 2)...]
+      var address = in6_addr()
+      guard inet_pton(AF_INET6, String(host), &address) == 1 else { return nil }
+    } else if let colon = text.lastIndex(of: ":") {
+      host = text[..<colon]
+      portText = text[text.index(after: colon)...]
+      if host == "localhost" { host = "127.0.0.1" }
+      var address = in_addr()
+      guard inet_pton(AF_INET, String(host), &address) == 1 else { return nil }
+    } else {
+      host = "127.0.0.1"
+      portText = Substring(text)
+    }
+    guard !portText.isEmpty, portText.allSatisfy(\.isASCII), let port = UInt16(portText) else { return nil }
+    return (String(host), port)
   }
 
   /// Parses `key = value` lines.

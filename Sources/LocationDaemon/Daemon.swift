@@ -7,6 +7,7 @@ import LocationProtocol
 import ServiceCore
 import GeoClueFrontEnd
 import SocketTransport
+import WebFrontEnd
 import LocationModel
 import Regions
 import NMEAFeed
@@ -161,6 +162,30 @@ public enum Daemon {
       await service.attach(frontEnd)
       geoClue = frontEnd
     }
+    // The HTTP front-end (--http): the live map page, after the socket so that a failure here
+    // is reported like any other start-up failure.
+    var web: WebFrontEnd?
+    if let http = configuration.http {
+      do {
+        let options = WebOptions(
+          address: http.address, port: http.port, tiles: configuration.httpTiles,
+          stateDirectory: configuration.stateDirectory)
+        let frontEnd = try WebFrontEnd(options: options, service: service)
+        await service.attach(frontEnd)
+        web = frontEnd
+        Log.event("httpReady", ["url": frontEnd.url, "tokenFile": frontEnd.tokenFile])
+      } catch {
+        Log.event("startFailed", ["reason": "--http \(http.address):\(http.port): \(error.description)"])
+        writeStandardError("locationd: --http \(http.address):\(http.port): \(error.description)\n")
+        await geoClue?.stop()
+        server.stop()
+        nmeaFeed?.stop()
+        nmeaTask?.cancel()
+        await server.waitUntilStopped()
+        await nmeaFeed?.waitUntilStopped()
+        return (error.libraryMissing ? ExitCode.unavailable : ExitCode.osError).rawValue
+      }
+    }
 
     let notifier = SystemdNotifier(environment: environment)
     let elapsed = ContinuousClock.now - started
@@ -205,6 +230,11 @@ public enum Daemon {
           if reloaded.regionMonitorConfiguration != running.regionMonitorConfiguration {
             needsRestart.append("region-thresholds")
           }
+          if reloaded.http?.address != running.http?.address || reloaded.http?.port != running.http?.port
+            || reloaded.httpTiles != running.httpTiles
+          {
+            needsRestart.append("http")
+          }
           Log.event(
             "reloaded",
             [
@@ -227,6 +257,7 @@ public enum Daemon {
     notifier.stopping()
     await geoClue?.stop()
     await service.shutdown(reason: reason)
+    web?.stop()
     server.stop()
     nmeaFeed?.stop()
     nmeaTask?.cancel()

@@ -74,10 +74,11 @@ public enum Reply: Sendable, Hashable {
   ///     (see ``EventEncoding/tpv(_:)``), or `nil`.
   ///   - current: the newest location with a position, as a TPV object, or `nil`.
   ///   - clients: the number of connected clients.
+  ///   - http: `{"url":..,"tokenFile":..}` when the HTTP front-end runs (`--http`); left out otherwise.
   public static func status(
     authorization: AuthorizationStatus, tracking: Bool, backendActive: Bool, backendURI: String,
     backendState: BackendStatus,
-    detail: String? = nil, initial: JSONValue?, current: JSONValue?, clients: Int
+    detail: String? = nil, initial: JSONValue?, current: JSONValue?, clients: Int, http: JSONValue? = nil
   ) -> Reply {
     .object(
       class: "STATUS",
@@ -94,7 +95,7 @@ public enum Reply: Sendable, Hashable {
         JSONMember("initial", initial ?? .null),
         JSONMember("current", current ?? .null),
         JSONMember("clients", .int(Int64(clients))),
-      ])
+      ] + (http.map { [JSONMember("http", $0)] } ?? []))
   }
 
   /// `{"class":"LOCATION","initial":TPV|null,"current":TPV|null}`: the answer to `location`.

@@ -58,6 +58,27 @@ public protocol ClientChannel: AnyObject, Sendable {
 public protocol FrontEnd: Sendable {
   /// The number of clients connected through it now.
   var clientCount: Int { get }
+  /// Where a network front-end can be reached (`STATUS` reports it); `nil` for the socket.
+  var endpoint: FrontEndEndpoint? { get }
+}
+
+extension FrontEnd {
+  /// `nil`: nothing to report.
+  public var endpoint: FrontEndEndpoint? { nil }
+}
+
+/// Where a network front-end serves, as `STATUS` reports it in `"http":{"url":..,"tokenFile":..}`.
+public struct FrontEndEndpoint: Sendable, Hashable {
+  /// The base URL without credentials, e.g. `http://127.0.0.1:8080/`.
+  public var url: String
+  /// The file holding the token that authorizes requests (readable by the daemon's user only).
+  public var tokenFile: String
+
+  /// Creates an endpoint.
+  public init(url: String, tokenFile: String) {
+    self.url = url
+    self.tokenFile = tokenFile
+  }
 }
 
 /// Who sent a request, as the service sees it.

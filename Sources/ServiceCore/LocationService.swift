@@ -322,7 +322,10 @@ public actor LocationService: RequestHandler {
       backendState: status, detail: detail,
       initial: authorized ? initial : nil,
       current: authorized ? current : nil,
-      clients: frontEnds.reduce(0) { $0 + $1.clientCount })
+      clients: frontEnds.reduce(0) { $0 + $1.clientCount },
+      http: frontEnds.lazy.compactMap(\.endpoint).first.map {
+        .object([JSONMember("url", .string($0.url)), JSONMember("tokenFile", .string($0.tokenFile))])
+      })
   }
 
   /// Starts (or ends) streaming events to the connection, with connection-scoped tracking.

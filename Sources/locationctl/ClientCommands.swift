@@ -19,6 +19,7 @@ let clientCommands: [String: @Sendable ([String], ClientOptions) throws -> Int32
   "map": runMap,
   "replay": runReplay,
   "region": runRegion,
+  "web": runWeb,
 ]
 
 /// Prints a reply: the object without `id` in JSON mode, text otherwise; exit 0, or 1 for `ERROR`.

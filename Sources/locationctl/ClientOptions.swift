@@ -45,6 +45,7 @@ let usageText = """
                                   GeoJSON polygon (- reads standard input), with [--dwell S]
                                   [--title T] [--no-entry] [--no-exit]; watch prints REGION
                                   enter, exit and dwell events
+    web                           print the map page's URL with its token (locationd --http)
     decode [--sky] [--rollover-floor DATE] [FILE|-]
                                   decode NMEA 0183 into gpsd TPV (and SKY) lines (no daemon needed)
     simulate --pty PATH [--rate HZ] [--backend URI]

@@ -193,6 +193,10 @@ enum DocExamples {
       "needs gpsd; GPSDEndToEndTests run locationd against a private gpsd"
     ),
     ("locationctl [", "a synopsis with placeholders, not a command"),
+    ("locationd --http", "serves HTTP; scripts/web-test runs it in a browser"),
+    ("locationctl web", "needs locationd --http; scripts/web-test runs it"),
+    ("scripts/web-test", "runs the browser tests (Chromium); scripts/test runs it"),
+    ("scripts/web-bench", "a benchmark: prints figures"),
     (
       "locationctl COMMAND",
       "a synopsis with placeholders; every COMMAND --help is tested in ControlClientTests"

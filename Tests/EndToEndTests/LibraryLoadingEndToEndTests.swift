@@ -50,6 +50,7 @@ extension EndToEnd {
       #expect(!Self.mapped(plain.pid, "libgps.so"), "libgps mapped by the simulated loop")
       #expect(!Self.mapped(plain.pid, "libxml2.so"), "libxml2 mapped by the simulated loop")
       #expect(!Self.mapped(plain.pid, "libsystemd.so"), "libsystemd mapped without --dbus")
+      #expect(!Self.mapped(plain.pid, "libmicrohttpd.so"), "libmicrohttpd mapped without --http")
       await plain.stop()
 
       // A GPX route: read with libxml2 when the backend is made; fixes follow the route.
@@ -94,6 +95,31 @@ extension EndToEnd {
       let status = try await TrackingEndToEndTests.status(gpsd.socketPath)
       #expect(loaded, "libgps not mapped while tracking gpsd://: \(status)")
       await gpsd.stop()
+    }
+
+    @Test("--http maps libmicrohttpd, writes a 0600 token and locationctl web prints the URL with it")
+    func httpFrontEnd() async throws {
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      let web = try DaemonProcess(
+        scratch: scratch, backend: "simulate?rate=10", extra: ["--http", "127.0.0.1:0", "--http-tiles", "none"],
+        name: "web")
+      defer { web.cleanUp() }
+      try await web.waitUntilReady()
+      #expect(Self.mapped(web.pid, "libmicrohttpd.so"), "libmicrohttpd not mapped with --http")
+      var info = stat()
+      #expect(stat(web.stateDirectory + "/http-token", &info) == 0)
+      #expect(info.st_mode & 0o777 == 0o600)
+      let token = try String(contentsOfFile: web.stateDirectory + "/http-token", encoding: .utf8)
+        .trimmingCharacters(in: .whitespacesAndNewlines)
+      #expect(token.count == 64)
+      let printed = try await locationctl(web.socketPath, ["web"])
+      #expect(printed.status == 0, "\(printed.stderr)")
+      let reply = try JSONSerialization.jsonObject(with: Data(printed.stdout.utf8)) as? [String: Any]
+      let url = reply?["url"] as? String ?? ""
+      #expect(url.hasPrefix("http://127.0.0.1:"), "\(printed.stdout)")
+      #expect(url.hasSuffix("/#token=" + token), "\(printed.stdout)")
+      await web.stop()
     }
   }
 }

@@ -1,0 +1,463 @@
+/* libmicrohttpd loaded on first use; see CMicroHTTPD.h. */
+#include "CMicroHTTPD.h"
+
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static int loaded;
+static char failure[512];
+
+static struct MHD_Daemon *(*p_start_daemon)(unsigned int, uint16_t, MHD_AcceptPolicyCallback, void *,
+                                            MHD_AccessHandlerCallback, void *, ...);
+static void (*p_stop_daemon)(struct MHD_Daemon *);
+static const char *(*p_lookup)(struct MHD_Connection *, enum MHD_ValueKind, const char *);
+static struct MHD_Response *(*p_from_buffer)(size_t, void *, enum MHD_ResponseMemoryMode);
+static struct MHD_Response *(*p_from_callback)(uint64_t, size_t, MHD_ContentReaderCallback, void *,
+                                               MHD_ContentReaderFreeCallback);
+static enum MHD_Result (*p_add_header)(struct MHD_Response *, const char *, const char *);
+static enum MHD_Result (*p_queue)(struct MHD_Connection *, unsigned int, struct MHD_Response *);
+static void (*p_destroy)(struct MHD_Response *);
+static void (*p_suspend)(struct MHD_Connection *);
+static void (*p_resume)(struct MHD_Connection *);
+static const union MHD_ConnectionInfo *(*p_connection_info)(struct MHD_Connection *, enum MHD_ConnectionInfoType,
+                                                            ...);
+
+static void resolve(void) {
+  void *handle = dlopen("libmicrohttpd.so.12", RTLD_LAZY | RTLD_LOCAL);
+  if (handle == NULL) {
+    snprintf(failure, sizeof failure, "libmicrohttpd is not installed (%s): install libmicrohttpd12 to use --http",
+             dlerror());
+    return;
+  }
+  *(void **)&p_start_daemon = dlsym(handle, "MHD_start_daemon");
+  *(void **)&p_stop_daemon = dlsym(handle, "MHD_stop_daemon");
+  *(void **)&p_lookup = dlsym(handle, "MHD_lookup_connection_value");
+  *(void **)&p_from_buffer = dlsym(handle, "MHD_create_response_from_buffer");
+  *(void **)&p_from_callback = dlsym(handle, "MHD_create_response_from_callback");
+  *(void **)&p_add_header = dlsym(handle, "MHD_add_response_header");
+  *(void **)&p_queue = dlsym(handle, "MHD_queue_response");
+  *(void **)&p_destroy = dlsym(handle, "MHD_destroy_response");
+  *(void **)&p_suspend = dlsym(handle, "MHD_suspend_connection");
+  *(void **)&p_resume = dlsym(handle, "MHD_resume_connection");
+  *(void **)&p_connection_info = dlsym(handle, "MHD_get_connection_info");
+  if (!p_start_daemon || !p_stop_daemon || !p_lookup || !p_from_buffer || !p_from_callback || !p_add_header ||
+      !p_queue || !p_destroy || !p_suspend || !p_resume || !p_connection_info) {
+    snprintf(failure, sizeof failure, "libmicrohttpd.so.12 lacks a function locationd uses");
+    return;
+  }
+  loaded = 1;
+}
+
+const char *locationd_http_load(void) {
+  pthread_once(&once, resolve);
+  return loaded ? NULL : failure;
+}
+
+struct locationd_http_server {
+  struct MHD_Daemon *daemon;
+  uint16_t port;
+  size_t max_body;
+  void *context;
+  locationd_http_on_request on_request;
+  locationd_http_on_read on_read;
+  locationd_http_on_closed on_closed;
+  pthread_mutex_t lock; /* the exchange list; taken before an exchange's lock */
+  int stopping;      /* atomic */
+  locationd_http_exchange *exchanges;
+};
+
+struct locationd_http_exchange {
+  locationd_http_server *server;
+  struct MHD_Connection *connection;
+  locationd_http_exchange *previous, *next; /* in server->exchanges while MHD holds it */
+  pthread_mutex_t lock;
+  int references;
+  uint8_t *body;
+  size_t body_length;
+  int body_too_large;
+  int dispatched;  /* given to on_request */
+  int suspended;   /* MHD_suspend_connection called, not yet resumed */
+  int wake_pending;
+  int completed;   /* MHD finished the request */
+  int is_stream;
+  uint64_t stream;
+  struct MHD_Response *response; /* ready to queue */
+  unsigned status;
+};
+
+static void release(locationd_http_exchange *x) {
+  pthread_mutex_lock(&x->lock);
+  int left = --x->references;
+  pthread_mutex_unlock(&x->lock);
+  if (left > 0) return;
+  if (x->response) p_destroy(x->response);
+  pthread_mutex_destroy(&x->lock);
+  free(x->body);
+  free(x);
+}
+
+/* Adds "Name: value" lines to a response; lines without ": " are skipped. */
+static int add_headers(struct MHD_Response *response, const char *content_type, const char *extra) {
+  if (content_type && p_add_header(response, "Content-Type", content_type) != MHD_YES) return 0;
+  if (!extra) return 1;
+  const char *line = extra;
+  while (*line) {
+    const char *end = strchr(line, '\n');
+    size_t length = end ? (size_t)(end - line) : strlen(line);
+    const char *colon = memchr(line, ':', length);
+    if (colon && colon > line && (size_t)(colon - line) < 128 && length - (size_t)(colon - line) < 2048) {
+      char name[128], value[2048];
+      size_t name_length = (size_t)(colon - line);
+      memcpy(name, line, name_length);
+      name[name_length] = 0;
+      const char *start = colon + 1;
+      while (start < line + length && *start == ' ') start++;
+      size_t value_length = (size_t)(line + length - start);
+      memcpy(value, start, value_length);
+      value[value_length] = 0;
+      if (p_add_header(response, name, value) != MHD_YES) return 0;
+    }
+    line += length;
+    if (*line == '\n') line++;
+  }
+  return 1;
+}
+
+static struct MHD_Response *plain_response(const char *text) {
+  struct MHD_Response *response = p_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
+  if (response) p_add_header(response, "Content-Type", "text/plain; charset=utf-8");
+  return response;
+}
+
+static ssize_t read_stream(void *cls, uint64_t position, char *buffer, size_t capacity) {
+  (void)position;
+  locationd_http_exchange *x = cls;
+  locationd_http_server *s = x->server;
+  if (__atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE)) return MHD_CONTENT_READER_END_OF_STREAM;
+  pthread_mutex_lock(&x->lock);
+  long count = s->on_read(s->context, x->stream, (uint8_t *)buffer, capacity);
+  if (count > 0) {
+    pthread_mutex_unlock(&x->lock);
+    return (ssize_t)((size_t)count > capacity ? capacity : (size_t)count);
+  }
+  if (count < 0) {
+    pthread_mutex_unlock(&x->lock);
+    return MHD_CONTENT_READER_END_OF_STREAM;
+  }
+  if (x->wake_pending) {
+    x->wake_pending = 0;
+  } else {
+    x->suspended = 1;
+    p_suspend(x->connection);
+  }
+  pthread_mutex_unlock(&x->lock);
+  return 0;
+}
+
+static void free_stream(void *cls) { (void)cls; }
+
+static enum MHD_Result queue_ready(locationd_http_exchange *x) {
+  struct MHD_Response *response = x->response;
+  unsigned status = x->status;
+  x->response = NULL;
+  enum MHD_Result result = p_queue(x->connection, status, response);
+  p_destroy(response);
+  return result;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *connection, const char *url, const char *method,
+                              const char *version, const char *upload_data, size_t *upload_data_size,
+                              void **con_cls) {
+  (void)version;
+  locationd_http_server *s = cls;
+  locationd_http_exchange *x = *con_cls;
+  if (x == NULL) {
+    x = calloc(1, sizeof *x);
+    if (x == NULL) return MHD_NO;
+    pthread_mutex_init(&x->lock, NULL);
+    x->server = s;
+    x->connection = connection;
+    x->references = 1;
+    pthread_mutex_lock(&s->lock);
+    x->next = s->exchanges;
+    if (s->exchanges) s->exchanges->previous = x;
+    s->exchanges = x;
+    pthread_mutex_unlock(&s->lock);
+    *con_cls = x;
+    return MHD_YES;
+  }
+  if (*upload_data_size > 0) {
+    size_t size = *upload_data_size;
+    *upload_data_size = 0;
+    if (x->body_too_large) return MHD_YES;
+    if (size > s->max_body || x->body_length > s->max_body - size) {
+      x->body_too_large = 1;
+      free(x->body);
+      x->body = NULL;
+      x->body_length = 0;
+      return MHD_YES;
+    }
+    uint8_t *grown = realloc(x->body, x->body_length + size);
+    if (grown == NULL) return MHD_NO;
+    memcpy(grown + x->body_length, upload_data, size);
+    x->body = grown;
+    x->body_length += size;
+    return MHD_YES;
+  }
+  pthread_mutex_lock(&x->lock);
+  if (x->response) {
+    enum MHD_Result result = queue_ready(x);
+    pthread_mutex_unlock(&x->lock);
+    return result;
+  }
+  if (x->dispatched) {
+    if (__atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE)) {
+      struct MHD_Response *response = plain_response("locationd is stopping\n");
+      enum MHD_Result result = response ? p_queue(connection, 503, response) : MHD_NO;
+      if (response) p_destroy(response);
+      pthread_mutex_unlock(&x->lock);
+      return result;
+    }
+    /* Resumed before the answer came (a stray wake): wait again. */
+    x->suspended = 1;
+    p_suspend(connection);
+    pthread_mutex_unlock(&x->lock);
+    return MHD_YES;
+  }
+  x->dispatched = 1;
+  x->references++; /* the caller's, until it answers */
+  pthread_mutex_unlock(&x->lock);
+
+  locationd_http_request request;
+  memset(&request, 0, sizeof request);
+  request.method = method;
+  request.path = url;
+  request.host = p_lookup(connection, MHD_HEADER_KIND, "Host");
+  request.origin = p_lookup(connection, MHD_HEADER_KIND, "Origin");
+  request.authorization = p_lookup(connection, MHD_HEADER_KIND, "Authorization");
+  request.content_type = p_lookup(connection, MHD_HEADER_KIND, "Content-Type");
+  request.last_event_id = p_lookup(connection, MHD_HEADER_KIND, "Last-Event-ID");
+  request.sec_fetch_site = p_lookup(connection, MHD_HEADER_KIND, "Sec-Fetch-Site");
+  static const uint8_t empty[1] = {0};
+  request.body = x->body ? x->body : empty;
+  request.body_length = x->body_length;
+  request.body_too_large = x->body_too_large;
+  const union MHD_ConnectionInfo *info = p_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+  if (info && info->client_addr) {
+    const struct sockaddr *address = info->client_addr;
+    if (address->sa_family == AF_INET)
+      inet_ntop(AF_INET, &((const struct sockaddr_in *)address)->sin_addr, request.peer, sizeof request.peer);
+    else if (address->sa_family == AF_INET6)
+      inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)address)->sin6_addr, request.peer, sizeof request.peer);
+  }
+  s->on_request(s->context, x, &request);
+
+  pthread_mutex_lock(&x->lock);
+  if (x->response) {
+    enum MHD_Result result = queue_ready(x);
+    pthread_mutex_unlock(&x->lock);
+    return result;
+  }
+  x->suspended = 1;
+  p_suspend(connection);
+  pthread_mutex_unlock(&x->lock);
+  return MHD_YES;
+}
+
+static void completed(void *cls, struct MHD_Connection *connection, void **con_cls,
+                      enum MHD_RequestTerminationCode code) {
+  (void)connection;
+  (void)code;
+  locationd_http_server *s = cls;
+  locationd_http_exchange *x = *con_cls;
+  if (x == NULL) return;
+  *con_cls = NULL;
+  pthread_mutex_lock(&s->lock);
+  if (x->previous) x->previous->next = x->next;
+  else if (s->exchanges == x) s->exchanges = x->next;
+  if (x->next) x->next->previous = x->previous;
+  x->previous = x->next = NULL;
+  pthread_mutex_unlock(&s->lock);
+  pthread_mutex_lock(&x->lock);
+  x->completed = 1;
+  int stream = x->is_stream;
+  pthread_mutex_unlock(&x->lock);
+  if (stream) s->on_closed(s->context, x->stream);
+  release(x);
+}
+
+static int bind_socket(const char *address, uint16_t port, int *error_number, char *message, size_t capacity,
+                       uint16_t *bound) {
+  struct sockaddr_storage storage;
+  memset(&storage, 0, sizeof storage);
+  socklen_t length;
+  int family;
+  struct sockaddr_in *v4 = (struct sockaddr_in *)&storage;
+  struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&storage;
+  if (inet_pton(AF_INET, address, &v4->sin_addr) == 1) {
+    family = AF_INET;
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(port);
+    length = sizeof *v4;
+  } else if (inet_pton(AF_INET6, address, &v6->sin6_addr) == 1) {
+    family = AF_INET6;
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(port);
+    length = sizeof *v6;
+  } else {
+    *error_number = EINVAL;
+    snprintf(message, capacity, "%s is not a numeric IPv4 or IPv6 address", address);
+    return -1;
+  }
+  int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    *error_number = errno;
+    snprintf(message, capacity, "socket: %s", strerror(errno));
+    return -1;
+  }
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+  if (bind(fd, (struct sockaddr *)&storage, length) != 0 || listen(fd, 128) != 0) {
+    *error_number = errno;
+    snprintf(message, capacity, "cannot listen on %s port %u: %s", address, (unsigned)port, strerror(errno));
+    close(fd);
+    return -1;
+  }
+  length = sizeof storage;
+  getsockname(fd, (struct sockaddr *)&storage, &length);
+  *bound = ntohs(family == AF_INET ? v4->sin_port : v6->sin6_port);
+  return fd;
+}
+
+locationd_http_server *locationd_http_start(const char *address, uint16_t port, unsigned connection_limit,
+                                            unsigned per_ip_limit, unsigned timeout_seconds, size_t max_body,
+                                            void *context, locationd_http_on_request on_request,
+                                            locationd_http_on_read on_read, locationd_http_on_closed on_closed,
+                                            int *error_number, char *message, size_t message_capacity) {
+  *error_number = 0;
+  if (message_capacity > 0) message[0] = 0;
+  const char *why = locationd_http_load();
+  if (why) {
+    snprintf(message, message_capacity, "%s", why);
+    return NULL;
+  }
+  uint16_t bound = 0;
+  int fd = bind_socket(address, port, error_number, message, message_capacity, &bound);
+  if (fd < 0) return NULL;
+  locationd_http_server *s = calloc(1, sizeof *s);
+  if (s == NULL) {
+    close(fd);
+    *error_number = ENOMEM;
+    snprintf(message, message_capacity, "out of memory");
+    return NULL;
+  }
+  pthread_mutex_init(&s->lock, NULL);
+  s->port = bound;
+  s->max_body = max_body;
+  s->context = context;
+  s->on_request = on_request;
+  s->on_read = on_read;
+  s->on_closed = on_closed;
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
+  if (strchr(address, ':')) flags |= MHD_USE_IPv6;
+  s->daemon = p_start_daemon(flags, 0, NULL, NULL, handle, s, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
+                             MHD_OPTION_CONNECTION_LIMIT, connection_limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                             per_ip_limit, MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds,
+                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024), MHD_OPTION_NOTIFY_COMPLETED,
+                             completed, s, MHD_OPTION_END);
+  if (s->daemon == NULL) {
+    close(fd);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+    snprintf(message, message_capacity, "libmicrohttpd could not start its daemon");
+    return NULL;
+  }
+  return s;
+}
+
+uint16_t locationd_http_port(const locationd_http_server *server) { return server->port; }
+
+void locationd_http_stop(locationd_http_server *s) {
+  __atomic_store_n(&s->stopping, 1, __ATOMIC_RELEASE);
+  pthread_mutex_lock(&s->lock);
+  for (locationd_http_exchange *x = s->exchanges; x; x = x->next) {
+    pthread_mutex_lock(&x->lock);
+    if (x->suspended) {
+      x->suspended = 0;
+      p_resume(x->connection);
+    }
+    pthread_mutex_unlock(&x->lock);
+  }
+  pthread_mutex_unlock(&s->lock);
+  p_stop_daemon(s->daemon);
+  s->daemon = NULL;
+}
+
+/* Stores a response for the MHD thread and resumes the connection. Consumes response. */
+static int deliver(locationd_http_exchange *x, unsigned status, struct MHD_Response *response, int is_stream,
+                   uint64_t stream) {
+  int stopping = __atomic_load_n(&x->server->stopping, __ATOMIC_ACQUIRE);
+  pthread_mutex_lock(&x->lock);
+  if (x->completed || stopping || response == NULL) {
+    pthread_mutex_unlock(&x->lock);
+    if (response) p_destroy(response);
+    return 0;
+  }
+  x->response = response;
+  x->status = status;
+  x->is_stream = is_stream;
+  x->stream = stream;
+  if (x->suspended) {
+    x->suspended = 0;
+    p_resume(x->connection);
+  }
+  pthread_mutex_unlock(&x->lock);
+  return 1;
+}
+
+int locationd_http_respond(locationd_http_exchange *x, unsigned status, const char *content_type,
+                           const char *extra_headers, const uint8_t *body, size_t length) {
+  struct MHD_Response *response = p_from_buffer(length, (void *)body, MHD_RESPMEM_MUST_COPY);
+  if (response && !add_headers(response, content_type, extra_headers)) {
+    p_destroy(response);
+    response = NULL;
+  }
+  int queued = deliver(x, status, response, 0, 0);
+  release(x);
+  return queued;
+}
+
+int locationd_http_respond_stream(locationd_http_exchange *x, unsigned status, const char *content_type,
+                                  const char *extra_headers, uint64_t stream) {
+  struct MHD_Response *response = p_from_callback(MHD_SIZE_UNKNOWN, 4096, read_stream, x, free_stream);
+  if (response && !add_headers(response, content_type, extra_headers)) {
+    p_destroy(response);
+    response = NULL;
+  }
+  return deliver(x, status, response, 1, stream);
+}
+
+void locationd_http_wake(locationd_http_exchange *x) {
+  pthread_mutex_lock(&x->lock);
+  if (x->suspended) {
+    x->suspended = 0;
+    p_resume(x->connection);
+  } else {
+    x->wake_pending = 1;
+  }
+  pthread_mutex_unlock(&x->lock);
+}
+
+void locationd_http_release(locationd_http_exchange *x) { release(x); }

@@ -1,0 +1,92 @@
+#ifndef LOCATIOND_CMICROHTTPD_H
+#define LOCATIOND_CMICROHTTPD_H
+/* libmicrohttpd (Debian libmicrohttpd-dev, libmicrohttpd.so.12) behind a small API of its own,
+ * loaded with dlopen when the HTTP front-end starts rather than linked: a daemon without --http
+ * maps none of it (no resident memory, no code reachable from the network), and a machine
+ * without the library runs every other part of locationd. MHD's headers stay in the .c file, so
+ * its types and its variadic MHD_start_daemon never reach Swift.
+ *
+ * Threading: one MHD daemon with its internal polling thread on epoll
+ * (MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME). Every callback
+ * below runs on that thread and must not block. A request is handed to the caller once its
+ * body is complete; the connection is then suspended until the caller answers from any thread
+ * (locationd_http_respond*). A stream's connection is suspended whenever the caller has nothing
+ * to send and resumed by locationd_http_wake. Suspension and resumption of one exchange happen
+ * under that exchange's mutex, so a wake can never be lost between "nothing to read" and the
+ * suspension. */
+#include <stddef.h>
+#include <stdint.h>
+
+/* One HTTP request/response on a connection. Counted references: one held by MHD until the
+ * request completes, one by the caller from on_request until it answers with
+ * locationd_http_respond (which releases it) or, for a stream, until locationd_http_release. */
+typedef struct locationd_http_exchange locationd_http_exchange;
+typedef struct locationd_http_server locationd_http_server;
+
+/* What the caller sees of a request. Header values are NULL when absent; every pointer is valid
+ * only during on_request. body holds body_length bytes (at most the server's max_body; when the
+ * client sent more, body_too_large is 1 and body is empty). */
+typedef struct {
+  const char *method;
+  const char *path;
+  const char *host;
+  const char *origin;
+  const char *authorization;
+  const char *content_type;
+  const char *last_event_id;
+  const char *sec_fetch_site;
+  const uint8_t *body;
+  size_t body_length;
+  int body_too_large;
+  /* The peer's numeric address ("127.0.0.1", "::1"), NUL-terminated. */
+  char peer[64];
+} locationd_http_request;
+
+typedef void (*locationd_http_on_request)(void *context, locationd_http_exchange *exchange,
+                                          const locationd_http_request *request);
+/* Copies at most capacity bytes of stream's next data into buffer. Returns the count (1 or more),
+ * 0 when nothing is ready (the connection is suspended until a wake), -1 to end the stream.
+ * Called on the MHD thread under the exchange's mutex. */
+typedef long (*locationd_http_on_read)(void *context, uint64_t stream, uint8_t *buffer, size_t capacity);
+/* The stream's connection has ended (client gone, or server stopping). Called once per stream. */
+typedef void (*locationd_http_on_closed)(void *context, uint64_t stream);
+
+/* Loads libmicrohttpd once (thread-safe). NULL when ready, otherwise why not (static text). */
+const char *locationd_http_load(void);
+
+/* Binds address:port (numeric IPv4 or IPv6; port 0 picks a free one) and starts serving.
+ * Returns NULL on failure with error_number set (errno of socket/bind/listen, or 0 when MHD
+ * refused to start) and a message in message (NUL-terminated, message_capacity bytes). */
+locationd_http_server *locationd_http_start(const char *address, uint16_t port, unsigned connection_limit,
+                                            unsigned per_ip_limit, unsigned timeout_seconds, size_t max_body,
+                                            void *context, locationd_http_on_request on_request,
+                                            locationd_http_on_read on_read, locationd_http_on_closed on_closed,
+                                            int *error_number, char *message, size_t message_capacity);
+
+/* The port actually bound. */
+uint16_t locationd_http_port(const locationd_http_server *server);
+
+/* Ends every stream, resumes every suspended connection and stops MHD (waits for its thread).
+ * The server's memory is kept (exchanges answered later still point at it). Call once. */
+void locationd_http_stop(locationd_http_server *server);
+
+/* Answers a request: status, Content-Type, extra headers ("Name: value" lines separated by '\n',
+ * or NULL) and length bytes of body (copied). Releases the caller's reference: the exchange must
+ * not be used afterwards. Returns 1 when the response was queued, 0 when the connection had gone
+ * or the server stops. */
+int locationd_http_respond(locationd_http_exchange *exchange, unsigned status, const char *content_type,
+                           const char *extra_headers, const uint8_t *body, size_t length);
+
+/* Answers with a stream of unknown length read through on_read with this stream number. The
+ * caller keeps its reference until locationd_http_release (after on_closed). Returns 1 or 0 as
+ * locationd_http_respond; on 0 on_closed is not called and the caller must release. */
+int locationd_http_respond_stream(locationd_http_exchange *exchange, unsigned status, const char *content_type,
+                                  const char *extra_headers, uint64_t stream);
+
+/* Resumes a stream suspended for lack of data (any thread; never while holding a lock that
+ * on_read takes). A wake that arrives while on_read runs is remembered. */
+void locationd_http_wake(locationd_http_exchange *exchange);
+
+/* Drops the caller's reference to a stream's exchange. */
+void locationd_http_release(locationd_http_exchange *exchange);
+#endif

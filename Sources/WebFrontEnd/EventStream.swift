@@ -1,0 +1,228 @@
+import JSON
+import LocationProtocol
+import Queues
+import ServiceCore
+import Synchronization
+
+/// Bounds of one Server-Sent Events stream's queue.
+public struct EventStreamLimits: Sendable, Hashable {
+  /// Bytes of never-coalesced events (BACKEND, WARNING, SHUTDOWN...) queued before the stream is
+  /// ended as too slow. TPV and MAP events are coalesced and do not count.
+  public var maxBacklogBytes: Int
+  /// Never-coalesced events queued before the stream is ended as too slow.
+  public var maxBacklogMessages: Int
+
+  /// 256 KiB or 1024 events.
+  public init(maxBacklogBytes: Int = 256 * 1024, maxBacklogMessages: Int = 1024) {
+    self.maxBacklogBytes = maxBacklogBytes
+    self.maxBacklogMessages = maxBacklogMessages
+  }
+}
+
+/// One browser's `/events` stream as the service sees it: a ``ClientChannel`` whose events are
+/// written as Server-Sent Events (`id:` and `data:` lines).
+///
+/// The service hands events over on its own thread and never waits: the event is queued here and
+/// libmicrohttpd's thread takes it when the connection can be written. As for a slow socket
+/// client, a queued TPV (or MAP) event is replaced by a newer one, which then carries
+/// `"missed":N`; other events are kept, and a stream whose backlog of them exceeds
+/// ``EventStreamLimits`` is ended (that browser reconnects and starts again from the current
+/// state). A stalled browser therefore costs at most its own bounded queue and never delays
+/// other clients.
+final class EventStreamChannel: ClientChannel, Sendable {
+  private enum Entry {
+    case bytes([UInt8], counted: Bool)
+    case coalesced(String)
+  }
+
+  private struct Pending {
+    var key: String
+    var body: [UInt8]
+    var missed: Int
+  }
+
+  private struct State {
+    var queue = FIFO<Entry>()
+    var coalesced: [Pending] = []
+    /// The frame being written and how much of it was taken.
+    var current: [UInt8] = []
+    var offset = 0
+    var backlogBytes = 0
+    var backlogMessages = 0
+    var nextID: UInt64
+    var ended = false
+    var closed = false
+  }
+
+  let id: UInt64
+  /// Tells the server that data is queued (``HTTPExchange/wake()``); called with no lock held.
+  private let wake: @Sendable () -> Void
+  /// Event ids are `RUN-N`: `RUN` names this daemon run, `N` counts up.
+  private let run: String
+  private let limits: EventStreamLimits
+  private let state: Mutex<State>
+
+  init(
+    id: UInt64, run: String, firstID: UInt64, limits: EventStreamLimits,
+    wake: @escaping @Sendable () -> Void
+  ) {
+    self.id = id
+    self.wake = wake
+    self.run = run
+    self.limits = limits
+    state = Mutex(State(nextID: firstID))
+  }
+
+  var isConnected: Bool { state.withLock { !$0.ended && !$0.closed } }
+
+  @discardableResult func send(_ event: Event) -> Bool {
+    enqueue(body: event.body.encoded, key: event.coalescingKey)
+  }
+
+  @discardableResult func deliver(_ event: EncodedEvent) -> Bool {
+    enqueue(body: event.body, key: event.coalescingKey)
+  }
+
+  /// Queues a comment line (`: text`), which browsers ignore: keeps proxies from closing an idle
+  /// stream and lets the server notice a browser that has gone.
+  func sendComment(_ text: String) {
+    let frame = Array(": \(text)\n\n".utf8)
+    let accepted = state.withLock { state -> Bool in
+      guard !state.ended, !state.closed else { return false }
+      state.queue.append(.bytes(frame, counted: false))
+      return true
+    }
+    if accepted { wake() }
+  }
+
+  /// Queues raw stream text (the `retry:` field at the start).
+  func sendRaw(_ text: String) {
+    let accepted = state.withLock { state -> Bool in
+      guard !state.ended, !state.closed else { return false }
+      state.queue.append(.bytes(Array(text.utf8), counted: false))
+      return true
+    }
+    if accepted { wake() }
+  }
+
+  /// Ends the stream now (what is queued is dropped); the service hears of it when the
+  /// connection has closed.
+  func close() {
+    let changed = state.withLock { state -> Bool in
+      guard !state.ended else { return false }
+      state.ended = true
+      return true
+    }
+    if changed { wake() }
+  }
+
+  /// The connection has gone (libmicrohttpd finished it).
+  func closed() {
+    state.withLock { state in
+      state.closed = true
+      state.queue.removeAll()
+      state.coalesced = []
+    }
+  }
+
+  private func enqueue(body: [UInt8], key: String?) -> Bool {
+    let result = state.withLock { state -> Bool in
+      guard !state.ended, !state.closed else { return false }
+      if let key {
+        if let index = state.coalesced.firstIndex(where: { $0.key == key }) {
+          state.coalesced[index].body = body
+          state.coalesced[index].missed += 1
+          state.queue.removeLast {
+            if case .coalesced(let other) = $0 { return other == key }
+            return false
+          }
+        } else {
+          state.coalesced.append(Pending(key: key, body: body, missed: 0))
+        }
+        state.queue.append(.coalesced(key))
+        return true
+      }
+      state.queue.append(.bytes(body, counted: true))
+      state.backlogBytes += body.count
+      state.backlogMessages += 1
+      if state.backlogBytes > limits.maxBacklogBytes
+        || state.backlogMessages > limits.maxBacklogMessages
+      {
+        Log.event(
+          "slowClient",
+          [
+            "client": String(id), "transport": "http", "backlogBytes": String(state.backlogBytes),
+            "backlogMessages": String(state.backlogMessages),
+          ])
+        state.ended = true
+        state.queue.removeAll()
+        state.coalesced = []
+        return false
+      }
+      return true
+    }
+    // Wakes even when the stream just ended, so that libmicrohttpd closes it.
+    wake()
+    return result
+  }
+
+  /// Up to `maximum` bytes of the next frames; empty when nothing is queued, `nil` once ended.
+  func nextChunk(maximum: Int) -> [UInt8]? {
+    state.withLock { state -> [UInt8]? in
+      if state.ended || state.closed { return nil }
+      var chunk: [UInt8] = []
+      while chunk.count < maximum {
+        if state.offset == state.current.count {
+          state.current = []
+          state.offset = 0
+          guard let entry = state.queue.popFirst() else { break }
+          switch entry {
+          case .bytes(let bytes, let counted):
+            if counted {
+              state.backlogBytes -= bytes.count
+              state.backlogMessages -= 1
+              state.current = frame(bytes, &state)
+            } else {
+              state.current = bytes
+            }
+          case .coalesced(let key):
+            guard let index = state.coalesced.firstIndex(where: { $0.key == key }) else { continue }
+            let pending = state.coalesced.remove(at: index)
+            let body =
+              pending.missed > 0
+              ? JSONValue.appending(
+                [JSONMember("missed", .int(Int64(pending.missed)))], toEncodedObject: pending.body)
+              : pending.body
+            state.current = frame(body, &state)
+          }
+        }
+        let take = min(maximum - chunk.count, state.current.count - state.offset)
+        chunk.append(contentsOf: state.current[state.offset..<(state.offset + take)])
+        state.offset += take
+      }
+      return chunk
+    }
+  }
+
+  /// `id: RUN-N`, `data: JSON` and the blank line that ends an event. The JSON writer escapes
+  /// line breaks inside strings, so the body is one line.
+  private func frame(_ body: [UInt8], _ state: inout State) -> [UInt8] {
+    let id = state.nextID
+    state.nextID += 1
+    var bytes = Array("id: \(run)-\(id)\ndata: ".utf8)
+    bytes.reserveCapacity(bytes.count + body.count + 2)
+    bytes.append(contentsOf: body)
+    bytes.append(contentsOf: [0x0A, 0x0A])
+    return bytes
+  }
+}
+
+/// A channel for one API request: the service may push an event to it (an `AUTHORIZATION`
+/// after a reload) while the request runs; there is no stream to carry it, so it is dropped.
+final class RequestChannel: ClientChannel {
+  let id: UInt64 = ConnectionNumber.next()
+  var isConnected: Bool { true }
+  @discardableResult func send(_ event: Event) -> Bool { true }
+  @discardableResult func deliver(_ event: EncodedEvent) -> Bool { true }
+  func close() {}
+}

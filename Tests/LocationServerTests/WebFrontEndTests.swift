@@ -1,0 +1,189 @@
+import Glibc
+import LocationProtocol
+import Testing
+
+@testable import LocationDaemon
+@testable import WebFrontEnd
+
+@Suite("Web front-end")
+struct WebFrontEndTests {
+  @Test("--http takes ADDRESS:PORT, [IPv6]:PORT, localhost:PORT or PORT; off by default")
+  func httpAddress() throws {
+    #expect(try Configuration.parse(arguments: []).http == nil)
+    let cases: [(String, String, UInt16)] = [
+      ("127.0.0.1:8080", "127.0.0.1", 8080), ("8080", "127.0.0.1", 8080),
+      ("localhost:0", "127.0.0.1", 0),
+      ("[::1]:80", "::1", 80), ("0.0.0.0:65535", "0.0.0.0", 65535),
+    ]
+    for (text, address, port) in cases {
+      let http = try Configuration.parse(arguments: ["--http", text]).http
+      #expect(http?.address == address, "\(text)")
+      #expect(http?.port == port, "\(text)")
+    }
+    for bad in [
+      "", ":", "example.com:80", "127.0.0.1:65536", "127.0.0.1:-1", "[::1:80", "::1:80", "1.2.3:80",
+      "127.0.0.1:８０",
+    ] {
+      #expect(throws: ConfigurationError.self, "\(bad)") {
+        try Configuration.parse(arguments: ["--http", bad])
+      }
+    }
+    let fromFile = try Configuration.parse(arguments: ["--config", "c"]) { _ in
+      "http = 9000\nhttp-tiles = none\n"
+    }
+    #expect(fromFile.http?.port == 9000)
+    #expect(fromFile.httpTiles == "none")
+  }
+
+  @Test("a tile template cannot break out of the CSP header or the page's attribute")
+  func tiles() throws {
+    #expect(WebOptions.problem(withTiles: "none") == nil)
+    #expect(WebOptions.problem(withTiles: WebOptions.openStreetMapTiles) == nil)
+    #expect(WebOptions.problem(withTiles: "https://{s}.tile.example.org/{z}/{x}/{y}.png") == nil)
+    for bad in [
+      "ftp://x/{z}/{x}/{y}", "https://x/{z}/{x}.png", "https://x/{z}/{x}/{y}.png; script-src *",
+      "https://x/{z}/{x}/{y}\".png", "https://x/{z}/{x}/{y}.png'", "https://x/{z}/{x}/{y}\n.png",
+      "https://x/{z}/{x}/{y}<b>",
+    ] {
+      #expect(WebOptions.problem(withTiles: bad) != nil, "\(bad)")
+      #expect(throws: ConfigurationError.self) {
+        try Configuration.parse(arguments: ["--http-tiles", bad])
+      }
+    }
+    var options = WebOptions(address: "127.0.0.1", port: 0, stateDirectory: "/tmp")
+    #expect(options.tileOrigin == "https://tile.openstreetmap.org")
+    options.tiles = "https://{s}.tile.example.org/{z}/{x}/{y}.png"
+    #expect(options.tileOrigin == "https://*.tile.example.org")
+    options.tiles = "none"
+    #expect(options.tileOrigin == nil)
+    let assets = WebAssets(options: options)
+    #expect(
+      assets.contentSecurityPolicy.hasPrefix(
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:;"))
+    #expect(!assets.contentSecurityPolicy.contains("unsafe"))
+  }
+
+  @Test("the page escapes its one configured attribute and has no inline script or handler")
+  func page() {
+    #expect(WebAssets.attributeEscaped("a\"b<c>&'d") == "a&quot;b&lt;c&gt;&amp;&#39;d")
+    let html = String(
+      decoding: WebAssets(options: WebOptions(address: "127.0.0.1", port: 0, stateDirectory: "/t"))
+        .html, as: UTF8.self)
+    #expect(html.contains("data-tiles=\"https://tile.openstreetmap.org/{z}/{x}/{y}.png\""))
+    #expect(!html.contains("<script>"))
+    // No event-handler attribute (` onclick=`, ` onload=`...).
+    let words = html.lowercased().split(whereSeparator: { $0 == " " || $0 == "<" || $0 == "\n" })
+    #expect(!words.contains { $0.hasPrefix("on") && $0.contains("=") })
+    #expect(!html.contains("style="))
+    #expect(!WebPage.script.contains("innerHTML"))
+    #expect(WebPage.script.contains("textContent"))
+  }
+
+  @Test("/leaflet/ serves files under the Leaflet directory and nothing else")
+  func leafletPaths() {
+    let assets = WebAssets(options: WebOptions(address: "127.0.0.1", port: 0, stateDirectory: "/t"))
+    for bad in [
+      "../../../etc/passwd", "..", ".hidden", "images/../../x", "", "a//b", "a/b/c/d/e",
+      "leaflet.js%00", "im ages",
+    ] {
+      #expect(assets.leaflet(bad).status == 404, "\(bad)")
+    }
+  }
+
+  @Test("tokens are 64 hex digits, different each time, compared in full")
+  func tokens() {
+    let a = WebToken.generate()
+    let b = WebToken.generate()
+    #expect(a.count == 64 && a.allSatisfy(\.isHexDigit))
+    #expect(a != b)
+    #expect(WebToken.matches(a, a))
+    #expect(!WebToken.matches(b, a))
+    #expect(!WebToken.matches(String(a.dropLast()), a))
+    #expect(!WebToken.matches("", ""))
+  }
+
+  @Test("the token file is created 0600 and replaced, never written through a planted link")
+  func tokenFile() throws {
+    let directory = "/tmp/webtoken-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
+    #expect(mkdir(directory, 0o700) == 0)
+    defer {
+      _ = unlink(directory + "/" + WebToken.fileName)
+      _ = rmdir(directory)
+    }
+    try WebToken.write("abc", directory: directory)
+    var info = stat()
+    #expect(stat(directory + "/" + WebToken.fileName, &info) == 0)
+    #expect(info.st_mode & 0o777 == 0o600)
+    // A symbolic link planted at the name is replaced, not followed.
+    _ = unlink(directory + "/" + WebToken.fileName)
+    #expect(symlink("/tmp/webtoken-target-never", directory + "/" + WebToken.fileName) == 0)
+    try WebToken.write("def", directory: directory)
+    #expect(lstat(directory + "/" + WebToken.fileName, &info) == 0)
+    #expect(info.st_mode & S_IFMT == S_IFREG)
+    #expect(access("/tmp/webtoken-target-never", F_OK) != 0)
+  }
+
+  private func channel(limits: EventStreamLimits = EventStreamLimits()) -> EventStreamChannel {
+    EventStreamChannel(id: 1, run: "r", firstID: 1, limits: limits, wake: {})
+  }
+
+  private func drain(_ channel: EventStreamChannel, chunk: Int = 4096) -> String {
+    var bytes: [UInt8] = []
+    while let next = channel.nextChunk(maximum: chunk), !next.isEmpty {
+      #expect(next.count <= chunk)
+      bytes += next
+    }
+    return String(decoding: bytes, as: UTF8.self)
+  }
+
+  @Test("a stalled browser gets the newest TPV with missed:N, every BACKEND event, in order")
+  func coalescing() {
+    let stream = channel()
+    for n in 1...5 {
+      stream.deliver(EncodedEvent(.location(["class": "TPV", "n": .int(Int64(n))])))
+    }
+    stream.deliver(EncodedEvent(.backend(uri: "u", state: .connected, detail: nil)))
+    stream.deliver(EncodedEvent(.location(["class": "TPV", "n": 6])))
+    let text = drain(stream, chunk: 7)
+    #expect(
+      text == """
+        id: r-1
+        data: {"class":"BACKEND","uri":"u","state":"connected","detail":null}
+
+        id: r-2
+        data: {"class":"TPV","n":6,"missed":5}
+
+
+        """)
+    #expect(stream.nextChunk(maximum: 100) == [])
+  }
+
+  @Test("a backlog of never-coalesced events past the bound ends that stream only")
+  func bound() {
+    let stream = channel(limits: EventStreamLimits(maxBacklogBytes: 1000, maxBacklogMessages: 3))
+    for _ in 0..<3 { #expect(stream.deliver(EncodedEvent(.warning("w")))) }
+    #expect(!stream.deliver(EncodedEvent(.warning("w"))))
+    #expect(!stream.isConnected)
+    #expect(stream.nextChunk(maximum: 100) == nil)
+  }
+
+  @Test("Last-Event-ID numbering continues; ids go up")
+  func ids() {
+    let stream = EventStreamChannel(
+      id: 1, run: "abc", firstID: 41, limits: EventStreamLimits(), wake: {})
+    stream.send(Event.warning("a"))
+    stream.send(Event.warning("b"))
+    let text = drain(stream)
+    #expect(text.contains("id: abc-41\n") && text.contains("id: abc-42\n"))
+  }
+
+  @Test("API error codes map to HTTP statuses")
+  func statuses() {
+    #expect(WebFrontEnd.response(.error(.malformedJSON, message: "m"), id: nil).status == 400)
+    #expect(WebFrontEnd.response(.error(.notAuthorized, message: "m"), id: nil).status == 403)
+    #expect(WebFrontEnd.response(.error(.notFound, message: "m"), id: nil).status == 404)
+    #expect(WebFrontEnd.response(.error(.noFix, message: "m"), id: nil).status == 409)
+    #expect(WebFrontEnd.response(.error(.notSaved, message: "m"), id: nil).status == 503)
+    #expect(WebFrontEnd.response(.ok(.stop), id: nil).status == 200)
+  }
+}

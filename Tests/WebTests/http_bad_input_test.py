@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""Bad input over HTTP: each gets a clear HTTP error and the daemon keeps serving fixes.
+
+Raw sockets, so that malformed requests reach the server as written. Run by scripts/web-test.
+"""
+import json
+import os
+import resource
+import socket
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from web_map_test import Daemon, REPLAY, BIN  # noqa: E402
+
+
+def exchange(port, data, timeout=10):
+    """Sends raw bytes and returns (status code or None, whole response)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as connection:
+        try:
+            connection.sendall(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        try:
+            connection.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass  # the server answered and closed before all was sent
+        chunks = []
+        try:
+            while True:
+                chunk = connection.recv(65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        except (ConnectionResetError, socket.timeout):
+            pass
+    response = b"".join(chunks)
+    if not response.startswith(b"HTTP/1."):
+        return None, response
+    return int(response.split(b" ", 2)[1]), response
+
+
+def body_of(response):
+    return response.split(b"\r\n\r\n", 1)[1] if b"\r\n\r\n" in response else b""
+
+
+class BadInputTests(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.daemon = Daemon("replay:%s?speed=4&loop=true" % REPLAY)
+        cls.port = int(cls.daemon.base.rsplit(":", 1)[1].strip("/"))
+        cls.token = cls.daemon.token
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.daemon.stop()
+
+    def request(self, method, path, body=b"", headers=None, token=True):
+        lines = ["%s %s HTTP/1.1" % (method, path), "Host: 127.0.0.1:%d" % self.port, "Connection: close"]
+        if token:
+            lines.append("Authorization: Bearer " + self.token)
+        for name, value in (headers or {}).items():
+            lines.append("%s: %s" % (name, value))
+        if body or method == "POST":
+            lines.append("Content-Length: %d" % len(body))
+        return exchange(self.port, ("\r\n".join(lines) + "\r\n\r\n").encode() + body)
+
+    def api(self, body, content_type="application/json", **kwargs):
+        return self.request("POST", "/api", body, {"Content-Type": content_type}, **kwargs)
+
+    def assertError(self, result, status, code):
+        self.assertEqual(result[0], status, result[1][:300])
+        reply = json.loads(body_of(result[1]))
+        self.assertEqual(reply["class"], "ERROR")
+        self.assertEqual(reply["code"], code)
+        self.assertTrue(reply["message"])
+
+    def assertStillServing(self):
+        """A socket watcher still receives TPVs and the page still loads."""
+        watcher = subprocess.Popen(
+            [os.path.join(BIN, "locationctl"), "--socket", self.daemon.socket, "--json", "watch"],
+            stdout=subprocess.PIPE, text=True)
+        try:
+            fixes = 0
+            deadline = time.monotonic() + 30
+            while fixes < 2 and time.monotonic() < deadline:
+                line = watcher.stdout.readline()
+                if line and json.loads(line).get("class") == "TPV" and "lat" in json.loads(line):
+                    fixes += 1
+            self.assertEqual(fixes, 2, "the socket watcher got no fixes")
+        finally:
+            watcher.terminate()
+            watcher.wait()
+            watcher.stdout.close()
+
+    def test_malformed_json(self):
+        for body in (b"{", b"not json", b'{"cmd":"mode","mode":"follow"', b"[]", b"\xff\xfe", b""):
+            result = self.api(body)
+            self.assertEqual(result[0], 400, body)
+            self.assertEqual(json.loads(body_of(result[1]))["class"], "ERROR")
+        self.assertError(self.api(b'{"cmd":"mode","mode":"sideways"}'), 400, "invalidArgument")
+        self.assertError(self.api(b'{"cmd":"fly"}'), 400, "unknownCommand")
+        self.assertError(self.api(b'{"cmd":"mode","mode":"follow"}', "text/plain"), 415, "unsupportedMediaType")
+        self.assertError(self.api(b'{"cmd":"stop"}'), 403, "notAllowed")
+        self.assertStillServing()
+
+    def test_huge_bodies(self):
+        self.assertError(self.api(b'{"cmd":"map","pad":"' + b"x" * (1 << 20) + b'"}'), 413, "bodyTooLarge")
+        self.assertError(self.api(b" " * (16 * 1024 + 1)), 413, "bodyTooLarge")
+        self.assertStillServing()
+
+    def test_unknown_paths_methods_and_headers(self):
+        self.assertError(self.request("GET", "/nowhere"), 404, "notFound")
+        self.assertError(self.request("GET", "/leaflet/../../../etc/passwd"), 404, "notFound")
+        self.assertError(self.request("GET", "/leaflet/.hidden"), 404, "notFound")
+        self.assertError(self.request("GET", "/leaflet/images/../../../../etc/passwd"), 404, "notFound")
+        for method in ("PUT", "DELETE", "PATCH", "OPTIONS", "BREW"):
+            result = self.request(method, "/api", b"{}")
+            self.assertError(result, 405, "methodNotAllowed")
+            self.assertIn(b"Allow: POST", result[1])
+        self.assertError(self.request("POST", "/", b"x"), 405, "methodNotAllowed")
+        # Unknown headers are ignored; a bad Host is refused (DNS rebinding), a bad token too.
+        status, _ = self.request("GET", "/", headers={"X-Unknown": "1", "X-Forwarded-For": "1.2.3.4"})
+        self.assertEqual(status, 200)
+        result = exchange(self.port, b"GET / HTTP/1.1\r\nHost: attacker.example:%d\r\nConnection: close\r\n\r\n" % self.port)
+        self.assertError(result, 421, "misdirectedRequest")
+        self.assertError(self.request("GET", "/events", headers={"Authorization": "Basic abc"}, token=False),
+                         401, "notAuthorized")
+        # Headers larger than the connection's memory: libmicrohttpd answers 431 and closes; the
+        # close with our unread bytes pending may reset the connection before the answer is read.
+        status, _ = self.request("GET", "/", headers={"X-Large": "a" * 100000})
+        self.assertIn(status, (None, 400, 413, 431))
+        # Not HTTP at all.
+        status, _ = exchange(self.port, b"\x00\x01\x02 garbage\r\n\r\n")
+        self.assertIn(status, (None, 400, 505))
+        self.assertStillServing()
+
+    def test_stalled_browsers_do_not_hold_up_others(self):
+        # Streams whose reader never reads (small receive buffers fill at once), beside one that
+        # reads: the reading stream and a socket watcher keep getting fixes.
+        stalled = []
+        try:
+            for _ in range(5):
+                connection = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+                connection.connect(("127.0.0.1", self.port))
+                connection.sendall(("GET /events HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAuthorization: Bearer %s\r\n\r\n"
+                                    % (self.port, self.token)).encode())
+                stalled.append(connection)
+            reader = socket.create_connection(("127.0.0.1", self.port), timeout=30)
+            stalled.append(reader)
+            reader.sendall(("GET /events HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAuthorization: Bearer %s\r\n\r\n"
+                            % (self.port, self.token)).encode())
+            received = b""
+            deadline = time.monotonic() + 30
+            while received.count(b'data: {"class":"TPV"') < 5 and time.monotonic() < deadline:
+                received += reader.recv(65536)
+            self.assertGreaterEqual(received.count(b'data: {"class":"TPV"'), 5)
+            self.assertIn(b"text/event-stream", received)
+            self.assertStillServing()
+        finally:
+            for connection in stalled:
+                connection.close()
+
+    def test_z_a_thousand_idle_connections(self):
+        # Last: the server works off the closed connections still queued in its listen backlog.
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft < 1200:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
+        idle = []
+        try:
+            for _ in range(1000):
+                try:
+                    idle.append(socket.create_connection(("127.0.0.1", self.port), timeout=5))
+                except OSError:
+                    break
+            self.assertEqual(len(idle), 1000, "the kernel's backlog refused connections")
+            # The socket front-end and the fixes are not held up by the idle HTTP connections.
+            self.assertStillServing()
+        finally:
+            for connection in idle:
+                connection.close()
+        # Once they are gone the page loads again (the per-address limit frees up as the server
+        # works off the closed connections): ten answers in a row.
+        deadline = time.monotonic() + 60
+        in_a_row = 0
+        while time.monotonic() < deadline and in_a_row < 10:
+            try:
+                status, _ = self.request("GET", "/")
+            except OSError:
+                status = None
+            in_a_row = in_a_row + 1 if status == 200 else 0
+            if status != 200:
+                time.sleep(0.2)
+        self.assertEqual(in_a_row, 10)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
