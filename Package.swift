@@ -139,6 +139,10 @@ let package = Package(
     .testTarget(
       name: "FuzzTargetsTests", dependencies: ["FuzzTargets", "LocationProtocol", "LocationDaemon"],
       swiftSettings: swiftSettings),
+    // Schema/ holds the GPX 1.1 schema the export tests validate with xmllint (read by path).
+    .testTarget(
+      name: "TrackStoreTests", dependencies: ["TrackStore", "LocationModel"], exclude: ["Schema"],
+      swiftSettings: swiftSettings),
     .testTarget(
       name: "EndToEndTests", dependencies: ["LocationCore", "LocationModel", "LocationTestKit", "NMEA"],
       swiftSettings: swiftSettings),

@@ -73,7 +73,7 @@ public final class TrackStore: Sendable {
   public let configuration: TrackStoreConfiguration
   /// Whether the store was opened read-only (``open(readingAt:)``).
   public let isReadOnly: Bool
-  private let state: Mutex<State>
+  let state: Mutex<State>
 
   /// Opens the store at `path` for recording, creating it (and its schema) when missing.
   ///
@@ -397,6 +397,25 @@ public final class TrackStore: Sendable {
         point.quality = cursor.optionalInt(15).flatMap(FixQuality.init(rawValue:))
         do throws(E) { try body(point) } catch { throw .body(error) }
       }
+    }
+  }
+
+  /// Whether two consecutive fixes in `since..<until` (time order) lie more than `gap`
+  /// milliseconds apart: one pass inside SQLite (a window function over the time index), so a
+  /// streaming export can choose its GeoJSON geometry before writing it.
+  public func hasGap(since: Int64?, until: Int64?, longerThan gap: Int64) throws(TrackStoreError) -> Bool {
+    try state.withLock { (state: inout State) throws(TrackStoreError) -> Bool in
+      let query = try state.connection.statement(
+        """
+        SELECT EXISTS(SELECT 1 FROM (SELECT time_ms - lag(time_ms) OVER (ORDER BY time_ms, id) AS step FROM fixes
+          WHERE time_ms >= ?1 AND time_ms < ?2) WHERE step > ?3)
+        """)
+      defer { query.reset() }
+      try query.bind(1, since ?? Int64.min)
+      try query.bind(2, until ?? Int64.max)
+      try query.bind(3, gap)
+      guard try query.step() else { return false }
+      return query.int64(0) != 0
     }
   }
 
