@@ -77,7 +77,7 @@ let package = Package(
       name: "LocationDaemon",
       dependencies: [
         "SocketTransport", "ServiceCore", "LocationProtocol", "LocationCore", "LocationModel", "MapState",
-        "GPSDBackend", "SystemIO",
+        "GPSDBackend", "SystemIO", "TrackStore",
       ],
       swiftSettings: swiftSettings),
     .target(name: "LocationTestKit", dependencies: ["LocationCore", "LocationModel", "NMEA"], swiftSettings: swiftSettings),
@@ -89,7 +89,7 @@ let package = Package(
       name: "locationctl",
       // The client and the pty simulator: the wire types, NMEA, the local backends and SystemIO;
       // never the server (ServiceCore, SocketTransport, LocationDaemon).
-      dependencies: ["NMEA", "LocationModel", "LocationProtocol", "LocationCore", "SystemIO"],
+      dependencies: ["NMEA", "LocationModel", "LocationProtocol", "LocationCore", "SystemIO", "TrackStore"],
       swiftSettings: swiftSettings),
     .executableTarget(name: "nmea-bench", dependencies: ["NMEA", "LocationModel", "LocationProtocol"], swiftSettings: swiftSettings),
     // JSONValue against Foundation's JSONEncoder/JSONDecoder and JSONSerialization.

@@ -104,6 +104,7 @@ public enum Daemon {
       socket: socket, handler: service, options: ServerOptions(maxClients: configuration.maxClients))
     await service.attach(server)
     await service.start()
+    let track = await TrackRecording.start(configuration, manager: manager)
     do {
       try server.start()
     } catch {
@@ -169,6 +170,7 @@ public enum Daemon {
     Log.event("stopping", ["reason": reason])
     notifier.stopping()
     await service.shutdown(reason: reason)
+    await track?.stop()
     server.stop()
     await server.waitUntilStopped()
     watchdog.cancel()

@@ -82,6 +82,15 @@ public final class TrackStore: Sendable {
   ///   for a newer schema or a file that is not SQLite, ``TrackStoreError/diskFull(path:message:)``.
   public init(path: String, configuration: TrackStoreConfiguration = TrackStoreConfiguration()) throws(TrackStoreError) {
     try Self.validate(configuration)
+    // Created owner-only before SQLite sees it (SQLite gives the -wal and -shm files the same
+    // mode): a location history is more sensitive than the live position. O_NOFOLLOW: a link
+    // planted at the path is refused, not followed.
+    let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+    guard fd >= 0 else {
+      let code = errno
+      throw .openFailed(path: path, code: code, message: String(cString: strerror(code)))
+    }
+    _ = Glibc.close(fd)
     let connection = try SQLiteConnection(path: path, readOnly: false)
     try Self.prepareWriter(connection, configuration)
     var initial = State(connection: connection)
@@ -329,7 +338,8 @@ public final class TrackStore: Sendable {
     return (pages - free) * size
   }
 
-  /// Deletes every stored fix (`locationctl track clear`); the outbox is kept.
+  /// Deletes every stored fix (`locationctl track clear`); the outbox and the small table of
+  /// sources are kept (a recorder holding source ids keeps writing valid rows).
   ///
   /// - Returns: the number of fixes deleted.
   @discardableResult
@@ -337,7 +347,6 @@ public final class TrackStore: Sendable {
     try state.withLock { (state: inout State) throws(TrackStoreError) -> Int in
       try state.connection.execute("DELETE FROM fixes")
       let deleted = state.connection.changes
-      try state.connection.execute("DELETE FROM sources WHERE id NOT IN (SELECT DISTINCT source_id FROM fixes)")
       state.sources.removeAll()
       return deleted
     }

@@ -112,3 +112,13 @@ public enum TrackTime {
     return milliseconds - sign * Int64(offsetHours * 3600 + offsetMinutes * 60) * 1000
   }
 }
+
+extension TrackTime {
+  /// `milliseconds` since the Unix epoch as ISO 8601 UTC (`2019-05-01T12:00:00Z`, with `.sss`
+  /// when the milliseconds are not zero), as the exports write it.
+  public static func iso8601(_ milliseconds: Int64) -> String {
+    var out = ByteOutput { (_: [UInt8]) throws(TrackExportError) in }
+    out.time(milliseconds)
+    return String(decoding: out.bytes, as: UTF8.self)
+  }
+}
