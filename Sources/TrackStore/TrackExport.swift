@@ -223,11 +223,20 @@ public enum TrackExporter {
       out.integer(Int64(satellites))
       out.append("</sat>")
     }
-    for (name, value) in [("hdop", point.hdop), ("vdop", point.vdop), ("pdop", point.pdop)] {
-      guard let value, value >= 0 else { continue }
-      out.append("<\(name)>")
-      out.fixed(value, 2)
-      out.append("</\(name)>")
+    if let hdop = point.hdop, hdop >= 0 {
+      out.append("<hdop>")
+      out.fixed(hdop, 2)
+      out.append("</hdop>")
+    }
+    if let vdop = point.vdop, vdop >= 0 {
+      out.append("<vdop>")
+      out.fixed(vdop, 2)
+      out.append("</vdop>")
+    }
+    if let pdop = point.pdop, pdop >= 0 {
+      out.append("<pdop>")
+      out.fixed(pdop, 2)
+      out.append("</pdop>")
     }
     out.append("</trkpt>\n")
   }
@@ -238,22 +247,25 @@ public enum TrackExporter {
     out.fixed(point.coordinate.latitude, 8)
     out.append(",")
     out.fixed(longitude(point), 8)
-    for (value, digits) in [
-      (point.altitudeMSL, 3), (point.altitudeHAE, 3), (point.geoidSeparation, 3), (point.speed, 3),
-      (point.course, 2), (point.climb, 3), (point.eph, 2), (point.epv, 2), (point.hdop, 2), (point.vdop, 2),
-      (point.pdop, 2),
-    ] {
-      out.append(",")
-      if let value { out.fixed(value, digits) }
-    }
+    out.optional(point.altitudeMSL, 3)
+    out.optional(point.altitudeHAE, 3)
+    out.optional(point.geoidSeparation, 3)
+    out.optional(point.speed, 3)
+    out.optional(point.course, 2)
+    out.optional(point.climb, 3)
+    out.optional(point.eph, 2)
+    out.optional(point.epv, 2)
+    out.optional(point.hdop, 2)
+    out.optional(point.vdop, 2)
+    out.optional(point.pdop, 2)
     out.append(",")
     if let satellites = point.satellitesUsed { out.integer(Int64(satellites)) }
     out.append(point.mode == .fix3D ? ",3d," : ",2d,")
     if let quality = point.quality { out.integer(Int64(quality.rawValue)) }
     out.append(",")
-    out.csvField(point.backend)
+    out.csvField(point.backend, column: 0)
     out.append(",")
-    out.csvField(point.source ?? "")
+    out.csvField(point.source ?? "", column: 1)
     out.append(point.isSimulated ? ",true\n" : ",false\n")
   }
 }
@@ -261,6 +273,8 @@ public enum TrackExporter {
 /// The exporter's output buffer: bytes appended, handed to the sink in chunks.
 struct ByteOutput {
   var bytes: [UInt8] = []
+  /// The last field escaped in each CSV column that uses ``csvField(_:column:)``.
+  private var lastFields: [(String, [UInt8])?] = [nil, nil]
   let sink: ([UInt8]) throws(TrackExportError) -> Void
 
   init(sink: @escaping ([UInt8]) throws(TrackExportError) -> Void) {
@@ -289,15 +303,26 @@ struct ByteOutput {
     }
   }
 
+  /// Decimal digits of `value`: the count first (no division), then filled from the right with
+  /// divisions by the constant 10.
   private mutating func unsigned(_ value: UInt64) {
-    var divisor: UInt64 = 1
-    while divisor <= value / 10 { divisor *= 10 }
-    var rest = value
-    while divisor > 0 {
-      bytes.append(UInt8(ascii: "0") + UInt8(rest / divisor))
-      rest %= divisor
-      divisor /= 10
+    var digits = 1
+    var power: UInt64 = 10
+    while digits < 20 && value >= power {
+      digits += 1
+      if digits == 20 { break }
+      power &*= 10
     }
+    let start = bytes.count
+    bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: digits))
+    var rest = value
+    var index = start + digits - 1
+    while rest >= 10 {
+      bytes[index] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: rest % 10)
+      rest /= 10
+      index -= 1
+    }
+    bytes[index] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: rest)
   }
 
   private static let powers: [Double] = [1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9]
@@ -312,12 +337,13 @@ struct ByteOutput {
       bytes.append(UInt8(ascii: "0"))
       return
     }
-    let scaled = (abs(value) * scale).rounded()
+    // Half away from zero (the magnitude is rounded): +0.5 then truncation, no libm call.
+    let scaled = abs(value) * scale + 0.5
     guard scaled < 9.2e18 else {
       bytes.append(UInt8(ascii: "0"))
       return
     }
-    var units = UInt64(scaled)
+    var units = UInt64(scaled.rounded(.towardZero))
     if value < 0 && units != 0 { bytes.append(UInt8(ascii: "-")) }
     let divisor = UInt64(scale)
     unsigned(units / divisor)
@@ -335,6 +361,12 @@ struct ByteOutput {
       pad /= 10
     }
     unsigned(units)
+  }
+
+  /// A comma, then `value` when present (a CSV column).
+  mutating func optional(_ value: Double?, _ digits: Int) {
+    bytes.append(UInt8(ascii: ","))
+    if let value { fixed(value, digits) }
   }
 
   private mutating func two(_ value: Int) {
@@ -384,7 +416,21 @@ struct ByteOutput {
 
   /// A CSV field (RFC 4180): quoted, with inner quotes doubled, when it holds a comma, a quote or
   /// a line break.
-  mutating func csvField(_ text: String) {
+  ///
+  /// Consecutive fixes share their backend and source: each `column` (0 or 1) remembers its last
+  /// text and escaping, so a repeated text is copied, not scanned again.
+  mutating func csvField(_ text: String, column: Int) {
+    let slot = column == 0 ? 0 : 1
+    if let (last, escaped) = lastFields[slot], last == text {
+      bytes.append(contentsOf: escaped)
+      return
+    }
+    let start = bytes.count
+    escapeCSV(text)
+    lastFields[slot] = (text, Array(bytes[start...]))
+  }
+
+  private mutating func escapeCSV(_ text: String) {
     let utf8 = text.utf8
     guard utf8.contains(where: { $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: "\"") || $0 == 10 || $0 == 13 }) else {
       bytes.append(contentsOf: utf8)
