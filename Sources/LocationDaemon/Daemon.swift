@@ -149,6 +149,11 @@ public enum Daemon {
           if reloaded.backendURI != running.backendURI { needsRestart.append("backend") }
           if reloaded.socketPath != running.socketPath { needsRestart.append("socket") }
           if reloaded.stateDirectory != running.stateDirectory { needsRestart.append("state-dir") }
+          if reloaded.trackEnabled != running.trackEnabled || reloaded.trackMaxAge != running.trackMaxAge
+            || reloaded.trackMaxSize != running.trackMaxSize
+          {
+            needsRestart.append("track")
+          }
           Log.event(
             "reloaded",
             [

@@ -15,8 +15,8 @@ public struct TrackStoreConfiguration: Sendable, Hashable {
   public var maxAge: Int64 = 90 * 86_400_000
   /// The store's live data (pages in use, `page_count - freelist_count` times `page_size`) is
   /// kept at or below this many bytes by deleting the oldest fixes; freed pages are reused, so
-  /// the file stops growing there. 0 means no cap. Default 256 MiB (`track-max-size = 256M`),
-  /// about 2.5 million fixes (a month at 1 Hz).
+  /// the file stops growing there. 0 means no cap. Default 256 MiB (`track-max-size = 256M`):
+  /// a fix takes about 133 bytes with its index, so about 2 million fixes (23 days at 1 Hz).
   public var maxBytes: Int64 = 256 * 1024 * 1024
   /// At most this many rows are deleted per retention step (one step after each committed
   /// batch), so retention never stalls recording: a store far over its limits converges over
