@@ -158,9 +158,7 @@ public enum TrackExporter {
       }
       out.append("}}\n")
     case .csv:
-      out.append(
-        "time,latitude,longitude,altitude_msl,altitude_hae,geoid_separation,speed,course,climb,"
-          + "eph,epv,hdop,vdop,pdop,satellites_used,mode,quality,backend,source,simulated\n")
+      out.append(Self.csvHeader)
       try walk(store, options, &out) { (point, out) in
         count += 1
         writeCSV(point, &out)
@@ -170,12 +168,20 @@ public enum TrackExporter {
     return count
   }
 
+  /// The CSV header line.
+  static let csvHeader: StaticString = """
+    time,latitude,longitude,altitude_msl,altitude_hae,geoid_separation,speed,course,climb,\
+    eph,epv,hdop,vdop,pdop,satellites_used,mode,quality,backend,source,simulated
+
+    """
+
   private static func walk(
     _ store: TrackStore, _ options: TrackExportOptions, _ out: inout ByteOutput,
     _ body: (TrackPoint, inout ByteOutput) -> Void
   ) throws(TrackExportError) {
     do {
-      try store.forEachPoint(since: options.since, until: options.until) { (point: TrackPoint) throws(TrackExportError) in
+      try store.forEachPoint(since: options.since, until: options.until, provenance: options.format == .csv) {
+        (point: TrackPoint) throws(TrackExportError) in
         body(point, &out)
         if out.count >= bufferSize { try out.flush() }
       }
@@ -275,6 +281,9 @@ struct ByteOutput {
   var bytes: [UInt8] = []
   /// The last field escaped in each CSV column that uses ``csvField(_:column:)``.
   private var lastFields: [(String, [UInt8])?] = [nil, nil]
+  /// The day (since the Unix epoch) whose "YYYY-MM-DDT" is in ``cachedDate``.
+  private var cachedDay = Int64.min
+  private var cachedDate: [UInt8] = []
   let sink: ([UInt8]) throws(TrackExportError) -> Void
 
   init(sink: @escaping ([UInt8]) throws(TrackExportError) -> Void) {
@@ -290,8 +299,9 @@ struct ByteOutput {
     bytes.removeAll(keepingCapacity: true)
   }
 
-  mutating func append(_ text: String) {
-    bytes.append(contentsOf: text.utf8)
+  /// Appends a literal (copied as one block: no per-character work).
+  mutating func append(_ text: StaticString) {
+    text.withUTF8Buffer { bytes.append(contentsOf: $0) }
   }
 
   mutating func integer(_ value: Int64) {
@@ -303,11 +313,21 @@ struct ByteOutput {
     }
   }
 
-  /// Decimal digits of `value`: the count first (no division), then filled from the right with
-  /// divisions by the constant 10.
+  /// Decimal digits of `value`. One and two digits (most integer parts, the date's fields) are
+  /// appended directly; longer numbers get their digit count first (comparisons, no division),
+  /// then are filled from the right with divisions by the constant 10.
   private mutating func unsigned(_ value: UInt64) {
-    var digits = 1
-    var power: UInt64 = 10
+    if value < 10 {
+      bytes.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value))
+      return
+    }
+    if value < 100 {
+      bytes.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value / 10))
+      bytes.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value % 10))
+      return
+    }
+    var digits = 3
+    var power: UInt64 = 1000
     while digits < 20 && value >= power {
       digits += 1
       if digits == 20 { break }
@@ -318,11 +338,11 @@ struct ByteOutput {
     var rest = value
     var index = start + digits - 1
     while rest >= 10 {
-      bytes[index] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: rest % 10)
+      bytes[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
       rest /= 10
       index -= 1
     }
-    bytes[index] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: rest)
+    bytes[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest)
   }
 
   private static let powers: [Double] = [1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9]
@@ -388,19 +408,27 @@ struct ByteOutput {
       secondOfDay += 86_400
       days -= 1
     }
-    let date = CivilDate.civil(days: Int(days))
-    let year = date.year
-    if year < 0 || year > 9999 {
-      integer(Int64(year))
+    // Consecutive fixes share their date: "YYYY-MM-DDT" is made once per day and copied.
+    if days != cachedDay {
+      let start = bytes.count
+      let date = CivilDate.civil(days: Int(days))
+      let year = date.year
+      if year < 0 || year > 9999 {
+        integer(Int64(year))
+      } else {
+        two(year / 100)
+        two(year % 100)
+      }
+      bytes.append(UInt8(ascii: "-"))
+      two(date.month)
+      bytes.append(UInt8(ascii: "-"))
+      two(date.day)
+      bytes.append(UInt8(ascii: "T"))
+      cachedDay = days
+      cachedDate = Array(bytes[start...])
     } else {
-      two(year / 100)
-      two(year % 100)
+      bytes.append(contentsOf: cachedDate)
     }
-    bytes.append(UInt8(ascii: "-"))
-    two(date.month)
-    bytes.append(UInt8(ascii: "-"))
-    two(date.day)
-    bytes.append(UInt8(ascii: "T"))
     two(Int(secondOfDay / 3600))
     bytes.append(UInt8(ascii: ":"))
     two(Int(secondOfDay / 60 % 60))
