@@ -6,49 +6,52 @@ import TrackStore
 /// manager, so every fix the manager accepts while tracking reaches the store's queue without
 /// waiting for the socket hub or the map state, and the store's writes never delay either.
 ///
-/// A store that cannot be opened (libsqlite3 missing, an unusable file) is logged as
-/// `trackStoreUnavailable` and the daemon serves without recording; a store that fills up is
-/// logged once as `trackStoreFailed` and tracking goes on.
+/// The store is opened when the first location arrives, not at start: a daemon that is not
+/// tracking does not load libsqlite3 (1.4 MB of RSS). A store that cannot be opened (libsqlite3
+/// missing, an unusable file) is logged once as `trackStoreUnavailable` and the daemon goes on
+/// without recording; a store that fills up is logged once as `trackStoreFailed` and tracking
+/// goes on.
 final class TrackRecording: Sendable {
-  let store: TrackStore
-  let recorder: TrackRecorder
-  private let task: Task<Void, Never>
+  private let task: Task<TrackRecorder?, Never>
 
-  private init(store: TrackStore, recorder: TrackRecorder, task: Task<Void, Never>) {
-    self.store = store
-    self.recorder = recorder
+  private init(task: Task<TrackRecorder?, Never>) {
     self.task = task
   }
 
-  /// Opens `STATE-DIR/track.sqlite` and starts recording `manager`'s locations; `nil` when
-  /// recording is off or the store cannot be opened (logged).
+  /// Starts observing `manager` for `STATE-DIR/track.sqlite`; `nil` when recording is off.
   static func start(_ configuration: Configuration, manager: LocationManager) async -> TrackRecording? {
     guard configuration.trackEnabled else { return nil }
     var limits = TrackStoreConfiguration()
     limits.maxAge = configuration.trackMaxAge
     limits.maxBytes = configuration.trackMaxSize
     let path = configuration.stateDirectory + "/" + TrackStore.fileName
-    let store: TrackStore
-    do {
-      store = try TrackStore(path: path, configuration: limits)
-    } catch {
-      Log.event("trackStoreUnavailable", ["path": path, "reason": error.description])
-      return nil
-    }
-    let recorder = TrackRecorder(store: store) { event, detail in Log.event(event, ["detail": detail]) }
     let events = await manager.observe(coalescing: false)
-    let task = Task {
+    let task = Task { () -> TrackRecorder? in
+      var recorder: TrackRecorder?
+      var unavailable = false
       for await event in events {
-        if case .location(let location, _) = event { recorder.record(location) }
+        guard case .location(let location, _) = event else { continue }
+        if recorder == nil && !unavailable {
+          do throws(TrackStoreError) {
+            let store = try TrackStore(path: path, configuration: limits)
+            recorder = TrackRecorder(store: store) { event, detail in Log.event(event, ["detail": detail]) }
+            Log.event("trackStoreOpened", ["path": path])
+          } catch {
+            Log.event("trackStoreUnavailable", ["path": path, "reason": error.description])
+            unavailable = true
+          }
+        }
+        recorder?.record(location)
       }
+      return recorder
     }
-    return TrackRecording(store: store, recorder: recorder, task: task)
+    return TrackRecording(task: task)
   }
 
   /// After the manager has shut down (which ends its observation): records the last fixes,
   /// commits what is queued and closes the store; logs the counters.
   func stop() async {
-    await task.value
+    guard let recorder = await task.value else { return }
     recorder.flush()
     let counters = recorder.counters
     Log.event(
@@ -57,6 +60,6 @@ final class TrackRecording: Sendable {
         "recorded": String(counters.recorded), "dropped": String(counters.dropped), "failed": String(counters.failed),
         "expired": String(counters.expired),
       ])
-    store.close()
+    recorder.store.close()
   }
 }
