@@ -345,14 +345,32 @@ struct ByteOutput {
     bytes[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest)
   }
 
-  private static let powers: [Double] = [1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9]
+  /// 10^exponent for `0...9` (1 outside): a switch, so that an inlined call with a constant
+  /// exponent folds to a constant.
+  @inline(__always)
+  private static func power(_ exponent: Int) -> UInt64 {
+    switch exponent {
+    case 1: return 10
+    case 2: return 100
+    case 3: return 1000
+    case 4: return 10_000
+    case 5: return 100_000
+    case 6: return 1_000_000
+    case 7: return 10_000_000
+    case 8: return 100_000_000
+    case 9: return 1_000_000_000
+    default: return 1
+    }
+  }
 
   /// `value` in fixed notation with at most `digits` (0...9) decimals, trailing zeros trimmed
   /// (xsd:decimal and JSON number alike: never an exponent). Non-finite values and magnitudes of
   /// 1e9 or more write as they fit: the store keeps only finite values, and no field reaches 1e9.
+  @inline(__always)
   mutating func fixed(_ value: Double, _ digits: Int) {
     let digits = min(max(digits, 0), 9)
-    let scale = Self.powers[digits]
+    let divisor = Self.power(digits)
+    let scale = Double(divisor)
     guard value.isFinite, abs(value) < 1e9 else {
       bytes.append(UInt8(ascii: "0"))
       return
@@ -365,7 +383,6 @@ struct ByteOutput {
     }
     var units = UInt64(scaled.rounded(.towardZero))
     if value < 0 && units != 0 { bytes.append(UInt8(ascii: "-")) }
-    let divisor = UInt64(scale)
     unsigned(units / divisor)
     units %= divisor
     guard units != 0 else { return }
@@ -375,7 +392,7 @@ struct ByteOutput {
       width -= 1
     }
     bytes.append(UInt8(ascii: "."))
-    var pad = UInt64(Self.powers[width - 1])
+    var pad = Self.power(width - 1)
     while pad > units && pad > 1 {
       bytes.append(UInt8(ascii: "0"))
       pad /= 10
