@@ -92,6 +92,18 @@ func fill(_ path: String, _ count: Int) {
     print(
       "store append, batches of 1000: \(half) fixes in \(fixed(elapsed))s = \(Int(Double(half) / elapsed)) fixes/s; "
         + "\(fixed(elapsedCPU)) CPU s = \(Int(Double(half) / elapsedCPU)) fixes per CPU s")
+    // One transaction per fix, as the recorder commits at 1 Hz: what durability per fix costs.
+    let single = min(20_000, half)
+    started = now()
+    startedCPU = cpu()
+    for index in 0..<single {
+      try store.append([point(count + index)])
+    }
+    elapsed = now() - started
+    elapsedCPU = cpu() - startedCPU
+    print(
+      "store append, one transaction per fix: \(single) fixes in \(fixed(elapsed))s = \(Int(Double(single) / elapsed)) fixes/s; "
+        + "\(fixed(elapsedCPU)) CPU s = \(Int(Double(single) / elapsedCPU)) fixes per CPU s")
     let recorder = TrackRecorder(store: store, capacity: 100_000)
     started = now()
     startedCPU = cpu()
