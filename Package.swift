@@ -19,6 +19,7 @@ let package = Package(
     .library(name: "LocationCore", targets: ["LocationCore"]),
     .library(name: "MapState", targets: ["MapState"]),
     .library(name: "Regions", targets: ["Regions"]),
+    .library(name: "TrackStore", targets: ["TrackStore"]),
   ],
   targets: [
     // libgps (headers from libgps-dev); only GPSDBackend imports it. A C target that loads the
@@ -32,6 +33,9 @@ let package = Package(
     // libmicrohttpd (headers from libmicrohttpd-dev) for the HTTP front-end; loaded on first use
     // like libgps, so a daemon without --http maps none of it.
     .target(name: "CMicroHTTPD", linkerSettings: [.linkedLibrary("dl"), .linkedLibrary("pthread")]),
+    // SQLite 3 (headers from libsqlite3-dev) for the track store; loaded on first use like libgps,
+    // so a daemon with `track = off` never maps it and runs without libsqlite3 installed.
+    .target(name: "CSQLite", linkerSettings: [.linkedLibrary("dl")]),
     // epoll(7) and eventfd(2), which the Glibc module does not export: the socket server's event
     // loop and the benchmark's clients.
     .target(name: "CLinux"),
@@ -67,6 +71,9 @@ let package = Package(
     // Region monitoring (geofences): shapes, validation, the enter/exit/dwell decision rule, the
     // spatial index, persistence and GeoJSON. Pure, no I/O.
     .target(name: "Regions", dependencies: ["JSON", "LocationModel"], swiftSettings: swiftSettings),
+    // The durable track store (recorded fixes and a store-and-forward outbox, one SQLite
+    // database), its recorder queue and the GPX/GeoJSON/CSV exporters.
+    .target(name: "TrackStore", dependencies: ["CSQLite", "LocationModel", "SystemIO"], swiftSettings: swiftSettings),
     // The wire protocol: requests, replies, events and their JSON (gpsd's TPV and SKY included).
     // Pure, no I/O; locationctl and every front-end use it.
     .target(
@@ -104,7 +111,7 @@ let package = Package(
       name: "LocationDaemon",
       dependencies: [
         "SocketTransport", "WebFrontEnd", "ServiceCore", "LocationProtocol", "LocationCore", "LocationModel",
-        "MapState", "GPSDBackend", "Regions", "SystemIO", "GeoClueFrontEnd", "NMEAFeed",
+        "MapState", "GPSDBackend", "Regions", "SystemIO", "GeoClueFrontEnd", "NMEAFeed", "TrackStore",
       ],
       swiftSettings: swiftSettings),
     .target(name: "LocationTestKit", dependencies: ["LocationCore", "LocationModel", "NMEA"], swiftSettings: swiftSettings),
@@ -116,7 +123,7 @@ let package = Package(
       name: "locationctl",
       // The client and the pty simulator: the wire types, NMEA, the local backends and SystemIO;
       // never the server (ServiceCore, SocketTransport, LocationDaemon).
-      dependencies: ["NMEA", "LocationModel", "LocationProtocol", "LocationCore", "Regions", "SystemIO"],
+      dependencies: ["NMEA", "LocationModel", "LocationProtocol", "LocationCore", "Regions", "SystemIO", "TrackStore"],
       swiftSettings: swiftSettings),
     .executableTarget(name: "nmea-bench", dependencies: ["NMEA", "LocationModel", "LocationProtocol"], swiftSettings: swiftSettings),
     // JSONValue against Foundation's JSONEncoder/JSONDecoder and JSONSerialization.
@@ -134,6 +141,10 @@ let package = Package(
         "BenchKit", "LocationDaemon", "LocationProtocol", "LocationCore", "LocationModel", "LocationTestKit", "NMEA",
       ],
       swiftSettings: swiftSettings),
+    // The track store's figures (fixes/s in and out, RSS during export) and the writer that the
+    // crash test kills.
+    .executableTarget(
+      name: "track-bench", dependencies: ["TrackStore", "LocationModel", "SystemIO"], swiftSettings: swiftSettings),
     .executableTarget(
       name: "relay-bench", dependencies: ["BenchKit", "LocationCore", "LocationTestKit"], swiftSettings: swiftSettings),
     // Per-fix cost and memory of region monitoring at 10, 1,000 and 100,000 regions.
@@ -181,6 +192,10 @@ let package = Package(
     // Replays the committed fuzz corpus (Tests/FuzzCorpus) and every crash found so far.
     .testTarget(
       name: "FuzzTargetsTests", dependencies: ["FuzzTargets", "LocationProtocol", "LocationDaemon"],
+      swiftSettings: swiftSettings),
+    // Schema/ holds the GPX 1.1 schema the export tests validate with xmllint (read by path).
+    .testTarget(
+      name: "TrackStoreTests", dependencies: ["TrackStore", "LocationModel"], exclude: ["Schema"],
       swiftSettings: swiftSettings),
     .testTarget(
       name: "EndToEndTests", dependencies: ["LocationCore", "LocationModel", "LocationTestKit", "NMEA", "GNSSSky"],

@@ -6,6 +6,7 @@ import FoundationEssentials
 import Glibc
 import SystemIO
 import WebFrontEnd
+import TrackStore
 
 /// Why the configuration is unusable; each message says what to do.
 public enum ConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -119,6 +120,15 @@ public struct Configuration: Sendable, Hashable {
   public var httpTiles: String = WebOptions.openStreetMapTiles
   /// The config file (`--config`), re-read on SIGHUP.
   public var configFile: String?
+  /// Whether accepted fixes are recorded in the track store, `track.sqlite` in the state
+  /// directory (`--track on|off`, default on; docs/track.md).
+  public var trackEnabled = true
+  /// Retention by age, milliseconds before the newest recorded fix (`--track-max-age`, e.g.
+  /// `90d`, `12h`, `3600s` or `3600`; `0` keeps every age); default 90 days.
+  public var trackMaxAge: Int64 = TrackStoreConfiguration().maxAge
+  /// Retention by size, bytes of live data (`--track-max-size`, e.g. `256M`, `2G`, `500000K`;
+  /// `0` for no cap); default 256 MiB.
+  public var trackMaxSize: Int64 = TrackStoreConfiguration().maxBytes
   /// Whether `--help` was given (print ``usage`` and exit 0).
   public var showHelp = false
 
@@ -132,7 +142,8 @@ public struct Configuration: Sendable, Hashable {
   public static let usage = """
     usage: locationd [--backend URI] [--socket PATH] [--state-dir DIR] [--group NAME]
                      [--max-clients N] [--dbus system|session|none] [--nmea-socket PATH]
-                     [--http ADDRESS:PORT] [--http-tiles URL|none] [--config FILE]
+                     [--http ADDRESS:PORT] [--http-tiles URL|none] [--track on|off]
+                     [--track-max-age AGE] [--track-max-size SIZE] [--config FILE]
                      [--region-... VALUE]
 
       --backend URI     simulate[:ROUTE.gpx] | replay:PATH[?speed=10&loop=true] |
@@ -151,6 +162,11 @@ public struct Configuration: Sendable, Hashable {
                         for every interface; `locationctl web` prints its URL
       --http-tiles URL  tile URL template with {z} {x} {y}, or none for a plain background
                         (default https://tile.openstreetmap.org/{z}/{x}/{y}.png)
+      --track on|off    record accepted fixes in STATE-DIR/track.sqlite (default on)
+      --track-max-age AGE   drop fixes older than AGE before the newest: 90d, 12h, 30m,
+                        3600s or 3600; 0 keeps all           (default 90d)
+      --track-max-size SIZE keep the track under SIZE: 256M, 2G, 500K or bytes; 0 for no
+                        cap                                  (default 256M)
       --config FILE     key = value lines with the same names; flags win; re-read on SIGHUP
 
     Region monitoring (docs/regions.md; a change needs a restart):
@@ -225,8 +241,8 @@ public struct Configuration: Sendable, Hashable {
   /// The keys a config file and flags may set (flag names without `--`).
   public static let knownKeys: Set<String> = [
     "backend", "socket", "state-dir", "group", "max-clients", "dbus", "nmea-socket", "http", "http-tiles",
-    "region-error-fraction", "region-minimum-margin", "region-confirmations", "region-maximum-fix-age",
-    "region-outage-reset",
+    "track", "track-max-age", "track-max-size", "region-error-fraction", "region-minimum-margin",
+    "region-confirmations", "region-maximum-fix-age", "region-outage-reset",
   ]
 
   private mutating func apply(flags: [String: String], readFile: (String) throws -> String) throws(ConfigurationError) {
@@ -314,6 +330,22 @@ public struct Configuration: Sendable, Hashable {
         throw .invalidValue(key: "http-tiles", value: value, reason: problem)
       }
       httpTiles = value
+    case "track":
+      switch value.lowercased() {
+      case "on", "yes", "true", "1": trackEnabled = true
+      case "off", "no", "false", "0": trackEnabled = false
+      default: throw .invalidValue(key: "track", value: value, reason: "use on or off")
+      }
+    case "track-max-age":
+      guard let milliseconds = Self.duration(value) else {
+        throw .invalidValue(key: "track-max-age", value: value, reason: "use a duration such as 90d, 12h, 30m or 3600s; 0 keeps all")
+      }
+      trackMaxAge = milliseconds
+    case "track-max-size":
+      guard let bytes = Self.size(value) else {
+        throw .invalidValue(key: "track-max-size", value: value, reason: "use a size such as 256M, 2G or 500K; 0 for no cap")
+      }
+      trackMaxSize = bytes
     default:
       throw .invalidValue(key: key, value: value, reason: "unknown setting: use one of \(Self.knownKeys.sorted().joined(separator: ", "))")
     }
@@ -356,6 +388,38 @@ public struct Configuration: Sendable, Hashable {
     }
     guard !portText.isEmpty, portText.allSatisfy(\.isASCII), let port = UInt16(portText) else { return nil }
     return (String(host), port)
+  }
+
+  /// Milliseconds for `90d`, `12h`, `30m`, `3600s` or `3600` (seconds), up to 100 years; `nil`
+  /// for anything else.
+  static func duration(_ text: String) -> Int64? {
+    let units: [Character: Int64] = ["d": 86_400_000, "h": 3_600_000, "m": 60_000, "s": 1000]
+    var digits = Substring(text)
+    var unit: Int64 = 1000
+    if let last = text.last, let factor = units[last] {
+      unit = factor
+      digits = digits.dropLast()
+    }
+    guard !digits.isEmpty, digits.allSatisfy(\.isASCII), let number = Int64(digits), number >= 0,
+      number <= 100 * 365 * 86_400_000 / unit
+    else { return nil }
+    return number * unit
+  }
+
+  /// Bytes for `256M`, `2G`, `500K` (binary multiples) or a plain number, up to 1 TiB; `nil` for
+  /// anything else.
+  static func size(_ text: String) -> Int64? {
+    let units: [Character: Int64] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40]
+    var digits = Substring(text)
+    var unit: Int64 = 1
+    if let last = text.uppercased().last, let factor = units[last] {
+      unit = factor
+      digits = digits.dropLast()
+    }
+    guard !digits.isEmpty, digits.allSatisfy(\.isASCII), let number = Int64(digits), number >= 0,
+      number <= (1 << 40) / unit
+    else { return nil }
+    return number * unit
   }
 
   /// Parses `key = value` lines.

@@ -133,6 +133,7 @@ public enum Daemon {
       let events = await manager.observe(coalescing: true)
       nmeaTask = Task { await feed.run(events: events) }
     }
+    let track = await TrackRecording.start(configuration, manager: manager)
     do {
       try server.start()
       try nmeaFeed?.start()
@@ -235,6 +236,11 @@ public enum Daemon {
           {
             needsRestart.append("http")
           }
+          if reloaded.trackEnabled != running.trackEnabled || reloaded.trackMaxAge != running.trackMaxAge
+            || reloaded.trackMaxSize != running.trackMaxSize
+          {
+            needsRestart.append("track")
+          }
           Log.event(
             "reloaded",
             [
@@ -258,6 +264,7 @@ public enum Daemon {
     await geoClue?.stop()
     await service.shutdown(reason: reason)
     web?.stop()
+    await track?.stop()
     server.stop()
     nmeaFeed?.stop()
     nmeaTask?.cancel()

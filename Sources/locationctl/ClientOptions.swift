@@ -46,6 +46,13 @@ let usageText = """
                                   [--title T] [--no-entry] [--no-exit]; watch prints REGION
                                   enter, exit and dwell events
     web                           print the map page's URL with its token (locationd --http)
+    track export [--since TIME] [--until TIME] [--format gpx|geojson|csv] [--gap S] [FILE|-]
+                                  the recorded track (TIME: ISO 8601 or Unix seconds; --gap: new
+                                  segment after S seconds without a fix, default 300); reads the
+                                  store file, no daemon needed (--state-dir DIR or --store FILE)
+    track stats [--since TIME] [--until TIME]
+                                  points, geodesic distance, duration, first and last time
+    track clear                   delete the recorded fixes
     decode [--sky] [--rollover-floor DATE] [FILE|-]
                                   decode NMEA 0183 into gpsd TPV (and SKY) lines (no daemon needed)
     simulate --pty PATH [--rate HZ] [--backend URI]
@@ -139,7 +146,7 @@ func dispatch(_ arguments: [String]) -> Int32 {
 }
 
 /// Commands whose arguments go through ``ArgumentList`` (which understands `--` itself).
-let commandsWithOptions: Set<String> = ["start", "annotate", "map", "region"]
+let commandsWithOptions: Set<String> = ["start", "annotate", "map", "region", "track"]
 
 /// The usage of one command: its entry in ``usageText`` with the global options.
 func commandUsage(_ command: String) -> String {
