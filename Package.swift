@@ -27,6 +27,8 @@ let package = Package(
     // Foundation and ICU into the daemon); loaded on first use like libgps. Its headers are
     // reached through the link Sources/CLibXML2/include/libxml -> /usr/include/libxml2/libxml.
     .target(name: "CLibXML2", linkerSettings: [.linkedLibrary("dl")]),
+    // libmosquitto for the MQTT front-end; loaded on first use like libgps (it brings OpenSSL).
+    .target(name: "CMosquitto", linkerSettings: [.linkedLibrary("dl")]),
     // epoll(7) and eventfd(2), which the Glibc module does not export: the socket server's event
     // loop and the benchmark's clients.
     .target(name: "CLinux"),
@@ -65,12 +67,20 @@ let package = Package(
       name: "SocketTransport",
       dependencies: ["CLinux", "ServiceCore", "LocationProtocol", "LocationModel", "Queues", "SystemIO"],
       swiftSettings: swiftSettings),
+    // OwnTracks' JSON messages (location, lwt): encoding from TPV, strict parsing, the publish
+    // limiter. Pure, no I/O.
+    .target(name: "OwnTracks", dependencies: ["JSON", "LocationModel"], swiftSettings: swiftSettings),
+    // The MQTT front-end: OwnTracks publishing with store-and-forward, the fleet view.
+    .target(
+      name: "MQTTTransport",
+      dependencies: ["CMosquitto", "OwnTracks", "ServiceCore", "LocationProtocol", "LocationModel", "JSON", "SystemIO"],
+      swiftSettings: swiftSettings),
     // The daemon's wiring: configuration, backend factory, signals, systemd glue, exit codes.
     .target(
       name: "LocationDaemon",
       dependencies: [
         "SocketTransport", "ServiceCore", "LocationProtocol", "LocationCore", "LocationModel", "MapState",
-        "GPSDBackend", "SystemIO",
+        "GPSDBackend", "SystemIO", "MQTTTransport",
       ],
       swiftSettings: swiftSettings),
     .target(name: "LocationTestKit", dependencies: ["LocationCore", "LocationModel", "NMEA"], swiftSettings: swiftSettings),
@@ -117,6 +127,10 @@ let package = Package(
         "LocationProtocol", "ServiceCore", "SocketTransport", "LocationDaemon", "LocationCore", "LocationModel",
         "MapState", "LocationTestKit", "SystemIO",
       ],
+      swiftSettings: swiftSettings),
+    .testTarget(
+      name: "OwnTracksTests",
+      dependencies: ["OwnTracks", "MQTTTransport", "ServiceCore", "LocationProtocol", "LocationModel", "JSON", "LocationTestKit"],
       swiftSettings: swiftSettings),
     .testTarget(
       name: "GPSDBackendTests", dependencies: ["GPSDBackend", "LocationCore", "LocationModel", "LocationTestKit"],

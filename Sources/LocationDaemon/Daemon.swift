@@ -7,6 +7,7 @@ import LocationProtocol
 import ServiceCore
 import SocketTransport
 import LocationModel
+import MQTTTransport
 
 /// The `locationd` process: configuration, wiring and lifecycle, run by the executable's `main`.
 ///
@@ -112,6 +113,21 @@ public enum Daemon {
       return ExitCode.osError.rawValue
     }
 
+    // The MQTT front-end (docs/mqtt.md): a client of the service like the socket's.
+    var mqtt: OwnTracksFrontEnd?
+    if let settings = configuration.mqtt {
+      do {
+        mqtt = try await startMQTT(settings, service: service)
+      } catch {
+        Log.event("startFailed", ["reason": error.description])
+        writeStandardError("locationd: \(error)\n")
+        await service.shutdown(reason: "startFailed")
+        server.stop()
+        await server.waitUntilStopped()
+        return ExitCode.configuration.rawValue
+      }
+    }
+
     let notifier = SystemdNotifier(environment: environment)
     let elapsed = ContinuousClock.now - started
     let microseconds = elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000
@@ -148,6 +164,7 @@ public enum Daemon {
           if reloaded.backendURI != running.backendURI { needsRestart.append("backend") }
           if reloaded.socketPath != running.socketPath { needsRestart.append("socket") }
           if reloaded.stateDirectory != running.stateDirectory { needsRestart.append("state-dir") }
+          if reloaded.mqtt != running.mqtt { needsRestart.append("mqtt") }
           Log.event(
             "reloaded",
             [
@@ -168,12 +185,26 @@ public enum Daemon {
     }
     Log.event("stopping", ["reason": reason])
     notifier.stopping()
+    await mqtt?.stop()
     await service.shutdown(reason: reason)
     server.stop()
     await server.waitUntilStopped()
     watchdog.cancel()
     Log.event("stopped", [:])
     return 0
+  }
+
+  /// Reads the MQTT credentials file (checked like an ssh key), attaches the front-end and
+  /// starts it; the queue is in memory (bounded by `mqtt-queue-limit`).
+  static func startMQTT(_ settings: MQTTSettings, service: LocationService) async throws(MQTTSettingError)
+    -> OwnTracksFrontEnd
+  {
+    let credentials = try settings.credentialsFile.map { path throws(MQTTSettingError) in try MQTTCredentials.read(path: path) }
+    let frontEnd = OwnTracksFrontEnd(
+      settings: settings, credentials: credentials, outbox: MemoryOutbox(limit: settings.queueLimit), handler: service)
+    await service.attach(frontEnd)
+    try await frontEnd.start()
+    return frontEnd
   }
 
   /// Gives the socket file a reloaded `group` (mode 0660; 0600 when the group is empty: root
