@@ -17,6 +17,7 @@ let package = Package(
     .library(name: "LocationProtocol", targets: ["LocationProtocol"]),
     .library(name: "LocationCore", targets: ["LocationCore"]),
     .library(name: "MapState", targets: ["MapState"]),
+    .library(name: "TrackStore", targets: ["TrackStore"]),
   ],
   targets: [
     // libgps (headers from libgps-dev); only GPSDBackend imports it. A C target that loads the
@@ -29,6 +30,9 @@ let package = Package(
     .target(name: "CLibXML2", linkerSettings: [.linkedLibrary("dl")]),
     // libmosquitto for the MQTT front-end; loaded on first use like libgps (it brings OpenSSL).
     .target(name: "CMosquitto", linkerSettings: [.linkedLibrary("dl")]),
+    // SQLite 3 (headers from libsqlite3-dev) for the track store; loaded on first use like libgps,
+    // so a daemon with `track = off` never maps it and runs without libsqlite3 installed.
+    .target(name: "CSQLite", linkerSettings: [.linkedLibrary("dl")]),
     // epoll(7) and eventfd(2), which the Glibc module does not export: the socket server's event
     // loop and the benchmark's clients.
     .target(name: "CLinux"),
@@ -53,6 +57,9 @@ let package = Package(
       name: "GPSDBackend", dependencies: ["CGPS", "LocationCore", "LocationModel", "NMEA", "SystemIO"],
       swiftSettings: swiftSettings),
     .target(name: "MapState", dependencies: ["JSON", "LocationModel", "SystemIO"], swiftSettings: swiftSettings),
+    // The durable track store (recorded fixes and a store-and-forward outbox, one SQLite
+    // database), its recorder queue and the GPX/GeoJSON/CSV exporters.
+    .target(name: "TrackStore", dependencies: ["CSQLite", "LocationModel", "SystemIO"], swiftSettings: swiftSettings),
     // The wire protocol: requests, replies, events and their JSON (gpsd's TPV and SKY included).
     // Pure, no I/O; locationctl and every front-end use it.
     .target(name: "LocationProtocol", dependencies: ["JSON", "LocationModel"], swiftSettings: swiftSettings),

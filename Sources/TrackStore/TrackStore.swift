@@ -1,0 +1,562 @@
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+import LocationModel
+import Synchronization
+
+/// Limits and policies of a ``TrackStore``; the daemon's `track-*` configuration keys set them.
+public struct TrackStoreConfiguration: Sendable, Hashable {
+  /// Fixes older than this (milliseconds) before the newest recorded fix are deleted. Age is
+  /// measured against the newest fix's time, not the wall clock: a replayed old log is not
+  /// deleted on arrival and a wrong system clock cannot empty the store. 0 keeps every age.
+  /// Default 90 days (`track-max-age = 90d`).
+  public var maxAge: Int64 = 90 * 86_400_000
+  /// The store's live data (pages in use, `page_count - freelist_count` times `page_size`) is
+  /// kept at or below this many bytes by deleting the oldest fixes; freed pages are reused, so
+  /// the file stops growing there. 0 means no cap. Default 256 MiB (`track-max-size = 256M`),
+  /// about 2.5 million fixes (a month at 1 Hz).
+  public var maxBytes: Int64 = 256 * 1024 * 1024
+  /// At most this many rows are deleted per retention step (one step after each committed
+  /// batch), so retention never stalls recording: a store far over its limits converges over
+  /// several batches. Default 5,000.
+  public var retentionBatch: Int = 5_000
+  /// Outbox bound: at most this many messages wait. Enqueuing at the bound deletes the oldest
+  /// waiting message and counts it in ``TrackStore/outgoingDropped`` (the newest positions
+  /// matter most to a receiver catching up). Default 100,000 (a day at about 1 message/s).
+  public var outboxLimit: Int = 100_000
+  /// Caps the database at this many pages (`PRAGMA max_page_count`); `nil` leaves SQLite's
+  /// default. Lets tests reach SQLITE_FULL without filling a disk.
+  public var maxPageCount: Int?
+
+  /// The defaults above.
+  public init() {}
+}
+
+/// The durable track store: recorded fixes and the outbox of a store-and-forward publisher, in
+/// one SQLite database (WAL mode, `synchronous=NORMAL`) under the state directory.
+///
+/// One connection, behind a `Mutex`: every call runs to completion on the caller's thread while
+/// holding it, so the connection is never used by two threads at once. In the daemon the
+/// ``TrackRecorder`` calls ``append(_:)`` from its own serial queue, and the MQTT publisher calls
+/// the outbox API; both are short transactions.
+///
+/// Durability: each ``append(_:)`` and each outbox change is one transaction. In WAL mode with
+/// `synchronous=NORMAL` a committed transaction survives the process being killed (`kill -9`):
+/// it is in the WAL file, which the next opener replays. A power loss may lose the transactions
+/// since the last checkpoint's fsync but never corrupts the database (sqlite.org/wal.html).
+///
+/// Schema version 1 (`PRAGMA user_version`); docs/track.md lists the tables.
+public final class TrackStore: Sendable {
+  /// The store's file name in the state directory.
+  public static let fileName = "track.sqlite"
+  /// The schema version this code writes and reads.
+  public static let schemaVersion: Int64 = 1
+
+  struct State: ~Copyable {
+    var connection: SQLiteConnection
+    var sources: [SourceKey: Int64] = [:]
+    var outgoingCount: Int = 0
+    var outgoingDropped: Int = 0
+  }
+
+  struct SourceKey: Hashable {
+    var backend: String
+    var source: String
+    var simulated: Bool
+  }
+
+  /// The database file.
+  public let path: String
+  /// The limits in force.
+  public let configuration: TrackStoreConfiguration
+  /// Whether the store was opened read-only (``open(readingAt:)``).
+  public let isReadOnly: Bool
+  private let state: Mutex<State>
+
+  /// Opens the store at `path` for recording, creating it (and its schema) when missing.
+  ///
+  /// - Throws: ``TrackStoreError/libraryUnavailable(_:)`` without libsqlite3,
+  ///   ``TrackStoreError/openFailed(path:code:message:)``, ``TrackStoreError/incompatible(path:reason:)``
+  ///   for a newer schema or a file that is not SQLite, ``TrackStoreError/diskFull(path:message:)``.
+  public init(path: String, configuration: TrackStoreConfiguration = TrackStoreConfiguration()) throws(TrackStoreError) {
+    try Self.validate(configuration)
+    let connection = try SQLiteConnection(path: path, readOnly: false)
+    try Self.prepareWriter(connection, configuration)
+    var initial = State(connection: connection)
+    initial.outgoingCount = Int(try connection.integer("SELECT count(*) FROM outbox") ?? 0)
+    initial.outgoingDropped = Int(try connection.integer("SELECT value FROM meta WHERE key = 'outbox_dropped'") ?? 0)
+    self.path = path
+    self.configuration = configuration
+    self.isReadOnly = false
+    self.state = Mutex(initial)
+  }
+
+  /// Opens an existing store read-only (locationctl's `track export` and `track stats`), beside a
+  /// daemon that may be writing it: WAL mode lets readers see the last committed state.
+  ///
+  /// - Throws: as ``init(path:configuration:)``; ``TrackStoreError/openFailed(path:code:message:)``
+  ///   when the file does not exist.
+  public init(readingAt path: String) throws(TrackStoreError) {
+    let connection = try SQLiteConnection(path: path, readOnly: true)
+    try Self.checkVersion(connection)
+    var initial = State(connection: connection)
+    initial.outgoingCount = Int(try connection.integer("SELECT count(*) FROM outbox") ?? 0)
+    self.path = path
+    self.configuration = TrackStoreConfiguration()
+    self.isReadOnly = true
+    self.state = Mutex(initial)
+  }
+
+  /// Closes the connection; later calls throw ``TrackStoreError/closed``.
+  public func close() {
+    state.withLock { $0.connection.close() }
+  }
+
+  private static func validate(_ configuration: TrackStoreConfiguration) throws(TrackStoreError) {
+    guard configuration.maxAge >= 0 else { throw .invalidArgument("maxAge", reason: "must be 0 or more") }
+    guard configuration.maxBytes >= 0 else { throw .invalidArgument("maxBytes", reason: "must be 0 or more") }
+    guard configuration.retentionBatch > 0 else { throw .invalidArgument("retentionBatch", reason: "must be positive") }
+    guard configuration.outboxLimit > 0 else { throw .invalidArgument("outboxLimit", reason: "must be positive") }
+    if let pages = configuration.maxPageCount, pages <= 0 {
+      throw .invalidArgument("maxPageCount", reason: "must be positive")
+    }
+  }
+
+  private static func checkVersion(_ connection: SQLiteConnection) throws(TrackStoreError) {
+    let version: Int64
+    do {
+      version = try connection.integer("PRAGMA user_version") ?? 0
+    } catch {
+      throw .incompatible(path: connection.path, reason: error.description)
+    }
+    guard version <= schemaVersion else {
+      throw .incompatible(path: connection.path, reason: "schema version \(version) is newer than \(schemaVersion)")
+    }
+    if version == 0 && connection.isOpen {
+      // A read-only open of a file without our schema.
+      let tables = (try? connection.integer("SELECT count(*) FROM sqlite_master WHERE name = 'fixes'")) ?? 0
+      if tables == 0 { throw .incompatible(path: connection.path, reason: "no track tables") }
+    }
+  }
+
+  static let schema = """
+    CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS sources(
+      id INTEGER PRIMARY KEY,
+      backend TEXT NOT NULL,
+      source TEXT NOT NULL,
+      simulated INTEGER NOT NULL,
+      UNIQUE(backend, source, simulated));
+    CREATE TABLE IF NOT EXISTS fixes(
+      id INTEGER PRIMARY KEY,
+      time_ms INTEGER NOT NULL,
+      lat REAL NOT NULL,
+      lon REAL NOT NULL,
+      alt_msl REAL,
+      geoid_sep REAL,
+      speed REAL,
+      course REAL,
+      climb REAL,
+      eph REAL,
+      epv REAL,
+      hdop REAL,
+      vdop REAL,
+      pdop REAL,
+      satellites_used INTEGER,
+      mode INTEGER NOT NULL,
+      quality INTEGER,
+      source_id INTEGER NOT NULL REFERENCES sources(id));
+    CREATE INDEX IF NOT EXISTS fixes_by_time ON fixes(time_ms);
+    CREATE TABLE IF NOT EXISTS outbox(
+      id INTEGER PRIMARY KEY AUTOINCREMENT,
+      topic TEXT NOT NULL,
+      payload BLOB NOT NULL,
+      qos INTEGER NOT NULL,
+      retain INTEGER NOT NULL,
+      enqueued_ms INTEGER);
+    """
+
+  private static func prepareWriter(_ connection: SQLiteConnection, _ configuration: TrackStoreConfiguration)
+    throws(TrackStoreError)
+  {
+    do {
+      try checkVersion(connection)
+    } catch .incompatible(let path, let reason) where reason == "no track tables" {
+      _ = path  // a new file: the schema is created below
+    }
+    let mode = try connection.text("PRAGMA journal_mode = WAL")
+    guard mode?.lowercased() == "wal" else {
+      throw .incompatible(path: connection.path, reason: "cannot use WAL mode (journal_mode is \(mode ?? "unknown"))")
+    }
+    try connection.execute("PRAGMA synchronous = NORMAL")
+    if let pages = configuration.maxPageCount {
+      _ = try connection.integer("PRAGMA max_page_count = \(pages)")
+    }
+    try connection.execute("BEGIN IMMEDIATE")
+    do throws(TrackStoreError) {
+      try connection.execute(schema)
+      if try connection.integer("PRAGMA user_version") == 0 {
+        try connection.execute("PRAGMA user_version = \(schemaVersion)")
+      }
+      try connection.execute("COMMIT")
+    } catch {
+      try? connection.execute("ROLLBACK")
+      throw error
+    }
+  }
+
+  // MARK: - Fixes
+
+  static let insertFix = """
+    INSERT INTO fixes(time_ms, lat, lon, alt_msl, geoid_sep, speed, course, climb, eph, epv, hdop, vdop, pdop,
+      satellites_used, mode, quality, source_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
+    """
+
+  /// Stores `points` in one transaction: all of them or, on error, none.
+  ///
+  /// - Returns: the number stored (`points.count`).
+  /// - Throws: ``TrackStoreError/diskFull(path:message:)`` when the disk or the page cap is full
+  ///   (nothing of the batch is kept), other ``TrackStoreError`` cases for other failures.
+  @discardableResult
+  public func append(_ points: [TrackPoint]) throws(TrackStoreError) -> Int {
+    guard !points.isEmpty else { return 0 }
+    return try state.withLock { (state: inout State) throws(TrackStoreError) -> Int in
+      let connection = state.connection
+      try connection.execute("BEGIN IMMEDIATE")
+      do throws(TrackStoreError) {
+        let insert = try connection.statement(Self.insertFix)
+        for point in points {
+          let source = try Self.sourceID(for: point, &state)
+          try insert.bind(1, point.time)
+          try insert.bind(2, point.coordinate.latitude)
+          try insert.bind(3, point.coordinate.longitude)
+          try insert.bind(4, point.altitudeMSL)
+          try insert.bind(5, point.geoidSeparation)
+          try insert.bind(6, point.speed)
+          try insert.bind(7, point.course)
+          try insert.bind(8, point.climb)
+          try insert.bind(9, point.eph)
+          try insert.bind(10, point.epv)
+          try insert.bind(11, point.hdop)
+          try insert.bind(12, point.vdop)
+          try insert.bind(13, point.pdop)
+          try insert.bind(14, point.satellitesUsed.map(Int64.init))
+          try insert.bind(15, Int64(point.mode.rawValue))
+          try insert.bind(16, point.quality.map { Int64($0.rawValue) })
+          try insert.bind(17, source)
+          try insert.run()
+        }
+        try connection.execute("COMMIT")
+      } catch {
+        try? connection.execute("ROLLBACK")
+        // Source ids created in the rolled-back transaction are gone too.
+        state.sources.removeAll()
+        throw error
+      }
+      return points.count
+    }
+  }
+
+  private static func sourceID(for point: TrackPoint, _ state: inout State) throws(TrackStoreError) -> Int64 {
+    let key = SourceKey(backend: point.backend, source: point.source ?? "", simulated: point.isSimulated)
+    if let id = state.sources[key] { return id }
+    let connection = state.connection
+    let insert = try connection.statement(
+      "INSERT OR IGNORE INTO sources(backend, source, simulated) VALUES (?1, ?2, ?3)")
+    try insert.bind(1, key.backend)
+    try insert.bind(2, key.source)
+    try insert.bind(3, Int64(key.simulated ? 1 : 0))
+    try insert.run()
+    let select = try connection.statement("SELECT id FROM sources WHERE backend = ?1 AND source = ?2 AND simulated = ?3")
+    defer { select.reset() }
+    try select.bind(1, key.backend)
+    try select.bind(2, key.source)
+    try select.bind(3, Int64(key.simulated ? 1 : 0))
+    guard try select.step() else {
+      throw .sqlite(code: 0, message: "source row missing after insert", operation: "recording a source")
+    }
+    let id = select.int64(0)
+    state.sources[key] = id
+    return id
+  }
+
+  /// One retention step: deletes at most ``TrackStoreConfiguration/retentionBatch`` of the oldest
+  /// fixes that are too old (``TrackStoreConfiguration/maxAge``) or beyond the size cap
+  /// (``TrackStoreConfiguration/maxBytes``).
+  ///
+  /// - Returns: the number of fixes deleted (0 when the store is within its limits).
+  /// - Throws: ``TrackStoreError`` when the delete fails (a full disk included: deleting writes).
+  @discardableResult
+  public func enforceRetention() throws(TrackStoreError) -> Int {
+    let configuration = configuration
+    return try state.withLock { (state: inout State) throws(TrackStoreError) -> Int in
+      let connection = state.connection
+      var deleted = 0
+      if configuration.maxAge > 0, let newest = try connection.integer("SELECT max(time_ms) FROM fixes") {
+        let delete = try connection.statement(
+          "DELETE FROM fixes WHERE id IN (SELECT id FROM fixes WHERE time_ms < ?1 ORDER BY time_ms LIMIT ?2)")
+        try delete.bind(1, newest - configuration.maxAge)
+        try delete.bind(2, Int64(configuration.retentionBatch))
+        try delete.run()
+        deleted += connection.changes
+      }
+      if configuration.maxBytes > 0, deleted < configuration.retentionBatch {
+        let used = try Self.usedBytes(connection)
+        if used > configuration.maxBytes {
+          // Delete in proportion to the excess (at least 1% of the batch), oldest first.
+          let rows = try connection.integer("SELECT count(*) FROM fixes") ?? 0
+          let excess = Double(used - configuration.maxBytes) / Double(max(used, 1))
+          let wanted = Int64((Double(rows) * excess).rounded(.up)) + Int64(configuration.retentionBatch / 100)
+          let limit = min(wanted, Int64(configuration.retentionBatch - deleted))
+          let delete = try connection.statement(
+            "DELETE FROM fixes WHERE id IN (SELECT id FROM fixes ORDER BY time_ms LIMIT ?1)")
+          try delete.bind(1, limit)
+          try delete.run()
+          deleted += connection.changes
+        }
+      }
+      return deleted
+    }
+  }
+
+  /// Bytes of the database's pages in use (free pages excluded).
+  static func usedBytes(_ connection: SQLiteConnection) throws(TrackStoreError) -> Int64 {
+    let pages = try connection.integer("PRAGMA page_count") ?? 0
+    let free = try connection.integer("PRAGMA freelist_count") ?? 0
+    let size = try connection.integer("PRAGMA page_size") ?? 4096
+    return (pages - free) * size
+  }
+
+  /// Deletes every stored fix (`locationctl track clear`); the outbox is kept.
+  ///
+  /// - Returns: the number of fixes deleted.
+  @discardableResult
+  public func clear() throws(TrackStoreError) -> Int {
+    try state.withLock { (state: inout State) throws(TrackStoreError) -> Int in
+      try state.connection.execute("DELETE FROM fixes")
+      let deleted = state.connection.changes
+      try state.connection.execute("DELETE FROM sources WHERE id NOT IN (SELECT DISTINCT source_id FROM fixes)")
+      state.sources.removeAll()
+      return deleted
+    }
+  }
+
+  /// Calls `body` with every stored fix whose time is in `since..<until` (milliseconds since the
+  /// Unix epoch; `nil` for no bound), in time order, reading through a cursor: memory stays flat
+  /// whatever the number of fixes. The store's lock is held throughout.
+  ///
+  /// - Throws: a ``TrackStoreError`` from reading, or whatever `body` throws (which ends the walk).
+  public func forEachPoint<E: Error>(
+    since: Int64? = nil, until: Int64? = nil, _ body: (TrackPoint) throws(E) -> Void
+  ) throws(TrackCursorError<E>) {
+    try state.withLock { (state: inout State) throws(TrackCursorError<E>) -> Void in
+      let connection = state.connection
+      let cursor: SQLiteStatement
+      var sources: [Int64: (String, String?, Bool)] = [:]
+      do throws(TrackStoreError) {
+        let list = try connection.prepare("SELECT id, backend, source, simulated FROM sources")
+        defer { list.finalize() }
+        while try list.step() {
+          let source = list.text(2)
+          sources[list.int64(0)] = (list.text(1), source.isEmpty ? nil : source, list.int64(3) != 0)
+        }
+        cursor = try connection.prepare(
+          """
+          SELECT time_ms, lat, lon, alt_msl, geoid_sep, speed, course, climb, eph, epv, hdop, vdop, pdop,
+            satellites_used, mode, quality, source_id FROM fixes
+          WHERE time_ms >= ?1 AND time_ms < ?2 ORDER BY time_ms, id
+          """)
+        try cursor.bind(1, since ?? Int64.min)
+        try cursor.bind(2, until ?? Int64.max)
+      } catch {
+        throw .store(error)
+      }
+      defer { cursor.finalize() }
+      while true {
+        let more: Bool
+        do throws(TrackStoreError) { more = try cursor.step() } catch { throw .store(error) }
+        guard more else { return }
+        let source = sources[cursor.int64(16)]
+        var point = TrackPoint(
+          time: cursor.int64(0), coordinate: Coordinate(latitude: cursor.double(1), longitude: cursor.double(2)),
+          mode: FixMode(rawValue: Int(truncatingIfNeeded: cursor.int64(14))) ?? .fix2D,
+          backend: source?.0 ?? "", source: source?.1, isSimulated: source?.2 ?? false)
+        point.altitudeMSL = cursor.optionalDouble(3)
+        point.geoidSeparation = cursor.optionalDouble(4)
+        point.speed = cursor.optionalDouble(5)
+        point.course = cursor.optionalDouble(6)
+        point.climb = cursor.optionalDouble(7)
+        point.eph = cursor.optionalDouble(8)
+        point.epv = cursor.optionalDouble(9)
+        point.hdop = cursor.optionalDouble(10)
+        point.vdop = cursor.optionalDouble(11)
+        point.pdop = cursor.optionalDouble(12)
+        point.satellitesUsed = cursor.optionalInt(13)
+        point.quality = cursor.optionalInt(15).flatMap(FixQuality.init(rawValue:))
+        do throws(E) { try body(point) } catch { throw .body(error) }
+      }
+    }
+  }
+
+  /// Points, distance and times of the fixes in `since..<until` (see ``forEachPoint(since:until:_:)``).
+  public func statistics(since: Int64? = nil, until: Int64? = nil) throws(TrackStoreError) -> TrackStatistics {
+    var statistics = TrackStatistics(points: 0, distance: 0, firstTime: nil, lastTime: nil, bytes: 0, outgoing: 0)
+    var previous: Coordinate?
+    do {
+      try forEachPoint(since: since, until: until) { (point: TrackPoint) throws(Never) in
+        statistics.points += 1
+        if statistics.firstTime == nil { statistics.firstTime = point.time }
+        statistics.lastTime = point.time
+        if let previous {
+          statistics.distance += WGS84Geodesic.distance(previous, point.coordinate) ?? 0
+        }
+        previous = point.coordinate
+      }
+    } catch {
+      switch error {
+      case .store(let error): throw error
+      case .body(let never): switch never {}
+      }
+    }
+    try state.withLock { (state: inout State) throws(TrackStoreError) in
+      let pages = try state.connection.integer("PRAGMA page_count") ?? 0
+      let size = try state.connection.integer("PRAGMA page_size") ?? 4096
+      statistics.bytes = pages * size + Self.fileSize(path + "-wal")
+      statistics.outgoing = Int(try state.connection.integer("SELECT count(*) FROM outbox") ?? 0)
+    }
+    return statistics
+  }
+
+  private static func fileSize(_ path: String) -> Int64 {
+    var info = stat()
+    guard stat(path, &info) == 0 else { return 0 }
+    return Int64(info.st_size)
+  }
+
+  /// Runs `PRAGMA integrity_check`: `"ok"` for a sound database, otherwise SQLite's findings.
+  public func integrityCheck() throws(TrackStoreError) -> String {
+    try state.withLock { (state: inout State) throws(TrackStoreError) -> String in
+      try state.connection.text("PRAGMA integrity_check") ?? ""
+    }
+  }
+
+  // MARK: - Outbox
+
+  /// Messages waiting in the outbox.
+  public var outgoingCount: Int { state.withLock { $0.outgoingCount } }
+
+  /// Messages deleted unsent because the outbox was at its bound, since the store was created
+  /// (kept in the store, so it survives restarts).
+  public var outgoingDropped: Int { state.withLock { $0.outgoingDropped } }
+
+  /// Queues a message durably (committed before this returns), after every message already queued.
+  ///
+  /// At the bound (``TrackStoreConfiguration/outboxLimit``) the oldest waiting message is deleted
+  /// in the same transaction and counted in ``outgoingDropped``.
+  ///
+  /// - Parameters:
+  ///   - topic: the MQTT topic name, non-empty.
+  ///   - payload: the message body, at most 256 MiB (MQTT's own limit).
+  ///   - qos: MQTT quality of service, `0...2`.
+  ///   - retain: whether the broker should retain the message.
+  ///   - enqueuedAt: the caller's clock, milliseconds since the Unix epoch (kept, not interpreted).
+  /// - Returns: the message's outbox id (strictly increasing).
+  /// - Throws: ``TrackStoreError/invalidArgument(_:reason:)`` for an empty topic, a bad QoS or an
+  ///   oversized payload; ``TrackStoreError/diskFull(path:message:)``; other ``TrackStoreError`` cases.
+  @discardableResult
+  public func enqueueOutgoing(
+    topic: String, payload: [UInt8], qos: Int = 1, retain: Bool = false, enqueuedAt: Int64? = nil
+  ) throws(TrackStoreError) -> Int64 {
+    guard !topic.isEmpty else { throw .invalidArgument("topic", reason: "empty") }
+    guard (0...2).contains(qos) else { throw .invalidArgument("qos", reason: "\(qos) is not 0, 1 or 2") }
+    guard payload.count <= 268_435_455 else {
+      throw .invalidArgument("payload", reason: "\(payload.count) bytes exceed MQTT's 268,435,455")
+    }
+    let limit = configuration.outboxLimit
+    return try state.withLock { (state: inout State) throws(TrackStoreError) -> Int64 in
+      let connection = state.connection
+      try connection.execute("BEGIN IMMEDIATE")
+      var dropped = 0
+      let id: Int64
+      do throws(TrackStoreError) {
+        if state.outgoingCount >= limit {
+          let delete = try connection.statement(
+            "DELETE FROM outbox WHERE id IN (SELECT id FROM outbox ORDER BY id LIMIT ?1)")
+          try delete.bind(1, Int64(state.outgoingCount - limit + 1))
+          try delete.run()
+          dropped = connection.changes
+          let count = try connection.statement(
+            """
+            INSERT INTO meta(key, value) VALUES ('outbox_dropped', ?1)
+            ON CONFLICT(key) DO UPDATE SET value = value + ?1
+            """)
+          try count.bind(1, Int64(dropped))
+          try count.run()
+        }
+        let insert = try connection.statement(
+          "INSERT INTO outbox(topic, payload, qos, retain, enqueued_ms) VALUES (?1, ?2, ?3, ?4, ?5)")
+        try insert.bind(1, topic)
+        try insert.bind(2, payload)
+        try insert.bind(3, Int64(qos))
+        try insert.bind(4, Int64(retain ? 1 : 0))
+        try insert.bind(5, enqueuedAt)
+        try insert.run()
+        id = connection.lastInsertRowID
+        try connection.execute("COMMIT")
+      } catch {
+        try? connection.execute("ROLLBACK")
+        throw error
+      }
+      state.outgoingCount += 1 - dropped
+      state.outgoingDropped += dropped
+      return id
+    }
+  }
+
+  /// The oldest waiting messages, at most `limit` (`1...10_000`), in queue order; they stay
+  /// queued until ``acknowledgeOutgoing(upTo:)``.
+  ///
+  /// - Throws: ``TrackStoreError/invalidArgument(_:reason:)`` for a limit out of range.
+  public func peekOutgoing(limit: Int) throws(TrackStoreError) -> [OutgoingMessage] {
+    guard (1...10_000).contains(limit) else { throw .invalidArgument("limit", reason: "\(limit) is not in 1...10000") }
+    return try state.withLock { (state: inout State) throws(TrackStoreError) -> [OutgoingMessage] in
+      let select = try state.connection.statement(
+        "SELECT id, topic, payload, qos, retain, enqueued_ms FROM outbox ORDER BY id LIMIT ?1")
+      defer { select.reset() }
+      try select.bind(1, Int64(limit))
+      var messages: [OutgoingMessage] = []
+      while try select.step() {
+        messages.append(
+          OutgoingMessage(
+            id: select.int64(0), topic: select.text(1), payload: select.bytes(2), qos: Int(select.int64(3)),
+            retain: select.int64(4) != 0, enqueuedAt: select.isNull(5) ? nil : select.int64(5)))
+      }
+      return messages
+    }
+  }
+
+  /// Removes every waiting message with an id up to and including `id` (the broker has them).
+  ///
+  /// - Returns: the number of messages removed (0 when none was waiting at or below `id`).
+  @discardableResult
+  public func acknowledgeOutgoing(upTo id: Int64) throws(TrackStoreError) -> Int {
+    try state.withLock { (state: inout State) throws(TrackStoreError) -> Int in
+      let delete = try state.connection.statement("DELETE FROM outbox WHERE id <= ?1")
+      try delete.bind(1, id)
+      try delete.run()
+      let removed = state.connection.changes
+      state.outgoingCount -= removed
+      return removed
+    }
+  }
+}
+
+/// Why ``TrackStore/forEachPoint(since:until:_:)`` stopped: the store failed, or the body threw.
+public enum TrackCursorError<Body: Error>: Error {
+  /// Reading the store failed.
+  case store(TrackStoreError)
+  /// The body threw (a write to the export's output failed, say).
+  case body(Body)
+}
