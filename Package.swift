@@ -80,14 +80,16 @@ let package = Package(
     // The MQTT front-end: OwnTracks publishing with store-and-forward, the fleet view.
     .target(
       name: "MQTTTransport",
-      dependencies: ["CMosquitto", "OwnTracks", "ServiceCore", "LocationProtocol", "LocationModel", "JSON", "SystemIO"],
+      dependencies: [
+        "CMosquitto", "OwnTracks", "ServiceCore", "LocationProtocol", "LocationModel", "JSON", "SystemIO", "TrackStore",
+      ],
       swiftSettings: swiftSettings),
     // The daemon's wiring: configuration, backend factory, signals, systemd glue, exit codes.
     .target(
       name: "LocationDaemon",
       dependencies: [
         "SocketTransport", "ServiceCore", "LocationProtocol", "LocationCore", "LocationModel", "MapState",
-        "GPSDBackend", "SystemIO", "MQTTTransport",
+        "GPSDBackend", "SystemIO", "MQTTTransport", "TrackStore",
       ],
       swiftSettings: swiftSettings),
     .target(name: "LocationTestKit", dependencies: ["LocationCore", "LocationModel", "NMEA"], swiftSettings: swiftSettings),
@@ -137,7 +139,10 @@ let package = Package(
       swiftSettings: swiftSettings),
     .testTarget(
       name: "OwnTracksTests",
-      dependencies: ["OwnTracks", "MQTTTransport", "ServiceCore", "LocationProtocol", "LocationModel", "JSON", "LocationTestKit"],
+      dependencies: [
+        "OwnTracks", "MQTTTransport", "ServiceCore", "LocationProtocol", "LocationModel", "JSON", "LocationTestKit",
+        "TrackStore",
+      ],
       swiftSettings: swiftSettings),
     .testTarget(
       name: "GPSDBackendTests", dependencies: ["GPSDBackend", "LocationCore", "LocationModel", "LocationTestKit"],

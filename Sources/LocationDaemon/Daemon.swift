@@ -8,6 +8,7 @@ import ServiceCore
 import SocketTransport
 import LocationModel
 import MQTTTransport
+import TrackStore
 
 /// The `locationd` process: configuration, wiring and lifecycle, run by the executable's `main`.
 ///
@@ -117,7 +118,7 @@ public enum Daemon {
     var mqtt: OwnTracksFrontEnd?
     if let settings = configuration.mqtt {
       do {
-        mqtt = try await startMQTT(settings, service: service)
+        mqtt = try await startMQTT(settings, stateDirectory: configuration.stateDirectory, service: service)
       } catch {
         Log.event("startFailed", ["reason": error.description])
         writeStandardError("locationd: \(error)\n")
@@ -195,13 +196,24 @@ public enum Daemon {
   }
 
   /// Reads the MQTT credentials file (checked like an ssh key), attaches the front-end and
-  /// starts it; the queue is in memory (bounded by `mqtt-queue-limit`).
-  static func startMQTT(_ settings: MQTTSettings, service: LocationService) async throws(MQTTSettingError)
-    -> OwnTracksFrontEnd
+  /// starts it. The queue is the track store's outbox (`track.sqlite` in the state directory,
+  /// bounded by `mqtt-queue-limit`); without libsqlite3 it is kept in memory, and the log says so.
+  static func startMQTT(_ settings: MQTTSettings, stateDirectory: String, service: LocationService) async
+    throws(MQTTSettingError) -> OwnTracksFrontEnd
   {
     let credentials = try settings.credentialsFile.map { path throws(MQTTSettingError) in try MQTTCredentials.read(path: path) }
+    let outbox: any MQTTOutbox
+    var storeConfiguration = TrackStoreConfiguration()
+    storeConfiguration.outboxLimit = settings.queueLimit
+    do {
+      let store = try TrackStore(path: stateDirectory + "/" + TrackStore.fileName, configuration: storeConfiguration)
+      outbox = TrackStoreOutbox(store: store, qos: settings.qos, retain: settings.retain)
+    } catch {
+      Log.event("mqttQueueInMemory", ["reason": error.description])
+      outbox = MemoryOutbox(limit: settings.queueLimit)
+    }
     let frontEnd = OwnTracksFrontEnd(
-      settings: settings, credentials: credentials, outbox: MemoryOutbox(limit: settings.queueLimit), handler: service)
+      settings: settings, credentials: credentials, outbox: outbox, handler: service)
     await service.attach(frontEnd)
     try await frontEnd.start()
     return frontEnd
