@@ -45,7 +45,9 @@ public final class PrivateMosquitto: @unchecked Sendable {
     port = try PrivateGPSD.freePort()
     directory = NSTemporaryDirectory() + "locationd-mosquitto-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    var config = "listener \(port) 127.0.0.1\nlog_dest file \(directory)/mosquitto.log\nmax_queued_messages 0\n"
+    // Run as root keeps root (mosquitto otherwise switches to the user mosquitto, who cannot
+    // write this directory).
+    var config = "user root\nlistener \(port) 127.0.0.1\nlog_dest file \(directory)/mosquitto.log\nmax_queued_messages 0\n"
     config += "max_inflight_messages 0\n"
     if persistent {
       config += "persistence true\npersistence_location \(directory)/\nautosave_interval 1\n"

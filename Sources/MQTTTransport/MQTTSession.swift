@@ -32,9 +32,9 @@ public struct MQTTSessionOptions: Sendable {
   public var settings: MQTTSettings
   /// Read from ``MQTTSettings/credentialsFile`` before the session starts.
   public var credentials: MQTTCredentials?
-  /// Messages that arrive on the subscription: `(topic, payload)`; a payload longer than
-  /// `maxPayloadBytes` arrives as its first `maxPayloadBytes + 1` bytes, so it can be refused by size.
-  public var onMessage: @Sendable (String, [UInt8]) -> Void
+  /// Messages that arrive on the subscription: `(topic, payload, byteCount)`; a payload longer
+  /// than `maxPayloadBytes` arrives empty, with its size in `byteCount`, to be refused by size.
+  public var onMessage: @Sendable (String, [UInt8], Int) -> Void
   /// Each change of ``MQTTConnectionState``.
   public var onState: @Sendable (MQTTConnectionState) -> Void
   /// Payload bytes copied from a received message at most (plus one to tell it was longer).
@@ -46,7 +46,7 @@ public struct MQTTSessionOptions: Sendable {
   public init(
     settings: MQTTSettings, credentials: MQTTCredentials?, maxPayloadBytes: Int,
     lastWill: @escaping @Sendable (Int64) -> [UInt8],
-    onMessage: @escaping @Sendable (String, [UInt8]) -> Void,
+    onMessage: @escaping @Sendable (String, [UInt8], Int) -> Void,
     onState: @escaping @Sendable (MQTTConnectionState) -> Void
   ) {
     self.settings = settings
@@ -260,12 +260,11 @@ final class MQTTWorker {
       let topic = String(cString: topicPointer)
       let length = Int(event.payload_length)
       var payload: [UInt8] = []
-      if length > 0, let base = event.payload {
-        // libmosquitto gives payload_length bytes at payload; copy at most the cap plus one.
-        let kept = min(length, options.maxPayloadBytes + 1)
-        payload = Array(UnsafeRawBufferPointer(start: base, count: kept))
+      if length > 0, length <= options.maxPayloadBytes, let base = event.payload {
+        // libmosquitto gives payload_length bytes at payload (checked >= 0 in C); larger ones are not copied.
+        payload = Array(UnsafeRawBufferPointer(start: base, count: length))
       }
-      options.onMessage(topic, payload)
+      options.onMessage(topic, payload, length)
     default:
       return
     }

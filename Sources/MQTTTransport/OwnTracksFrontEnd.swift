@@ -90,7 +90,7 @@ public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
       options: MQTTSessionOptions(
         settings: settings, credentials: credentials, maxPayloadBytes: OwnTracksMessage.maxPayloadBytes,
         lastWill: { OwnTracksLastWill(timestamp: $0).encoded },
-        onMessage: { topic, payload in box.value?.received(topic: topic, payload: payload) },
+        onMessage: { topic, payload, byteCount in box.value?.received(topic: topic, payload: payload, byteCount: byteCount) },
         onState: { state in
           box.value?.connectionChanged(state)
           Self.log(state, uri: uri, topic: topic)
@@ -204,9 +204,12 @@ public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
 
   // MARK: - Fleet view
 
-  func received(topic: String, payload: [UInt8]) {
+  func received(topic: String, payload: [UInt8], byteCount: Int) {
     let message: OwnTracksMessage
-    do { message = try OwnTracksMessage.parse(payload) } catch {
+    do throws(OwnTracksError) {
+      if byteCount > OwnTracksMessage.maxPayloadBytes { throw .oversized(byteCount: byteCount) }
+      message = try OwnTracksMessage.parse(payload)
+    } catch {
       let count = state.withLock { state in
         state.counters.received += 1
         if case .oversized = error { state.counters.oversized += 1 } else { state.counters.malformed += 1 }
