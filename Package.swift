@@ -101,7 +101,7 @@ let package = Package(
       name: "locationctl",
       // The client and the pty simulator: the wire types, NMEA, the local backends and SystemIO;
       // never the server (ServiceCore, SocketTransport, LocationDaemon).
-      dependencies: ["NMEA", "LocationModel", "LocationProtocol", "LocationCore", "SystemIO"],
+      dependencies: ["NMEA", "LocationModel", "LocationProtocol", "LocationCore", "SystemIO", "TrackStore"],
       swiftSettings: swiftSettings),
     .executableTarget(name: "nmea-bench", dependencies: ["NMEA", "LocationModel", "LocationProtocol"], swiftSettings: swiftSettings),
     // JSONValue against Foundation's JSONEncoder/JSONDecoder and JSONSerialization.
@@ -157,6 +157,10 @@ let package = Package(
     // Replays the committed fuzz corpus (Tests/FuzzCorpus) and every crash found so far.
     .testTarget(
       name: "FuzzTargetsTests", dependencies: ["FuzzTargets", "LocationProtocol", "LocationDaemon"],
+      swiftSettings: swiftSettings),
+    // Schema/ holds the GPX 1.1 schema the export tests validate with xmllint (read by path).
+    .testTarget(
+      name: "TrackStoreTests", dependencies: ["TrackStore", "LocationModel"], exclude: ["Schema"],
       swiftSettings: swiftSettings),
     .testTarget(
       name: "EndToEndTests", dependencies: ["LocationCore", "LocationModel", "LocationTestKit", "NMEA"],

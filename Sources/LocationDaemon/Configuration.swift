@@ -5,6 +5,7 @@ import ServiceCore
 import FoundationEssentials
 import Glibc
 import SystemIO
+import TrackStore
 
 /// Why the configuration is unusable; each message says what to do.
 public enum ConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -77,6 +78,15 @@ public struct Configuration: Sendable, Hashable {
   public var maxClients: Int = 64
   /// The config file (`--config`), re-read on SIGHUP.
   public var configFile: String?
+  /// Whether accepted fixes are recorded in the track store, `track.sqlite` in the state
+  /// directory (`--track on|off`, default on; docs/track.md).
+  public var trackEnabled = true
+  /// Retention by age, milliseconds before the newest recorded fix (`--track-max-age`, e.g.
+  /// `90d`, `12h`, `3600s` or `3600`; `0` keeps every age); default 90 days.
+  public var trackMaxAge: Int64 = TrackStoreConfiguration().maxAge
+  /// Retention by size, bytes of live data (`--track-max-size`, e.g. `256M`, `2G`, `500000K`;
+  /// `0` for no cap); default 256 MiB.
+  public var trackMaxSize: Int64 = TrackStoreConfiguration().maxBytes
   /// Whether `--help` was given (print ``usage`` and exit 0).
   public var showHelp = false
   /// The MQTT front-end (`--mqtt` and the `mqtt-*` keys, docs/mqtt.md); `nil` = off.
@@ -91,7 +101,8 @@ public struct Configuration: Sendable, Hashable {
   /// The `--help` text.
   public static let usage = """
     usage: locationd [--backend URI] [--socket PATH] [--state-dir DIR] [--group NAME]
-                     [--max-clients N] [--config FILE]
+                     [--max-clients N] [--track on|off] [--track-max-age AGE]
+                     [--track-max-size SIZE] [--config FILE]
 
       --backend URI     simulate[:ROUTE.gpx] | replay:PATH[?speed=10&loop=true] |
                         gpsd://HOST:PORT[/DEVICE]          (default simulate)
@@ -99,6 +110,11 @@ public struct Configuration: Sendable, Hashable {
       --state-dir DIR   persistent state, a directory      (default /var/lib/locationd)
       --group NAME      members may use the service, "" for root only (default locationd)
       --max-clients N   1...4096                           (default 64)
+      --track on|off    record accepted fixes in STATE-DIR/track.sqlite (default on)
+      --track-max-age AGE   drop fixes older than AGE before the newest: 90d, 12h, 30m,
+                        3600s or 3600; 0 keeps all           (default 90d)
+      --track-max-size SIZE keep the track under SIZE: 256M, 2G, 500K or bytes; 0 for no
+                        cap                                  (default 256M)
       --config FILE     key = value lines with the same names; flags win; re-read on SIGHUP
       --mqtt URI        mqtt[s]://HOST[:PORT]: publish OwnTracks locations (docs/mqtt.md; the
                         mqtt-* keys: topic, client-id, keepalive, qos, retain, ca-file,
@@ -165,8 +181,9 @@ public struct Configuration: Sendable, Hashable {
   }
 
   /// The keys a config file and flags may set (flag names without `--`).
-  public static let knownKeys: Set<String> = Set(["backend", "socket", "state-dir", "group", "max-clients"])
-    .union(MQTTSettings.keys)
+  public static let knownKeys: Set<String> = Set([
+    "backend", "socket", "state-dir", "group", "max-clients", "track", "track-max-age", "track-max-size",
+  ]).union(MQTTSettings.keys)
 
   private mutating func apply(flags: [String: String], readFile: (String) throws -> String) throws(ConfigurationError) {
     var mqttEntries: [(String, String)] = []
@@ -223,9 +240,57 @@ public struct Configuration: Sendable, Hashable {
         throw .invalidValue(key: "max-clients", value: value, reason: "use a whole number within 1...4096")
       }
       maxClients = number
+    case "track":
+      switch value.lowercased() {
+      case "on", "yes", "true", "1": trackEnabled = true
+      case "off", "no", "false", "0": trackEnabled = false
+      default: throw .invalidValue(key: "track", value: value, reason: "use on or off")
+      }
+    case "track-max-age":
+      guard let milliseconds = Self.duration(value) else {
+        throw .invalidValue(key: "track-max-age", value: value, reason: "use a duration such as 90d, 12h, 30m or 3600s; 0 keeps all")
+      }
+      trackMaxAge = milliseconds
+    case "track-max-size":
+      guard let bytes = Self.size(value) else {
+        throw .invalidValue(key: "track-max-size", value: value, reason: "use a size such as 256M, 2G or 500K; 0 for no cap")
+      }
+      trackMaxSize = bytes
     default:
       throw .invalidValue(key: key, value: value, reason: "unknown setting: use one of \(Self.knownKeys.sorted().joined(separator: ", "))")
     }
+  }
+
+  /// Milliseconds for `90d`, `12h`, `30m`, `3600s` or `3600` (seconds), up to 100 years; `nil`
+  /// for anything else.
+  static func duration(_ text: String) -> Int64? {
+    let units: [Character: Int64] = ["d": 86_400_000, "h": 3_600_000, "m": 60_000, "s": 1000]
+    var digits = Substring(text)
+    var unit: Int64 = 1000
+    if let last = text.last, let factor = units[last] {
+      unit = factor
+      digits = digits.dropLast()
+    }
+    guard !digits.isEmpty, digits.allSatisfy(\.isASCII), let number = Int64(digits), number >= 0,
+      number <= 100 * 365 * 86_400_000 / unit
+    else { return nil }
+    return number * unit
+  }
+
+  /// Bytes for `256M`, `2G`, `500K` (binary multiples) or a plain number, up to 1 TiB; `nil` for
+  /// anything else.
+  static func size(_ text: String) -> Int64? {
+    let units: [Character: Int64] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40]
+    var digits = Substring(text)
+    var unit: Int64 = 1
+    if let last = text.uppercased().last, let factor = units[last] {
+      unit = factor
+      digits = digits.dropLast()
+    }
+    guard !digits.isEmpty, digits.allSatisfy(\.isASCII), let number = Int64(digits), number >= 0,
+      number <= (1 << 40) / unit
+    else { return nil }
+    return number * unit
   }
 
   /// Parses `key = value` lines.

@@ -106,6 +106,7 @@ public enum Daemon {
       socket: socket, handler: service, options: ServerOptions(maxClients: configuration.maxClients))
     await service.attach(server)
     await service.start()
+    let track = await TrackRecording.start(configuration, manager: manager)
     do {
       try server.start()
     } catch {
@@ -118,7 +119,8 @@ public enum Daemon {
     var mqtt: OwnTracksFrontEnd?
     if let settings = configuration.mqtt {
       do {
-        mqtt = try await startMQTT(settings, stateDirectory: configuration.stateDirectory, service: service)
+        mqtt = try await startMQTT(
+          settings, store: track?.store, stateDirectory: configuration.stateDirectory, service: service)
       } catch {
         Log.event("startFailed", ["reason": error.description])
         writeStandardError("locationd: \(error)\n")
@@ -188,6 +190,7 @@ public enum Daemon {
     notifier.stopping()
     await mqtt?.stop()
     await service.shutdown(reason: reason)
+    await track?.stop()
     server.stop()
     await server.waitUntilStopped()
     watchdog.cancel()
@@ -196,17 +199,23 @@ public enum Daemon {
   }
 
   /// Reads the MQTT credentials file (checked like an ssh key), attaches the front-end and
-  /// starts it. The queue is the track store's outbox (`track.sqlite` in the state directory,
-  /// bounded by `mqtt-queue-limit`); without libsqlite3 it is kept in memory, and the log says so.
-  static func startMQTT(_ settings: MQTTSettings, stateDirectory: String, service: LocationService) async
-    throws(MQTTSettingError) -> OwnTracksFrontEnd
-  {
+  /// starts it. The queue is the track store's outbox (`store`, the recording's, or else
+  /// `track.sqlite` in the state directory opened for the queue alone; bounded by
+  /// `mqtt-queue-limit`); without libsqlite3 it is kept in memory, and the log says so.
+  static func startMQTT(
+    _ settings: MQTTSettings, store recording: TrackStore?, stateDirectory: String, service: LocationService
+  ) async throws(MQTTSettingError) -> OwnTracksFrontEnd {
     let credentials = try settings.credentialsFile.map { path throws(MQTTSettingError) in try MQTTCredentials.read(path: path) }
     let outbox: any MQTTOutbox
     var storeConfiguration = TrackStoreConfiguration()
     storeConfiguration.outboxLimit = settings.queueLimit
-    do {
-      let store = try TrackStore(path: stateDirectory + "/" + TrackStore.fileName, configuration: storeConfiguration)
+    do throws(TrackStoreError) {
+      let store: TrackStore
+      if let recording {
+        store = recording
+      } else {
+        store = try TrackStore(path: stateDirectory + "/" + TrackStore.fileName, configuration: storeConfiguration)
+      }
       outbox = TrackStoreOutbox(store: store, qos: settings.qos, retain: settings.retain)
     } catch {
       Log.event("mqttQueueInMemory", ["reason": error.description])

@@ -73,7 +73,7 @@ public final class TrackStore: Sendable {
   public let configuration: TrackStoreConfiguration
   /// Whether the store was opened read-only (``open(readingAt:)``).
   public let isReadOnly: Bool
-  private let state: Mutex<State>
+  let state: Mutex<State>
 
   /// Opens the store at `path` for recording, creating it (and its schema) when missing.
   ///
@@ -82,6 +82,15 @@ public final class TrackStore: Sendable {
   ///   for a newer schema or a file that is not SQLite, ``TrackStoreError/diskFull(path:message:)``.
   public init(path: String, configuration: TrackStoreConfiguration = TrackStoreConfiguration()) throws(TrackStoreError) {
     try Self.validate(configuration)
+    // Created owner-only before SQLite sees it (SQLite gives the -wal and -shm files the same
+    // mode): a location history is more sensitive than the live position. O_NOFOLLOW: a link
+    // planted at the path is refused, not followed.
+    let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+    guard fd >= 0 else {
+      let code = errno
+      throw .openFailed(path: path, code: code, message: String(cString: strerror(code)))
+    }
+    _ = Glibc.close(fd)
     let connection = try SQLiteConnection(path: path, readOnly: false)
     try Self.prepareWriter(connection, configuration)
     var initial = State(connection: connection)
@@ -329,7 +338,8 @@ public final class TrackStore: Sendable {
     return (pages - free) * size
   }
 
-  /// Deletes every stored fix (`locationctl track clear`); the outbox is kept.
+  /// Deletes every stored fix (`locationctl track clear`); the outbox and the small table of
+  /// sources are kept (a recorder holding source ids keeps writing valid rows).
   ///
   /// - Returns: the number of fixes deleted.
   @discardableResult
@@ -337,7 +347,6 @@ public final class TrackStore: Sendable {
     try state.withLock { (state: inout State) throws(TrackStoreError) -> Int in
       try state.connection.execute("DELETE FROM fixes")
       let deleted = state.connection.changes
-      try state.connection.execute("DELETE FROM sources WHERE id NOT IN (SELECT DISTINCT source_id FROM fixes)")
       state.sources.removeAll()
       return deleted
     }
@@ -397,6 +406,25 @@ public final class TrackStore: Sendable {
         point.quality = cursor.optionalInt(15).flatMap(FixQuality.init(rawValue:))
         do throws(E) { try body(point) } catch { throw .body(error) }
       }
+    }
+  }
+
+  /// Whether two consecutive fixes in `since..<until` (time order) lie more than `gap`
+  /// milliseconds apart: one pass inside SQLite (a window function over the time index), so a
+  /// streaming export can choose its GeoJSON geometry before writing it.
+  public func hasGap(since: Int64?, until: Int64?, longerThan gap: Int64) throws(TrackStoreError) -> Bool {
+    try state.withLock { (state: inout State) throws(TrackStoreError) -> Bool in
+      let query = try state.connection.statement(
+        """
+        SELECT EXISTS(SELECT 1 FROM (SELECT time_ms - lag(time_ms) OVER (ORDER BY time_ms, id) AS step FROM fixes
+          WHERE time_ms >= ?1 AND time_ms < ?2) WHERE step > ?3)
+        """)
+      defer { query.reset() }
+      try query.bind(1, since ?? Int64.min)
+      try query.bind(2, until ?? Int64.max)
+      try query.bind(3, gap)
+      guard try query.step() else { return false }
+      return query.int64(0) != 0
     }
   }
 

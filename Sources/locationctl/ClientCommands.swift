@@ -18,6 +18,7 @@ let clientCommands: [String: @Sendable ([String], ClientOptions) throws -> Int32
   "remove": runRemove,
   "map": runMap,
   "replay": runReplay,
+  "track": runTrack,
 ]
 
 /// Prints a reply: the object without `id` in JSON mode, text otherwise; exit 0, or 1 for `ERROR`.
@@ -54,7 +55,7 @@ private func authorizedCall(
   return finish(try connection.call(command, members), options, text: text)
 }
 
-private func expectNoArguments(_ arguments: [String], _ command: String) throws {
+func expectNoArguments(_ arguments: [String], _ command: String) throws {
   guard arguments.isEmpty else {
     throw UsageError("\(command) takes no arguments (got \(arguments.joined(separator: " ")))")
   }

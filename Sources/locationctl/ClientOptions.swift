@@ -40,6 +40,13 @@ let usageText = """
     map [--geojson|--svg]         print the map state (JSON by default)
     replay pause|resume|seek SECONDS|speed FACTOR|step [EPOCHS]
                                   control a replay backend
+    track export [--since TIME] [--until TIME] [--format gpx|geojson|csv] [--gap S] [FILE|-]
+                                  the recorded track (TIME: ISO 8601 or Unix seconds; --gap: new
+                                  segment after S seconds without a fix, default 300); reads the
+                                  store file, no daemon needed (--state-dir DIR or --store FILE)
+    track stats [--since TIME] [--until TIME]
+                                  points, geodesic distance, duration, first and last time
+    track clear                   delete the recorded fixes
     decode [--sky] [--rollover-floor DATE] [FILE|-]
                                   decode NMEA 0183 into gpsd TPV (and SKY) lines (no daemon needed)
     simulate --pty PATH [--rate HZ] [--backend URI]
@@ -133,7 +140,7 @@ func dispatch(_ arguments: [String]) -> Int32 {
 }
 
 /// Commands whose arguments go through ``ArgumentList`` (which understands `--` itself).
-let commandsWithOptions: Set<String> = ["start", "annotate", "map"]
+let commandsWithOptions: Set<String> = ["start", "annotate", "map", "track"]
 
 /// The usage of one command: its entry in ``usageText`` with the global options.
 func commandUsage(_ command: String) -> String {

@@ -1,0 +1,400 @@
+import LocationModel
+import SystemIO
+
+/// Formats of `locationctl track export`.
+public enum TrackFormat: String, Sendable, Hashable, CaseIterable {
+  /// GPX 1.1 (topografix.com/GPX/1/1): one `trk`, a `trkseg` per gap-separated run of fixes.
+  case gpx
+  /// GeoJSON (RFC 7946): one Feature, a LineString, or a MultiLineString when there are gaps.
+  case geojson
+  /// CSV (RFC 4180) with a header line, one fix per line.
+  case csv
+}
+
+/// What to export and how.
+public struct TrackExportOptions: Sendable, Hashable {
+  /// First fix time included, milliseconds since the Unix epoch; `nil` for the oldest.
+  public var since: Int64?
+  /// Fix times before this are included, milliseconds since the Unix epoch; `nil` for the newest.
+  public var until: Int64?
+  /// The output format.
+  public var format: TrackFormat
+  /// A new segment (GPX `trkseg`, GeoJSON line) starts after a gap between consecutive fixes
+  /// longer than this, milliseconds; must be positive. Default 300,000 (5 minutes): longer than a
+  /// receiver's usual outage in a tunnel, shorter than a stop between trips.
+  public var gap: Int64
+
+  /// The default gap between segments, milliseconds.
+  public static let defaultGap: Int64 = 300_000
+
+  /// Creates options; see each property.
+  public init(since: Int64? = nil, until: Int64? = nil, format: TrackFormat = .gpx, gap: Int64 = defaultGap) {
+    self.since = since
+    self.until = until
+    self.format = format
+    self.gap = gap
+  }
+}
+
+/// Why an export stopped.
+public enum TrackExportError: Error, Hashable, Sendable, CustomStringConvertible {
+  /// Reading the store failed.
+  case store(TrackStoreError)
+  /// Writing the output failed (errno), e.g. a closed pipe or a full disk.
+  case output(SystemError)
+  /// An option is out of range.
+  case invalidOption(String)
+
+  /// One line for locationctl.
+  public var description: String {
+    switch self {
+    case .store(let error): return error.description
+    case .output(let error): return "cannot write the export: \(error.description)"
+    case .invalidOption(let reason): return reason
+    }
+  }
+}
+
+/// Streams stored fixes out as GPX, GeoJSON or CSV through a cursor: memory stays flat (one
+/// 64 KiB output buffer) whatever the number of fixes.
+///
+/// Altitudes: GPX `ele` is the altitude above mean sea level (the geoid), as Garmin devices
+/// write it; `geoidheight` carries the geoid separation, so `ele + geoidheight` is the height
+/// above the WGS84 ellipsoid. GeoJSON's third coordinate is that ellipsoidal height (RFC 7946
+/// section 4 defines altitude as height above the WGS84 ellipsoid), omitted for a fix without
+/// both MSL altitude and geoid separation. CSV has both columns.
+public enum TrackExporter {
+  /// Output buffered before each write, bytes.
+  public static let bufferSize = 64 * 1024
+
+  /// Exports to a file descriptor (a file, a pipe, standard output).
+  ///
+  /// - Returns: the number of fixes written.
+  /// - Throws: ``TrackExportError``.
+  @discardableResult
+  public static func export(from store: TrackStore, options: TrackExportOptions, to fd: Int32) throws(TrackExportError)
+    -> Int
+  {
+    try export(from: store, options: options) { (bytes: [UInt8]) throws(TrackExportError) in
+      do throws(SystemError) { try SystemIO.writeAll(fd, bytes) } catch { throw .output(error) }
+    }
+  }
+
+  /// Exports to `sink`, called with consecutive chunks of at most about ``bufferSize`` bytes.
+  ///
+  /// - Returns: the number of fixes written.
+  /// - Throws: ``TrackExportError``, or what `sink` throws.
+  @discardableResult
+  public static func export(
+    from store: TrackStore, options: TrackExportOptions,
+    sink: @escaping ([UInt8]) throws(TrackExportError) -> Void
+  ) throws(TrackExportError) -> Int {
+    guard options.gap > 0 else { throw .invalidOption("the gap between segments must be positive") }
+    if let since = options.since, let until = options.until, until <= since {
+      throw .invalidOption("--until must be later than --since")
+    }
+    var out = ByteOutput(sink: sink)
+    var count = 0
+    var previousTime: Int64?
+    switch options.format {
+    case .gpx:
+      out.append(
+        """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <gpx version="1.1" creator="locationd" xmlns="http://www.topografix.com/GPX/1/1" \
+        xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" \
+        xsi:schemaLocation="http://www.topografix.com/GPX/1/1 http://www.topografix.com/GPX/1/1/gpx.xsd">
+        <trk><name>locationd track</name>
+
+        """)
+      try walk(store, options, &out) { (point, out) in
+        if let previous = previousTime {
+          if point.time - previous > options.gap { out.append("</trkseg>\n<trkseg>\n") }
+        } else {
+          out.append("<trkseg>\n")
+        }
+        previousTime = point.time
+        count += 1
+        writeGPX(point, &out)
+      }
+      if previousTime != nil { out.append("</trkseg>\n") }
+      out.append("</trk>\n</gpx>\n")
+    case .geojson:
+      let multi: Bool
+      do { multi = try store.hasGap(since: options.since, until: options.until, longerThan: options.gap) } catch {
+        throw .store(error)
+      }
+      out.append(#"{"type":"Feature","geometry":{"type":""#)
+      out.append(multi ? #"MultiLineString","coordinates":["# : #"LineString","coordinates":["#)
+      var first: Int64?
+      try walk(store, options, &out) { (point, out) in
+        if let previous = previousTime {
+          if multi && point.time - previous > options.gap { out.append("],\n[") } else { out.append(",\n") }
+        } else if multi {
+          out.append("[")
+        }
+        if first == nil { first = point.time }
+        previousTime = point.time
+        count += 1
+        out.append("[")
+        out.fixed(longitude(point), 8)
+        out.append(",")
+        out.fixed(point.coordinate.latitude, 8)
+        if let hae = point.altitudeHAE {
+          out.append(",")
+          out.fixed(hae, 3)
+        }
+        out.append("]")
+      }
+      if multi && previousTime != nil { out.append("]") }
+      out.append(#"]},"properties":{"points":"#)
+      out.integer(Int64(count))
+      if let first, let last = previousTime {
+        out.append(#","start":""#)
+        out.time(first)
+        out.append(#"","end":""#)
+        out.time(last)
+        out.append("\"")
+      }
+      out.append("}}\n")
+    case .csv:
+      out.append(
+        "time,latitude,longitude,altitude_msl,altitude_hae,geoid_separation,speed,course,climb,"
+          + "eph,epv,hdop,vdop,pdop,satellites_used,mode,quality,backend,source,simulated\n")
+      try walk(store, options, &out) { (point, out) in
+        count += 1
+        writeCSV(point, &out)
+      }
+    }
+    try out.flush()
+    return count
+  }
+
+  private static func walk(
+    _ store: TrackStore, _ options: TrackExportOptions, _ out: inout ByteOutput,
+    _ body: (TrackPoint, inout ByteOutput) -> Void
+  ) throws(TrackExportError) {
+    do {
+      try store.forEachPoint(since: options.since, until: options.until) { (point: TrackPoint) throws(TrackExportError) in
+        body(point, &out)
+        if out.count >= bufferSize { try out.flush() }
+      }
+    } catch {
+      switch error {
+      case .store(let error): throw .store(error)
+      case .body(let error): throw error
+      }
+    }
+  }
+
+  /// The longitude in `-180..<180` as written with 8 decimals: GPX's longitudeType excludes
+  /// 180 (the same meridian as -180), so a value that rounds to 180 is written as -180.
+  static func longitude(_ point: TrackPoint) -> Double {
+    let longitude = point.coordinate.longitude
+    return (longitude * 1e8).rounded() >= 180e8 ? longitude - 360 : longitude
+  }
+
+  static func writeGPX(_ point: TrackPoint, _ out: inout ByteOutput) {
+    out.append("<trkpt lat=\"")
+    out.fixed(point.coordinate.latitude, 8)
+    out.append("\" lon=\"")
+    out.fixed(longitude(point), 8)
+    out.append("\">")
+    if let msl = point.altitudeMSL {
+      out.append("<ele>")
+      out.fixed(msl, 3)
+      out.append("</ele>")
+    }
+    out.append("<time>")
+    out.time(point.time)
+    out.append("</time>")
+    if let separation = point.geoidSeparation {
+      out.append("<geoidheight>")
+      out.fixed(separation, 3)
+      out.append("</geoidheight>")
+    }
+    switch point.mode {
+    case .fix2D: out.append(point.quality == .dgps ? "<fix>dgps</fix>" : "<fix>2d</fix>")
+    case .fix3D: out.append(point.quality == .dgps ? "<fix>dgps</fix>" : "<fix>3d</fix>")
+    default: break
+    }
+    if let satellites = point.satellitesUsed, satellites >= 0 {
+      out.append("<sat>")
+      out.integer(Int64(satellites))
+      out.append("</sat>")
+    }
+    for (name, value) in [("hdop", point.hdop), ("vdop", point.vdop), ("pdop", point.pdop)] {
+      guard let value, value >= 0 else { continue }
+      out.append("<\(name)>")
+      out.fixed(value, 2)
+      out.append("</\(name)>")
+    }
+    out.append("</trkpt>\n")
+  }
+
+  static func writeCSV(_ point: TrackPoint, _ out: inout ByteOutput) {
+    out.time(point.time)
+    out.append(",")
+    out.fixed(point.coordinate.latitude, 8)
+    out.append(",")
+    out.fixed(longitude(point), 8)
+    for (value, digits) in [
+      (point.altitudeMSL, 3), (point.altitudeHAE, 3), (point.geoidSeparation, 3), (point.speed, 3),
+      (point.course, 2), (point.climb, 3), (point.eph, 2), (point.epv, 2), (point.hdop, 2), (point.vdop, 2),
+      (point.pdop, 2),
+    ] {
+      out.append(",")
+      if let value { out.fixed(value, digits) }
+    }
+    out.append(",")
+    if let satellites = point.satellitesUsed { out.integer(Int64(satellites)) }
+    out.append(point.mode == .fix3D ? ",3d," : ",2d,")
+    if let quality = point.quality { out.integer(Int64(quality.rawValue)) }
+    out.append(",")
+    out.csvField(point.backend)
+    out.append(",")
+    out.csvField(point.source ?? "")
+    out.append(point.isSimulated ? ",true\n" : ",false\n")
+  }
+}
+
+/// The exporter's output buffer: bytes appended, handed to the sink in chunks.
+struct ByteOutput {
+  var bytes: [UInt8] = []
+  let sink: ([UInt8]) throws(TrackExportError) -> Void
+
+  init(sink: @escaping ([UInt8]) throws(TrackExportError) -> Void) {
+    self.sink = sink
+    bytes.reserveCapacity(TrackExporter.bufferSize + 4096)
+  }
+
+  var count: Int { bytes.count }
+
+  mutating func flush() throws(TrackExportError) {
+    guard !bytes.isEmpty else { return }
+    try sink(bytes)
+    bytes.removeAll(keepingCapacity: true)
+  }
+
+  mutating func append(_ text: String) {
+    bytes.append(contentsOf: text.utf8)
+  }
+
+  mutating func integer(_ value: Int64) {
+    if value < 0 {
+      bytes.append(UInt8(ascii: "-"))
+      unsigned(value.magnitude)
+    } else {
+      unsigned(UInt64(value))
+    }
+  }
+
+  private mutating func unsigned(_ value: UInt64) {
+    var divisor: UInt64 = 1
+    while divisor <= value / 10 { divisor *= 10 }
+    var rest = value
+    while divisor > 0 {
+      bytes.append(UInt8(ascii: "0") + UInt8(rest / divisor))
+      rest %= divisor
+      divisor /= 10
+    }
+  }
+
+  private static let powers: [Double] = [1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9]
+
+  /// `value` in fixed notation with at most `digits` (0...9) decimals, trailing zeros trimmed
+  /// (xsd:decimal and JSON number alike: never an exponent). Non-finite values and magnitudes of
+  /// 1e9 or more write as they fit: the store keeps only finite values, and no field reaches 1e9.
+  mutating func fixed(_ value: Double, _ digits: Int) {
+    let digits = min(max(digits, 0), 9)
+    let scale = Self.powers[digits]
+    guard value.isFinite, abs(value) < 1e9 else {
+      bytes.append(UInt8(ascii: "0"))
+      return
+    }
+    let scaled = (abs(value) * scale).rounded()
+    guard scaled < 9.2e18 else {
+      bytes.append(UInt8(ascii: "0"))
+      return
+    }
+    var units = UInt64(scaled)
+    if value < 0 && units != 0 { bytes.append(UInt8(ascii: "-")) }
+    let divisor = UInt64(scale)
+    unsigned(units / divisor)
+    units %= divisor
+    guard units != 0 else { return }
+    var width = digits
+    while units % 10 == 0 {
+      units /= 10
+      width -= 1
+    }
+    bytes.append(UInt8(ascii: "."))
+    var pad = UInt64(Self.powers[width - 1])
+    while pad > units && pad > 1 {
+      bytes.append(UInt8(ascii: "0"))
+      pad /= 10
+    }
+    unsigned(units)
+  }
+
+  private mutating func two(_ value: Int) {
+    bytes.append(UInt8(ascii: "0") + UInt8(value / 10 % 10))
+    bytes.append(UInt8(ascii: "0") + UInt8(value % 10))
+  }
+
+  /// ISO 8601 UTC (`2019-05-01T12:00:00Z`, with `.sss` when the milliseconds are not zero).
+  mutating func time(_ milliseconds: Int64) {
+    let (seconds, ms) = milliseconds.quotientAndRemainder(dividingBy: 1000)
+    var days = seconds / 86_400
+    var secondOfDay = seconds % 86_400
+    var millisecond = ms
+    if millisecond < 0 {
+      millisecond += 1000
+      secondOfDay -= 1
+    }
+    if secondOfDay < 0 {
+      secondOfDay += 86_400
+      days -= 1
+    }
+    let date = CivilDate.civil(days: Int(days))
+    let year = date.year
+    if year < 0 || year > 9999 {
+      integer(Int64(year))
+    } else {
+      two(year / 100)
+      two(year % 100)
+    }
+    bytes.append(UInt8(ascii: "-"))
+    two(date.month)
+    bytes.append(UInt8(ascii: "-"))
+    two(date.day)
+    bytes.append(UInt8(ascii: "T"))
+    two(Int(secondOfDay / 3600))
+    bytes.append(UInt8(ascii: ":"))
+    two(Int(secondOfDay / 60 % 60))
+    bytes.append(UInt8(ascii: ":"))
+    two(Int(secondOfDay % 60))
+    if millisecond != 0 {
+      bytes.append(UInt8(ascii: "."))
+      bytes.append(UInt8(ascii: "0") + UInt8(millisecond / 100))
+      two(Int(millisecond % 100))
+    }
+    bytes.append(UInt8(ascii: "Z"))
+  }
+
+  /// A CSV field (RFC 4180): quoted, with inner quotes doubled, when it holds a comma, a quote or
+  /// a line break.
+  mutating func csvField(_ text: String) {
+    let utf8 = text.utf8
+    guard utf8.contains(where: { $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: "\"") || $0 == 10 || $0 == 13 }) else {
+      bytes.append(contentsOf: utf8)
+      return
+    }
+    bytes.append(UInt8(ascii: "\""))
+    for byte in utf8 {
+      if byte == UInt8(ascii: "\"") { bytes.append(byte) }
+      bytes.append(byte)
+    }
+    bytes.append(UInt8(ascii: "\""))
+  }
+}

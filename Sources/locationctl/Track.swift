@@ -1,0 +1,137 @@
+import Glibc
+import SystemIO
+import TrackStore
+
+// `locationctl track export|stats|clear`: reads the track store file directly (read-only for
+// export and stats; WAL mode lets it read beside a recording daemon, seeing the last committed
+// fix), rather than asking the daemon over the socket: an export of a million fixes streams from
+// SQLite to the output without passing through the daemon's event loop, and works while the
+// daemon is stopped. Access is the file's: the store is created 0600 for the daemon's user, so a
+// location history (more sensitive than the live position) is read by that user or root.
+
+/// The store's path: `--store FILE`, else `--state-dir DIR` (or `$LOCATIOND_STATE_DIR`, or
+/// /var/lib/locationd) plus `track.sqlite`.
+private func storePath(_ list: ArgumentList) -> String {
+  if let file = list.values["--store"] { return file }
+  let directory =
+    list.values["--state-dir"] ?? getenv("LOCATIOND_STATE_DIR").map { String(cString: $0) } ?? "/var/lib/locationd"
+  return directory + "/" + TrackStore.fileName
+}
+
+private func time(_ list: ArgumentList, _ name: String) throws -> Int64? {
+  guard let text = list.values[name] else { return nil }
+  guard let milliseconds = TrackTime.parse(text) else {
+    throw UsageError("\(name) needs ISO 8601 (2019-05-01T12:00:00Z) or Unix seconds, got \(text)")
+  }
+  return milliseconds
+}
+
+private func openForReading(_ path: String) throws -> TrackStore {
+  guard access(path, F_OK) == 0 else {
+    throw ClientError("no track store at \(path) (is tracking on? give --state-dir or --store)")
+  }
+  do { return try TrackStore(readingAt: path) } catch { throw ClientError(error.description) }
+}
+
+func runTrack(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
+  guard let action = arguments.first else { throw UsageError("track takes export, stats or clear") }
+  let rest = Array(arguments.dropFirst())
+  switch action {
+  case "export":
+    let list = try ArgumentList(
+      rest, valued: ["--since", "--until", "--format", "--gap", "--state-dir", "--store"])
+    guard list.positional.count <= 1 else { throw UsageError("track export takes at most one FILE") }
+    var exportOptions = TrackExportOptions(since: try time(list, "--since"), until: try time(list, "--until"))
+    if let format = list.values["--format"] {
+      guard let chosen = TrackFormat(rawValue: format) else { throw UsageError("--format takes gpx, geojson or csv") }
+      exportOptions.format = chosen
+    }
+    if let gap = try list.number("--gap") {
+      guard gap > 0, gap <= 365 * 86_400 else { throw UsageError("--gap takes seconds, more than 0") }
+      exportOptions.gap = Int64((gap * 1000).rounded())
+    }
+    if let since = exportOptions.since, let until = exportOptions.until, until <= since {
+      throw UsageError("--until must be later than --since")
+    }
+    let store = try openForReading(storePath(list))
+    let target = list.positional.first ?? "-"
+    if target == "-" {
+      do { try TrackExporter.export(from: store, options: exportOptions, to: 1) } catch {
+        throw ClientError(error.description)
+      }
+      return ExitCode.success.rawValue
+    }
+    // Written beside the target and renamed into place when complete: a failed export leaves
+    // no truncated file and an existing file untouched.
+    let partial = target + ".partial"
+    let fd = open(partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
+    guard fd >= 0 else { throw ClientError("cannot write \(partial): \(String(cString: strerror(errno)))") }
+    do {
+      try TrackExporter.export(from: store, options: exportOptions, to: fd)
+      guard fsync(fd) == 0, close(fd) == 0 else { throw TrackExportError.output(SystemError(errno)) }
+    } catch {
+      _ = close(fd)
+      unlink(partial)
+      throw ClientError("\(error)")
+    }
+    guard rename(partial, target) == 0 else {
+      let reason = String(cString: strerror(errno))
+      unlink(partial)
+      throw ClientError("cannot write \(target): \(reason)")
+    }
+    return ExitCode.success.rawValue
+  case "stats":
+    let list = try ArgumentList(rest, valued: ["--since", "--until", "--state-dir", "--store"])
+    try expectNoArguments(list.positional, "track stats")
+    let store = try openForReading(storePath(list))
+    let statistics: TrackStatistics
+    do { statistics = try store.statistics(since: try time(list, "--since"), until: try time(list, "--until")) } catch {
+      throw ClientError("\(error)")
+    }
+    let first = statistics.firstTime.map(TrackTime.iso8601)
+    let last = statistics.lastTime.map(TrackTime.iso8601)
+    if options.json {
+      var line = "{\"class\":\"TRACKSTATS\",\"points\":\(statistics.points)"
+      line += ",\"distance\":\((statistics.distance * 1000).rounded() / 1000)"
+      line += ",\"duration\":\(Double(statistics.duration) / 1000)"
+      if let first, let last { line += ",\"first\":\"\(first)\",\"last\":\"\(last)\"" }
+      line += ",\"bytes\":\(statistics.bytes),\"outgoing\":\(statistics.outgoing)}"
+      print(line)
+    } else {
+      let seconds = statistics.duration / 1000
+      print("points:   \(statistics.points)")
+      print("distance: \(String(format3: statistics.distance / 1000)) km")
+      print("duration: \(seconds / 3600)h \(seconds / 60 % 60)m \(seconds % 60)s")
+      print("first:    \(first ?? "-")")
+      print("last:     \(last ?? "-")")
+      print("size:     \(statistics.bytes) bytes")
+    }
+    return ExitCode.success.rawValue
+  case "clear":
+    let list = try ArgumentList(rest, valued: ["--state-dir", "--store"])
+    try expectNoArguments(list.positional, "track clear")
+    let path = storePath(list)
+    guard access(path, F_OK) == 0 else { throw ClientError("no track store at \(path)") }
+    do {
+      let store = try TrackStore(path: path)
+      let deleted = try store.clear()
+      store.close()
+      print(options.json ? "{\"class\":\"TRACKCLEAR\",\"deleted\":\(deleted)}" : "deleted \(deleted) fixes")
+    } catch {
+      throw ClientError(error.description)
+    }
+    return ExitCode.success.rawValue
+  default:
+    throw UsageError("track takes export, stats or clear, not \(action)")
+  }
+}
+
+extension String {
+  /// `value` with three decimals.
+  fileprivate init(format3 value: Double) {
+    let thousandths = Int64((value * 1000).rounded())
+    let fraction = String(abs(thousandths) % 1000)
+    self = (thousandths < 0 ? "-" : "") + String(abs(thousandths) / 1000) + "."
+      + String(repeating: "0", count: 3 - fraction.count) + fraction
+  }
+}

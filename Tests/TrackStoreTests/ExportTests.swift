@@ -1,0 +1,147 @@
+import Foundation
+import LocationModel
+import Testing
+import TrackStore
+
+@Suite struct ExportTests {
+  static let schema = packageRoot + "/Tests/TrackStoreTests/Schema/gpx.xsd"
+
+  /// A track with a 10-minute gap in the middle (two segments) and awkward values: a point on
+  /// the antimeridian, negative altitudes, a fix without altitude or DOP.
+  func awkwardTrack() -> [TrackPoint] {
+    var points = syntheticTrack(count: 40, start: 1_556_712_000_000)
+    points += syntheticTrack(count: 40, start: 1_556_712_000_000 + 40_000 + 600_000)
+    points[5].coordinate = Coordinate(latitude: -0.000001, longitude: 179.999999999)
+    points[6].altitudeMSL = -3.25
+    points[7].altitudeMSL = nil
+    points[7].hdop = nil
+    points[7].satellitesUsed = nil
+    points[8].time += 250  // milliseconds
+    return points
+  }
+
+  func store(_ points: [TrackPoint]) throws -> (TrackStore, String) {
+    let directory = try temporaryDirectory()
+    let store = try TrackStore(path: directory + "/track.sqlite")
+    try store.append(points)
+    return (store, directory)
+  }
+
+  @Test func gpxValidatesAgainstTheGPX11Schema() throws {
+    let (store, directory) = try store(awkwardTrack())
+    let gpx = try exportText(store, TrackExportOptions(format: .gpx))
+    try gpx.write(toFile: directory + "/track.gpx", atomically: false, encoding: .utf8)
+    let result = try run(["/usr/bin/xmllint", "--noout", "--schema", Self.schema, directory + "/track.gpx"])
+    #expect(result.status == 0, "\(result.error)")
+    #expect(result.error.contains("validates"))
+    #expect(gpx.components(separatedBy: "<trkseg>").count - 1 == 2)
+    #expect(gpx.components(separatedBy: "<trkpt ").count - 1 == 80)
+    #expect(gpx.contains(#"<trkpt lat="-0.000001" lon="-180">"#))
+    #expect(gpx.contains("<ele>-3.25</ele>"))
+    #expect(gpx.contains("<time>2019-05-01T12:00:08.250Z</time>"))
+    #expect(gpx.contains("<geoidheight>-16.7</geoidheight>"))
+    // An empty store is a valid GPX file too.
+    let empty = try TrackStore(path: directory + "/empty.sqlite")
+    try exportText(empty, TrackExportOptions(format: .gpx)).write(
+      toFile: directory + "/empty.gpx", atomically: false, encoding: .utf8)
+    #expect(try run(["/usr/bin/xmllint", "--noout", "--schema", Self.schema, directory + "/empty.gpx"]).status == 0)
+  }
+
+  @Test func gpxRoundTripsThroughGPSBabelWithTheSamePoints() throws {
+    let points = awkwardTrack()
+    let (store, directory) = try store(points)
+    try exportText(store, TrackExportOptions(format: .gpx)).write(
+      toFile: directory + "/track.gpx", atomically: false, encoding: .utf8)
+    let result = try run([
+      "/usr/bin/gpsbabel", "-t", "-i", "gpx", "-f", directory + "/track.gpx", "-o", "unicsv,utc=0", "-F", "-",
+    ])
+    #expect(result.status == 0, "\(result.error)")
+    let lines = result.output.split(whereSeparator: \.isNewline).map(String.init)
+    let header = lines.first?.split(separator: ",").map(String.init) ?? []
+    let latitude = try #require(header.firstIndex(of: "Latitude"))
+    let longitude = try #require(header.firstIndex(of: "Longitude"))
+    let altitude = try #require(header.firstIndex(of: "Altitude"))
+    let date = try #require(header.firstIndex(of: "Date"))
+    let time = try #require(header.firstIndex(of: "Time"))
+    let rows = lines.dropFirst().map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
+    #expect(rows.count == points.count)
+    for (row, point) in zip(rows, points) {
+      let lat = try #require(Double(row[latitude]))
+      let lon = try #require(Double(row[longitude]))
+      #expect(abs(lat - point.coordinate.latitude) < 1e-6)
+      let expectedLongitude = point.coordinate.longitude >= 179.99999999 ? point.coordinate.longitude - 360 : point.coordinate.longitude
+      #expect(abs(lon - expectedLongitude) < 1e-6)
+      if let msl = point.altitudeMSL {
+        #expect(abs((Double(row[altitude]) ?? .nan) - msl) <= 0.05 + 1e-9)  // unicsv prints 0.1 m
+      }
+      // unicsv writes seconds: compare with the fix time truncated to the second.
+      let day = try #require(TrackTime.parse(row[date].replacingOccurrences(of: "/", with: "-")))
+      let clock = row[time].split(separator: ":").compactMap { Double($0) }
+      #expect(clock.count == 3)
+      let seconds = Int64(clock[0] * 3600 + clock[1] * 60 + clock[2].rounded(.down))
+      #expect(day + seconds * 1000 == point.time / 1000 * 1000)
+    }
+  }
+
+  @Test func geojsonIsOneFeatureWithALineStringOrAMultiLineString() throws {
+    let points = awkwardTrack()
+    let (store, _) = try store(points)
+    let text = try exportText(store, TrackExportOptions(format: .geojson))
+    let feature = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+    #expect(feature["type"] as? String == "Feature")
+    let geometry = try #require(feature["geometry"] as? [String: Any])
+    #expect(geometry["type"] as? String == "MultiLineString")
+    let lines = try #require(geometry["coordinates"] as? [[[Double]]])
+    #expect(lines.map(\.count) == [40, 40])
+    // [lon, lat, height above the ellipsoid]
+    let first = lines[0][0]
+    #expect(abs(first[0] - points[0].coordinate.longitude) < 1e-8)
+    #expect(abs(first[1] - points[0].coordinate.latitude) < 1e-8)
+    #expect(abs(first[2] - (points[0].altitudeHAE ?? .nan)) < 1e-3)
+    #expect(lines[0][7].count == 2)  // no altitude, no third coordinate
+    let properties = try #require(feature["properties"] as? [String: Any])
+    #expect(properties["points"] as? Int == 80)
+    #expect(properties["start"] as? String == "2019-05-01T12:00:00Z")
+
+    // Without a gap longer than --gap: one LineString.
+    let joined = try exportText(store, TrackExportOptions(format: .geojson, gap: 3_600_000))
+    let single = try #require(try JSONSerialization.jsonObject(with: Data(joined.utf8)) as? [String: Any])
+    let singleGeometry = try #require(single["geometry"] as? [String: Any])
+    #expect(singleGeometry["type"] as? String == "LineString")
+    #expect((singleGeometry["coordinates"] as? [[Double]])?.count == 80)
+  }
+
+  @Test func csvHasAHeaderAndOneLinePerFix() throws {
+    var points = syntheticTrack(count: 3, backend: "replay:/logs/a,b \"quoted\".nmea")
+    points[1].altitudeMSL = nil
+    let (store, _) = try store(points)
+    let text = try exportText(store, TrackExportOptions(format: .csv))
+    let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    #expect(
+      lines[0]
+        == "time,latitude,longitude,altitude_msl,altitude_hae,geoid_separation,speed,course,climb,eph,epv,hdop,vdop,pdop,satellites_used,mode,quality,backend,source,simulated"
+    )
+    #expect(lines.count == 5)  // header, three fixes, and the empty rest after the last newline
+    #expect(lines[1].hasPrefix("2019-05-01T12:00:00Z,"))
+    #expect(lines[1].hasSuffix(#","replay:/logs/a,b ""quoted"".nmea",/dev/ttyUSB0,true"#))
+    #expect(lines[2].contains(",,,-16.7,"))  // no MSL altitude, hence no HAE either
+  }
+
+  @Test func sinceAndUntilLimitEveryFormat() throws {
+    let points = syntheticTrack(count: 100, start: 1_556_712_000_000)
+    let (store, _) = try store(points)
+    let options = TrackExportOptions(
+      since: TrackTime.parse("2019-05-01T12:00:10Z"), until: TrackTime.parse("1556712020"), format: .csv)
+    let csv = try exportText(store, options)
+    let lines = csv.split(separator: "\n").dropFirst()
+    #expect(lines.count == 10)
+    #expect(lines.first?.hasPrefix("2019-05-01T12:00:10Z") == true)
+    #expect(lines.last?.hasPrefix("2019-05-01T12:00:19Z") == true)
+    var gpxOptions = options
+    gpxOptions.format = .gpx
+    #expect(try exportText(store, gpxOptions).components(separatedBy: "<trkpt ").count - 1 == 10)
+    #expect(throws: TrackExportError.invalidOption("--until must be later than --since")) {
+      try exportText(store, TrackExportOptions(since: 5, until: 5))
+    }
+  }
+}
