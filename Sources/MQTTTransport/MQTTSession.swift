@@ -206,7 +206,7 @@ final class MQTTWorker {
     report(.connecting)
     let will = options.lastWill(Int64(time(nil)))
     _ = will.withUnsafeBytes { raw in
-      locationd_mqtt_will_set(client, topic, raw.baseAddress, Int32(raw.count), Int32(options.settings.qos), false)
+      locationd_mqtt_will_set(client, topic, raw.baseAddress, Int32(clamping: raw.count), Int32(options.settings.qos), false)
     }
     let broker = options.settings.broker
     errno = 0
@@ -306,7 +306,7 @@ final class MQTTWorker {
       var mid: Int32 = 0
       let rc = message.payload.withUnsafeBytes { raw in
         locationd_mqtt_publish(
-          client, &mid, message.topic, raw.baseAddress, Int32(raw.count), Int32(options.settings.qos),
+          client, &mid, message.topic, raw.baseAddress, Int32(clamping: raw.count), Int32(options.settings.qos),
           options.settings.retain)
       }
       guard rc == 0 else {

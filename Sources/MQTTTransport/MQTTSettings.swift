@@ -194,19 +194,20 @@ public struct MQTTSettings: Sendable, Hashable {
     settings = current
   }
 
-  /// The device part of the default topic: the host name.
-  public static var defaultDevice: String {
+  /// The device part of the default topic: the host name (read once).
+  public static let defaultDevice: String = {
     var buffer = [CChar](repeating: 0, count: 256)
     let name = gethostname(&buffer, buffer.count - 1) == 0 ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
     return MQTTTopic.level(name.isEmpty ? "locationd" : name)
-  }
+  }()
 
-  /// The user part of the default topic: the daemon's user name (or its uid when it has none).
-  public static var defaultUser: String {
+  /// The user part of the default topic: the daemon's user name (or its uid when it has none),
+  /// read once (`getpwuid`'s static buffer is then never read by two threads at once).
+  public static let defaultUser: String = {
     let uid = geteuid()
     guard let entry = getpwuid(uid), let name = entry.pointee.pw_name else { return String(uid) }
     return MQTTTopic.level(String(cString: name))
-  }
+  }()
 
   /// The topic in effect.
   public var effectiveTopic: String { topic ?? "owntracks/\(Self.defaultUser)/\(Self.defaultDevice)" }
