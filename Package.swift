@@ -117,6 +117,10 @@ let package = Package(
         "BenchKit", "LocationDaemon", "LocationProtocol", "LocationCore", "LocationModel", "LocationTestKit", "NMEA",
       ],
       swiftSettings: swiftSettings),
+    // The MQTT front-end measured from outside: publish rate, the fleet view with 1,000 devices.
+    .executableTarget(
+      name: "mqtt-bench", dependencies: ["BenchKit", "LocationTestKit", "MQTTTransport", "OwnTracks"],
+      swiftSettings: swiftSettings),
     .executableTarget(
       name: "relay-bench", dependencies: ["BenchKit", "LocationCore", "LocationTestKit"], swiftSettings: swiftSettings),
     .testTarget(name: "SystemIOTests", dependencies: ["SystemIO"], swiftSettings: swiftSettings),
