@@ -193,7 +193,8 @@ final class MQTTWorker {
       }
       let rc = locationd_mqtt_loop(client, 50)
       if rc != 0, connected || connecting {
-        lost("connection lost: \(Self.text(rc))")
+        // Before CONNACK the failure belongs to the attempt (a TLS handshake fails here).
+        lost(connected ? "connection lost: \(Self.detail(rc))" : "cannot connect to \(settings.broker): \(Self.detail(rc))")
         continue
       }
       if connected { pump(client) }
@@ -213,9 +214,11 @@ final class MQTTWorker {
     let rc = locationd_mqtt_connect(client, broker.host, Int32(broker.port), Int32(options.settings.keepalive))
     guard rc == 0 else {
       let code = errno
-      var detail = "cannot connect to \(broker): \(Self.text(rc))"
-      if rc == MOSQ_ERR_ERRNO.rawValue, code != 0 { detail += " (\(String(cString: strerror(code))))" }
-      if rc == MOSQ_ERR_TLS.rawValue { detail += " (TLS handshake failed: check mqtt-ca-file and the broker's certificate and name)" }
+      var detail = "cannot connect to \(broker): \(Self.detail(rc))"
+      // libmosquitto's text for MOSQ_ERR_ERRNO is strerror(errno) already in 2.0, not in 1.6.
+      if rc == MOSQ_ERR_ERRNO.rawValue, code != 0, !detail.hasSuffix(String(cString: strerror(code))) {
+        detail += " (\(String(cString: strerror(code))))"
+      }
       lost(detail)
       return
     }
@@ -251,7 +254,7 @@ final class MQTTWorker {
       report(.connected)
     case Int32(LOCATIOND_MQTT_DISCONNECTED.rawValue):
       if (connected || connecting) && !control.stopping.load(ordering: .acquiring) {
-        lost("connection lost: \(Self.text(event.code))")
+        lost("connection lost: \(Self.detail(event.code))")
       }
     case Int32(LOCATIOND_MQTT_PUBLISHED.rawValue):
       acknowledge(event.mid)
@@ -324,4 +327,11 @@ final class MQTTWorker {
   }
 
   static func text(_ code: Int32) -> String { String(cString: locationd_mqtt_strerror(code)) }
+
+  /// libmosquitto's text for `code`, with what to check for a TLS failure.
+  static func detail(_ code: Int32) -> String {
+    code == MOSQ_ERR_TLS.rawValue
+      ? "TLS handshake failed (\(text(code))): check mqtt-ca-file, the broker's certificate and its name"
+      : text(code)
+  }
 }

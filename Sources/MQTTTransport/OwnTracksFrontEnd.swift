@@ -125,6 +125,9 @@ public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
           for await _ in wakeStream {
             guard let self else { return }
             await self.applyPending(handler: handler, context: context)
+            // Updates arriving meanwhile wait and go in the next batch: at most
+            // 1 / fleetBatchInterval map changes (events, saves) per second however large the fleet.
+            try? await Task.sleep(for: Self.fleetBatchInterval)
           }
         })
       tasks.append(
@@ -152,6 +155,10 @@ public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
     session.stop()
     for _ in 0..<40 where !session.hasFinished { try? await Task.sleep(for: .milliseconds(10)) }
   }
+
+  /// Fleet updates are applied to the map in batches at most this often (one map event and one
+  /// save of the state file per batch).
+  public static let fleetBatchInterval = Duration.milliseconds(250)
 
   /// The counters so far.
   public var counters: OwnTracksCounters { state.withLock { $0.counters } }
@@ -244,6 +251,23 @@ public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
     let batch = state.withLock { state in
       defer { state.pending.removeAll(keepingCapacity: true) }
       return state.pending.values.sorted { $0.id < $1.id }
+    }
+    guard !batch.isEmpty else { return }
+    if let batcher = handler as? any AnnotationBatchHandler {
+      guard let refused = await batcher.annotate(batch, from: context) else { return }
+      let rejected = state.withLock { state in
+        state.counters.applied += batch.count - refused.count
+        let before = state.counters.rejected
+        state.counters.rejected += refused.count
+        return before
+      }
+      for (offset, refusal) in refused.enumerated() {
+        let count = rejected + offset + 1
+        if count <= 10 || count % 1000 == 0 {
+          Log.event("mqttFleetRejected", ["id": refusal.id, "reason": refusal.reason, "rejected": String(count)])
+        }
+      }
+      return
     }
     for annotation in batch {
       let reply = await handler.handle(Request(command: .annotate(annotation)), from: context)

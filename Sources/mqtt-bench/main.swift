@@ -5,8 +5,8 @@
 //    the first and the last arrival divided by the time between them (every message goes through
 //    the durable queue, track.sqlite's outbox, before it is published).
 // 2. Fleet view: locationd --mqtt-subscribe 'owntracks/+/+' while a generator (this program,
-//    one MQTT connection) publishes DEVICES devices at 1 Hz each (OwnTracks locations on
-//    owntracks/fleet/dN). Over RUN seconds: locationd's CPU (utime+stime from /proc/PID/stat, %
+//    one MQTT connection) publishes DEVICES - 1 devices at 1 Hz each (OwnTracks locations on
+//    owntracks/fleet/dN) and a probe device (owntracks/bench/probe). Over RUN seconds: locationd's CPU (utime+stime from /proc/PID/stat, %
 //    of one core) and RSS (VmRSS); then update latency: a probe device moves PROBES times and a
 //    socket client polls `map` every 2 ms until the probe's new position is shown: publish to
 //    shown, median and maximum.
@@ -41,7 +41,8 @@ while let flag = arguments.first {
   }
 }
 signal(SIGPIPE, SIG_IGN)
-let deviceCount = devices
+// The probe is one of the devices: the others are devices - 1 (the map holds at most 1000).
+let deviceCount = max(1, devices - 1)
 let locationdPath = locationd
 
 func lineCount(_ path: String) -> Int {
@@ -178,17 +179,38 @@ Thread.detachNewThread {
   }
 }
 // Warm up until every device is on the map.
-func mapAnnotations(_ fd: Int32) -> [[String: Any]] {
-  guard sendLine(fd, #"{"cmd":"map"}"#), let line = readFirstLine(fd, timeout: 10),
+/// One reply line from the daemon's socket (blocking reads through FileHandle).
+final class LineReader {
+  let handle: FileHandle
+  var buffer = Data()
+  init(_ fd: Int32) { handle = FileHandle(fileDescriptor: fd, closeOnDealloc: false) }
+  func line() -> String? {
+    while true {
+      if let newline = buffer.firstIndex(of: 10) {
+        let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
+        buffer.removeSubrange(buffer.startIndex...newline)
+        return line
+      }
+      let data = handle.availableData
+      if data.isEmpty { return nil }
+      buffer.append(data)
+    }
+  }
+}
+guard let client = connectUnix(fleetSocket), sendLine(client, "{\"cmd\":\"request\"}\n") else {
+  print("cannot connect to the fleet daemon")
+  exit(1)
+}
+let reader = LineReader(client)
+_ = reader.line()
+@MainActor func mapAnnotations(_ fd: Int32) -> [[String: Any]] {
+  guard sendLine(fd, "{\"cmd\":\"map\"}\n"), let line = reader.line(),
     let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
   else { return [] }
   return object["annotations"] as? [[String: Any]] ?? []
 }
-guard let client = connectUnix(fleetSocket), sendLine(client, #"{"cmd":"request"}"#), readFirstLine(client, timeout: 10) != nil else {
-  print("cannot connect to the fleet daemon")
-  exit(1)
-}
-_ = waitFor(120) { mapAnnotations(client).count >= devices }
+probeSent.request(-40)
+_ = waitFor(120) { mapAnnotations(client).count >= devices + 1 }  // and the current location
 let shown = mapAnnotations(client).count
 let cpu0 = cpuSeconds(fleetPID)
 let window0 = monotonicSeconds()
@@ -198,7 +220,7 @@ let window = monotonicSeconds() - window0
 let rss = rssMiB(fleetPID)
 var latencies: [Double] = []
 for index in 0..<probes {
-  let latitude = -40 - Double(index) * 0.01
+  let latitude = -40 - Double(index + 1) * 0.01
   probeSent.request(latitude)
   let seen = waitFor(10) {
     mapAnnotations(client).contains { ($0["id"] as? String) == "owntracks/bench/probe" && abs(($0["lat"] as? Double ?? 0) - latitude) < 1e-9 }

@@ -178,6 +178,8 @@ enum DocExamples {
     (".build/release/daemon-bench", "a benchmark: prints figures"),
     (".build/release/gpsd-bench", "a benchmark: prints figures"),
     (".build/release/relay-bench", "a benchmark: prints figures"),
+    (".build/release/mqtt-bench", "a benchmark: prints figures"),
+    ("locationd --mqtt", "needs a broker; MQTTEndToEndTests run locationd against a private mosquitto"),
     (
       "gpsd ",
       "needs gpsd on the simulated pty; GPSDEndToEndTests and SimulateCommandTests run that path"

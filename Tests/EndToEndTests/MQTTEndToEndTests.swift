@@ -114,6 +114,12 @@ extension EndToEnd {
         }
       }
       #expect(daemon.log.contains("locationd: mqtt uri=mqtt://127.0.0.1:\(broker.port) state=connected"))
+      // The front-end tracks as a client of the service: status shows the backend active and
+      // the front-end among the clients, with no socket client tracking.
+      let status = try await locationctl(daemon.socketPath, ["status"])
+      let object = try #require(parseObject(status.stdout), "\(status.stdout) \(status.stderr)")
+      #expect(object["backendActive"] as? Bool == true, "\(status.stdout)")
+      #expect((object["clients"] as? Int ?? 0) >= 2, "the MQTT front-end and this status client: \(status.stdout)")
       await daemon.stop()
     }
 
@@ -312,8 +318,8 @@ extension EndToEnd {
       try await refused.waitUntilReady()
       try await refused.waitForLog(
         "mqtt uri=mqtt://127.0.0.1:\(closed) state=failed detail=\"cannot connect to mqtt://127.0.0.1:\(closed): ")
-      try await refused.waitForLog("Connection refused); retrying in 1 s\"")
-      try await refused.waitForLog("Connection refused); retrying in 2 s\"")
+      try await refused.waitForLog(": Connection refused; retrying in 1 s\"")
+      try await refused.waitForLog(": Connection refused; retrying in 2 s\"")
 
       let broker = try PrivateMosquitto(users: [("alice", "right")])
       try await broker.start()
@@ -354,8 +360,9 @@ extension EndToEnd {
         extra: ["--mqtt", "mqtts://127.0.0.1:\(plain.port)", "--mqtt-ca-file", "/etc/ssl/certs/ca-certificates.crt"],
         name: "tls", socketPath: scratch.file("tls.sock"), stateDirectory: scratch.file("tls-state"))
       defer { tls.cleanUp() }
-      try await tls.waitForLog("mqtt uri=mqtts://127.0.0.1:\(plain.port) state=failed")
-      try await tls.waitForLog("retrying in 2 s")
+      try await tls.waitForLog(
+        "mqtt uri=mqtts://127.0.0.1:\(plain.port) state=failed detail=\"cannot connect to mqtts://127.0.0.1:\(plain.port): TLS handshake failed (A TLS error occurred.): check mqtt-ca-file, the broker's certificate and its name; retrying in 1 s\"")
+      try await tls.waitForLog("its name; retrying in 2 s")
       for daemon in [refused, denied, unknown, tls] { await daemon.stop() }
     }
   }
