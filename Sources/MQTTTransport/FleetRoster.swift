@@ -5,11 +5,12 @@ import OwnTracks
 /// which have gone silent. Pure: times are passed in (UNIX seconds), so tests drive it.
 ///
 /// Each device is one annotation: `id` the topic (`owntracks/USER/DEVICE`), `title` its `tid`
-/// (or the topic's last level without one), `subtitle` `last report TIME` (ISO 8601 UTC of its
-/// `tst`), `kind` `owntracks`. A device is stale when its last report (the earlier of its `tst`
-/// and the time it arrived, so a retained message from a device gone for a day is stale at once)
-/// is more than ``staleAfter`` seconds old, or when its Last Will arrived: then `kind` is
-/// `owntracks-stale` and the subtitle says `stale, last report TIME` or `offline since TIME`.
+/// (or the topic's last level without one), `subtitle` the time of its last report (ISO 8601 UTC
+/// of its `tst`), `kind` `owntracks`. A device is stale when its last report (the earlier of its
+/// `tst` and the time it arrived, so a retained message from a device gone for a day is stale at
+/// once) is more than ``staleAfter`` seconds old, or when its Last Will arrived: then `kind` is
+/// `owntracks-stale` and the subtitle `stale TIME` or `offline TIME`. Short texts, so that 1,000
+/// devices fit the map's 64 KiB of annotation text (about 51 bytes each).
 public struct FleetRoster: Sendable {
   /// Kind of a live device's annotation.
   public static let liveKind = "owntracks"
@@ -48,12 +49,12 @@ public struct FleetRoster: Sendable {
       let lastReport = min(location.timestamp, now)
       let stale = Double(now - lastReport) > staleAfter
       devices[topic] = Device(location: location, lastReport: lastReport, stale: stale)
-      return annotation(topic, location, stale ? "stale, last report \(Self.iso(lastReport))" : "last report \(Self.iso(location.timestamp))", stale: stale)
+      return annotation(topic, location, stale ? "stale \(Self.iso(lastReport))" : Self.iso(location.timestamp), stale: stale)
     case .lastWill(let will):
       guard var device = devices[topic] else { return nil }
       device.stale = true
       devices[topic] = device
-      return annotation(topic, device.location, "offline since \(Self.iso(max(will.timestamp, device.lastReport)))", stale: true)
+      return annotation(topic, device.location, "offline \(Self.iso(max(will.timestamp, device.lastReport)))", stale: true)
     case .cleared, .other:
       return nil
     }
@@ -64,7 +65,7 @@ public struct FleetRoster: Sendable {
     var changed: [Annotation] = []
     for (topic, device) in devices where !device.stale && Double(now - device.lastReport) > staleAfter {
       devices[topic]?.stale = true
-      changed.append(annotation(topic, device.location, "stale, last report \(Self.iso(device.lastReport))", stale: true))
+      changed.append(annotation(topic, device.location, "stale \(Self.iso(device.lastReport))", stale: true))
     }
     return changed.sorted { $0.id < $1.id }
   }
