@@ -121,6 +121,10 @@ let package = Package(
     .executableTarget(
       name: "mqtt-bench", dependencies: ["BenchKit", "LocationTestKit", "MQTTTransport", "OwnTracks"],
       swiftSettings: swiftSettings),
+    // The track store's figures (fixes/s in and out, RSS during export) and the writer that the
+    // crash test kills.
+    .executableTarget(
+      name: "track-bench", dependencies: ["TrackStore", "LocationModel", "SystemIO"], swiftSettings: swiftSettings),
     .executableTarget(
       name: "relay-bench", dependencies: ["BenchKit", "LocationCore", "LocationTestKit"], swiftSettings: swiftSettings),
     .testTarget(name: "SystemIOTests", dependencies: ["SystemIO"], swiftSettings: swiftSettings),

@@ -2,6 +2,7 @@
 #include "CSQLite.h"
 
 #include <dlfcn.h>
+#include <math.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -115,6 +116,10 @@ int locationd_sqlite_column_type(sqlite3_stmt *statement, int index) {
 }
 double locationd_sqlite_column_double(sqlite3_stmt *statement, int index) {
   if (index < 0 || index >= column_count(statement)) return 0;
+  return column_double(statement, index);
+}
+double locationd_sqlite_column_double_or_nan(sqlite3_stmt *statement, int index) {
+  if (index < 0 || index >= column_count(statement) || column_type(statement, index) == SQLITE_NULL) return NAN;
   return column_double(statement, index);
 }
 sqlite3_int64 locationd_sqlite_column_int64(sqlite3_stmt *statement, int index) {

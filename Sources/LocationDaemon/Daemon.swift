@@ -168,6 +168,11 @@ public enum Daemon {
           if reloaded.socketPath != running.socketPath { needsRestart.append("socket") }
           if reloaded.stateDirectory != running.stateDirectory { needsRestart.append("state-dir") }
           if reloaded.mqtt != running.mqtt { needsRestart.append("mqtt") }
+          if reloaded.trackEnabled != running.trackEnabled || reloaded.trackMaxAge != running.trackMaxAge
+            || reloaded.trackMaxSize != running.trackMaxSize
+          {
+            needsRestart.append("track")
+          }
           Log.event(
             "reloaded",
             [

@@ -1,27 +1,51 @@
 import LocationCore
 import ServiceCore
+import Synchronization
 import TrackStore
 
 /// The daemon's track recording: a ``TrackRecorder`` fed by its own lossless observation of the
 /// manager, so every fix the manager accepts while tracking reaches the store's queue without
 /// waiting for the socket hub or the map state, and the store's writes never delay either.
 ///
-/// A store that cannot be opened (libsqlite3 missing, an unusable file) is logged as
-/// `trackStoreUnavailable` and the daemon serves without recording; a store that fills up is
-/// logged once as `trackStoreFailed` and tracking goes on.
+/// The store is opened on first use (the first location, or a caller of ``store``), not at start:
+/// a daemon that never tracks does not load libsqlite3 (1.4 MB of RSS). It is opened once and
+/// shared: the recorder and any other user of ``store`` (a store-and-forward outbox) go through
+/// the same connection. A store that cannot be opened (libsqlite3 missing, an unusable file) is
+/// logged once as `trackStoreUnavailable` and the daemon goes on without recording; a store that
+/// fills up is logged once as `trackStoreFailed` and tracking goes on.
 final class TrackRecording: Sendable {
-  let store: TrackStore
-  let recorder: TrackRecorder
-  private let task: Task<Void, Never>
-
-  private init(store: TrackStore, recorder: TrackRecorder, task: Task<Void, Never>) {
-    self.store = store
-    self.recorder = recorder
-    self.task = task
+  private struct Opening {
+    var store: TrackStore?
+    var tried = false
   }
 
-  /// Opens `STATE-DIR/track.sqlite` and starts recording `manager`'s locations; `nil` when
-  /// recording is off or the store cannot be opened (logged).
+  private let path: String
+  private let limits: TrackStoreConfiguration
+  private let opening = Mutex(Opening())
+  private let recorder = Mutex<TrackRecorder?>(nil)
+  private let task = Mutex<Task<Void, Never>?>(nil)
+
+  private init(path: String, limits: TrackStoreConfiguration) {
+    self.path = path
+    self.limits = limits
+  }
+
+  /// The shared store, opened on the first call; `nil` when it cannot be opened (logged once).
+  var store: TrackStore? {
+    opening.withLock { opening -> TrackStore? in
+      if opening.tried { return opening.store }
+      opening.tried = true
+      do throws(TrackStoreError) {
+        opening.store = try TrackStore(path: path, configuration: limits)
+        Log.event("trackStoreOpened", ["path": path])
+      } catch {
+        Log.event("trackStoreUnavailable", ["path": path, "reason": error.description])
+      }
+      return opening.store
+    }
+  }
+
+  /// Starts observing `manager` for `STATE-DIR/track.sqlite`; `nil` when recording is off.
   static func start(_ configuration: Configuration, manager: LocationManager) async -> TrackRecording? {
     guard configuration.trackEnabled else { return nil }
     var limits = TrackStoreConfiguration()
@@ -29,36 +53,43 @@ final class TrackRecording: Sendable {
     limits.maxBytes = configuration.trackMaxSize
     // The MQTT front-end queues in this store's outbox; its bound is mqtt-queue-limit.
     if let mqtt = configuration.mqtt { limits.outboxLimit = mqtt.queueLimit }
-    let path = configuration.stateDirectory + "/" + TrackStore.fileName
-    let store: TrackStore
-    do {
-      store = try TrackStore(path: path, configuration: limits)
-    } catch {
-      Log.event("trackStoreUnavailable", ["path": path, "reason": error.description])
-      return nil
-    }
-    let recorder = TrackRecorder(store: store) { event, detail in Log.event(event, ["detail": detail]) }
+    let recording = TrackRecording(path: configuration.stateDirectory + "/" + TrackStore.fileName, limits: limits)
     let events = await manager.observe(coalescing: false)
     let task = Task {
+      var recorder: TrackRecorder?
+      var unavailable = false
       for await event in events {
-        if case .location(let location, _) = event { recorder.record(location) }
+        guard case .location(let location, _) = event else { continue }
+        if recorder == nil && !unavailable {
+          if let store = recording.store {
+            let created = TrackRecorder(store: store) { event, detail in Log.event(event, ["detail": detail]) }
+            recording.recorder.withLock { $0 = created }
+            recorder = created
+          } else {
+            unavailable = true
+          }
+        }
+        recorder?.record(location)
       }
     }
-    return TrackRecording(store: store, recorder: recorder, task: task)
+    recording.task.withLock { $0 = task }
+    return recording
   }
 
   /// After the manager has shut down (which ends its observation): records the last fixes,
   /// commits what is queued and closes the store; logs the counters.
   func stop() async {
-    await task.value
-    recorder.flush()
-    let counters = recorder.counters
-    Log.event(
-      "trackStoreClosed",
-      [
-        "recorded": String(counters.recorded), "dropped": String(counters.dropped), "failed": String(counters.failed),
-        "expired": String(counters.expired),
-      ])
-    store.close()
+    if let task = task.withLock({ $0 }) { await task.value }
+    if let recorder = recorder.withLock({ $0 }) {
+      recorder.flush()
+      let counters = recorder.counters
+      Log.event(
+        "trackStoreClosed",
+        [
+          "recorded": String(counters.recorded), "dropped": String(counters.dropped),
+          "failed": String(counters.failed), "expired": String(counters.expired),
+        ])
+    }
+    opening.withLock { $0.store?.close() }
   }
 }

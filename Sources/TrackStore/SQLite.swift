@@ -234,7 +234,11 @@ final class SQLiteStatement {
     guard let pointer else { return 0 }
     return locationd_sqlite_column_double(pointer, column)
   }
-  func optionalDouble(_ column: Int32) -> Double? { isNull(column) ? nil : double(column) }
+  func optionalDouble(_ column: Int32) -> Double? {
+    guard let pointer else { return nil }
+    let value = locationd_sqlite_column_double_or_nan(pointer, column)
+    return value.isNaN ? nil : value
+  }
   func optionalInt(_ column: Int32) -> Int? { isNull(column) ? nil : Int(truncatingIfNeeded: int64(column)) }
 
   /// The column's bytes, copied (text without a terminator, or a blob); empty for NULL.

@@ -158,9 +158,7 @@ public enum TrackExporter {
       }
       out.append("}}\n")
     case .csv:
-      out.append(
-        "time,latitude,longitude,altitude_msl,altitude_hae,geoid_separation,speed,course,climb,"
-          + "eph,epv,hdop,vdop,pdop,satellites_used,mode,quality,backend,source,simulated\n")
+      out.append(Self.csvHeader)
       try walk(store, options, &out) { (point, out) in
         count += 1
         writeCSV(point, &out)
@@ -170,12 +168,20 @@ public enum TrackExporter {
     return count
   }
 
+  /// The CSV header line.
+  static let csvHeader: StaticString = """
+    time,latitude,longitude,altitude_msl,altitude_hae,geoid_separation,speed,course,climb,\
+    eph,epv,hdop,vdop,pdop,satellites_used,mode,quality,backend,source,simulated
+
+    """
+
   private static func walk(
     _ store: TrackStore, _ options: TrackExportOptions, _ out: inout ByteOutput,
     _ body: (TrackPoint, inout ByteOutput) -> Void
   ) throws(TrackExportError) {
     do {
-      try store.forEachPoint(since: options.since, until: options.until) { (point: TrackPoint) throws(TrackExportError) in
+      try store.forEachPoint(since: options.since, until: options.until, provenance: options.format == .csv) {
+        (point: TrackPoint) throws(TrackExportError) in
         body(point, &out)
         if out.count >= bufferSize { try out.flush() }
       }
@@ -223,11 +229,20 @@ public enum TrackExporter {
       out.integer(Int64(satellites))
       out.append("</sat>")
     }
-    for (name, value) in [("hdop", point.hdop), ("vdop", point.vdop), ("pdop", point.pdop)] {
-      guard let value, value >= 0 else { continue }
-      out.append("<\(name)>")
-      out.fixed(value, 2)
-      out.append("</\(name)>")
+    if let hdop = point.hdop, hdop >= 0 {
+      out.append("<hdop>")
+      out.fixed(hdop, 2)
+      out.append("</hdop>")
+    }
+    if let vdop = point.vdop, vdop >= 0 {
+      out.append("<vdop>")
+      out.fixed(vdop, 2)
+      out.append("</vdop>")
+    }
+    if let pdop = point.pdop, pdop >= 0 {
+      out.append("<pdop>")
+      out.fixed(pdop, 2)
+      out.append("</pdop>")
     }
     out.append("</trkpt>\n")
   }
@@ -238,22 +253,25 @@ public enum TrackExporter {
     out.fixed(point.coordinate.latitude, 8)
     out.append(",")
     out.fixed(longitude(point), 8)
-    for (value, digits) in [
-      (point.altitudeMSL, 3), (point.altitudeHAE, 3), (point.geoidSeparation, 3), (point.speed, 3),
-      (point.course, 2), (point.climb, 3), (point.eph, 2), (point.epv, 2), (point.hdop, 2), (point.vdop, 2),
-      (point.pdop, 2),
-    ] {
-      out.append(",")
-      if let value { out.fixed(value, digits) }
-    }
+    out.optional(point.altitudeMSL, 3)
+    out.optional(point.altitudeHAE, 3)
+    out.optional(point.geoidSeparation, 3)
+    out.optional(point.speed, 3)
+    out.optional(point.course, 2)
+    out.optional(point.climb, 3)
+    out.optional(point.eph, 2)
+    out.optional(point.epv, 2)
+    out.optional(point.hdop, 2)
+    out.optional(point.vdop, 2)
+    out.optional(point.pdop, 2)
     out.append(",")
     if let satellites = point.satellitesUsed { out.integer(Int64(satellites)) }
     out.append(point.mode == .fix3D ? ",3d," : ",2d,")
     if let quality = point.quality { out.integer(Int64(quality.rawValue)) }
     out.append(",")
-    out.csvField(point.backend)
+    out.csvField(point.backend, column: 0)
     out.append(",")
-    out.csvField(point.source ?? "")
+    out.csvField(point.source ?? "", column: 1)
     out.append(point.isSimulated ? ",true\n" : ",false\n")
   }
 }
@@ -261,6 +279,11 @@ public enum TrackExporter {
 /// The exporter's output buffer: bytes appended, handed to the sink in chunks.
 struct ByteOutput {
   var bytes: [UInt8] = []
+  /// The last field escaped in each CSV column that uses ``csvField(_:column:)``.
+  private var lastFields: [(String, [UInt8])?] = [nil, nil]
+  /// The day (since the Unix epoch) whose "YYYY-MM-DDT" is in ``cachedDate``.
+  private var cachedDay = Int64.min
+  private var cachedDate: [UInt8] = []
   let sink: ([UInt8]) throws(TrackExportError) -> Void
 
   init(sink: @escaping ([UInt8]) throws(TrackExportError) -> Void) {
@@ -276,8 +299,9 @@ struct ByteOutput {
     bytes.removeAll(keepingCapacity: true)
   }
 
-  mutating func append(_ text: String) {
-    bytes.append(contentsOf: text.utf8)
+  /// Appends a literal (copied as one block: no per-character work).
+  mutating func append(_ text: StaticString) {
+    text.withUTF8Buffer { bytes.append(contentsOf: $0) }
   }
 
   mutating func integer(_ value: Int64) {
@@ -289,37 +313,76 @@ struct ByteOutput {
     }
   }
 
+  /// Decimal digits of `value`. One and two digits (most integer parts, the date's fields) are
+  /// appended directly; longer numbers get their digit count first (comparisons, no division),
+  /// then are filled from the right with divisions by the constant 10.
   private mutating func unsigned(_ value: UInt64) {
-    var divisor: UInt64 = 1
-    while divisor <= value / 10 { divisor *= 10 }
-    var rest = value
-    while divisor > 0 {
-      bytes.append(UInt8(ascii: "0") + UInt8(rest / divisor))
-      rest %= divisor
-      divisor /= 10
+    if value < 10 {
+      bytes.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value))
+      return
     }
+    if value < 100 {
+      bytes.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value / 10))
+      bytes.append(UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: value % 10))
+      return
+    }
+    var digits = 3
+    var power: UInt64 = 1000
+    while digits < 20 && value >= power {
+      digits += 1
+      if digits == 20 { break }
+      power &*= 10
+    }
+    let start = bytes.count
+    bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: digits))
+    var rest = value
+    var index = start + digits - 1
+    while rest >= 10 {
+      bytes[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest % 10)
+      rest /= 10
+      index -= 1
+    }
+    bytes[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest)
   }
 
-  private static let powers: [Double] = [1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9]
+  /// 10^exponent for `0...9` (1 outside): a switch, so that an inlined call with a constant
+  /// exponent folds to a constant.
+  @inline(__always)
+  private static func power(_ exponent: Int) -> UInt64 {
+    switch exponent {
+    case 1: return 10
+    case 2: return 100
+    case 3: return 1000
+    case 4: return 10_000
+    case 5: return 100_000
+    case 6: return 1_000_000
+    case 7: return 10_000_000
+    case 8: return 100_000_000
+    case 9: return 1_000_000_000
+    default: return 1
+    }
+  }
 
   /// `value` in fixed notation with at most `digits` (0...9) decimals, trailing zeros trimmed
   /// (xsd:decimal and JSON number alike: never an exponent). Non-finite values and magnitudes of
   /// 1e9 or more write as they fit: the store keeps only finite values, and no field reaches 1e9.
+  @inline(__always)
   mutating func fixed(_ value: Double, _ digits: Int) {
     let digits = min(max(digits, 0), 9)
-    let scale = Self.powers[digits]
+    let divisor = Self.power(digits)
+    let scale = Double(divisor)
     guard value.isFinite, abs(value) < 1e9 else {
       bytes.append(UInt8(ascii: "0"))
       return
     }
-    let scaled = (abs(value) * scale).rounded()
+    // Half away from zero (the magnitude is rounded): +0.5 then truncation, no libm call.
+    let scaled = abs(value) * scale + 0.5
     guard scaled < 9.2e18 else {
       bytes.append(UInt8(ascii: "0"))
       return
     }
-    var units = UInt64(scaled)
+    var units = UInt64(scaled.rounded(.towardZero))
     if value < 0 && units != 0 { bytes.append(UInt8(ascii: "-")) }
-    let divisor = UInt64(scale)
     unsigned(units / divisor)
     units %= divisor
     guard units != 0 else { return }
@@ -329,12 +392,18 @@ struct ByteOutput {
       width -= 1
     }
     bytes.append(UInt8(ascii: "."))
-    var pad = UInt64(Self.powers[width - 1])
+    var pad = Self.power(width - 1)
     while pad > units && pad > 1 {
       bytes.append(UInt8(ascii: "0"))
       pad /= 10
     }
     unsigned(units)
+  }
+
+  /// A comma, then `value` when present (a CSV column).
+  mutating func optional(_ value: Double?, _ digits: Int) {
+    bytes.append(UInt8(ascii: ","))
+    if let value { fixed(value, digits) }
   }
 
   private mutating func two(_ value: Int) {
@@ -356,19 +425,27 @@ struct ByteOutput {
       secondOfDay += 86_400
       days -= 1
     }
-    let date = CivilDate.civil(days: Int(days))
-    let year = date.year
-    if year < 0 || year > 9999 {
-      integer(Int64(year))
+    // Consecutive fixes share their date: "YYYY-MM-DDT" is made once per day and copied.
+    if days != cachedDay {
+      let start = bytes.count
+      let date = CivilDate.civil(days: Int(days))
+      let year = date.year
+      if year < 0 || year > 9999 {
+        integer(Int64(year))
+      } else {
+        two(year / 100)
+        two(year % 100)
+      }
+      bytes.append(UInt8(ascii: "-"))
+      two(date.month)
+      bytes.append(UInt8(ascii: "-"))
+      two(date.day)
+      bytes.append(UInt8(ascii: "T"))
+      cachedDay = days
+      cachedDate = Array(bytes[start...])
     } else {
-      two(year / 100)
-      two(year % 100)
+      bytes.append(contentsOf: cachedDate)
     }
-    bytes.append(UInt8(ascii: "-"))
-    two(date.month)
-    bytes.append(UInt8(ascii: "-"))
-    two(date.day)
-    bytes.append(UInt8(ascii: "T"))
     two(Int(secondOfDay / 3600))
     bytes.append(UInt8(ascii: ":"))
     two(Int(secondOfDay / 60 % 60))
@@ -384,7 +461,21 @@ struct ByteOutput {
 
   /// A CSV field (RFC 4180): quoted, with inner quotes doubled, when it holds a comma, a quote or
   /// a line break.
-  mutating func csvField(_ text: String) {
+  ///
+  /// Consecutive fixes share their backend and source: each `column` (0 or 1) remembers its last
+  /// text and escaping, so a repeated text is copied, not scanned again.
+  mutating func csvField(_ text: String, column: Int) {
+    let slot = column == 0 ? 0 : 1
+    if let (last, escaped) = lastFields[slot], last == text {
+      bytes.append(contentsOf: escaped)
+      return
+    }
+    let start = bytes.count
+    escapeCSV(text)
+    lastFields[slot] = (text, Array(bytes[start...]))
+  }
+
+  private mutating func escapeCSV(_ text: String) {
     let utf8 = text.utf8
     guard utf8.contains(where: { $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: "\"") || $0 == 10 || $0 == 13 }) else {
       bytes.append(contentsOf: utf8)

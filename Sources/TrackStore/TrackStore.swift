@@ -15,8 +15,8 @@ public struct TrackStoreConfiguration: Sendable, Hashable {
   public var maxAge: Int64 = 90 * 86_400_000
   /// The store's live data (pages in use, `page_count - freelist_count` times `page_size`) is
   /// kept at or below this many bytes by deleting the oldest fixes; freed pages are reused, so
-  /// the file stops growing there. 0 means no cap. Default 256 MiB (`track-max-size = 256M`),
-  /// about 2.5 million fixes (a month at 1 Hz).
+  /// the file stops growing there. 0 means no cap. Default 256 MiB (`track-max-size = 256M`):
+  /// a fix takes about 133 bytes with its index, so about 2 million fixes (23 days at 1 Hz).
   public var maxBytes: Int64 = 256 * 1024 * 1024
   /// At most this many rows are deleted per retention step (one step after each committed
   /// batch), so retention never stalls recording: a store far over its limits converges over
@@ -360,6 +360,14 @@ public final class TrackStore: Sendable {
   public func forEachPoint<E: Error>(
     since: Int64? = nil, until: Int64? = nil, _ body: (TrackPoint) throws(E) -> Void
   ) throws(TrackCursorError<E>) {
+    try forEachPoint(since: since, until: until, provenance: true, body)
+  }
+
+  /// ``forEachPoint(since:until:_:)``; with `provenance` false the points' `backend` is empty and
+  /// `source` nil (GPX and GeoJSON do not write them: no string per fix).
+  func forEachPoint<E: Error>(
+    since: Int64?, until: Int64?, provenance: Bool, _ body: (TrackPoint) throws(E) -> Void
+  ) throws(TrackCursorError<E>) {
     try state.withLock { (state: inout State) throws(TrackCursorError<E>) -> Void in
       let connection = state.connection
       let cursor: SQLiteStatement
@@ -387,7 +395,7 @@ public final class TrackStore: Sendable {
         let more: Bool
         do throws(TrackStoreError) { more = try cursor.step() } catch { throw .store(error) }
         guard more else { return }
-        let source = sources[cursor.int64(16)]
+        let source = provenance ? sources[cursor.int64(16)] : nil
         var point = TrackPoint(
           time: cursor.int64(0), coordinate: Coordinate(latitude: cursor.double(1), longitude: cursor.double(2)),
           mode: FixMode(rawValue: Int(truncatingIfNeeded: cursor.int64(14))) ?? .fix2D,
@@ -410,21 +418,22 @@ public final class TrackStore: Sendable {
   }
 
   /// Whether two consecutive fixes in `since..<until` (time order) lie more than `gap`
-  /// milliseconds apart: one pass inside SQLite (a window function over the time index), so a
-  /// streaming export can choose its GeoJSON geometry before writing it.
+  /// milliseconds apart, so a streaming export can choose its GeoJSON geometry before writing
+  /// it. Reads only the time index (no table rows) and stops at the first such gap.
   public func hasGap(since: Int64?, until: Int64?, longerThan gap: Int64) throws(TrackStoreError) -> Bool {
     try state.withLock { (state: inout State) throws(TrackStoreError) -> Bool in
       let query = try state.connection.statement(
-        """
-        SELECT EXISTS(SELECT 1 FROM (SELECT time_ms - lag(time_ms) OVER (ORDER BY time_ms, id) AS step FROM fixes
-          WHERE time_ms >= ?1 AND time_ms < ?2) WHERE step > ?3)
-        """)
+        "SELECT time_ms FROM fixes WHERE time_ms >= ?1 AND time_ms < ?2 ORDER BY time_ms")
       defer { query.reset() }
       try query.bind(1, since ?? Int64.min)
       try query.bind(2, until ?? Int64.max)
-      try query.bind(3, gap)
-      guard try query.step() else { return false }
-      return query.int64(0) != 0
+      var previous: Int64?
+      while try query.step() {
+        let time = query.int64(0)
+        if let previous, time - previous > gap { return true }
+        previous = time
+      }
+      return false
     }
   }
 

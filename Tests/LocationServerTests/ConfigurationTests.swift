@@ -46,6 +46,22 @@ struct ConfigurationTests {
     #expect(configuration.group == "locationd")
     #expect(configuration.maxClients == 64)
     #expect(configuration.configFile == nil)
+    #expect(configuration.trackEnabled)
+    #expect(configuration.trackMaxAge == 90 * 86_400_000)
+    #expect(configuration.trackMaxSize == 256 * 1024 * 1024)
+  }
+
+  @Test("track keys: on/off, ages with units, sizes with binary multiples")
+  func trackKeys() throws {
+    let configuration = try Configuration.parse(
+      arguments: ["--config", "/c", "--track-max-size", "2G"],
+      readFile: files(["/c": "track = off\ntrack-max-age = 12h\ntrack-max-size = 5M\n"]))
+    #expect(!configuration.trackEnabled)
+    #expect(configuration.trackMaxAge == 12 * 3_600_000)
+    #expect(configuration.trackMaxSize == 2 << 30)
+    #expect(try Configuration.parse(arguments: ["--track-max-age", "3600"]).trackMaxAge == 3_600_000)
+    #expect(try Configuration.parse(arguments: ["--track-max-age", "0"]).trackMaxAge == 0)
+    #expect(try Configuration.parse(arguments: ["--track-max-size", "500k"]).trackMaxSize == 500 * 1024)
   }
 
   @Test("flags win over the config file; --key=value works")
@@ -103,6 +119,11 @@ struct ConfigurationTests {
       (["--config", "/bad"], "/bad:2: unknown key \"colour\""),
       (["--config", "/noequals"], "/noequals:1: expected key = value"),
     (["--backend", "replay:/dev/null"], "/dev/null is not a regular file"),
+      (["--track", "maybe"], "use on or off"),
+      (["--track-max-age", "3 weeks"], "90d, 12h, 30m or 3600s"),
+      (["--track-max-age", "-1d"], "90d, 12h, 30m or 3600s"),
+      (["--track-max-size", "huge"], "256M, 2G or 500K"),
+      (["--track-max-size", "2P"], "256M, 2G or 500K"),
     ])
   func errors(arguments: [String], fragment: String) {
     do {

@@ -128,7 +128,7 @@ struct ControlClientTests {
     "COMMAND --help prints that command's usage and exits 0, for every command",
     arguments: [
       "request", "start", "stop", "status", "location", "watch", "center", "zoom", "mode",
-      "annotate", "remove", "map", "replay", "decode", "simulate",
+      "annotate", "remove", "map", "replay", "decode", "simulate", "track",
     ])
   func commandHelp(_ command: String) async throws {
     for flag in ["--help", "-h"] {

@@ -22,8 +22,9 @@ let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().de
 /// files, so a large output never blocks the child).
 func run(_ arguments: [String]) throws -> (status: Int32, output: String, error: String) {
   let directory = try temporaryDirectory()
-  FileManager.default.createFile(atPath: directory + "/out", contents: nil)
-  FileManager.default.createFile(atPath: directory + "/err", contents: nil)
+  guard FileManager.default.createFile(atPath: directory + "/out", contents: nil),
+    FileManager.default.createFile(atPath: directory + "/err", contents: nil)
+  else { throw TestFailure("cannot create output files in \(directory)") }
   let output = try FileHandle(forWritingTo: URL(fileURLWithPath: directory + "/out"))
   let error = try FileHandle(forWritingTo: URL(fileURLWithPath: directory + "/err"))
   let process = Process()

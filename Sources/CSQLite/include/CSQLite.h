@@ -39,6 +39,8 @@ int locationd_sqlite_column_count(sqlite3_stmt *statement);
  * index outside 0..<column_count. */
 int locationd_sqlite_column_type(sqlite3_stmt *statement, int index);
 double locationd_sqlite_column_double(sqlite3_stmt *statement, int index);
+/* The column as a double, or NaN when it is NULL or out of range: one call per optional value. */
+double locationd_sqlite_column_double_or_nan(sqlite3_stmt *statement, int index);
 sqlite3_int64 locationd_sqlite_column_int64(sqlite3_stmt *statement, int index);
 /* A column's bytes (text without its NUL, or blob) and their count; NULL with *length 0 for NULL,
  * empty or out-of-range columns. Valid until the next step, reset or finalize. */

@@ -1,0 +1,87 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import TrackStore
+
+/// The real locationd recording a replay, and killed with SIGKILL while it records.
+@Suite(.serialized) struct DaemonRecordingTests {
+  static let locationd = packageRoot + "/.build/debug/locationd"
+  static let locationctl = packageRoot + "/.build/debug/locationctl"
+  static let log = packageRoot + "/../shared/nmea/aerorust-nmea1.log"
+
+  struct Daemon {
+    let process: Process
+    let directory: String
+    var socket: String { directory + "/s.sock" }
+    var store: String { directory + "/state/track.sqlite" }
+  }
+
+  func startDaemon(_ backend: String) throws -> Daemon {
+    let directory = try temporaryDirectory()
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: Self.locationd)
+    process.arguments = ["--backend", backend, "--socket", directory + "/s.sock", "--state-dir", directory + "/state", "--group", ""]
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    let daemon = Daemon(process: process, directory: directory)
+    // Wait for the socket (polling, not a timing assertion: the limit only ends a hung start).
+    for _ in 0..<500 where access(daemon.socket, F_OK) != 0 { usleep(10_000) }
+    let start = try run([Self.locationctl, "--socket", daemon.socket, "start"])
+    #expect(start.status == 0, "\(start.error)")
+    return daemon
+  }
+
+  func storedCount(_ path: String) throws -> Int64 {
+    let store = try TrackStore(readingAt: path)
+    defer { store.close() }
+    return try store.state.withLock { (state: inout TrackStore.State) throws(TrackStoreError) -> Int64 in
+      try state.connection.integer("SELECT count(*) FROM fixes") ?? 0
+    }
+  }
+
+  @Test(.timeLimit(.minutes(2))) func recordsEveryFixWithATimeAndAPosition() throws {
+    try #require(FileManager.default.fileExists(atPath: Self.log), "the NMEA corpus (../shared/nmea) is missing")
+    // The oracle: the TPVs locationctl decode assembles from the same log, with a fix mode of 2D
+    // or 3D, a time and a position.
+    let decoded = try run([Self.locationctl, "decode", Self.log])
+    let expected = decoded.output.split(separator: "\n").filter {
+      ($0.contains(#""mode":2"#) || $0.contains(#""mode":3"#)) && $0.contains(#""time":"#) && $0.contains(#""lat":"#)
+    }.count
+    #expect(expected > 900)
+    let daemon = try startDaemon("replay:\(Self.log)?speed=0")
+    var count: Int64 = 0
+    for _ in 0..<3000 {
+      if access(daemon.store, F_OK) == 0, let stored = try? storedCount(daemon.store) {
+        count = stored
+        if count >= Int64(expected) { break }
+      }
+      usleep(10_000)
+    }
+    daemon.process.terminate()
+    daemon.process.waitUntilExit()
+    #expect(count == Int64(expected))
+    let csv = try run([Self.locationctl, "track", "export", "--format", "csv", "--store", daemon.store])
+    let rows = csv.output.split(separator: "\n").dropFirst()
+    #expect(rows.count == expected)
+    #expect(rows.allSatisfy { $0.hasSuffix(",\(Self.log),true") })  // source: the log; a replay is simulated
+    #expect(rows.first?.contains("replay:") == true)
+  }
+
+  @Test(.timeLimit(.minutes(3))) func killNineWhileRecordingNeverCorrupts() throws {
+    try #require(FileManager.default.fileExists(atPath: Self.log), "the NMEA corpus (../shared/nmea) is missing")
+    var generator = SplitMix(seed: 9)
+    for round in 0..<10 {
+      let daemon = try startDaemon("replay:\(Self.log)?speed=0&loop=true")
+      usleep(UInt32(50_000 + generator.next() % 400_000))
+      kill(daemon.process.processIdentifier, SIGKILL)
+      daemon.process.waitUntilExit()
+      guard access(daemon.store, F_OK) == 0 else { continue }
+      let store = try TrackStore(path: daemon.store)
+      #expect(try store.integrityCheck() == "ok", "round \(round)")
+      store.close()
+      try? FileManager.default.removeItem(atPath: daemon.directory)
+    }
+  }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import Testing
+import TrackStore
+
+/// `locationctl track export|stats|clear` against a store file, as a user runs them.
+@Suite struct TrackCommandTests {
+  static let locationctl = packageRoot + "/.build/debug/locationctl"
+
+  func storeDirectory() throws -> String {
+    let directory = try temporaryDirectory()
+    let store = try TrackStore(path: directory + "/" + TrackStore.fileName)
+    try store.append(syntheticTrack(count: 60, start: 1_556_712_000_000))
+    store.close()
+    return directory
+  }
+
+  @Test func exportsToAFileAndToStandardOutput() throws {
+    let directory = try storeDirectory()
+    let file = directory + "/trip.csv"
+    let toFile = try run([
+      Self.locationctl, "track", "export", "--state-dir", directory, "--format", "csv", "--since",
+      "2019-05-01T12:00:30Z", file,
+    ])
+    #expect(toFile.status == 0, "\(toFile.error)")
+    let text = try String(contentsOfFile: file, encoding: .utf8)
+    #expect(text.split(separator: "\n").count == 31)  // header and 30 fixes
+    #expect(!FileManager.default.fileExists(atPath: file + ".partial"))
+    let toOutput = try run([
+      Self.locationctl, "track", "export", "--store", directory + "/track.sqlite", "--until", "1556712010", "-",
+    ])
+    #expect(toOutput.status == 0, "\(toOutput.error)")
+    #expect(toOutput.output.hasPrefix("<?xml"))
+    #expect(toOutput.output.components(separatedBy: "<trkpt ").count - 1 == 10)
+  }
+
+  @Test func statsAndClear() throws {
+    let directory = try storeDirectory()
+    let stats = try run([Self.locationctl, "--json", "track", "stats", "--state-dir", directory])
+    #expect(stats.status == 0, "\(stats.error)")
+    let object = try #require(try JSONSerialization.jsonObject(with: Data(stats.output.utf8)) as? [String: Any])
+    #expect(object["points"] as? Int == 60)
+    #expect(object["duration"] as? Double == 59)
+    #expect(object["first"] as? String == "2019-05-01T12:00:00Z")
+    #expect(object["last"] as? String == "2019-05-01T12:00:59Z")
+    #expect((object["distance"] as? Double ?? 0) > 0)
+    let clear = try run([Self.locationctl, "track", "clear", "--state-dir", directory])
+    #expect(clear.status == 0, "\(clear.error)")
+    #expect(clear.output == "deleted 60 fixes\n")
+    let after = try run([Self.locationctl, "track", "stats", "--state-dir", directory])
+    #expect(after.output.contains("points:   0"))
+  }
+
+  @Test(arguments: [
+    (["track", "export", "--since", "yesterday"], Int32(64), "--since needs ISO 8601"),
+    (["track", "export", "--format", "kml"], 64, "--format takes gpx, geojson or csv"),
+    (["track", "export", "--gap", "0"], 64, "--gap takes seconds"),
+    (["track", "export", "--since", "20", "--until", "10"], 64, "--until must be later than --since"),
+    (["track", "export", "a", "b"], 64, "at most one FILE"),
+    (["track", "frobnicate"], 64, "track takes export, stats or clear"),
+    (["track", "stats", "--state-dir", "/nonexistent"], 1, "no track store at /nonexistent/track.sqlite"),
+    (["track", "clear", "--state-dir", "/nonexistent"], 1, "no track store at /nonexistent/track.sqlite"),
+  ])
+  func badUsageAndMissingStores(_ arguments: [String], _ status: Int32, _ message: String) throws {
+    let result = try run([Self.locationctl] + arguments)
+    #expect(result.status == status)
+    #expect(result.error.contains(message), "\(result.error)")
+  }
+
+  @Test func aFailedExportLeavesAnExistingFileUntouched() throws {
+    let directory = try storeDirectory()
+    let file = directory + "/keep.gpx"
+    try "old".write(toFile: file, atomically: false, encoding: .utf8)
+    // Not a store: the export fails before writing anything.
+    try "junk".write(toFile: directory + "/junk.sqlite", atomically: false, encoding: .utf8)
+    let result = try run([Self.locationctl, "track", "export", "--store", directory + "/junk.sqlite", file])
+    #expect(result.status == 1)
+    #expect(try String(contentsOfFile: file, encoding: .utf8) == "old")
+    #expect(!FileManager.default.fileExists(atPath: file + ".partial"))
+  }
+}
