@@ -210,6 +210,51 @@ extension EndToEnd {
       await daemon.stop()
     }
 
+    @Test(
+      "fixes queued while the broker is down survive kill -9 of locationd and are delivered, in order, by the next locationd",
+      .timeLimit(.minutes(3)))
+    func queueSurvivesKill() async throws {
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      let log = scratch.file("drive.nmea")
+      try Self.writeLog(log, count: 500)
+      let broker = try PrivateMosquitto()  // not started yet: the broker is down
+      defer { broker.stop() }
+      let topic = "owntracks/test/durable"
+      let extra = ["--mqtt", "mqtt://127.0.0.1:\(broker.port)", "--mqtt-topic", topic, "--mqtt-catch-up-rate", "100000"]
+      let first = try DaemonProcess(scratch: scratch, backend: "replay:\(log)?speed=0&paused=true", extra: extra, name: "first")
+      defer { first.cleanUp() }
+      try await first.waitUntilReady()
+      try await first.waitForLog("state=failed")
+      // A lossless watcher: the hub hands each fix to the MQTT front-end (client 1, which queues
+      // it at once) before this later client, so when the watcher has the last fix every fix
+      // is in the queue.
+      let watcher = try LineClient(path: first.socketPath)
+      defer { watcher.close() }
+      try await watcher.authorizeAndWatch(coalesce: false)
+      let step = try await locationctl(first.socketPath, ["replay", "step", "500"])
+      try #require(step.status == 0, "\(step.stderr)")
+      var seen = 0
+      while seen < 500, let event = try await watcher.nextEvent(timeout: 60) {
+        if event["class"] as? String == "TPV" { seen += 1 }
+      }
+      try #require(seen == 500, "the watcher saw \(seen) fixes")
+      first.signal(SIGKILL)
+      _ = await first.waitForExit()
+      try await broker.start()
+      let (subscriber, out) = try await Self.subscriber(broker, scratch, name: "durable", topic: topic, count: 500)
+      defer { kill(subscriber.pid, SIGKILL) }
+      // The next daemon on the same state directory, with nothing to replay, sends the queue.
+      let second = try DaemonProcess(
+        scratch: scratch, backend: "replay:\(log)?speed=0&paused=true", extra: extra, name: "second")
+      defer { second.cleanUp() }
+      let lines = await Self.waitForLines(out, count: 500)
+      let times = lines.compactMap { parseObject($0)?["tst"] as? Int }
+      let start = 1_772_323_200
+      #expect(times == Array(start..<(start + 500)), "\(times.count) messages; first \(times.prefix(3)):\n\(second.log)")
+      await second.stop()
+    }
+
     @Test("kill -9 of locationd makes the broker deliver OwnTracks' Last Will", .timeLimit(.minutes(2)))
     func lastWill() async throws {
       let scratch = try Scratch()

@@ -96,3 +96,25 @@ struct OwnTracksMessageTests {
     #expect(admitted == [true, false, false, true, false])
   }
 }
+
+@Suite("OwnTracks parsing never traps")
+struct OwnTracksRobustnessTests {
+  @Test("every truncation and every single-byte corruption of a message parses or throws OwnTracksError")
+  func truncatedAndCorrupted() {
+    let message = Array(
+      #"{"_type":"location","acc":5,"alt":44,"cog":271,"lat":52.5,"lon":13.4,"tid":"JJ","tst":1700000000,"vel":12,"t":"u"}"#.utf8)
+    var outcomes = 0
+    for end in 0...message.count {
+      do { _ = try OwnTracksMessage.parse(Array(message[0..<end])) } catch { outcomes += 1 }
+    }
+    // Every proper prefix but the empty one is an unterminated object.
+    #expect(outcomes == message.count - 1)
+    for index in message.indices {
+      for replacement: UInt8 in [0x00, 0x22, 0x2C, 0x7B, 0x7D, 0xFF, UInt8(ascii: "9")] {
+        var corrupted = message
+        corrupted[index] = replacement
+        _ = try? OwnTracksMessage.parse(corrupted)
+      }
+    }
+  }
+}
