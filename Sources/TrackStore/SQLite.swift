@@ -8,7 +8,8 @@ import CSQLite
 public enum TrackStoreError: Error, Hashable, Sendable, CustomStringConvertible {
   /// libsqlite3 could not be loaded (not installed, or too old): the loader's explanation.
   case libraryUnavailable(String)
-  /// The store file could not be opened or created at `path`.
+  /// The store file could not be opened or created at `path`: `code` is SQLite's result code,
+  /// or `errno` when creating the file failed (`message` says which).
   case openFailed(path: String, code: Int32, message: String)
   /// The disk (or the database's page cap) is full: nothing of the failed transaction was kept.
   case diskFull(path: String, message: String)
@@ -26,7 +27,7 @@ public enum TrackStoreError: Error, Hashable, Sendable, CustomStringConvertible 
     switch self {
     case .libraryUnavailable(let reason): return "track store unavailable: \(reason)"
     case .openFailed(let path, let code, let message):
-      return "cannot open track store \(path): \(message) (SQLite code \(code))"
+      return "cannot open track store \(path): \(message)"
     case .diskFull(let path, let message):
       return "track store \(path) is full (disk or size cap): \(message); fixes are not being recorded"
     case .sqlite(let code, let message, let operation):
@@ -58,7 +59,7 @@ final class SQLiteConnection {
     guard code == SQLITE_OK, let database else {
       let message = database.map { String(cString: locationd_sqlite_errmsg($0)) } ?? String(cString: locationd_sqlite_errstr(code))
       if let database { _ = locationd_sqlite_close(database) }
-      throw .openFailed(path: path, code: code, message: message)
+      throw .openFailed(path: path, code: code, message: "\(message) (SQLite code \(code))")
     }
     handle = database
     _ = locationd_sqlite_busy_timeout(database, 5_000)

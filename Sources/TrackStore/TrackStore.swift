@@ -88,7 +88,7 @@ public final class TrackStore: Sendable {
     let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
     guard fd >= 0 else {
       let code = errno
-      throw .openFailed(path: path, code: code, message: String(cString: strerror(code)))
+      throw .openFailed(path: path, code: code, message: "cannot create it: " + String(cString: strerror(code)))
     }
     _ = Glibc.close(fd)
     let connection = try SQLiteConnection(path: path, readOnly: false)

@@ -312,6 +312,8 @@ extension EndToEnd {
       var environment = ProcessInfo.processInfo.environment
       environment["PATH"] = products + ":" + (environment["PATH"] ?? "/usr/bin:/bin")
       environment["LOCATIOND_SOCKET"] = daemon.socketPath
+      // locationctl track reads the store in this daemon's state directory.
+      environment["LOCATIOND_STATE_DIR"] = daemon.stateDirectory
       // The examples assume a tracking daemon with a fix.
       #expect(try await locationctl(daemon.socketPath, ["start"]).status == 0)
       #expect(
