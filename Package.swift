@@ -160,6 +160,7 @@ let package = Package(
     .target(
       name: "FuzzTargets", dependencies: [
         "NMEA", "LocationModel", "LocationProtocol", "LocationCore", "LocationDaemon", "MapState", "GPSDBackend",
+        "OwnTracks", "MQTTTransport",
       ],
       swiftSettings: swiftSettings),
     // Replays the committed fuzz corpus (Tests/FuzzCorpus) and every crash found so far.

@@ -16,6 +16,8 @@ public enum FuzzTarget: String, Sendable, CaseIterable {
   case config
   /// The map-state file loaded at start.
   case mapstate
+  /// Another device's OwnTracks payload on the fleet view's subscription.
+  case owntracks
 
   /// Runs one input through the target.
   ///
@@ -28,6 +30,7 @@ public enum FuzzTarget: String, Sendable, CaseIterable {
     case .gpx: try GPXHarness.check(bytes)
     case .config: try ConfigHarness.check(bytes)
     case .mapstate: try MapStateHarness.check(bytes)
+    case .owntracks: try OwnTracksHarness.check(bytes)
     }
   }
 }
