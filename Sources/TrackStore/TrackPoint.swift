@@ -23,9 +23,11 @@ public struct TrackPoint: Sendable, Hashable {
   public var eph: Double?
   /// Estimated vertical position error, metres (gpsd `epv`).
   public var epv: Double?
-  /// Horizontal, vertical and position dilution of precision (NMEA GSA).
+  /// Horizontal dilution of precision (NMEA GSA/GGA), dimensionless, 0.5...99.9 in practice.
   public var hdop: Double?
+  /// Vertical dilution of precision (NMEA GSA), dimensionless.
   public var vdop: Double?
+  /// Position (3D) dilution of precision (NMEA GSA), dimensionless.
   public var pdop: Double?
   /// Satellites used in the solution.
   public var satellitesUsed: Int?
@@ -91,8 +93,9 @@ public struct TrackStatistics: Sendable, Hashable {
   /// Length of the track in metres: the sum of WGS84 geodesic distances between consecutive
   /// points in time order (``WGS84Geodesic/distance(_:_:)``), gaps included.
   public var distance: Double
-  /// Time of the first and last point, milliseconds since the Unix epoch; `nil` when empty.
+  /// Time of the first point, milliseconds since the Unix epoch; `nil` when empty.
   public var firstTime: Int64?
+  /// Time of the last point, milliseconds since the Unix epoch; `nil` when empty.
   public var lastTime: Int64?
   /// Bytes the store occupies on disk (database plus its write-ahead log).
   public var bytes: Int64

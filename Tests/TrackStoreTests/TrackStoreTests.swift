@@ -124,6 +124,22 @@ import Testing
     #expect(try allPoints(store).map(\.time) == [9_000_000_000_000])
   }
 
+  @Test func theRecorderEnforcesRetentionAfterEachCommit() throws {
+    var configuration = TrackStoreConfiguration()
+    configuration.maxAge = 10_000
+    configuration.retentionBatch = 1_000
+    let store = try TrackStore(path: try temporaryDirectory() + "/track.sqlite", configuration: configuration)
+    let recorder = TrackRecorder(store: store)
+    // One fix at a time, each committed before the next: retention follows the newest fix.
+    for point in syntheticTrack(count: 30, start: 1_000_000, step: 1000) {
+      recorder.record(point)
+      recorder.flush()
+    }
+    #expect(recorder.counters.recorded == 30)
+    #expect(recorder.counters.expired == 19)
+    #expect(try allPoints(store).map(\.time) == Array(stride(from: Int64(1_019_000), through: 1_029_000, by: 1000)))
+  }
+
   @Test func aFullQueueDropsAndCounts() throws {
     let store = try TrackStore(path: try temporaryDirectory() + "/track.sqlite")
     let recorder = TrackRecorder(store: store, capacity: 10)
