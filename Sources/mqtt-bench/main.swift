@@ -201,6 +201,9 @@ final class LineReader {
 }
 guard let client = connectUnix(fleetSocket), sendLine(client, "{\"cmd\":\"request\"}\n") else {
   print("cannot connect to the fleet daemon")
+  terminate(fleetPID)
+  generator.stop()
+  broker.stop()
   exit(1)
 }
 let reader = LineReader(client)
