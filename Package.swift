@@ -33,6 +33,8 @@ let package = Package(
     // libmicrohttpd (headers from libmicrohttpd-dev) for the HTTP front-end; loaded on first use
     // like libgps, so a daemon without --http maps none of it.
     .target(name: "CMicroHTTPD", linkerSettings: [.linkedLibrary("dl"), .linkedLibrary("pthread")]),
+    // libmosquitto for the MQTT front-end; loaded on first use like libgps (it brings OpenSSL).
+    .target(name: "CMosquitto", linkerSettings: [.linkedLibrary("dl")]),
     // SQLite 3 (headers from libsqlite3-dev) for the track store; loaded on first use like libgps,
     // so a daemon with `track = off` never maps it and runs without libsqlite3 installed.
     .target(name: "CSQLite", linkerSettings: [.linkedLibrary("dl")]),
@@ -101,6 +103,16 @@ let package = Package(
       name: "WebFrontEnd",
       dependencies: ["CMicroHTTPD", "ServiceCore", "LocationProtocol", "LocationModel", "JSON", "Queues", "SystemIO"],
       swiftSettings: swiftSettings),
+    // OwnTracks' JSON messages (location, lwt): encoding from TPV, strict parsing, the publish
+    // limiter. Pure, no I/O.
+    .target(name: "OwnTracks", dependencies: ["JSON", "LocationModel"], swiftSettings: swiftSettings),
+    // The MQTT front-end: OwnTracks publishing with store-and-forward, the fleet view.
+    .target(
+      name: "MQTTTransport",
+      dependencies: [
+        "CMosquitto", "OwnTracks", "ServiceCore", "LocationProtocol", "LocationModel", "JSON", "SystemIO", "TrackStore",
+      ],
+      swiftSettings: swiftSettings),
     // The NMEA feed front-end: each fix as RMC and GGA on a Unix socket (GeoClue's nmea-socket).
     .target(
       name: "NMEAFeed",
@@ -111,7 +123,8 @@ let package = Package(
       name: "LocationDaemon",
       dependencies: [
         "SocketTransport", "WebFrontEnd", "ServiceCore", "LocationProtocol", "LocationCore", "LocationModel",
-        "MapState", "GPSDBackend", "Regions", "SystemIO", "GeoClueFrontEnd", "NMEAFeed", "TrackStore",
+        "MapState", "GPSDBackend", "Regions", "SystemIO", "GeoClueFrontEnd", "NMEAFeed", "MQTTTransport",
+        "TrackStore",
       ],
       swiftSettings: swiftSettings),
     .target(name: "LocationTestKit", dependencies: ["LocationCore", "LocationModel", "NMEA"], swiftSettings: swiftSettings),
@@ -140,6 +153,10 @@ let package = Package(
       name: "daemon-bench", dependencies: [
         "BenchKit", "LocationDaemon", "LocationProtocol", "LocationCore", "LocationModel", "LocationTestKit", "NMEA",
       ],
+      swiftSettings: swiftSettings),
+    // The MQTT front-end measured from outside: publish rate, the fleet view with 1,000 devices.
+    .executableTarget(
+      name: "mqtt-bench", dependencies: ["BenchKit", "LocationTestKit", "MQTTTransport", "OwnTracks"],
       swiftSettings: swiftSettings),
     // The track store's figures (fixes/s in and out, RSS during export) and the writer that the
     // crash test kills.
@@ -179,6 +196,13 @@ let package = Package(
     .testTarget(
       name: "GeoClueFrontEndTests", dependencies: ["GeoClueFrontEnd", "LocationModel"], swiftSettings: swiftSettings),
     .testTarget(
+      name: "OwnTracksTests",
+      dependencies: [
+        "OwnTracks", "MQTTTransport", "ServiceCore", "LocationProtocol", "LocationModel", "JSON", "LocationTestKit",
+        "TrackStore",
+      ],
+      swiftSettings: swiftSettings),
+    .testTarget(
       name: "GPSDBackendTests", dependencies: ["GPSDBackend", "LocationCore", "LocationModel", "LocationTestKit"],
       swiftSettings: swiftSettings),
     // Fuzz targets: the harness logic, built and tested like any library; the libFuzzer driver
@@ -186,7 +210,7 @@ let package = Package(
     .target(
       name: "FuzzTargets", dependencies: [
         "NMEA", "LocationModel", "LocationProtocol", "LocationCore", "LocationDaemon", "MapState", "GPSDBackend",
-        "Regions", "ServiceCore", "SystemIO",
+        "Regions", "ServiceCore", "SystemIO", "OwnTracks", "MQTTTransport",
       ],
       swiftSettings: swiftSettings),
     // Replays the committed fuzz corpus (Tests/FuzzCorpus) and every crash found so far.

@@ -18,6 +18,8 @@ public enum FuzzTarget: String, Sendable, CaseIterable {
   case mapstate
   /// The regions file (`regions.json`) loaded at start.
   case regions
+  /// Another device's OwnTracks payload on the fleet view's subscription.
+  case owntracks
 
   /// Runs one input through the target.
   ///
@@ -31,6 +33,7 @@ public enum FuzzTarget: String, Sendable, CaseIterable {
     case .config: try ConfigHarness.check(bytes)
     case .mapstate: try MapStateHarness.check(bytes)
     case .regions: try RegionsHarness.check(bytes)
+    case .owntracks: try OwnTracksHarness.check(bytes)
     }
   }
 }

@@ -1,4 +1,5 @@
 import LocationModel
+import MQTTTransport
 import LocationProtocol
 import ServiceCore
 import Regions
@@ -131,6 +132,8 @@ public struct Configuration: Sendable, Hashable {
   public var trackMaxSize: Int64 = TrackStoreConfiguration().maxBytes
   /// Whether `--help` was given (print ``usage`` and exit 0).
   public var showHelp = false
+  /// The MQTT front-end (`--mqtt` and the `mqtt-*` keys, docs/mqtt.md); `nil` = off.
+  public var mqtt: MQTTSettings?
 
   /// Creates the default configuration.
   public init() {}
@@ -168,6 +171,10 @@ public struct Configuration: Sendable, Hashable {
       --track-max-size SIZE keep the track under SIZE: 256M, 2G, 500K or bytes; 0 for no
                         cap                                  (default 256M)
       --config FILE     key = value lines with the same names; flags win; re-read on SIGHUP
+      --mqtt URI        mqtt[s]://HOST[:PORT]: publish OwnTracks locations (docs/mqtt.md; the
+                        mqtt-* keys: topic, client-id, keepalive, qos, retain, ca-file,
+                        credentials FILE, tid, min-interval, min-distance, subscribe, stale,
+                        catch-up-rate, queue-limit)
 
     Region monitoring (docs/regions.md; a change needs a restart):
       --region-error-fraction F  share of a fix's 95% error radius that must clear the
@@ -239,24 +246,31 @@ public struct Configuration: Sendable, Hashable {
   }
 
   /// The keys a config file and flags may set (flag names without `--`).
-  public static let knownKeys: Set<String> = [
+  public static let knownKeys: Set<String> = Set([
     "backend", "socket", "state-dir", "group", "max-clients", "dbus", "nmea-socket", "http", "http-tiles",
     "track", "track-max-age", "track-max-size", "region-error-fraction", "region-minimum-margin",
     "region-confirmations", "region-maximum-fix-age", "region-outage-reset",
-  ]
+  ]).union(MQTTSettings.keys)
 
   private mutating func apply(flags: [String: String], readFile: (String) throws -> String) throws(ConfigurationError) {
+    var mqttEntries: [(String, String)] = []
     if let path = flags["config"] {
       guard !path.isEmpty else { throw .invalidValue(key: "config", value: path, reason: "give a file path") }
       configFile = path
       let text: String
       do { text = try readFile(path) } catch { throw .unreadableFile(path, reason: "\(error)") }
       for (key, value) in try Self.parseFile(text, path: path) {
-        try set(key, value)
+        if MQTTSettings.keys.contains(key) { mqttEntries.append((key, value)) } else { try set(key, value) }
       }
     }
     for (key, value) in flags where key != "config" {
-      try set(key, value)
+      if MQTTSettings.keys.contains(key) { mqttEntries.append((key, value)) } else { try set(key, value) }
+    }
+    // The broker first (it creates the MQTT settings), then the rest in file-then-flag order.
+    for (key, value) in mqttEntries.filter({ $0.0 == "mqtt" }) + mqttEntries.filter({ $0.0 != "mqtt" }) {
+      do { try MQTTSettings.apply(key, value, to: &mqtt) } catch {
+        throw .invalidValue(key: error.key, value: error.value, reason: error.reason)
+      }
     }
   }
 

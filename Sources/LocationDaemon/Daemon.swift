@@ -9,8 +9,10 @@ import GeoClueFrontEnd
 import SocketTransport
 import WebFrontEnd
 import LocationModel
-import Regions
+import MQTTTransport
 import NMEAFeed
+import Regions
+import TrackStore
 
 /// The `locationd` process: configuration, wiring and lifecycle, run by the executable's `main`.
 ///
@@ -187,6 +189,27 @@ public enum Daemon {
         return (error.libraryMissing ? ExitCode.unavailable : ExitCode.osError).rawValue
       }
     }
+    // The MQTT front-end (docs/mqtt.md): a client of the service like the socket's.
+    var mqtt: OwnTracksFrontEnd?
+    if let settings = configuration.mqtt {
+      do {
+        mqtt = try await startMQTT(
+          settings, store: track?.store, stateDirectory: configuration.stateDirectory, service: service)
+      } catch {
+        Log.event("startFailed", ["reason": error.description])
+        writeStandardError("locationd: \(error)\n")
+        await service.shutdown(reason: "startFailed")
+        await geoClue?.stop()
+        web?.stop()
+        nmeaFeed?.stop()
+        nmeaTask?.cancel()
+        await nmeaFeed?.waitUntilStopped()
+        await track?.stop()
+        server.stop()
+        await server.waitUntilStopped()
+        return ExitCode.configuration.rawValue
+      }
+    }
 
     let notifier = SystemdNotifier(environment: environment)
     let elapsed = ContinuousClock.now - started
@@ -236,6 +259,7 @@ public enum Daemon {
           {
             needsRestart.append("http")
           }
+          if reloaded.mqtt != running.mqtt { needsRestart.append("mqtt") }
           if reloaded.trackEnabled != running.trackEnabled || reloaded.trackMaxAge != running.trackMaxAge
             || reloaded.trackMaxSize != running.trackMaxSize
           {
@@ -261,6 +285,7 @@ public enum Daemon {
     }
     Log.event("stopping", ["reason": reason])
     notifier.stopping()
+    await mqtt?.stop()
     await geoClue?.stop()
     await service.shutdown(reason: reason)
     web?.stop()
@@ -273,6 +298,36 @@ public enum Daemon {
     watchdog.cancel()
     Log.event("stopped", [:])
     return 0
+  }
+
+  /// Reads the MQTT credentials file (checked like an ssh key), attaches the front-end and
+  /// starts it. The queue is the track store's outbox (`store`, the recording's, or else
+  /// `track.sqlite` in the state directory opened for the queue alone; bounded by
+  /// `mqtt-queue-limit`); without libsqlite3 it is kept in memory, and the log says so.
+  static func startMQTT(
+    _ settings: MQTTSettings, store recording: TrackStore?, stateDirectory: String, service: LocationService
+  ) async throws(MQTTSettingError) -> OwnTracksFrontEnd {
+    let credentials = try settings.credentialsFile.map { path throws(MQTTSettingError) in try MQTTCredentials.read(path: path) }
+    let outbox: any MQTTOutbox
+    var storeConfiguration = TrackStoreConfiguration()
+    storeConfiguration.outboxLimit = settings.queueLimit
+    do throws(TrackStoreError) {
+      let store: TrackStore
+      if let recording {
+        store = recording
+      } else {
+        store = try TrackStore(path: stateDirectory + "/" + TrackStore.fileName, configuration: storeConfiguration)
+      }
+      outbox = TrackStoreOutbox(store: store, qos: settings.qos, retain: settings.retain)
+    } catch {
+      Log.event("mqttQueueInMemory", ["reason": error.description])
+      outbox = MemoryOutbox(limit: settings.queueLimit)
+    }
+    let frontEnd = OwnTracksFrontEnd(
+      settings: settings, credentials: credentials, outbox: outbox, handler: service)
+    await service.attach(frontEnd)
+    try await frontEnd.start()
+    return frontEnd
   }
 
   /// Gives the socket file a reloaded `group` (mode 0660; 0600 when the group is empty: root

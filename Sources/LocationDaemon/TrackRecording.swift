@@ -51,6 +51,8 @@ final class TrackRecording: Sendable {
     var limits = TrackStoreConfiguration()
     limits.maxAge = configuration.trackMaxAge
     limits.maxBytes = configuration.trackMaxSize
+    // The MQTT front-end queues in this store's outbox; its bound is mqtt-queue-limit.
+    if let mqtt = configuration.mqtt { limits.outboxLimit = mqtt.queueLimit }
     let recording = TrackRecording(path: configuration.stateDirectory + "/" + TrackStore.fileName, limits: limits)
     let events = await manager.observe(coalescing: false)
     let task = Task {

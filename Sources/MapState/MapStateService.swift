@@ -392,6 +392,42 @@ public actor MapStateService {
     publish([change])
   }
 
+  /// Adds or replaces each annotation of `batch` as ``addAnnotation(_:)`` would, as one change of
+  /// the map: one event (every change listed) and one save, however many there are. For updates
+  /// that arrive many at a time (the fleet view's devices).
+  ///
+  /// - Returns: the annotations refused, each with its error (validation, the reserved
+  ///   identifier, ``AnnotationLimits``); the others are in effect.
+  public func addAnnotations(_ batch: [Annotation]) -> [(annotation: Annotation, error: MapStateError)] {
+    var refused: [(annotation: Annotation, error: MapStateError)] = []
+    var changes: [MapChange] = []
+    for annotation in batch {
+      do throws(MapStateError) {
+        try annotation.validate()
+        guard annotation.id != Annotation.locationID else { throw .reservedIdentifier(annotation.id) }
+        let existing = annotationsByID[annotation.id]
+        let count = annotationOrder.count + (existing == nil ? 1 : 0)
+        let bytes = annotationBytes - (existing?.textByteCount ?? 0) + annotation.textByteCount
+        guard count <= AnnotationLimits.maxCount, bytes <= AnnotationLimits.maxTotalBytes else {
+          throw .limitExceeded(count: count, bytes: bytes)
+        }
+        if let existing {
+          guard existing != annotation else { continue }
+          changes.append(.annotationReplaced(id: annotation.id))
+        } else {
+          annotationOrder.append(annotation.id)
+          changes.append(.annotationAdded(id: annotation.id))
+        }
+        annotationsByID[annotation.id] = annotation
+        annotationBytes = bytes
+      } catch {
+        refused.append((annotation, error))
+      }
+    }
+    publish(changes)
+    return refused
+  }
+
   /// Removes the annotation with `id`.
   ///
   /// - Throws: ``MapStateError/reservedIdentifier(_:)`` for `"location"`,

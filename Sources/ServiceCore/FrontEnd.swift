@@ -20,6 +20,17 @@ public protocol RequestHandler: Sendable {
   func clientDisconnected(_ client: ClientContext) async
 }
 
+/// A ``RequestHandler`` that also takes many annotations at once, as one map change (one `MAP`
+/// event, one save of the state file): for a front-end whose annotations arrive many per second
+/// (the MQTT fleet view). ``LocationService`` implements it.
+public protocol AnnotationBatchHandler: RequestHandler {
+  /// Adds or replaces every annotation of `batch`, as `annotate` requests from `client` would.
+  ///
+  /// - Returns: `nil` when `client` is not authorized (nothing changes), otherwise the
+  ///   annotations refused with the reason (the map's limits, validation); the rest are in effect.
+  func annotate(_ batch: [Annotation], from client: ClientContext) async -> [(id: String, reason: String)]?
+}
+
 extension ClientChannel {
   /// Sends at once (``send(_:)``): right for a channel whose replies never wait behind the
   /// service (it writes each reply before it takes the next event).

@@ -29,6 +29,12 @@ extension LocationService {
     return try await mapReply()
   }
 
+  /// See ``AnnotationBatchHandler/annotate(_:from:)``: one map change for the whole batch.
+  public func annotate(_ batch: [Annotation], from client: ClientContext) async -> [(id: String, reason: String)]? {
+    guard authorization(of: client.id) == .authorized else { return nil }
+    return await map.addAnnotations(batch).map { ($0.annotation.id, $0.error.description) }
+  }
+
   func mapReply() async throws -> Reply {
     .object(class: "MAP", members: (await map.snapshot).json.objectMembers ?? [])
   }

@@ -27,7 +27,7 @@ import Regions
 /// Locations reach watchers through one hub: each fix is encoded once (gpsd TPV plus provenance)
 /// and queued for every watching connection whose filter accepts it; the server coalesces
 /// location events for a slow client (`"missed":N`) unless it asked for every fix.
-public actor LocationService: RequestHandler {
+public actor LocationService: AnnotationBatchHandler {
   struct Watcher {
     var connection: any ClientChannel
     var filter: LocationFilter

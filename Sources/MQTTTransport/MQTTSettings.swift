@@ -1,0 +1,251 @@
+import Glibc
+import OwnTracks
+
+/// Why an MQTT setting or the credentials file cannot be used; each message says what to do.
+public struct MQTTSettingError: Error, Sendable, Hashable, CustomStringConvertible {
+  /// The setting's name (`mqtt`, `mqtt-topic`, ...), as in the config file.
+  public var key: String
+  /// The value as given.
+  public var value: String
+  /// What is wrong and what to give instead.
+  public var reason: String
+
+  /// `invalid KEY "VALUE": REASON`, the shape of every configuration error.
+  public var description: String { "invalid \(key) \"\(value)\": \(reason)" }
+}
+
+/// The broker's address from `--mqtt mqtt[s]://HOST[:PORT]`.
+public struct MQTTBrokerAddress: Sendable, Hashable, CustomStringConvertible {
+  /// Host name or address (IPv6 in brackets in the URI, without them here).
+  public var host: String
+  /// TCP port, `1...65535`; default 1883 for `mqtt`, 8883 for `mqtts`.
+  public var port: Int
+  /// Whether the connection uses TLS (`mqtts`).
+  public var tls: Bool
+
+  /// Parses `mqtt://HOST[:PORT]` or `mqtts://HOST[:PORT]` (no path, user or query: credentials
+  /// come from a file, ``MQTTSettings/credentialsFile``).
+  ///
+  /// - Throws: ``MQTTSettingError`` with key `mqtt`.
+  public init(uri: String) throws(MQTTSettingError) {
+    func fail(_ reason: String) -> MQTTSettingError { MQTTSettingError(key: "mqtt", value: uri, reason: reason) }
+    let rest: Substring
+    if uri.hasPrefix("mqtt://") {
+      tls = false
+      rest = uri.dropFirst(7)
+    } else if uri.hasPrefix("mqtts://") {
+      tls = true
+      rest = uri.dropFirst(8)
+    } else {
+      throw fail("use mqtt://HOST[:PORT] or mqtts://HOST[:PORT]")
+    }
+    var authority = rest
+    if authority.hasSuffix("/") { authority = authority.dropLast() }
+    guard !authority.isEmpty, !authority.contains("/"), !authority.contains("?"), !authority.contains("#") else {
+      throw fail("give only HOST[:PORT], without a path or query")
+    }
+    guard !authority.contains("@") else {
+      throw fail("credentials are never taken from the command line: put them in the file given by mqtt-credentials")
+    }
+    var hostPart = authority
+    var portPart: Substring?
+    if authority.hasPrefix("[") {
+      guard let close = authority.firstIndex(of: "]") else { throw fail("an IPv6 address needs a closing ]") }
+      hostPart = authority[authority.index(after: authority.startIndex)..<close]
+      let after = authority[authority.index(after: close)...]
+      if !after.isEmpty {
+        guard after.hasPrefix(":") else { throw fail("expected :PORT after the IPv6 address") }
+        portPart = after.dropFirst()
+      }
+    } else if let colon = authority.lastIndex(of: ":") {
+      hostPart = authority[..<colon]
+      portPart = authority[authority.index(after: colon)...]
+    }
+    guard !hostPart.isEmpty, hostPart.utf8.count <= 253,
+      hostPart.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F })
+    else { throw fail("the host must be a name or address of at most 253 printable ASCII characters") }
+    host = String(hostPart)
+    if let portPart {
+      guard let number = Int(portPart), (1...65535).contains(number) else { throw fail("the port must be within 1...65535") }
+      port = number
+    } else {
+      port = tls ? 8883 : 1883
+    }
+  }
+
+  /// `mqtt[s]://HOST:PORT`.
+  public var description: String {
+    (tls ? "mqtts://" : "mqtt://") + (host.contains(":") ? "[\(host)]" : host) + ":\(port)"
+  }
+}
+
+/// The MQTT front-end's settings: `--mqtt` and the `mqtt-*` keys (config file or flags).
+///
+/// Defaults: topic `owntracks/USER/DEVICE` with USER the daemon's user name and DEVICE the host
+/// name (each with `/`, `+`, `#` replaced by `_`); client id `locationd-DEVICE`; keepalive 60 s;
+/// QoS 1; retain on; tracker ID the first two characters of DEVICE; no minimum interval or
+/// distance; no subscription; stale after 900 s; catch-up 50 messages/s; queue 100,000 messages.
+public struct MQTTSettings: Sendable, Hashable {
+  /// The broker (`mqtt`).
+  public var broker: MQTTBrokerAddress
+  /// Topic the location messages and the Last Will go to (`mqtt-topic`); `nil` = the default.
+  public var topic: String?
+  /// MQTT client identifier (`mqtt-client-id`), 1...128 printable ASCII characters; `nil` = default.
+  public var clientID: String?
+  /// Keepalive, seconds, `5...65535` (`mqtt-keepalive`).
+  public var keepalive: Int = 60
+  /// QoS of published messages and of the subscription, `0` or `1` (`mqtt-qos`).
+  public var qos: Int = 1
+  /// Whether location messages are retained (`mqtt-retain`, `on`/`off`).
+  public var retain = true
+  /// CA certificates file for `mqtts` (`mqtt-ca-file`); `nil` = the system's default CAs are not
+  /// used by libmosquitto, so `mqtts` needs it.
+  public var caFile: String?
+  /// File holding `USER:PASSWORD` on its first line (`mqtt-credentials`), mode 0600 or 0400,
+  /// owned by the daemon's user or root.
+  public var credentialsFile: String?
+  /// OwnTracks tracker ID, 1...8 characters (`mqtt-tid`); `nil` = default.
+  public var trackerID: String?
+  /// Minimum seconds between published fixes, `0...86400` (`mqtt-min-interval`).
+  public var minimumInterval: Double = 0
+  /// Minimum metres between published fixes, `0...1000000` (`mqtt-min-distance`).
+  public var minimumDistance: Double = 0
+  /// Subscription for the fleet view (`mqtt-subscribe`, e.g. `owntracks/+/+`); `nil` = none.
+  public var subscribe: String?
+  /// Seconds without a message after which a fleet device is marked stale, `1...604800` (`mqtt-stale`).
+  public var staleAfter: Double = 900
+  /// Messages per second published at most while the queue drains after a reconnect, `1...100000`
+  /// (`mqtt-catch-up-rate`).
+  public var catchUpRate: Double = 50
+  /// Messages the queue holds at most, `1...10000000` (`mqtt-queue-limit`); at the limit the oldest is dropped.
+  public var queueLimit: Int = 100_000
+
+  /// Settings for `broker` with every default.
+  public init(broker: MQTTBrokerAddress) { self.broker = broker }
+
+  /// The keys ``apply(_:_:)`` understands (flag names without `--`).
+  public static let keys: Set<String> = [
+    "mqtt", "mqtt-topic", "mqtt-client-id", "mqtt-keepalive", "mqtt-qos", "mqtt-retain", "mqtt-ca-file",
+    "mqtt-credentials", "mqtt-tid", "mqtt-min-interval", "mqtt-min-distance", "mqtt-subscribe", "mqtt-stale",
+    "mqtt-catch-up-rate", "mqtt-queue-limit",
+  ]
+
+  /// Applies one setting to `settings` (created by the `mqtt` key; the other keys need it).
+  ///
+  /// - Throws: ``MQTTSettingError`` naming the key and what to give.
+  public static func apply(_ key: String, _ value: String, to settings: inout MQTTSettings?) throws(MQTTSettingError) {
+    func fail(_ reason: String) -> MQTTSettingError { MQTTSettingError(key: key, value: value, reason: reason) }
+    if key == "mqtt" {
+      let broker = try MQTTBrokerAddress(uri: value)
+      if settings == nil { settings = MQTTSettings(broker: broker) } else { settings?.broker = broker }
+      return
+    }
+    guard var current = settings else { throw fail("give the broker with mqtt = mqtt[s]://HOST[:PORT] first") }
+    func number(_ range: ClosedRange<Double>) throws(MQTTSettingError) -> Double {
+      guard let number = Double(value), number.isFinite, range.contains(number) else {
+        throw fail("use a number within \(range.lowerBound)...\(range.upperBound)")
+      }
+      return number
+    }
+    switch key {
+    case "mqtt-topic":
+      guard MQTTTopic.isValidName(value) else {
+        throw fail("use a topic name of 1...256 bytes without +, # or control characters, e.g. owntracks/alice/car")
+      }
+      current.topic = value
+    case "mqtt-client-id":
+      guard (1...128).contains(value.utf8.count), value.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
+        throw fail("use 1...128 printable ASCII characters")
+      }
+      current.clientID = value
+    case "mqtt-keepalive": current.keepalive = Int(try number(5...65535))
+    case "mqtt-qos":
+      guard value == "0" || value == "1" else { throw fail("use 0 or 1") }
+      current.qos = value == "0" ? 0 : 1
+    case "mqtt-retain":
+      switch value {
+      case "on", "true", "yes": current.retain = true
+      case "off", "false", "no": current.retain = false
+      default: throw fail("use on or off")
+      }
+    case "mqtt-ca-file":
+      guard value.hasPrefix("/") else { throw fail("use an absolute path") }
+      current.caFile = value
+    case "mqtt-credentials":
+      guard value.hasPrefix("/") else { throw fail("use an absolute path to a file holding USER:PASSWORD") }
+      current.credentialsFile = value
+    case "mqtt-tid":
+      guard (1...OwnTracksMessage.maxTrackerIDLength).contains(value.count),
+        value.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7F })
+      else { throw fail("use 1...\(OwnTracksMessage.maxTrackerIDLength) printable characters") }
+      current.trackerID = value
+    case "mqtt-min-interval": current.minimumInterval = try number(0...86400)
+    case "mqtt-min-distance": current.minimumDistance = try number(0...1_000_000)
+    case "mqtt-subscribe":
+      guard MQTTTopic.isValidFilter(value) else {
+        throw fail("use a topic filter such as owntracks/+/+ (+ for one level, # last for the rest)")
+      }
+      current.subscribe = value
+    case "mqtt-stale": current.staleAfter = try number(1...604_800)
+    case "mqtt-catch-up-rate": current.catchUpRate = try number(1...100_000)
+    case "mqtt-queue-limit": current.queueLimit = Int(try number(1...10_000_000))
+    default: throw fail("unknown setting: use one of \(keys.sorted().joined(separator: ", "))")
+    }
+    settings = current
+  }
+
+  /// The device part of the default topic: the host name (read once).
+  public static let defaultDevice: String = {
+    var buffer = [CChar](repeating: 0, count: 256)
+    let name = gethostname(&buffer, buffer.count - 1) == 0 ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
+    return MQTTTopic.level(name.isEmpty ? "locationd" : name)
+  }()
+
+  /// The user part of the default topic: the daemon's user name (or its uid when it has none),
+  /// read once (`getpwuid`'s static buffer is then never read by two threads at once).
+  public static let defaultUser: String = {
+    let uid = geteuid()
+    guard let entry = getpwuid(uid), let name = entry.pointee.pw_name else { return String(uid) }
+    return MQTTTopic.level(String(cString: name))
+  }()
+
+  /// The topic in effect.
+  public var effectiveTopic: String { topic ?? "owntracks/\(Self.defaultUser)/\(Self.defaultDevice)" }
+  /// The client id in effect.
+  public var effectiveClientID: String { clientID ?? String("locationd-\(Self.defaultDevice)".prefix(128)) }
+  /// The tracker ID in effect: ``trackerID`` or the first two characters of the topic's last level.
+  public var effectiveTrackerID: String {
+    trackerID ?? String((effectiveTopic.split(separator: "/").last.map(String.init) ?? "ld").prefix(2))
+  }
+}
+
+/// MQTT topic names and filters (MQTT 3.1.1, section 4.7).
+public enum MQTTTopic {
+  /// Whether `name` can be published to: 1...256 bytes (locationd's limit; MQTT allows 65535),
+  /// no `+`, `#`, NUL or control characters.
+  public static func isValidName(_ name: String) -> Bool {
+    (1...256).contains(name.utf8.count)
+      && !name.unicodeScalars.contains { $0 == "+" || $0 == "#" || $0.value < 0x20 || $0.value == 0x7F }
+  }
+
+  /// Whether `filter` is a valid subscription: as a name, but `+` may fill a whole level and
+  /// `#` may be the whole last level.
+  public static func isValidFilter(_ filter: String) -> Bool {
+    guard (1...256).contains(filter.utf8.count),
+      !filter.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+    else { return false }
+    let levels = filter.split(separator: "/", omittingEmptySubsequences: false)
+    for (index, level) in levels.enumerated() {
+      if level.contains("+") && level != "+" { return false }
+      if level.contains("#") && (level != "#" || index != levels.count - 1) { return false }
+    }
+    return true
+  }
+
+  /// `text` made usable as one topic level: `/`, `+`, `#` and control characters become `_`.
+  public static func level(_ text: String) -> String {
+    String(
+      String.UnicodeScalarView(
+        text.unicodeScalars.map { $0 == "/" || $0 == "+" || $0 == "#" || $0.value < 0x20 || $0.value == 0x7F ? "_" : $0 }))
+  }
+}

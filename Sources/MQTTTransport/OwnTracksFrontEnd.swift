@@ -1,0 +1,333 @@
+import FoundationEssentials
+import Glibc
+import JSON
+import LocationModel
+import LocationProtocol
+import OwnTracks
+import ServiceCore
+import Synchronization
+
+/// Counters of the MQTT front-end, for the log and tests.
+public struct OwnTracksCounters: Sendable, Hashable {
+  /// Fixes queued for publishing (after the minimum interval and distance).
+  public var queued = 0
+  /// Fixes not queued because of the minimum interval or distance.
+  public var limited = 0
+  /// Fixes lost because the queue failed (disk full...).
+  public var queueFailures = 0
+  /// Fleet messages received.
+  public var received = 0
+  /// Fleet messages refused as malformed (not OwnTracks JSON, bad member).
+  public var malformed = 0
+  /// Fleet messages refused as larger than ``OwnTracksMessage/maxPayloadBytes``.
+  public var oversized = 0
+  /// Fleet annotations the map state refused (its limits).
+  public var rejected = 0
+  /// Fleet annotations applied to the map state.
+  public var applied = 0
+}
+
+/// The MQTT front-end: publishes the daemon's fixes as OwnTracks `location` messages and, with a
+/// subscription, shows other devices on the map (the fleet view).
+///
+/// Like the Unix socket's clients it goes through the service core: it is one client
+/// (``ClientChannel``, numbered by ``ConnectionNumber/next()``) with the daemon's own credentials;
+/// at ``start()`` it sends `request` and a lossless `watch`, so the backend runs while MQTT is
+/// enabled (`status` shows `backendActive` and one more client), and every fix reaches it as a
+/// TPV event. Fleet positions go in as `annotate` requests, as `locationctl annotate` sends
+/// them, so every map renderer shows them and the map's limits apply.
+///
+/// Fix to broker: TPV → ``OwnTracksLocation`` → ``PublishLimiter`` → ``MQTTOutbox`` (appended
+/// before anything is sent) → ``MQTTSession`` (in order, bounded rate, removed when acknowledged).
+public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
+  /// The client number.
+  public let id: UInt64
+  private let settings: MQTTSettings
+  private let handler: any RequestHandler
+  private let outbox: any MQTTOutbox
+  private let session: MQTTSession
+  private let topic: String
+  private let trackerID: String
+  private let state: Mutex<State>
+  private let wake: AsyncStream<Void>.Continuation
+  private let wakeStream: AsyncStream<Void>
+  private let tasks = Mutex<[Task<Void, Never>]>([])
+
+  private struct State {
+    var limiter: PublishLimiter
+    var roster: FleetRoster
+    var counters = OwnTracksCounters()
+    var pending: [String: Annotation] = [:]
+    var running = false
+    var connection: MQTTConnectionState?
+  }
+
+  /// Creates the front-end; nothing connects before ``start()``.
+  ///
+  /// - Parameters:
+  ///   - settings: the `mqtt*` settings.
+  ///   - credentials: read from ``MQTTSettings/credentialsFile`` by the caller.
+  ///   - outbox: the store-and-forward queue (durable: the track store's; else ``MemoryOutbox``).
+  ///   - handler: the service core.
+  public init(
+    settings: MQTTSettings, credentials: MQTTCredentials?, outbox: any MQTTOutbox, handler: any RequestHandler
+  ) {
+    id = ConnectionNumber.next()
+    self.settings = settings
+    self.handler = handler
+    self.outbox = outbox
+    topic = settings.effectiveTopic
+    trackerID = settings.effectiveTrackerID
+    state = Mutex(
+      State(
+        limiter: PublishLimiter(minimumInterval: settings.minimumInterval, minimumDistance: settings.minimumDistance),
+        roster: FleetRoster(staleAfter: settings.staleAfter, ownTopic: settings.effectiveTopic)))
+    (wakeStream, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    let uri = settings.broker.description
+    let topic = settings.effectiveTopic
+    let box = WeakBox()
+    session = MQTTSession(
+      options: MQTTSessionOptions(
+        settings: settings, credentials: credentials, maxPayloadBytes: OwnTracksMessage.maxPayloadBytes,
+        lastWill: { OwnTracksLastWill(timestamp: $0).encoded },
+        onMessage: { topic, payload, byteCount in box.value?.received(topic: topic, payload: payload, byteCount: byteCount) },
+        onState: { state in
+          box.value?.connectionChanged(state)
+          Self.log(state, uri: uri, topic: topic)
+        }),
+      outbox: outbox)
+    box.value = self
+  }
+
+  /// Connects, starts tracking through the service and, with a subscription, the fleet view.
+  ///
+  /// - Throws: ``MQTTSettingError`` when libmosquitto cannot be loaded; the service's refusal
+  ///   (`notAuthorized` when the daemon's own user is not authorized) as an ``MQTTSettingError`` too.
+  public func start() async throws(MQTTSettingError) {
+    state.withLock { $0.running = true }
+    let context = ClientContext(connection: self, peer: Self.ownCredentials())
+    let authorization = await handler.handle(Request(command: .requestAuthorization), from: context)
+    if case .error(_, let message) = authorization {
+      throw MQTTSettingError(key: "mqtt", value: settings.broker.description, reason: "the service refused the MQTT front-end: \(message)")
+    }
+    try session.start()
+    let watch = await handler.handle(Request(command: .watch(enable: true, coalesce: false)), from: context)
+    if case .error(_, let message) = watch {
+      session.stop()
+      throw MQTTSettingError(key: "mqtt", value: settings.broker.description, reason: "cannot start tracking: \(message)")
+    }
+    guard settings.subscribe != nil else { return }
+    let wakeStream = wakeStream
+    let handler = handler
+    tasks.withLock { tasks in
+      tasks.append(
+        Task { [weak self] in
+          for await _ in wakeStream {
+            guard let self else { return }
+            await self.applyPending(handler: handler, context: context)
+            // Updates arriving meanwhile wait and go in the next batch: at most
+            // 1 / fleetBatchInterval map changes (events, saves) per second however large the fleet.
+            try? await Task.sleep(for: Self.fleetBatchInterval)
+          }
+        })
+      tasks.append(
+        Task { [weak self] in
+          while !Task.isCancelled {
+            try? await Task.sleep(for: .seconds(1))
+            guard let self else { return }
+            self.expireStale()
+          }
+        })
+    }
+  }
+
+  /// Stops tracking and disconnects cleanly (the broker keeps the retained last location and
+  /// does not publish the Last Will).
+  public func stop() async {
+    let wasRunning = state.withLock { state in
+      defer { state.running = false }
+      return state.running
+    }
+    guard wasRunning else { return }
+    for task in tasks.withLock({ $0 }) { task.cancel() }
+    wake.finish()
+    await handler.clientDisconnected(ClientContext(connection: self, peer: Self.ownCredentials()))
+    session.stop()
+    for _ in 0..<40 where !session.hasFinished { try? await Task.sleep(for: .milliseconds(10)) }
+  }
+
+  /// Fleet updates are applied to the map in batches at most this often (one map event and one
+  /// save of the state file per batch).
+  public static let fleetBatchInterval = Duration.milliseconds(250)
+
+  /// The counters so far.
+  public var counters: OwnTracksCounters { state.withLock { $0.counters } }
+  /// The connection's state, `nil` before the first attempt.
+  public var connectionState: MQTTConnectionState? { state.withLock { $0.connection } }
+  /// The topic published to.
+  public var publishTopic: String { topic }
+
+  // MARK: - FrontEnd and ClientChannel
+
+  /// 1 while started (the publisher is one client of the service).
+  public var clientCount: Int { state.withLock { $0.running ? 1 : 0 } }
+
+  /// Events other than fixes (BACKEND, MAP...) are not published.
+  @discardableResult public func send(_ event: Event) -> Bool { isConnected }
+
+  /// A fix (TPV) becomes an OwnTracks message in the queue when the limiter admits it.
+  @discardableResult public func deliver(_ event: EncodedEvent) -> Bool {
+    guard isConnected else { return false }
+    // Only TPV objects are of interest: skip the parse for every other event.
+    guard event.body.starts(with: Array(#"{"class":"TPV""#.utf8)), let tpv = try? JSONValue.parse(event.body),
+      let location = OwnTracksLocation(tpv: tpv, trackerID: trackerID, trigger: .timer)
+    else { return true }
+    let admitted = state.withLock { state in
+      let admitted = state.limiter.admit(location)
+      if !admitted { state.counters.limited += 1 }
+      return admitted
+    }
+    guard admitted else { return true }
+    do {
+      try outbox.append(topic: topic, payload: location.encoded)
+      state.withLock { $0.counters.queued += 1 }
+    } catch {
+      let failures = state.withLock { state in
+        state.counters.queueFailures += 1
+        return state.counters.queueFailures
+      }
+      if failures == 1 || failures % 1000 == 0 {
+        Log.event("mqttQueueFailed", ["reason": error.description, "lost": String(failures)])
+      }
+    }
+    return true
+  }
+
+  /// Whether started.
+  public var isConnected: Bool { state.withLock { $0.running } }
+
+  /// The service closes a client whose authorization was revoked: tracking ends, MQTT stays connected.
+  public func close() {}
+
+  // MARK: - Fleet view
+
+  func received(topic: String, payload: [UInt8], byteCount: Int) {
+    let message: OwnTracksMessage
+    do throws(OwnTracksError) {
+      if byteCount > OwnTracksMessage.maxPayloadBytes { throw .oversized(byteCount: byteCount) }
+      message = try OwnTracksMessage.parse(payload)
+    } catch {
+      let count = state.withLock { state in
+        state.counters.received += 1
+        if case .oversized = error { state.counters.oversized += 1 } else { state.counters.malformed += 1 }
+        return state.counters.malformed + state.counters.oversized
+      }
+      if count <= 10 || count % 1000 == 0 {
+        Log.event("mqttMessageIgnored", ["topic": topic, "reason": error.description, "ignored": String(count)])
+      }
+      return
+    }
+    let now = Int64(time(nil))
+    let changed = state.withLock { state -> Bool in
+      state.counters.received += 1
+      guard let annotation = state.roster.receive(message, topic: topic, at: now) else { return false }
+      state.pending[annotation.id] = annotation
+      return true
+    }
+    if changed { wake.yield() }
+  }
+
+  func expireStale() {
+    let now = Int64(time(nil))
+    let changed = state.withLock { state -> Bool in
+      let stale = state.roster.expire(at: now)
+      for annotation in stale { state.pending[annotation.id] = annotation }
+      return !stale.isEmpty
+    }
+    if changed { wake.yield() }
+  }
+
+  private func applyPending(handler: any RequestHandler, context: ClientContext) async {
+    let batch = state.withLock { state in
+      defer { state.pending.removeAll(keepingCapacity: true) }
+      return state.pending.values.sorted { $0.id < $1.id }
+    }
+    guard !batch.isEmpty else { return }
+    if let batcher = handler as? any AnnotationBatchHandler {
+      guard let refused = await batcher.annotate(batch, from: context) else { return }
+      let rejected = state.withLock { state in
+        state.counters.applied += batch.count - refused.count
+        let before = state.counters.rejected
+        state.counters.rejected += refused.count
+        return before
+      }
+      for (offset, refusal) in refused.enumerated() {
+        let count = rejected + offset + 1
+        if count <= 10 || count % 1000 == 0 {
+          Log.event("mqttFleetRejected", ["id": refusal.id, "reason": refusal.reason, "rejected": String(count)])
+        }
+      }
+      return
+    }
+    for annotation in batch {
+      let reply = await handler.handle(Request(command: .annotate(annotation)), from: context)
+      let rejected: Int? = state.withLock { state in
+        if case .error = reply {
+          state.counters.rejected += 1
+          return state.counters.rejected
+        }
+        state.counters.applied += 1
+        return nil
+      }
+      if let rejected, case .error(let code, let message) = reply, rejected <= 10 || rejected % 1000 == 0 {
+        Log.event("mqttFleetRejected", ["id": annotation.id, "code": "\(code)", "reason": message, "rejected": String(rejected)])
+      }
+    }
+  }
+
+  func connectionChanged(_ connection: MQTTConnectionState) {
+    state.withLock { $0.connection = connection }
+  }
+
+  /// One line per state change, the shape of a `BACKEND` status: `uri`, `state`, `detail`
+  /// (failures: what failed and when the next attempt is).
+  static func log(_ state: MQTTConnectionState, uri: String, topic: String) {
+    switch state {
+    case .connecting:
+      return
+    case .connected:
+      Log.event("mqtt", ["uri": uri, "state": "connected", "detail": "publishing to \(topic)"])
+    case .failed(let detail, let retryIn):
+      let retry = retryIn.isFinite ? "; retrying in \(Self.seconds(retryIn)) s" : "; not retrying: fix the configuration"
+      Log.event("mqtt", ["uri": uri, "state": "failed", "detail": detail + retry])
+    case .stopped:
+      Log.event("mqtt", ["uri": uri, "state": "stopped", "detail": "disconnected"])
+    }
+  }
+
+  static func seconds(_ value: Double) -> String {
+    value == value.rounded() ? String(Int(value)) : String(value)
+  }
+
+  /// The daemon's own credentials: the service authorizes the front-end as it would the daemon's
+  /// user connecting to its own socket.
+  static func ownCredentials() -> PeerCredentials {
+    var groups = [gid_t](repeating: 0, count: 256)
+    let count = getgroups(Int32(groups.count), &groups)
+    return PeerCredentials(
+      pid: getpid(), uid: geteuid(), gid: getegid(), groups: Array(groups.prefix(max(0, Int(count)))))
+  }
+}
+
+/// A weak reference the session's callbacks hold, so the session does not keep the front-end alive.
+private final class WeakBox: Sendable {
+  private struct Reference: @unchecked Sendable {
+    // Only read and written under the mutex below.
+    weak var object: OwnTracksFrontEnd?
+  }
+  private let reference = Mutex(Reference())
+  var value: OwnTracksFrontEnd? {
+    get { reference.withLock { $0.object } }
+    set { reference.withLock { $0.object = newValue } }
+  }
+}

@@ -1,0 +1,114 @@
+import Glibc
+import LocationModel
+import MQTTTransport
+import OwnTracks
+import Testing
+
+@Suite("MQTT front-end parts")
+struct MQTTTransportTests {
+  @Test("broker URIs: scheme, default ports, IPv6, and no credentials on the command line")
+  func brokerAddress() throws {
+    #expect(try MQTTBrokerAddress(uri: "mqtt://broker.example").description == "mqtt://broker.example:1883")
+    #expect(try MQTTBrokerAddress(uri: "mqtts://broker.example").description == "mqtts://broker.example:8883")
+    #expect(try MQTTBrokerAddress(uri: "mqtt://[::1]:1884").description == "mqtt://[::1]:1884")
+    for bad in ["tcp://h", "mqtt://", "mqtt://h:0", "mqtt://h:70000", "mqtt://user:pw@h", "mqtt://h/path"] {
+      #expect(throws: MQTTSettingError.self, "\(bad)") { try MQTTBrokerAddress(uri: bad) }
+    }
+  }
+
+  @Test("settings keys: ranges checked, the broker needed first")
+  func settings() throws {
+    var settings: MQTTSettings?
+    #expect(throws: MQTTSettingError.self) { try MQTTSettings.apply("mqtt-qos", "1", to: &settings) }
+    try MQTTSettings.apply("mqtt", "mqtt://127.0.0.1:1883", to: &settings)
+    try MQTTSettings.apply("mqtt-topic", "owntracks/alice/car", to: &settings)
+    try MQTTSettings.apply("mqtt-subscribe", "owntracks/+/+", to: &settings)
+    try MQTTSettings.apply("mqtt-retain", "off", to: &settings)
+    #expect(settings?.effectiveTopic == "owntracks/alice/car")
+    #expect(settings?.effectiveTrackerID == "ca")
+    #expect(settings?.retain == false)
+    #expect(settings?.qos == 1)
+    for (key, value) in [
+      ("mqtt-qos", "2"), ("mqtt-topic", "owntracks/+/x"), ("mqtt-subscribe", "owntracks/#/x"),
+      ("mqtt-subscribe", "owntracks/a+"), ("mqtt-keepalive", "1"), ("mqtt-credentials", "relative"),
+    ] {
+      #expect(throws: MQTTSettingError.self, "\(key) \(value)") { try MQTTSettings.apply(key, value, to: &settings) }
+    }
+  }
+
+  @Test("credentials files are refused when group or others may read them, like ssh keys")
+  func credentialsFileMode() throws {
+    let path = "/tmp/locationd-credentials-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    defer { unlink(path) }
+    let fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+    try #require(fd >= 0)
+    _ = "alice:s3cr:et\n".withCString { write(fd, $0, 14) }
+    close(fd)
+    #expect(try MQTTCredentials.read(path: path) == MQTTCredentials(user: "alice", password: "s3cr:et"))
+    chmod(path, 0o640)
+    #expect(throws: MQTTSettingError.self) { try MQTTCredentials.read(path: path) }
+    chmod(path, 0o604)
+    do {
+      _ = try MQTTCredentials.read(path: path)
+      Issue.record("a world-readable file was accepted")
+    } catch {
+      #expect(error.reason.contains("chmod 600"), "\(error)")
+    }
+  }
+
+  @Test("backoff doubles from 1 s to at most 60 s and starts again after a success")
+  func backoff() {
+    var backoff = Backoff()
+    let delays = (0..<9).map { _ in backoff.next() }
+    #expect(delays == [1, 2, 4, 8, 16, 32, 60, 60, 60])
+    backoff.reset()
+    #expect(backoff.next() == 1)
+  }
+
+  @Test("the catch-up rate: a burst, then tokens at the rate on a virtual clock")
+  func rateLimiter() {
+    var limiter = RateLimiter(rate: 100)
+    #expect(limiter.available(now: 0) == 10)
+    limiter.take(10)
+    #expect(limiter.available(now: 0.05) == 5)
+    limiter.take(5)
+    #expect(limiter.available(now: 10) == 10)  // capped at the burst
+  }
+
+  @Test("the in-memory queue keeps order, removes through a sequence and drops the oldest at its bound")
+  func memoryOutbox() throws {
+    let outbox = MemoryOutbox(limit: 3)
+    for index in 1...5 { try outbox.append(topic: "t", payload: [UInt8(index)]) }
+    #expect(outbox.count == 3)
+    #expect(outbox.droppedCount == 2)
+    #expect(try outbox.oldest(after: nil, limit: 10).map(\.payload) == [[3], [4], [5]])
+    #expect(try outbox.oldest(after: 3, limit: 10).map(\.sequence) == [4, 5])
+    try outbox.remove(through: 4)
+    #expect(try outbox.oldest(after: nil, limit: 10).map(\.payload) == [[5]])
+  }
+
+  @Test("fleet roster: id from the topic, title from tid, own topic ignored, stale after the configured time")
+  func roster() {
+    var roster = FleetRoster(staleAfter: 60, ownTopic: "owntracks/me/here")
+    let location = OwnTracksLocation(latitude: 1, longitude: 2, timestamp: 1000, trackerID: "AB")
+    #expect(roster.receive(.location(location), topic: "owntracks/me/here", at: 1000) == nil)
+    let annotation = roster.receive(.location(location), topic: "owntracks/bob/phone", at: 1001)
+    #expect(annotation == Annotation(
+      id: "owntracks/bob/phone", coordinate: Coordinate(latitude: 1, longitude: 2), title: "AB",
+      subtitle: "1970-01-01T00:16:40Z", kind: "owntracks"))
+    #expect(roster.expire(at: 1060).isEmpty)
+    let stale = roster.expire(at: 1061)
+    #expect(stale.map(\.kind) == ["owntracks-stale"])
+    #expect(stale.first?.subtitle == "stale 1970-01-01T00:16:40Z")
+    #expect(roster.expire(at: 2000).isEmpty, "marked once")
+    // An older message than the one shown changes nothing; a Last Will marks it offline.
+    #expect(roster.receive(.location(OwnTracksLocation(latitude: 5, longitude: 5, timestamp: 999)), topic: "owntracks/bob/phone", at: 2000) == nil)
+    let offline = roster.receive(.lastWill(OwnTracksLastWill(timestamp: 1500)), topic: "owntracks/bob/phone", at: 2000)
+    #expect(offline?.subtitle == "offline 1970-01-01T00:25:00Z")
+    #expect(offline?.kind == "owntracks-stale")
+    // Without tid the title is the device level of the topic.
+    let untitled = roster.receive(
+      .location(OwnTracksLocation(latitude: 0, longitude: 0, timestamp: 2000)), topic: "owntracks/carol/bike", at: 2000)
+    #expect(untitled?.title == "bike")
+  }
+}
