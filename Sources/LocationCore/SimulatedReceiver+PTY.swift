@@ -13,6 +13,8 @@ public enum SimulatedReceiverError: Error, Equatable, Sendable, CustomStringConv
   case linkFailed(path: String, errno: Int32, message: String)
   /// `start` was called twice.
   case alreadyStarted
+  /// The baud rate is not one a simulated receiver offers (``SerialLinePacer/baudRates``).
+  case invalidBaudRate(Int)
 
   /// A one-line explanation.
   public var description: String {
@@ -25,6 +27,8 @@ public enum SimulatedReceiverError: Error, Equatable, Sendable, CustomStringConv
     case .linkFailed(let path, let code, let message):
       return "cannot link \(path): \(message) (errno \(code))"
     case .alreadyStarted: return "the simulated receiver is already running"
+    case .invalidBaudRate(let baud):
+      return "baud rate \(baud) is not one of \(SerialLinePacer.baudRates.map(String.init).joined(separator: ", "))"
     }
   }
 }

@@ -153,12 +153,12 @@ extension NMEAEncoder {
       }.joined())
     let used = fix.satellitesUsed ?? fix.satellites.filter(\.used).count
     fields.append(padded(used, width: 2))
-    // HDOP with one decimal (NMEA's x.x) keeps the sentence within 82 characters with every
-    // field at its widest; GGA and GSA, sent before and after, carry it with two.
+    // HDOP, altitude and geoid separation with one decimal (NMEA's x.x) keep the sentence within
+    // 82 characters with seven decimals of position; GGA, sent before, carries them with two.
     fields.append(fix.hdop.map { decimal($0, places: 1) } ?? "")
     let altitude = fix.mode == .fix3D && position != nil ? fix.altitudeMSL : nil
-    fields.append(altitude.map { decimal($0, places: 2) } ?? "")
-    fields.append(fix.geoidSeparation.map { decimal($0, places: 2) } ?? "")
+    fields.append(altitude.map { decimal($0, places: 1) } ?? "")
+    fields.append(fix.geoidSeparation.map { decimal($0, places: 1) } ?? "")
     fields.append(fix.dgpsAge.map { decimal($0, places: 1) } ?? "")
     fields.append(fix.dgpsStation.map { padded($0, width: 4) } ?? "")
     fields.append(navigationalStatus(fix))
