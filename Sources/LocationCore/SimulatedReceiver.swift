@@ -67,6 +67,9 @@ public final class SimulatedReceiver: Sendable {
   let wakeWrite: Int32
   let state = Mutex(State())
   let onWrite: (@Sendable (WrittenEpoch) -> Void)?
+  /// Baud pacing and injected faults of the output.
+  public let output: SimulatedOutput
+  let outputState: Mutex<SimulatedOutputState>
 
   struct State {
     var statistics = Statistics()
@@ -90,11 +93,12 @@ public final class SimulatedReceiver: Sendable {
   ///   - deviceMode: permission bits for the pty slave (e.g. `0o666`), or `nil` to keep the
   ///     system's (owner read/write, group write). gpsd started without `-n` drops privileges
   ///     before it opens the device, so it needs read access as its own user.
+  ///   - output: baud pacing and injected faults (none by default: unpaced, faultless).
   ///   - onWrite: called on the writer thread after each epoch is written (keep it short).
   /// - Throws: ``SimulatedReceiverError``.
   public init(
     linkPath: String, encoder: NMEAEncoder = NMEAEncoder(), deviceMode: mode_t? = nil,
-    onWrite: (@Sendable (WrittenEpoch) -> Void)? = nil
+    output: SimulatedOutput = SimulatedOutput(), onWrite: (@Sendable (WrittenEpoch) -> Void)? = nil
   ) throws(SimulatedReceiverError) {
     // Like openpty(3), but every descriptor is close-on-exec from the start: a process spawned by
     // another thread at the wrong moment must not inherit the pty (it would hold the device open
@@ -153,6 +157,8 @@ public final class SimulatedReceiver: Sendable {
     self.slavePath = slaveName
     self.encoder = encoder
     self.onWrite = onWrite
+    self.output = output
+    self.outputState = Mutex(SimulatedOutputState(faults: output.faults))
     self.master = masterFD
     self.wakeRead = pipeFDs[0]
     self.wakeWrite = pipeFDs[1]

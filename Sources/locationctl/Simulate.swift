@@ -7,13 +7,21 @@ import Synchronization
 import SystemIO
 
 let simulateUsage = """
-  usage: locationctl simulate --pty PATH [--backend URI] [--rate HZ] [--talker GP|GN] [--zda]
+  usage: locationctl simulate --pty PATH [--backend URI] [--rate HZ] [--nmea 2.3|4.10|4.11]
+                             [--baud 4800|9600|38400|115200] [--faults SCHEDULE] [--talker GP|GN] [--zda]
     Simulated GPS hardware: creates a pseudo-terminal, links PATH to it and writes NMEA 0183
-    (RMC, VTG, GGA, GSA, GSV, and ZDA with --zda) at HZ epochs per second (1-10, default 1),
-    as a serial receiver does. Start gpsd on it with: gpsd -N -n PATH
+    at HZ epochs per second (1-10, default 1), as a serial receiver does.
+    Start gpsd on it with: gpsd -N -n PATH
     --backend URI   where the fixes come from: simulate[...] (default simulate?rate=HZ) or
                     replay:LOG.nmea[?speed=1&loop=true]
-    --talker GP|GN  talker of the position sentences (default GP)
+    --nmea VERSION  the NMEA 0183 version followed (default 4.11): RMC, VTG, GGA, GNS (4.10+),
+                    GSA per system, GSV per system, GST, ZDA; see docs/simulator.md
+    --baud RATE     pace the bytes as a serial line at RATE (8N1) carries them; an epoch that
+                    does not fit loses its last sentences (one warning). Default: unpaced
+    --faults SCHEDULE  inject faults, e.g. checksum:0.01,bitflip:0.001,drop:0.01,truncate:0.01,
+                    garbage:0.005,stuck@120-180,seed=7 (see docs/simulator.md)
+    --talker GP|GN  unversioned output with this talker for the position sentences (RMC, VTG,
+                    GGA, GSA, GSV, and ZDA with --zda), as before --nmea existed
     --device-mode OCTAL  permissions of the pty (e.g. 666 for a gpsd that drops privileges)
     Runs until interrupted (SIGINT/SIGTERM) or the backend ends; then removes PATH.
 
@@ -26,7 +34,10 @@ func runSimulate(arguments: [String]) -> Int32 {
   var path: String?
   var backendURI: String?
   var rate = 1.0
-  var talker = TalkerID.gps
+  var talker: TalkerID?
+  var version = NMEAVersion.v4_11
+  var baud: Int?
+  var faults = NMEAFaultSchedule()
   var sentences = NMEAEncoder.SentenceSet.standard
   var deviceMode: mode_t?
   var index = 0
@@ -65,6 +76,28 @@ func runSimulate(arguments: [String]) -> Int32 {
         return ExitCode.usage.rawValue
       }
       talker = choice
+    case "--nmea":
+      guard let text = value(argument) else { return ExitCode.usage.rawValue }
+      guard let choice = NMEAVersion(rawValue: text) else {
+        writeError("locationctl simulate: --nmea must be 2.3, 4.10 or 4.11")
+        return ExitCode.usage.rawValue
+      }
+      version = choice
+    case "--baud":
+      guard let text = value(argument) else { return ExitCode.usage.rawValue }
+      guard let number = Int(text), SerialLinePacer.baudRates.contains(number) else {
+        writeError("locationctl simulate: --baud must be 4800, 9600, 38400 or 115200")
+        return ExitCode.usage.rawValue
+      }
+      baud = number
+    case "--faults":
+      guard let text = value(argument) else { return ExitCode.usage.rawValue }
+      do {
+        faults = try NMEAFaultSchedule.parse(text)
+      } catch {
+        writeError("locationctl simulate: --faults: \(error)")
+        return ExitCode.usage.rawValue
+      }
     case "--zda":
       sentences.insert(.zda)
     case "--device-mode":
@@ -94,9 +127,11 @@ func runSimulate(arguments: [String]) -> Int32 {
   }
   let receiver: SimulatedReceiver
   do {
+    let encoder =
+      talker.map { NMEAEncoder(talker: $0, sentences: sentences) } ?? NMEAEncoder(version: version)
     receiver = try SimulatedReceiver(
-      linkPath: path, encoder: NMEAEncoder(talker: talker, sentences: sentences),
-      deviceMode: deviceMode)
+      linkPath: path, encoder: encoder, deviceMode: deviceMode,
+      output: try SimulatedOutput(baud: baud, faults: faults))
   } catch {
     writeError("locationctl simulate: \(error)")
     return ExitCode.failure.rawValue
