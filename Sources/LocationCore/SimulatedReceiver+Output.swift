@@ -1,6 +1,7 @@
 import Glibc
 import LocationModel
 import NMEA
+import Synchronization
 import SystemIO
 
 /// How a simulated receiver's bytes leave it: the serial rate they are paced at and the faults
@@ -42,32 +43,39 @@ public struct SimulatedOutputStatistics: Sendable, Hashable {
   public init() {}
 }
 
-struct SimulatedOutputState: Sendable {
-  var injector: NMEAFaultInjector
-  var statistics = SimulatedOutputStatistics()
-  /// The last fix sent before a `stuck` window began.
-  var lastFix: Fix?
-  var warnedAboutBaud = false
-
-  init(faults: NMEAFaultSchedule) {
-    injector = NMEAFaultInjector(schedule: faults)
+/// The output stage shared by every transport: the `stuck` windows, the per-sentence faults and
+/// the baud rate's cut, with their counters.
+final class SimulatedOutputStage: Sendable {
+  struct State: Sendable {
+    var injector: NMEAFaultInjector
+    var statistics = SimulatedOutputStatistics()
+    /// The last fix sent before a `stuck` window began.
+    var lastFix: Fix?
+    var warnedAboutBaud = false
   }
-}
 
-extension SimulatedReceiver {
-  /// What the output stage has done so far: faults injected and sentences cut by the baud rate.
-  public var outputStatistics: SimulatedOutputStatistics {
-    outputState.withLock { state in
+  let output: SimulatedOutput
+  let state: Mutex<State>
+
+  init(_ output: SimulatedOutput) {
+    self.output = output
+    self.state = Mutex(State(injector: NMEAFaultInjector(schedule: output.faults)))
+  }
+
+  var statistics: SimulatedOutputStatistics {
+    state.withLock { state in
       var statistics = state.statistics
       statistics.faults = state.injector.statistics
       return statistics
     }
   }
 
+  func countUnplug() { state.withLock { $0.injector.countUnplug() } }
+
   /// The fix to send for an epoch `seconds` after the start: `fix`, or inside a `stuck` window
   /// the last fix sent before it (counted).
   func outgoingFix(_ fix: Fix, at seconds: Double) -> Fix {
-    outputState.withLock { state in
+    state.withLock { state in
       if output.faults.isStuck(at: seconds), let last = state.lastFix {
         state.injector.countStuckEpoch()
         return last
@@ -77,10 +85,11 @@ extension SimulatedReceiver {
     }
   }
 
-  /// The bytes of one epoch after faults and the baud rate's cut, in order.
-  func outgoingBytes(_ sentences: [String], interval: Duration) -> [UInt8] {
+  /// The sentences of one epoch after faults and the baud rate's cut, in order (a dropped
+  /// sentence is gone; a truncated one has no line end).
+  func outgoingLines(_ sentences: [String], interval: Duration) -> [[UInt8]] {
     var lines = sentences.map { Array($0.utf8) }
-    let (bytes, warning) = outputState.withLock { state -> ([UInt8], String?) in
+    let (kept, warning) = state.withLock { state -> ([[UInt8]], String?) in
       if !output.faults.isEmpty { lines = lines.map { state.injector.apply($0) }.filter { !$0.isEmpty } }
       var warning: String?
       if let baud = output.baud, let pacer = try? SerialLinePacer(baud: baud) {
@@ -101,9 +110,20 @@ extension SimulatedReceiver {
         }
         lines = kept
       }
-      return (lines.flatMap { $0 }, warning)
+      return (lines, warning)
     }
     if let warning { try? SystemIO.writeAll(2, warning + "\n") }
-    return bytes
+    return kept
+  }
+}
+
+extension SimulatedReceiver {
+  /// What the output stage has done so far: faults injected and sentences cut by the baud rate.
+  public var outputStatistics: SimulatedOutputStatistics { outputStage.statistics }
+
+  func outgoingFix(_ fix: Fix, at seconds: Double) -> Fix { outputStage.outgoingFix(fix, at: seconds) }
+
+  func outgoingBytes(_ sentences: [String], interval: Duration) -> [UInt8] {
+    outputStage.outgoingLines(sentences, interval: interval).flatMap { $0 }
   }
 }

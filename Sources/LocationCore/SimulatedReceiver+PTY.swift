@@ -15,6 +15,8 @@ public enum SimulatedReceiverError: Error, Equatable, Sendable, CustomStringConv
   case alreadyStarted
   /// The baud rate is not one a simulated receiver offers (``SerialLinePacer/baudRates``).
   case invalidBaudRate(Int)
+  /// A network transport could not be opened (socket, bind, listen, connect); `errno` and its text.
+  case networkFailed(transport: String, errno: Int32, message: String)
 
   /// A one-line explanation.
   public var description: String {
@@ -27,6 +29,8 @@ public enum SimulatedReceiverError: Error, Equatable, Sendable, CustomStringConv
     case .linkFailed(let path, let code, let message):
       return "cannot link \(path): \(message) (errno \(code))"
     case .alreadyStarted: return "the simulated receiver is already running"
+    case .networkFailed(let transport, let code, let message):
+      return "cannot open \(transport): \(message) (errno \(code))"
     case .invalidBaudRate(let baud):
       return "baud rate \(baud) is not one of \(SerialLinePacer.baudRates.map(String.init).joined(separator: ", "))"
     }

@@ -69,7 +69,7 @@ public final class SimulatedReceiver: Sendable {
   let onWrite: (@Sendable (WrittenEpoch) -> Void)?
   /// Baud pacing and injected faults of the output.
   public let output: SimulatedOutput
-  let outputState: Mutex<SimulatedOutputState>
+  let outputStage: SimulatedOutputStage
 
   struct State {
     var statistics = Statistics()
@@ -158,7 +158,7 @@ public final class SimulatedReceiver: Sendable {
     self.encoder = encoder
     self.onWrite = onWrite
     self.output = output
-    self.outputState = Mutex(SimulatedOutputState(faults: output.faults))
+    self.outputStage = SimulatedOutputStage(output)
     self.master = masterFD
     self.wakeRead = pipeFDs[0]
     self.wakeWrite = pipeFDs[1]

@@ -100,3 +100,45 @@ struct GPSDSimulatedOutputTests {
     }
   }
 }
+
+/// gpsd reading the network transports: `tcp://` (gpsd connects to the simulator) and `udp://`
+/// (gpsd binds the port, the simulator sends datagrams to it).
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct GPSDNetworkSourceTests {
+  @Test(arguments: ["tcp", "udp"])
+  func gpsdReadsTheNetworkReceiver(_ scheme: String) async throws {
+    let port = try PrivateGPSD.freePort()
+    let transport = try #require(SimulatedTransport(uri: "\(scheme)://127.0.0.1:\(port)"))
+    let receiver = try SimulatedNetworkReceiver(transport: transport)
+    defer { receiver.stop() }
+    let sender = Task {
+      let fixes = AsyncStream<Fix> { continuation in
+        for index in 0..<600 { continuation.yield(multiGNSSRouteFix(index)) }
+        continuation.finish()
+      }
+      await receiver.run(rate: 10, fixes: fixes)
+    }
+    defer { sender.cancel() }
+    let gpsd = try PrivateGPSD(device: transport.description)
+    try await gpsd.start()
+    defer { gpsd.stop() }
+    let backend = try GPSDBackend(uri: "gpsd://127.0.0.1:\(gpsd.port)")
+    let collector = EventCollector(backend)
+    try await backend.start()
+    _ = await collector.wait(timeout: 20) { _ in collector.locations.count >= 10 }
+    await backend.stop()
+    let locations = collector.locations.map(\.location)
+    try #require(locations.count >= 10, "gpsd gave \(locations.count) fixes from \(transport)")
+    let written = Dictionary(uniqueKeysWithValues: (0..<600).map { (multiGNSSRouteFix($0).time ?? 0, multiGNSSRouteFix($0)) })
+    for location in locations {
+      let time = try #require(location.fix.time)
+      let expected = try #require(written[time]?.coordinate)
+      let coordinate = try #require(location.fix.coordinate)
+      #expect(abs(coordinate.latitude - expected.latitude) < 1e-6)
+      #expect(abs(coordinate.longitude - expected.longitude) < 1e-6)
+    }
+    let last = try #require(locations.last?.fix)
+    let inView = Dictionary(grouping: last.satellites, by: \.constellation).mapValues(\.count)
+    #expect(inView == [.gps: 6, .glonass: 4, .galileo: 3, .beidou: 3])
+  }
+}
