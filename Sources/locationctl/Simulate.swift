@@ -7,11 +7,14 @@ import Synchronization
 import SystemIO
 
 let simulateUsage = """
-  usage: locationctl simulate --pty PATH [--backend URI] [--rate HZ] [--nmea 2.3|4.10|4.11]
+  usage: locationctl simulate (--pty PATH | --output tcp://HOST:PORT | --output udp://HOST:PORT)
+                             [--backend URI] [--rate HZ] [--nmea 2.3|4.10|4.11]
                              [--baud 4800|9600|38400|115200] [--faults SCHEDULE] [--talker GP|GN] [--zda]
     Simulated GPS hardware: creates a pseudo-terminal, links PATH to it and writes NMEA 0183
     at HZ epochs per second (1-10, default 1), as a serial receiver does.
     Start gpsd on it with: gpsd -N -n PATH
+    --output URI    instead of a pty: a TCP server on HOST:PORT (gpsd -N -n tcp://HOST:PORT)
+                    or UDP datagrams to HOST:PORT, one sentence each (gpsd -N -n udp://HOST:PORT)
     --backend URI   where the fixes come from: simulate[...] (default simulate?rate=HZ) or
                     replay:LOG.nmea[?speed=1&loop=true]
     --nmea VERSION  the NMEA 0183 version followed (default 4.11): RMC, VTG, GGA, GNS (4.10+),
@@ -32,6 +35,7 @@ let simulateUsage = """
 /// on bad usage.
 func runSimulate(arguments: [String]) -> Int32 {
   var path: String?
+  var network: SimulatedTransport?
   var backendURI: String?
   var rate = 1.0
   var talker: TalkerID?
@@ -59,6 +63,13 @@ func runSimulate(arguments: [String]) -> Int32 {
     case "--pty":
       guard let text = value(argument) else { return ExitCode.usage.rawValue }
       path = text
+    case "--output":
+      guard let text = value(argument) else { return ExitCode.usage.rawValue }
+      guard let transport = SimulatedTransport(uri: text) else {
+        writeError("locationctl simulate: --output must be tcp://HOST:PORT or udp://HOST:PORT (IPv4)")
+        return ExitCode.usage.rawValue
+      }
+      network = transport
     case "--backend":
       guard let text = value(argument) else { return ExitCode.usage.rawValue }
       backendURI = text
@@ -112,8 +123,12 @@ func runSimulate(arguments: [String]) -> Int32 {
       return ExitCode.usage.rawValue
     }
   }
-  guard let path else {
-    writeError("locationctl simulate: --pty PATH is required (try --help)")
+  if path != nil && network != nil {
+    writeError("locationctl simulate: --pty and --output exclude each other (try --help)")
+    return ExitCode.usage.rawValue
+  }
+  guard let path = path ?? network?.description else {
+    writeError("locationctl simulate: one of --pty PATH or --output URI is required (try --help)")
     return ExitCode.usage.rawValue
   }
   let uri =
@@ -125,10 +140,14 @@ func runSimulate(arguments: [String]) -> Int32 {
     writeError("locationctl simulate: \(error)")
     return ExitCode.usage.rawValue
   }
+  let encoder =
+    talker.map { NMEAEncoder(talker: $0, sentences: sentences) } ?? NMEAEncoder(version: version)
+  if let network {
+    return runNetworkSimulate(
+      transport: network, backend: backend, uri: uri, rate: rate, encoder: encoder, baud: baud, faults: faults)
+  }
   let receiver: SimulatedReceiver
   do {
-    let encoder =
-      talker.map { NMEAEncoder(talker: $0, sentences: sentences) } ?? NMEAEncoder(version: version)
     receiver = try SimulatedReceiver(
       linkPath: path, encoder: encoder, deviceMode: deviceMode,
       output: try SimulatedOutput(baud: baud, faults: faults))
@@ -139,24 +158,7 @@ func runSimulate(arguments: [String]) -> Int32 {
 
   // Fixes of the backend's location events, in order, until a replay reaches the end of its
   // log; status events go to standard error. Pulled one per epoch, so a fast source waits.
-  let fixes = backend.events.prefix { event in
-    if case .status(.endOfData, _) = event {
-      writeError("locationctl simulate: the replay reached the end of its log")
-      return false
-    }
-    return true
-  }.compactMap { event -> Fix? in
-    switch event {
-    case .location(let location): return location.fix
-    case .status(let status, let detail):
-      writeError(
-        "locationctl simulate: backend \(status.rawValue)" + (detail.map { ": \($0)" } ?? ""))
-      return nil
-    case .error(let message):
-      writeError("locationctl simulate: backend error: \(message)")
-      return nil
-    }
-  }
+  let fixes = simulatedFixes(backend)
   let status = Atomic<Int32>(ExitCode.success.rawValue)
   let done = DispatchSemaphore(value: 0)
   let task = Task {
