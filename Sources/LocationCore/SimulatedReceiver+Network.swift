@@ -73,7 +73,8 @@ public final class SimulatedNetworkReceiver: Sendable {
   /// The encoder used for every epoch.
   public let encoder: NMEAEncoder
   let stage: SimulatedOutputStage
-  let clock: any LocationClock
+  /// The clock that paces the epochs and the bytes.
+  public let clock: any LocationClock
   private let address: sockaddr_in
   private let sockets = Mutex(Sockets())
 

@@ -9,6 +9,9 @@ import LocationModel
 // with the peak RSS (getrusage ru_maxrss). CORE_BENCH_SUBSCRIBERS=1,100 (the default) sets the
 // subscriber counts. Build with -c release.
 //
+// Usage: core-bench simulator [EPOCHS]
+//   The simulated receiver's output: see Simulator.swift in this folder.
+//
 // Usage: core-bench geodesic
 //   Geodesic inverse and direct solutions per second, and the largest differences from
 //   GeographicLib's GeodSolve (see Geodesic.swift in this folder).
@@ -139,6 +142,9 @@ extension Double {
 }
 
 let arguments = CommandLine.arguments
+if arguments.count > 1 && arguments[1] == "simulator" {
+  exit(await simulatorBenchmark(epochs: arguments.count > 2 ? Int(arguments[2]) ?? 200_000 : 200_000))
+}
 if arguments.count > 1 && arguments[1] == "geodesic" {
   exit(geodesicBenchmark())
 }
