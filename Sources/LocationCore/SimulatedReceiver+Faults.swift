@@ -52,7 +52,8 @@ public struct NMEAFaultSchedule: Sendable, Hashable {
 
   /// Whether the schedule injects nothing.
   public var isEmpty: Bool {
-    checksum == 0 && bitflip == 0 && drop == 0 && truncate == 0 && garbage == 0 && stuck.isEmpty && unplug.isEmpty
+    checksum == 0 && bitflip == 0 && drop == 0 && truncate == 0 && garbage == 0 && stuck.isEmpty
+      && unplug.isEmpty
   }
 
   /// Parses the schedule syntax described on the type.
@@ -65,8 +66,10 @@ public struct NMEAFaultSchedule: Sendable, Hashable {
       if term.isEmpty { continue }
       if let at = term.firstIndex(of: "@") {
         let kind = String(term[..<at])
-        let bounds = term[term.index(after: at)...].split(separator: "-", omittingEmptySubsequences: false)
-        guard bounds.count == 2, let start = Double(bounds[0]), let end = Double(bounds[1]), start.isFinite, end.isFinite,
+        let bounds = term[term.index(after: at)...].split(
+          separator: "-", omittingEmptySubsequences: false)
+        guard bounds.count == 2, let start = Double(bounds[0]), let end = Double(bounds[1]),
+          start.isFinite, end.isFinite,
           start >= 0, end > start
         else { throw .invalidWindow(term: String(term)) }
         switch kind {
@@ -80,7 +83,9 @@ public struct NMEAFaultSchedule: Sendable, Hashable {
       } else {
         let parts = term.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count == 2 else { throw .unknownKind(term: String(term)) }
-        guard let p = Double(parts[1]), p >= 0, p <= 1 else { throw .invalidProbability(term: String(term)) }
+        guard let p = Double(parts[1]), p >= 0, p <= 1 else {
+          throw .invalidProbability(term: String(term))
+        }
         switch parts[0] {
         case "checksum": schedule.checksum = p
         case "bitflip": schedule.bitflip = p
@@ -115,10 +120,14 @@ public enum NMEAFaultScheduleError: Error, Equatable, Sendable, CustomStringConv
   public var description: String {
     switch self {
     case .unknownKind(let term):
-      return "unknown fault '\(term)': expected checksum:P, bitflip:P, drop:P, truncate:P, garbage:P, stuck@A-B, unplug@A-B or seed=N"
-    case .invalidProbability(let term): return "fault '\(term)': the probability must be a number in 0...1"
-    case .invalidWindow(let term): return "fault '\(term)': the window must be A-B seconds with 0 <= A < B"
-    case .invalidSeed(let term): return "fault '\(term)': the seed must be an unsigned 64-bit integer"
+      return
+        "unknown fault '\(term)': expected checksum:P, bitflip:P, drop:P, truncate:P, garbage:P, stuck@A-B, unplug@A-B or seed=N"
+    case .invalidProbability(let term):
+      return "fault '\(term)': the probability must be a number in 0...1"
+    case .invalidWindow(let term):
+      return "fault '\(term)': the window must be A-B seconds with 0 <= A < B"
+    case .invalidSeed(let term):
+      return "fault '\(term)': the seed must be an unsigned 64-bit integer"
     }
   }
 }
@@ -166,7 +175,8 @@ public struct NMEAFaultInjector: Sendable {
   /// to send (empty when dropped). A line that is not a framed sentence passes unchanged.
   public mutating func apply(_ line: [UInt8]) -> [UInt8] {
     statistics.sentences += 1
-    guard line.first == 0x24, let star = line.lastIndex(of: 0x2A), star >= 2, star + 2 < line.count else { return line }
+    guard line.first == 0x24, let star = line.lastIndex(of: 0x2A), star >= 2, star + 2 < line.count
+    else { return line }
     if roll(schedule.checksum) {
       var out = line
       let stated = Self.hexValue(line[star + 1], line[star + 2]) ?? 0

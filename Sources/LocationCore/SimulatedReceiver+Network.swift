@@ -20,7 +20,8 @@ public enum SimulatedTransport: Sendable, Hashable, CustomStringConvertible {
     let isTCP = uri.hasPrefix("tcp://")
     guard isTCP || uri.hasPrefix("udp://") else { return nil }
     let rest = uri.dropFirst(6)
-    guard let colon = rest.lastIndex(of: ":"), let port = UInt16(rest[rest.index(after: colon)...]) else { return nil }
+    guard let colon = rest.lastIndex(of: ":"), let port = UInt16(rest[rest.index(after: colon)...])
+    else { return nil }
     let host = String(rest[..<colon])
     guard SimulatedTransport.ipv4(host) != nil else { return nil }
     self = isTCP ? .tcp(host: host, port: port) : .udp(host: host, port: port)
@@ -105,7 +106,8 @@ public final class SimulatedNetworkReceiver: Sendable {
     case .tcp(let h, let p), .udp(let h, let p): (host, port) = (h, p)
     }
     guard let ip = SimulatedTransport.ipv4(host) else {
-      throw .networkFailed(transport: transport.description, errno: EINVAL, message: "not an IPv4 address")
+      throw .networkFailed(
+        transport: transport.description, errno: EINVAL, message: "not an IPv4 address")
     }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
@@ -121,10 +123,15 @@ public final class SimulatedNetworkReceiver: Sendable {
       state.listener = fd
       self.transport = .tcp(host: host, port: UInt16(bigEndian: address.sin_port))
     case .udp:
-      let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+      let fd = socket(
+        AF_INET,
+        Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0
+      )
       guard fd >= 0 else { throw Self.failure(transport) }
       let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+          connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
       }
       guard connected == 0 else {
         let error = Self.failure(transport)
@@ -150,7 +157,8 @@ public final class SimulatedNetworkReceiver: Sendable {
   /// clock) until the epoch's bytes are out.
   ///
   /// - Throws: `CancellationError` when the task is cancelled while pacing.
-  public func send(_ fix: Fix, epoch index: Int, rate: Double, start: Duration = .zero) async throws {
+  public func send(_ fix: Fix, epoch index: Int, rate: Double, start: Duration = .zero) async throws
+  {
     let interval = Duration.seconds(1 / rate)
     let seconds = Double(index) / rate
     let epochStart = start + interval * index
@@ -162,7 +170,8 @@ public final class SimulatedNetworkReceiver: Sendable {
     }
     replug()
     acceptClients()
-    let lines = stage.outgoingLines(encoder.encode(stage.outgoingFix(fix, at: seconds)), interval: interval)
+    let lines = stage.outgoingLines(
+      encoder.encode(stage.outgoingFix(fix, at: seconds)), interval: interval)
     sockets.withLock { $0.statistics.epochsSent += 1 }
     guard let baud = stage.output.baud, let pacer = try? SerialLinePacer(baud: baud) else {
       transmit(lines.flatMap { $0 }, lines: lines)
@@ -189,7 +198,8 @@ public final class SimulatedNetworkReceiver: Sendable {
   }
 
   /// Sends the fixes of `fixes` at `rate` Hz until the sequence ends or the task is cancelled.
-  public func run<S: AsyncSequence & Sendable>(rate: Double, fixes: S) async where S.Element == Fix {
+  public func run<S: AsyncSequence & Sendable>(rate: Double, fixes: S) async
+  where S.Element == Fix {
     let start = clock.now
     var index = 0
     do {
@@ -228,7 +238,9 @@ public final class SimulatedNetworkReceiver: Sendable {
         var offset = 0
         while offset < bytes.count {
           // nil (EAGAIN) or an error (EPIPE, ECONNRESET) ends this client's write.
-          guard let sent = try? SystemIO.sendSome(fd, bytes, from: offset, flags: Int32(MSG_NOSIGNAL)), sent > 0
+          guard
+            let sent = try? SystemIO.sendSome(fd, bytes, from: offset, flags: Int32(MSG_NOSIGNAL)),
+            sent > 0
           else { break }
           offset += sent
         }
@@ -240,7 +252,9 @@ public final class SimulatedNetworkReceiver: Sendable {
       if state.datagram >= 0 {
         for line in lines {
           // ECONNREFUSED (nobody listening yet) loses the datagram, as UDP does.
-          if (try? SystemIO.sendSome(state.datagram, line, from: 0, flags: Int32(MSG_NOSIGNAL))) != nil {
+          if (try? SystemIO.sendSome(state.datagram, line, from: 0, flags: Int32(MSG_NOSIGNAL)))
+            != nil
+          {
             state.statistics.datagramsSent += 1
             state.statistics.bytesSent += line.count
           }
@@ -313,8 +327,12 @@ public final class SimulatedNetworkReceiver: Sendable {
     }
   }
 
-  private static func listen(_ address: inout sockaddr_in, transport: SimulatedTransport) throws(SimulatedReceiverError) -> Int32 {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+  private static func listen(_ address: inout sockaddr_in, transport: SimulatedTransport)
+    throws(SimulatedReceiverError) -> Int32
+  {
+    let fd = socket(
+      AF_INET,
+      Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
     guard fd >= 0 else { throw failure(transport) }
     var one: Int32 = 1
     _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -322,7 +340,8 @@ public final class SimulatedNetworkReceiver: Sendable {
     let bound = withUnsafeMutablePointer(to: &address) {
       $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Bool in
         var length = size
-        return bind(fd, pointer, size) == 0 && Glibc.listen(fd, 16) == 0 && getsockname(fd, pointer, &length) == 0
+        return bind(fd, pointer, size) == 0 && Glibc.listen(fd, 16) == 0
+          && getsockname(fd, pointer, &length) == 0
       }
     }
     guard bound else {
@@ -335,6 +354,7 @@ public final class SimulatedNetworkReceiver: Sendable {
 
   private static func failure(_ transport: SimulatedTransport) -> SimulatedReceiverError {
     let code = errno
-    return .networkFailed(transport: transport.description, errno: code, message: SimulatedReceiver.errorText(code))
+    return .networkFailed(
+      transport: transport.description, errno: code, message: SimulatedReceiver.errorText(code))
   }
 }

@@ -16,7 +16,9 @@ public struct SimulatedOutput: Sendable, Hashable {
   /// Creates output settings.
   ///
   /// - Throws: ``SimulatedReceiverError/invalidBaudRate(_:)`` for a rate not offered.
-  public init(baud: Int? = nil, faults: NMEAFaultSchedule = NMEAFaultSchedule()) throws(SimulatedReceiverError) {
+  public init(baud: Int? = nil, faults: NMEAFaultSchedule = NMEAFaultSchedule())
+    throws(SimulatedReceiverError)
+  {
     if let baud { _ = try SerialLinePacer(baud: baud) }
     self.baud = baud
     self.faults = faults
@@ -90,7 +92,9 @@ final class SimulatedOutputStage: Sendable {
   func outgoingLines(_ sentences: [String], interval: Duration) -> [[UInt8]] {
     var lines = sentences.map { Array($0.utf8) }
     let (kept, warning) = state.withLock { state -> ([[UInt8]], String?) in
-      if !output.faults.isEmpty { lines = lines.map { state.injector.apply($0) }.filter { !$0.isEmpty } }
+      if !output.faults.isEmpty {
+        lines = lines.map { state.injector.apply($0) }.filter { !$0.isEmpty }
+      }
       var warning: String?
       if let baud = output.baud, let pacer = try? SerialLinePacer(baud: baud) {
         let (kept, dropped, droppedBytes) = pacer.fit(lines, interval: interval)
@@ -121,7 +125,9 @@ extension SimulatedReceiver {
   /// What the output stage has done so far: faults injected and sentences cut by the baud rate.
   public var outputStatistics: SimulatedOutputStatistics { outputStage.statistics }
 
-  func outgoingFix(_ fix: Fix, at seconds: Double) -> Fix { outputStage.outgoingFix(fix, at: seconds) }
+  func outgoingFix(_ fix: Fix, at seconds: Double) -> Fix {
+    outputStage.outgoingFix(fix, at: seconds)
+  }
 
   func outgoingBytes(_ sentences: [String], interval: Duration) -> [UInt8] {
     outputStage.outgoingLines(sentences, interval: interval).flatMap { $0 }

@@ -43,7 +43,9 @@ public struct SerialLinePacer: Sendable, Hashable {
 
   /// The sentences of one epoch that fit `interval`: the longest prefix whose bytes the line
   /// carries in that time, and how many sentences (and bytes) were dropped after it.
-  public func fit(_ sentences: [[UInt8]], interval: Duration) -> (kept: [[UInt8]], droppedSentences: Int, droppedBytes: Int) {
+  public func fit(_ sentences: [[UInt8]], interval: Duration) -> (
+    kept: [[UInt8]], droppedSentences: Int, droppedBytes: Int
+  ) {
     let capacity = capacity(of: interval)
     var total = 0
     var kept: [[UInt8]] = []
@@ -83,7 +85,8 @@ public struct SerialLinePacer: Sendable, Hashable {
   ///
   /// - Throws: `CancellationError` when the task is cancelled while waiting.
   public func transmit(
-    _ bytes: [UInt8], startingAt start: Duration, clock: some LocationClock, write: (ArraySlice<UInt8>) -> Void
+    _ bytes: [UInt8], startingAt start: Duration, clock: some LocationClock,
+    write: (ArraySlice<UInt8>) -> Void
   ) async throws {
     for (tick, range) in schedule(byteCount: bytes.count) {
       try await clock.sleep(until: start + Self.tick * tick)

@@ -83,7 +83,9 @@ extension NMEAEncoder {
     var talkers: [TalkerID] = []
     let used = fix.satellites.contains(where: \.used)
     for satellite in fix.satellites where satellite.used || !used {
-      guard let n = numbering(of: satellite, version: version), !systems.contains(n.system) else { continue }
+      guard let n = numbering(of: satellite, version: version), !systems.contains(n.system) else {
+        continue
+      }
       systems.append(n.system)
       talkers.append(n.talker)
     }
@@ -100,7 +102,9 @@ extension NMEAEncoder {
     if sentences.contains(.rmc) {
       var body = copy.rmcBody(fix)
       // rmcBody appends a navigational status the fix carries; a versioned encoder decides.
-      if fix.navigationalStatus != nil { body = String(body[..<(body.lastIndex(of: ",") ?? body.endIndex)]) }
+      if fix.navigationalStatus != nil {
+        body = String(body[..<(body.lastIndex(of: ",") ?? body.endIndex)])
+      }
       if version.hasSystemIDs { body += "," + Self.navigationalStatus(fix) }
       lines.append(Self.frame(body))
     }
@@ -143,7 +147,8 @@ extension NMEAEncoder {
     var fields = [talker.letters + "GNS", timeField(fix)]
     fields += positionFields(position)
     let letters = version == .v4_11 ? 6 : 4
-    let usedSystems = Set(fix.satellites.filter(\.used).compactMap { numbering(of: $0, version: version)?.system })
+    let usedSystems = Set(
+      fix.satellites.filter(\.used).compactMap { numbering(of: $0, version: version)?.system })
     let mode = modeIndicator(fix)
     let noSatellites = fix.satellites.isEmpty
     fields.append(
@@ -206,7 +211,8 @@ extension NMEAEncoder {
     for (system, talker, numbers) in bySystem {
       // At most 12 numbers a sentence, and fewer when three-digit numbers would take the
       // sentence past NMEA's 82 characters.
-      let fixedLength = 6 + "GNGSA,A,1".count + 12 + dops.joined(separator: ",").count + 1
+      let fixedLength =
+        6 + "GNGSA,A,1".count + 12 + dops.joined(separator: ",").count + 1
         + (version.hasSystemIDs ? 2 : 0)
       var chunks: [[Int]] = [[]]
       var length = fixedLength
@@ -221,7 +227,9 @@ extension NMEAEncoder {
       }
       for chunk in chunks {
         var fields = [(multi ? "GN" : talker.letters) + "GSA", "A", String(mode)]
-        for slot in 0..<12 { fields.append(slot < chunk.count ? padded(chunk[slot], width: 2) : "") }
+        for slot in 0..<12 {
+          fields.append(slot < chunk.count ? padded(chunk[slot], width: 2) : "")
+        }
         fields += dops
         if version.hasSystemIDs { fields.append(String(system, radix: 16, uppercase: true)) }
         bodies.append(fields.joined(separator: ","))
@@ -238,7 +246,9 @@ extension NMEAEncoder {
     var groups: [(talker: TalkerID, signal: Int?, entries: [(Int, Satellite)])] = []
     for satellite in fix.satellites {
       guard let n = numbering(of: satellite, version: version) else { continue }
-      let signal = version.hasSystemIDs ? (satellite.signalID ?? defaultSignalID(satellite.constellation)) : nil
+      let signal =
+        version.hasSystemIDs
+        ? (satellite.signalID ?? defaultSignalID(satellite.constellation)) : nil
       if let index = groups.firstIndex(where: { $0.talker == n.talker && $0.signal == signal }) {
         groups[index].entries.append((n.number, satellite))
       } else {
@@ -250,11 +260,14 @@ extension NMEAEncoder {
     for (talker, signal, entries) in groups {
       let total = (entries.count + 3) / 4
       for number in 1...total {
-        var fields = [talker.letters + "GSV", String(total), String(number), padded(entries.count, width: 2)]
+        var fields = [
+          talker.letters + "GSV", String(total), String(number), padded(entries.count, width: 2),
+        ]
         for (id, satellite) in entries[((number - 1) * 4)..<min(number * 4, entries.count)] {
           fields.append(padded(id, width: 2))
           fields.append(integerField(satellite.elevation, width: 2))
-          fields.append(integerField(satellite.azimuth.map { CompassAngle.rounded($0, places: 0) }, width: 3))
+          fields.append(
+            integerField(satellite.azimuth.map { CompassAngle.rounded($0, places: 0) }, width: 3))
           fields.append(integerField(satellite.snr, width: 2))
         }
         if let signal { fields.append(String(signal, radix: 16, uppercase: true)) }

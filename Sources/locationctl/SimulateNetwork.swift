@@ -32,13 +32,15 @@ func simulatedFixes(_ backend: any LocationBackend) -> some AsyncSequence<Fix, N
 /// `locationctl simulate --output tcp://HOST:PORT|udp://HOST:PORT`: the simulated receiver on a
 /// network transport until interrupted or the backend ends. Exit status as ``runSimulate(arguments:)``.
 func runNetworkSimulate(
-  transport: SimulatedTransport, backend: any LocationBackend, uri: String, rate: Double, encoder: NMEAEncoder,
+  transport: SimulatedTransport, backend: any LocationBackend, uri: String, rate: Double,
+  encoder: NMEAEncoder,
   baud: Int?, faults: NMEAFaultSchedule
 ) -> Int32 {
   let receiver: SimulatedNetworkReceiver
   do {
     receiver = try SimulatedNetworkReceiver(
-      transport: transport, encoder: encoder, output: try SimulatedOutput(baud: baud, faults: faults))
+      transport: transport, encoder: encoder,
+      output: try SimulatedOutput(baud: baud, faults: faults))
   } catch {
     writeError("locationctl simulate: \(error)")
     return ExitCode.failure.rawValue
@@ -54,7 +56,9 @@ func runNetworkSimulate(
       done.signal()
       return
     }
-    writeError("locationctl simulate: NMEA 0183 at \(rate) Hz from \(uri) on \(receiver.transport); run: gpsd -N -n \(receiver.transport)")
+    writeError(
+      "locationctl simulate: NMEA 0183 at \(rate) Hz from \(uri) on \(receiver.transport); run: gpsd -N -n \(receiver.transport)"
+    )
     await receiver.run(rate: rate, fixes: simulatedFixes(backend))
     await backend.stop()
     done.signal()

@@ -13,16 +13,24 @@ func multiGNSSRouteFix(_ index: Int) -> Fix {
   var fix = routeFix(index)
   fix.satellites =
     [2, 7, 13, 19, 24, 30].enumerated().map {
-      Satellite(constellation: .gps, prn: $1, elevation: Double(15 + 10 * $0), azimuth: Double(50 * $0), snr: 40, used: $0 < 4)
+      Satellite(
+        constellation: .gps, prn: $1, elevation: Double(15 + 10 * $0), azimuth: Double(50 * $0),
+        snr: 40, used: $0 < 4)
     }
     + [66, 71, 80, 88].enumerated().map {
-      Satellite(constellation: .glonass, prn: $1, elevation: Double(20 + 12 * $0), azimuth: Double(80 * $0), snr: 35, used: $0 < 3)
+      Satellite(
+        constellation: .glonass, prn: $1, elevation: Double(20 + 12 * $0), azimuth: Double(80 * $0),
+        snr: 35, used: $0 < 3)
     }
     + [4, 12, 26].enumerated().map {
-      Satellite(constellation: .galileo, prn: $1, elevation: Double(25 + 15 * $0), azimuth: Double(100 + 60 * $0), snr: 38, used: $0 < 2)
+      Satellite(
+        constellation: .galileo, prn: $1, elevation: Double(25 + 15 * $0),
+        azimuth: Double(100 + 60 * $0), snr: 38, used: $0 < 2)
     }
     + [8, 21, 33].enumerated().map {
-      Satellite(constellation: .beidou, prn: $1, elevation: Double(30 + 11 * $0), azimuth: Double(150 + 70 * $0), snr: 33, used: $0 < 2)
+      Satellite(
+        constellation: .beidou, prn: $1, elevation: Double(30 + 11 * $0),
+        azimuth: Double(150 + 70 * $0), snr: 33, used: $0 < 2)
     }
   fix.satellitesUsed = fix.satellites.filter(\.used).count
   return fix
@@ -32,7 +40,8 @@ func multiGNSSRouteFix(_ index: Int) -> Fix {
 @Suite(.serialized, .timeLimit(.minutes(3)))
 struct GPSDSimulatedOutputTests {
   private func run(
-    _ name: String, version: NMEAVersion, output: SimulatedOutput = SimulatedOutput(), fixes wanted: Int
+    _ name: String, version: NMEAVersion, output: SimulatedOutput = SimulatedOutput(),
+    fixes wanted: Int
   ) async throws -> (locations: [Location], log: WriteLog, receiver: SimulatedReceiver) {
     let log = WriteLog()
     let receiver = try SimulatedReceiver(
@@ -55,7 +64,8 @@ struct GPSDSimulatedOutputTests {
   /// name, and the used flags.
   @Test(arguments: NMEAVersion.allCases)
   func gpsdReportsTheFixAndTheSkyOfEveryVersion(_ version: NMEAVersion) async throws {
-    let (locations, log, _) = try await run("version-\(version.rawValue)", version: version, fixes: 20)
+    let (locations, log, _) = try await run(
+      "version-\(version.rawValue)", version: version, fixes: 20)
     try #require(locations.count >= 20)
     for location in locations.suffix(10) {
       let fix = location.fix
@@ -69,7 +79,8 @@ struct GPSDSimulatedOutputTests {
     }
     let last = try #require(locations.last?.fix)
     let inView = Dictionary(grouping: last.satellites, by: \.constellation).mapValues(\.count)
-    let used = Dictionary(grouping: last.satellites.filter(\.used), by: \.constellation).mapValues(\.count)
+    let used = Dictionary(grouping: last.satellites.filter(\.used), by: \.constellation).mapValues(
+      \.count)
     if version == .v2_3 {
       #expect(inView == [.gps: 6, .glonass: 4], "2.3 names GPS and GLONASS only")
     } else {
@@ -84,16 +95,20 @@ struct GPSDSimulatedOutputTests {
   /// A faulty stream at 10 Hz: gpsd never reports a position that was not simulated for the
   /// time it gives.
   @Test func faultsNeverMakeGPSDReportAnUnsimulatedPosition() async throws {
-    let faults = try NMEAFaultSchedule.parse("checksum:0.05,bitflip:0.05,drop:0.05,truncate:0.05,garbage:0.05,seed=11")
+    let faults = try NMEAFaultSchedule.parse(
+      "checksum:0.05,bitflip:0.05,drop:0.05,truncate:0.05,garbage:0.05,seed=11")
     let (locations, log, receiver) = try await run(
       "faults", version: .v4_11, output: try SimulatedOutput(faults: faults), fixes: 40)
     try #require(locations.count >= 20)
     let injected = receiver.outputStatistics.faults
-    #expect(injected.checksum + injected.bitflip + injected.drop + injected.truncate + injected.garbage > 20)
+    #expect(
+      injected.checksum + injected.bitflip + injected.drop + injected.truncate + injected.garbage
+        > 20)
     for location in locations {
       guard let coordinate = location.fix.coordinate else { continue }
       let time = try #require(location.fix.time)
-      let written = try #require(await log.epoch(time), "gpsd reported time \(time), never simulated")
+      let written = try #require(
+        await log.epoch(time), "gpsd reported time \(time), never simulated")
       let expected = try #require(written.fix.coordinate)
       #expect(abs(coordinate.latitude - expected.latitude) < 1e-6)
       #expect(abs(coordinate.longitude - expected.longitude) < 1e-6)
@@ -129,7 +144,10 @@ struct GPSDNetworkSourceTests {
     await backend.stop()
     let locations = collector.locations.map(\.location)
     try #require(locations.count >= 10, "gpsd gave \(locations.count) fixes from \(transport)")
-    let written = Dictionary(uniqueKeysWithValues: (0..<600).map { (multiGNSSRouteFix($0).time ?? 0, multiGNSSRouteFix($0)) })
+    let written = Dictionary(
+      uniqueKeysWithValues: (0..<600).map {
+        (multiGNSSRouteFix($0).time ?? 0, multiGNSSRouteFix($0))
+      })
     for location in locations {
       let time = try #require(location.fix.time)
       let expected = try #require(written[time]?.coordinate)

@@ -41,7 +41,9 @@ private func sampleFix(_ index: Int) -> Fix {
   fix.altitudeMSL = 28
   fix.hdop = 0.9
   fix.satellites = (1...8).map {
-    Satellite(constellation: $0 % 2 == 0 ? .gps : .galileo, prn: $0 * 3, elevation: 40, azimuth: Double(40 * $0), snr: 40, used: true)
+    Satellite(
+      constellation: $0 % 2 == 0 ? .gps : .galileo, prn: $0 * 3, elevation: 40,
+      azimuth: Double(40 * $0), snr: 40, used: true)
   }
   return fix
 }
@@ -62,7 +64,8 @@ struct SimulatedNetworkTests {
     let clock = VirtualClock(autoAdvance: true)
     let faults = try NMEAFaultSchedule.parse("unplug@2-4")
     let receiver = try SimulatedNetworkReceiver(
-      transport: .tcp(host: "127.0.0.1", port: 0), output: try SimulatedOutput(faults: faults), clock: clock)
+      transport: .tcp(host: "127.0.0.1", port: 0), output: try SimulatedOutput(faults: faults),
+      clock: clock)
     defer { receiver.stop() }
     guard case .tcp(_, let port) = receiver.transport, port != 0 else {
       Issue.record("no port bound")
@@ -102,7 +105,8 @@ struct SimulatedNetworkTests {
     let listener = try localSocket(tcpPort: nil)
     defer { close(listener.fd) }
     let receiver = try SimulatedNetworkReceiver(
-      transport: .udp(host: "127.0.0.1", port: listener.port), output: try SimulatedOutput(baud: 38_400),
+      transport: .udp(host: "127.0.0.1", port: listener.port),
+      output: try SimulatedOutput(baud: 38_400),
       clock: VirtualClock(autoAdvance: true))
     defer { receiver.stop() }
     try await receiver.send(sampleFix(0), epoch: 0, rate: 1)

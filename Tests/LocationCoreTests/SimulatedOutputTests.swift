@@ -28,10 +28,26 @@ private func epoch(_ index: Int) -> Fix {
   errors.altitude = 2.8
   fix.errorEstimates = errors
   fix.satellites =
-    (1...10).map { Satellite(constellation: .gps, prn: $0 * 3, elevation: Double(5 * $0), azimuth: Double(33 * $0), snr: 40, used: $0 > 2) }
-    + (1...7).map { Satellite(constellation: .glonass, prn: 64 + $0 * 3, elevation: Double(9 * $0), azimuth: Double(45 * $0), snr: 35, used: $0 > 1) }
-    + (1...6).map { Satellite(constellation: .galileo, prn: $0 * 5, elevation: Double(11 * $0), azimuth: Double(50 * $0), snr: 38, used: true) }
-    + (1...6).map { Satellite(constellation: .beidou, prn: $0 * 7, elevation: Double(12 * $0), azimuth: Double(55 * $0), snr: 33, used: $0 % 2 == 0) }
+    (1...10).map {
+      Satellite(
+        constellation: .gps, prn: $0 * 3, elevation: Double(5 * $0), azimuth: Double(33 * $0),
+        snr: 40, used: $0 > 2)
+    }
+    + (1...7).map {
+      Satellite(
+        constellation: .glonass, prn: 64 + $0 * 3, elevation: Double(9 * $0),
+        azimuth: Double(45 * $0), snr: 35, used: $0 > 1)
+    }
+    + (1...6).map {
+      Satellite(
+        constellation: .galileo, prn: $0 * 5, elevation: Double(11 * $0), azimuth: Double(50 * $0),
+        snr: 38, used: true)
+    }
+    + (1...6).map {
+      Satellite(
+        constellation: .beidou, prn: $0 * 7, elevation: Double(12 * $0), azimuth: Double(55 * $0),
+        snr: 33, used: $0 % 2 == 0)
+    }
   fix.satellitesUsed = fix.satellites.filter(\.used).count
   return fix
 }
@@ -39,11 +55,13 @@ private func epoch(_ index: Int) -> Fix {
 @Suite struct FaultScheduleTests {
   @Test func parsesEveryTermOfTheDocumentedExample() throws {
     let schedule = try NMEAFaultSchedule.parse(
-      "checksum:0.01,bitflip:0.001,drop:0.01,truncate:0.01,garbage:0.005,stuck@120-180,unplug@300-310,seed=42")
+      "checksum:0.01,bitflip:0.001,drop:0.01,truncate:0.01,garbage:0.005,stuck@120-180,unplug@300-310,seed=42"
+    )
     #expect(schedule.checksum == 0.01 && schedule.bitflip == 0.001 && schedule.drop == 0.01)
     #expect(schedule.truncate == 0.01 && schedule.garbage == 0.005 && schedule.seed == 42)
     #expect(schedule.stuck == [120..<180] && schedule.unplug == [300..<310])
-    #expect(schedule.isStuck(at: 120) && !schedule.isStuck(at: 180) && schedule.isUnplugged(at: 309.9))
+    #expect(
+      schedule.isStuck(at: 120) && !schedule.isStuck(at: 180) && schedule.isUnplugged(at: 309.9))
   }
 
   @Test(arguments: [
@@ -63,7 +81,8 @@ private func epoch(_ index: Int) -> Fix {
   /// that was not simulated.
   @Test(arguments: NMEAVersion.allCases)
   func decoderDetectsExactlyWhatWasInjected(_ version: NMEAVersion) throws {
-    var schedule = try NMEAFaultSchedule.parse("checksum:0.02,bitflip:0.03,drop:0.02,truncate:0.02,garbage:0.02")
+    var schedule = try NMEAFaultSchedule.parse(
+      "checksum:0.02,bitflip:0.03,drop:0.02,truncate:0.02,garbage:0.02")
     schedule.seed = 7
     var injector = NMEAFaultInjector(schedule: schedule)
     let encoder = NMEAEncoder(version: version)
@@ -83,7 +102,9 @@ private func epoch(_ index: Int) -> Fix {
     #expect(seen.rejected[.checksumMismatch, default: 0] == injected.expectedChecksumMismatches)
     #expect(seen.rejected[.truncated, default: 0] == injected.truncate)
     #expect(seen.rejected[.invalidCharacter, default: 0] == injected.garbage)
-    #expect(seen.rejectedTotal == injected.checksum + injected.bitflip + injected.truncate + injected.garbage)
+    #expect(
+      seen.rejectedTotal == injected.checksum + injected.bitflip + injected.truncate
+        + injected.garbage)
     #expect(seen.read == injected.sentences - injected.drop)
     // Every position reported is one that was simulated, at the time it was simulated for.
     let simulated = Dictionary(uniqueKeysWithValues: fixes.map { ($0.time ?? 0, $0.coordinate) })
@@ -93,7 +114,9 @@ private func epoch(_ index: Int) -> Fix {
       positions += 1
       let time = try #require(fix.time)
       let truth = try #require(simulated[time] ?? nil, "a position at a time never simulated")
-      #expect(abs(truth.latitude - coordinate.latitude) < 2e-8 && abs(truth.longitude - coordinate.longitude) < 2e-8)
+      #expect(
+        abs(truth.latitude - coordinate.latitude) < 2e-8
+          && abs(truth.longitude - coordinate.longitude) < 2e-8)
     }
     #expect(positions > 500)
   }
@@ -110,7 +133,9 @@ private func epoch(_ index: Int) -> Fix {
 
 @Suite struct SerialLinePacerTests {
   @Test func rejectsRatesOtherThanTheOffered() {
-    #expect(throws: SimulatedReceiverError.invalidBaudRate(1200)) { try SerialLinePacer(baud: 1200) }
+    #expect(throws: SimulatedReceiverError.invalidBaudRate(1200)) {
+      try SerialLinePacer(baud: 1200)
+    }
     #expect((try? SerialLinePacer(baud: 4800))?.bytesPerSecond == 480)
     #expect((try? SerialLinePacer(baud: 115_200))?.capacity(of: .milliseconds(100)) == 1152)
   }
@@ -124,7 +149,9 @@ private func epoch(_ index: Int) -> Fix {
     #expect(kept == Array(sentences.prefix(kept.count)))
     #expect(kept.reduce(0) { $0 + $1.count } <= 480)
     #expect(kept.reduce(0) { $0 + $1.count } + sentences[kept.count].count > 480)
-    #expect(dropped == sentences.count - kept.count && droppedBytes == total - kept.reduce(0) { $0 + $1.count })
+    #expect(
+      dropped == sentences.count - kept.count
+        && droppedBytes == total - kept.reduce(0) { $0 + $1.count })
     let fast = try SerialLinePacer(baud: 38_400)
     #expect(fast.fit(sentences, interval: .seconds(1)).droppedSentences == 0)
   }
@@ -151,7 +178,9 @@ private func epoch(_ index: Int) -> Fix {
     let log = writes.withLock { $0 }
     #expect(log.reduce(0) { $0 + $1.1 } > 20 * pacer.bytesPerSecond / hertz / 2)
     for (start, _) in log {
-      let inWindow = log.filter { $0.0 >= start && $0.0 < start + .seconds(1) }.reduce(0) { $0 + $1.1 }
+      let inWindow = log.filter { $0.0 >= start && $0.0 < start + .seconds(1) }.reduce(0) {
+        $0 + $1.1
+      }
       #expect(inWindow <= pacer.bytesPerSecond, "\(inWindow) bytes in the second from \(start)")
     }
   }

@@ -1,7 +1,7 @@
+import LocationModel
 import Testing
 
 @testable import NMEA
-import LocationModel
 
 /// 2026-03-14T12:35:19.20Z in milliseconds since 1970.
 private let epochTime: Int64 = 1_773_491_719_200
@@ -32,23 +32,34 @@ private func multiGNSSFix() -> Fix {
   var satellites: [Satellite] = []
   for (i, prn) in [2, 5, 12, 13, 15, 18, 20, 25, 29].enumerated() {
     satellites.append(
-      Satellite(constellation: .gps, prn: prn, elevation: Double(10 + 8 * i), azimuth: Double(40 * i), snr: Double(30 + i), used: i % 4 != 3))
+      Satellite(
+        constellation: .gps, prn: prn, elevation: Double(10 + 8 * i), azimuth: Double(40 * i),
+        snr: Double(30 + i), used: i % 4 != 3))
   }
-  satellites.append(Satellite(constellation: .sbas, prn: 123, elevation: 28, azimuth: 160, snr: 40, used: false))
+  satellites.append(
+    Satellite(constellation: .sbas, prn: 123, elevation: 28, azimuth: 160, snr: 40, used: false))
   for (i, slot) in [1, 7, 8, 22, 23].enumerated() {
     satellites.append(
-      Satellite(constellation: .glonass, prn: 64 + slot, elevation: Double(15 + 11 * i), azimuth: Double(300 - 20 * i), snr: Double(28 + i), used: i != 2))
+      Satellite(
+        constellation: .glonass, prn: 64 + slot, elevation: Double(15 + 11 * i),
+        azimuth: Double(300 - 20 * i), snr: Double(28 + i), used: i != 2))
   }
   for (i, svid) in [3, 11, 24, 36].enumerated() {
     satellites.append(
-      Satellite(constellation: .galileo, prn: svid, elevation: Double(20 + 9 * i), azimuth: Double(90 + 25 * i), snr: Double(35 + i), used: i < 3))
+      Satellite(
+        constellation: .galileo, prn: svid, elevation: Double(20 + 9 * i),
+        azimuth: Double(90 + 25 * i), snr: Double(35 + i), used: i < 3))
   }
   for (i, svid) in [6, 19, 45, 59].enumerated() {
     satellites.append(
-      Satellite(constellation: .beidou, prn: svid, elevation: Double(12 + 14 * i), azimuth: Double(200 + 30 * i), snr: Double(31 + i), used: i != 0))
+      Satellite(
+        constellation: .beidou, prn: svid, elevation: Double(12 + 14 * i),
+        azimuth: Double(200 + 30 * i), snr: Double(31 + i), used: i != 0))
   }
-  satellites.append(Satellite(constellation: .qzss, prn: 2, elevation: 33, azimuth: 170, snr: 41, used: true))
-  satellites.append(Satellite(constellation: .navic, prn: 5, elevation: 9, azimuth: 110, snr: 22, used: false))
+  satellites.append(
+    Satellite(constellation: .qzss, prn: 2, elevation: 33, azimuth: 170, snr: 41, used: true))
+  satellites.append(
+    Satellite(constellation: .navic, prn: 5, elevation: 9, azimuth: 110, snr: 22, used: false))
   fix.satellites = satellites
   fix.satellitesUsed = satellites.filter(\.used).count
   return fix
@@ -109,14 +120,18 @@ private func fields(_ line: String) -> [String] {
   @Test func versionsNameTheSystemsTheyDefine() {
     let fix = multiGNSSFix()
     let constellations = { (version: NMEAVersion) in
-      Set(fix.satellites.filter { NMEAEncoder.numbering(of: $0, version: version) != nil }.map(\.constellation))
+      Set(
+        fix.satellites.filter { NMEAEncoder.numbering(of: $0, version: version) != nil }.map(
+          \.constellation))
     }
     #expect(constellations(.v2_3) == [.gps, .sbas, .glonass, .qzss])
     #expect(constellations(.v4_10) == [.gps, .sbas, .glonass, .qzss, .galileo, .beidou])
     #expect(constellations(.v4_11) == [.gps, .sbas, .glonass, .qzss, .galileo, .beidou, .navic])
     let qzss = Satellite(constellation: .qzss, prn: 2)
-    #expect(NMEAEncoder.numbering(of: qzss, version: .v4_10).map { [$0.number, $0.system] } == [194, 1])
-    #expect(NMEAEncoder.numbering(of: qzss, version: .v4_11).map { [$0.number, $0.system] } == [2, 5])
+    #expect(
+      NMEAEncoder.numbering(of: qzss, version: .v4_10).map { [$0.number, $0.system] } == [194, 1])
+    #expect(
+      NMEAEncoder.numbering(of: qzss, version: .v4_11).map { [$0.number, $0.system] } == [2, 5])
     let sbas = Satellite(constellation: .sbas, prn: 123)
     #expect(NMEAEncoder.numbering(of: sbas, version: .v2_3)?.number == 36)
     let glonass = Satellite(constellation: .glonass, prn: 3)
