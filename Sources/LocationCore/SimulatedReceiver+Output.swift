@@ -41,6 +41,8 @@ public struct SimulatedOutputStatistics: Sendable, Hashable {
   public var sentencesCut = 0
   /// Bytes of those sentences.
   public var bytesCut = 0
+  /// Epochs not sent because the device was unplugged (pty).
+  public var epochsUnplugged = 0
   /// Creates zeroed counters.
   public init() {}
 }
@@ -73,6 +75,8 @@ final class SimulatedOutputStage: Sendable {
   }
 
   func countUnplug() { state.withLock { $0.injector.countUnplug() } }
+
+  func countUnpluggedEpoch() { state.withLock { $0.statistics.epochsUnplugged += 1 } }
 
   /// The fix to send for an epoch `seconds` after the start: `fix`, or inside a `stuck` window
   /// the last fix sent before it (counted).

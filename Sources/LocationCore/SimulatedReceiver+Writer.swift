@@ -45,7 +45,9 @@ extension SimulatedReceiver {
       switch source {
       case .closure(let make):
         let seconds = Double(epoch) * Double(period) / 1e9
-        if let fix = make(seconds) {
+        if deviceUnplugged(at: seconds) {
+          // The device is gone: nothing is written, as from a receiver without power.
+        } else if let fix = make(seconds) {
           write(outgoingFix(fix, at: seconds), period: period)
         } else {
           state.withLock { $0.statistics.epochsSilent += 1 }
@@ -62,7 +64,8 @@ extension SimulatedReceiver {
           if ended { return finish() }
           if let item { next = item } else { waitForInput(timeoutNanoseconds: 500_000_000) }
         }
-        if let fix = next ?? nil { write(outgoingFix(fix, at: Double(epoch) * Double(period) / 1e9), period: period) }
+        let seconds = Double(epoch) * Double(period) / 1e9
+        if !deviceUnplugged(at: seconds), let fix = next ?? nil { write(outgoingFix(fix, at: seconds), period: period) }
       }
       epoch += 1
     }

@@ -57,12 +57,11 @@ public final class SimulatedReceiver: Sendable {
 
   /// The path of the symbolic link to the pty slave.
   public let linkPath: String
-  /// The slave device the link points to, e.g. `/dev/pts/3`.
-  public let slavePath: String
   /// The encoder used for every epoch.
   public let encoder: NMEAEncoder
 
-  let master: Int32
+  /// The pty master and its slave's path; both change when an `unplug` fault reopens the pty.
+  let pty: Mutex<PTYHandle>
   let wakeRead: Int32
   let wakeWrite: Int32
   let state = Mutex(State())
@@ -154,12 +153,11 @@ public final class SimulatedReceiver: Sendable {
       _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
     }
     self.linkPath = linkPath
-    self.slavePath = slaveName
     self.encoder = encoder
     self.onWrite = onWrite
     self.output = output
     self.outputStage = SimulatedOutputStage(output)
-    self.master = masterFD
+    self.pty = Mutex(PTYHandle(master: masterFD, slavePath: slaveName, deviceMode: deviceMode))
     self.wakeRead = pipeFDs[0]
     self.wakeWrite = pipeFDs[1]
   }
