@@ -13,6 +13,10 @@ public enum SimulatedReceiverError: Error, Equatable, Sendable, CustomStringConv
   case linkFailed(path: String, errno: Int32, message: String)
   /// `start` was called twice.
   case alreadyStarted
+  /// The baud rate is not one a simulated receiver offers (``SerialLinePacer/baudRates``).
+  case invalidBaudRate(Int)
+  /// A network transport could not be opened (socket, bind, listen, connect); `errno` and its text.
+  case networkFailed(transport: String, errno: Int32, message: String)
 
   /// A one-line explanation.
   public var description: String {
@@ -25,12 +29,120 @@ public enum SimulatedReceiverError: Error, Equatable, Sendable, CustomStringConv
     case .linkFailed(let path, let code, let message):
       return "cannot link \(path): \(message) (errno \(code))"
     case .alreadyStarted: return "the simulated receiver is already running"
+    case .networkFailed(let transport, let code, let message):
+      return "cannot open \(transport): \(message) (errno \(code))"
+    case .invalidBaudRate(let baud):
+      return "baud rate \(baud) is not one of \(SerialLinePacer.baudRates.map(String.init).joined(separator: ", "))"
     }
   }
 }
 
+/// The pty a simulated receiver writes to.
+struct PTYHandle: Sendable {
+  /// The master descriptor, -1 while unplugged.
+  var master: Int32
+  /// The slave device, e.g. `/dev/pts/3`.
+  var slavePath: String
+  /// Permission bits given to a reopened slave.
+  var deviceMode: mode_t?
+  /// Whether an `unplug` fault has closed the pty.
+  var unplugged = false
+}
+
 /// Pseudo-terminal and link helpers of the simulated receiver.
 extension SimulatedReceiver {
+  /// The slave device the link points to, e.g. `/dev/pts/3`; a new one after an `unplug` fault
+  /// window ends.
+  public var slavePath: String { pty.withLock { $0.slavePath } }
+
+  var master: Int32 { pty.withLock { $0.master } }
+
+  /// Unplugs the device (an `unplug` fault window begins): closes the master, so the reader
+  /// sees a hang-up, and removes the link if it still points to this pty. Counted once a window.
+  func unplugDevice() {
+    let closing = pty.withLock { handle -> (Int32, String)? in
+      guard !handle.unplugged else { return nil }
+      handle.unplugged = true
+      defer { handle.master = -1 }
+      return (handle.master, handle.slavePath)
+    }
+    guard let (fd, slave) = closing else { return }
+    outputStage.countUnplug()
+    var buffer = [CChar](repeating: 0, count: 256)
+    let length = readlink(linkPath, &buffer, buffer.count - 1)
+    if length > 0 {
+      let target = String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+      if target == slave { unlink(linkPath) }
+    }
+    close(fd)
+  }
+
+  /// Plugs the device back in (the window ended): a new pty, linked at the same path. A failure
+  /// leaves it unplugged and is tried again at the next epoch.
+  func replugDevice() {
+    let (unplugged, mode) = pty.withLock { ($0.unplugged, $0.deviceMode) }
+    guard unplugged, let (fd, slave) = try? Self.openPTY(deviceMode: mode) else { return }
+    do {
+      try Self.link(linkPath, to: slave)
+    } catch {
+      close(fd)
+      return
+    }
+    pty.withLock { handle in
+      handle.master = fd
+      handle.slavePath = slave
+      handle.unplugged = false
+    }
+    state.withLock { $0.readerPresent = false }
+  }
+
+  /// Whether the device is unplugged at `seconds` since the start, unplugging or plugging it
+  /// back as the fault schedule says.
+  func deviceUnplugged(at seconds: Double) -> Bool {
+    if outputStage.output.faults.isUnplugged(at: seconds) {
+      unplugDevice()
+      outputStage.countUnpluggedEpoch()
+      return true
+    }
+    replugDevice()
+    return false
+  }
+
+  /// Opens a pty as ``init(linkPath:encoder:deviceMode:output:onWrite:)`` does: master
+  /// non-blocking and close-on-exec, slave in raw mode at 9600 baud with `deviceMode`, no
+  /// descriptor kept on the slave. Returns the master and the slave's path.
+  static func openPTY(deviceMode: mode_t?) throws(SimulatedReceiverError) -> (Int32, String) {
+    let masterFD = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK)
+    guard masterFD >= 0 else {
+      let code = errno
+      throw .openPTYFailed(errno: code, message: errorText(code))
+    }
+    var unlock: Int32 = 0
+    var number: UInt32 = 0
+    guard ioctl(masterFD, unlockPTY, &unlock) == 0, ioctl(masterFD, ptyNumber, &number) == 0 else {
+      let code = errno
+      close(masterFD)
+      throw .openPTYFailed(errno: code, message: errorText(code))
+    }
+    let slaveName = "/dev/pts/\(number)"
+    let slaveFD = open(slaveName, O_RDWR | O_NOCTTY | O_CLOEXEC)
+    guard slaveFD >= 0 else {
+      let code = errno
+      close(masterFD)
+      throw .openPTYFailed(errno: code, message: "\(slaveName): " + errorText(code))
+    }
+    var attributes = termios()
+    if tcgetattr(slaveFD, &attributes) == 0 {
+      cfmakeraw(&attributes)
+      _ = cfsetispeed(&attributes, speed_t(B9600))
+      _ = cfsetospeed(&attributes, speed_t(B9600))
+      _ = tcsetattr(slaveFD, TCSANOW, &attributes)
+    }
+    if let deviceMode { _ = fchmod(slaveFD, deviceMode) }
+    close(slaveFD)
+    return (masterFD, slaveName)
+  }
+
   static func link(_ path: String, to target: String) throws(SimulatedReceiverError) {
     var info = stat()
     if lstat(path, &info) == 0 {

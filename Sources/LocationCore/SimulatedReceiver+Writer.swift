@@ -44,8 +44,11 @@ extension SimulatedReceiver {
       }
       switch source {
       case .closure(let make):
-        if let fix = make(Double(epoch) * Double(period) / 1e9) {
-          write(fix)
+        let seconds = Double(epoch) * Double(period) / 1e9
+        if deviceUnplugged(at: seconds) {
+          // The device is gone: nothing is written, as from a receiver without power.
+        } else if let fix = make(seconds) {
+          write(outgoingFix(fix, at: seconds), period: period)
         } else {
           state.withLock { $0.statistics.epochsSilent += 1 }
         }
@@ -61,17 +64,16 @@ extension SimulatedReceiver {
           if ended { return finish() }
           if let item { next = item } else { waitForInput(timeoutNanoseconds: 500_000_000) }
         }
-        if let fix = next ?? nil { write(fix) }
+        let seconds = Double(epoch) * Double(period) / 1e9
+        if !deviceUnplugged(at: seconds), let fix = next ?? nil { write(outgoingFix(fix, at: seconds), period: period) }
       }
       epoch += 1
     }
   }
 
-  func write(_ fix: Fix) {
+  func write(_ fix: Fix, period: UInt64) {
     let sentences = encoder.encode(fix)
-    var bytes: [UInt8] = []
-    bytes.reserveCapacity(sentences.count * 80)
-    for sentence in sentences { bytes.append(contentsOf: sentence.utf8) }
+    let bytes = outgoingBytes(sentences, interval: .nanoseconds(Int64(period)))
     guard hasReader() else {
       // Nobody has the device open: a serial line with no listener loses the data.
       state.withLock { $0.statistics.epochsWithoutReader += 1 }
@@ -81,14 +83,28 @@ extension SimulatedReceiver {
     let startedAt = Self.monotonicNanoseconds()
     var offset = 0
     var dropped = false
-    while offset < bytes.count {
-      // nil: EAGAIN (buffer full: nobody reading); an error: EIO. Either drops the rest of this
-      // epoch.
-      guard let written = try? SystemIO.writeSome(master, bytes, from: offset) else {
-        dropped = true
-        break
+    // At a baud rate: each 10 ms tick releases what the line carries by then (SerialLinePacer).
+    var writes: [(tick: Int, bytes: Range<Int>)] = [(0, 0..<bytes.count)]
+    if let baud = output.baud, let pacer = try? SerialLinePacer(baud: baud) {
+      writes = pacer.schedule(byteCount: bytes.count)
+    }
+    for (tick, range) in writes where !dropped {
+      let due = startedAt + UInt64(tick) * 10_000_000
+      while true {
+        if state.withLock({ $0.stopped }) { break }
+        let now = Self.monotonicNanoseconds()
+        if now >= due { break }
+        waitForInput(timeoutNanoseconds: due - now)
       }
-      offset += written
+      while offset < range.upperBound {
+        // nil: EAGAIN (buffer full: nobody reading); an error: EIO. Either drops the rest of
+        // this epoch.
+        guard let written = try? SystemIO.writeSome(master, Array(bytes[0..<range.upperBound]), from: offset) else {
+          dropped = true
+          break
+        }
+        offset += written
+      }
     }
     let finishedAt = Self.monotonicNanoseconds()
     state.withLock { state in

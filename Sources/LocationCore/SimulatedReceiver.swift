@@ -57,16 +57,18 @@ public final class SimulatedReceiver: Sendable {
 
   /// The path of the symbolic link to the pty slave.
   public let linkPath: String
-  /// The slave device the link points to, e.g. `/dev/pts/3`.
-  public let slavePath: String
   /// The encoder used for every epoch.
   public let encoder: NMEAEncoder
 
-  let master: Int32
+  /// The pty master and its slave's path; both change when an `unplug` fault reopens the pty.
+  let pty: Mutex<PTYHandle>
   let wakeRead: Int32
   let wakeWrite: Int32
   let state = Mutex(State())
   let onWrite: (@Sendable (WrittenEpoch) -> Void)?
+  /// Baud pacing and injected faults of the output.
+  public let output: SimulatedOutput
+  let outputStage: SimulatedOutputStage
 
   struct State {
     var statistics = Statistics()
@@ -90,11 +92,12 @@ public final class SimulatedReceiver: Sendable {
   ///   - deviceMode: permission bits for the pty slave (e.g. `0o666`), or `nil` to keep the
   ///     system's (owner read/write, group write). gpsd started without `-n` drops privileges
   ///     before it opens the device, so it needs read access as its own user.
+  ///   - output: baud pacing and injected faults (none by default: unpaced, faultless).
   ///   - onWrite: called on the writer thread after each epoch is written (keep it short).
   /// - Throws: ``SimulatedReceiverError``.
   public init(
     linkPath: String, encoder: NMEAEncoder = NMEAEncoder(), deviceMode: mode_t? = nil,
-    onWrite: (@Sendable (WrittenEpoch) -> Void)? = nil
+    output: SimulatedOutput = SimulatedOutput(), onWrite: (@Sendable (WrittenEpoch) -> Void)? = nil
   ) throws(SimulatedReceiverError) {
     // Like openpty(3), but every descriptor is close-on-exec from the start: a process spawned by
     // another thread at the wrong moment must not inherit the pty (it would hold the device open
@@ -150,10 +153,11 @@ public final class SimulatedReceiver: Sendable {
       _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
     }
     self.linkPath = linkPath
-    self.slavePath = slaveName
     self.encoder = encoder
     self.onWrite = onWrite
-    self.master = masterFD
+    self.output = output
+    self.outputStage = SimulatedOutputStage(output)
+    self.pty = Mutex(PTYHandle(master: masterFD, slavePath: slaveName, deviceMode: deviceMode))
     self.wakeRead = pipeFDs[0]
     self.wakeWrite = pipeFDs[1]
   }

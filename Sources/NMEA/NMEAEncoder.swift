@@ -34,10 +34,17 @@ public struct NMEAEncoder: Sendable, Hashable {
     public static let gsv = SentenceSet(rawValue: 1 << 4)
     /// ZDA: time and date.
     public static let zda = SentenceSet(rawValue: 1 << 5)
+    /// GNS: GNSS fix data with one mode letter per system (written only by a versioned encoder
+    /// for NMEA 4.10 and later).
+    public static let gns = SentenceSet(rawValue: 1 << 6)
+    /// GST: pseudorange error statistics (written when the fix carries ``Fix/errorEstimates``).
+    public static let gst = SentenceSet(rawValue: 1 << 7)
     /// RMC, VTG, GGA, GSA, GSV: what a typical receiver sends by default.
     public static let standard: SentenceSet = [.rmc, .vtg, .gga, .gsa, .gsv]
     /// ``standard`` plus ZDA.
     public static let all: SentenceSet = [.standard, .zda]
+    /// What a multi-GNSS receiver sends: ``all`` plus GNS and GST.
+    public static let receiver: SentenceSet = [.all, .gns, .gst]
   }
 
   /// Talker of the position sentences (RMC, VTG, GGA, ZDA) and of a single-system GSA:
@@ -47,6 +54,10 @@ public struct NMEAEncoder: Sendable, Hashable {
   public var talker: TalkerID
   /// Which sentences to write per epoch.
   public var sentences: SentenceSet
+  /// The NMEA 0183 version whose rules the output follows (talkers, satellite numbering, system
+  /// and signal IDs, GNS, navigational status); `nil` for the unversioned output of
+  /// ``init(talker:sentences:)`` (the caller picks the talker).
+  public var version: NMEAVersion?
 
   /// Creates an encoder.
   ///
@@ -57,10 +68,24 @@ public struct NMEAEncoder: Sendable, Hashable {
   public init(talker: TalkerID = .gps, sentences: SentenceSet = .standard) {
     self.talker = talker
     self.sentences = sentences
+    self.version = nil
+  }
+
+  /// Creates an encoder that follows the rules of one NMEA 0183 version (see ``NMEAVersion``).
+  ///
+  /// - Parameters:
+  ///   - version: 2.3, 4.10 or 4.11.
+  ///   - sentences: the sentence types to write; ``SentenceSet/receiver`` (RMC, VTG, GGA, GNS,
+  ///     GSA, GSV, GST, ZDA) by default. GNS is left out for 2.3, which does not define it.
+  public init(version: NMEAVersion, sentences: SentenceSet = .receiver) {
+    self.talker = .gps
+    self.sentences = sentences
+    self.version = version
   }
 
   /// Encodes one epoch as framed sentences, each ending in CRLF, in output order.
   public func encode(_ fix: Fix) -> [String] {
+    if let version { return encode(fix, version: version) }
     var lines: [String] = []
     if sentences.contains(.rmc) { lines.append(Self.frame(rmcBody(fix))) }
     if sentences.contains(.vtg) { lines.append(Self.frame(vtgBody(fix))) }

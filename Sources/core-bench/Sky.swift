@@ -16,12 +16,7 @@ import Synchronization
 //      a percentage of one core, and the receivers one core would carry.
 // Build with -c release.
 
-private func cpuSeconds() -> Double {
-  var usage = rusage()
-  getrusage(RUSAGE_SELF.rawValue, &usage)
-  return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
-    + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
-}
+// cpuSeconds() is in Simulator.swift.
 
 private func wallSeconds() -> Double {
   var now = timespec()

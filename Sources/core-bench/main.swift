@@ -11,6 +11,8 @@ import LocationModel
 //
 // Usage: core-bench sky [SECONDS] [RECEIVERS]
 //   Simulated receiver: generator epochs per second, CPU per receiver at 10 Hz (see Sky.swift).
+// Usage: core-bench simulator [EPOCHS]
+//   The simulated receiver's output: see Simulator.swift in this folder.
 //
 // Usage: core-bench geodesic
 //   Geodesic inverse and direct solutions per second, and the largest differences from
@@ -144,6 +146,9 @@ extension Double {
 let arguments = CommandLine.arguments
 if arguments.count > 1 && arguments[1] == "sky" {
   exit(skyBenchmark(arguments: Array(arguments.dropFirst(2))))
+}
+if arguments.count > 1 && arguments[1] == "simulator" {
+  exit(await simulatorBenchmark(epochs: arguments.count > 2 ? Int(arguments[2]) ?? 200_000 : 200_000))
 }
 if arguments.count > 1 && arguments[1] == "geodesic" {
   exit(geodesicBenchmark())

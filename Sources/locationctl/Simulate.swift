@@ -7,13 +7,24 @@ import Synchronization
 import SystemIO
 
 let simulateUsage = """
-  usage: locationctl simulate --pty PATH [--backend URI] [--rate HZ] [--talker GP|GN] [--zda]
+  usage: locationctl simulate (--pty PATH | --output tcp://HOST:PORT | --output udp://HOST:PORT)
+                             [--backend URI] [--rate HZ] [--nmea 2.3|4.10|4.11]
+                             [--baud 4800|9600|38400|115200] [--faults SCHEDULE] [--talker GP|GN] [--zda]
     Simulated GPS hardware: creates a pseudo-terminal, links PATH to it and writes NMEA 0183
-    (RMC, VTG, GGA, GSA, GSV, and ZDA with --zda) at HZ epochs per second (1-10, default 1),
-    as a serial receiver does. Start gpsd on it with: gpsd -N -n PATH
+    at HZ epochs per second (1-10, default 1), as a serial receiver does.
+    Start gpsd on it with: gpsd -N -n PATH
+    --output URI    instead of a pty: a TCP server on HOST:PORT (gpsd -N -n tcp://HOST:PORT)
+                    or UDP datagrams to HOST:PORT, one sentence each (gpsd -N -n udp://HOST:PORT)
     --backend URI   where the fixes come from: simulate[...] (default simulate?rate=HZ) or
                     replay:LOG.nmea[?speed=1&loop=true]
-    --talker GP|GN  talker of the position sentences (default GP)
+    --nmea VERSION  the NMEA 0183 version followed (default 4.11): RMC, VTG, GGA, GNS (4.10+),
+                    GSA per system, GSV per system, GST, ZDA; see docs/simulator.md
+    --baud RATE     pace the bytes as a serial line at RATE (8N1) carries them; an epoch that
+                    does not fit loses its last sentences (one warning). Default: unpaced
+    --faults SCHEDULE  inject faults, e.g. checksum:0.01,bitflip:0.001,drop:0.01,truncate:0.01,
+                    garbage:0.005,stuck@120-180,seed=7 (see docs/simulator.md)
+    --talker GP|GN  unversioned output with this talker for the position sentences (RMC, VTG,
+                    GGA, GSA, GSV, and ZDA with --zda), as before --nmea existed
     --device-mode OCTAL  permissions of the pty (e.g. 666 for a gpsd that drops privileges)
     Sky and receiver (added to a simulate backend URI; see docs/simulator.md):
     --mask DEG      elevation mask, 0-90 (default 5)
@@ -32,9 +43,13 @@ let simulateUsage = """
 /// on bad usage.
 func runSimulate(arguments: [String]) -> Int32 {
   var path: String?
+  var network: SimulatedTransport?
   var backendURI: String?
   var rate = 1.0
-  var talker = TalkerID.gps
+  var talker: TalkerID?
+  var version = NMEAVersion.v4_11
+  var baud: Int?
+  var faults = NMEAFaultSchedule()
   var sentences = NMEAEncoder.SentenceSet.standard
   var deviceMode: mode_t?
   var skySettings: [(key: String, value: String)] = []
@@ -57,6 +72,13 @@ func runSimulate(arguments: [String]) -> Int32 {
     case "--pty":
       guard let text = value(argument) else { return ExitCode.usage.rawValue }
       path = text
+    case "--output":
+      guard let text = value(argument) else { return ExitCode.usage.rawValue }
+      guard let transport = SimulatedTransport(uri: text) else {
+        writeError("locationctl simulate: --output must be tcp://HOST:PORT or udp://HOST:PORT (IPv4)")
+        return ExitCode.usage.rawValue
+      }
+      network = transport
     case "--backend":
       guard let text = value(argument) else { return ExitCode.usage.rawValue }
       backendURI = text
@@ -74,6 +96,28 @@ func runSimulate(arguments: [String]) -> Int32 {
         return ExitCode.usage.rawValue
       }
       talker = choice
+    case "--nmea":
+      guard let text = value(argument) else { return ExitCode.usage.rawValue }
+      guard let choice = NMEAVersion(rawValue: text) else {
+        writeError("locationctl simulate: --nmea must be 2.3, 4.10 or 4.11")
+        return ExitCode.usage.rawValue
+      }
+      version = choice
+    case "--baud":
+      guard let text = value(argument) else { return ExitCode.usage.rawValue }
+      guard let number = Int(text), SerialLinePacer.baudRates.contains(number) else {
+        writeError("locationctl simulate: --baud must be 4800, 9600, 38400 or 115200")
+        return ExitCode.usage.rawValue
+      }
+      baud = number
+    case "--faults":
+      guard let text = value(argument) else { return ExitCode.usage.rawValue }
+      do {
+        faults = try NMEAFaultSchedule.parse(text)
+      } catch {
+        writeError("locationctl simulate: --faults: \(error)")
+        return ExitCode.usage.rawValue
+      }
     case "--zda":
       sentences.insert(.zda)
     case "--device-mode":
@@ -95,8 +139,12 @@ func runSimulate(arguments: [String]) -> Int32 {
       return ExitCode.usage.rawValue
     }
   }
-  guard let path else {
-    writeError("locationctl simulate: --pty PATH is required (try --help)")
+  if path != nil && network != nil {
+    writeError("locationctl simulate: --pty and --output exclude each other (try --help)")
+    return ExitCode.usage.rawValue
+  }
+  guard let path = path ?? network?.description else {
+    writeError("locationctl simulate: one of --pty PATH or --output URI is required (try --help)")
     return ExitCode.usage.rawValue
   }
   var uri =
@@ -116,11 +164,17 @@ func runSimulate(arguments: [String]) -> Int32 {
     writeError("locationctl simulate: \(error)")
     return ExitCode.usage.rawValue
   }
+  let encoder =
+    talker.map { NMEAEncoder(talker: $0, sentences: sentences) } ?? NMEAEncoder(version: version)
+  if let network {
+    return runNetworkSimulate(
+      transport: network, backend: backend, uri: uri, rate: rate, encoder: encoder, baud: baud, faults: faults)
+  }
   let receiver: SimulatedReceiver
   do {
     receiver = try SimulatedReceiver(
-      linkPath: path, encoder: NMEAEncoder(talker: talker, sentences: sentences),
-      deviceMode: deviceMode)
+      linkPath: path, encoder: encoder, deviceMode: deviceMode,
+      output: try SimulatedOutput(baud: baud, faults: faults))
   } catch {
     writeError("locationctl simulate: \(error)")
     return ExitCode.failure.rawValue
@@ -128,24 +182,7 @@ func runSimulate(arguments: [String]) -> Int32 {
 
   // Fixes of the backend's location events, in order, until a replay reaches the end of its
   // log; status events go to standard error. Pulled one per epoch, so a fast source waits.
-  let fixes = backend.events.prefix { event in
-    if case .status(.endOfData, _) = event {
-      writeError("locationctl simulate: the replay reached the end of its log")
-      return false
-    }
-    return true
-  }.compactMap { event -> Fix? in
-    switch event {
-    case .location(let location): return location.fix
-    case .status(let status, let detail):
-      writeError(
-        "locationctl simulate: backend \(status.rawValue)" + (detail.map { ": \($0)" } ?? ""))
-      return nil
-    case .error(let message):
-      writeError("locationctl simulate: backend error: \(message)")
-      return nil
-    }
-  }
+  let fixes = simulatedFixes(backend)
   let status = Atomic<Int32>(ExitCode.success.rawValue)
   let done = DispatchSemaphore(value: 0)
   let task = Task {

@@ -1,0 +1,96 @@
+/// Paces bytes as a serial line at a given baud rate carries them.
+///
+/// 8N1 framing (one start bit, eight data bits, one stop bit): ten bits per byte, so the line
+/// carries `baud / 10` bytes a second (480 at 4800 baud, 960 at 9600, 3840 at 38400, 11520 at
+/// 115200). The pacer releases bytes on a 10 ms tick: by the end of tick `k` of an epoch,
+/// `floor(k * bytesPerSecond / 100)` bytes have gone out, the granularity of a UART driver's
+/// transmit interrupt. Any window of one second then holds at most 100 ticks, hence at most
+/// `bytesPerSecond` bytes: the line's rate is never exceeded, whatever the window.
+///
+/// An epoch that does not fit the epoch interval at this rate is cut the way a receiver's
+/// transmit buffer cuts it: the sentences are queued in order and those that would not have left
+/// before the next epoch begins are dropped whole (usually the trailing GSV, GST and ZDA), never
+/// sent late: delaying them would push every later epoch further behind. ``fit(_:interval:)``
+/// returns the count so the sender can log one warning and count the rest.
+public struct SerialLinePacer: Sendable, Hashable {
+  /// The baud rates a simulated receiver offers: 4800 (NMEA 0183's own), 9600, 38400, 115200.
+  public static let baudRates = [4800, 9600, 38400, 115_200]
+  /// The pacing tick.
+  public static let tick: Duration = .milliseconds(10)
+  /// Ticks per second.
+  static let ticksPerSecond = 100
+
+  /// Bits per second of the line.
+  public let baud: Int
+
+  /// Creates a pacer for `baud` (one of ``baudRates``).
+  ///
+  /// - Throws: ``SimulatedReceiverError/invalidBaudRate(_:)`` for any other rate.
+  public init(baud: Int) throws(SimulatedReceiverError) {
+    guard Self.baudRates.contains(baud) else { throw .invalidBaudRate(baud) }
+    self.baud = baud
+  }
+
+  /// Bytes per second the line carries (8N1: `baud / 10`).
+  public var bytesPerSecond: Int { baud / 10 }
+
+  /// Bytes the line carries in `interval`.
+  public func capacity(of interval: Duration) -> Int {
+    let (seconds, attoseconds) = interval.components
+    let ticks = Int(seconds) * Self.ticksPerSecond + Int(attoseconds / 10_000_000_000_000_000)
+    return ticks * bytesPerSecond / Self.ticksPerSecond
+  }
+
+  /// The sentences of one epoch that fit `interval`: the longest prefix whose bytes the line
+  /// carries in that time, and how many sentences (and bytes) were dropped after it.
+  public func fit(_ sentences: [[UInt8]], interval: Duration) -> (
+    kept: [[UInt8]], droppedSentences: Int, droppedBytes: Int
+  ) {
+    let capacity = capacity(of: interval)
+    var total = 0
+    var kept: [[UInt8]] = []
+    for (index, sentence) in sentences.enumerated() {
+      if total + sentence.count > capacity {
+        let rest = sentences[index...]
+        return (kept, rest.count, rest.reduce(0) { $0 + $1.count })
+      }
+      total += sentence.count
+      kept.append(sentence)
+    }
+    return (kept, 0, 0)
+  }
+
+  /// Bytes released by the end of tick `tick` (1-based) of an epoch.
+  public func released(byTick tick: Int) -> Int { tick * bytesPerSecond / Self.ticksPerSecond }
+
+  /// The writes that carry `byteCount` bytes: for each tick (1-based, from the epoch's start)
+  /// that releases bytes, the range of the epoch's bytes to write at the end of it.
+  public func schedule(byteCount: Int) -> [(tick: Int, bytes: Range<Int>)] {
+    var writes: [(tick: Int, bytes: Range<Int>)] = []
+    var sent = 0
+    var tick = 0
+    while sent < byteCount {
+      tick += 1
+      let upTo = min(byteCount, released(byTick: tick))
+      if upTo > sent {
+        writes.append((tick, sent..<upTo))
+        sent = upTo
+      }
+    }
+    return writes
+  }
+
+  /// Sends `bytes` starting at `start` on `clock`: sleeps until each tick and hands `write` the
+  /// bytes that tick releases. On a ``VirtualClock`` this runs in virtual time.
+  ///
+  /// - Throws: `CancellationError` when the task is cancelled while waiting.
+  public func transmit(
+    _ bytes: [UInt8], startingAt start: Duration, clock: some LocationClock,
+    write: (ArraySlice<UInt8>) -> Void
+  ) async throws {
+    for (tick, range) in schedule(byteCount: bytes.count) {
+      try await clock.sleep(until: start + Self.tick * tick)
+      write(bytes[range])
+    }
+  }
+}

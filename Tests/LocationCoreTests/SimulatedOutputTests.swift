@@ -1,0 +1,187 @@
+import LocationModel
+import NMEA
+import Synchronization
+import Testing
+
+@testable import LocationCore
+
+/// A multi-GNSS epoch `index` seconds after 2026-03-14T12:00:00Z, moving east.
+private func epoch(_ index: Int) -> Fix {
+  var fix = Fix(mode: .fix3D)
+  fix.time = 1_773_489_600_000 + Int64(index) * 1000
+  fix.quality = .gps
+  fix.coordinate = Coordinate(latitude: 48.137_154, longitude: 11.575_382 + Double(index) * 1e-4)
+  fix.altitudeMSL = 519.3
+  fix.geoidSeparation = 47.1
+  fix.speedOverGround = 7.4
+  fix.courseOverGround = 90
+  fix.hdop = 0.8
+  fix.vdop = 1.1
+  fix.pdop = 1.36
+  var errors = ErrorEstimates()
+  errors.rangeRMS = 2.5
+  errors.semiMajor = 1.9
+  errors.semiMinor = 1.2
+  errors.orientation = 30
+  errors.latitude = 1.6
+  errors.longitude = 1.4
+  errors.altitude = 2.8
+  fix.errorEstimates = errors
+  fix.satellites =
+    (1...10).map {
+      Satellite(
+        constellation: .gps, prn: $0 * 3, elevation: Double(5 * $0), azimuth: Double(33 * $0),
+        snr: 40, used: $0 > 2)
+    }
+    + (1...7).map {
+      Satellite(
+        constellation: .glonass, prn: 64 + $0 * 3, elevation: Double(9 * $0),
+        azimuth: Double(45 * $0), snr: 35, used: $0 > 1)
+    }
+    + (1...6).map {
+      Satellite(
+        constellation: .galileo, prn: $0 * 5, elevation: Double(11 * $0), azimuth: Double(50 * $0),
+        snr: 38, used: true)
+    }
+    + (1...6).map {
+      Satellite(
+        constellation: .beidou, prn: $0 * 7, elevation: Double(12 * $0), azimuth: Double(55 * $0),
+        snr: 33, used: $0 % 2 == 0)
+    }
+  fix.satellitesUsed = fix.satellites.filter(\.used).count
+  return fix
+}
+
+@Suite struct FaultScheduleTests {
+  @Test func parsesEveryTermOfTheDocumentedExample() throws {
+    let schedule = try NMEAFaultSchedule.parse(
+      "checksum:0.01,bitflip:0.001,drop:0.01,truncate:0.01,garbage:0.005,stuck@120-180,unplug@300-310,seed=42"
+    )
+    #expect(schedule.checksum == 0.01 && schedule.bitflip == 0.001 && schedule.drop == 0.01)
+    #expect(schedule.truncate == 0.01 && schedule.garbage == 0.005 && schedule.seed == 42)
+    #expect(schedule.stuck == [120..<180] && schedule.unplug == [300..<310])
+    #expect(
+      schedule.isStuck(at: 120) && !schedule.isStuck(at: 180) && schedule.isUnplugged(at: 309.9))
+  }
+
+  @Test(arguments: [
+    ("noise:0.1", NMEAFaultScheduleError.unknownKind(term: "noise:0.1")),
+    ("drop:1.5", .invalidProbability(term: "drop:1.5")),
+    ("drop:x", .invalidProbability(term: "drop:x")),
+    ("stuck@30-10", .invalidWindow(term: "stuck@30-10")),
+    ("unplug@5", .invalidWindow(term: "unplug@5")),
+    ("seed=-1", .invalidSeed(term: "seed=-1")),
+  ])
+  func rejectsBadTermsByName(_ text: String, _ error: NMEAFaultScheduleError) {
+    #expect(throws: error) { try NMEAFaultSchedule.parse(text) }
+  }
+
+  /// Every injected fault is detected by the decoder as exactly one rejection of the matching
+  /// reason; dropped sentences are the ones the decoder never read; and no position comes out
+  /// that was not simulated.
+  @Test(arguments: NMEAVersion.allCases)
+  func decoderDetectsExactlyWhatWasInjected(_ version: NMEAVersion) throws {
+    var schedule = try NMEAFaultSchedule.parse(
+      "checksum:0.02,bitflip:0.03,drop:0.02,truncate:0.02,garbage:0.02")
+    schedule.seed = 7
+    var injector = NMEAFaultInjector(schedule: schedule)
+    let encoder = NMEAEncoder(version: version)
+    let fixes = (0..<600).map(epoch)
+    var bytes: [UInt8] = []
+    for fix in fixes {
+      for sentence in encoder.encode(fix) { bytes += injector.apply(Array(sentence.utf8)) }
+    }
+    let injected = injector.statistics
+    #expect(injected.checksum > 20 && injected.bitflip > 20 && injected.drop > 20)
+    #expect(injected.truncate > 20 && injected.garbage > 20)
+    var decoder = NMEADecoder()
+    var decoded: [Fix] = []
+    decoder.feed(bytes) { decoded.append($0.fix) }
+    decoder.finish { decoded.append($0.fix) }
+    let seen = decoder.statistics
+    #expect(seen.rejected[.checksumMismatch, default: 0] == injected.expectedChecksumMismatches)
+    #expect(seen.rejected[.truncated, default: 0] == injected.truncate)
+    #expect(seen.rejected[.invalidCharacter, default: 0] == injected.garbage)
+    #expect(
+      seen.rejectedTotal == injected.checksum + injected.bitflip + injected.truncate
+        + injected.garbage)
+    #expect(seen.read == injected.sentences - injected.drop)
+    // Every position reported is one that was simulated, at the time it was simulated for.
+    let simulated = Dictionary(uniqueKeysWithValues: fixes.map { ($0.time ?? 0, $0.coordinate) })
+    var positions = 0
+    for fix in decoded {
+      guard let coordinate = fix.coordinate else { continue }
+      positions += 1
+      let time = try #require(fix.time)
+      let truth = try #require(simulated[time] ?? nil, "a position at a time never simulated")
+      #expect(
+        abs(truth.latitude - coordinate.latitude) < 2e-8
+          && abs(truth.longitude - coordinate.longitude) < 2e-8)
+    }
+    #expect(positions > 500)
+  }
+
+  @Test func sameSeedSameFaults() throws {
+    let schedule = try NMEAFaultSchedule.parse("bitflip:0.2,garbage:0.2,seed=3")
+    let lines = NMEAEncoder(version: .v4_11).encode(epoch(0)).map { Array($0.utf8) }
+    var a = NMEAFaultInjector(schedule: schedule)
+    var b = NMEAFaultInjector(schedule: schedule)
+    #expect(lines.map { a.apply($0) } == lines.map { b.apply($0) })
+    #expect(a.statistics == b.statistics)
+  }
+}
+
+@Suite struct SerialLinePacerTests {
+  @Test func rejectsRatesOtherThanTheOffered() {
+    #expect(throws: SimulatedReceiverError.invalidBaudRate(1200)) {
+      try SerialLinePacer(baud: 1200)
+    }
+    #expect((try? SerialLinePacer(baud: 4800))?.bytesPerSecond == 480)
+    #expect((try? SerialLinePacer(baud: 115_200))?.capacity(of: .milliseconds(100)) == 1152)
+  }
+
+  @Test func anEpochTooLongForTheLineLosesItsTrailingSentences() throws {
+    let pacer = try SerialLinePacer(baud: 4800)
+    let sentences = NMEAEncoder(version: .v4_11).encode(epoch(0)).map { Array($0.utf8) }
+    let total = sentences.reduce(0) { $0 + $1.count }
+    #expect(total > 480, "the test epoch must overflow 4800 baud")
+    let (kept, dropped, droppedBytes) = pacer.fit(sentences, interval: .seconds(1))
+    #expect(kept == Array(sentences.prefix(kept.count)))
+    #expect(kept.reduce(0) { $0 + $1.count } <= 480)
+    #expect(kept.reduce(0) { $0 + $1.count } + sentences[kept.count].count > 480)
+    #expect(
+      dropped == sentences.count - kept.count
+        && droppedBytes == total - kept.reduce(0) { $0 + $1.count })
+    let fast = try SerialLinePacer(baud: 38_400)
+    #expect(fast.fit(sentences, interval: .seconds(1)).droppedSentences == 0)
+  }
+
+  /// Twenty epochs at 4800 baud and 1 Hz on a virtual clock: no window of one second (sliding,
+  /// at every write) holds more than 480 bytes.
+  @Test(arguments: [(4800, 1), (9600, 1), (4800, 5)])
+  func noSecondCarriesMoreThanTheLineRate(_ baud: Int, _ hertz: Int) async throws {
+    let pacer = try SerialLinePacer(baud: baud)
+    let clock = VirtualClock(autoAdvance: true)
+    let interval = Duration.seconds(1) / hertz
+    let writes = Mutex<[(Duration, Int)]>([])
+    for index in 0..<20 {
+      let sentences = NMEAEncoder(version: .v4_11).encode(epoch(index)).map { Array($0.utf8) }
+      let (kept, _, _) = pacer.fit(sentences, interval: interval)
+      let start = interval * index
+      try await clock.sleep(until: start)
+      try await pacer.transmit(kept.flatMap { $0 }, startingAt: start, clock: clock) { chunk in
+        let now = clock.now
+        writes.withLock { $0.append((now, chunk.count)) }
+      }
+      #expect(clock.now <= start + interval, "an epoch's bytes leave before the next epoch")
+    }
+    let log = writes.withLock { $0 }
+    #expect(log.reduce(0) { $0 + $1.1 } > 20 * pacer.bytesPerSecond / hertz / 2)
+    for (start, _) in log {
+      let inWindow = log.filter { $0.0 >= start && $0.0 < start + .seconds(1) }.reduce(0) {
+        $0 + $1.1
+      }
+      #expect(inWindow <= pacer.bytesPerSecond, "\(inWindow) bytes in the second from \(start)")
+    }
+  }
+}
