@@ -1,5 +1,6 @@
 import LocationCore
 import LocationModel
+import LocationTestKit
 import NMEA
 
 #if canImport(Glibc)
@@ -13,50 +14,9 @@ import NMEA
 //   and the CPU one receiver takes at 10 Hz in real time (UDP, 115200 baud pacing), over 5 s.
 
 func simulatorFix(_ index: Int) -> Fix {
-  var fix = Fix(mode: .fix3D)
-  fix.time = 1_773_489_600_000 + Int64(index) * 100
-  fix.quality = .gps
-  fix.coordinate = Coordinate(
-    latitude: 48.137_154 + Double(index % 1000) * 1e-6, longitude: 11.575_382)
-  fix.altitudeMSL = 519.3
-  fix.geoidSeparation = 47.1
-  fix.speedOverGround = 7.4
-  fix.courseOverGround = 90
-  fix.hdop = 0.8
-  fix.vdop = 1.1
-  fix.pdop = 1.36
-  var errors = ErrorEstimates()
-  errors.rangeRMS = 2.5
-  errors.semiMajor = 1.9
-  errors.semiMinor = 1.2
-  errors.orientation = 30
-  errors.latitude = 1.6
-  errors.longitude = 1.4
-  errors.altitude = 2.8
-  fix.errorEstimates = errors
-  fix.satellites =
-    (1...10).map {
-      Satellite(
-        constellation: .gps, prn: $0 * 3, elevation: Double(5 * $0), azimuth: Double(33 * $0),
-        snr: 40, used: $0 > 2)
-    }
-    + (1...8).map {
-      Satellite(
-        constellation: .glonass, prn: 64 + $0 * 3, elevation: Double(9 * $0),
-        azimuth: Double(45 * $0), snr: 35, used: $0 > 1)
-    }
-    + (1...6).map {
-      Satellite(
-        constellation: .galileo, prn: $0 * 5, elevation: Double(11 * $0), azimuth: Double(50 * $0),
-        snr: 38, used: true)
-    }
-    + (1...6).map {
-      Satellite(
-        constellation: .beidou, prn: $0 * 7, elevation: Double(12 * $0), azimuth: Double(55 * $0),
-        snr: 33, used: $0 % 2 == 0)
-    }
-  fix.satellitesUsed = fix.satellites.filter(\.used).count
-  return fix
+  SampleFixes.multiGNSS(
+    time: 1_773_489_600_000 + Int64(index) * 100,
+    coordinate: Coordinate(latitude: 48.137_154 + Double(index % 1000) * 1e-6, longitude: 11.575_382), glonass: 8)
 }
 
 func monotonicSeconds() -> Double {
