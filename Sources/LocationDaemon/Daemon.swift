@@ -318,7 +318,7 @@ public enum Daemon {
       } else {
         store = try TrackStore(path: stateDirectory + "/" + TrackStore.fileName, configuration: storeConfiguration)
       }
-      outbox = TrackStoreOutbox(store: store, qos: settings.qos, retain: settings.retain)
+      outbox = TrackStoreOutbox(store: store, qos: settings.qos)
     } catch {
       Log.event("mqttQueueInMemory", ["reason": error.description])
       outbox = MemoryOutbox(limit: settings.queueLimit)

@@ -310,7 +310,7 @@ final class MQTTWorker {
       let rc = message.payload.withUnsafeBytes { raw in
         locationd_mqtt_publish(
           client, &mid, message.topic, raw.baseAddress, Int32(clamping: raw.count), Int32(options.settings.qos),
-          options.settings.retain)
+          message.retain)
       }
       guard rc == 0 else {
         lost("publishing failed: \(Self.text(rc))")

@@ -8,12 +8,16 @@ public struct OutboxMessage: Sendable, Hashable {
   public var topic: String
   /// Payload, the OwnTracks JSON.
   public var payload: [UInt8]
+  /// Whether the broker keeps it as the topic's retained message (MQTT 3.1.1, 3.3.1.3):
+  /// locations as `mqtt-retain` says, transitions never.
+  public var retain: Bool
 
   /// Creates a message.
-  public init(sequence: Int64, topic: String, payload: [UInt8]) {
+  public init(sequence: Int64, topic: String, payload: [UInt8], retain: Bool) {
     self.sequence = sequence
     self.topic = topic
     self.payload = payload
+    self.retain = retain
   }
 }
 
@@ -31,14 +35,15 @@ public struct OutboxError: Error, Sendable, Hashable, CustomStringConvertible {
 /// broker outage, and with a durable store (the track store's outbox) a daemon restart too.
 ///
 /// Contract, for every implementation: ``oldest(after:limit:)`` returns messages in increasing
-/// ``OutboxMessage/sequence``, which is the order of ``append(topic:payload:)``; ``remove(through:)``
+/// ``OutboxMessage/sequence``, which is the order of ``append(topic:payload:retain:)``, with the
+/// topic, payload and retain flag given there; ``remove(through:)``
 /// removes every message up to and including a sequence; when an append would exceed the limit,
 /// the oldest messages are dropped and counted in ``droppedCount``. Safe to call from any thread.
 public protocol MQTTOutbox: AnyObject, Sendable {
-  /// Appends a message at the end.
+  /// Appends a message at the end, to be published with the MQTT retain flag `retain`.
   ///
   /// - Throws: ``OutboxError`` when the store cannot take it (the message is lost and the caller logs it).
-  func append(topic: String, payload: [UInt8]) throws(OutboxError)
+  func append(topic: String, payload: [UInt8], retain: Bool) throws(OutboxError)
   /// At most `limit` messages with a sequence above `after` (all when `nil`), oldest first.
   func oldest(after: Int64?, limit: Int) throws(OutboxError) -> [OutboxMessage]
   /// Removes every message whose sequence is `sequence` or lower.
@@ -65,10 +70,10 @@ public final class MemoryOutbox: MQTTOutbox {
   /// Creates an empty queue holding at most `limit` messages (at least 1).
   public init(limit: Int) { self.limit = max(1, limit) }
 
-  /// See ``MQTTOutbox/append(topic:payload:)``.
-  public func append(topic: String, payload: [UInt8]) throws(OutboxError) {
+  /// See ``MQTTOutbox/append(topic:payload:retain:)``.
+  public func append(topic: String, payload: [UInt8], retain: Bool) throws(OutboxError) {
     state.withLock { state in
-      state.messages.append(OutboxMessage(sequence: state.nextSequence, topic: topic, payload: payload))
+      state.messages.append(OutboxMessage(sequence: state.nextSequence, topic: topic, payload: payload, retain: retain))
       state.nextSequence += 1
       if state.messages.count - state.head > limit {
         state.head += 1

@@ -13,8 +13,10 @@ public struct OwnTracksCounters: Sendable, Hashable {
   public var queued = 0
   /// Fixes not queued because of the minimum interval or distance.
   public var limited = 0
-  /// Fixes lost because the queue failed (disk full...).
+  /// Messages (locations and transitions) lost because the queue failed (disk full...).
   public var queueFailures = 0
+  /// Region transitions (`REGION` events `enter` and `exit`) queued as OwnTracks `transition` messages.
+  public var transitions = 0
   /// Fleet messages received.
   public var received = 0
   /// Fleet messages refused as malformed (not OwnTracks JSON, bad member).
@@ -27,8 +29,9 @@ public struct OwnTracksCounters: Sendable, Hashable {
   public var applied = 0
 }
 
-/// The MQTT front-end: publishes the daemon's fixes as OwnTracks `location` messages and, with a
-/// subscription, shows other devices on the map (the fleet view).
+/// The MQTT front-end: publishes the daemon's fixes as OwnTracks `location` messages and its region
+/// transitions as OwnTracks `transition` messages and, with a subscription, shows other devices on
+/// the map (the fleet view).
 ///
 /// Like the Unix socket's clients it goes through the service core: it is one client
 /// (``ClientChannel``, numbered by ``ConnectionNumber/next()``) with the daemon's own credentials;
@@ -39,6 +42,12 @@ public struct OwnTracksCounters: Sendable, Hashable {
 ///
 /// Fix to broker: TPV → ``OwnTracksLocation`` → ``PublishLimiter`` → ``MQTTOutbox`` (appended
 /// before anything is sent) → ``MQTTSession`` (in order, bounded rate, removed when acknowledged).
+///
+/// Region to broker: a `REGION` event `enter` or `exit` (`dwell` has no OwnTracks event and is
+/// skipped) → the region's title, asked of the service with `region` `state` (its id when the
+/// region has none or was removed meanwhile) → ``OwnTracksTransition`` → ``MQTTOutbox`` on the
+/// topic plus `/event`, never retained, not subject to the ``PublishLimiter``. Transitions are
+/// queued one at a time in the order of their events.
 public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
   /// The client number.
   public let id: UInt64
@@ -52,6 +61,8 @@ public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
   private let wake: AsyncStream<Void>.Continuation
   private let wakeStream: AsyncStream<Void>
   private let tasks = Mutex<[Task<Void, Never>]>([])
+  private let regionEvents: AsyncStream<JSONValue>.Continuation
+  private let regionEventStream: AsyncStream<JSONValue>
 
   private struct State {
     var limiter: PublishLimiter
@@ -83,6 +94,7 @@ public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
         limiter: PublishLimiter(minimumInterval: settings.minimumInterval, minimumDistance: settings.minimumDistance),
         roster: FleetRoster(staleAfter: settings.staleAfter, ownTopic: settings.effectiveTopic)))
     (wakeStream, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    (regionEventStream, regionEvents) = AsyncStream.makeStream(of: JSONValue.self, bufferingPolicy: .unbounded)
     let uri = settings.broker.description
     let topic = settings.effectiveTopic
     let box = WeakBox()
@@ -116,9 +128,19 @@ public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
       session.stop()
       throw MQTTSettingError(key: "mqtt", value: settings.broker.description, reason: "cannot start tracking: \(message)")
     }
+    let handler = handler
+    let regionEventStream = regionEventStream
+    tasks.withLock { tasks in
+      tasks.append(
+        Task { [weak self] in
+          for await event in regionEventStream {
+            guard let self else { return }
+            await self.queueTransition(event, handler: handler, context: context)
+          }
+        })
+    }
     guard settings.subscribe != nil else { return }
     let wakeStream = wakeStream
-    let handler = handler
     tasks.withLock { tasks in
       tasks.append(
         Task { [weak self] in
@@ -151,6 +173,7 @@ public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
     guard wasRunning else { return }
     for task in tasks.withLock({ $0 }) { task.cancel() }
     wake.finish()
+    regionEvents.finish()
     await handler.clientDisconnected(ClientContext(connection: self, peer: Self.ownCredentials()))
     session.stop()
     for _ in 0..<40 where !session.hasFinished { try? await Task.sleep(for: .milliseconds(10)) }
@@ -164,22 +187,31 @@ public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
   public var counters: OwnTracksCounters { state.withLock { $0.counters } }
   /// The connection's state, `nil` before the first attempt.
   public var connectionState: MQTTConnectionState? { state.withLock { $0.connection } }
-  /// The topic published to.
+  /// The topic locations are published to.
   public var publishTopic: String { topic }
+  /// The topic transitions are published to: ``publishTopic`` plus `/event`, as the OwnTracks
+  /// apps publish theirs (booklet "JSON", Topics).
+  public var eventTopic: String { topic + "/event" }
 
   // MARK: - FrontEnd and ClientChannel
 
   /// 1 while started (the publisher is one client of the service).
   public var clientCount: Int { state.withLock { $0.running ? 1 : 0 } }
 
-  /// Events other than fixes (BACKEND, MAP...) are not published.
+  /// Events other than fixes and region transitions (BACKEND, MAP...) are not published.
   @discardableResult public func send(_ event: Event) -> Bool { isConnected }
 
-  /// A fix (TPV) becomes an OwnTracks message in the queue when the limiter admits it.
+  /// A fix (TPV) becomes an OwnTracks `location` message in the queue when the limiter admits
+  /// it; a region transition (`REGION`) becomes an OwnTracks `transition` message (see the type's
+  /// discussion).
   @discardableResult public func deliver(_ event: EncodedEvent) -> Bool {
     guard isConnected else { return false }
+    if event.body.starts(with: Self.regionPrefix) {
+      if let region = try? JSONValue.parse(event.body) { regionEvents.yield(region) }
+      return true
+    }
     // Only TPV objects are of interest: skip the parse for every other event.
-    guard event.body.starts(with: Array(#"{"class":"TPV""#.utf8)), let tpv = try? JSONValue.parse(event.body),
+    guard event.body.starts(with: Self.tpvPrefix), let tpv = try? JSONValue.parse(event.body),
       let location = OwnTracksLocation(tpv: tpv, trackerID: trackerID, trigger: .timer)
     else { return true }
     let admitted = state.withLock { state in
@@ -188,9 +220,20 @@ public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
       return admitted
     }
     guard admitted else { return true }
-    do {
-      try outbox.append(topic: topic, payload: location.encoded)
+    if queue(topic: topic, payload: location.encoded, retain: settings.retain) {
       state.withLock { $0.counters.queued += 1 }
+    }
+    return true
+  }
+
+  private static let tpvPrefix = Array(#"{"class":"TPV""#.utf8)
+  private static let regionPrefix = Array(#"{"class":"REGION""#.utf8)
+
+  /// Appends to the outbox; a failure is counted and logged (the first, then every thousandth).
+  private func queue(topic: String, payload: [UInt8], retain: Bool) -> Bool {
+    do {
+      try outbox.append(topic: topic, payload: payload, retain: retain)
+      return true
     } catch {
       let failures = state.withLock { state in
         state.counters.queueFailures += 1
@@ -199,8 +242,25 @@ public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
       if failures == 1 || failures % 1000 == 0 {
         Log.event("mqttQueueFailed", ["reason": error.description, "lost": String(failures)])
       }
+      return false
     }
-    return true
+  }
+
+  /// Queues the OwnTracks `transition` message of a `REGION` event (none for `dwell`).
+  func queueTransition(_ event: JSONValue, handler: any RequestHandler, context: ClientContext) async {
+    guard let kind = event["event"]?.stringValue, OwnTracksTransitionEvent(regionEvent: kind) != nil,
+      let regionID = event["region"]?.stringValue
+    else { return }
+    var title: String?
+    let reply = await handler.handle(Request(command: .region(.state(id: regionID))), from: context)
+    if case .object("REGION", let members) = reply {
+      title = JSONValue.object(members)["region"]?["title"]?.stringValue
+    }
+    // locationd keeps no creation time for a region: wtst is 0 (docs/mqtt.md).
+    guard let transition = OwnTracksTransition(regionEvent: event, title: title, trackerID: trackerID) else { return }
+    if queue(topic: eventTopic, payload: transition.encoded, retain: false) {
+      state.withLock { $0.counters.transitions += 1 }
+    }
   }
 
   /// Whether started.

@@ -7,17 +7,16 @@ import TrackStore
 public final class TrackStoreOutbox: MQTTOutbox {
   private let store: TrackStore
   private let qos: Int
-  private let retain: Bool
 
-  /// Wraps `store`; messages are queued with the session's `qos` and `retain`.
-  public init(store: TrackStore, qos: Int, retain: Bool) {
+  /// Wraps `store`; messages are queued with the session's `qos` (0 or 1) and each message's own
+  /// retain flag, which the table keeps with it.
+  public init(store: TrackStore, qos: Int) {
     self.store = store
     self.qos = qos
-    self.retain = retain
   }
 
-  /// See ``MQTTOutbox/append(topic:payload:)``; committed before it returns.
-  public func append(topic: String, payload: [UInt8]) throws(OutboxError) {
+  /// See ``MQTTOutbox/append(topic:payload:retain:)``; committed before it returns.
+  public func append(topic: String, payload: [UInt8], retain: Bool) throws(OutboxError) {
     do { try store.enqueueOutgoing(topic: topic, payload: payload, qos: qos, retain: retain) } catch {
       throw OutboxError(error.description)
     }
@@ -33,7 +32,7 @@ public final class TrackStoreOutbox: MQTTOutbox {
     }
     var result: [OutboxMessage] = []
     for row in rows where after.map({ row.id > $0 }) ?? true {
-      result.append(OutboxMessage(sequence: row.id, topic: row.topic, payload: row.payload))
+      result.append(OutboxMessage(sequence: row.id, topic: row.topic, payload: row.payload, retain: row.retain))
       if result.count == limit { break }
     }
     return result

@@ -166,13 +166,13 @@ Thread.detachNewThread {
       let location = OwnTracksLocation(
         latitude: 10 + Double(device) * 0.001, longitude: 20 + Double(tick % 1000) * 0.0001, timestamp: now, accuracy: 5,
         trackerID: "d\(device % 100)")
-      try? generatorQueue.append(topic: "owntracks/fleet/d\(device)", payload: location.encoded)
+      try? generatorQueue.append(topic: "owntracks/fleet/d\(device)", payload: location.encoded, retain: false)
       device = (device + 1) % deviceCount
     }
     if let latitude = probeSent.takeRequest() {
       let location = OwnTracksLocation(latitude: latitude, longitude: 0, timestamp: now, trackerID: "PR")
       probeSent.markSent(at: monotonicSeconds())
-      try? generatorQueue.append(topic: "owntracks/bench/probe", payload: location.encoded)
+      try? generatorQueue.append(topic: "owntracks/bench/probe", payload: location.encoded, retain: false)
     }
     tick += 1
     let next = startTime + Double(tick) * 0.01

@@ -255,6 +255,81 @@ extension EndToEnd {
       await second.stop()
     }
 
+    @Test(
+      "the simulated route crossing a circle region publishes OwnTracks transitions enter then leave on TOPIC/event, not retained",
+      .timeLimit(.minutes(3)))
+    func regionTransitions() async throws {
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      let broker = try PrivateMosquitto()
+      try await broker.start()
+      defer { broker.stop() }
+      let topic = "owntracks/test/regions"
+      let (subscriber, out) = try await Self.subscriber(broker, scratch, name: "events", topic: "owntracks/+/+/event", count: 2)
+      defer { kill(subscriber.pid, SIGKILL) }
+      // The default loop's first leg runs east along 3.1406 N from 101.6024 E at 30 m/s; the
+      // circle of 100 m lies across it, 222 m ahead (as in the region monitoring test). A fix may
+      // be 60 s late and still decide, so a starved test task does not make the route's fixes stale.
+      let daemon = try DaemonProcess(
+        scratch: scratch, backend: "simulate?rate=10&speed=30",
+        extra: [
+          "--region-maximum-fix-age", "60", "--mqtt", "mqtt://127.0.0.1:\(broker.port)", "--mqtt-topic", topic,
+          "--mqtt-tid", "rg", "--mqtt-min-interval", "3600",
+        ])
+      defer { daemon.cleanUp() }
+      try await daemon.waitUntilReady()
+      let socket = daemon.socketPath
+      // The socket's REGION events, to compare the published transitions with.
+      let watchOut = scratch.file("watch.out")
+      let watch = try Child(
+        try Products.path("locationctl"), ["--socket", socket, "--json", "watch"], stdout: watchOut,
+        stderr: scratch.file("watch.err"))
+      defer {
+        kill(watch.pid, SIGTERM)
+        _ = watch.waitForExitBlocking(timeout: 5)
+      }
+      let added = try await locationctl(
+        socket, ["region", "add", "crossing", "circle", "3.1406", "101.6044", "100", "--title", "Crossing"])
+      #expect(added.status == 0, "\(added.stderr)")
+      let lines = await Self.waitForLines(out, count: 2, timeout: 90)
+      try #require(lines.count >= 2, "received \(lines):\n\(daemon.log)")
+      let messages = lines.prefix(2).compactMap(parseObject)
+      try #require(messages.count == 2, "\(lines)")
+      func regionEvents() -> [JSONObject] {
+        ((try? String(contentsOfFile: watchOut, encoding: .utf8)) ?? "").split(separator: "\n")
+          .compactMap { parseObject(String($0)) }.filter { $0["class"] as? String == "REGION" }
+      }
+      #expect(await waitUntil(timeout: 30) { regionEvents().count >= 2 }, "\(regionEvents())")
+      let events = Array(regionEvents().prefix(2))
+      #expect(messages.map { $0["event"] as? String } == ["enter", "leave"], "\(messages)")
+      #expect(events.map { $0["event"] as? String } == ["enter", "exit"], "\(events)")
+      let formatter = ISO8601DateFormatter()
+      formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+      for (message, event) in zip(messages, events) {
+        let fix = try #require(event["fix"] as? JSONObject)
+        let time = try #require((event["time"] as? String).flatMap { formatter.date(from: $0) })
+        var expected: JSONObject = [
+          "_type": "transition", "tid": "rg", "wtst": 0, "tst": Int(time.timeIntervalSince1970.rounded(.down)),
+          "lat": try #require(fix["lat"] as? Double), "lon": try #require(fix["lon"] as? Double),
+          "event": message["event"] ?? "", "desc": "Crossing", "t": "c", "rid": "crossing",
+        ]
+        if let eph = fix["eph"] as? Double { expected["acc"] = Int(eph.rounded()) }
+        if let difference = Self.difference(message, expected) { Issue.record("\(difference)\n\(message)") }
+      }
+      // Entered west of the center, left east of it.
+      let enterLongitude = try #require(messages.first?["lon"] as? Double)
+      let leaveLongitude = try #require(messages.last?["lon"] as? Double)
+      #expect(enterLongitude < 101.6044 && leaveLongitude > 101.6044, "\(messages)")
+      // Not retained: a new subscriber asking only for retained messages gets none on the event
+      // topic (the location topic keeps its retained location).
+      let retained = try await runTool(
+        "/usr/bin/mosquitto_sub",
+        ["-h", "127.0.0.1", "-p", String(broker.port), "-t", topic + "/event", "-t", topic, "--retained-only", "-v", "-W", "3"])
+      let retainedTopics = retained.stdout.split(separator: "\n").map { String($0.split(separator: " ").first ?? "") }
+      #expect(retainedTopics == [topic], "retained: \(retained.stdout) \(retained.stderr)")
+      #expect(await daemon.stop() == 0, "\(daemon.log)")
+    }
+
     @Test("kill -9 of locationd makes the broker deliver OwnTracks' Last Will", .timeLimit(.minutes(2)))
     func lastWill() async throws {
       let scratch = try Scratch()

@@ -3,6 +3,7 @@ import LocationModel
 import MQTTTransport
 import OwnTracks
 import Testing
+import TrackStore
 
 @Suite("MQTT front-end parts")
 struct MQTTTransportTests {
@@ -78,13 +79,37 @@ struct MQTTTransportTests {
   @Test("the in-memory queue keeps order, removes through a sequence and drops the oldest at its bound")
   func memoryOutbox() throws {
     let outbox = MemoryOutbox(limit: 3)
-    for index in 1...5 { try outbox.append(topic: "t", payload: [UInt8(index)]) }
+    for index in 1...5 { try outbox.append(topic: "t", payload: [UInt8(index)], retain: index % 2 == 0) }
     #expect(outbox.count == 3)
+    #expect(try outbox.oldest(after: nil, limit: 10).map(\.retain) == [false, true, false])
     #expect(outbox.droppedCount == 2)
     #expect(try outbox.oldest(after: nil, limit: 10).map(\.payload) == [[3], [4], [5]])
     #expect(try outbox.oldest(after: 3, limit: 10).map(\.sequence) == [4, 5])
     try outbox.remove(through: 4)
     #expect(try outbox.oldest(after: nil, limit: 10).map(\.payload) == [[5]])
+  }
+
+  @Test("the durable queue keeps each message's retain flag across a reopen of the store")
+  func trackStoreOutboxRetain() throws {
+    var template = Array("/tmp/locationd-outbox-XXXXXX".utf8CString)
+    let created = template.withUnsafeMutableBufferPointer { buffer -> String? in
+      guard let base = buffer.baseAddress, let result = mkdtemp(base) else { return nil }
+      return String(cString: result)
+    }
+    let directory = try #require(created)
+    defer {
+      for name in ["track.sqlite", "track.sqlite-wal", "track.sqlite-shm"] { unlink(directory + "/" + name) }
+      rmdir(directory)
+    }
+    do {
+      let outbox = TrackStoreOutbox(store: try TrackStore(path: directory + "/track.sqlite"), qos: 1)
+      try outbox.append(topic: "owntracks/a/b", payload: Array("L".utf8), retain: true)
+      try outbox.append(topic: "owntracks/a/b/event", payload: Array("T".utf8), retain: false)
+    }
+    let reopened = TrackStoreOutbox(store: try TrackStore(path: directory + "/track.sqlite"), qos: 1)
+    let messages = try reopened.oldest(after: nil, limit: 10)
+    #expect(messages.map(\.topic) == ["owntracks/a/b", "owntracks/a/b/event"])
+    #expect(messages.map(\.retain) == [true, false])
   }
 
   @Test("fleet roster: id from the topic, title from tid, own topic ignored, stale after the configured time")
