@@ -38,8 +38,8 @@ public enum ErrorCircle {
       covariance.isFinite, eastVariance >= 0, northVariance >= 0
     else { return .nan }
     let mean = (eastVariance + northVariance) / 2
-    let spread = (((eastVariance - northVariance) / 2) * ((eastVariance - northVariance) / 2) + covariance * covariance)
-      .squareRoot()
+    let half = (eastVariance - northVariance) / 2
+    let spread = (half * half + covariance * covariance).squareRoot()
     let major = mean + spread
     let minor = max(0, mean - spread)
     return radius(probability: probability, majorVariance: major, minorVariance: minor)
@@ -47,7 +47,9 @@ public enum ErrorCircle {
 
   /// The radius for an error ellipse given by its axis variances `λ₁ >= 0` and `λ₂ >= 0` (in any
   /// order): see ``radius(probability:eastVariance:northVariance:covariance:)``.
-  public static func radius(probability: Double, majorVariance: Double, minorVariance: Double) -> Double {
+  public static func radius(
+    probability: Double, majorVariance: Double, minorVariance: Double
+  ) -> Double {
     guard probability > 0, probability < 1, majorVariance.isFinite, minorVariance.isFinite,
       majorVariance >= 0, minorVariance >= 0
     else { return .nan }
@@ -78,7 +80,8 @@ public enum ErrorCircle {
     guard r > 0, major > 0 else { return r > 0 ? 1 : 0 }
     let big = max(major, minor)
     let small = min(major, minor)
-    return share(within: r, major: big, minor: small, points: quadraturePoints(major: big, minor: small)).share
+    let points = quadraturePoints(major: big, minor: small)
+    return share(within: r, major: big, minor: small, points: points).share
   }
 
   /// Points of the trapezoidal rule over `[0, π)`: the integrand's features are about
@@ -92,7 +95,9 @@ public enum ErrorCircle {
   }
 
   /// The share within `r` and its derivative with respect to `r`.
-  static func share(within r: Double, major: Double, minor: Double, points: Int) -> (share: Double, slope: Double) {
+  static func share(
+    within r: Double, major: Double, minor: Double, points: Int
+  ) -> (share: Double, slope: Double) {
     guard r > 0 else { return (0, 0) }
     var sum = 0.0
     var slope = 0.0
