@@ -56,7 +56,7 @@ public enum ErrorCircle {
     let major = max(majorVariance, minorVariance)
     let minor = min(majorVariance, minorVariance)
     guard major > 0 else { return 0 }
-    let points = quadraturePoints(major: major, minor: minor)
+    let variances = variances(major: major, minor: minor)
     // Bracket: the circle of radius k·√λ₂ holds at most p, k·√λ₁ at least p (k for a circle).
     let k = (-2 * log(1 - probability)).squareRoot()
     var low = 0.0
@@ -64,7 +64,7 @@ public enum ErrorCircle {
     // Safeguarded Newton from the circle of the mean variance.
     var r = k * ((major + minor) / 2).squareRoot()
     for _ in 0..<100 {
-      let (p, slope) = share(within: r, major: major, minor: minor, points: points)
+      let (p, slope) = share(within: r, variances: variances)
       if p < probability { low = r } else { high = r }
       var next = slope > 0 ? r - (p - probability) / slope : .nan
       if !(next > low && next < high) { next = (low + high) / 2 }
@@ -80,8 +80,7 @@ public enum ErrorCircle {
     guard r > 0, major > 0 else { return r > 0 ? 1 : 0 }
     let big = max(major, minor)
     let small = min(major, minor)
-    let points = quadraturePoints(major: big, minor: small)
-    return share(within: r, major: big, minor: small, points: points).share
+    return share(within: r, variances: variances(major: big, minor: small)).share
   }
 
   /// Points of the trapezoidal rule over `[0, π)`: the integrand's features are about
@@ -94,24 +93,30 @@ public enum ErrorCircle {
     return min(8192, max(64, 16 * Int(ratio.rounded(.up))))
   }
 
-  /// The share within `r` and its derivative with respect to `r`.
-  static func share(
-    within r: Double, major: Double, minor: Double, points: Int
-  ) -> (share: Double, slope: Double) {
-    guard r > 0 else { return (0, 0) }
-    var sum = 0.0
-    var slope = 0.0
-    for i in 0..<points {
+  /// The variance along each quadrature direction `θᵢ = πi/n` of `[0, π)`:
+  /// `λ₁cos²θᵢ + λ₂sin²θᵢ`, computed once per radius search.
+  static func variances(major: Double, minor: Double) -> [Double] {
+    let points = quadraturePoints(major: major, minor: minor)
+    return (0..<points).map { i in
       let theta = Double.pi * Double(i) / Double(points)
       let c = cos(theta)
       let s = sin(theta)
-      let variance = major * c * c + minor * s * s
-      guard variance > 0 else { continue }
+      return major * c * c + minor * s * s
+    }
+  }
+
+  /// The share within `r` and its derivative with respect to `r`, by the trapezoidal rule over
+  /// the directions' `variances`.
+  static func share(within r: Double, variances: [Double]) -> (share: Double, slope: Double) {
+    guard r > 0, !variances.isEmpty else { return (0, 0) }
+    var sum = 0.0
+    var slope = 0.0
+    for variance in variances where variance > 0 {
       let term = exp(-r * r / (2 * variance))
       sum += term
       slope += term * r / variance
     }
-    let n = Double(points)
+    let n = Double(variances.count)
     return (1 - sum / n, slope / n)
   }
 }
