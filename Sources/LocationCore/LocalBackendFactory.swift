@@ -35,7 +35,8 @@ public struct BackendCreationError: Error, Sendable, Hashable, CustomStringConve
 /// `locationctl simulate` uses these alone.
 ///
 /// - `simulate[:ROUTE.gpx][?rate=HZ&speed=M_S&noise=M&seed=N&outage=S-E&...]`: ``SimulatedBackend``
-///   (the built-in loop around 3.1386 N 101.6044 E when no route is given).
+///   (the built-in loop around 3.1386 N 101.6044 E when no route is given); `nmea=`, `baud=` or
+///   `faults=` sends its fixes through an in-process NMEA serial link (``SimulatedNMEALink``).
 /// - `replay:PATH[?speed=F&loop=BOOL&timestamps=original|shifted&paused=BOOL&rollover-floor=DATE|none]`:
 ///   ``ReplayBackend`` (speed 0 = as fast as possible, 1 = real time; no rollover floor by default).
 public enum LocalBackendFactory {

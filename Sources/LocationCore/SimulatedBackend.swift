@@ -49,6 +49,23 @@ public final class SimulatedBackend: LocationBackend {
     public var modeChanges: [SimulationModeChange] = []
     /// Altitude above MSL when the route has no elevations, metres.
     public var altitude: Double = 60
+    /// NMEA 0183 version of the in-process serial link (`nmea=2.3|4.10|4.11`); `nil` unless set.
+    public var nmea: NMEAVersion?
+    /// Baud rate of the in-process serial link (`baud=`, one of ``SerialLinePacer/baudRates``).
+    public var baud: Int?
+    /// Faults injected on the in-process serial link (`faults=`, ``NMEAFaultSchedule`` syntax).
+    public var faults: NMEAFaultSchedule?
+
+    /// The serial link the fixes cross when any of `nmea`, `baud` or `faults` is set (the version
+    /// defaults to 4.11, the rate to unpaced, the faults to none); `nil` otherwise.
+    public var link: SimulatedNMEALink? {
+      guard nmea != nil || baud != nil || faults != nil else { return nil }
+      // `baud` was checked against the offered rates when parsed; an unchecked value is left out.
+      let output =
+        (try? SimulatedOutput(baud: baud, faults: faults ?? NMEAFaultSchedule()))
+        ?? SimulatedOutput()
+      return SimulatedNMEALink(version: nmea ?? .v4_11, output: output)
+    }
 
     /// Creates default options (default loop, 10 m/s, 1 Hz, 2.5 m noise, seed 1).
     public init(routeFile: String? = nil) {
@@ -57,7 +74,7 @@ public final class SimulatedBackend: LocationBackend {
 
     static let parameterNames = [
       "rate", "speed", "noise", "uere", "seed", "outage", "mode", "altitude", "mask", "almanac", "systems",
-      "start", "ttff", "reacquire", "obstruction", "time",
+      "start", "ttff", "reacquire", "obstruction", "time", "nmea", "baud", "faults",
     ]
 
     /// Latest time an `outage` or `mode` change may name, seconds since the start (about 31
@@ -69,7 +86,10 @@ public final class SimulatedBackend: LocationBackend {
     /// `uere=M` (the same as `noise`), `start=running|cold|warm|hot`, `ttff=MIN-MAX` and
     /// `reacquire=MIN-MAX` (seconds, 0-3600), `obstruction=LEG:open|tunnel|canyon[:DEG][,...]`
     /// (leg `i` runs from waypoint `i` to the next; a canyon's walls, default 30°, run along the leg),
-    /// `time=YYYY-MM-DDTHH:MM:SSZ` (UTC of the first epoch, years 1980-2079; default: now).
+    /// `time=YYYY-MM-DDTHH:MM:SSZ` (UTC of the first epoch, years 1980-2079; default: now), and
+    /// the serial link settings `nmea=2.3|4.10|4.11`, `baud=4800|9600|38400|115200` and
+    /// `faults=SCHEDULE` (``NMEAFaultSchedule/parse(_:)``), which make the backend send every
+    /// epoch through the NMEA encoder, the output stage and the decoder (``SimulatedNMEALink``).
     ///
     /// Times in `outage` and `mode` are seconds since the start, from 0 to
     /// ``maximumScheduleSeconds``.
@@ -157,6 +177,22 @@ public final class SimulatedBackend: LocationBackend {
             hour < 24, minute < 60, second < 60
           else { throw .invalidValue(key: key, value: value, expected: expected) }
           options.startTime = (Int64(days) * 86_400 + Int64(hour * 3600 + minute * 60 + second)) * 1000
+        case "nmea":
+          guard let version = NMEAVersion(rawValue: value) else {
+            throw .invalidValue(key: key, value: value, expected: "2.3, 4.10 or 4.11")
+          }
+          options.nmea = version
+        case "baud":
+          guard let baud = Int(value), SerialLinePacer.baudRates.contains(baud) else {
+            throw .invalidValue(key: key, value: value, expected: "4800, 9600, 38400 or 115200")
+          }
+          options.baud = baud
+        case "faults":
+          do {
+            options.faults = try NMEAFaultSchedule.parse(value)
+          } catch {
+            throw .invalidValue(key: key, value: value, expected: error.description)
+          }
         case "seed":
           guard let seed = UInt64(value) else {
             throw .invalidValue(key: key, value: value, expected: "an unsigned 64-bit integer")
@@ -269,19 +305,33 @@ public final class SimulatedBackend: LocationBackend {
   private let clock: any LocationClock
   private let source: String?
   private let runTask = Mutex<Task<Void, Never>?>(nil)
+  /// The serial link the fixes cross, `nil` to hand the generator's fixes over directly.
+  public let link: SimulatedNMEALink?
+  private let linkStatistics = Mutex((decoder: NMEAStatistics(), output: SimulatedOutputStatistics()))
 
-  /// Creates a simulated GPS with `parameters` on `clock`; `source` names the route file.
+  /// Creates a simulated GPS with `parameters` on `clock`; `source` names the route file; with
+  /// `link`, every epoch crosses that serial link (encoded, paced, faulted, decoded).
   public init(
     parameters: SimulationParameters, clock: any LocationClock = SystemClock(),
     uri: String = "simulate",
-    source: String? = nil
+    source: String? = nil,
+    link: SimulatedNMEALink? = nil
   ) {
     self.parameters = parameters
     self.clock = clock
     self.uri = uri
     self.source = source
+    self.link = link
     events = BackendEvents(queue)
   }
+
+  /// What the link's decoder has counted so far (sentences read, accepted, rejected by reason);
+  /// zero without a link.
+  public var decoderStatistics: NMEAStatistics { linkStatistics.withLock { $0.decoder } }
+
+  /// What the link's output stage has done so far (faults injected, sentences cut by the baud
+  /// rate, epochs unplugged); zero without a link.
+  public var outputStatistics: SimulatedOutputStatistics { linkStatistics.withLock { $0.output } }
 
   /// Creates a simulated GPS from URI options (reads the GPX route file now).
   ///
@@ -292,7 +342,8 @@ public final class SimulatedBackend: LocationBackend {
     throws(GPXError)
   {
     self.init(
-      parameters: try options.parameters(), clock: clock, uri: uri, source: options.routeFile)
+      parameters: try options.parameters(), clock: clock, uri: uri, source: options.routeFile,
+      link: options.link)
   }
 
   deinit {
@@ -330,19 +381,24 @@ public final class SimulatedBackend: LocationBackend {
     let speed = parameters.route.length > 0 ? parameters.speed : 0
     queue.post(
       .status(.connected, detail: "simulating \(source ?? "the default loop") at \(speed) m/s"))
+    var wire = link.map { SimulatedWire($0) }
     while !Task.isCancelled, let epoch = generator.next() {
       do {
         try await clock.sleep(until: startInstant + epoch.elapsed)
       } catch {
         break
       }
+      let seconds = Double(epoch.elapsed.components.seconds) + Double(epoch.elapsed.components.attoseconds) / 1e18
+      let unplugged = link?.output.faults.isUnplugged(at: seconds) ?? false
       let status: BackendStatus =
-        epoch.inOutage || !epoch.fix.mode.hasPosition ? .noFix : .connected
+        epoch.inOutage || unplugged || !epoch.fix.mode.hasPosition ? .noFix : .connected
       if status != lastStatus {
         lastStatus = status
         let detail: String
         if epoch.inOutage {
           detail = "outage"
+        } else if unplugged {
+          detail = "device unplugged"
         } else if status == .noFix {
           detail = "no fix"
         } else {
@@ -351,10 +407,101 @@ public final class SimulatedBackend: LocationBackend {
         queue.post(.status(status, detail: detail))
       }
       if epoch.inOutage { continue }
+      if var current = wire {
+        let fixes: [DecodedFix]
+        do {
+          fixes = try await current.carry(
+            epoch.fix, at: seconds, unplugged: unplugged, start: startInstant + epoch.elapsed,
+            interval: generator.period, clock: clock)
+        } catch {
+          break
+        }
+        wire = current
+        linkStatistics.withLock { $0 = (current.decoder.statistics, current.stage.statistics) }
+        for decoded in fixes {
+          let location = Location(
+            fix: decoded.fix,
+            provenance: Provenance(backend: uri, source: source, line: decoded.line, isSimulated: true))
+          await queue.push(.location(location))
+        }
+        continue
+      }
       let location = Location(
         fix: epoch.fix,
         provenance: Provenance(backend: uri, source: source, line: nil, isSimulated: true))
       await queue.push(.location(location))
     }
+  }
+}
+
+/// The serial link between a simulated receiver and its reader, run in-process: the `simulate`
+/// URI's `nmea`, `baud` and `faults` settings.
+///
+/// Each epoch's fix is encoded in ``version`` (``NMEAEncoder/init(version:)``), passes the same
+/// output stage as the simulated hardware of `locationctl simulate` (``SimulatedOutput``: the
+/// `stuck` windows, the per-sentence faults of ``NMEAFaultInjector``, the baud rate's cut of
+/// ``SerialLinePacer/fit(_:interval:)``), is released on ``SerialLinePacer``'s 10 ms ticks on the
+/// backend's clock, and is read back by an ``NMEADecoder``: the backend reports the fixes the
+/// decoder completes, as a daemon reading that receiver's serial line would. A fix therefore
+/// arrives when the decoder ends its epoch (at the next epoch's first sentence), carries what NMEA
+/// carries (rounded fields, gpsd's `eph` model), and faulty sentences are rejected and counted in
+/// ``SimulatedBackend/decoderStatistics``. During an `unplug` window nothing is sent and the
+/// backend reports no fix ("device unplugged").
+public struct SimulatedNMEALink: Sendable, Hashable {
+  /// The NMEA 0183 version the encoder follows.
+  public var version: NMEAVersion
+  /// The baud rate and the faults.
+  public var output: SimulatedOutput
+
+  /// Creates a link (default: NMEA 4.11, unpaced, no faults).
+  public init(version: NMEAVersion = .v4_11, output: SimulatedOutput = SimulatedOutput()) {
+    self.version = version
+    self.output = output
+  }
+}
+
+/// The running state of a ``SimulatedNMEALink``: encoder, output stage and decoder.
+struct SimulatedWire {
+  let encoder: NMEAEncoder
+  let stage: SimulatedOutputStage
+  let pacer: SerialLinePacer?
+  var decoder = NMEADecoder()
+  var wasUnplugged = false
+
+  init(_ link: SimulatedNMEALink) {
+    encoder = NMEAEncoder(version: link.version)
+    stage = SimulatedOutputStage(link.output)
+    pacer = link.output.baud.flatMap { try? SerialLinePacer(baud: $0) }
+  }
+
+  /// Sends one epoch `seconds` after the start through the link, paced from `start` on `clock`,
+  /// and returns the fixes the decoder completed.
+  ///
+  /// - Throws: `CancellationError` when cancelled while pacing.
+  mutating func carry(
+    _ fix: Fix, at seconds: Double, unplugged: Bool, start: Duration, interval: Duration,
+    clock: any LocationClock
+  ) async throws -> [DecodedFix] {
+    if unplugged {
+      // The device is gone: nothing is sent; a new plug-in starts a fresh stream.
+      if !wasUnplugged { stage.countUnplug() }
+      wasUnplugged = true
+      stage.countUnpluggedEpoch()
+      return []
+    }
+    wasUnplugged = false
+    let outgoing = stage.outgoingFix(fix, at: seconds)
+    let bytes = stage.outgoingLines(encoder.encode(outgoing), interval: interval).flatMap { $0 }
+    var fixes: [DecodedFix] = []
+    var decoder = self.decoder
+    if let pacer {
+      try await pacer.transmit(bytes, startingAt: start, clock: clock) { chunk in
+        decoder.feed(Array(chunk)) { fixes.append($0) }
+      }
+    } else {
+      decoder.feed(bytes) { fixes.append($0) }
+    }
+    self.decoder = decoder
+    return fixes
   }
 }

@@ -146,7 +146,14 @@ public struct SimulatedFixGenerator: Sendable, IteratorProtocol {
       fix.geoidSeparation = geoidSeparation
       if mode == .fix3D, let vdop = dop.vertical {
         fix.altitudeMSL = altitudeMSL + uere * vdop * g3
+        // 95% of a normal error of sigma UERE·VDOP lies within 1.96 sigma.
+        fix.reportedEPV = 1.959_963_984_540_054 * uere * vdop
       }
+      // The radius of the circle holding 95% of the east/north error drawn above (covariance
+      // UERE²·Q_EN): what eph means, computed from the error ellipse rather than gpsd's HDOP × 19 m.
+      fix.reportedEPH = ErrorCircle.radius(
+        probability: 0.95, eastVariance: uere * uere * dop.eastVariance,
+        northVariance: uere * uere * dop.northVariance, covariance: uere * uere * dop.eastNorthCovariance)
       if uere > 0 {
         var estimates = ErrorEstimates()
         estimates.rangeRMS = uere

@@ -243,6 +243,16 @@ public struct Fix: Sendable, Hashable, Codable {
   public var dgpsAge: Double?
   /// Differential reference station ID (GGA field 14).
   public var dgpsStation: Int?
+  /// Horizontal position error the producer states itself, metres, radius of the circle holding
+  /// 95% of errors, `>= 0`; ``eph`` returns it instead of gpsd's HDOP model. Set by the simulated
+  /// receiver (the 95% radius of its own error distribution); `nil` for fixes decoded from NMEA
+  /// 0183, which carries no 95% figure (GST gives one-sigma values, which gpsd 3.22 does not turn
+  /// into `eph`).
+  public var reportedEPH: Double?
+  /// Vertical position error the producer states itself, metres, half-width of the interval
+  /// holding 95% of errors, `>= 0`; ``epv`` returns it instead of gpsd's VDOP model. `nil` for
+  /// fixes decoded from NMEA 0183.
+  public var reportedEPV: Double?
 
   /// Creates a fix; only the mode is required, everything else defaults to unknown.
   public init(mode: FixMode = .unknown) {
@@ -259,18 +269,25 @@ public struct Fix: Sendable, Hashable, Codable {
 
   /// Estimated horizontal position error, metres, 95% confidence (gpsd `eph`).
   ///
-  /// gpsd's error model for NMEA receivers (gpsd_error_model): HDOP times a user equivalent range
-  /// error of 19 m, 4.75 m for a DGPS fix (status 2 only: RTK and PPS use 19 m, as gpsd). `nil`
-  /// without HDOP or without a position.
+  /// ``reportedEPH`` when the producer states it (as gpsd keeps an `eph` its driver set), else
+  /// gpsd's error model for NMEA receivers (gpsd 3.22 `gpsd_error_model`, gpsd/libgpsd_core.c):
+  /// HDOP times a user equivalent range error of 19 m, 4.75 m for a DGPS fix (status 2 only: RTK
+  /// and PPS use 19 m, as gpsd). gpsd does not derive `eph` from GST, and neither does this. `nil`
+  /// without a position, or without HDOP and a reported value.
   public var eph: Double? {
-    guard mode.hasPosition, let hdop else { return nil }
+    guard mode.hasPosition else { return nil }
+    if let reportedEPH, reportedEPH.isFinite, reportedEPH >= 0 { return reportedEPH }
+    guard let hdop else { return nil }
     return hdop * (quality == .dgps ? 4.75 : 19.0)
   }
 
-  /// Estimated vertical position error, metres, 95% confidence (gpsd `epv`): VDOP times 23 m
-  /// (5.75 m for a DGPS fix, status 2 only). `nil` without VDOP or without a 3D fix.
+  /// Estimated vertical position error, metres, 95% confidence (gpsd `epv`): ``reportedEPV``
+  /// when the producer states it, else VDOP times 23 m (5.75 m for a DGPS fix, status 2 only), as
+  /// gpsd 3.22's `gpsd_error_model`. `nil` without a 3D fix, or without VDOP and a reported value.
   public var epv: Double? {
-    guard mode == .fix3D, let vdop else { return nil }
+    guard mode == .fix3D else { return nil }
+    if let reportedEPV, reportedEPV.isFinite, reportedEPV >= 0 { return reportedEPV }
+    guard let vdop else { return nil }
     return vdop * (quality == .dgps ? 5.75 : 23.0)
   }
 
