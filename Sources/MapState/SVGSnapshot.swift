@@ -59,8 +59,35 @@ public enum SVGSnapshot {
   /// `<text class="subtitle">`), the center as `<g class="center">` (two crossing lines), a
   /// north arrow `<g class="north">`, and `<g class="scale-bar" data-metres=...>` with a line and
   /// a `<text>` label. The current location (kind `"location"`) is drawn as a blue dot.
+  ///
+  /// A region whose drawing lies wholly outside the viewport (its bounding box in points: a
+  /// circle's center plus and minus its radius, a polygon's projected vertices) is left out.
   public static func document(for state: MapRenderState) -> String {
+    (try? document(for: state, maxBytes: nil)) ?? ""
+  }
+
+  /// ``document(for:)``, refused before it is built when it would be longer than `maxBytes`
+  /// bytes of UTF-8: first from a cheap lower bound (the regions in view, counted from their
+  /// vertices; the annotations' texts; the track's points), then while building (it stops as
+  /// soon as the text reaches `maxBytes`).
+  ///
+  /// - Throws: ``RenderTooLarge`` (format `svg`) naming the largest part.
+  public static func document(for state: MapRenderState, maxBytes: Int?) throws(RenderTooLarge) -> String {
     let viewport = state.viewport
+    let visible = state.regions.filter { isInView($0.region.shape, viewport: viewport) }
+    let regionBytes = visible.reduce(0) { $0 + RenderEstimate.svgBytes($1.region) }
+    let annotationBytes = state.snapshot.annotations.reduce(0) {
+      $0 + 150 + $1.id.utf8.count + $1.title.utf8.count + ($1.subtitle?.utf8.count ?? 0)
+    }
+    let trackBytes = 12 * state.track.count
+    let part = RenderEstimate.largest(regions: regionBytes, annotations: annotationBytes, track: trackBytes)
+    func tooLarge(_ bytes: Int) -> RenderTooLarge {
+      RenderTooLarge(
+        format: "svg", bytesAtLeast: bytes, limit: maxBytes ?? 0, regions: visible.count, part: part)
+    }
+    let estimate = 1000 + regionBytes + annotationBytes + trackBytes
+    if let maxBytes, estimate > maxBytes { throw tooLarge(estimate) }
+    var used = 0
     let width = viewport.size.width
     let height = viewport.size.height
     let f = { (value: Double) in TextFormat.fixed(value, 2) }
@@ -78,8 +105,13 @@ public enum SVGSnapshot {
       "<rect class=\"background\" x=\"0\" y=\"0\" width=\"\(f(width))\" height=\"\(f(height))\" fill=\"#f4f1ea\"/>"
     )
 
-    for status in state.regions {
-      lines.append(regionElement(status, viewport: viewport))
+    for status in visible {
+      let element = regionElement(status, viewport: viewport)
+      if let maxBytes {
+        used += element.utf8.count + 1
+        if used > maxBytes { throw tooLarge(used) }
+      }
+      lines.append(element)
     }
 
     if state.track.count >= 2 {
@@ -138,7 +170,39 @@ public enum SVGSnapshot {
         + "<text x=\"\(f((x0 + x1) / 2))\" y=\"\(f(y0 - 8))\" text-anchor=\"middle\" stroke=\"none\" fill=\"#1b1f24\">"
         + "\(bar.label)</text></g>")
     lines.append("</svg>")
-    return lines.joined(separator: "\n") + "\n"
+    let text = lines.joined(separator: "\n") + "\n"
+    if let maxBytes, text.utf8.count > maxBytes { throw tooLarge(text.utf8.count) }
+    return text
+  }
+
+  /// Whether any of the shape's drawing can fall inside the viewport: its bounding box in points
+  /// (a circle's center plus and minus its radius in points, a polygon's projected exterior
+  /// vertices: the path is drawn straight between them) meets `0...width` and `0...height`.
+  static func isInView(_ shape: RegionShape, viewport: Viewport) -> Bool {
+    let width = viewport.size.width
+    let height = viewport.size.height
+    switch shape {
+    case .circle(let center, let radius):
+      let p = viewport.point(for: center)
+      let metresPerPoint = WebMercator.metresPerPoint(latitude: center.latitude, zoom: viewport.zoom)
+      let r = metresPerPoint > 0 ? radius / metresPerPoint : 0
+      guard p.x.isFinite, p.y.isFinite, r.isFinite else { return true }
+      return p.x + r >= 0 && p.x - r <= width && p.y + r >= 0 && p.y - r <= height
+    case .polygon(let exterior, _):
+      var minX = Double.infinity
+      var maxX = -Double.infinity
+      var minY = Double.infinity
+      var maxY = -Double.infinity
+      for vertex in exterior {
+        let p = viewport.point(for: vertex)
+        guard p.x.isFinite, p.y.isFinite else { return true }
+        minX = min(minX, p.x)
+        maxX = max(maxX, p.x)
+        minY = min(minY, p.y)
+        maxY = max(maxY, p.y)
+      }
+      return maxX >= 0 && minX <= width && maxY >= 0 && minY <= height
+    }
   }
 
   /// One region's `<g class="region">` (see ``document(for:)``).

@@ -289,10 +289,20 @@ public actor LocationService: AnnotationBatchHandler {
       switch format {
       case .json:
         return try await mapReply()
+      // Refused before they are built when the reply could not be sent (Reply.maximumBytes):
+      // a map of many regions would otherwise take seconds and hundreds of megabytes here.
       case .geojson:
-        return .mapGeoJSON(Array(await map.geoJSON().utf8))
+        do {
+          return .mapGeoJSON(Array(try await map.geoJSON(maxBytes: Reply.maximumBytes - 64).utf8))
+        } catch {
+          throw ServiceError(code: .limitExceeded, message: error.description)
+        }
       case .svg:
-        return .mapSVG(await map.svg())
+        do {
+          return .mapSVG(try await map.svg(maxBytes: Reply.maximumBytes - 64))
+        } catch {
+          throw ServiceError(code: .limitExceeded, message: error.description)
+        }
       }
     case .replay(let action):
       return try await replay(action)

@@ -19,7 +19,7 @@ public struct ServerOptions: Sendable, Hashable {
   /// request only when nothing is queued for it (its socket took everything so far), and stops
   /// reading its requests meanwhile, so a client that pipelines requests and reads slowly gets
   /// every reply. A reply larger than this bound is replaced by a `limitExceeded` error.
-  public var maxBacklogBytes: Int = 1 << 20
+  public var maxBacklogBytes: Int = Reply.maximumBytes
   /// ... or this many messages.
   public var maxBacklogMessages: Int = 4096
   /// Requests read but not yet answered per client before the server stops reading from it.

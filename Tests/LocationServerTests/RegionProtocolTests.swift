@@ -39,7 +39,7 @@ struct RegionProtocolTests {
     #expect(
       try parse(#"{"cmd":"region","action":"state","region":"a b"}"#).command
         == .region(.state(id: "a b")))
-    #expect(try parse(#"{"cmd":"region","action":"list"}"#).command == .region(.list))
+    #expect(try parse(#"{"cmd":"region","action":"list"}"#).command == .region(.list()))
   }
 
   @Test(
