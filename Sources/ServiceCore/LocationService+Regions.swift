@@ -82,11 +82,16 @@ extension LocationService {
 
   /// Sends each transition to every watcher as a `REGION` event (never coalesced) and gives the
   /// map's renderers the new states.
+  /// The transitions of one fix go as one burst (``ClientChannel/deliverBurst(_:)``): a watcher
+  /// that keeps reading gets all of them, however many regions changed at once.
   func regionsChanged(_ transitions: [RegionTransition]) async {
+    var events: [EncodedEvent] = []
+    events.reserveCapacity(transitions.count)
     for transition in transitions {
       Log.event("regionTransition", ["region": transition.id, "event": transition.event.rawValue])
-      broadcastToWatchers(.region(transition))
+      events.append(EncodedEvent(.region(transition)))
     }
+    broadcastBurstToWatchers(events)
     await map.setRegions(await regions.statuses)
   }
 }

@@ -442,6 +442,12 @@ public actor LocationService: AnnotationBatchHandler {
     Self.fanOut(event, to: audience().all)
   }
 
+  /// Gives events encoded once, produced together, to every watcher as one burst each.
+  func broadcastBurstToWatchers(_ events: [EncodedEvent]) {
+    guard !watchers.isEmpty, !events.isEmpty else { return }
+    for channel in audience().all { channel.deliverBurst(events) }
+  }
+
   /// Encodes `event` once and gives it to every channel.
   private static func fanOut(_ event: Event, to channels: [any ClientChannel]) {
     let encoded = EncodedEvent(event)

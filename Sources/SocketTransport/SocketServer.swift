@@ -82,6 +82,19 @@ public final class ClientConnection: ClientChannel, Hashable {
     }
   }
 
+  /// Gives events produced together (the `REGION` events of one fix) in order; the backlog
+  /// bounds of ``ServerOptions`` are applied before the burst, not to it (see
+  /// ``ClientChannel/deliverBurst(_:)``).
+  @discardableResult public func deliverBurst(_ events: [EncodedEvent]) -> Bool {
+    switch slot.deliverBurst(events.map { ($0.body, $0.line) }) {
+    case .accepted: return true
+    case .gone: return false
+    case .drop(let reason):
+      core.scheduleClose(id, reason: reason)
+      return false
+    }
+  }
+
   /// Whether the client is still connected.
   public var isConnected: Bool { slot.state.withLock { $0.open && $0.dropReason == nil } }
 
