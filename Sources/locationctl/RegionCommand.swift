@@ -74,7 +74,7 @@ func runRegion(_ arguments: [String], _ options: ClientOptions) throws -> Int32 
     guard size <= Request.maximumLineLength else {
       throw ClientError(
         "the region is \(size) bytes as a request, and locationd reads request lines of at most "
-          + "\(Request.maximumLineLength) bytes (about 2,000 polygon vertices): simplify the polygon "
+          + "\(Request.maximumLineLength) bytes (about 1,500 polygon vertices at full precision): simplify the polygon "
           + "or split it into several regions; nothing was added")
     }
     return try regionCall(options, members, text: Format.region)
