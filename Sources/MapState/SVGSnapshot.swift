@@ -52,7 +52,8 @@ public enum SVGSnapshot {
   /// Elements: `<title>`, a background `<rect class="background">`, each monitored region as
   /// `<g class="region" data-id=... data-state=...>` holding a `<circle>` (a circle region, its
   /// radius in points at the region's latitude) or a `<path>` (a polygon: one closed subpath per
-  /// ring, holes cut out with `fill-rule="evenodd"`) and a `<text>` label (title, else id); the
+  /// ring, holes cut out with `fill-rule="evenodd"`, see ``ringPoints(_:viewport:)``) and a
+  /// `<text>` label (title, else or when empty the id); the
   /// fill says the state (inside green, outside grey, unknown amber). Then the track as
   /// `<polyline class="track">` (2 or more points), each annotation as
   /// `<g class="annotation" data-id=...>` with a `<circle>` and a `<text>` label (and a second
@@ -175,9 +176,53 @@ public enum SVGSnapshot {
     return text
   }
 
+  /// The points of a ring's path in the viewport. Longitudes are unwrapped along the ring (each
+  /// vertex the copy nearest the previous one, not the center), so a ring across the antimeridian
+  /// stays one piece. A ring that goes once around a pole (its longitudes add up to a full turn,
+  /// e.g. a ring along 85 degrees N) is closed through the map's edge at that pole (Web Mercator's
+  /// limit, ``WebMercator/maxLatitude``), so that the area it encloses, up to the pole, is filled
+  /// instead of a flat line.
+  static func ringPoints(_ ring: [Coordinate], viewport: Viewport) -> [(x: Double, y: Double)] {
+    guard let first = ring.first else { return [] }
+    let world = WebMercator.worldSize(zoom: viewport.zoom)
+    let centerX = WebMercator.x(longitude: viewport.center.longitude)
+    let centerY = WebMercator.y(latitude: viewport.center.latitude)
+    let angle = -viewport.rotation * .pi / 180
+    func project(_ xWorld: Double, _ yWorld: Double) -> (x: Double, y: Double) {
+      let dx = (xWorld - centerX) * world
+      let dy = (yWorld - centerY) * world
+      return (
+        viewport.size.width / 2 + dx * cos(angle) - dy * sin(angle),
+        viewport.size.height / 2 + dx * sin(angle) + dy * cos(angle)
+      )
+    }
+    var x = WebMercator.x(longitude: first.longitude)
+    x -= (x - centerX).rounded()  // the copy nearest the center
+    var unwrapped: [(x: Double, y: Double)] = [(x, WebMercator.y(latitude: first.latitude))]
+    var previous = WebMercator.x(longitude: first.longitude)
+    for vertex in ring.dropFirst() + [first] {
+      let next = WebMercator.x(longitude: vertex.longitude)
+      var step = next - previous
+      step -= step.rounded()  // the shorter way: -0.5...0.5 of the world
+      x += step
+      previous = next
+      unwrapped.append((x, WebMercator.y(latitude: vertex.latitude)))
+    }
+    let closing = unwrapped.removeLast()
+    let turn = closing.x - unwrapped[0].x
+    guard abs(turn) > 0.5 else { return unwrapped.map { project($0.x, $0.y) } }
+    // Around a pole: on to the first vertex's copy a turn away, out to the pole's edge, back
+    // along it, and down to the start.
+    let north = ring.reduce(0) { $0 + $1.latitude } > 0
+    let edge = WebMercator.y(latitude: north ? WebMercator.maxLatitude : -WebMercator.maxLatitude)
+    unwrapped += [closing, (closing.x, edge), (unwrapped[0].x, edge)]
+    return unwrapped.map { project($0.x, $0.y) }
+  }
+
   /// Whether any of the shape's drawing can fall inside the viewport: its bounding box in points
-  /// (a circle's center plus and minus its radius in points, a polygon's projected exterior
-  /// vertices: the path is drawn straight between them) meets `0...width` and `0...height`.
+  /// (a circle's center plus and minus its radius in points, the points of a polygon's exterior
+  /// path, ``ringPoints(_:viewport:)``: the path is drawn straight between them) meets
+  /// `0...width` and `0...height`.
   static func isInView(_ shape: RegionShape, viewport: Viewport) -> Bool {
     let width = viewport.size.width
     let height = viewport.size.height
@@ -193,8 +238,7 @@ public enum SVGSnapshot {
       var maxX = -Double.infinity
       var minY = Double.infinity
       var maxY = -Double.infinity
-      for vertex in exterior {
-        let p = viewport.point(for: vertex)
+      for p in ringPoints(exterior, viewport: viewport) {
         guard p.x.isFinite, p.y.isFinite else { return true }
         minX = min(minX, p.x)
         maxX = max(maxX, p.x)
@@ -229,7 +273,7 @@ public enum SVGSnapshot {
     case .polygon(let exterior, let holes):
       var d: [String] = []
       for ring in [exterior] + holes {
-        let points = ring.map { viewport.point(for: $0) }
+        let points = ringPoints(ring, viewport: viewport)
         guard let first = points.first else { continue }
         d.append(
           "M \(f(first.x)) \(f(first.y)) " + points.dropFirst().map { "L \(f($0.x)) \(f($0.y))" }.joined(separator: " ")
@@ -240,9 +284,11 @@ public enum SVGSnapshot {
       let top = points.min { $0.y < $1.y } ?? (0, 0)
       label = (top.x, top.y - 4)
     }
+    // An empty title is no label: the id stands in, as for no title.
+    let title = region.title.flatMap { $0.isEmpty ? nil : $0 } ?? region.id
     group +=
       "<text x=\"\(f(label.x))\" y=\"\(f(label.y))\" text-anchor=\"middle\" fill=\"#1b1f24\">"
-      + "\(TextFormat.xmlEscaped(region.title ?? region.id))</text></g>"
+      + "\(TextFormat.xmlEscaped(title))</text></g>"
     return group
   }
 }
