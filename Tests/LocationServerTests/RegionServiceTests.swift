@@ -328,6 +328,22 @@ struct RegionServiceTests {
     directory.remove()
   }
 
+  @Test("a regions file with a member given twice is refused as corrupt, not read one way")
+  func duplicateMemberFile() async throws {
+    let directory = try TemporaryDirectory()
+    let state = directory.path + "/state"
+    mkdir(state, 0o700)
+    let fd = try #require(openFile(state + "/regions.json"))
+    try SystemIO.writeAll(fd, #"{"version":1,"regions":[],"regions":[]}"#)
+    close(fd)
+    let logged = Recorder<String>()
+    let regions = RegionService(store: RegionStore(directory: state) { logged.append($0) })
+    #expect(await regions.count == 0)
+    #expect(logged.values.first?.contains(#"error=duplicate member "regions""#) == true, "\(logged.values)")
+    #expect(access(state + "/regions.json.rejected", F_OK) == 0)
+    directory.remove()
+  }
+
   @Test("a planted symbolic link is not followed: no regions, one line")
   func plantedLink() async throws {
     let directory = try TemporaryDirectory()

@@ -243,6 +243,13 @@ struct AnnotationLimitTests {
     #expect(try PersistedMapState(fileContents: Array(kept)).annotations.count == 1500)
   }
 
+  @Test func aMemberGivenTwiceIsRefused() throws {
+    let text = #"{"version":1,"viewport":{},"viewport":{}}"#
+    #expect(throws: MapStateDecodingError(path: "viewport", reason: "duplicate member: give each member once")) {
+      try PersistedMapState(fileContents: Array(text.utf8))
+    }
+  }
+
   @Test func aSecondBadStartKeepsTheFirstRejectedFile() throws {
     let directory = try temporaryDirectory()
     defer { try? FileManager.default.removeItem(atPath: directory) }
