@@ -84,7 +84,8 @@ enum RenderEstimate {
     case .circle: vertices = 0
     case .polygon: vertices = positions(region.shape)
     }
-    return 150 + region.id.utf8.count + (region.title?.utf8.count ?? region.id.utf8.count) + 12 * vertices
+    return 150 + region.id.utf8.count + (region.title?.utf8.count ?? region.id.utf8.count) + 12
+      * vertices
   }
 
   /// The part with the most bytes, for ``RenderTooLarge/part``.

@@ -27,7 +27,8 @@ private func service(circles count: Int) async throws -> (LocationService, MapSt
     let id = "r" + String(100_000 + index).dropFirst()
     _ = await regions.add(
       try Region(
-        id: id, shape: .circle(center: Coordinate(latitude: 48, longitude: longitude), radius: 100)))
+        id: id, shape: .circle(center: Coordinate(latitude: 48, longitude: longitude), radius: 100))
+    )
   }
   let backend = FakeBackend()
   let map = MapStateService()
@@ -84,12 +85,18 @@ struct RegionReplySizeTests {
     #expect(whole["code"] == "limitExceeded")
     #expect(whole["message"]?.stringValue?.contains("--after ID --limit N") == true)
     let first = try await ask(service, #"{"cmd":"region","action":"list","limit":3}"#)
-    #expect(first["regions"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == ["r00000", "r00001", "r00002"])
+    #expect(
+      first["regions"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == [
+        "r00000", "r00001", "r00002",
+      ])
     #expect(first["more"] == true)
-    let next = try await ask(service, #"{"cmd":"region","action":"list","after":"r00002","limit":2}"#)
-    #expect(next["regions"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == ["r00003", "r00004"])
+    let next = try await ask(
+      service, #"{"cmd":"region","action":"list","after":"r00002","limit":2}"#)
+    #expect(
+      next["regions"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == ["r00003", "r00004"])
     #expect(next["more"] == true)
-    let last = try await ask(service, #"{"cmd":"region","action":"list","after":"r11998","limit":5}"#)
+    let last = try await ask(
+      service, #"{"cmd":"region","action":"list","after":"r11998","limit":5}"#)
     #expect(last["regions"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == ["r11999"])
     #expect(last["more"] == false)
     let bad = try await ask(service, #"{"cmd":"region","action":"list","limit":0}"#)
