@@ -360,3 +360,35 @@ extension JSONValue {
     return result
   }
 }
+
+extension JSONValue {
+  /// Where the first object member whose name appears earlier in the same object is, or `nil`
+  /// when every object (at any depth) has distinct member names. RFC 8259 section 4 leaves
+  /// duplicate names undefined (parsers differ on which one wins), so input that has them is
+  /// ambiguous and is refused rather than read one way.
+  ///
+  /// The path names the member as the request parser does: member names joined by `.`, array
+  /// elements as `[INDEX]`, e.g. `type` at the top level, `features[0].geometry.coordinates`.
+  /// Searched depth first, in document order, without recursion.
+  public var firstDuplicateMemberPath: String? {
+    var stack: [(value: JSONValue, path: String)] = [(self, "")]
+    while let (value, path) = stack.popLast() {
+      switch value {
+      case .object(let members):
+        var seen = Set<String>()
+        var children: [(JSONValue, String)] = []
+        for member in members {
+          let memberPath = path.isEmpty ? member.key : path + "." + member.key
+          if !seen.insert(member.key).inserted { return memberPath }
+          children.append((member.value, memberPath))
+        }
+        stack.append(contentsOf: children.reversed())
+      case .array(let elements):
+        stack.append(contentsOf: elements.enumerated().reversed().map { ($0.element, path + "[\($0.offset)]") })
+      default:
+        continue
+      }
+    }
+    return nil
+  }
+}

@@ -8,8 +8,10 @@ public enum RegionAction: Sendable, Hashable {
   case add(Region)
   /// `{"cmd":"region","action":"remove","region":ID}`: removes the region with this id.
   case remove(id: String)
-  /// `{"cmd":"region","action":"list"}`: every region with its state, sorted by id.
-  case list
+  /// `{"cmd":"region","action":"list"}`: every region with its state, sorted by id. With
+  /// `"after":ID` only the regions whose id sorts after ID (bytes of UTF-8), and with
+  /// `"limit":N` (1...100,000) at most N of them; the reply then says `"more":true|false`.
+  case list(after: String? = nil, limit: Int? = nil)
   /// `{"cmd":"region","action":"state","region":ID}`: one region with its state.
   case state(id: String)
 }
@@ -27,6 +29,8 @@ public enum RegionWire {
   public static let maximumIDBytes = 256
   /// Longest title, bytes of UTF-8.
   public static let maximumTitleBytes = 1024
+  /// Largest `"limit"` of a `region` `list` page: 100,000 regions.
+  public static let maximumListLimit = 100_000
 
   /// Parses the members of a `region` request after `cmd`.
   ///
@@ -52,7 +56,12 @@ public enum RegionWire {
     case "state":
       return .state(id: try reader.string("region", maxBytes: maximumIDBytes, key: "region id"))
     case "list":
-      return .list
+      let after = try reader.optionalString("after", maxBytes: maximumIDBytes)
+      let limit = try reader.optionalNumber("limit", in: 1...Double(maximumListLimit), unit: "regions")
+      if let limit, limit != limit.rounded() {
+        throw reader.error("\"limit\" must be a whole number of regions (got \(limit))")
+      }
+      return .list(after: after, limit: limit.map { Int($0) })
     default:
       throw reader.error("\"action\" must be one of add, remove, list, state (got \"\(action)\")")
     }
@@ -181,10 +190,24 @@ extension Reply {
     return .object(class: "REGION", members: members)
   }
 
-  /// `{"class":"REGIONS","regions":[STATUS...]}`: the answer to `region` `list`, sorted by id.
-  public static func regions(_ statuses: [RegionStatus]) -> Reply {
-    .object(
-      class: "REGIONS", members: [JSONMember("regions", .array(statuses.map(RegionWire.json)))])
+  /// `{"class":"REGIONS","regions":[STATUS...]}`: the answer to `region` `list`, sorted by id;
+  /// a page (`after` or `limit` asked) adds `"more":BOOL`, whether regions follow it.
+  public static func regions(_ statuses: [RegionStatus], more: Bool? = nil) -> Reply {
+    var members = [JSONMember("regions", .array(statuses.map(RegionWire.json)))]
+    if let more { members.append(JSONMember("more", .bool(more))) }
+    return .object(class: "REGIONS", members: members)
+  }
+
+  /// Least bytes of a region's status object (``RegionWire/json(_:)-(RegionStatus)``) from its
+  /// counts alone: the fixed members (over 100 bytes), id, title, and for a polygon at least 6
+  /// bytes a position (`[1,2],`). For refusing a list before encoding it.
+  public static func estimatedBytes(_ status: RegionStatus) -> Int {
+    let region = status.region
+    var bytes = 110 + region.id.utf8.count + (region.title?.utf8.count ?? 0)
+    if case .polygon(let exterior, let holes) = region.shape {
+      bytes += 40 + 6 * holes.reduce(exterior.count + 1) { $0 + $1.count + 1 }
+    }
+    return bytes
   }
 }
 

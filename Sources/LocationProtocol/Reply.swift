@@ -5,6 +5,11 @@ import LocationModel
 /// The server adds the request's `"id"` (when it had one) after `"class"` and writes the reply
 /// as one line. Replies are never dropped, however slow the client.
 public enum Reply: Sendable, Hashable {
+  /// The longest reply line a client may be sent, bytes without the newline: 1 MiB (1,048,576),
+  /// the socket server's backlog bound for one client. The service refuses a request whose
+  /// reply would be longer with `limitExceeded` before building it.
+  public static let maximumBytes = 1 << 20
+
   /// A success reply: `{"class":CLASS,"id":..,MEMBERS...}`.
   case object(class: String, members: [JSONMember])
   /// An error reply: `{"class":"ERROR","id":..,"code":CODE,"message":MESSAGE}`.

@@ -38,8 +38,42 @@ public enum GeoJSON {
     json(for: state).jsonString
   }
 
+  /// ``document(for:)``, refused before it is built when it would be longer than `maxBytes`
+  /// bytes of UTF-8: first from a cheap lower bound counted from the regions' vertices (a
+  /// circle's fixed ``RegionGeoJSON/circlePoints``), the annotations' texts and the track's
+  /// points, then while building (it stops as soon as the features reach `maxBytes`). So at
+  /// most about `maxBytes` of text is built, whatever the number of regions.
+  ///
+  /// - Throws: ``RenderTooLarge`` (format `geojson`) naming the largest part.
+  public static func document(for state: MapRenderState, maxBytes: Int) throws(RenderTooLarge) -> String {
+    let regionBytes = state.regions.reduce(0) { $0 + RenderEstimate.geoJSONBytes($1.region) }
+    let annotationBytes = state.snapshot.annotations.reduce(0) { $0 + RenderEstimate.geoJSONBytes($1) }
+    let trackBytes = 8 * state.track.count
+    let estimate = 400 + regionBytes + annotationBytes + trackBytes
+    let part = RenderEstimate.largest(regions: regionBytes, annotations: annotationBytes, track: trackBytes)
+    if estimate > maxBytes {
+      throw RenderTooLarge(
+        format: "geojson", bytesAtLeast: estimate, limit: maxBytes, regions: state.regions.count, part: part)
+    }
+    guard let value = json(for: state, budget: maxBytes) else {
+      throw RenderTooLarge(
+        format: "geojson", bytesAtLeast: maxBytes + 1, limit: maxBytes, regions: state.regions.count, part: part)
+    }
+    let text = value.jsonString
+    if text.utf8.count > maxBytes {
+      throw RenderTooLarge(
+        format: "geojson", bytesAtLeast: text.utf8.count, limit: maxBytes, regions: state.regions.count, part: part)
+    }
+    return text
+  }
+
   /// ``document(for:)`` as a JSON value.
   public static func json(for state: MapRenderState) -> JSONValue {
+    json(for: state, budget: nil) ?? .object([])
+  }
+
+  /// ``json(for:)``, or `nil` as soon as the encoded regions alone exceed `budget` bytes.
+  static func json(for state: MapRenderState, budget: Int?) -> JSONValue? {
     let viewport = state.viewport
     let bounds = viewport.bounds
     var features: [JSONValue] = []
@@ -94,8 +128,14 @@ public enum GeoJSON {
     }
 
     var regionPoints: [Coordinate] = []
+    var regionBytes = 0
     for status in state.regions {
-      features.append(regionFeature(status))
+      let feature = regionFeature(status)
+      if let budget {
+        regionBytes += feature.encoded.count + 1
+        if regionBytes > budget { return nil }
+      }
+      features.append(feature)
       regionPoints += extremePoints(status.region.shape)
     }
 

@@ -152,6 +152,22 @@ public actor MapStateService {
   /// The map as an SVG document (``SVGSnapshot/document(for:)``).
   public func svg() -> String { SVGSnapshot.document(for: renderState) }
 
+  /// ``geoJSON()``, refused without being built when longer than `maxBytes` bytes
+  /// (``GeoJSON/document(for:maxBytes:)``).
+  ///
+  /// - Throws: ``RenderTooLarge``.
+  public func geoJSON(maxBytes: Int) throws(RenderTooLarge) -> String {
+    try GeoJSON.document(for: renderState, maxBytes: maxBytes)
+  }
+
+  /// ``svg()``, refused without being built when longer than `maxBytes` bytes
+  /// (``SVGSnapshot/document(for:maxBytes:)``).
+  ///
+  /// - Throws: ``RenderTooLarge``.
+  public func svg(maxBytes: Int) throws(RenderTooLarge) -> String {
+    try SVGSnapshot.document(for: renderState, maxBytes: maxBytes)
+  }
+
   // MARK: Subscribers and renderers
 
   /// A stream of every change from now on; any number of subscribers, each with its own buffer

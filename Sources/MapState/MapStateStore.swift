@@ -237,8 +237,8 @@ public struct MapStateStore: Sendable {
         return nil
       }
       let reason = code == ELOOP ? "a symbolic link" : String(cString: strerror(code))
-      report("map state file unreadable, starting with an empty map path=\(path) error=\(reason)")
-      if code == ELOOP { setAside(directoryFD) }
+      let kept = code == ELOOP ? setAside(directoryFD) : nil
+      report("map state file unreadable, starting with an empty map path=\(path) error=\(reason)\(keptAs(kept))")
       return nil
     }
     defer { close(fd) }
@@ -250,15 +250,15 @@ public struct MapStateStore: Sendable {
       return nil
     }
     guard info.st_mode & S_IFMT == S_IFREG else {
-      report("map state file is not a regular file, starting with an empty map path=\(path)")
-      setAside(directoryFD)
+      let kept = setAside(directoryFD)
+      report("map state file is not a regular file, starting with an empty map path=\(path)\(keptAs(kept))")
       return nil
     }
     guard Int(info.st_size) <= Self.maxFileSize else {
+      let kept = setAside(directoryFD)
       report(
-        "map state file too large, starting with an empty map path=\(path) bytes=\(info.st_size) limit=\(Self.maxFileSize) keptAs=\(Self.rejectedFileName)"
+        "map state file too large, starting with an empty map path=\(path) bytes=\(info.st_size) limit=\(Self.maxFileSize)\(keptAs(kept))"
       )
-      setAside(directoryFD)
       return nil
     }
     let bytes: [UInt8]
@@ -270,10 +270,10 @@ public struct MapStateStore: Sendable {
         report("map state file unreadable, starting with an empty map path=\(path) error=\(error)")
         return nil
       case .tooLarge:
+        let kept = setAside(directoryFD)
         report(
-          "map state file too large, starting with an empty map path=\(path) limit=\(Self.maxFileSize) keptAs=\(Self.rejectedFileName)"
+          "map state file too large, starting with an empty map path=\(path) limit=\(Self.maxFileSize)\(keptAs(kept))"
         )
-        setAside(directoryFD)
         return nil
       }
     }
@@ -281,17 +281,17 @@ public struct MapStateStore: Sendable {
     do {
       state = try PersistedMapState(fileContents: bytes)
     } catch {
+      let kept = setAside(directoryFD)
       report(
-        "map state file corrupt, starting with an empty map path=\(path) bytes=\(bytes.count) error=\(error) keptAs=\(Self.rejectedFileName)"
+        "map state file corrupt, starting with an empty map path=\(path) bytes=\(bytes.count) error=\(error)\(keptAs(kept))"
       )
-      setAside(directoryFD)
       return nil
     }
     guard state.version == PersistedMapState.currentVersion else {
+      let kept = setAside(directoryFD)
       report(
-        "map state file has unknown version, starting with an empty map path=\(path) version=\(state.version) keptAs=\(Self.rejectedFileName)"
+        "map state file has unknown version, starting with an empty map path=\(path) version=\(state.version)\(keptAs(kept))"
       )
-      setAside(directoryFD)
       return nil
     }
     let (kept, leftOut) = Self.admissibleAnnotations(state.annotations)
@@ -302,19 +302,18 @@ public struct MapStateStore: Sendable {
     do {
       try state.validate()
     } catch {
+      let kept = setAside(directoryFD)
       report(
-        "map state file holds invalid values, starting with an empty map path=\(path) error=\(error) keptAs=\(Self.rejectedFileName)"
+        "map state file holds invalid values, starting with an empty map path=\(path) error=\(error)\(keptAs(kept))"
       )
-      setAside(directoryFD)
       return nil
     }
     if !leftOut.isEmpty {
       // The next save replaces mapstate.json; a hard link keeps the full file for the admin.
-      unlinkat(directoryFD, Self.rejectedFileName, 0)
-      let copied = linkat(directoryFD, Self.fileName, directoryFD, Self.rejectedFileName, 0) == 0
+      let copied = StateFile.keepCopy(directoryFD, fileName: Self.fileName, base: Self.rejectedFileName)
       report(
         "map state file holds annotations beyond the limits or invalid ones, loading \(kept.count) of \(total) path=\(path) maxAnnotations=\(AnnotationLimits.maxCount) maxBytes=\(AnnotationLimits.maxTotalBytes) first=\(leftOut[0])"
-          + (copied ? " keptAs=\(Self.rejectedFileName)" : "")
+          + keptAs(copied)
       )
     }
     return state
@@ -369,14 +368,16 @@ public struct MapStateStore: Sendable {
     }
   }
 
-  /// Renames the state file to ``rejectedFileName`` (replacing an older one).
-  private func setAside(_ directoryFD: Int32) {
-    if renameat(directoryFD, Self.fileName, directoryFD, Self.rejectedFileName) != 0 {
-      log(
-        "map state file could not be set aside path=\(path) error=\(String(cString: strerror(errno)))"
-      )
-    }
+  /// Renames the state file to a free rejected name (``StateFile/rejectedName(_:base:)``:
+  /// ``rejectedFileName``, then `.1` ... `.9`, an earlier one is not overwritten); returns it.
+  private func setAside(_ directoryFD: Int32) -> String? {
+    StateFile.setAside(
+      directoryFD, fileName: Self.fileName, base: Self.rejectedFileName, subject: "map state", path: path,
+      log: log)
   }
+
+  /// ` keptAs=NAME` for a log line, or nothing when the file could not be kept.
+  private func keptAs(_ name: String?) -> String { name.map { " keptAs=" + $0 } ?? "" }
 
   /// Saves `state` atomically (new temporary file, fsync, rename, fsync of the directory),
   /// creating the directory (mode 0700) when missing. The file has mode 0600.

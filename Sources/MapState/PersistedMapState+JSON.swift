@@ -53,7 +53,7 @@ extension PersistedMapState {
   }
 
   /// Reads a state from the contents of `mapstate.json` (any JSON whitespace; unknown members
-  /// are ignored). Values are not checked here: the store validates them.
+  /// are ignored; a member name given twice in one object is refused). Values are not checked here: the store validates them.
   ///
   /// - Throws: ``MapStateDecodingError``, also for text that is not JSON (path empty, the
   ///   reason giving the byte offset).
@@ -63,6 +63,10 @@ extension PersistedMapState {
       value = try JSONValue.parse(bytes)
     } catch {
       throw MapStateDecodingError(path: "", reason: error.description)
+    }
+    // A name given twice is read differently by different parsers: the file is ambiguous.
+    if let path = value.firstDuplicateMemberPath {
+      throw MapStateDecodingError(path: String(path.prefix(200)), reason: "duplicate member: give each member once")
     }
     try self.init(json: value)
   }

@@ -70,8 +70,54 @@ public struct StateFile: Sendable {
   public var path: String { directory + "/" + fileName }
   /// Prefix of the temporary files written by ``save(_:)``; leftovers are removed on load.
   public var temporaryPrefix: String { "." + fileName + ".tmp-" }
-  /// The name a file that cannot be loaded is renamed to, so that the next save keeps it.
+  /// The name a file that cannot be loaded is renamed to, so that the next save keeps it; when
+  /// it is taken (an earlier bad start), `NAME.rejected.1` ... `NAME.rejected.9` are used, the
+  /// first free one, so an earlier rejected file is not overwritten.
   public var rejectedFileName: String { fileName + ".rejected" }
+  /// At most this many rejected files are kept (10): with all names taken, the oldest (by
+  /// modification time) is replaced.
+  public static let maxRejectedFiles = 10
+
+  /// The name a rejected file gets in the directory `directoryFD`: the first free one of
+  /// `BASE`, `BASE.1` ... `BASE.9` (``maxRejectedFiles`` in all), or the oldest of them by
+  /// modification time when all are taken (`replacing` is then `true`); `nil` when none can be
+  /// examined. Shared by every state file (map state, regions).
+  static func rejectedName(_ directoryFD: Int32, base: String) -> (name: String, replacing: Bool)? {
+    var oldest: (name: String, time: Int)?
+    for name in [base] + (1..<maxRejectedFiles).map({ base + ".\($0)" }) {
+      var info = stat()
+      if fstatat(directoryFD, name, &info, AT_SYMLINK_NOFOLLOW) != 0 {
+        if errno == ENOENT { return (name, false) }
+        continue
+      }
+      let time = Int(info.st_mtim.tv_sec) * 1_000_000_000 + Int(info.st_mtim.tv_nsec)
+      if oldest == nil || time < (oldest?.time ?? 0) { oldest = (name, time) }
+    }
+    return oldest.map { ($0.name, true) }
+  }
+
+  /// Renames `fileName` in `directoryFD` (whatever it is: a link is renamed, not followed) to
+  /// ``rejectedName(_:base:)``; returns the name, or `nil` when that failed (`log` gets a line
+  /// naming `subject`, `path` and the reason).
+  static func setAside(
+    _ directoryFD: Int32, fileName: String, base: String, subject: String, path: String,
+    log: (String) -> Void
+  ) -> String? {
+    guard let (name, _) = rejectedName(directoryFD, base: base) else { return nil }
+    if renameat(directoryFD, fileName, directoryFD, name) != 0 {
+      log("\(subject) file could not be set aside path=\(path) error=\(String(cString: strerror(errno)))")
+      return nil
+    }
+    return name
+  }
+
+  /// Keeps a copy of `fileName` as a hard link under ``rejectedName(_:base:)`` (the file itself
+  /// stays, to be replaced by the next save); returns the name, or `nil` when it failed.
+  static func keepCopy(_ directoryFD: Int32, fileName: String, base: String) -> String? {
+    guard let (name, replacing) = rejectedName(directoryFD, base: base) else { return nil }
+    if replacing { unlinkat(directoryFD, name, 0) }
+    return linkat(directoryFD, fileName, directoryFD, name, 0) == 0 ? name : nil
+  }
 
   /// Reads the file, after removing temporary files a crash left behind.
   ///
@@ -95,8 +141,8 @@ public struct StateFile: Sendable {
       let code = errno
       if code == ENOENT { return .missing }
       let reason = code == ELOOP ? "a symbolic link" : String(cString: strerror(code))
-      report("\(subject) file unreadable, \(fallback) path=\(path) error=\(reason)")
-      if code == ELOOP { setAside(directoryFD) }
+      let kept = code == ELOOP ? setAside(directoryFD) : nil
+      report("\(subject) file unreadable, \(fallback) path=\(path) error=\(reason)\(keptAs(kept))")
       return .unusable
     }
     defer { close(fd) }
@@ -108,17 +154,15 @@ public struct StateFile: Sendable {
       return .unusable
     }
     guard info.st_mode & S_IFMT == S_IFREG else {
-      report(
-        "\(subject) file is not a regular file, \(fallback) path=\(path) keptAs=\(rejectedFileName)"
-      )
-      setAside(directoryFD)
+      let kept = setAside(directoryFD)
+      report("\(subject) file is not a regular file, \(fallback) path=\(path)\(keptAs(kept))")
       return .unusable
     }
     guard Int(info.st_size) <= maxFileSize else {
+      let kept = setAside(directoryFD)
       report(
-        "\(subject) file too large, \(fallback) path=\(path) bytes=\(info.st_size) limit=\(maxFileSize) keptAs=\(rejectedFileName)"
+        "\(subject) file too large, \(fallback) path=\(path) bytes=\(info.st_size) limit=\(maxFileSize)\(keptAs(kept))"
       )
-      setAside(directoryFD)
       return .unusable
     }
     do {
@@ -128,10 +172,9 @@ public struct StateFile: Sendable {
       case .system(let error):
         report("\(subject) file unreadable, \(fallback) path=\(path) error=\(error)")
       case .tooLarge:
+        let kept = setAside(directoryFD)
         report(
-          "\(subject) file too large, \(fallback) path=\(path) limit=\(maxFileSize) keptAs=\(rejectedFileName)"
-        )
-        setAside(directoryFD)
+          "\(subject) file too large, \(fallback) path=\(path) limit=\(maxFileSize)\(keptAs(kept))")
       }
       return .unusable
     }
@@ -140,14 +183,19 @@ public struct StateFile: Sendable {
   /// Logs that the file's contents could not be used ("`SUBJECT` file corrupt, `FALLBACK`
   /// path=... bytes=N error=`reason` keptAs=...") and renames it to ``rejectedFileName``.
   public func reject(byteCount: Int, reason: String) {
+    var kept: String?
+    if let directoryFD = try? MapStateStore.openDirectory(directory) {
+      kept = setAside(directoryFD)
+      close(directoryFD)
+    }
     log(
       MapStateStore.oneLine(
-        "\(subject) file corrupt, \(fallback) path=\(path) bytes=\(byteCount) error=\(reason) keptAs=\(rejectedFileName)"
+        "\(subject) file corrupt, \(fallback) path=\(path) bytes=\(byteCount) error=\(reason)\(keptAs(kept))"
       ))
-    guard let directoryFD = try? MapStateStore.openDirectory(directory) else { return }
-    defer { close(directoryFD) }
-    setAside(directoryFD)
   }
+
+  /// ` keptAs=NAME` for a log line, or nothing when the file could not be set aside.
+  private func keptAs(_ name: String?) -> String { name.map { " keptAs=" + $0 } ?? "" }
 
   /// Removes `.NAME.tmp-*` files (a crash between creating and renaming leaves them).
   private func removeLeftovers(_ directoryFD: Int32) {
@@ -166,12 +214,10 @@ public struct StateFile: Sendable {
     }
   }
 
-  private func setAside(_ directoryFD: Int32) {
-    if renameat(directoryFD, fileName, directoryFD, rejectedFileName) != 0 {
-      log(
-        "\(subject) file could not be set aside path=\(path) error=\(String(cString: strerror(errno)))"
-      )
-    }
+  /// Sets the file aside (``setAside(_:fileName:base:subject:path:log:)``).
+  private func setAside(_ directoryFD: Int32) -> String? {
+    Self.setAside(
+      directoryFD, fileName: fileName, base: rejectedFileName, subject: subject, path: path, log: log)
   }
 
   private func injected(_ step: String) -> Int32? { failureInjector?(step) }

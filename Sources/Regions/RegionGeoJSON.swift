@@ -11,7 +11,8 @@ import LocationModel
 /// their orientation). One difference from RFC 7946, which draws a line between two positions
 /// straight in longitude/latitude: locationd takes every edge as the geodesic (shortest path)
 /// between its vertices, so a ring may cross the antimeridian without being cut and may
-/// surround a pole. Consecutive equal positions are merged. The shape is then checked with
+/// surround a pole. Consecutive equal positions are merged. An object with two members of the same
+/// name (RFC 8259 leaves their meaning undefined) is refused. The shape is then checked with
 /// ``RegionShape/validate()``.
 public enum RegionGeoJSON {
   /// Largest GeoJSON text accepted, bytes: 10 MiB (10,485,760 bytes), checked before parsing.
@@ -27,7 +28,7 @@ public enum RegionGeoJSON {
   /// - Throws: ``RegionError/fileTooLarge(bytes:limit:)`` above ``maxBytes``,
   ///   ``RegionError/invalidGeoJSON(reason:)`` naming what is wrong (not JSON, an unsupported
   ///   type such as MultiPolygon, wrong nesting, a position out of range, a ring with fewer than 4
-  ///   positions or not closed...), or any error of ``RegionShape/validate()``.
+  ///   positions or not closed, a member name given twice in one object...), or any error of ``RegionShape/validate()``.
   public static func shape(from bytes: [UInt8]) throws(RegionError) -> RegionShape {
     if bytes.count > maxBytes { throw .fileTooLarge(bytes: bytes.count, limit: maxBytes) }
     let document: JSONValue
@@ -35,6 +36,11 @@ public enum RegionGeoJSON {
       document = try JSONValue.parse(bytes)
     } catch {
       throw .invalidGeoJSON(reason: "not JSON: \(error.description)")
+    }
+    // Parsers differ on which of two equal names wins (the first here, the last elsewhere), so
+    // the same file would mean different polygons: refuse it, as requests are refused.
+    if let path = document.firstDuplicateMemberPath {
+      throw .invalidGeoJSON(reason: "duplicate member \"\(path.prefix(200))\": give each member once")
     }
     let polygon = try polygonGeometry(in: document)
     guard let coordinates = polygon["coordinates"]?.arrayValue else {

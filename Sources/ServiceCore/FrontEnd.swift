@@ -35,6 +35,12 @@ extension ClientChannel {
   /// Sends at once (``send(_:)``): right for a channel whose replies never wait behind the
   /// service (it writes each reply before it takes the next event).
   @discardableResult public func sendAfterReply(_ event: Event) -> Bool { send(event) }
+
+  /// Delivers each event with ``deliver(_:)`` in order, stopping when one is refused.
+  @discardableResult public func deliverBurst(_ events: [EncodedEvent]) -> Bool {
+    for event in events where !deliver(event) { return false }
+    return true
+  }
 }
 
 extension RequestHandler {
@@ -59,6 +65,11 @@ public protocol ClientChannel: AnyObject, Sendable {
   /// Gives an event encoded once for many clients (the fan-out path). Returns `false` when the
   /// client has gone or was dropped for exceeding its front-end's bounds.
   @discardableResult func deliver(_ event: EncodedEvent) -> Bool
+  /// Gives events produced together in one go (the `REGION` events of one fix), in order. A
+  /// front-end with a bound on what may wait for a client applies it to the client's backlog
+  /// before the burst, so a client that keeps up gets all of them however many there are; one
+  /// already behind is dropped. Returns `false` when the client has gone or was dropped.
+  @discardableResult func deliverBurst(_ events: [EncodedEvent]) -> Bool
   /// Whether the client is still connected.
   var isConnected: Bool { get }
   /// Disconnects the client.

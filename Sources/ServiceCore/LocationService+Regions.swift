@@ -21,12 +21,46 @@ extension LocationService {
       await map.setRegions(await regions.statuses)
       try await regionsSaved()
       return .region(status, removed: true)
-    case .list:
-      return .regions(await regions.statuses)
+    case .list(let after, let limit):
+      return try await regionList(after: after, limit: limit)
     case .state(let id):
       guard let status = await regions.status(id: id) else { throw Self.noSuchRegion(id) }
       return .region(status)
     }
+  }
+
+  /// The `REGIONS` reply, refused with `limitExceeded` before it is encoded when it would be
+  /// longer than ``Reply/maximumBytes`` (first from a cheap lower bound per region, then while
+  /// encoding), so a list of many regions costs no more than one reply's worth of work.
+  private func regionList(after: String?, limit: Int?) async throws -> Reply {
+    var statuses = await regions.statuses
+    let paged = after != nil || limit != nil
+    if let after {
+      // Sorted by id in Unicode scalar order, as the monitor sorts: skip ids up to `after`.
+      statuses = Array(
+        statuses.drop { !after.unicodeScalars.lexicographicallyPrecedes($0.region.id.unicodeScalars) })
+    }
+    var more = false
+    if let limit, statuses.count > limit {
+      statuses = Array(statuses.prefix(limit))
+      more = true
+    }
+    let budget = Reply.maximumBytes - 64
+    func refused(_ bytes: Int) -> ServiceError {
+      ServiceError(
+        code: .limitExceeded,
+        message:
+          "the list of \(statuses.count) regions would be at least \(bytes) bytes, more than the \(Reply.maximumBytes) bytes a reply may have: ask for a page (locationctl region list --after ID --limit N; {\"cmd\":\"region\",\"action\":\"list\",\"after\":ID,\"limit\":N}) or remove regions"
+      )
+    }
+    let estimate = statuses.reduce(40) { $0 + Reply.estimatedBytes($1) }
+    if estimate > budget { throw refused(estimate) }
+    var bytes = 40
+    for status in statuses {
+      bytes += RegionWire.json(status).encoded.count + 1
+      if bytes > budget { throw refused(bytes) }
+    }
+    return .regions(statuses, more: paged ? more : nil)
   }
 
   static func noSuchRegion(_ id: String) -> ServiceError {
@@ -48,11 +82,16 @@ extension LocationService {
 
   /// Sends each transition to every watcher as a `REGION` event (never coalesced) and gives the
   /// map's renderers the new states.
+  /// The transitions of one fix go as one burst (``ClientChannel/deliverBurst(_:)``): a watcher
+  /// that keeps reading gets all of them, however many regions changed at once.
   func regionsChanged(_ transitions: [RegionTransition]) async {
+    var events: [EncodedEvent] = []
+    events.reserveCapacity(transitions.count)
     for transition in transitions {
       Log.event("regionTransition", ["region": transition.id, "event": transition.event.rawValue])
-      broadcastToWatchers(.region(transition))
+      events.append(EncodedEvent(.region(transition)))
     }
+    broadcastBurstToWatchers(events)
     await map.setRegions(await regions.statuses)
   }
 }

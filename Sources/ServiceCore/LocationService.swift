@@ -289,10 +289,20 @@ public actor LocationService: AnnotationBatchHandler {
       switch format {
       case .json:
         return try await mapReply()
+      // Refused before they are built when the reply could not be sent (Reply.maximumBytes):
+      // a map of many regions would otherwise take seconds and hundreds of megabytes here.
       case .geojson:
-        return .mapGeoJSON(Array(await map.geoJSON().utf8))
+        do {
+          return .mapGeoJSON(Array(try await map.geoJSON(maxBytes: Reply.maximumBytes - 64).utf8))
+        } catch {
+          throw ServiceError(code: .limitExceeded, message: error.description)
+        }
       case .svg:
-        return .mapSVG(await map.svg())
+        do {
+          return .mapSVG(try await map.svg(maxBytes: Reply.maximumBytes - 64))
+        } catch {
+          throw ServiceError(code: .limitExceeded, message: error.description)
+        }
       }
     case .replay(let action):
       return try await replay(action)
@@ -430,6 +440,12 @@ public actor LocationService: AnnotationBatchHandler {
   func broadcastToWatchers(_ event: Event) {
     guard !watchers.isEmpty else { return }
     Self.fanOut(event, to: audience().all)
+  }
+
+  /// Gives events encoded once, produced together, to every watcher as one burst each.
+  func broadcastBurstToWatchers(_ events: [EncodedEvent]) {
+    guard !watchers.isEmpty, !events.isEmpty else { return }
+    for channel in audience().all { channel.deliverBurst(events) }
   }
 
   /// Encodes `event` once and gives it to every channel.

@@ -52,6 +52,11 @@ public struct RegionStore: Sendable {
       file.reject(byteCount: bytes.count, reason: error.description)
       return nil
     }
+    // A name given twice is read differently by different parsers: the file is ambiguous.
+    if let path = value.firstDuplicateMemberPath {
+      file.reject(byteCount: bytes.count, reason: "duplicate member \"\(path.prefix(200))\"")
+      return nil
+    }
     do {
       return try RegionMonitor(restoring: value, configuration: configuration)
     } catch {

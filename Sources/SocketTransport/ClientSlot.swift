@@ -46,6 +46,9 @@ struct ClientState {
   var headOffset = 0
   var backlogBytes = 0
   var backlogMessages = 0
+  /// A burst is being queued (``ClientSlot/deliverBurst(_:)``): the backlog bound was checked
+  /// before it and is not applied to its lines.
+  var inBurst = false
   var coalesced: [PendingEvent] = []
   // Incoming.
   /// Requests read, not yet answered.
@@ -100,6 +103,36 @@ final class ClientSlot: Sendable {
         return .accepted
       }
       let delivery = deliverLocked(body: body, line: line, key: coalescingKey, &state)
+      updateInterest(&state)
+      return delivery
+    }
+  }
+
+  /// Gives events produced together in one go (the `REGION` events of one fix), in order and
+  /// never coalesced. The backlog bound is applied once, before the burst: a client whose
+  /// backlog is within the bounds (it keeps reading) gets the whole burst even when the burst
+  /// alone is larger than the bounds; one already beyond them is dropped as a slow client. Any
+  /// later line counts against the bounds again, so a client that does not drain the burst is
+  /// dropped at the next one. The burst's size is bounded by its producer (one event per region).
+  func deliverBurst(_ lines: [(body: [UInt8], line: [UInt8])]) -> Delivery {
+    state.withLock { state in
+      guard state.open, state.dropReason == nil else { return .gone }
+      if state.backlogBytes > options.maxBacklogBytes
+        || state.backlogMessages > options.maxBacklogMessages
+      {
+        return countLocked(0, &state, adding: false)
+      }
+      state.inBurst = true
+      defer { state.inBurst = false }
+      var delivery = Delivery.accepted
+      for item in lines {
+        if !state.afterReply.isEmpty {
+          state.afterReply.append(item)
+          continue
+        }
+        delivery = deliverLocked(body: item.body, line: item.line, key: nil, &state)
+        guard case .accepted = delivery else { break }
+      }
       updateInterest(&state)
       return delivery
     }
@@ -184,9 +217,12 @@ final class ClientSlot: Sendable {
   }
 
   /// Adds a queued line to the backlog; drops the client beyond the bounds.
-  private func countLocked(_ bytes: Int, _ state: inout ClientState) -> Delivery {
-    state.backlogBytes += bytes
-    state.backlogMessages += 1
+  private func countLocked(_ bytes: Int, _ state: inout ClientState, adding: Bool = true) -> Delivery {
+    if adding {
+      state.backlogBytes += bytes
+      state.backlogMessages += 1
+    }
+    guard !state.inBurst else { return .accepted }
     guard
       state.backlogBytes > options.maxBacklogBytes
         || state.backlogMessages > options.maxBacklogMessages

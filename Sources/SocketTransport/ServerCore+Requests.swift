@@ -57,7 +57,7 @@ extension ServerCore {
           body = Reply.error(
             .limitExceeded,
             message:
-              "the reply would be \(body.count) bytes, more than the \(options.maxBacklogBytes) bytes a client may have pending: ask for less (e.g. remove annotations)"
+              "the reply would be \(body.count) bytes, more than the \(options.maxBacklogBytes) bytes a client may have pending: ask for less (fewer annotations or regions, a page of the region list with \"after\" and \"limit\")"
           ).json(id: json["id"].flatMap { RequestID(json: $0) }).encoded
         }
         var line = body

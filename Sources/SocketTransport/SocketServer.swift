@@ -19,7 +19,7 @@ public struct ServerOptions: Sendable, Hashable {
   /// request only when nothing is queued for it (its socket took everything so far), and stops
   /// reading its requests meanwhile, so a client that pipelines requests and reads slowly gets
   /// every reply. A reply larger than this bound is replaced by a `limitExceeded` error.
-  public var maxBacklogBytes: Int = 1 << 20
+  public var maxBacklogBytes: Int = Reply.maximumBytes
   /// ... or this many messages.
   public var maxBacklogMessages: Int = 4096
   /// Requests read but not yet answered per client before the server stops reading from it.
@@ -74,6 +74,19 @@ public final class ClientConnection: ClientChannel, Hashable {
   /// Gives an event encoded once for many clients to this client (see ``send(_:)``).
   @discardableResult public func deliver(_ event: EncodedEvent) -> Bool {
     switch slot.deliver(body: event.body, line: event.line, coalescingKey: event.coalescingKey) {
+    case .accepted: return true
+    case .gone: return false
+    case .drop(let reason):
+      core.scheduleClose(id, reason: reason)
+      return false
+    }
+  }
+
+  /// Gives events produced together (the `REGION` events of one fix) in order; the backlog
+  /// bounds of ``ServerOptions`` are applied before the burst, not to it (see
+  /// ``ClientChannel/deliverBurst(_:)``).
+  @discardableResult public func deliverBurst(_ events: [EncodedEvent]) -> Bool {
+    switch slot.deliverBurst(events.map { ($0.body, $0.line) }) {
     case .accepted: return true
     case .gone: return false
     case .drop(let reason):

@@ -119,7 +119,7 @@ enum Format {
         + (event["state"]?.stringValue ?? "?")
       if let detail = event["detail"]?.stringValue { text += " (" + detail + ")" }
       return text
-    case "WARNING": return "warning: " + (event["message"]?.stringValue ?? "")
+    case "WARNING": return "warning: " + terminalSafe(event["message"]?.stringValue ?? "")
     case "MAP": return map(event).replacing("\n", with: "  ")
     case "AUTHORIZATION": return "authorization: " + (event["authorization"]?.stringValue ?? "?")
     case "REGION": return regionEvent(event)

@@ -134,7 +134,8 @@ func dispatch(_ arguments: [String]) -> Int32 {
     }
     return try run(rest, options)
   } catch let error as UsageError {
-    writeError("locationctl: \(error.message)\nRun locationctl --help for usage.")
+    writeError("locationctl: \(error.message)")
+    writeError("Run locationctl --help for usage.")
     return ExitCode.usage.rawValue
   } catch let error as ClientError {
     writeError("locationctl: \(error.message)")
@@ -179,9 +180,37 @@ func commandUsage(_ command: String) -> String {
   return lines.joined(separator: "\n") + "\n"
 }
 
-/// Writes a line to standard error.
+/// Writes a line to standard error, with ``terminalSafe(_:)`` applied: every error locationctl
+/// prints (its own, and the daemon's messages, which may quote what a client sent) goes through
+/// here, so none can move the cursor, recolour the terminal, forge a line or reorder text.
 func writeError(_ message: String) {
-  try? SystemIO.writeAll(2, message + "\n")
+  try? SystemIO.writeAll(2, terminalSafe(message) + "\n")
+}
+
+/// `text` with every character a terminal would act on instead of show written as an escape:
+/// C0 controls (U+0000-U+001F, including newline and tab), DEL and the C1 controls (U+007F-U+009F)
+/// as `\xHH`; the bidirectional formatting characters (U+061C, U+200E, U+200F, U+202A-U+202E,
+/// U+2066-U+2069: Unicode UAX #9) and the line and paragraph separators (U+2028, U+2029) as
+/// `\u{HHHH}`. A backslash stays as it is. Other text, non-ASCII letters included, is unchanged.
+func terminalSafe(_ text: String) -> String {
+  func hex(_ value: UInt32, _ digits: Int) -> String {
+    let string = String(value, radix: 16, uppercase: true)
+    return String(repeating: "0", count: max(0, digits - string.count)) + string
+  }
+  var result = ""
+  result.unicodeScalars.reserveCapacity(text.unicodeScalars.count)
+  for scalar in text.unicodeScalars {
+    let value = scalar.value
+    switch value {
+    case 0x00...0x1F, 0x7F...0x9F:
+      result += "\\x" + hex(value, 2)
+    case 0x061C, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069, 0x2028, 0x2029:
+      result += "\\u{" + hex(value, 4) + "}"
+    default:
+      result.unicodeScalars.append(scalar)
+    }
+  }
+  return result
 }
 
 /// Splits `--name VALUE` options from positional arguments.

@@ -5,7 +5,8 @@ import Regions
 import SystemIO
 
 /// `region add ID circle LAT LON RADIUS | region add ID polygon FILE|- [--dwell S] [--title T]
-/// [--no-entry] [--no-exit]`, `region remove ID`, `region list`, `region state ID`.
+/// [--no-entry] [--no-exit]`, `region remove ID`, `region list [--after ID] [--limit N]`,
+/// `region state ID`.
 ///
 /// A polygon file (RFC 7946 GeoJSON: a Polygon geometry, or a Feature or FeatureCollection with
 /// exactly one Polygon; at most ``RegionGeoJSON/maxBytes``) is read and checked here with the
@@ -14,7 +15,7 @@ import SystemIO
 /// so nothing is sent that the daemon would cut off. Any refusal changes nothing.
 func runRegion(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
   let list = try ArgumentList(
-    arguments, valued: ["--dwell", "--title"], flags: ["--no-entry", "--no-exit"])
+    arguments, valued: ["--dwell", "--title", "--after", "--limit"], flags: ["--no-entry", "--no-exit"])
   let positional = list.positional
   guard let action = positional.first else { throw UsageError(regionUsage) }
   func noOptions() throws {
@@ -25,10 +26,18 @@ func runRegion(_ arguments: [String], _ options: ClientOptions) throws -> Int32 
   }
   switch (action, positional.count) {
   case ("list", 1):
-    try noOptions()
-    return try regionCall(options, [JSONMember("action", "list")], text: Format.regions)
+    guard list.flags.isEmpty, Set(list.values.keys).isSubset(of: ["--after", "--limit"]) else {
+      throw UsageError("region list takes only --after ID and --limit N")
+    }
+    var members = [JSONMember("action", "list")]
+    if let after = list.values["--after"] { members.append(JSONMember("after", .string(after))) }
+    if let limit = try list.number("--limit") { members.append(JSONMember("limit", .number(limit))) }
+    return try regionCall(options, members, text: Format.regions)
   case ("state", 2), ("remove", 2):
     try noOptions()
+    guard list.values["--after"] == nil, list.values["--limit"] == nil else {
+      throw UsageError("region \(action) takes no options (--after and --limit are for list)")
+    }
     return try regionCall(
       options,
       [JSONMember("action", .string(action)), JSONMember("region", .string(positional[1]))],
@@ -65,7 +74,7 @@ func runRegion(_ arguments: [String], _ options: ClientOptions) throws -> Int32 
     guard size <= Request.maximumLineLength else {
       throw ClientError(
         "the region is \(size) bytes as a request, and locationd reads request lines of at most "
-          + "\(Request.maximumLineLength) bytes (about 2,000 polygon vertices): simplify the polygon "
+          + "\(Request.maximumLineLength) bytes (about 1,500 polygon vertices at full precision): simplify the polygon "
           + "or split it into several regions; nothing was added")
     }
     return try regionCall(options, members, text: Format.region)
@@ -75,7 +84,7 @@ func runRegion(_ arguments: [String], _ options: ClientOptions) throws -> Int32 
 }
 
 private let regionUsage =
-  "region takes add ID circle LAT LON RADIUS, add ID polygon FILE.geojson|-, remove ID, list or state ID"
+  "region takes add ID circle LAT LON RADIUS, add ID polygon FILE.geojson|-, remove ID, list [--after ID] [--limit N] or state ID"
 
 /// Connects, asks for authorization and sends one `region` request; prints the reply (exit 0),
 /// or the error (exit 1).
@@ -199,11 +208,24 @@ extension Format {
     return line
   }
 
-  /// The reply to `region list`: one line per region, or `no regions`.
+  /// The reply to `region list`: one line per region, or `no regions`; a page with regions
+  /// after it ends with `more: region list --after LAST_ID`.
   static func regions(_ reply: JSONValue) -> String {
     let regions = reply["regions"]?.arrayValue ?? []
-    guard !regions.isEmpty else { return "no regions" }
-    return regions.map(regionLine).joined(separator: "\n")
+    var text = regions.isEmpty ? "no regions" : regions.map(regionLine).joined(separator: "\n")
+    if reply["more"] == true, let last = regions.last?["id"]?.stringValue {
+      text += "\nmore: region list --after " + shellQuoted(last)
+    }
+    return text
+  }
+
+  /// `text` as one shell word: as is when it has only safe characters, else in single quotes.
+  static func shellQuoted(_ text: String) -> String {
+    let safe = text.unicodeScalars.allSatisfy {
+      ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) || "-_.:/@+".unicodeScalars.contains($0)
+    }
+    if safe && !text.isEmpty { return text }
+    return "'" + text.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
   }
 
   /// A `REGION` event: `region ID: enter at TIME  FIX`.

@@ -161,6 +161,24 @@ struct ControlClientTests {
     await fixture.stop()
   }
 
+  @Test("control and bidi-override characters in error messages are printed escaped")
+  func errorsAreEscaped() async throws {
+    let fixture = try ServerFixture()
+    // The daemon's message quotes the refused id.
+    let id = "a\u{1B}[31mred\u{202E}x"
+    let server = try await locationctl(["--socket", fixture.path, "region", "add", id, "circle", "48", "11", "100"])
+    #expect(server.status == 1)
+    #expect(server.stderr.contains("a\\x1B[31mred\\u{202E}x"), "\(server.stderr)")
+    #expect(!server.stderr.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x202E })
+    // locationctl's own message quotes the unknown command; a newline in it cannot forge a line.
+    let own = try await locationctl(["--socket", fixture.path, "bad\u{1B}]0;title\u{07}\nlocationctl: ok"])
+    #expect(own.status == 64)
+    #expect(own.stderr.contains("bad\\x1B]0;title\\x07\\x0Alocationctl: ok"), "\(own.stderr)")
+    #expect(own.stderr.split(separator: "\n").count == 2)
+    #expect(!own.stderr.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 })
+    await fixture.stop()
+  }
+
   @Test("a missing socket says whether locationd runs")
   func missingSocket() async throws {
     let run = try await locationctl(["--socket", "/nonexistent/locationd.sock", "status"])

@@ -39,7 +39,7 @@ struct RegionProtocolTests {
     #expect(
       try parse(#"{"cmd":"region","action":"state","region":"a b"}"#).command
         == .region(.state(id: "a b")))
-    #expect(try parse(#"{"cmd":"region","action":"list"}"#).command == .region(.list))
+    #expect(try parse(#"{"cmd":"region","action":"list"}"#).command == .region(.list()))
   }
 
   @Test(
@@ -47,6 +47,14 @@ struct RegionProtocolTests {
     arguments: [
       (#"{"cmd":"region"}"#, "missing \"action\""),
       (#"{"cmd":"region","action":"move"}"#, "\"action\" must be one of add, remove, list, state"),
+      (
+        #"{"cmd":"region","action":"add","region":{"id":"x","polygon":{"type":"Polygon","type":"Point","coordinates":[[[0,0],[1,0],[1,1],[0,0]]]}}}"#,
+        "duplicate member \"type\": give each member once"
+      ),
+      (
+        #"{"cmd":"region","action":"list","limit":2.5}"#,
+        "\"limit\" must be a whole number"
+      ),
       (#"{"cmd":"region","action":"add"}"#, "missing \"region\""),
       (#"{"cmd":"region","action":"add","region":{"id":"x"}}"#, "missing \"region.circle\""),
       (

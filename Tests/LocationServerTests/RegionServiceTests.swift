@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import LocationCore
 import LocationModel
@@ -293,6 +294,56 @@ struct RegionServiceTests {
     directory.remove()
   }
 
+  @Test("a second bad start keeps the first rejected file: each gets its own name, at most 10")
+  func rejectedFilesAreKept() async throws {
+    let directory = try TemporaryDirectory()
+    let state = directory.path + "/state"
+    mkdir(state, 0o700)
+    var names: [String] = []
+    for start in 0..<12 {
+      let fd = try #require(openFile(state + "/regions.json"))
+      try SystemIO.writeAll(fd, "bad \(start)")
+      // Distinct modification times, in order of the starts (the oldest is replaced).
+      var times = [
+        timespec(tv_sec: 1_000_000 + start, tv_nsec: 0), timespec(tv_sec: 1_000_000 + start, tv_nsec: 0),
+      ]
+      #expect(futimens(fd, &times) == 0)
+      close(fd)
+      let logged = Recorder<String>()
+      _ = RegionService(store: RegionStore(directory: state) { logged.append($0) })
+      let line = logged.values.first ?? ""
+      let kept = line.components(separatedBy: "keptAs=").last ?? ""
+      names.append(kept)
+    }
+    let expected = ["regions.json.rejected"] + (1...9).map { "regions.json.rejected.\($0)" }
+    #expect(Array(names.prefix(10)) == expected)
+    // The eleventh and twelfth replace the oldest two.
+    #expect(Array(names.suffix(2)) == ["regions.json.rejected", "regions.json.rejected.1"])
+    func contents(_ name: String) -> String {
+      (try? String(contentsOfFile: state + "/" + name, encoding: .utf8)) ?? ""
+    }
+    #expect(contents("regions.json.rejected") == "bad 10")
+    #expect(contents("regions.json.rejected.2") == "bad 2")
+    #expect(contents("regions.json.rejected.9") == "bad 9")
+    directory.remove()
+  }
+
+  @Test("a regions file with a member given twice is refused as corrupt, not read one way")
+  func duplicateMemberFile() async throws {
+    let directory = try TemporaryDirectory()
+    let state = directory.path + "/state"
+    mkdir(state, 0o700)
+    let fd = try #require(openFile(state + "/regions.json"))
+    try SystemIO.writeAll(fd, #"{"version":1,"regions":[],"regions":[]}"#)
+    close(fd)
+    let logged = Recorder<String>()
+    let regions = RegionService(store: RegionStore(directory: state) { logged.append($0) })
+    #expect(await regions.count == 0)
+    #expect(logged.values.first?.contains(#"error=duplicate member "regions""#) == true, "\(logged.values)")
+    #expect(access(state + "/regions.json.rejected", F_OK) == 0)
+    directory.remove()
+  }
+
   @Test("a planted symbolic link is not followed: no regions, one line")
   func plantedLink() async throws {
     let directory = try TemporaryDirectory()
@@ -304,6 +355,7 @@ struct RegionServiceTests {
     #expect(await regions.count == 0)
     #expect(logged.values.count == 1)
     #expect(logged.values.first?.contains("a symbolic link") == true)
+    #expect(logged.values.first?.contains("keptAs=regions.json.rejected") == true)
     directory.remove()
   }
 

@@ -190,6 +190,45 @@ struct ServerTests {
     await fixture.stop()
   }
 
+  @Test("a burst of events larger than the backlog bound reaches a reading client whole; a stalled one is dropped after it")
+  func burstBeyondTheBound() async throws {
+    var options = ServerOptions()
+    options.maxBacklogBytes = 64 * 1024
+    options.maxBacklogMessages = 256
+    let fixture = try ServerFixture(options: options)
+    let reader = try fixture.connect()
+    let stalled = try fixture.connect()  // never reads
+    for client in [reader, stalled] {
+      _ = try await client.roundTrip(#"{"cmd":"request"}"#)
+      _ = try await client.roundTrip(#"{"cmd":"watch"}"#)
+    }
+    let padding = String(repeating: "x", count: 1000)
+    let count = 1000  // about 1 MB and 1000 lines: 16 times the byte bound, 4 times the line bound
+    let burst = (0..<count).map {
+      EncodedEvent(Event(body: ["class": "REGION", "seq": .int(Int64($0)), "pad": .string(padding)]))
+    }
+    let channels = fixture.handler.watchers.withLock { $0 }
+    #expect(channels.count == 2)
+    for channel in channels {
+      let accepted = channel.deliverBurst(burst)
+      #expect(accepted)
+    }
+    var last = -1
+    for sequence in 0..<count {
+      guard let event = await reader.readJSON(timeout: .seconds(5)) else { break }
+      last = event["seq"]?.intValue ?? -1
+      if last != sequence { break }
+    }
+    #expect(last == count - 1)
+    #expect(fixture.server.clientCount == 2)
+    // The next line counts against the bound again: the stalled client is still 1 MB behind.
+    fixture.server.broadcast(Event(body: ["class": "NOTE", "seq": .int(Int64(count))]))
+    #expect(await reader.readJSON(timeout: .seconds(5))?["seq"]?.intValue == count)
+    #expect(await eventually { fixture.server.clientCount == 1 })
+    #expect(await stalled.waitForClose())
+    await fixture.stop()
+  }
+
   @Test(
     "a client that shuts down its sending side still gets its replies, then EOF (a complete last request needs no newline)",
     arguments: ["\n", ""])

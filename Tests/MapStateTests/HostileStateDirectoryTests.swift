@@ -243,6 +243,39 @@ struct AnnotationLimitTests {
     #expect(try PersistedMapState(fileContents: Array(kept)).annotations.count == 1500)
   }
 
+  @Test func aMemberGivenTwiceIsRefused() throws {
+    let text = #"{"version":1,"viewport":{},"viewport":{}}"#
+    #expect(throws: MapStateDecodingError(path: "viewport", reason: "duplicate member: give each member once")) {
+      try PersistedMapState(fileContents: Array(text.utf8))
+    }
+  }
+
+  @Test func aSecondBadStartKeepsTheFirstRejectedFile() throws {
+    let directory = try temporaryDirectory()
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let path = directory + "/" + MapStateStore.fileName
+    var lines: [String] = []
+    for start in 0..<2 {
+      try Data("not json \(start)".utf8).write(to: URL(fileURLWithPath: path))
+      let log = LogCollector()
+      #expect(MapStateStore(directory: directory, log: log.sink).load() == nil)
+      lines += log.all
+    }
+    #expect(lines.count == 2)
+    #expect(lines.first?.hasSuffix("keptAs=\(MapStateStore.rejectedFileName)") == true, "\(lines)")
+    #expect(lines.last?.hasSuffix("keptAs=\(MapStateStore.rejectedFileName).1") == true, "\(lines)")
+    let first = try String(contentsOfFile: directory + "/" + MapStateStore.rejectedFileName, encoding: .utf8)
+    let second = try String(
+      contentsOfFile: directory + "/" + MapStateStore.rejectedFileName + ".1", encoding: .utf8)
+    #expect(first == "not json 0")
+    #expect(second == "not json 1")
+    // A planted link is moved aside too, and the line says where.
+    symlink("/etc/passwd", path)
+    let log = LogCollector()
+    #expect(MapStateStore(directory: directory, log: log.sink).load() == nil)
+    #expect(log.all.first?.hasSuffix("keptAs=\(MapStateStore.rejectedFileName).2") == true, "\(log.all)")
+  }
+
   @Test func formatCharactersAreRefused() async throws {
     let service = MapStateService()
     for text in ["\u{202E}evil", "a\u{200B}b", "x\u{2066}y", "\u{FEFF}", "line\u{2028}break", "para\u{2029}graph"] {

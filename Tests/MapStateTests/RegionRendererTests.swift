@@ -93,4 +93,36 @@ struct RegionRendererTests {
     let texts = elements.filter { $0.name == "text" }.map(\.text)
     #expect(texts.contains("Pariser Platz") && texts.contains("park"))
   }
+
+  /// The numbers of an SVG path's `d`, as (x, y) pairs.
+  static func pathPoints(_ d: String) -> [(x: Double, y: Double)] {
+    let numbers = d.split(separator: " ").compactMap { Double($0) }
+    return stride(from: 0, to: numbers.count - 1, by: 2).map { (numbers[$0], numbers[$0 + 1]) }
+  }
+
+  @Test("SVG: a ring around the North Pole is filled up to the map's edge, not drawn flat")
+  func polarRing() async throws {
+    let ring = (0..<8).map { Coordinate(latitude: 85, longitude: -180 + 45 * Double($0)) }
+    let cap = try Region(id: "arctic", title: "", shape: .polygon(exterior: ring, holes: []))
+    let service = MapStateService()
+    try await service.setCenter(Coordinate(latitude: 70, longitude: 10))
+    try await service.setZoom(1)
+    await service.setRegions([RegionStatus(region: cap, state: .unknown, since: nil, distanceToBoundary: nil)])
+    let elements = try XMLCollector.parse(await service.svg())
+    let group = try #require(
+      elements.firstIndex { $0.name == "g" && $0.attributes["data-id"] == "arctic" })
+    let path = elements[group + 1]
+    #expect(path.name == "path")
+    let points = Self.pathPoints(path.attributes["d"] ?? "")
+    let ys = Set(points.map(\.y))
+    #expect(ys.count == 2, "the ring's line and the map's edge: \(points)")
+    // The ring goes once round: its x grows (or falls) by one world width, 512 pt at zoom 1.
+    let xs = points.map(\.x)
+    #expect(abs((xs.max() ?? 0) - (xs.min() ?? 0) - 512) < 0.02, "\(xs)")
+    // The edge is above the ring (smaller y): the cap towards the pole is filled.
+    #expect((ys.min() ?? 0) < (ys.max() ?? 0))
+    // An empty title is labelled with the id.
+    #expect(elements[group + 2].name == "text")
+    #expect(elements[group + 2].text == "arctic")
+  }
 }

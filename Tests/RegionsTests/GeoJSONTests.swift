@@ -63,6 +63,20 @@ import Testing
     }
   }
 
+  /// Two members of one name (other parsers take the last, this one would take the first): the
+  /// same file would mean different polygons, so it is refused, naming the member.
+  @Test(arguments: [
+    ("{\"type\":\"Polygon\",\"type\":\"Point\",\"coordinates\":\(square)}", "type"),
+    ("{\"type\":\"Polygon\",\"coordinates\":\(square),\"coordinates\":[[[0,0],[1,0],[1,1],[0,0]]]}", "coordinates"),
+    ("{\"type\":\"Feature\",\"properties\":{},\"geometry\":{\"type\":\"Polygon\",\"coordinates\":\(square),\"coordinates\":\(square)}}", "geometry.coordinates"),
+    ("{\"type\":\"FeatureCollection\",\"features\":[{\"type\":\"Feature\",\"properties\":{\"a\":1,\"a\":2},\"geometry\":{\"type\":\"Polygon\",\"coordinates\":\(square)}}]}", "features[0].properties.a"),
+  ])
+  func duplicateMembersAreRefused(_ text: String, _ path: String) {
+    #expect(throws: RegionError.invalidGeoJSON(reason: "duplicate member \"\(path)\": give each member once")) {
+      try RegionGeoJSON.shape(from: Array(text.utf8))
+    }
+  }
+
   @Test func bowTieIsRefusedAfterParsing() {
     let text = "{\"type\":\"Polygon\",\"coordinates\":[[[0,0],[1,1],[1,0],[0,1],[0,0]]]}"
     #expect {
