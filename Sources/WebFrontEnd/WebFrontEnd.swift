@@ -112,6 +112,8 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
   private let token: String
   /// Names this run in event ids (`RUN-N`), so a `Last-Event-ID` from an earlier run is known as such.
   private let run: String
+  /// The highest event id written in this run, which bounds a resumed `Last-Event-ID`.
+  private let eventIDs = EventIDRegister()
   private let peer: PeerCredentials
   private let streams = Mutex<[UInt64: Stream]>([:])
   private let server = Mutex<HTTPServer?>(nil)
@@ -446,15 +448,10 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
   /// state (MAP, the newest TPV) so that a new or resumed stream needs nothing replayed.
   private func openStream(_ request: HTTPRequest, exchange: HTTPExchange) -> Response? {
     let id = ConnectionNumber.next()
-    var firstID: UInt64 = 1
-    if let last = request.lastEventID, last.hasPrefix(run + "-"),
-      let number = UInt64(last.dropFirst(run.count + 1)),
-      number < UInt64.max
-    {
-      firstID = number + 1
-    }
+    let firstID = eventIDs.firstID(resuming: request.lastEventID, run: run)
     let channel = EventStreamChannel(
-      id: id, run: run, firstID: firstID, limits: options.streamLimits, wake: { exchange.wake() })
+      id: id, run: run, firstID: firstID, limits: options.streamLimits, register: eventIDs,
+      wake: { exchange.wake() })
     let client = context(channel)
     streams.withLock {
       $0[id] = Stream(channel: channel, exchange: exchange, context: client, setup: nil)

@@ -138,6 +138,38 @@ class BadInputTests(unittest.TestCase):
         self.assertIn(status, (None, 400, 505))
         self.assertStillServing()
 
+    def stream_ids(self, headers, count=3):
+        """Opens /events with extra header lines and returns the first `count` event ids."""
+        lines = ["GET /events HTTP/1.1", "Host: 127.0.0.1:%d" % self.port, "Authorization: Bearer " + self.token]
+        lines += ["%s: %s" % pair for pair in headers.items()]
+        with socket.create_connection(("127.0.0.1", self.port), timeout=30) as connection:
+            connection.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+            received = b""
+            deadline = time.monotonic() + 30
+            while received.count(b"\nid: ") < count and time.monotonic() < deadline:
+                chunk = connection.recv(65536)
+                if not chunk:
+                    break
+                received += chunk
+        return [line[4:].decode() for line in received.split(b"\n") if line.startswith(b"id: ")][:count]
+
+    def test_last_event_id_near_the_top_is_ignored(self):
+        first = self.stream_ids({})
+        self.assertEqual(len(first), 3, "no events on a new stream")
+        run, number = first[-1].rsplit("-", 1)
+        self.assertTrue(int(number) < 100)
+        # Resuming the id just written continues after it.
+        resumed = self.stream_ids({"Last-Event-ID": first[-1]})
+        self.assertEqual(resumed[0], "%s-%d" % (run, int(number) + 1))
+        for value in ("0", "18446744073709551615", "18446744073709551614", "18446744073709551613",
+                      "9223372036854775808", "9223372036854775807", "-1", "9" * 40, "1e9", ""):
+            ids = self.stream_ids({"Last-Event-ID": "%s-%s" % (run, value)})
+            self.assertEqual(len(ids), 3, "Last-Event-ID %s-%s ended the stream" % (run, value))
+            numbers = [int(i.rsplit("-", 1)[1]) for i in ids]
+            self.assertTrue(all(n < 10000 for n in numbers), (value, ids))
+        self.assertIsNone(self.daemon.process.poll(), "the daemon stopped")
+        self.assertStillServing()
+
     def test_stalled_browsers_do_not_hold_up_others(self):
         # Streams whose reader never reads (small receive buffers fill at once), beside one that
         # reads: the reading stream and a socket watcher keep getting fixes.
