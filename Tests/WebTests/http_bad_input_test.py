@@ -170,6 +170,71 @@ class BadInputTests(unittest.TestCase):
         self.assertIsNone(self.daemon.process.poll(), "the daemon stopped")
         self.assertStillServing()
 
+    def test_expect_continue_with_a_large_body_is_refused_before_continue(self):
+        with socket.create_connection(("127.0.0.1", self.port), timeout=10) as connection:
+            connection.sendall(("POST /api HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
+                                "Expect: 100-continue\r\nContent-Length: 100000000\r\n\r\n" % self.port).encode())
+            received = b""
+            while b"\r\n\r\n" not in received:
+                chunk = connection.recv(65536)
+                if not chunk:
+                    break
+                received += chunk
+        self.assertTrue(received.startswith(b"HTTP/1.1 413"), received[:200])
+
+    def test_loopback_addresses_share_the_per_address_limit(self):
+        held = []
+        try:
+            for n in range(64):
+                connection = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                connection.bind(("127.0.0.%d" % (2 + n), 0))
+                connection.connect(("127.0.0.1", self.port))
+                held.append(connection)
+            time.sleep(1)  # the server accepts them before the next one
+            connection = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            connection.settimeout(10)
+            connection.bind(("127.0.0.200", 0))
+            connection.connect(("127.0.0.1", self.port))
+            try:
+                connection.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n" % self.port)
+                answer = connection.recv(100)
+            except (ConnectionResetError, BrokenPipeError):
+                answer = b""
+            finally:
+                connection.close()
+            self.assertEqual(answer, b"", "a 65th loopback connection from another 127.x address was served")
+        finally:
+            for connection in held:
+                connection.close()
+        deadline = time.monotonic() + 30
+        status = None
+        while status != 200 and time.monotonic() < deadline:
+            status, _ = self.request("GET", "/")
+            time.sleep(0.2)
+        self.assertEqual(status, 200)
+
+    def test_a_request_trickled_a_line_at_a_time_is_cut_off(self):
+        # One header line every 2 s keeps the idle timeout (30 s) from firing; the request
+        # deadline (10 s) ends the connection anyway.
+        started = time.monotonic()
+        closed = False
+        with socket.create_connection(("127.0.0.1", self.port), timeout=5) as connection:
+            connection.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % self.port)
+            while time.monotonic() - started < 28:
+                try:
+                    connection.sendall(b"X-Slow: %d\r\n" % int(time.monotonic()))
+                    connection.settimeout(2)
+                    if connection.recv(100) == b"":
+                        closed = True
+                        break
+                except socket.timeout:
+                    continue
+                except (ConnectionResetError, BrokenPipeError):
+                    closed = True
+                    break
+        self.assertTrue(closed, "a request trickled in for 28 s kept its connection")
+        self.assertStillServing()
+
     def test_stalled_browsers_do_not_hold_up_others(self):
         # Streams whose reader never reads (small receive buffers fill at once), beside one that
         # reads: the reading stream and a socket watcher keep getting fixes.
