@@ -234,12 +234,20 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
     case "/", "/index.html", "/map.js", "/map.css":
       guard reads.contains(request.method) else { return Self.methodNotAllowed("GET, HEAD") }
       return assets.page(request.path)
-    case "/map.geojson", "/map.svg", "/events":
+    case "/favicon.ico":
+      // No icon: an empty answer rather than a 404 in the browser's console.
+      guard reads.contains(request.method) else { return Self.methodNotAllowed("GET, HEAD") }
+      return Response(
+        status: 204, contentType: "image/x-icon", headers: [("Cache-Control", "max-age=86400")],
+        body: [])
+    case "/events":
+      // GET only: a stream has no length, so a HEAD answer could not say where it ends.
+      guard request.method == "GET" else { return Self.methodNotAllowed("GET") }
+      if let refusal = checkToken(request) { return refusal }
+      return openStream(request, exchange: exchange)
+    case "/map.geojson", "/map.svg":
       guard reads.contains(request.method) else { return Self.methodNotAllowed("GET, HEAD") }
       if let refusal = checkToken(request) { return refusal }
-      if request.path == "/events" {
-        return openStream(request, exchange: exchange)
-      }
       let format: MapFormat = request.path == "/map.svg" ? .svg : .geojson
       answerLater(exchange) { [self] in await renderMap(format) }
       return nil
@@ -338,8 +346,8 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
   }
 
   private func checkToken(_ request: HTTPRequest) -> Response? {
-    guard let value = request.authorization, value.hasPrefix("Bearer "),
-      WebToken.matches(String(value.dropFirst("Bearer ".count)), token)
+    guard let credentials = Self.bearerCredentials(request.authorization),
+      WebToken.matches(credentials, token)
     else {
       var response = Self.error(
         401, "notAuthorized",
@@ -349,6 +357,21 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
       return response
     }
     return nil
+  }
+
+  /// The token of `Authorization: Bearer TOKEN`; the scheme name is case-insensitive and may be
+  /// followed by more than one space (RFC 7235 section 2.1, RFC 6750 section 2.1). `nil` for
+  /// another scheme or no header.
+  static func bearerCredentials(_ value: String?) -> String? {
+    guard let value else { return nil }
+    let bytes = Array(value.utf8)
+    let scheme = Array("bearer".utf8)
+    guard bytes.count > scheme.count,
+      zip(bytes.prefix(scheme.count), scheme).allSatisfy({ $0 | 0x20 == $1 }),
+      bytes[scheme.count] == 0x20
+    else { return nil }
+    let rest = bytes.dropFirst(scheme.count).drop { $0 == 0x20 }
+    return String(decoding: rest, as: UTF8.self)
   }
 
   /// Writes from a browser must come from this page: `Origin`, when sent, must be this server,

@@ -208,6 +208,19 @@ struct WebFrontEndTests {
         && text.contains("id: abc-0\n"))
   }
 
+  @Test("the Bearer scheme name is matched in any case (RFC 7235 section 2.1)")
+  func bearerScheme() {
+    #expect(WebFrontEnd.bearerCredentials("Bearer abc") == "abc")
+    #expect(WebFrontEnd.bearerCredentials("bearer abc") == "abc")
+    #expect(WebFrontEnd.bearerCredentials("BEARER  abc") == "abc")
+    #expect(WebFrontEnd.bearerCredentials("bEaReR abc") == "abc")
+    #expect(WebFrontEnd.bearerCredentials("Bearerabc") == nil)
+    #expect(WebFrontEnd.bearerCredentials("Basic abc") == nil)
+    #expect(WebFrontEnd.bearerCredentials("Bearer") == nil)
+    #expect(WebFrontEnd.bearerCredentials("béarer abc") == nil)
+    #expect(WebFrontEnd.bearerCredentials(nil) == nil)
+  }
+
   @Test("API error codes map to HTTP statuses")
   func statuses() {
     #expect(WebFrontEnd.response(.error(.malformedJSON, message: "m"), id: nil).status == 400)

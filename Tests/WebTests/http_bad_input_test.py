@@ -170,6 +170,42 @@ class BadInputTests(unittest.TestCase):
         self.assertIsNone(self.daemon.process.poll(), "the daemon stopped")
         self.assertStillServing()
 
+    def test_head_keeps_the_connection_framing(self):
+        def pipelined(first):
+            request = ("%s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAuthorization: Bearer %s\r\n\r\n"
+                       "GET /map.css HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n"
+                       % (first, self.port, self.token, self.port)).encode()
+            return exchange(self.port, request, timeout=10)
+        for path in ("/events", "/", "/index.html", "/map.js", "/map.css", "/leaflet/leaflet.js", "/map.geojson",
+                     "/map.svg", "/favicon.ico", "/api", "/nowhere"):
+            status, response = pipelined("HEAD " + path)
+            self.assertIsNotNone(status, path)
+            head, _, rest = response.partition(b"\r\n\r\n")
+            # No body after a HEAD answer: the next bytes are the second answer.
+            self.assertTrue(rest.startswith(b"HTTP/1.1 200"), (path, head[:200], rest[:200]))
+            if path == "/events":
+                self.assertEqual(status, 405)
+                self.assertIn(b"Allow: GET\r\n", head)
+            elif path == "/api":
+                self.assertEqual(status, 405)
+            elif path == "/nowhere":
+                self.assertEqual(status, 404)
+            else:
+                self.assertIn(status, (200, 204), path)
+
+    def test_bearer_scheme_is_case_insensitive_and_favicon_exists(self):
+        for scheme in ("Bearer", "bearer", "BEARER", "bEaReR"):
+            status, _ = self.request("GET", "/map.geojson", headers={"Authorization": scheme + " " + self.token},
+                                     token=False)
+            self.assertEqual(status, 200, scheme)
+        self.assertError(self.request("GET", "/map.geojson", headers={"Authorization": "Bearer" + self.token},
+                                      token=False), 401, "notAuthorized")
+        self.assertError(self.request("GET", "/map.geojson", headers={"Authorization": "bearerx " + self.token},
+                                      token=False), 401, "notAuthorized")
+        status, response = self.request("GET", "/favicon.ico", token=False)
+        self.assertEqual(status, 204)
+        self.assertEqual(body_of(response), b"")
+
     def test_expect_continue_with_a_large_body_is_refused_before_continue(self):
         with socket.create_connection(("127.0.0.1", self.port), timeout=10) as connection:
             connection.sendall(("POST /api HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
