@@ -151,7 +151,8 @@ final class HTTPServer: Sendable {
       locationd_http_start(
         address, port, UInt32(clamping: limits.connections),
         UInt32(clamping: limits.connectionsPerAddress),
-        UInt32(clamping: limits.idleTimeoutSeconds), UInt32(clamping: limits.requestDeadlineSeconds),
+        UInt32(clamping: limits.idleTimeoutSeconds),
+        UInt32(clamping: limits.requestDeadlineSeconds),
         limits.maxBody, context,
         { context, exchange, request in onRequest(context, exchange, request) },
         { context, stream, buffer, capacity in onRead(context, stream, buffer, capacity) },

@@ -204,8 +204,8 @@ struct WebFrontEndTests {
     for n in 1...3 { stream.send(Event.warning("w\(n)")) }
     let text = drain(stream)
     #expect(
-      text.contains("id: abc-18446744073709551614\n") && text.contains("id: abc-18446744073709551615\n")
-        && text.contains("id: abc-0\n"))
+      text.contains("id: abc-18446744073709551614\n")
+        && text.contains("id: abc-18446744073709551615\n") && text.contains("id: abc-0\n"))
   }
 
   @Test("the Bearer scheme name is matched in any case (RFC 7235 section 2.1)")
