@@ -5,13 +5,16 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -64,8 +67,29 @@ const char *locationd_http_load(void) {
   return loaded ? NULL : failure;
 }
 
+/* One connection from MHD_CONNECTION_NOTIFY_STARTED to _CLOSED: when its current request began
+ * to arrive, so that a request not received within the header deadline can be cut off however
+ * often the client sends a byte (MHD_OPTION_CONNECTION_TIMEOUT only measures inactivity). */
+typedef struct tracked_connection {
+  struct tracked_connection *previous, *next;
+  int fd;
+  int loopback;   /* counted in server->loopback_connections */
+  int awaiting;   /* a request is being received (not yet handed over) */
+  int cut;        /* shut down by the deadline or the loopback limit */
+  struct timespec since;
+} tracked_connection;
+
 struct locationd_http_server {
   struct MHD_Daemon *daemon;
+  unsigned per_ip_limit;
+  unsigned header_deadline; /* seconds; 0: none */
+  pthread_mutex_t track_lock; /* tracked, loopback_connections, reaper_stop */
+  pthread_cond_t reaper_wake;
+  pthread_t reaper;
+  int reaper_running;
+  int reaper_stop;
+  unsigned loopback_connections;
+  tracked_connection *tracked;
   uint16_t port;
   size_t max_body;
   void *context;
@@ -91,6 +115,7 @@ struct locationd_http_exchange {
   int wake_pending;
   int completed;   /* MHD finished the request */
   int is_stream;
+  int refused;     /* answered from the headers alone (early_refusal) */
   uint64_t stream;
   struct MHD_Response *response; /* ready to queue */
   unsigned status;
@@ -176,6 +201,133 @@ static enum MHD_Result queue_ready(locationd_http_exchange *x) {
   return result;
 }
 
+static struct timespec monotonic_now(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return now;
+}
+
+/* Any 127.0.0.0/8 address, ::1 or ::ffff:127.x.y.z: one machine, one address for the limit. */
+static int is_loopback(const struct sockaddr *address) {
+  if (address == NULL) return 0;
+  if (address->sa_family == AF_INET) {
+    const uint8_t *bytes = (const uint8_t *)&((const struct sockaddr_in *)address)->sin_addr;
+    return bytes[0] == 127;
+  }
+  if (address->sa_family == AF_INET6) {
+    const struct in6_addr *v6 = &((const struct sockaddr_in6 *)address)->sin6_addr;
+    if (IN6_IS_ADDR_LOOPBACK(v6)) return 1;
+    return IN6_IS_ADDR_V4MAPPED(v6) && v6->s6_addr[12] == 127;
+  }
+  return 0;
+}
+
+/* Marks the connection's current request as received (0) or as starting to arrive now (1). */
+static void set_awaiting(locationd_http_server *s, struct MHD_Connection *connection, int awaiting) {
+  const union MHD_ConnectionInfo *info = p_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  if (info == NULL || info->socket_context == NULL) return;
+  tracked_connection *t = info->socket_context;
+  pthread_mutex_lock(&s->track_lock);
+  t->awaiting = awaiting;
+  if (awaiting) t->since = monotonic_now();
+  pthread_mutex_unlock(&s->track_lock);
+}
+
+static void notify_connection(void *cls, struct MHD_Connection *connection, void **socket_context,
+                              enum MHD_ConnectionNotificationCode code) {
+  locationd_http_server *s = cls;
+  if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+    tracked_connection *t = calloc(1, sizeof *t);
+    if (t == NULL) return;
+    const union MHD_ConnectionInfo *fd_info = p_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    const union MHD_ConnectionInfo *address = p_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    t->fd = fd_info ? fd_info->connect_fd : -1;
+    t->loopback = address ? is_loopback(address->client_addr) : 0;
+    t->awaiting = 1;
+    t->since = monotonic_now();
+    pthread_mutex_lock(&s->track_lock);
+    if (t->loopback) {
+      s->loopback_connections++;
+      if (s->per_ip_limit > 0 && s->loopback_connections > s->per_ip_limit && t->fd >= 0) {
+        shutdown(t->fd, SHUT_RDWR); /* over the limit: MHD sees the end and closes it */
+        t->cut = 1;
+      }
+    }
+    t->next = s->tracked;
+    if (s->tracked) s->tracked->previous = t;
+    s->tracked = t;
+    pthread_mutex_unlock(&s->track_lock);
+    *socket_context = t;
+  } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+    tracked_connection *t = *socket_context;
+    if (t == NULL) return;
+    *socket_context = NULL;
+    pthread_mutex_lock(&s->track_lock);
+    if (t->previous) t->previous->next = t->next;
+    else if (s->tracked == t) s->tracked = t->next;
+    if (t->next) t->next->previous = t->previous;
+    if (t->loopback && s->loopback_connections > 0) s->loopback_connections--;
+    pthread_mutex_unlock(&s->track_lock);
+    free(t);
+  }
+}
+
+/* Once a second: shuts down connections whose request has been arriving for longer than the
+ * header deadline. The fd stays MHD's (shutdown, not close); it is open while tracked, since
+ * MHD notifies _CLOSED before closing it and that notification waits for track_lock. */
+static void *reap(void *cls) {
+  locationd_http_server *s = cls;
+  pthread_mutex_lock(&s->track_lock);
+  while (!s->reaper_stop) {
+    struct timespec now = monotonic_now();
+    for (tracked_connection *t = s->tracked; t; t = t->next) {
+      if (!t->awaiting || t->cut || t->fd < 0) continue;
+      if (now.tv_sec - t->since.tv_sec >= (time_t)s->header_deadline) {
+        shutdown(t->fd, SHUT_RDWR);
+        t->cut = 1;
+      }
+    }
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 1;
+    pthread_cond_timedwait(&s->reaper_wake, &s->track_lock, &until);
+  }
+  pthread_mutex_unlock(&s->track_lock);
+  return NULL;
+}
+
+/* A client that waits for "100 Continue" before sending a body larger than the limit is
+ * answered 413 at once, from the headers alone: MHD sends no 100 Continue once a response is
+ * queued, so the body is never asked for. Returns 1 when answered, 0 to go on, -1 on failure. */
+static int early_refusal(locationd_http_server *s, struct MHD_Connection *connection) {
+  const char *expect = p_lookup(connection, MHD_HEADER_KIND, "Expect");
+  const char *length = p_lookup(connection, MHD_HEADER_KIND, "Content-Length");
+  if (expect == NULL || strcasecmp(expect, "100-continue") != 0 || length == NULL) return 0;
+  unsigned long long declared = 0;
+  int digits = 0;
+  for (const char *c = length; *c; c++) {
+    if (*c < '0' || *c > '9') return 0; /* MHD itself refuses a malformed length */
+    if (++digits > 19) { declared = ULLONG_MAX; break; }
+    declared = declared * 10 + (unsigned long long)(*c - '0');
+  }
+  if (declared <= (unsigned long long)s->max_body) return 0;
+  char body[160];
+  int written = snprintf(body, sizeof body,
+                         "{\"class\":\"ERROR\",\"code\":\"bodyTooLarge\",\"message\":\"the request body is "
+                         "larger than %zu bytes\"}",
+                         s->max_body);
+  if (written < 0 || (size_t)written >= sizeof body) return -1;
+  struct MHD_Response *response = p_from_buffer((size_t)written, body, MHD_RESPMEM_MUST_COPY);
+  if (response == NULL) return -1;
+  p_add_header(response, "Content-Type", "application/json");
+  p_add_header(response, "Cache-Control", "no-store");
+  p_add_header(response, "X-Content-Type-Options", "nosniff");
+  p_add_header(response, "Connection", "close");
+  enum MHD_Result result = p_queue(connection, 413, response);
+  p_destroy(response);
+  return result == MHD_YES ? 1 : -1;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *connection, const char *url, const char *method,
                               const char *version, const char *upload_data, size_t *upload_data_size,
                               void **con_cls) {
@@ -195,6 +347,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *connection, cons
     s->exchanges = x;
     pthread_mutex_unlock(&s->lock);
     *con_cls = x;
+    int refusal = early_refusal(s, connection);
+    if (refusal < 0) return MHD_NO;
+    x->refused = refusal;
+    return MHD_YES;
+  }
+  if (x->refused) {
+    *upload_data_size = 0; /* a body sent anyway is dropped; the 413 is already queued */
     return MHD_YES;
   }
   if (*upload_data_size > 0) {
@@ -238,6 +397,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *connection, cons
   x->dispatched = 1;
   x->references++; /* the caller's, until it answers */
   pthread_mutex_unlock(&x->lock);
+  set_awaiting(s, connection, 0);
 
   locationd_http_request request;
   memset(&request, 0, sizeof request);
@@ -277,9 +437,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *connection, cons
 
 static void completed(void *cls, struct MHD_Connection *connection, void **con_cls,
                       enum MHD_RequestTerminationCode code) {
-  (void)connection;
   (void)code;
   locationd_http_server *s = cls;
+  /* A kept-alive connection's next request starts arriving now. */
+  if (connection) set_awaiting(s, connection, 1);
   locationd_http_exchange *x = *con_cls;
   if (x == NULL) return;
   *con_cls = NULL;
@@ -342,8 +503,8 @@ static int bind_socket(const char *address, uint16_t port, int *error_number, ch
 }
 
 locationd_http_server *locationd_http_start(const char *address, uint16_t port, unsigned connection_limit,
-                                            unsigned per_ip_limit, unsigned timeout_seconds, size_t max_body,
-                                            void *context, locationd_http_on_request on_request,
+                                            unsigned per_ip_limit, unsigned timeout_seconds,
+                                            unsigned header_deadline_seconds, size_t max_body, void *context, locationd_http_on_request on_request,
                                             locationd_http_on_read on_read, locationd_http_on_closed on_closed,
                                             int *error_number, char *message, size_t message_capacity) {
   *error_number = 0;
@@ -364,6 +525,13 @@ locationd_http_server *locationd_http_start(const char *address, uint16_t port, 
     return NULL;
   }
   pthread_mutex_init(&s->lock, NULL);
+  pthread_mutex_init(&s->track_lock, NULL);
+  pthread_condattr_t condition_attributes;
+  pthread_condattr_init(&condition_attributes);
+  pthread_cond_init(&s->reaper_wake, &condition_attributes);
+  pthread_condattr_destroy(&condition_attributes);
+  s->per_ip_limit = per_ip_limit;
+  s->header_deadline = header_deadline_seconds;
   s->port = bound;
   s->max_body = max_body;
   s->context = context;
@@ -376,14 +544,17 @@ locationd_http_server *locationd_http_start(const char *address, uint16_t port, 
                              MHD_OPTION_CONNECTION_LIMIT, connection_limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
                              per_ip_limit, MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds,
                              MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024), MHD_OPTION_NOTIFY_COMPLETED,
-                             completed, s, MHD_OPTION_END);
+                             completed, s, MHD_OPTION_NOTIFY_CONNECTION, notify_connection, s, MHD_OPTION_END);
   if (s->daemon == NULL) {
     close(fd);
     pthread_mutex_destroy(&s->lock);
+    pthread_mutex_destroy(&s->track_lock);
+    pthread_cond_destroy(&s->reaper_wake);
     free(s);
     snprintf(message, message_capacity, "libmicrohttpd could not start its daemon");
     return NULL;
   }
+  if (header_deadline_seconds > 0 && pthread_create(&s->reaper, NULL, reap, s) == 0) s->reaper_running = 1;
   return s;
 }
 
@@ -391,6 +562,14 @@ uint16_t locationd_http_port(const locationd_http_server *server) { return serve
 
 void locationd_http_stop(locationd_http_server *s) {
   __atomic_store_n(&s->stopping, 1, __ATOMIC_RELEASE);
+  if (s->reaper_running) {
+    pthread_mutex_lock(&s->track_lock);
+    s->reaper_stop = 1;
+    pthread_cond_signal(&s->reaper_wake);
+    pthread_mutex_unlock(&s->track_lock);
+    pthread_join(s->reaper, NULL);
+    s->reaper_running = 0;
+  }
   pthread_mutex_lock(&s->lock);
   for (locationd_http_exchange *x = s->exchanges; x; x = x->next) {
     pthread_mutex_lock(&x->lock);

@@ -19,6 +19,44 @@ public struct EventStreamLimits: Sendable, Hashable {
   }
 }
 
+/// The highest event id (`N` of `RUN-N`) any stream of this daemon run has written: a
+/// `Last-Event-ID` naming a higher number did not come from this run and is ignored.
+final class EventIDRegister: Sendable {
+  private let highest = Atomic<UInt64>(0)
+
+  init() {}
+
+  /// The highest id written so far, 0 before the first event.
+  var highestIssued: UInt64 { highest.load(ordering: .relaxed) }
+
+  /// Records that `id` was written.
+  func issued(_ id: UInt64) {
+    var current = highest.load(ordering: .relaxed)
+    while id > current {
+      let (exchanged, original) = highest.compareExchange(
+        expected: current, desired: id, ordering: .relaxed)
+      if exchanged { return }
+      current = original
+    }
+  }
+
+  /// The first id of a stream whose request carried `lastEventID`: one past the resumed
+  /// number when it is `RUN-N` of this run with `N` (decimal digits only) at most
+  /// ``highestIssued``; otherwise 1 (a new stream). Any other header value (another run, a
+  /// sign, a number past the ones written, more digits than `UInt64` holds) counts as malformed.
+  func firstID(resuming lastEventID: String?, run: String) -> UInt64 {
+    guard let lastEventID, lastEventID.hasPrefix(run + "-") else { return 1 }
+    let digits = lastEventID.utf8.dropFirst(run.utf8.count + 1)
+    guard !digits.isEmpty, digits.count <= 20, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+      let number = UInt64(String(decoding: digits, as: UTF8.self)),
+      number <= highestIssued
+    else { return 1 }
+    // number <= highestIssued, which is below UInt64.max while ids are written one at a time.
+    let (next, overflow) = number.addingReportingOverflow(1)
+    return overflow ? 1 : next
+  }
+}
+
 /// One browser's `/events` stream as the service sees it: a ``ClientChannel`` whose events are
 /// written as Server-Sent Events (`id:` and `data:` lines).
 ///
@@ -61,15 +99,18 @@ final class EventStreamChannel: ClientChannel, Sendable {
   private let run: String
   private let limits: EventStreamLimits
   private let state: Mutex<State>
+  /// Where written ids are recorded for this run.
+  private let register: EventIDRegister?
 
   init(
     id: UInt64, run: String, firstID: UInt64, limits: EventStreamLimits,
-    wake: @escaping @Sendable () -> Void
+    register: EventIDRegister? = nil, wake: @escaping @Sendable () -> Void
   ) {
     self.id = id
     self.wake = wake
     self.run = run
     self.limits = limits
+    self.register = register
     state = Mutex(State(nextID: firstID))
   }
 
@@ -208,7 +249,10 @@ final class EventStreamChannel: ClientChannel, Sendable {
   /// line breaks inside strings, so the body is one line.
   private func frame(_ body: [UInt8], _ state: inout State) -> [UInt8] {
     let id = state.nextID
-    state.nextID += 1
+    // Wraps rather than traps: ids start at most one past the run's highest, so counting to
+    // 2^64 would take centuries of events.
+    state.nextID &+= 1
+    register?.issued(id)
     var bytes = Array("id: \(run)-\(id)\ndata: ".utf8)
     bytes.reserveCapacity(bytes.count + body.count + 2)
     bytes.append(contentsOf: body)

@@ -111,10 +111,14 @@ protocol HTTPServerDelegate: AnyObject, Sendable {
 struct HTTPLimits: Sendable, Hashable {
   /// Connections at once, all clients (`MHD_OPTION_CONNECTION_LIMIT`).
   var connections: Int = 256
-  /// Connections at once from one address (`MHD_OPTION_PER_IP_CONNECTION_LIMIT`).
+  /// Connections at once from one address (`MHD_OPTION_PER_IP_CONNECTION_LIMIT`); the whole of
+  /// 127.0.0.0/8 and `::1` count as one address.
   var connectionsPerAddress: Int = 64
   /// Seconds a connection may stay idle before it is closed (not while a stream waits for data).
   var idleTimeoutSeconds: Int = 30
+  /// Seconds from the first byte of a request to its last (headers and body) before the
+  /// connection is closed, however steadily bytes trickle in (slowloris); 0 for none.
+  var requestDeadlineSeconds: Int = 10
   /// Largest request body in bytes; more is answered 413.
   var maxBody: Int = 16 * 1024
 }
@@ -147,7 +151,9 @@ final class HTTPServer: Sendable {
       locationd_http_start(
         address, port, UInt32(clamping: limits.connections),
         UInt32(clamping: limits.connectionsPerAddress),
-        UInt32(clamping: limits.idleTimeoutSeconds), limits.maxBody, context,
+        UInt32(clamping: limits.idleTimeoutSeconds),
+        UInt32(clamping: limits.requestDeadlineSeconds),
+        limits.maxBody, context,
         { context, exchange, request in onRequest(context, exchange, request) },
         { context, stream, buffer, capacity in onRead(context, stream, buffer, capacity) },
         { context, stream in onClosed(context, stream) },

@@ -112,6 +112,8 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
   private let token: String
   /// Names this run in event ids (`RUN-N`), so a `Last-Event-ID` from an earlier run is known as such.
   private let run: String
+  /// The highest event id written in this run, which bounds a resumed `Last-Event-ID`.
+  private let eventIDs = EventIDRegister()
   private let peer: PeerCredentials
   private let streams = Mutex<[UInt64: Stream]>([:])
   private let server = Mutex<HTTPServer?>(nil)
@@ -232,12 +234,20 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
     case "/", "/index.html", "/map.js", "/map.css":
       guard reads.contains(request.method) else { return Self.methodNotAllowed("GET, HEAD") }
       return assets.page(request.path)
-    case "/map.geojson", "/map.svg", "/events":
+    case "/favicon.ico":
+      // No icon: an empty answer rather than a 404 in the browser's console.
+      guard reads.contains(request.method) else { return Self.methodNotAllowed("GET, HEAD") }
+      return Response(
+        status: 204, contentType: "image/x-icon", headers: [("Cache-Control", "max-age=86400")],
+        body: [])
+    case "/events":
+      // GET only: a stream has no length, so a HEAD answer could not say where it ends.
+      guard request.method == "GET" else { return Self.methodNotAllowed("GET") }
+      if let refusal = checkToken(request) { return refusal }
+      return openStream(request, exchange: exchange)
+    case "/map.geojson", "/map.svg":
       guard reads.contains(request.method) else { return Self.methodNotAllowed("GET, HEAD") }
       if let refusal = checkToken(request) { return refusal }
-      if request.path == "/events" {
-        return openStream(request, exchange: exchange)
-      }
       let format: MapFormat = request.path == "/map.svg" ? .svg : .geojson
       answerLater(exchange) { [self] in await renderMap(format) }
       return nil
@@ -336,8 +346,8 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
   }
 
   private func checkToken(_ request: HTTPRequest) -> Response? {
-    guard let value = request.authorization, value.hasPrefix("Bearer "),
-      WebToken.matches(String(value.dropFirst("Bearer ".count)), token)
+    guard let credentials = Self.bearerCredentials(request.authorization),
+      WebToken.matches(credentials, token)
     else {
       var response = Self.error(
         401, "notAuthorized",
@@ -347,6 +357,21 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
       return response
     }
     return nil
+  }
+
+  /// The token of `Authorization: Bearer TOKEN`; the scheme name is case-insensitive and may be
+  /// followed by more than one space (RFC 7235 section 2.1, RFC 6750 section 2.1). `nil` for
+  /// another scheme or no header.
+  static func bearerCredentials(_ value: String?) -> String? {
+    guard let value else { return nil }
+    let bytes = Array(value.utf8)
+    let scheme = Array("bearer".utf8)
+    guard bytes.count > scheme.count,
+      zip(bytes.prefix(scheme.count), scheme).allSatisfy({ $0 | 0x20 == $1 }),
+      bytes[scheme.count] == 0x20
+    else { return nil }
+    let rest = bytes.dropFirst(scheme.count).drop { $0 == 0x20 }
+    return String(decoding: rest, as: UTF8.self)
   }
 
   /// Writes from a browser must come from this page: `Origin`, when sent, must be this server,
@@ -446,15 +471,10 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
   /// state (MAP, the newest TPV) so that a new or resumed stream needs nothing replayed.
   private func openStream(_ request: HTTPRequest, exchange: HTTPExchange) -> Response? {
     let id = ConnectionNumber.next()
-    var firstID: UInt64 = 1
-    if let last = request.lastEventID, last.hasPrefix(run + "-"),
-      let number = UInt64(last.dropFirst(run.count + 1)),
-      number < UInt64.max
-    {
-      firstID = number + 1
-    }
+    let firstID = eventIDs.firstID(resuming: request.lastEventID, run: run)
     let channel = EventStreamChannel(
-      id: id, run: run, firstID: firstID, limits: options.streamLimits, wake: { exchange.wake() })
+      id: id, run: run, firstID: firstID, limits: options.streamLimits, register: eventIDs,
+      wake: { exchange.wake() })
     let client = context(channel)
     streams.withLock {
       $0[id] = Stream(channel: channel, exchange: exchange, context: client, setup: nil)

@@ -79,11 +79,13 @@ enum WebPage {
       var user = L.circleMarker([0, 0], { radius: 7, className: 'user-location', interactive: false });
       var applying = false;
       var userMoves = 0;
+      // A pan or zoom by the user is under way (from its movestart or zoomstart to its moveend).
+      var gesture = false;
 
       // Sets the view the map state asks for; moves made here are not the user's.
       function applyView(center, zoom) {
         state.view = { lat: center.lat, lon: center.lon, zoom: zoom };
-        if (userMoves > 0) return;
+        if (userMoves > 0 || gesture) return;
         var current = map.getCenter();
         if (Math.abs(current.lat - center.lat) < 1e-9 && Math.abs(current.lng - center.lon) < 1e-9 && map.getZoom() === zoom) return;
         applying = true;
@@ -136,8 +138,9 @@ enum WebPage {
       function showAnnotations(list) {
         var seen = new Set();
         list.forEach(function (annotation) {
-          // The map state lists the user's location as an annotation too; the marker shows it.
-          if (annotation.kind === 'location') return;
+          // The map state lists the user's location as an annotation too (the reserved id
+          // "location"); the marker shows it. Other annotations of kind "location" are shown.
+          if (annotation.id === 'location') return;
           seen.add(annotation.id);
           var entry = state.annotations.get(annotation.id);
           var where = [annotation.lat, annotation.lon];
@@ -194,10 +197,15 @@ enum WebPage {
         handleEvent(event);
       }
 
+      // The stream now read; replaced when a new token arrives in the address bar.
+      var connection = null;
+
       function connect() {
+        var controller = new AbortController();
+        connection = controller;
         var headers = { 'Authorization': 'Bearer ' + token, 'Accept': 'text/event-stream' };
         if (state.lastEventId) headers['Last-Event-ID'] = state.lastEventId;
-        fetch('/events', { headers: headers, cache: 'no-store' }).then(function (response) {
+        fetch('/events', { headers: headers, cache: 'no-store', signal: controller.signal }).then(function (response) {
           if (response.status === 401) {
             setStatus('not authorized: open the URL that locationctl web prints');
             return null;
@@ -221,6 +229,7 @@ enum WebPage {
           }
           return pump();
         }).catch(function () {
+          if (connection !== controller) return; // replaced by a newer stream
           setStatus('reconnecting');
           window.setTimeout(connect, 1000);
         });
@@ -244,8 +253,17 @@ enum WebPage {
       // following off (as panning a MapKit view does). Map events that arrive meanwhile do
       // not move the view back; the last reply sets it.
       // invalidateSize (a window resize) fires move and moveend but no movestart or zoomstart.
-      var gesture = false;
-      map.on('movestart zoomstart', function () { if (!applying) gesture = true; });
+      // From the gesture's start, map events no longer re-centre the view and following is
+      // turned off, as the first touch of a MapKit view does.
+      map.on('movestart zoomstart dragstart', function () {
+        if (applying || gesture) return;
+        gesture = true;
+        if (state.mode !== 'none') {
+          showMode('none');
+          userMoves += 1;
+          post({ cmd: 'mode', mode: 'none' }).then(function () { userMoves -= 1; }, function () { userMoves -= 1; });
+        }
+      });
       map.on('moveend', function () {
         if (applying || !gesture) return;
         gesture = false;
@@ -270,6 +288,20 @@ enum WebPage {
             if (reply && reply.class === 'MAP') showMap(reply);
           });
         });
+      });
+
+      // A new #token= pasted into the open tab (after a restart): take it, take it out of the
+      // address bar and open the stream again with it.
+      window.addEventListener('hashchange', function () {
+        var next = new URLSearchParams(window.location.hash.slice(1)).get('token');
+        if (!next) return;
+        token = next;
+        window.sessionStorage.setItem('locationd-token', token);
+        window.history.replaceState(null, '', window.location.pathname);
+        state.lastEventId = null;
+        if (connection) connection.abort();
+        setStatus('connecting');
+        connect();
       });
 
       window.locationdMap = { map: map, state: state, user: user, accuracy: accuracy, heading: heading };

@@ -177,6 +177,50 @@ struct WebFrontEndTests {
     #expect(text.contains("id: abc-41\n") && text.contains("id: abc-42\n"))
   }
 
+  @Test(
+    "Last-Event-ID: only RUN-N of this run with N at most the highest id written is resumed",
+    arguments: [
+      ("abc-0", 1), ("abc-5", 6), ("abc-7", 8), ("abc-8", 1),
+      ("abc-18446744073709551615", 1), ("abc-18446744073709551614", 1),
+      ("abc-18446744073709551613", 1), ("abc-9223372036854775808", 1),
+      ("abc-9223372036854775807", 1), ("abc--1", 1), ("abc-+5", 1), ("abc-", 1),
+      ("abc-99999999999999999999999999999999", 1), ("abc-007", 8), ("abc-5 ", 1),
+      ("xyz-5", 1), ("5", 1), ("abc-٣", 1),
+    ] as [(String, UInt64)])
+  func resumedIDs(header: String, first: UInt64) {
+    let register = EventIDRegister()
+    let stream = EventStreamChannel(
+      id: 1, run: "abc", firstID: 1, limits: EventStreamLimits(), register: register, wake: {})
+    for n in 1...7 { stream.send(Event.warning("w\(n)")) }
+    _ = drain(stream)
+    #expect(register.highestIssued == 7)
+    #expect(register.firstID(resuming: header, run: "abc") == first)
+  }
+
+  @Test("ids near 2^64 wrap instead of stopping the daemon")
+  func idsAtTheTop() {
+    let stream = EventStreamChannel(
+      id: 1, run: "abc", firstID: UInt64.max - 1, limits: EventStreamLimits(), wake: {})
+    for n in 1...3 { stream.send(Event.warning("w\(n)")) }
+    let text = drain(stream)
+    #expect(
+      text.contains("id: abc-18446744073709551614\n")
+        && text.contains("id: abc-18446744073709551615\n") && text.contains("id: abc-0\n"))
+  }
+
+  @Test("the Bearer scheme name is matched in any case (RFC 7235 section 2.1)")
+  func bearerScheme() {
+    #expect(WebFrontEnd.bearerCredentials("Bearer abc") == "abc")
+    #expect(WebFrontEnd.bearerCredentials("bearer abc") == "abc")
+    #expect(WebFrontEnd.bearerCredentials("BEARER  abc") == "abc")
+    #expect(WebFrontEnd.bearerCredentials("bEaReR abc") == "abc")
+    #expect(WebFrontEnd.bearerCredentials("Bearerabc") == nil)
+    #expect(WebFrontEnd.bearerCredentials("Basic abc") == nil)
+    #expect(WebFrontEnd.bearerCredentials("Bearer") == nil)
+    #expect(WebFrontEnd.bearerCredentials("béarer abc") == nil)
+    #expect(WebFrontEnd.bearerCredentials(nil) == nil)
+  }
+
   @Test("API error codes map to HTTP statuses")
   func statuses() {
     #expect(WebFrontEnd.response(.error(.malformedJSON, message: "m"), id: nil).status == 400)

@@ -138,6 +138,139 @@ class BadInputTests(unittest.TestCase):
         self.assertIn(status, (None, 400, 505))
         self.assertStillServing()
 
+    def stream_ids(self, headers, count=3):
+        """Opens /events with extra header lines and returns the first `count` event ids."""
+        lines = ["GET /events HTTP/1.1", "Host: 127.0.0.1:%d" % self.port, "Authorization: Bearer " + self.token]
+        lines += ["%s: %s" % pair for pair in headers.items()]
+        with socket.create_connection(("127.0.0.1", self.port), timeout=30) as connection:
+            connection.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+            received = b""
+            deadline = time.monotonic() + 30
+            while received.count(b"\nid: ") < count and time.monotonic() < deadline:
+                chunk = connection.recv(65536)
+                if not chunk:
+                    break
+                received += chunk
+        return [line[4:].decode() for line in received.split(b"\n") if line.startswith(b"id: ")][:count]
+
+    def test_last_event_id_near_the_top_is_ignored(self):
+        first = self.stream_ids({})
+        self.assertEqual(len(first), 3, "no events on a new stream")
+        run, number = first[-1].rsplit("-", 1)
+        self.assertTrue(int(number) < 100)
+        # Resuming the id just written continues after it.
+        resumed = self.stream_ids({"Last-Event-ID": first[-1]})
+        self.assertEqual(resumed[0], "%s-%d" % (run, int(number) + 1))
+        for value in ("0", "18446744073709551615", "18446744073709551614", "18446744073709551613",
+                      "9223372036854775808", "9223372036854775807", "-1", "9" * 40, "1e9", ""):
+            ids = self.stream_ids({"Last-Event-ID": "%s-%s" % (run, value)})
+            self.assertEqual(len(ids), 3, "Last-Event-ID %s-%s ended the stream" % (run, value))
+            numbers = [int(i.rsplit("-", 1)[1]) for i in ids]
+            self.assertTrue(all(n < 10000 for n in numbers), (value, ids))
+        self.assertIsNone(self.daemon.process.poll(), "the daemon stopped")
+        self.assertStillServing()
+
+    def test_head_keeps_the_connection_framing(self):
+        def pipelined(first):
+            request = ("%s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAuthorization: Bearer %s\r\n\r\n"
+                       "GET /map.css HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n"
+                       % (first, self.port, self.token, self.port)).encode()
+            return exchange(self.port, request, timeout=10)
+        for path in ("/events", "/", "/index.html", "/map.js", "/map.css", "/leaflet/leaflet.js", "/map.geojson",
+                     "/map.svg", "/favicon.ico", "/api", "/nowhere"):
+            status, response = pipelined("HEAD " + path)
+            self.assertIsNotNone(status, path)
+            head, _, rest = response.partition(b"\r\n\r\n")
+            # No body after a HEAD answer: the next bytes are the second answer.
+            self.assertTrue(rest.startswith(b"HTTP/1.1 200"), (path, head[:200], rest[:200]))
+            if path == "/events":
+                self.assertEqual(status, 405)
+                self.assertIn(b"Allow: GET\r\n", head)
+            elif path == "/api":
+                self.assertEqual(status, 405)
+            elif path == "/nowhere":
+                self.assertEqual(status, 404)
+            else:
+                self.assertIn(status, (200, 204), path)
+
+    def test_bearer_scheme_is_case_insensitive_and_favicon_exists(self):
+        for scheme in ("Bearer", "bearer", "BEARER", "bEaReR"):
+            status, _ = self.request("GET", "/map.geojson", headers={"Authorization": scheme + " " + self.token},
+                                     token=False)
+            self.assertEqual(status, 200, scheme)
+        self.assertError(self.request("GET", "/map.geojson", headers={"Authorization": "Bearer" + self.token},
+                                      token=False), 401, "notAuthorized")
+        self.assertError(self.request("GET", "/map.geojson", headers={"Authorization": "bearerx " + self.token},
+                                      token=False), 401, "notAuthorized")
+        status, response = self.request("GET", "/favicon.ico", token=False)
+        self.assertEqual(status, 204)
+        self.assertEqual(body_of(response), b"")
+
+    def test_expect_continue_with_a_large_body_is_refused_before_continue(self):
+        with socket.create_connection(("127.0.0.1", self.port), timeout=10) as connection:
+            connection.sendall(("POST /api HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
+                                "Expect: 100-continue\r\nContent-Length: 100000000\r\n\r\n" % self.port).encode())
+            received = b""
+            while b"\r\n\r\n" not in received:
+                chunk = connection.recv(65536)
+                if not chunk:
+                    break
+                received += chunk
+        self.assertTrue(received.startswith(b"HTTP/1.1 413"), received[:200])
+
+    def test_loopback_addresses_share_the_per_address_limit(self):
+        held = []
+        try:
+            for n in range(64):
+                connection = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                connection.bind(("127.0.0.%d" % (2 + n), 0))
+                connection.connect(("127.0.0.1", self.port))
+                held.append(connection)
+            time.sleep(1)  # the server accepts them before the next one
+            connection = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            connection.settimeout(10)
+            connection.bind(("127.0.0.200", 0))
+            connection.connect(("127.0.0.1", self.port))
+            try:
+                connection.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n" % self.port)
+                answer = connection.recv(100)
+            except (ConnectionResetError, BrokenPipeError):
+                answer = b""
+            finally:
+                connection.close()
+            self.assertEqual(answer, b"", "a 65th loopback connection from another 127.x address was served")
+        finally:
+            for connection in held:
+                connection.close()
+        deadline = time.monotonic() + 30
+        status = None
+        while status != 200 and time.monotonic() < deadline:
+            status, _ = self.request("GET", "/")
+            time.sleep(0.2)
+        self.assertEqual(status, 200)
+
+    def test_a_request_trickled_a_line_at_a_time_is_cut_off(self):
+        # One header line every 2 s keeps the idle timeout (30 s) from firing; the request
+        # deadline (10 s) ends the connection anyway.
+        started = time.monotonic()
+        closed = False
+        with socket.create_connection(("127.0.0.1", self.port), timeout=5) as connection:
+            connection.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % self.port)
+            while time.monotonic() - started < 28:
+                try:
+                    connection.sendall(b"X-Slow: %d\r\n" % int(time.monotonic()))
+                    connection.settimeout(2)
+                    if connection.recv(100) == b"":
+                        closed = True
+                        break
+                except socket.timeout:
+                    continue
+                except (ConnectionResetError, BrokenPipeError):
+                    closed = True
+                    break
+        self.assertTrue(closed, "a request trickled in for 28 s kept its connection")
+        self.assertStillServing()
+
     def test_stalled_browsers_do_not_hold_up_others(self):
         # Streams whose reader never reads (small receive buffers fill at once), beside one that
         # reads: the reading stream and a socket watcher keep getting fixes.

@@ -186,6 +186,33 @@ class PageTests:
         # The marker moved on the screen: the view stayed while the location changed.
         self.assertNotAlmostEqual(self.marker_offset(), offset, places=3)
 
+    def test_2b_slow_drag_in_follow_never_jumps_back_to_the_user(self):
+        self.click_mode("follow")
+        self.wait(lambda d: self.marker_offset() < 2, 5, "follow did not center the marker")
+        # Every 20 ms during the drag: the marker's distance from the middle and the page's mode.
+        self.js(
+            "window.__samples = []; window.__sampler = setInterval(function () {"
+            " var m = window.locationdMap.map; var p = m.latLngToContainerPoint(window.locationdMap.user.getLatLng());"
+            " var s = m.getSize();"
+            " window.__samples.push([Math.hypot(p.x - s.x / 2, p.y - s.y / 2), window.locationdMap.state.mode]);"
+            "}, 20);")
+        before = self.events()
+        element = self.driver.find_element(By.ID, "map")
+        chain = ActionChains(self.driver).move_to_element(element).click_and_hold()
+        for _ in range(12):
+            chain = chain.move_by_offset(15, 0).pause(0.3)
+        chain.perform()
+        mid_drag_mode = self.daemon.map_state()["mode"]
+        ActionChains(self.driver).release().perform()
+        samples = self.js("clearInterval(window.__sampler); return window.__samples;")
+        self.assertGreater(self.events(), before, "no event arrived during the drag")
+        started = next(i for i, sample in enumerate(samples) if sample[0] > 10)
+        during = [sample[0] for sample in samples[started:]]
+        self.assertGreater(min(during), 10, "the view jumped back to the user mid-drag: %r" % during)
+        self.assertEqual(mid_drag_mode, "none", "following was not turned off at the gesture's start")
+        self.assertEqual(samples[-1][1], "none")
+        self.wait(lambda d: self.daemon.map_state()["mode"] == "none", 10)
+
     def test_3_center_on_me_recenters_once(self):
         if self.js("return window.locationdMap.state.mode;") != "none":
             self.click_mode("none")
@@ -256,6 +283,32 @@ class ReplayPageTests(PageTests, unittest.TestCase):
             "POST", "/api", body, {"Content-Type": "application/json", "Origin": "http://evil.example"})
         self.assertEqual(status, 403)
         self.assertEqual(annotations(), before)
+
+
+    def test_7_annotations_of_kind_location_are_shown(self):
+        lat, lon = self.marker()
+        body = json.dumps({"cmd": "annotate", "annotation": {
+            "id": "home", "lat": lat + 0.0002, "lon": lon, "title": "Home", "kind": "location"}}).encode()
+        status, _ = self.daemon.http("POST", "/api", body, {"Content-Type": "application/json"})
+        self.assertEqual(status, 200)
+        self.wait(lambda d: len(self.label("home")) == 1 and self.label("home")[0].text == "Home", 2,
+                  "an annotation of kind location was not shown")
+        # The reserved id "location" (the user's own position) still has no label: the marker shows it.
+        self.assertEqual(self.label("location"), [])
+        self.daemon.ctl("remove", "home")
+        self.wait(lambda d: len(self.label("home")) == 0, 2)
+
+    def test_8_a_new_token_pasted_into_the_open_tab_reconnects(self):
+        status = lambda: self.js("return document.getElementById('status').textContent;")
+        self.js("window.location.hash = 'token=' + '0'.repeat(64);")
+        self.wait(lambda d: status().startswith("not authorized"), 10, "a new token in the hash was not taken")
+        self.assertEqual(self.js("return window.location.hash;"), "")
+        before = self.events()
+        self.js("window.location.hash = 'token=' + arguments[0];", self.daemon.token)
+        # The stream is open again: events arrive and the status no longer says "not authorized".
+        self.wait(lambda d: self.events() > before and not status().startswith("not authorized"), 10,
+                  "the stream did not reconnect with the new token")
+        self.assertEqual(self.js("return window.location.hash;"), "")
 
 
 class SimulatorPageTests(PageTests, unittest.TestCase):

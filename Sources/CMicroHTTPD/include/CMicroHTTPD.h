@@ -55,11 +55,16 @@ typedef void (*locationd_http_on_closed)(void *context, uint64_t stream);
 const char *locationd_http_load(void);
 
 /* Binds address:port (numeric IPv4 or IPv6; port 0 picks a free one) and starts serving.
+ * per_ip_limit bounds connections from one address, counting all of 127.0.0.0/8, ::1 and
+ * ::ffff:127.0.0.0/104 as one; timeout_seconds is the idle timeout; a connection whose request
+ * (headers and body) has not fully arrived header_deadline_seconds after it began (0: no such
+ * deadline) is shut down, however steadily the client trickles bytes.
+ *
  * Returns NULL on failure with error_number set (errno of socket/bind/listen, or 0 when MHD
  * refused to start) and a message in message (NUL-terminated, message_capacity bytes). */
 locationd_http_server *locationd_http_start(const char *address, uint16_t port, unsigned connection_limit,
-                                            unsigned per_ip_limit, unsigned timeout_seconds, size_t max_body,
-                                            void *context, locationd_http_on_request on_request,
+                                            unsigned per_ip_limit, unsigned timeout_seconds,
+                                            unsigned header_deadline_seconds, size_t max_body, void *context, locationd_http_on_request on_request,
                                             locationd_http_on_read on_read, locationd_http_on_closed on_closed,
                                             int *error_number, char *message, size_t message_capacity);
 
