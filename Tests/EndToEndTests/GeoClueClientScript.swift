@@ -208,6 +208,10 @@ elif command == "flood":
             created += 1
     result["created"] = created
     result["errors"] = errors
+    if len(sys.argv) > 4:
+        # Hold the clients: print now, keep the connections open.
+        print(json.dumps(result), flush=True)
+        pump(float(sys.argv[4]))
 elif command == "refused":
     path = create()
     errors = [error_of(lambda: call(path, CLIENT, "Start")) for i in range(int(sys.argv[2]))]

@@ -372,6 +372,58 @@ extension EndToEnd {
       setup.cleanUp()
     }
 
+    @Test("at the global cap, root takes the room of a refused user's client")
+    func authorizedCallerEvictsAtTheCap() async throws {
+      guard let log = try Self.log() else { return }
+      try requireNobodyClient(python: true)
+      let setup = try await Setup(speed: 10, log: log)
+      defer { setup.cleanUp() }
+      let script = setup.scratch.file("flood.py")
+      try geoClueClientScript.write(toFile: script, atomically: true, encoding: .utf8)
+      chmod(script, 0o644)
+      chmod(setup.scratch.path, 0o755)
+      // 16 refused users with 64 clients each: all 1024 taken. The bus daemon authenticates
+      // only uids the system knows: the first 16 of /etc/passwd besides root and nobody.
+      let passwd = try String(contentsOfFile: "/etc/passwd", encoding: .utf8)
+      let uids = passwd.split(separator: "\n").compactMap { line -> Int? in
+        let fields = line.split(separator: ":", omittingEmptySubsequences: false)
+        guard fields.count > 2, let uid = Int(fields[2]), uid != 0, uid != 65534 else { return nil }
+        return uid
+      }.prefix(16)
+      try #require(uids.count == 16, "needs 16 users besides root and nobody in /etc/passwd")
+      var floods: [Child] = []
+      defer { for child in floods { kill(child.pid, SIGKILL) } }
+      for (index, uid) in uids.enumerated() {
+        let out = setup.scratch.file("flood\(index).out")
+        floods.append(
+          try Child(
+            "/usr/bin/setpriv",
+            [
+              "--reuid=\(uid)", "--regid=65534", "--clear-groups", "/usr/bin/python3",
+              script, "flood", "2", "32", "600",
+            ], environment: setup.environment, stdout: out, stderr: out))
+      }
+      let full = await waitUntil(timeout: 30) {
+        (0..<16).allSatisfy { index in
+          ((try? String(contentsOfFile: setup.scratch.file("flood\(index).out"), encoding: .utf8))
+            ?? "").contains("\"created\": 64")
+        }
+      }
+      try #require(
+        full,
+        "\((try? String(contentsOfFile: setup.scratch.file("flood0.out"), encoding: .utf8)) ?? "")\n\(setup.daemon.log.suffix(1500))"
+      )
+      // uid 65534, refused too, finds no room; root does.
+      let refused = try await setup.client(["flood", "1", "1"], asNobody: true)
+      let errors = try #require(refused["errors"] as? [[String: String]])
+      #expect(errors.first?["message"]?.contains("in all") == true, "\(refused)")
+      let root = try await setup.client(["start"])
+      #expect(root["error"] is NSNull, "\(root)")
+      await setup.daemon.stop()
+      #expect(setup.daemon.log.contains("dbusClientEvicted "), "\(setup.daemon.log.suffix(2000))")
+      setup.cleanUp()
+    }
+
     @Test(
       "a member of the group (its 101st of UnixGroupIDs) may locate; a reload that drops the group stops it"
     )
