@@ -21,7 +21,8 @@ public enum GeoClueBusKind: String, Sendable, CaseIterable {
 public struct GeoClueLimits: Sendable, Hashable {
   /// Clients (`CreateClient`/`GetClient` objects) one bus connection may hold at once, `1...`.
   public let clientsPerConnection: Int
-  /// Clients of all connections of one user (uid) together, `1...`.
+  /// Clients of all connections of one user (uid) together, `1...`, for users the
+  /// authorization authority refuses (all users when the front-end has no authority).
   public let clientsPerUser: Int
   /// Clients of all connections together, `1...`. When they are all taken, a caller the
   /// authorization authority accepts still gets a client: the oldest client of a user it refuses

@@ -357,9 +357,11 @@ extension EndToEnd {
       let errors = try #require(flood["errors"] as? [[String: String]])
       #expect(errors.first?["name"] == "org.freedesktop.DBus.Error.LimitsExceeded", "\(flood)")
       #expect(errors.first?["message"]?.contains("per user") == true, "\(flood)")
-      // Root is not locked out.
+      // Root is not locked out, and an authorized user is not capped per uid (96 > 64).
       let root = try await setup.client(["start"])
       #expect(root["error"] is NSNull, "\(root)")
+      let rootFlood = try await setup.client(["flood", "3", "32"])
+      #expect(rootFlood["created"] as? Int == 96, "\(rootFlood)")
       // 40 refused Starts: logged at 1, 2, 4, 8, 16, 32.
       let refused = try await setup.client(["refused", "40"], asNobody: true)
       #expect(refused["refused"] as? Int == 40, "\(refused)")
