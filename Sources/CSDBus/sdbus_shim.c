@@ -31,6 +31,7 @@
   X(sd_bus_message_get_member) \
   X(sd_bus_message_get_sender) \
   X(sd_bus_message_new_signal) \
+  X(sd_bus_message_append_strv) \
   X(sd_bus_message_open_container) \
   X(sd_bus_message_read_basic) \
   X(sd_bus_message_ref) \
@@ -244,15 +245,20 @@ void csdbus_slot_free(sd_bus_slot *slot) {
   if (slot != NULL) api.sd_bus_slot_unref(slot);
 }
 
-int csdbus_run_once(sd_bus *bus, int wake_fd, uint64_t timeout_usec) {
+int csdbus_process(sd_bus *bus) {
   if (bus == NULL) return -EINVAL;
-  int r;
   /* At most 4096 messages per round, so that queued jobs (fixes) are not starved by a flood. */
   for (int i = 0; i < 4096; i++) {
-    r = api.sd_bus_process(bus, NULL);
+    int r = api.sd_bus_process(bus, NULL);
     if (r < 0) return r;
-    if (r == 0) break;
+    if (r == 0) return 0;
   }
+  return 1;
+}
+
+int csdbus_wait(sd_bus *bus, int wake_fd, uint64_t timeout_usec) {
+  if (bus == NULL) return -EINVAL;
+  int r;
   int events = api.sd_bus_get_events(bus);
   if (events < 0) return events;
   int fd = api.sd_bus_get_fd(bus);
@@ -278,6 +284,12 @@ int csdbus_run_once(sd_bus *bus, int wake_fd, uint64_t timeout_usec) {
     (void)n; /* an eventfd read of 8 bytes; EAGAIN only when another reader drained it */
   }
   return 0;
+}
+
+int csdbus_run_once(sd_bus *bus, int wake_fd, uint64_t timeout_usec) {
+  int r = csdbus_process(bus);
+  if (r < 0) return r;
+  return csdbus_wait(bus, wake_fd, r > 0 ? 0 : timeout_usec);
 }
 
 int csdbus_reply_empty(sd_bus_message *call) {
@@ -502,4 +514,68 @@ int csdbus_emit_properties_changed(sd_bus *bus, const char *path, const char *in
   }
   list[count] = NULL;
   return api.sd_bus_emit_properties_changed_strv(bus, path, interface, list);
+}
+
+/* The D-Bus signature of property `name` in the vtable of `kind`, or NULL. */
+static const char *property_signature(int kind, const char *name) {
+  const sd_bus_vtable *table;
+  switch (kind) {
+  case CSDBUS_MANAGER: table = manager_vtable; break;
+  case CSDBUS_CLIENT: table = client_vtable; break;
+  case CSDBUS_LOCATION: table = location_vtable; break;
+  default: return NULL;
+  }
+  for (const sd_bus_vtable *entry = table + 1; entry->type != _SD_BUS_VTABLE_END; entry++) {
+    if ((entry->type == _SD_BUS_VTABLE_PROPERTY || entry->type == _SD_BUS_VTABLE_WRITABLE_PROPERTY) &&
+        strcmp(entry->x.property.member, name) == 0)
+      return entry->x.property.signature;
+  }
+  return NULL;
+}
+
+int csdbus_emit_properties_changed_to(sd_bus *bus, const char *destination, const char *path,
+                                      const char *interface, const char *names, int kind, uint64_t object) {
+  if (bus == NULL || destination == NULL || path == NULL || interface == NULL || names == NULL) return -EINVAL;
+  if (get_handler == NULL) return -ENOTCONN;
+  char copy[256];
+  size_t length = strnlen(names, sizeof copy);
+  if (length == 0 || length >= sizeof copy) return -EINVAL;
+  memcpy(copy, names, length + 1);
+  sd_bus_message *m = NULL;
+  int r = api.sd_bus_message_new_signal(bus, &m, path, "org.freedesktop.DBus.Properties", "PropertiesChanged");
+  if (r < 0) return r;
+  r = api.sd_bus_message_set_destination(m, destination);
+  if (r >= 0) r = api.sd_bus_message_append_basic(m, 's', interface);
+  if (r >= 0) r = api.sd_bus_message_open_container(m, 'a', "{sv}");
+  char *cursor = copy;
+  while (r >= 0 && *cursor != '\0') {
+    char *name = cursor;
+    while (*cursor != '\0' && *cursor != ' ') cursor++;
+    if (*cursor == ' ') *cursor++ = '\0';
+    const char *signature = property_signature(kind, name);
+    if (signature == NULL) {
+      r = -ENOENT;
+      break;
+    }
+    sd_bus_error error = SD_BUS_ERROR_NULL;
+    r = api.sd_bus_message_open_container(m, 'e', "sv");
+    if (r >= 0) r = api.sd_bus_message_append_basic(m, 's', name);
+    if (r >= 0) r = api.sd_bus_message_open_container(m, 'v', signature);
+    if (r >= 0) r = get_handler(handler_context, kind, object, name, m, &error);
+    api.sd_bus_error_free(&error);
+    if (r >= 0) r = api.sd_bus_message_close_container(m);
+    if (r >= 0) r = api.sd_bus_message_close_container(m);
+  }
+  if (r >= 0) r = api.sd_bus_message_close_container(m);
+  if (r >= 0) r = api.sd_bus_message_append_strv(m, NULL);
+  if (r >= 0) r = api.sd_bus_send(bus, m, NULL);
+  api.sd_bus_message_unref(m);
+  return r;
+}
+
+int csdbus_output_pending(sd_bus *bus) {
+  if (bus == NULL) return -EINVAL;
+  int events = api.sd_bus_get_events(bus);
+  if (events < 0) return events;
+  return (events & POLLOUT) ? 1 : 0;
 }

@@ -84,6 +84,8 @@ final class BusState {
   var matchSlot: OpaquePointer?
   var clients: [UInt64: ClientObject] = [:]
   var clientsByPeer: [String: [UInt64]] = [:]
+  /// How many clients each uid holds (entries only for uids holding one or more).
+  var clientsByUser: [UInt32: Int] = [:]
   var locations: [UInt64: LocationObject] = [:]
   var credentials: [String: PeerCredentials] = [:]
   /// Calls answered later (`Start` waits for the service), by token: a reference on the message.
@@ -94,9 +96,15 @@ final class BusState {
   /// Replaced Location objects by removal time (CLOCK_MONOTONIC microseconds). The lifetime is
   /// one constant, so they are appended in order and the sweep only looks at the front.
   var expiring = FIFO<(expires: UInt64, id: UInt64)>()
-  /// For each of the last 4096 fixes signalled to some client: milliseconds from the fix time to
-  /// the last client's `LocationUpdated` handed to the bus (logged at shutdown as `dbusDelivery`).
+  /// At most this many replaced Location objects wait out their lifetime at once; beyond it the
+  /// oldest goes early, so a fast fix stream cannot pile up objects.
+  static let maxWaitingLocations = 4096
+  /// For each of the last 4096 fixes signalled to some client: milliseconds from when the fix
+  /// entered the front-end (CLOCK_MONOTONIC) to the last client's `LocationUpdated` handed to the
+  /// bus (logged at shutdown as `dbusDelivery`).
   var deliveries: [Double] = []
+  /// The most jobs the bus thread found queued in one round (logged with `dbusDelivery`).
+  var mostJobs = 0
   var deliveryCount = 0
   var widestDelivery = 0
   var inUse = false
@@ -124,7 +132,10 @@ final class BusState {
       let client = try createClient(sender: sender, message: message)
       return csdbus_reply_object_path(message, client.path)
     case "DeleteClient":
-      let path = try Self.readString(message, type: "o")
+      // A path too long to be one of ours is not the caller's client: nothing to do, no error.
+      guard let path = try Self.readString(message, type: "o", orNilWhenLonger: true) else {
+        return csdbus_reply_empty(message)
+      }
       // Only the caller's own client; an unknown path is no error (as GeoClue).
       if let id = clientsByPeer[sender]?.first(where: { clients[$0]?.path == path }) {
         deleteClient(id)
@@ -149,10 +160,41 @@ final class BusState {
         "at most \(limits.clientsPerConnection) clients per connection: delete one first (DeleteClient)"
       )
     }
-    guard clients.count < limits.clients else {
-      throw .limitsExceeded("at most \(limits.clients) clients in all")
-    }
     let peer = try credentials(of: sender, message: message)
+    // Users the authority accepts are bounded by the global limit only (they may locate anyway,
+    // and one application may well want many clients); the others per uid.
+    let users = clientsByUser[peer.uid] ?? 0
+    guard
+      users < limits.clientsPerUser
+        || frontEnd.authority.map({ $0.decide(for: peer).status == .authorized }) == true
+    else {
+      throw .limitsExceeded(
+        "at most \(limits.clientsPerUser) clients per user (uid \(peer.uid)): delete one first (DeleteClient)"
+      )
+    }
+    if clients.count >= limits.clients {
+      // Full: an authorized caller takes the room of the oldest client of a refused user.
+      // One decision per connection (a decision may ask NSS for the group).
+      var refused: [String: Bool] = [:]
+      guard let authority = frontEnd.authority, authority.decide(for: peer).status == .authorized,
+        let victim = clients.keys.sorted().first(where: { id in
+          guard let client = clients[id] else { return false }
+          if let known = refused[client.peer] { return known }
+          let verdict = authority.decide(for: client.context.peer).status != .authorized
+          refused[client.peer] = verdict
+          return verdict
+        })
+      else {
+        throw .limitsExceeded("at most \(limits.clients) clients in all")
+      }
+      Log.event(
+        "dbusClientEvicted",
+        [
+          "client": String(clients[victim]?.context.id ?? 0), "path": clients[victim]?.path ?? "",
+          "uid": String(clients[victim]?.context.peer.uid ?? 0), "for": String(peer.uid),
+        ])
+      deleteClient(victim)
+    }
     lastClientNumber &+= 1
     let id = nextObject
     nextObject += 1
@@ -168,6 +210,7 @@ final class BusState {
     }
     clients[id] = client
     clientsByPeer[sender, default: []].append(id)
+    clientsByUser[peer.uid, default: 0] += 1
     countObjects()
     Log.event(
       "dbusClient",
@@ -214,6 +257,8 @@ final class BusState {
       csdbus_slot_free(location.slot)
       locations[locationID] = nil
     }
+    let uid = client.context.peer.uid
+    clientsByUser[uid] = (clientsByUser[uid] ?? 1) > 1 ? (clientsByUser[uid] ?? 1) - 1 : nil
     clientsByPeer[client.peer]?.removeAll { $0 == id }
     if clientsByPeer[client.peer]?.isEmpty == true { clientsByPeer[client.peer] = nil }
     client.context.connection.close()
@@ -304,7 +349,7 @@ final class BusState {
   private func setActive(_ client: ClientObject, _ active: Bool) {
     guard client.active != active else { return }
     client.active = active
-    emitChanged(client.path, Self.clientInterface, "Active")
+    emitChanged(client, client.id, Self.clientInterface, "Active")
     syncInUse()
   }
 
@@ -354,7 +399,7 @@ final class BusState {
     default:
       throw .invalidArgs("\(property) is read-only")
     }
-    emitChanged(client.path, Self.clientInterface, property)
+    emitChanged(client, client.id, Self.clientInterface, property)
     return 1
   }
 
@@ -385,7 +430,16 @@ final class BusState {
   func locationGet(_ id: UInt64, _ property: String, _ reply: OpaquePointer) throws(BusError)
     -> Int32
   {
-    guard let values = locations[id]?.values else { throw .failed("no such location") }
+    guard let location = locations[id] else { throw .failed("no such location") }
+    // Only the owning connection reads a location (GeoClue's gclue-service-location.c refuses
+    // Get, GetAll and Set from any other sender). No current message: the front-end itself
+    // (a unicast PropertiesChanged to the owner).
+    if let message = csdbus_current_message(bus),
+      Self.sender(message) != clients[location.client]?.peer
+    {
+      throw .accessDenied("Access denied")
+    }
+    let values = location.values
     switch property {
     case "Latitude": return csdbus_append_double(reply, values.latitude)
     case "Longitude": return csdbus_append_double(reply, values.longitude)
@@ -407,15 +461,22 @@ final class BusState {
   /// them: GeoClue emits the signal at once and GDBus sends property changes from an idle
   /// callback, so clients see the same order, and the signal of the hundredth client does not
   /// wait behind ninety-nine property messages.
-  func deliver(_ values: GeoClueLocationValues) {
-    var changes: [(path: String, interface: String, names: String)] = []
+  /// Notes how many jobs one round of the bus thread found queued.
+  func noteJobs(_ count: Int) {
+    mostJobs = max(mostJobs, count)
+  }
+
+  func deliver(_ values: GeoClueLocationValues, entered: UInt64 = monotonicMicroseconds()) {
+    var changes: [(client: ClientObject, object: UInt64, interface: String, names: String)] = []
     defer {
-      for change in changes { emitChanged(change.path, change.interface, change.names) }
+      for change in changes {
+        emitChanged(change.client, change.object, change.interface, change.names)
+      }
     }
     let now = Self.monotonicMicroseconds()
     let lifetime = UInt64(frontEnd.limits.previousLocationLifetime * 1_000_000)
     var signalled = 0
-    defer { recordDelivery(values, signalled: signalled) }
+    defer { recordDelivery(entered: entered, signalled: signalled) }
     for id in clients.keys.sorted() {
       guard let client = clients[id], client.active else { continue }
       if let current = client.current, let object = locations[current],
@@ -427,7 +488,8 @@ final class BusState {
         let changed = Self.changedProperties(object.values, values)
         object.values = values
         if !changed.isEmpty {
-          changes.append((object.path, Self.locationInterface, changed.joined(separator: " ")))
+          let names = changed.joined(separator: " ")
+          changes.append((client, object.id, Self.locationInterface, names))
         }
         continue
       }
@@ -452,38 +514,38 @@ final class BusState {
         Log.event(
           "dbusSignalFailed", ["path": client.path, "reason": GeoClueFrontEnd.errorText(e)])
       }
-      changes.append((client.path, Self.clientInterface, "Location"))
+      changes.append((client, client.id, Self.clientInterface, "Location"))
       signalled += 1
+    }
+    while expiring.count > Self.maxWaitingLocations, let (_, id) = expiring.popFirst() {
+      if let object = locations.removeValue(forKey: id) { csdbus_slot_free(object.slot) }
     }
     countObjects()
   }
 
-  private func recordDelivery(_ values: GeoClueLocationValues, signalled: Int) {
+  private func recordDelivery(entered: UInt64, signalled: Int) {
     guard signalled > 0 else { return }
-    var now = timespec()
-    clock_gettime(CLOCK_REALTIME, &now)
-    let fix = Double(values.seconds) * 1000 + Double(values.microseconds) / 1000
-    let sent = Double(now.tv_sec) * 1000 + Double(now.tv_nsec) / 1_000_000
+    let now = Self.monotonicMicroseconds()
     if deliveries.count == 4096 { deliveries.removeFirst(2048) }
-    deliveries.append(sent - fix)
+    deliveries.append(Double(now >= entered ? now - entered : 0) / 1000)
     deliveryCount += 1
     widestDelivery = max(widestDelivery, signalled)
   }
 
-  /// The `dbusDelivery` log line's figures: fixes signalled, most clients for one fix, and
-  /// the median, p99 and maximum of ``deliveries`` (ms).
+  /// The `dbusDelivery` log line's figures: fixes signalled, most clients for one fix, the
+  /// median, p99 and maximum of ``deliveries`` (ms, from the fix entering the front-end to the
+  /// last client's signal handed to the bus), fixes replaced in the slot before the bus thread
+  /// took them (`missed`) and the most jobs queued in one round (`mostJobs`).
   func deliverySummary() -> KeyValuePairs<String, String>? {
     guard !deliveries.isEmpty else { return nil }
     let sorted = deliveries.sorted()
-    // Rounded as a Double: a fix time far from the clock (a replay with original timestamps)
-    // gives differences no Int conversion should meet.
     func at(_ percent: Int) -> String {
       String((sorted[min(sorted.count - 1, sorted.count * percent / 100)] * 1000).rounded() / 1000)
     }
+    let missed = frontEnd.newestFix.withLock { $0.missed }
     return [
       "fixes": String(deliveryCount), "clients": String(widestDelivery), "medianMs": at(50),
-      "p99Ms": at(99),
-      "maxMs": at(100),
+      "p99Ms": at(99), "maxMs": at(100), "missed": String(missed), "mostJobs": String(mostJobs),
     ]
   }
 
@@ -518,6 +580,24 @@ final class BusState {
 
   // MARK: - Helpers
 
+  /// PropertiesChanged of a Client (`object` = its id) or of one of its Location objects (the
+  /// Location's id), sent to the client's own connection only: locations are the owner's alone,
+  /// and a broadcast would hand them to every listener on the bus.
+  private func emitChanged(
+    _ client: ClientObject, _ object: UInt64, _ interface: String, _ names: String
+  ) {
+    let isLocation = interface == Self.locationInterface
+    let path = isLocation ? locations[object]?.path ?? client.path : client.path
+    let r = csdbus_emit_properties_changed_to(
+      bus, client.peer, path, interface, names,
+      Int32(isLocation ? CSDBUS_LOCATION : CSDBUS_CLIENT), object)
+    if r < 0 {
+      Log.event(
+        "dbusSignalFailed",
+        ["path": path, "properties": names, "reason": GeoClueFrontEnd.errorText(r)])
+    }
+  }
+
   private func emitChanged(_ path: String, _ interface: String, _ names: String) {
     let r = csdbus_emit_properties_changed(bus, path, interface, names)
     if r < 0 {
@@ -551,10 +631,24 @@ final class BusState {
 
   /// Reads a string argument of type `s` or `o`, at most 255 bytes.
   static func readString(_ message: OpaquePointer, type: Character) throws(BusError) -> String {
+    guard let text = try readString(message, type: type, orNilWhenLonger: false) else {
+      throw .invalidArgs("the argument is longer than 255 bytes")
+    }
+    return text
+  }
+
+  /// Reads a string argument of type `s` or `o`; one longer than 255 bytes gives nil when
+  /// `orNilWhenLonger`, else InvalidArgs.
+  static func readString(_ message: OpaquePointer, type: Character, orNilWhenLonger: Bool)
+    throws(BusError) -> String?
+  {
     var buffer = [CChar](repeating: 0, count: 256)
     let code: CChar = type == "o" ? CChar(UInt8(ascii: "o")) : CChar(UInt8(ascii: "s"))
     let r = csdbus_read_string(message, code, &buffer, buffer.count)
-    if r == -ENAMETOOLONG { throw .invalidArgs("the argument is longer than 255 bytes") }
+    if r == -ENAMETOOLONG {
+      if orNilWhenLonger { return nil }
+      throw .invalidArgs("the argument is longer than 255 bytes")
+    }
     guard r >= 0 else { throw .invalidArgs("expected an argument of type \(type)") }
     return string(buffer)
   }

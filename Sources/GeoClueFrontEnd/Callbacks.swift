@@ -1,7 +1,7 @@
 import CSDBus
 import Glibc
 
-// The C handlers sd-bus calls on the bus thread (inside `csdbus_run_once`). The context is the
+// The C handlers sd-bus calls on the bus thread (inside `csdbus_process`). The context is the
 // ``BusState`` the bus thread retains for as long as the handlers are set (GeoClueFrontEnd's
 // runBusThread); object ids are numbers looked up in it, so a stale id finds nothing and gets an
 // error. A handler's failure becomes a D-Bus error reply (`csdbus_set_error` returns the negative

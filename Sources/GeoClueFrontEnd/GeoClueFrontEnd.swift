@@ -21,18 +21,25 @@ public enum GeoClueBusKind: String, Sendable, CaseIterable {
 public struct GeoClueLimits: Sendable, Hashable {
   /// Clients (`CreateClient`/`GetClient` objects) one bus connection may hold at once, `1...`.
   public let clientsPerConnection: Int
-  /// Clients of all connections together, `1...`.
+  /// Clients of all connections of one user (uid) together, `1...`, for users the
+  /// authorization authority refuses (all users when the front-end has no authority).
+  public let clientsPerUser: Int
+  /// Clients of all connections together, `1...`. When they are all taken, a caller the
+  /// authorization authority accepts still gets a client: the oldest client of a user it refuses
+  /// is deleted to make room.
   public let clients: Int
   /// How long a replaced Location object stays on the bus, seconds, `0...3600` (GeoClue: 5).
   public let previousLocationLifetime: Double
 
-  /// Creates limits; the defaults are 32 clients per connection and 1024 in all. Counts below 1
-  /// become 1; a lifetime outside `0...3600` is clamped to it, and one that is not a number
-  /// (NaN, infinite) becomes GeoClue's 5 s.
+  /// Creates limits; the defaults are 32 clients per connection, 64 per user and 1024 in all.
+  /// Counts below 1 become 1; a lifetime outside `0...3600` is clamped to it, and one that is not
+  /// a number (NaN, infinite) becomes GeoClue's 5 s.
   public init(
-    clientsPerConnection: Int = 32, clients: Int = 1024, previousLocationLifetime: Double = 5
+    clientsPerConnection: Int = 32, clientsPerUser: Int = 64, clients: Int = 1024,
+    previousLocationLifetime: Double = 5
   ) {
     self.clientsPerConnection = max(1, clientsPerConnection)
+    self.clientsPerUser = max(1, clientsPerUser)
     self.clients = max(1, clients)
     self.previousLocationLifetime =
       previousLocationLifetime.isFinite ? min(max(0, previousLocationLifetime), 3600) : 5
@@ -86,8 +93,16 @@ public final class GeoClueFrontEnd: FrontEnd {
   public let limits: GeoClueLimits
   let service: LocationService
   let manager: LocationManager
+  /// Decides whether a caller may take the room of a refused user's client at the global limit
+  /// (nil: nobody may).
+  let authority: AuthorizationAuthority?
   let wakeFD: Int32
   let jobs = Mutex<[@Sendable (BusState) -> Void]>([])
+  /// The newest fix not yet taken by the bus thread: one slot, overwritten by each new fix, so
+  /// fixes never queue however fast they come (the bus thread takes the newest when it is free,
+  /// as the socket front-end coalesces TPVs for a slow client). `entered` is when it reached the
+  /// front-end (CLOCK_MONOTONIC microseconds); `missed` counts fixes replaced unseen.
+  let newestFix = Mutex<PendingFix>(PendingFix())
   let clients = Atomic<Int>(0)
   let objects = Atomic<Int>(0)
   let commands: AsyncStream<ServiceCommand>.Continuation
@@ -96,11 +111,13 @@ public final class GeoClueFrontEnd: FrontEnd {
   private let threadDone = Mutex<(done: Bool, waiter: CheckedContinuation<Void, Never>?)>(
     (false, nil))
 
-  /// Creates the front-end; nothing touches the bus before ``start()``.
+  /// Creates the front-end; nothing touches the bus before ``start()``. `authority` is the
+  /// service's (see ``GeoClueLimits/clients``).
   public init(
     kind: GeoClueBusKind, service: LocationService, manager: LocationManager,
-    limits: GeoClueLimits = GeoClueLimits()
+    limits: GeoClueLimits = GeoClueLimits(), authority: AuthorizationAuthority? = nil
   ) {
+    self.authority = authority
     self.kind = kind
     self.limits = limits
     self.service = service
@@ -170,7 +187,7 @@ public final class GeoClueFrontEnd: FrontEnd {
             guard let values = GeoClueLocationValues(location, receivedAt: received) else {
               continue
             }
-            self.post { $0.deliver(values) }
+            self.offer(values)
           }
         })
     }
@@ -200,6 +217,29 @@ public final class GeoClueFrontEnd: FrontEnd {
   func post(_ job: @escaping @Sendable (BusState) -> Void) {
     jobs.withLock { $0.append(job) }
     try? SystemIO.writeAll(wakeFD, [1, 0, 0, 0, 0, 0, 0, 0])
+  }
+
+  /// Hands a fix to the bus thread through ``newestFix``; wakes the thread only when the slot
+  /// was empty (a full slot means the thread has a wake-up coming).
+  func offer(_ values: GeoClueLocationValues) {
+    let entered = BusState.monotonicMicroseconds()
+    let wake = newestFix.withLock { slot in
+      let wasEmpty = slot.values == nil
+      if !wasEmpty { slot.missed += 1 }
+      slot.values = values
+      slot.entered = entered
+      return wasEmpty
+    }
+    if wake { try? SystemIO.writeAll(wakeFD, [1, 0, 0, 0, 0, 0, 0, 0]) }
+  }
+
+  /// Takes the fix waiting in ``newestFix``, if any, emptying the slot.
+  func takeFix() -> (values: GeoClueLocationValues, entered: UInt64)? {
+    newestFix.withLock { slot in
+      guard let values = slot.values else { return nil }
+      slot.values = nil
+      return (values, slot.entered)
+    }
   }
 
   private func runBusThread(report: @escaping @Sendable (Result<Void, GeoClueError>) -> Void) {
@@ -240,14 +280,26 @@ public final class GeoClueFrontEnd: FrontEnd {
     report(.success(()))
     Log.event("dbusReady", ["bus": kind.rawValue, "name": "org.freedesktop.GeoClue2"])
     while state.running {
+      let more = csdbus_process(bus)
+      if more < 0 {
+        Log.event("dbusDisconnected", ["bus": kind.rawValue, "reason": Self.errorText(more)])
+        break
+      }
       let pending = jobs.withLock { jobs in
         defer { jobs.removeAll(keepingCapacity: true) }
         return jobs
       }
+      state.noteJobs(pending.count)
       for job in pending { job(state) }
       guard state.running else { break }
+      // One fix per round, and only when sd-bus has written out what the last one sent: a bus
+      // daemon slower than the fixes leaves them in the slot (replaced by newer ones) instead of
+      // in sd-bus's write queue; calls and NameOwnerChanged are served every round.
+      if csdbus_output_pending(bus) == 0, let fix = takeFix() {
+        state.deliver(fix.values, entered: fix.entered)
+      }
       let timeout = state.sweepLocations()
-      r = csdbus_run_once(bus, wakeFD, timeout)
+      r = csdbus_wait(bus, wakeFD, more > 0 ? 0 : timeout)
       if r < 0 {
         Log.event("dbusDisconnected", ["bus": kind.rawValue, "reason": Self.errorText(r)])
         break
@@ -258,6 +310,16 @@ public final class GeoClueFrontEnd: FrontEnd {
   static func errorText(_ code: Int32) -> String {
     String(cString: strerror(code < 0 ? -code : code))
   }
+}
+
+/// The one-fix slot between the fix stream and the bus thread (``GeoClueFrontEnd/newestFix``).
+struct PendingFix: Sendable {
+  /// The newest fix not yet delivered, nil when the bus thread has taken it.
+  var values: GeoClueLocationValues?
+  /// When `values` reached the front-end, CLOCK_MONOTONIC microseconds.
+  var entered: UInt64 = 0
+  /// Fixes replaced before the bus thread took them, since start.
+  var missed = 0
 }
 
 /// What the bus thread asks of the service, run in order on one task.

@@ -149,7 +149,8 @@ public enum Daemon {
     // The GeoClue2 D-Bus front-end, when asked for: the same service, another transport.
     var geoClue: GeoClueFrontEnd?
     if let name = configuration.dbus, let kind = GeoClueBusKind(rawValue: name) {
-      let frontEnd = GeoClueFrontEnd(kind: kind, service: service, manager: manager)
+      let frontEnd = GeoClueFrontEnd(
+        kind: kind, service: service, manager: manager, authority: authority)
       do {
         try await frontEnd.start()
       } catch {

@@ -10,12 +10,22 @@ extension LocationService {
   func requestAuthorization(_ client: ClientContext) async -> Reply {
     let (status, reason) = authority.decide(for: client.peer)
     decided[client.id] = Decided(connection: client.connection, peer: client.peer, status: status)
-    Log.event(
-      "authorization",
-      [
-        "client": String(client.id), "uid": String(client.peer.uid), "status": status.rawValue,
-        "reason": reason,
-      ])
+    if status == .authorized {
+      Log.event(
+        "authorization",
+        [
+          "client": String(client.id), "uid": String(client.peer.uid), "status": status.rawValue,
+          "reason": reason,
+        ])
+    } else if let count = noteRefusal(uid: client.peer.uid) {
+      // Refusals are logged at counts 1, 2, 4, 8... per uid (`refusals` = count so far).
+      Log.event(
+        "authorization",
+        [
+          "client": String(client.id), "uid": String(client.peer.uid), "status": status.rawValue,
+          "reason": reason, "refusals": String(count),
+        ])
+    }
     await manager.setAuthorization(status, for: Self.connectionClient(client.id))
     if status != .authorized {
       // A denied connection keeps nothing it got while authorized.
@@ -24,6 +34,15 @@ extension LocationService {
       return notAuthorizedReply(client)
     }
     return .authorization(.authorized)
+  }
+
+  /// Counts a refused `request` of `uid`; returns the count when it is a power of two (the
+  /// refusal to log), nil otherwise.
+  func noteRefusal(uid: UInt32) -> Int? {
+    if refusals[uid] == nil, refusals.count >= 1024 { refusals.removeAll() }
+    let count = (refusals[uid] ?? 0) + 1
+    refusals[uid] = count
+    return count & (count - 1) == 0 ? count : nil
   }
 
   /// The connection's authorization as decided by its last `request` or the last reload.

@@ -62,6 +62,10 @@ public actor LocationService: AnnotationBatchHandler {
   /// Users whose `start` tracking is on, with the credentials of the connection that started it
   /// (a reload re-decides them).
   var trackingUsers: [UInt32: PeerCredentials] = [:]
+  /// Refused `request`s per uid since start (at most 1024 uids; more clears the table), for the
+  /// aggregated `authorization` log line: a refusal is logged when its uid's count is 1, 2, 4,
+  /// 8... with the count, so a client repeating refused requests cannot flood the log.
+  var refusals: [UInt32: Int] = [:]
   private var frontEnds: [any FrontEnd] = []
   var watchers: [UInt64: Watcher] = [:] {
     didSet { audienceValue = nil }

@@ -155,6 +155,67 @@ elif command == "hold":
     pump(30, lambda: len(updates(path)) >= 1)
     print(json.dumps({"client": path}), flush=True)
     pump(600)
+elif command == "holdtwo":
+    # One client signalled at every fix (new objects, its Location property changes) and one
+    # whose 100 km threshold keeps its object and updates it in place.
+    every = create()
+    far = create(distance=100000)
+    for c in (every, far):
+        call(c, CLIENT, "Start")
+    pump(30, lambda: len(updates(every)) >= 2 and len(updates(far)) >= 1)
+    print(json.dumps({"clients": [every, far]}), flush=True)
+    pump(600)
+elif command == "snoop":
+    # Another user: reads the clients' Location objects and listens to every broadcast signal.
+    denied, answered = {}, {}
+    for client in sys.argv[3:]:
+        loc = get_prop(client, CLIENT, "Location")
+        for name, fn in (("Get", lambda: get_prop(loc, LOCATION, "Latitude")),
+                         ("GetAll", lambda: call(loc, PROPS, "GetAll", GLib.Variant("(s)", (LOCATION,))))):
+            e = error_of(fn)
+            if e is None:
+                answered[loc + " " + name] = True
+            else:
+                denied[loc + " " + name] = e["name"]
+    pump(float(sys.argv[2]))
+    leaks = []
+    for e in events:
+        if e["member"] == "LocationUpdated" or (e["member"] == "PropertiesChanged" and
+                (e["iface"] == PROPS and (e["args"][0] == LOCATION or "Location" in e["args"][1]))):
+            leaks.append(e["path"])
+    result["denied"] = denied
+    result["answered"] = answered
+    result["leaks"] = leaks
+    result["signals"] = len(events)
+elif command == "inuse":
+    result["inUse"] = get_prop(MANAGER, "org.freedesktop.GeoClue2.Manager", "InUse")
+elif command == "flood":
+    # CONNECTIONS connections, each creating clients until refused (at most PER each).
+    address = Gio.dbus_address_get_for_bus_sync(Gio.BusType.SYSTEM, None)
+    flags = Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION
+    connections, created, errors = [], 0, []
+    for i in range(int(sys.argv[2])):
+        c = Gio.DBusConnection.new_for_address_sync(address, flags, None, None)
+        connections.append(c)
+        for j in range(int(sys.argv[3])):
+            def create_one():
+                c.call_sync(NAME, MANAGER, "org.freedesktop.GeoClue2.Manager", "CreateClient", None,
+                            GLib.VariantType("(o)"), Gio.DBusCallFlags.NONE, 10000, None)
+            e = error_of(create_one)
+            if e is not None:
+                errors.append(e)
+                break
+            created += 1
+    result["created"] = created
+    result["errors"] = errors
+    if len(sys.argv) > 4:
+        # Hold the clients: print now, keep the connections open.
+        print(json.dumps(result), flush=True)
+        pump(float(sys.argv[4]))
+elif command == "refused":
+    path = create()
+    errors = [error_of(lambda: call(path, CLIENT, "Start")) for i in range(int(sys.argv[2]))]
+    result["refused"] = len([e for e in errors if e is not None and e["name"].endswith("AccessDenied")])
 elif command == "revocable":
     path = create()
     result["start"] = error_of(lambda: call(path, CLIENT, "Start"))
@@ -199,6 +260,9 @@ elif command == "badinput":
     result["deleteWrongType"] = error_of(lambda: call(MANAGER, "org.freedesktop.GeoClue2.Manager", "DeleteClient", GLib.Variant("(s)", ("x",))))
     result["addAgent"] = error_of(lambda: call(MANAGER, "org.freedesktop.GeoClue2.Manager", "AddAgent", GLib.Variant("(s)", ("geoclue-demo-agent",))))
     result["longDesktopId"] = error_of(lambda: set_prop(path, "DesktopId", GLib.Variant("s", "x" * 300)))
+    # Valid object paths that are not the caller's client: a silent no-op, whatever their length.
+    result["deleteLongPath"] = error_of(lambda: call(MANAGER, "org.freedesktop.GeoClue2.Manager", "DeleteClient", GLib.Variant("(o)", ("/" + "x" * 300,))))
+    result["deleteOtherPath"] = error_of(lambda: call(MANAGER, "org.freedesktop.GeoClue2.Manager", "DeleteClient", GLib.Variant("(o)", ("/org/freedesktop/GeoClue2/Client/999999",))))
     created = [path]
     cap = None
     for i in range(int(sys.argv[2])):

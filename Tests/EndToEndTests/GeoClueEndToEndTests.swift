@@ -259,6 +259,174 @@ extension EndToEnd {
     }
 
     @Test(
+      "another user cannot read a client's Location objects nor hear its location signals"
+    )
+    func locationsAreTheOwnersAlone() async throws {
+      guard let log = try Self.log() else { return }
+      try requireNobodyClient(python: true)
+      let setup = try await Setup(speed: 10, log: log)
+      defer { setup.cleanUp() }
+      let out = setup.scratch.file("held.out")
+      let held = try Child(
+        "/usr/bin/python3", ["-c", geoClueClientScript, "holdtwo"],
+        environment: setup.environment, stdout: out, stderr: out)
+      defer { kill(held.pid, SIGKILL) }
+      let started = await waitUntil(timeout: 30) {
+        ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").contains("\"clients\"")
+      }
+      try #require(started, "\((try? String(contentsOfFile: out, encoding: .utf8)) ?? "")")
+      let clients = ["/org/freedesktop/GeoClue2/Client/1", "/org/freedesktop/GeoClue2/Client/2"]
+      // uid 65534, refused by the authority (no group configured).
+      let result = try await setup.client(["snoop", "3"] + clients, asNobody: true)
+      kill(held.pid, SIGKILL)
+      await setup.finish()
+      let denied = try #require(result["denied"] as? [String: String])
+      #expect((result["answered"] as? [String: Any])?.isEmpty == true, "\(result)")
+      #expect(denied.count == 4, "\(result)")
+      #expect(
+        denied.values.allSatisfy { $0 == "org.freedesktop.DBus.Error.AccessDenied" }, "\(result)")
+      // The held clients were signalled during those seconds (10 fixes/s), to their owner only.
+      #expect((result["leaks"] as? [String])?.isEmpty == true, "\(result)")
+    }
+
+    @Test(
+      "fixes far faster than the bus drains them: no queue builds up, calls are answered, SIGTERM is prompt"
+    )
+    func fixFlood() async throws {
+      guard let log = try Self.log() else { return }
+      // speed 0: the replay emits fixes as fast as it can, far faster than 8 clients' signals
+      // go through the bus.
+      let setup = try await Setup(speed: 0, log: log)
+      defer { setup.cleanUp() }
+      var held: [Child] = []
+      defer { for child in held { kill(child.pid, SIGKILL) } }
+      for index in 0..<8 {
+        let out = setup.scratch.file("held\(index).out")
+        held.append(
+          try Child(
+            "/usr/bin/python3", ["-c", geoClueClientScript, "hold"],
+            environment: setup.environment, stdout: out, stderr: out))
+      }
+      let started = await waitUntil(timeout: 60) {
+        (0..<8).allSatisfy { index in
+          ((try? String(contentsOfFile: setup.scratch.file("held\(index).out"), encoding: .utf8))
+            ?? "").contains("\"client\"")
+        }
+      }
+      try #require(started, "\(setup.daemon.log)")
+      let before = try setup.residentKiB()
+      // A call while the flood goes on is answered (the client's own timeout is 10 s).
+      for _ in 0..<5 {
+        let answer = try await setup.client(["inuse"], timeout: 30)
+        #expect(answer["inUse"] as? Bool == true, "\(answer)")
+      }
+      let after = try setup.residentKiB()
+      // One client leaving is noticed (NameOwnerChanged served during the flood).
+      if let first = held.first {
+        kill(first.pid, SIGKILL)
+        _ = await first.waitForExit(timeout: 10)
+      }
+      try await setup.daemon.waitForLog("dbusClientVanished", timeout: 30)
+      let status = await setup.daemon.stop()
+      #expect(status == 0, "SIGTERM did not end the daemon\n\(setup.daemon.log)")
+      let line = try #require(
+        setup.daemon.log.split(separator: "\n").first { $0.contains("dbusDelivery ") },
+        "\(setup.daemon.log)")
+      func figure(_ name: String) -> Int? {
+        line.split(separator: " ").first { $0.hasPrefix(name + "=") }
+          .flatMap { Int($0.dropFirst(name.count + 1)) }
+      }
+      // Fixes were replaced in the slot rather than queued, and the job queue held only calls'
+      // follow-ups (Start answers), never fixes.
+      #expect((figure("missed") ?? 0) > 0, "\(line)")
+      let mostJobs = try #require(figure("mostJobs"), "\(line)")
+      #expect(mostJobs <= 16, "\(line)")
+      #expect(after - before < 32 * 1024, "RSS grew from \(before) KiB to \(after) KiB")
+      setup.cleanUp()
+    }
+
+    @Test("a user's clients are capped per uid; refused Starts are logged at counts 1, 2, 4, 8...")
+    func perUserCapAndRefusalLog() async throws {
+      guard let log = try Self.log() else { return }
+      try requireNobodyClient(python: true)
+      let setup = try await Setup(speed: 10, log: log)
+      defer { setup.cleanUp() }
+      // uid 65534 on 4 connections of 32: 64 clients (the per-user cap), then LimitsExceeded.
+      let flood = try await setup.client(["flood", "4", "32"], asNobody: true)
+      #expect(flood["created"] as? Int == 64, "\(flood)")
+      let errors = try #require(flood["errors"] as? [[String: String]])
+      #expect(errors.first?["name"] == "org.freedesktop.DBus.Error.LimitsExceeded", "\(flood)")
+      #expect(errors.first?["message"]?.contains("per user") == true, "\(flood)")
+      // Root is not locked out, and an authorized user is not capped per uid (96 > 64).
+      let root = try await setup.client(["start"])
+      #expect(root["error"] is NSNull, "\(root)")
+      let rootFlood = try await setup.client(["flood", "3", "32"])
+      #expect(rootFlood["created"] as? Int == 96, "\(rootFlood)")
+      // 40 refused Starts: logged at 1, 2, 4, 8, 16, 32.
+      let refused = try await setup.client(["refused", "40"], asNobody: true)
+      #expect(refused["refused"] as? Int == 40, "\(refused)")
+      await setup.daemon.stop()
+      let lines = setup.daemon.log.split(separator: "\n").filter {
+        $0.contains("authorization ") && $0.contains("uid=65534")
+      }
+      #expect(lines.count == 6, "\(lines)")
+      #expect(lines.last?.contains("refusals=32") == true, "\(lines)")
+      setup.cleanUp()
+    }
+
+    @Test("at the global cap, root takes the room of a refused user's client")
+    func authorizedCallerEvictsAtTheCap() async throws {
+      guard let log = try Self.log() else { return }
+      try requireNobodyClient(python: true)
+      let setup = try await Setup(speed: 10, log: log)
+      defer { setup.cleanUp() }
+      let script = setup.scratch.file("flood.py")
+      try geoClueClientScript.write(toFile: script, atomically: true, encoding: .utf8)
+      chmod(script, 0o644)
+      chmod(setup.scratch.path, 0o755)
+      // 16 refused users with 64 clients each: all 1024 taken. The bus daemon authenticates
+      // only uids the system knows: the first 16 of /etc/passwd besides root and nobody.
+      let passwd = try String(contentsOfFile: "/etc/passwd", encoding: .utf8)
+      let uids = passwd.split(separator: "\n").compactMap { line -> Int? in
+        let fields = line.split(separator: ":", omittingEmptySubsequences: false)
+        guard fields.count > 2, let uid = Int(fields[2]), uid != 0, uid != 65534 else { return nil }
+        return uid
+      }.prefix(16)
+      try #require(uids.count == 16, "needs 16 users besides root and nobody in /etc/passwd")
+      var floods: [Child] = []
+      defer { for child in floods { kill(child.pid, SIGKILL) } }
+      for (index, uid) in uids.enumerated() {
+        let out = setup.scratch.file("flood\(index).out")
+        floods.append(
+          try Child(
+            "/usr/bin/setpriv",
+            [
+              "--reuid=\(uid)", "--regid=65534", "--clear-groups", "/usr/bin/python3",
+              script, "flood", "2", "32", "600",
+            ], environment: setup.environment, stdout: out, stderr: out))
+      }
+      let full = await waitUntil(timeout: 30) {
+        (0..<16).allSatisfy { index in
+          ((try? String(contentsOfFile: setup.scratch.file("flood\(index).out"), encoding: .utf8))
+            ?? "").contains("\"created\": 64")
+        }
+      }
+      try #require(
+        full,
+        "\((try? String(contentsOfFile: setup.scratch.file("flood0.out"), encoding: .utf8)) ?? "")\n\(setup.daemon.log.suffix(1500))"
+      )
+      // uid 65534, refused too, finds no room; root does.
+      let refused = try await setup.client(["flood", "1", "1"], asNobody: true)
+      let errors = try #require(refused["errors"] as? [[String: String]])
+      #expect(errors.first?["message"]?.contains("in all") == true, "\(refused)")
+      let root = try await setup.client(["start"])
+      #expect(root["error"] is NSNull, "\(root)")
+      await setup.daemon.stop()
+      #expect(setup.daemon.log.contains("dbusClientEvicted "), "\(setup.daemon.log.suffix(2000))")
+      setup.cleanUp()
+    }
+
+    @Test(
       "a member of the group (its 101st of UnixGroupIDs) may locate; a reload that drops the group stops it"
     )
     func groupFromTheBusAndRevocation() async throws {
@@ -369,6 +537,8 @@ extension EndToEnd {
       #expect(error("startWithArgs")?["name"] == "org.freedesktop.DBus.Error.InvalidArgs")
       #expect(error("deleteWrongType")?["name"] == "org.freedesktop.DBus.Error.InvalidArgs")
       #expect(error("longDesktopId")?["name"] == "org.freedesktop.DBus.Error.InvalidArgs")
+      #expect(result["deleteLongPath"] is NSNull, "\(result)")
+      #expect(result["deleteOtherPath"] is NSNull, "\(result)")
       #expect(
         error("addAgent") == [
           "name": "org.freedesktop.DBus.Error.AccessDenied",

@@ -69,6 +69,17 @@ void csdbus_slot_free(sd_bus_slot *slot);
  * `timeout_usec` passed (UINT64_MAX: no limit besides the bus's own). Returns 0, or a negative
  * errno when the connection is gone. */
 int csdbus_run_once(sd_bus *bus, int wake_fd, uint64_t timeout_usec);
+/* The first half of csdbus_run_once: processes pending messages, at most 4096. Returns 0 when
+ * none is left, 1 when more may be waiting (wait with no timeout then), or a negative errno when
+ * the connection is gone. */
+int csdbus_process(sd_bus *bus);
+/* The second half: waits until the bus (reading, or writing while sd-bus has output queued) or
+ * `wake_fd` is ready or `timeout_usec` passed; reads the eventfd when it woke. Returns 0 or a
+ * negative errno. */
+int csdbus_wait(sd_bus *bus, int wake_fd, uint64_t timeout_usec);
+/* 1 while sd-bus holds messages it could not write to the bus socket yet (its write queue), 0
+ * when all are written, or a negative errno. */
+int csdbus_output_pending(sd_bus *bus);
 
 /* Replies. Each returns 0 or a negative errno. */
 int csdbus_reply_empty(sd_bus_message *call);
@@ -119,4 +130,10 @@ int csdbus_emit_location_updated(sd_bus *bus, const char *destination, const cha
  * separated by single spaces (at most 16 names, 255 bytes); the values are read through the get
  * handler. */
 int csdbus_emit_properties_changed(sd_bus *bus, const char *path, const char *interface, const char *names);
+/* The same, sent to `destination` only (a unicast signal, as LocationUpdated): for properties
+ * only that connection may read. `kind` and `object` name the object whose get handler gives the
+ * values (the handler is called with no current message). Names as above; a name the vtable of
+ * `kind` lacks gives -ENOENT. Returns 0 or more, or a negative errno. */
+int csdbus_emit_properties_changed_to(sd_bus *bus, const char *destination, const char *path,
+                                      const char *interface, const char *names, int kind, uint64_t object);
 #endif
