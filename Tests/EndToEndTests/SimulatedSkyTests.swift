@@ -3,6 +3,7 @@ import GNSSSky
 import Glibc
 import LocationCore
 import LocationModel
+import LocationTestKit
 import Testing
 
 /// The simulated sky checked from outside: `locationctl simulate` writes a pty, the test reads
@@ -43,15 +44,40 @@ struct SimulatedSkyTests {
     }
     try #require(fd >= 0, "the simulator linked \(link) to a pty")
     defer { close(fd) }
-    var bytes: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 4096)
-    let end = now() + seconds
-    while now() < end {
-      let count = read(fd, &buffer, buffer.count)
-      if count > 0 { bytes += buffer[0..<count] } else { await pause(0.02) }
-    }
+    // `seconds` of simulated output at 10 Hz, counted in epochs (each ends with its ZDA), not in
+    // wall time: a loaded machine may run the simulator or this reader late. Read on a thread of
+    // its own so that a busy concurrency pool cannot starve the reader; 60 s bounds a hang.
+    let wanted = max(1, Int((seconds * 10).rounded(.up)))
+    let reader = fd
+    let bytes =
+      await resultOnItsOwnThread(within: 60) { () -> [UInt8] in
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+          let count = read(reader, &buffer, buffer.count)
+          if count > 0 {
+            bytes += buffer[0..<count]
+            if Self.epochEnds(bytes) >= wanted { return bytes }
+          } else if count == 0 || (errno != EAGAIN && errno != EINTR) {
+            return bytes
+          } else {
+            usleep(10_000)
+          }
+        }
+      } ?? []
     simulator.interrupt()
     return bytes
+  }
+
+  /// How many epochs `bytes` holds whole: the ZDA sentences that end them.
+  static func epochEnds(_ bytes: [UInt8]) -> Int {
+    let marker = Array("ZDA,".utf8)
+    guard bytes.count >= marker.count else { return 0 }
+    var count = 0
+    for start in 0...(bytes.count - marker.count) where bytes[start] == marker[0] {
+      if Array(bytes[start..<start + marker.count]) == marker { count += 1 }
+    }
+    return count
   }
 
   /// One epoch as read back from the sentences: from an RMC to the ZDA that ends it.
