@@ -465,6 +465,8 @@ public final class TrackStore: Sendable {
       let size = try state.connection.integer("PRAGMA page_size") ?? 4096
       statistics.bytes = pages * size + Self.fileSize(path + "-wal")
       statistics.outgoing = Int(try state.connection.integer("SELECT count(*) FROM outbox") ?? 0)
+      statistics.outgoingDropped = Int(
+        try state.connection.integer("SELECT value FROM meta WHERE key = 'outbox_dropped'") ?? 0)
     }
     return statistics
   }
