@@ -23,6 +23,16 @@ public struct FleetRoster: Sendable {
     var stale: Bool
   }
 
+  /// Seconds a message's `tst` may lie ahead of the clock (receiver clocks drift, brokers queue):
+  /// a message further in the future is refused, so that one wrong `tst` cannot make a device's
+  /// later genuine reports look older and be ignored.
+  public static let futureTolerance: Int64 = 300
+
+  /// Messages refused because their `tst` is more than ``futureTolerance`` seconds ahead.
+  public private(set) var futureRefused = 0
+  /// Messages refused because their topic is longer than ``Annotation/maxIdentifierLength``.
+  public private(set) var topicRefused = 0
+
   /// Seconds without a report after which a device is stale, `> 0`.
   public var staleAfter: Double
   /// The topic this daemon publishes to: its own messages are not shown.
@@ -40,11 +50,22 @@ public struct FleetRoster: Sendable {
 
   /// What a message changes: the annotation to set, or `nil` when it changes nothing (own
   /// topic, a message type the fleet view does not use, a Last Will of an unknown device, a
-  /// topic longer than ``Annotation/maxIdentifierLength``).
+  /// location older than the device's last; counted in ``topicRefused``: a topic longer than
+  /// ``Annotation/maxIdentifierLength``; counted in ``futureRefused``: a location whose `tst` is
+  /// more than ``futureTolerance`` seconds after `now`).
   public mutating func receive(_ message: OwnTracksMessage, topic: String, at now: Int64) -> Annotation? {
-    guard topic != ownTopic, topic.count <= Annotation.maxIdentifierLength else { return nil }
+    guard topic != ownTopic else { return nil }
+    guard topic.count <= Annotation.maxIdentifierLength else {
+      if case .cleared = message { return nil }
+      topicRefused += 1
+      return nil
+    }
     switch message {
     case .location(let location):
+      guard location.timestamp <= now + Self.futureTolerance else {
+        futureRefused += 1
+        return nil
+      }
       if let known = devices[topic], known.location.timestamp > location.timestamp { return nil }
       let lastReport = min(location.timestamp, now)
       let stale = Double(now - lastReport) > staleAfter
@@ -54,7 +75,7 @@ public struct FleetRoster: Sendable {
       guard var device = devices[topic] else { return nil }
       device.stale = true
       devices[topic] = device
-      return annotation(topic, device.location, "offline \(Self.iso(max(will.timestamp, device.lastReport)))", stale: true)
+      return annotation(topic, device.location, "offline \(Self.iso(max(min(will.timestamp, now), device.lastReport)))", stale: true)
     case .cleared, .other:
       return nil
     }

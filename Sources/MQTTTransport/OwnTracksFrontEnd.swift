@@ -228,11 +228,23 @@ public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
       return
     }
     let now = Int64(time(nil))
-    let changed = state.withLock { state -> Bool in
+    let (changed, refusal) = state.withLock { state -> (Bool, (String, Int)?) in
       state.counters.received += 1
-      guard let annotation = state.roster.receive(message, topic: topic, at: now) else { return false }
+      let before = (state.roster.futureRefused, state.roster.topicRefused)
+      guard let annotation = state.roster.receive(message, topic: topic, at: now) else {
+        if state.roster.futureRefused > before.0 {
+          return (false, ("tst more than \(FleetRoster.futureTolerance) s ahead of the clock", state.roster.futureRefused))
+        }
+        if state.roster.topicRefused > before.1 {
+          return (false, ("topic longer than \(Annotation.maxIdentifierLength) characters", state.roster.topicRefused))
+        }
+        return (false, nil)
+      }
       state.pending[annotation.id] = annotation
-      return true
+      return (true, nil)
+    }
+    if let (reason, count) = refusal, count <= 10 || count % 1000 == 0 {
+      Log.event("mqttMessageIgnored", ["topic": String(topic.prefix(160)), "reason": reason, "ignored": String(count)])
     }
     if changed { wake.yield() }
   }

@@ -111,4 +111,37 @@ struct MQTTTransportTests {
       .location(OwnTracksLocation(latitude: 0, longitude: 0, timestamp: 2000)), topic: "owntracks/carol/bike", at: 2000)
     #expect(untitled?.title == "bike")
   }
+
+  @Test("fleet roster: a future tst is refused and never freezes the device; long topics are counted")
+  func rosterFutureTimestamps() {
+    var roster = FleetRoster(staleAfter: 600, ownTopic: "owntracks/me/here")
+    let now: Int64 = 1_700_000_000
+    func at(_ tst: Int64, _ lat: Double) -> OwnTracksMessage {
+      .location(OwnTracksLocation(latitude: lat, longitude: 0, timestamp: tst))
+    }
+    #expect(roster.receive(at(now - 10, 1), topic: "owntracks/bob/phone", at: now) != nil)
+    #expect(roster.receive(at(now + 3600, 2), topic: "owntracks/bob/phone", at: now) == nil)
+    #expect(roster.receive(at(99_999_999_999, 3), topic: "owntracks/bob/phone", at: now) == nil)
+    #expect(roster.futureRefused == 2)
+    // The genuine report after them is shown.
+    let genuine = roster.receive(at(now + 5, 4), topic: "owntracks/bob/phone", at: now + 5)
+    #expect(genuine?.coordinate.latitude == 4)
+    // Within the tolerance: accepted.
+    #expect(roster.receive(at(now + 5 + FleetRoster.futureTolerance, 5), topic: "owntracks/bob/phone", at: now + 5) != nil)
+    // A Last Will from the future shows the clock's time, not its own.
+    let offline = roster.receive(.lastWill(OwnTracksLastWill(timestamp: 99_999_999_999)), topic: "owntracks/bob/phone", at: now + 600)
+    #expect(offline?.subtitle == "offline 2023-11-14T22:23:20Z")
+    let long = "owntracks/" + String(repeating: "x", count: Annotation.maxIdentifierLength)
+    #expect(roster.receive(at(now, 1), topic: long, at: now) == nil)
+    #expect(roster.topicRefused == 1)
+  }
+
+  @Test("the limiter starts again when the fix time steps backwards")
+  func limiterBackwardsStep() {
+    var limiter = PublishLimiter(minimumInterval: 10)
+    func at(_ t: Int64) -> OwnTracksLocation { OwnTracksLocation(latitude: 0, longitude: 0, timestamp: t) }
+    // A replay looping back to its start, then going on from there.
+    let admitted = [at(1000), at(1010), at(100), at(105), at(110), at(120)].map { limiter.admit($0) }
+    #expect(admitted == [true, true, true, false, true, true])
+  }
 }
