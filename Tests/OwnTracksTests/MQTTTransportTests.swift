@@ -36,6 +36,33 @@ struct MQTTTransportTests {
     }
   }
 
+  @Test("the default client id follows the topic: two daemons on one host do not share one")
+  func defaultClientID() throws {
+    var first: MQTTSettings?
+    var second: MQTTSettings?
+    try MQTTSettings.apply("mqtt", "mqtt://127.0.0.1:1883", to: &first)
+    try MQTTSettings.apply("mqtt", "mqtt://127.0.0.1:1883", to: &second)
+    try MQTTSettings.apply("mqtt-topic", "owntracks/alice/car", to: &first)
+    try MQTTSettings.apply("mqtt-topic", "owntracks/alice/van", to: &second)
+    #expect(first?.effectiveClientID == "locationd-alice-car")
+    #expect(second?.effectiveClientID == "locationd-alice-van")
+    try MQTTSettings.apply("mqtt-client-id", "mine", to: &second)
+    #expect(second?.effectiveClientID == "mine")
+    // Too long, or characters outside letters and digits: a hash of the whole topic, 23 bytes at most.
+    let topics = [
+      "owntracks/alexandria/delivery-van-12", "owntracks/alexandria/delivery-van-13", "owntracks/a-b/c",
+      "owntracks/a/b-c", "fleet/owntracks/alice/car", "owntracks/ü/x",
+    ]
+    let ids = topics.map(MQTTSettings.defaultClientID(topic:))
+    #expect(Set(ids).count == topics.count, "\(ids)")
+    for id in ids {
+      #expect(id.utf8.count <= 23, "\(id)")
+      #expect(id.hasPrefix("locationd-"))
+      #expect(id.utf8.allSatisfy { $0 == UInt8(ascii: "-") || (0x30...0x39).contains($0) || (0x61...0x7a).contains($0) || (0x41...0x5a).contains($0) })
+    }
+    #expect(ids[0].hasPrefix("locationd-deli-"))
+  }
+
   @Test("credentials files are refused when group or others may read them, like ssh keys")
   func credentialsFileMode() throws {
     let path = "/tmp/locationd-credentials-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
