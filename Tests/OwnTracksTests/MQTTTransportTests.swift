@@ -171,4 +171,24 @@ struct MQTTTransportTests {
     let admitted = [at(1000), at(1010), at(100), at(105), at(110), at(120)].map { limiter.admit($0) }
     #expect(admitted == [true, true, true, false, true, true])
   }
+
+  @Test("fleet roster: its own cap below the map's limits leaves room for the user's annotations")
+  func rosterCapacity() {
+    var roster = FleetRoster(staleAfter: 600, ownTopic: "owntracks/me/here")
+    let location = OwnTracksMessage.location(OwnTracksLocation(latitude: 1, longitude: 2, timestamp: 1000, trackerID: "AB"))
+    for device in 0..<1000 { _ = roster.receive(location, topic: "owntracks/user/d\(device)", at: 1000) }
+    #expect(roster.count == FleetRoster.maxDevices)
+    #expect(roster.capacityRefused == 100)
+    // The map's limits (docs/map.md): 1000 annotations, 64 KiB of text.
+    #expect(FleetRoster.maxDevices <= 1000 - 100 && FleetRoster.maxTextBytes <= 64 * 1024 - 8 * 1024)
+    // A known device still updates; a new one is still refused.
+    #expect(roster.receive(location, topic: "owntracks/user/d0", at: 1001) != nil)
+    #expect(roster.receive(location, topic: "owntracks/user/new", at: 1001) == nil)
+    // Long topics fill the text cap before the device cap.
+    var long = FleetRoster(staleAfter: 600, ownTopic: "owntracks/me/here")
+    let prefix = "owntracks/" + String(repeating: "u", count: 100) + "/"
+    for device in 0..<900 { _ = long.receive(location, topic: prefix + "d\(device)", at: 1000) }
+    #expect(long.textBytes <= FleetRoster.maxTextBytes)
+    #expect(long.count < 900 && long.capacityRefused == 900 - long.count)
+  }
 }
