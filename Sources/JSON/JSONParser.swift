@@ -24,13 +24,14 @@ enum JSONParser {
   /// Parses `bytes`; when the value is an object whose first member named `key` is a number,
   /// also returns that number's text exactly as written (for ids that must come back byte for
   /// byte: a `Double` cannot hold every integer above 2^53).
-  static func parse(_ bytes: [UInt8], numberTextOfMember key: String?) throws(JSONSyntaxError)
-    -> (value: JSONValue, numberText: [UInt8]?)
+  static func parse(_ bytes: [UInt8], numberTextOfMember key: String?, refusingUnderflow: Bool = false)
+    throws(JSONSyntaxError) -> (value: JSONValue, numberText: [UInt8]?)
   {
     try bytes.withUnsafeBufferPointer {
       (buffer) throws(JSONSyntaxError) -> (value: JSONValue, numberText: [UInt8]?) in
       var parser = Cursor(bytes: buffer)
       parser.capturedKey = key
+      parser.refusingUnderflow = refusingUnderflow
       parser.skipWhitespace()
       let value = try parser.value(depth: 0)
       parser.skipWhitespace()
@@ -46,6 +47,8 @@ enum JSONParser {
     var capturedKey: String?
     var captured: [UInt8]?
     var capturedSeen = false
+    /// Whether a non-zero number that reads as 0 is an error.
+    var refusingUnderflow = false
 
     init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
@@ -289,6 +292,11 @@ enum JSONParser {
       // (RFC 8259 section 6 lets a reader limit range), so that the request is still read and
       // its id answered; every member a command uses is range-checked, which refuses infinity.
       guard let value = Double(text) else { throw fail("number out of range") }
+      if refusingUnderflow, value == 0,
+        text.prefix(while: { $0 != "e" && $0 != "E" }).contains(where: { ("1"..."9").contains($0) })
+      {
+        throw fail("number \(text) underflows to 0")
+      }
       return .double(value)
     }
   }

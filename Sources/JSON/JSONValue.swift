@@ -296,6 +296,14 @@ extension JSONValue {
     try JSONParser.parse(bytes)
   }
 
+  /// As ``parse(_:)``, also refusing a number whose digits are not all zero but whose value
+  /// underflows to 0 (`1e-400`): for messages where such a number must not pass as 0.
+  ///
+  /// - Throws: ``JSONSyntaxError`` with the byte offset of the first problem.
+  public static func parse(_ bytes: [UInt8], refusingUnderflow: Bool) throws(JSONSyntaxError) -> JSONValue {
+    try JSONParser.parse(bytes, numberTextOfMember: nil, refusingUnderflow: refusingUnderflow).value
+  }
+
   /// As ``parse(_:)``; when the value is an object whose member `key` is a number, also returns
   /// that number's text exactly as written (a request `"id"` must come back byte for byte, and
   /// a `Double` cannot hold every integer above 2^53).

@@ -266,11 +266,28 @@ public struct Configuration: Sendable, Hashable {
     for (key, value) in flags where key != "config" {
       if MQTTSettings.keys.contains(key) { mqttEntries.append((key, value)) } else { try set(key, value) }
     }
+    // Without a broker every other mqtt-* key is an error: name the first one given (file order,
+    // then the flags by name, so the message does not depend on dictionary order) and the key
+    // that is missing.
+    if mqtt == nil, !mqttEntries.isEmpty, !mqttEntries.contains(where: { $0.0 == "mqtt" }) {
+      let fileEntries = mqttEntries.count - flags.keys.filter { MQTTSettings.keys.contains($0) }.count
+      let first = fileEntries > 0 ? mqttEntries[0] : mqttEntries.min { $0.0 < $1.0 } ?? mqttEntries[0]
+      throw .invalidValue(
+        key: first.0, value: first.1,
+        reason: "needs a broker: give --mqtt mqtt[s]://HOST[:PORT] (mqtt = ... in a config file)")
+    }
     // The broker first (it creates the MQTT settings), then the rest in file-then-flag order.
     for (key, value) in mqttEntries.filter({ $0.0 == "mqtt" }) + mqttEntries.filter({ $0.0 != "mqtt" }) {
       do { try MQTTSettings.apply(key, value, to: &mqtt) } catch {
         throw .invalidValue(key: error.key, value: error.value, reason: error.reason)
       }
+    }
+    // libmosquitto has no default CA store: an mqtts broker without a CA file can never connect,
+    // a configuration error at start rather than a failure logged after it.
+    if let mqtt, mqtt.broker.tls, mqtt.caFile == nil {
+      throw .invalidValue(
+        key: "mqtt", value: mqtt.broker.description,
+        reason: "mqtts needs the CA certificates of the broker: give mqtt-ca-file = PATH (--mqtt-ca-file PATH)")
     }
   }
 

@@ -82,7 +82,8 @@ public struct MQTTBrokerAddress: Sendable, Hashable, CustomStringConvertible {
 /// The MQTT front-end's settings: `--mqtt` and the `mqtt-*` keys (config file or flags).
 ///
 /// Defaults: topic `owntracks/USER/DEVICE` with USER the daemon's user name and DEVICE the host
-/// name (each with `/`, `+`, `#` replaced by `_`); client id `locationd-DEVICE`; keepalive 60 s;
+/// name (each with `/`, `+`, `#` replaced by `_`); client id derived from the topic
+/// (``defaultClientID(topic:)``); keepalive 60 s;
 /// QoS 1; retain on; tracker ID the first two characters of DEVICE; no minimum interval or
 /// distance; no subscription; stale after 900 s; catch-up 50 messages/s; queue 100,000 messages.
 public struct MQTTSettings: Sendable, Hashable {
@@ -211,8 +212,34 @@ public struct MQTTSettings: Sendable, Hashable {
 
   /// The topic in effect.
   public var effectiveTopic: String { topic ?? "owntracks/\(Self.defaultUser)/\(Self.defaultDevice)" }
-  /// The client id in effect.
-  public var effectiveClientID: String { clientID ?? String("locationd-\(Self.defaultDevice)".prefix(128)) }
+  /// The client id in effect: ``clientID``, else ``defaultClientID(topic:)`` of the topic in effect.
+  public var effectiveClientID: String { clientID ?? Self.defaultClientID(topic: effectiveTopic) }
+
+  /// The default client id of a daemon publishing to `topic`: one per topic, so two daemons on one
+  /// host (or cloned devices given their own topics) do not take each other's session at the
+  /// broker (MQTT 3.1.1, 3.1.4: a second connection with a client id closes the first, and the
+  /// broker then publishes the first one's Last Will).
+  ///
+  /// `locationd-USER-DEVICE` for a topic `owntracks/USER/DEVICE` whose two levels are ASCII
+  /// letters and digits, when that is at most 23 bytes (the length and characters every MQTT 3.1.1
+  /// server must accept, 3.1.3.1); otherwise `locationd-` plus up to 4 letters or digits of the
+  /// topic's last level, `-`, and 8 hexadecimal digits of the topic's 32-bit FNV-1a hash (at most
+  /// 23 bytes).
+  public static func defaultClientID(topic: String) -> String {
+    func plain(_ character: Character) -> Bool { character.isASCII && (character.isLetter || character.isNumber) }
+    let levels = topic.split(separator: "/", omittingEmptySubsequences: false)
+    if levels.count == 3, levels[0] == "owntracks", !levels[1].isEmpty, !levels[2].isEmpty,
+      levels[1].allSatisfy(plain), levels[2].allSatisfy(plain)
+    {
+      let id = "locationd-\(levels[1])-\(levels[2])"
+      if id.utf8.count <= 23 { return id }
+    }
+    var hash: UInt32 = 0x811c_9dc5
+    for byte in topic.utf8 { hash = (hash ^ UInt32(byte)) &* 0x0100_0193 }
+    let hex = String(hash, radix: 16)
+    let readable = String((levels.last ?? "").filter(plain).prefix(4))
+    return "locationd-" + (readable.isEmpty ? "" : readable + "-") + String(repeating: "0", count: 8 - hex.count) + hex
+  }
   /// The tracker ID in effect: ``trackerID`` or the first two characters of the topic's last level.
   public var effectiveTrackerID: String {
     trackerID ?? String((effectiveTopic.split(separator: "/").last.map(String.init) ?? "ld").prefix(2))

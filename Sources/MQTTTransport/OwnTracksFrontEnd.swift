@@ -122,6 +122,7 @@ public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
     if case .error(_, let message) = authorization {
       throw MQTTSettingError(key: "mqtt", value: settings.broker.description, reason: "the service refused the MQTT front-end: \(message)")
     }
+    await removePreviousFleet(context)
     try session.start()
     let watch = await handler.handle(Request(command: .watch(enable: true, coalesce: false)), from: context)
     if case .error(_, let message) = watch {
@@ -288,13 +289,46 @@ public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
       return
     }
     let now = Int64(time(nil))
-    let changed = state.withLock { state -> Bool in
+    let (changed, refusal) = state.withLock { state -> (Bool, (String, Int)?) in
       state.counters.received += 1
-      guard let annotation = state.roster.receive(message, topic: topic, at: now) else { return false }
+      let before = (state.roster.futureRefused, state.roster.topicRefused, state.roster.capacityRefused)
+      guard let annotation = state.roster.receive(message, topic: topic, at: now) else {
+        if state.roster.futureRefused > before.0 {
+          return (false, ("tst more than \(FleetRoster.futureTolerance) s ahead of the clock", state.roster.futureRefused))
+        }
+        if state.roster.topicRefused > before.1 {
+          return (false, ("topic longer than \(Annotation.maxIdentifierLength) characters", state.roster.topicRefused))
+        }
+        if state.roster.capacityRefused > before.2 {
+          let reason = "the fleet view is full (\(FleetRoster.maxDevices) devices, \(FleetRoster.maxTextBytes) bytes)"
+          return (false, (reason, state.roster.capacityRefused))
+        }
+        return (false, nil)
+      }
       state.pending[annotation.id] = annotation
-      return true
+      return (true, nil)
+    }
+    if let (reason, count) = refusal, count <= 10 || count % 1000 == 0 {
+      Log.event("mqttMessageIgnored", ["topic": String(topic.prefix(160)), "reason": reason, "ignored": String(count)])
     }
     if changed { wake.yield() }
+  }
+
+  /// Removes the fleet annotations (kind ``FleetRoster/liveKind`` or ``FleetRoster/staleKind``)
+  /// a previous run left in the map state: nothing updates or expires them any more, and they
+  /// would hold the map's annotation room. The broker's retained messages bring the devices back.
+  private func removePreviousFleet(_ context: ClientContext) async {
+    guard case .object(_, let members) = await handler.handle(Request(command: .map(.json)), from: context),
+      let annotations = members.first(where: { $0.key == "annotations" })?.value.arrayValue
+    else { return }
+    var removed = 0
+    for annotation in annotations {
+      guard let kind = annotation["kind"]?.stringValue, kind == FleetRoster.liveKind || kind == FleetRoster.staleKind,
+        let id = annotation["id"]?.stringValue
+      else { continue }
+      if case .object = await handler.handle(Request(command: .removeAnnotation(id: id)), from: context) { removed += 1 }
+    }
+    if removed > 0 { Log.event("mqttFleetCleared", ["removed": String(removed), "detail": "fleet devices of the previous run"]) }
   }
 
   func expireStale() {

@@ -40,8 +40,8 @@ public enum OwnTracksMessage: Sendable, Hashable {
   /// Longest `tid` accepted, characters (the apps use 2).
   public static let maxTrackerIDLength = 8
 
-  /// Parses a payload strictly: one JSON object (RFC 8259, no trailing data) of at most
-  /// ``maxPayloadBytes`` bytes. For `location`: `lat` `-90...90` and `lon` `-180...180` numbers
+  /// Parses a payload strictly: one JSON object (RFC 8259, no trailing data, each member name
+  /// once, no number that underflows to 0 such as `1e-400`) of at most ``maxPayloadBytes`` bytes. For `location`: `lat` `-90...90` and `lon` `-180...180` numbers
   /// and `tst` an integer `>= 0` are required; `acc`, `alt`, `vel`, `cog` must be numbers when
   /// present (rounded to whole numbers; `acc` and `vel` `>= 0`, `cog` `0...360`); `tid` a string of
   /// 1...8 characters without control or format characters; `t` one of ``OwnTracksTrigger``'s
@@ -52,8 +52,14 @@ public enum OwnTracksMessage: Sendable, Hashable {
     guard payload.count <= maxPayloadBytes else { throw .oversized(byteCount: payload.count) }
     if payload.isEmpty { return .cleared }
     let value: JSONValue
-    do { value = try JSONValue.parse(payload) } catch { throw .notJSON(error.description) }
-    guard value.objectMembers != nil else { throw .notJSON("not an object") }
+    do { value = try JSONValue.parse(payload, refusingUnderflow: true) } catch { throw .notJSON(error.description) }
+    guard let members = value.objectMembers else { throw .notJSON("not an object") }
+    // RFC 8259 section 4 leaves duplicate names undefined: a reader taking the first and another
+    // the last would see different messages, so none is read.
+    var names = Set<String>()
+    for member in members where !names.insert(member.key).inserted {
+      throw .invalidMember(member.key, reason: "appears more than once")
+    }
     guard let type = value["_type"]?.stringValue else { throw .missingType }
     switch type {
     case "location":
@@ -112,7 +118,9 @@ public enum OwnTracksMessage: Sendable, Hashable {
 
 /// Decides which fixes are published: at least ``minimumInterval`` seconds (by the fixes' own
 /// times) and ``minimumDistance`` metres (WGS84 geodesic, ``WGS84Geodesic/distance(_:_:)``) after
-/// the last published one. The first fix is always published. A value of 0 disables a condition.
+/// the last published one. The first fix is always published, and so is a fix older than the last
+/// published one (the fix time stepped backwards: the limiter starts again from it). A value of 0
+/// disables a condition.
 public struct PublishLimiter: Sendable, Hashable {
   /// Seconds, `>= 0`.
   public var minimumInterval: Double
@@ -128,7 +136,10 @@ public struct PublishLimiter: Sendable, Hashable {
 
   /// Whether `location` is published; when it is, it becomes the one later fixes are measured from.
   public mutating func admit(_ location: OwnTracksLocation) -> Bool {
-    if let last {
+    // A fix older than the last published one (a looping replay, the receiver's clock stepping
+    // back) starts the limiter again: measured from the old fix, nothing would be published until
+    // the clock caught up with it.
+    if let last, location.timestamp >= last.timestamp {
       if minimumInterval > 0, Double(location.timestamp - last.timestamp) < minimumInterval { return false }
       if minimumDistance > 0 {
         let distance = WGS84Geodesic.distance(

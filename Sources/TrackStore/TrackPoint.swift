@@ -101,6 +101,9 @@ public struct TrackStatistics: Sendable, Hashable {
   public var bytes: Int64
   /// Messages waiting in the outbox.
   public var outgoing: Int
+  /// Messages the outbox dropped at its bound since the store was created
+  /// (``TrackStore/outgoingDropped``).
+  public var outgoingDropped: Int = 0
 
   /// `lastTime - firstTime` in milliseconds (0 when empty or a single point).
   public var duration: Int64 {

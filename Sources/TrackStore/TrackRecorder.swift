@@ -1,4 +1,9 @@
 import Dispatch
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
 import LocationModel
 import Synchronization
 
@@ -39,7 +44,13 @@ public final class TrackRecorder: Sendable {
     var pending: [TrackPoint] = []
     var draining = false
     var counters = Counters()
+    /// Monotonic seconds of the last `trackRetention` line, and fixes deleted since.
+    var retentionLoggedAt: Int64?
+    var retentionUnlogged = 0
   }
+
+  /// At most one `trackRetention` line per this many seconds.
+  static let retentionLogInterval: Int64 = 3600
 
   /// The store written to.
   public let store: TrackStore
@@ -55,7 +66,8 @@ public final class TrackRecorder: Sendable {
   ///   - capacity: fixes the queue holds, at least 1 (default 4,096).
   ///   - log: called on the store's queue when recording starts failing (`trackStoreFailed`, with
   ///     the error) and when it recovers (`trackStoreRecovered`, with the fixes lost meanwhile);
-  ///     once per transition, not per fix.
+  ///     once per transition, not per fix; and when retention deletes fixes (`trackRetention`,
+  ///     with the count: the first time, then at most once an hour with the count since).
   public init(
     store: TrackStore, capacity: Int = 4_096,
     log: @escaping @Sendable (_ event: String, _ detail: String) -> Void = { _, _ in }
@@ -124,6 +136,19 @@ public final class TrackRecorder: Sendable {
           defer { state.counters.lastError = retentionError }
           guard let previous = state.counters.lastError, retentionError == nil else { return nil }
           return (previous, state.counters.failed)
+        }
+        if expired > 0 {
+          var clock = timespec()
+          clock_gettime(CLOCK_MONOTONIC, &clock)
+          let seconds = Int64(clock.tv_sec)
+          let due = state.withLock { state -> Int? in
+            state.retentionUnlogged += expired
+            if let last = state.retentionLoggedAt, seconds - last < Self.retentionLogInterval { return nil }
+            state.retentionLoggedAt = seconds
+            defer { state.retentionUnlogged = 0 }
+            return state.retentionUnlogged
+          }
+          if let due { log("trackRetention", "deleted \(due) fixes beyond track-max-age or track-max-size") }
         }
         if let (previous, failed) = recovered {
           log("trackStoreRecovered", "after \(previous.description); \(failed) fixes lost in all")

@@ -10,7 +10,10 @@ import Synchronization
 public struct TrackStoreConfiguration: Sendable, Hashable {
   /// Fixes older than this (milliseconds) before the newest recorded fix are deleted. Age is
   /// measured against the newest fix's time, not the wall clock: a replayed old log is not
-  /// deleted on arrival and a wrong system clock cannot empty the store. 0 keeps every age.
+  /// deleted on arrival and a wrong system clock cannot empty the store. Fixes dated more than
+  /// ``TrackStore/futureTolerance`` after the clock are not taken as the newest, and the reference
+  /// is never later than the clock: one future-dated fix (a bad receiver time, a replay with a late
+  /// rollover floor) cannot delete the history. 0 keeps every age.
   /// Default 90 days (`track-max-age = 90d`).
   public var maxAge: Int64 = 90 * 86_400_000
   /// The store's live data (pages in use, `page_count - freelist_count` times `page_size`) is
@@ -295,18 +298,31 @@ public final class TrackStore: Sendable {
   /// fixes that are too old (``TrackStoreConfiguration/maxAge``) or beyond the size cap
   /// (``TrackStoreConfiguration/maxBytes``).
   ///
+  /// Age is measured from the newest fix no later than `now` plus ``futureTolerance``, or from
+  /// `now` when that fix is later than `now`: a fix newer than `now - maxAge` is never deleted by
+  /// age, and fixes dated beyond the clock do not age the others.
+  ///
+  /// - Parameter now: the clock, milliseconds since the Unix epoch; `nil` reads the system's.
   /// - Returns: the number of fixes deleted (0 when the store is within its limits).
   /// - Throws: ``TrackStoreError`` when the delete fails (a full disk included: deleting writes).
   @discardableResult
-  public func enforceRetention() throws(TrackStoreError) -> Int {
+  public func enforceRetention(now: Int64? = nil) throws(TrackStoreError) -> Int {
     let configuration = configuration
+    let now = now ?? Self.clockNow()
     return try state.withLock { (state: inout State) throws(TrackStoreError) -> Int in
       let connection = state.connection
       var deleted = 0
-      if configuration.maxAge > 0, let newest = try connection.integer("SELECT max(time_ms) FROM fixes") {
+      var newest: Int64?
+      if configuration.maxAge > 0 {
+        let query = try connection.statement("SELECT max(time_ms) FROM fixes WHERE time_ms <= ?1")
+        let (latest, overflow) = now.addingReportingOverflow(Self.futureTolerance)
+        try query.bind(1, overflow ? Int64.max : latest)
+        if try query.step(), !query.isNull(0) { newest = query.int64(0) }
+      }
+      if let newest {
         let delete = try connection.statement(
           "DELETE FROM fixes WHERE id IN (SELECT id FROM fixes WHERE time_ms < ?1 ORDER BY time_ms LIMIT ?2)")
-        try delete.bind(1, newest - configuration.maxAge)
+        try delete.bind(1, min(newest, now) - configuration.maxAge)
         try delete.bind(2, Int64(configuration.retentionBatch))
         try delete.run()
         deleted += connection.changes
@@ -327,6 +343,17 @@ public final class TrackStore: Sendable {
       }
       return deleted
     }
+  }
+
+  /// How far after the clock a fix may be dated and still be the reference of retention by age,
+  /// milliseconds (5 minutes: receiver and system clocks disagree by seconds, not minutes).
+  public static let futureTolerance: Int64 = 300_000
+
+  /// The system's clock, milliseconds since the Unix epoch.
+  static func clockNow() -> Int64 {
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
   }
 
   /// What a fix costs in the database with its index entry, bytes (measured: 133 for 1,000,000
@@ -465,6 +492,8 @@ public final class TrackStore: Sendable {
       let size = try state.connection.integer("PRAGMA page_size") ?? 4096
       statistics.bytes = pages * size + Self.fileSize(path + "-wal")
       statistics.outgoing = Int(try state.connection.integer("SELECT count(*) FROM outbox") ?? 0)
+      statistics.outgoingDropped = Int(
+        try state.connection.integer("SELECT value FROM meta WHERE key = 'outbox_dropped'") ?? 0)
     }
     return statistics
   }

@@ -1,3 +1,4 @@
+import Dispatch
 import Glibc
 import SystemIO
 import TrackStore
@@ -47,7 +48,10 @@ func runTrack(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
       exportOptions.format = chosen
     }
     if let gap = try list.number("--gap") {
-      guard gap > 0, gap <= 365 * 86_400 else { throw UsageError("--gap takes seconds, more than 0") }
+      // Milliseconds are the store's resolution: a gap that rounds to 0 ms would split at every fix.
+      guard gap >= 0.001, gap <= 365 * 86_400 else {
+        throw UsageError("--gap takes seconds from 0.001 to 31536000 (365 days), got \(list.values["--gap"] ?? "")")
+      }
       exportOptions.gap = Int64((gap * 1000).rounded())
     }
     if let since = exportOptions.since, let until = exportOptions.until, until <= since {
@@ -61,32 +65,18 @@ func runTrack(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
       }
       return ExitCode.success.rawValue
     }
-    // Written beside the target and renamed into place when complete: a failed export leaves
-    // no truncated file and an existing file untouched.
-    let partial = target + ".partial"
-    let fd = open(partial, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
-    guard fd >= 0 else { throw ClientError("cannot write \(partial): \(String(cString: strerror(errno)))") }
-    do {
-      try TrackExporter.export(from: store, options: exportOptions, to: fd)
-      guard fsync(fd) == 0, close(fd) == 0 else { throw TrackExportError.output(SystemError(errno)) }
-    } catch {
-      _ = close(fd)
-      unlink(partial)
-      throw ClientError("\(error)")
-    }
-    guard rename(partial, target) == 0 else {
-      let reason = String(cString: strerror(errno))
-      unlink(partial)
-      throw ClientError("cannot write \(target): \(reason)")
-    }
+    try exportToFile(store, exportOptions, target: target, storePath: storePath(list))
     return ExitCode.success.rawValue
   case "stats":
     let list = try ArgumentList(rest, valued: ["--since", "--until", "--state-dir", "--store"])
     try expectNoArguments(list.positional, "track stats")
+    let since = try time(list, "--since")
+    let until = try time(list, "--until")
+    if let since, let until, until <= since { throw UsageError("--until must be later than --since") }
     let store = try openForReading(storePath(list))
     let statistics: TrackStatistics
-    do { statistics = try store.statistics(since: try time(list, "--since"), until: try time(list, "--until")) } catch {
-      throw ClientError("\(error)")
+    do { statistics = try store.statistics(since: since, until: until) } catch {
+      throw ClientError(error.description)
     }
     let first = statistics.firstTime.map(TrackTime.iso8601)
     let last = statistics.lastTime.map(TrackTime.iso8601)
@@ -95,7 +85,8 @@ func runTrack(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
       line += ",\"distance\":\((statistics.distance * 1000).rounded() / 1000)"
       line += ",\"duration\":\(Double(statistics.duration) / 1000)"
       if let first, let last { line += ",\"first\":\"\(first)\",\"last\":\"\(last)\"" }
-      line += ",\"bytes\":\(statistics.bytes),\"outgoing\":\(statistics.outgoing)}"
+      line += ",\"bytes\":\(statistics.bytes),\"outgoing\":\(statistics.outgoing)"
+      line += ",\"outgoingDropped\":\(statistics.outgoingDropped)}"
       print(line)
     } else {
       let seconds = statistics.duration / 1000
@@ -105,6 +96,7 @@ func runTrack(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
       print("first:    \(first ?? "-")")
       print("last:     \(last ?? "-")")
       print("size:     \(statistics.bytes) bytes")
+      print("outbox:   \(statistics.outgoing) waiting, \(statistics.outgoingDropped) dropped")
     }
     return ExitCode.success.rawValue
   case "clear":
@@ -123,6 +115,91 @@ func runTrack(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
     return ExitCode.success.rawValue
   default:
     throw UsageError("track takes export, stats or clear, not \(action)")
+  }
+}
+
+/// The device, inode and mode of `path` (without following a final symbolic link unless
+/// `following`), or nil when it does
+/// not exist.
+private func identity(_ path: String, following: Bool = false) -> (device: UInt64, inode: UInt64, mode: UInt32)? {
+  var status = stat()
+  guard (following ? stat(path, &status) : lstat(path, &status)) == 0 else { return nil }
+  return (UInt64(status.st_dev), UInt64(status.st_ino), UInt32(status.st_mode))
+}
+
+private func fileType(_ mode: UInt32) -> UInt32 { mode & UInt32(S_IFMT) }
+
+/// Writes the export to `target`:
+/// - a regular file (or a new name) is written as `target.partial`, mode 0600 like the store, and
+///   renamed into place when complete, so a failed export leaves no truncated file and an existing
+///   file untouched; SIGINT and SIGTERM remove the partial file;
+/// - an existing character device or FIFO (/dev/stdout, /dev/null, a pipe) is written directly,
+///   never replaced;
+/// - a symbolic link, a directory, a socket, a block device, and the store itself or its -wal and
+///   -shm files (same device and inode) are refused before anything is written.
+private func exportToFile(_ store: TrackStore, _ options: TrackExportOptions, target: String, storePath: String) throws {
+  let existing = identity(target)
+  if let existing {
+    for file in [storePath, storePath + "-wal", storePath + "-shm"] {
+      guard let other = identity(file, following: true) else { continue }
+      if other.device == existing.device && other.inode == existing.inode {
+        throw ClientError("refusing to export onto the track store itself (\(target) is \(file))")
+      }
+    }
+    switch fileType(existing.mode) {
+    case UInt32(S_IFREG): break
+    case UInt32(S_IFLNK):
+      throw ClientError("refusing to export to \(target): it is a symbolic link (give the file it points to)")
+    case UInt32(S_IFCHR), UInt32(S_IFIFO):
+      let fd = open(target, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)
+      guard fd >= 0 else { throw ClientError("cannot write \(target): \(String(cString: strerror(errno)))") }
+      defer { _ = close(fd) }
+      do { try TrackExporter.export(from: store, options: options, to: fd) } catch {
+        throw ClientError("\(error)")
+      }
+      return
+    case UInt32(S_IFDIR): throw ClientError("refusing to export to \(target): it is a directory")
+    default: throw ClientError("refusing to export to \(target): not a regular file, character device or FIFO")
+    }
+  }
+  let partial = target + ".partial"
+  if let stale = identity(partial) {
+    // A leftover of an interrupted export (or a link someone placed there): removed, never
+    // written through.
+    guard fileType(stale.mode) == UInt32(S_IFREG) || fileType(stale.mode) == UInt32(S_IFLNK), unlink(partial) == 0
+    else { throw ClientError("cannot write \(partial): it exists and is not a regular file") }
+  }
+  let fd = open(partial, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+  guard fd >= 0 else { throw ClientError("cannot write \(partial): \(String(cString: strerror(errno)))") }
+  let interruption = removeOnSignal(partial)
+  defer { for source in interruption { source.cancel() } }
+  do {
+    try TrackExporter.export(from: store, options: options, to: fd)
+    guard fsync(fd) == 0, close(fd) == 0 else { throw TrackExportError.output(SystemError(errno)) }
+  } catch {
+    _ = close(fd)
+    unlink(partial)
+    throw ClientError("\(error)")
+  }
+  guard rename(partial, target) == 0 else {
+    let reason = String(cString: strerror(errno))
+    unlink(partial)
+    throw ClientError("cannot write \(target): \(reason)")
+  }
+}
+
+/// SIGINT and SIGTERM during an export remove `path` and exit 128 + signal, as the default action
+/// would have (without the removal).
+private func removeOnSignal(_ path: String) -> [any DispatchSourceSignal] {
+  [SIGINT, SIGTERM].map { number in
+    signal(number, SIG_IGN)
+    let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+    source.setEventHandler {
+      unlink(path)
+      _exit(128 + number)
+    }
+    source.resume()
+    return source
   }
 }
 

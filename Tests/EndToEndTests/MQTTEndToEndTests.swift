@@ -361,6 +361,48 @@ extension EndToEnd {
     }
 
     @Test(
+      "fleet devices of a previous run are removed at start; the user's annotations stay",
+      .timeLimit(.minutes(2)))
+    func fleetOfAPreviousRunIsRemoved() async throws {
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      let broker = try PrivateMosquitto()
+      try await broker.start()
+      defer { broker.stop() }
+      let pub = "/usr/bin/mosquitto_pub"
+      let base = ["-h", "127.0.0.1", "-p", String(broker.port), "-r", "-t", "owntracks/dave/old"]
+      _ = try await runTool(pub, base + ["-m", #"{"_type":"location","lat":52.5,"lon":13.4,"tst":1700000000,"tid":"DO"}"#])
+      let extra = ["--mqtt", "mqtt://127.0.0.1:\(broker.port)", "--mqtt-topic", "owntracks/bob/bike", "--mqtt-subscribe", "owntracks/+/+"]
+      func ids(_ daemon: DaemonProcess) async throws -> Set<String> {
+        let map = try await locationctl(daemon.socketPath, ["map"])
+        return Set(((parseObject(map.stdout)?["annotations"] as? [JSONObject]) ?? []).compactMap { $0["id"] as? String })
+      }
+      let first = try DaemonProcess(
+        scratch: scratch, backend: "simulate", extra: extra, name: "bob1", socketPath: scratch.file("bob1.sock"),
+        stateDirectory: scratch.file("bob-state"))
+      defer { first.cleanUp() }
+      try await first.waitForLog("state=connected")
+      let annotate = try await locationctl(first.socketPath, ["annotate", "home", "1", "2", "Home"])
+      #expect(annotate.status == 0, "\(annotate.stderr)")
+      let deadline = now() + 30
+      while now() < deadline, !(try await ids(first)).contains("owntracks/dave/old") { await pause(0.05) }
+      #expect(try await ids(first).contains("owntracks/dave/old"), "\(first.log)")
+      await first.stop()
+      // Dave is gone from the broker (its retained message cleared) before the next start.
+      _ = try await runTool(pub, base + ["-n"])
+      let second = try DaemonProcess(
+        scratch: scratch, backend: "simulate", extra: extra, name: "bob2", socketPath: scratch.file("bob2.sock"),
+        stateDirectory: scratch.file("bob-state"))
+      defer { second.cleanUp() }
+      try await second.waitForLog("state=connected")
+      let shown = try await ids(second)
+      #expect(!shown.contains("owntracks/dave/old"), "\(shown)\n\(second.log)")
+      #expect(shown.contains("home"), "\(shown)")
+      try await second.waitForLog("mqttFleetCleared removed=1")
+      await second.stop()
+    }
+
+    @Test(
       "a second locationd subscribed to the fleet shows the first one's position; malformed, oversized and own messages are ignored",
       .timeLimit(.minutes(2)))
     func fleetView() async throws {

@@ -24,9 +24,21 @@ struct MQTTConfigurationTests {
     #expect(mqtt.minimumDistance == 20)
     #expect(mqtt.subscribe == "owntracks/+/+")
     #expect(try Configuration.parse(arguments: []).mqtt == nil)
+    let needsBroker = "needs a broker: give --mqtt mqtt[s]://HOST[:PORT] (mqtt = ... in a config file)"
+    #expect(throws: ConfigurationError.invalidValue(key: "mqtt-qos", value: "1", reason: needsBroker)) {
+      try Configuration.parse(arguments: ["--mqtt-qos", "1"])
+    }
+    // Several keys without the broker: always the same one named (flags by name), whatever the order.
+    for _ in 0..<8 {
+      #expect(throws: ConfigurationError.invalidValue(key: "mqtt-stale", value: "60", reason: needsBroker)) {
+        try Configuration.parse(arguments: ["--mqtt-subscribe", "owntracks/+/+", "--mqtt-stale", "60", "--mqtt-tid", "ab"])
+      }
+    }
     #expect(throws: ConfigurationError.invalidValue(
-      key: "mqtt-qos", value: "1", reason: "give the broker with mqtt = mqtt[s]://HOST[:PORT] first")
-    ) { try Configuration.parse(arguments: ["--mqtt-qos", "1"]) }
+      key: "mqtt", value: "mqtts://broker.example:8883",
+      reason: "mqtts needs the CA certificates of the broker: give mqtt-ca-file = PATH (--mqtt-ca-file PATH)")
+    ) { try Configuration.parse(arguments: ["--mqtt", "mqtts://broker.example"]) }
+    #expect(try Configuration.parse(arguments: ["--mqtt", "mqtts://broker.example", "--mqtt-ca-file", "/etc/ssl/ca.pem"]).mqtt?.caFile == "/etc/ssl/ca.pem")
     #expect(throws: ConfigurationError.self) { try Configuration.parse(arguments: ["--mqtt", "mqtt://u:p@h"]) }
   }
 }

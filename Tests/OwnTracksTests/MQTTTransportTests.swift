@@ -37,6 +37,33 @@ struct MQTTTransportTests {
     }
   }
 
+  @Test("the default client id follows the topic: two daemons on one host do not share one")
+  func defaultClientID() throws {
+    var first: MQTTSettings?
+    var second: MQTTSettings?
+    try MQTTSettings.apply("mqtt", "mqtt://127.0.0.1:1883", to: &first)
+    try MQTTSettings.apply("mqtt", "mqtt://127.0.0.1:1883", to: &second)
+    try MQTTSettings.apply("mqtt-topic", "owntracks/alice/car", to: &first)
+    try MQTTSettings.apply("mqtt-topic", "owntracks/alice/van", to: &second)
+    #expect(first?.effectiveClientID == "locationd-alice-car")
+    #expect(second?.effectiveClientID == "locationd-alice-van")
+    try MQTTSettings.apply("mqtt-client-id", "mine", to: &second)
+    #expect(second?.effectiveClientID == "mine")
+    // Too long, or characters outside letters and digits: a hash of the whole topic, 23 bytes at most.
+    let topics = [
+      "owntracks/alexandria/delivery-van-12", "owntracks/alexandria/delivery-van-13", "owntracks/a-b/c",
+      "owntracks/a/b-c", "fleet/owntracks/alice/car", "owntracks/ü/x",
+    ]
+    let ids = topics.map(MQTTSettings.defaultClientID(topic:))
+    #expect(Set(ids).count == topics.count, "\(ids)")
+    for id in ids {
+      #expect(id.utf8.count <= 23, "\(id)")
+      #expect(id.hasPrefix("locationd-"))
+      #expect(id.utf8.allSatisfy { $0 == UInt8(ascii: "-") || (0x30...0x39).contains($0) || (0x61...0x7a).contains($0) || (0x41...0x5a).contains($0) })
+    }
+    #expect(ids[0].hasPrefix("locationd-deli-"))
+  }
+
   @Test("credentials files are refused when group or others may read them, like ssh keys")
   func credentialsFileMode() throws {
     let path = "/tmp/locationd-credentials-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
@@ -135,5 +162,58 @@ struct MQTTTransportTests {
     let untitled = roster.receive(
       .location(OwnTracksLocation(latitude: 0, longitude: 0, timestamp: 2000)), topic: "owntracks/carol/bike", at: 2000)
     #expect(untitled?.title == "bike")
+  }
+
+  @Test("fleet roster: a future tst is refused and never freezes the device; long topics are counted")
+  func rosterFutureTimestamps() {
+    var roster = FleetRoster(staleAfter: 600, ownTopic: "owntracks/me/here")
+    let now: Int64 = 1_700_000_000
+    func at(_ tst: Int64, _ lat: Double) -> OwnTracksMessage {
+      .location(OwnTracksLocation(latitude: lat, longitude: 0, timestamp: tst))
+    }
+    #expect(roster.receive(at(now - 10, 1), topic: "owntracks/bob/phone", at: now) != nil)
+    #expect(roster.receive(at(now + 3600, 2), topic: "owntracks/bob/phone", at: now) == nil)
+    #expect(roster.receive(at(99_999_999_999, 3), topic: "owntracks/bob/phone", at: now) == nil)
+    #expect(roster.futureRefused == 2)
+    // The genuine report after them is shown.
+    let genuine = roster.receive(at(now + 5, 4), topic: "owntracks/bob/phone", at: now + 5)
+    #expect(genuine?.coordinate.latitude == 4)
+    // Within the tolerance: accepted.
+    #expect(roster.receive(at(now + 5 + FleetRoster.futureTolerance, 5), topic: "owntracks/bob/phone", at: now + 5) != nil)
+    // A Last Will from the future shows the clock's time, not its own.
+    let offline = roster.receive(.lastWill(OwnTracksLastWill(timestamp: 99_999_999_999)), topic: "owntracks/bob/phone", at: now + 600)
+    #expect(offline?.subtitle == "offline 2023-11-14T22:23:20Z")
+    let long = "owntracks/" + String(repeating: "x", count: Annotation.maxIdentifierLength)
+    #expect(roster.receive(at(now, 1), topic: long, at: now) == nil)
+    #expect(roster.topicRefused == 1)
+  }
+
+  @Test("the limiter starts again when the fix time steps backwards")
+  func limiterBackwardsStep() {
+    var limiter = PublishLimiter(minimumInterval: 10)
+    func at(_ t: Int64) -> OwnTracksLocation { OwnTracksLocation(latitude: 0, longitude: 0, timestamp: t) }
+    // A replay looping back to its start, then going on from there.
+    let admitted = [at(1000), at(1010), at(100), at(105), at(110), at(120)].map { limiter.admit($0) }
+    #expect(admitted == [true, true, true, false, true, true])
+  }
+
+  @Test("fleet roster: its own cap below the map's limits leaves room for the user's annotations")
+  func rosterCapacity() {
+    var roster = FleetRoster(staleAfter: 600, ownTopic: "owntracks/me/here")
+    let location = OwnTracksMessage.location(OwnTracksLocation(latitude: 1, longitude: 2, timestamp: 1000, trackerID: "AB"))
+    for device in 0..<1000 { _ = roster.receive(location, topic: "owntracks/user/d\(device)", at: 1000) }
+    #expect(roster.count == FleetRoster.maxDevices)
+    #expect(roster.capacityRefused == 100)
+    // The map's limits (docs/map.md): 1000 annotations, 64 KiB of text.
+    #expect(FleetRoster.maxDevices <= 1000 - 100 && FleetRoster.maxTextBytes <= 64 * 1024 - 8 * 1024)
+    // A known device still updates; a new one is still refused.
+    #expect(roster.receive(location, topic: "owntracks/user/d0", at: 1001) != nil)
+    #expect(roster.receive(location, topic: "owntracks/user/new", at: 1001) == nil)
+    // Long topics fill the text cap before the device cap.
+    var long = FleetRoster(staleAfter: 600, ownTopic: "owntracks/me/here")
+    let prefix = "owntracks/" + String(repeating: "u", count: 100) + "/"
+    for device in 0..<900 { _ = long.receive(location, topic: prefix + "d\(device)", at: 1000) }
+    #expect(long.textBytes <= FleetRoster.maxTextBytes)
+    #expect(long.count < 900 && long.capacityRefused == 900 - long.count)
   }
 }

@@ -87,6 +87,25 @@ struct OwnTracksMessageTests {
     #expect(try OwnTracksMessage.parse(Array(#"{"_type":"lwt","tst":5}"#.utf8)) == .lastWill(OwnTracksLastWill(timestamp: 5)))
   }
 
+  @Test("duplicate member names and numbers that underflow to 0 are refused")
+  func duplicatesAndUnderflow() throws {
+    #expect(throws: OwnTracksError.invalidMember("_type", reason: "appears more than once")) {
+      try OwnTracksMessage.parse(Array(#"{"_type":"location","_type":"lwt","tst":5}"#.utf8))
+    }
+    #expect(throws: OwnTracksError.invalidMember("lat", reason: "appears more than once")) {
+      try OwnTracksMessage.parse(Array(#"{"_type":"location","lat":1,"lon":2,"tst":5,"lat":3}"#.utf8))
+    }
+    #expect(throws: OwnTracksError.self) {
+      try OwnTracksMessage.parse(Array(#"{"_type":"location","lat":1e-400,"lon":2,"tst":5}"#.utf8))
+    }
+    #expect(throws: OwnTracksError.self) {
+      try OwnTracksMessage.parse(Array(#"{"_type":"location","lat":1,"lon":2,"tst":5,"acc":-0.5e-999}"#.utf8))
+    }
+    // A written zero, in any form, is still 0.
+    let zero = try OwnTracksMessage.parse(Array(#"{"_type":"location","lat":0.0e-400,"lon":-0,"tst":5}"#.utf8))
+    #expect(zero == .location(OwnTracksLocation(latitude: 0, longitude: 0, timestamp: 5)))
+  }
+
   @Test("the limiter keeps the minimum interval and the geodesic minimum distance")
   func limiter() {
     var limiter = PublishLimiter(minimumInterval: 10, minimumDistance: 100)

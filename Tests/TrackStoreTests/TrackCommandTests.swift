@@ -43,6 +43,8 @@ import TrackStore
     #expect(object["first"] as? String == "2019-05-01T12:00:00Z")
     #expect(object["last"] as? String == "2019-05-01T12:00:59Z")
     #expect((object["distance"] as? Double ?? 0) > 0)
+    #expect(object["outgoing"] as? Int == 0)
+    #expect(object["outgoingDropped"] as? Int == 0)
     let clear = try run([Self.locationctl, "track", "clear", "--state-dir", directory])
     #expect(clear.status == 0, "\(clear.error)")
     #expect(clear.output == "deleted 60 fixes\n")
@@ -54,6 +56,10 @@ import TrackStore
     (["track", "export", "--since", "yesterday"], Int32(64), "--since needs ISO 8601"),
     (["track", "export", "--format", "kml"], 64, "--format takes gpx, geojson or csv"),
     (["track", "export", "--gap", "0"], 64, "--gap takes seconds"),
+    (["track", "export", "--gap", "1e-9"], 64, "--gap takes seconds from 0.001 to 31536000 (365 days), got 1e-9"),
+    (["track", "export", "--gap", "1e308"], 64, "--gap takes seconds from 0.001 to 31536000 (365 days), got 1e308"),
+    (["track", "stats", "--since", "x"], 64, "--since needs ISO 8601 (2019-05-01T12:00:00Z) or Unix seconds, got x"),
+    (["track", "stats", "--since", "20", "--until", "10"], 64, "--until must be later than --since"),
     (["track", "export", "--since", "20", "--until", "10"], 64, "--until must be later than --since"),
     (["track", "export", "a", "b"], 64, "at most one FILE"),
     (["track", "frobnicate"], 64, "track takes export, stats or clear"),
@@ -64,6 +70,7 @@ import TrackStore
     let result = try run([Self.locationctl] + arguments)
     #expect(result.status == status)
     #expect(result.error.contains(message), "\(result.error)")
+    #expect(!result.error.contains("UsageError("), "\(result.error)")
   }
 
   @Test func aFailedExportLeavesAnExistingFileUntouched() throws {
@@ -76,5 +83,60 @@ import TrackStore
     #expect(result.status == 1)
     #expect(try String(contentsOfFile: file, encoding: .utf8) == "old")
     #expect(!FileManager.default.fileExists(atPath: file + ".partial"))
+  }
+
+  @Test func exportRefusesTheStoreItsFilesAndSymbolicLinks() throws {
+    let directory = try storeDirectory()
+    let storeFile = directory + "/track.sqlite"
+    let before = try Data(contentsOf: URL(fileURLWithPath: storeFile))
+    try FileManager.default.createSymbolicLink(atPath: directory + "/link.gpx", withDestinationPath: directory + "/x.gpx")
+    try FileManager.default.linkItem(atPath: storeFile, toPath: directory + "/hardlink")
+    let cases: [(String, String)] = [
+      (storeFile, "onto the track store itself"),
+      (directory + "/./track.sqlite", "onto the track store itself"),
+      (directory + "/hardlink", "onto the track store itself"),
+      (directory + "/link.gpx", "symbolic link"),
+      (directory, "is a directory"),
+    ]
+    for (target, message) in cases {
+      let result = try run([Self.locationctl, "track", "export", "--state-dir", directory, target])
+      #expect(result.status == 1, "\(target)")
+      #expect(result.error.contains(message), "\(target): \(result.error)")
+    }
+    #expect(try Data(contentsOf: URL(fileURLWithPath: storeFile)) == before)
+    #expect(!FileManager.default.fileExists(atPath: directory + "/x.gpx"))
+    let stats = try run([Self.locationctl, "track", "stats", "--state-dir", directory])
+    #expect(stats.output.contains("points:   60"))
+  }
+
+  @Test func exportWritesIntoDevicesAndFIFOsAndCreatesFilesPrivate() throws {
+    let directory = try storeDirectory()
+    let toNull = try run([Self.locationctl, "track", "export", "--state-dir", directory, "/dev/null"])
+    #expect(toNull.status == 0, "\(toNull.error)")
+    var status = stat()
+    #expect(stat("/dev/null", &status) == 0)
+    #expect(status.st_mode & S_IFMT == S_IFCHR)
+    let fifo = directory + "/pipe"
+    #expect(mkfifo(fifo, 0o600) == 0)
+    // The reading end, open before the export starts (non-blocking: nothing waits on a writer
+    // that never comes); the 60 fixes (about 4 KB) fit the pipe's buffer.
+    let reader = open(fifo, O_RDONLY | O_NONBLOCK)
+    #expect(reader >= 0)
+    defer { close(reader) }
+    let toFIFO = try run([Self.locationctl, "track", "export", "--state-dir", directory, "--format", "csv", fifo])
+    var bytes = [UInt8](repeating: 0, count: 65_536)
+    let count = read(reader, &bytes, bytes.count)
+    let received = String(decoding: bytes.prefix(max(0, count)), as: UTF8.self)
+    #expect(toFIFO.status == 0, "\(toFIFO.error)")
+    #expect(received.split(separator: "\n").count == 61)
+    #expect(lstat(fifo, &status) == 0)
+    #expect(status.st_mode & S_IFMT == S_IFIFO)
+    let file = directory + "/trip.gpx"
+    let old = umask(0o022)
+    defer { umask(old) }
+    let toFile = try run([Self.locationctl, "track", "export", "--state-dir", directory, file])
+    #expect(toFile.status == 0, "\(toFile.error)")
+    #expect(stat(file, &status) == 0)
+    #expect(status.st_mode & 0o777 == 0o600)
   }
 }

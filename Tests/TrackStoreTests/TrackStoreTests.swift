@@ -56,6 +56,30 @@ import Testing
     #expect(left.first.map(\.time) == Int64(1_556_712_039_000))
   }
 
+  @Test func aFutureDatedFixDoesNotAgeTheHistory() throws {
+    var configuration = TrackStoreConfiguration()
+    configuration.maxAge = 60_000
+    let store = try TrackStore(path: try temporaryDirectory() + "/track.sqlite", configuration: configuration)
+    let start: Int64 = 1_556_712_000_000
+    try store.append(syntheticTrack(count: 30, start: start, step: 1000))
+    // A replay with a late rollover floor, or a bad receiver time: one fix in 2030.
+    try store.append(syntheticTrack(count: 1, start: 1_900_000_000_000))
+    // The clock reads just after the genuine fixes: none of them is older than a minute.
+    let clock = start + 30_000
+    #expect(try store.enforceRetention(now: clock) == 0)
+    try store.append(syntheticTrack(count: 30, start: start + 30_000, step: 1000))
+    #expect(try store.enforceRetention(now: start + 60_000) == 0)
+    #expect(try allPoints(store).count == 61)
+    // Time goes on: the oldest genuine fixes age out against the newest genuine one, not the 2030 one.
+    #expect(try store.enforceRetention(now: start + 70_000) == 0, "the newest genuine fix is at +59 s")
+    try store.append(syntheticTrack(count: 1, start: start + 70_000))
+    #expect(try store.enforceRetention(now: start + 70_000) == 10)
+    #expect(try allPoints(store).first.map(\.time) == start + 10_000)
+    // The clock behind every fix (a 1970 clock): the reference is the clock, nothing is deleted.
+    #expect(try store.enforceRetention(now: 0) == 0)
+    #expect(try allPoints(store).count == 52)
+  }
+
   @Test func retentionBySizeKeepsTheLiveDataUnderTheCap() throws {
     var configuration = TrackStoreConfiguration()
     configuration.maxBytes = 256 * 1024
