@@ -139,6 +139,10 @@ func runSimulate(arguments: [String]) -> Int32 {
       return ExitCode.usage.rawValue
     }
   }
+  if let baud, let problem = SerialLinePacer.epochBudgetProblem(baud: baud, rate: rate) {
+    writeError("locationctl simulate: --baud \(baud) with --rate: \(problem)")
+    return ExitCode.usage.rawValue
+  }
   if path != nil && network != nil {
     writeError("locationctl simulate: --pty and --output exclude each other (try --help)")
     return ExitCode.usage.rawValue
