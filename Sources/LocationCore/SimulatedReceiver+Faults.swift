@@ -186,6 +186,13 @@ public struct NMEAFaultStatistics: Sendable, Hashable {
 
   /// Sentences a checksumming decoder must reject as a checksum mismatch: `checksum + bitflip`.
   public var expectedChecksumMismatches: Int { checksum + bitflip }
+
+  /// One line of the counts per kind, in the schedule syntax's order, for logs and summaries:
+  /// `faults injected: checksum 3, bitflip 0, drop 2, truncate 1, garbage 0, stuck epochs 60, unplugs 1`.
+  public var summary: String {
+    "faults injected: checksum \(checksum), bitflip \(bitflip), drop \(drop), truncate \(truncate), "
+      + "garbage \(garbage), stuck epochs \(stuckEpochs), unplugs \(unplugs)"
+  }
 }
 
 /// Applies an ``NMEAFaultSchedule``'s per-sentence faults to framed sentences, deterministically.

@@ -227,6 +227,7 @@ func runSimulate(arguments: [String]) -> Int32 {
   writeError(
     "locationctl simulate: \(statistics.epochsWritten) epochs written, "
       + "\(statistics.epochsWithoutReader) without a reader, \(statistics.epochsDropped) dropped, "
-      + "\(statistics.bytesWritten) bytes")
+      + "\(statistics.bytesWritten) bytes"
+      + (faults.isEmpty ? "" : "; \(receiver.outputStatistics.faults.summary)"))
   return status.load(ordering: .relaxed)
 }

@@ -45,6 +45,18 @@ private func epoch(_ index: Int) -> Fix {
     #expect(throws: error) { try NMEAFaultSchedule.parse(text) }
   }
 
+  /// The exit summary names every kind with its count.
+  @Test func faultSummaryNamesEachKindWithItsCount() {
+    var counts = NMEAFaultStatistics()
+    counts.checksum = 3
+    counts.drop = 2
+    counts.stuckEpochs = 60
+    counts.unplugs = 1
+    #expect(
+      counts.summary
+        == "faults injected: checksum 3, bitflip 0, drop 2, truncate 0, garbage 0, stuck epochs 60, unplugs 1")
+  }
+
   /// Adjacent windows and windows of different kinds may share time; every kind once is fine.
   @Test func acceptsAdjacentWindowsAndEachKindOnce() throws {
     let schedule = try NMEAFaultSchedule.parse("unplug@1-3,unplug@3-4,stuck@2-5,checksum:0.1,drop:0.1")
