@@ -28,6 +28,12 @@ public enum GPXError: Error, Hashable, Sendable, CustomStringConvertible {
   /// libxml2 could not be loaded (it is loaded for the first GPX file); the text says what to
   /// install.
   case parserUnavailable(String)
+  /// The `simulate` URI's almanac file could not be read or parsed (its own text, which names
+  /// the almanac and the line).
+  case almanac(AlmanacError)
+  /// An `obstruction` setting names leg `leg` but the route has only `legs` legs (`0..<legs`,
+  /// the closing leg from the last point back to the first included).
+  case obstructionBeyondRoute(leg: Int, legs: Int)
 
   /// A one-line message for logs and error replies.
   public var description: String {
@@ -47,6 +53,9 @@ public enum GPXError: Error, Hashable, Sendable, CustomStringConvertible {
     case .noPoints: return "GPX file has no rtept, trkpt or wpt points"
     case .tooManyPoints(let limit): return "GPX file has more than \(limit) points"
     case .parserUnavailable(let reason): return reason
+    case .almanac(let error): return error.description
+    case .obstructionBeyondRoute(let leg, let legs):
+      return "obstruction names leg \(leg) but the route has \(legs) legs (0...\(legs - 1))"
     }
   }
 }

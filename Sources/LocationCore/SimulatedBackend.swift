@@ -144,11 +144,14 @@ public final class SimulatedBackend: LocationBackend {
           }
           if key == "ttff" { options.timeToFirstFix = low...high } else { options.reacquisition = low...high }
         case "obstruction":
-          for item in value.split(separator: ",") {
+          let expected = "LEG:open|tunnel|canyon[:DEG] with LEG a waypoint index 0-99999 and DEG within 0...89"
+          for item in value.split(separator: ",", omittingEmptySubsequences: false) {
             let pieces = item.split(separator: ":", omittingEmptySubsequences: false)
-            let expected = "LEG:open|tunnel|canyon[:DEG] with LEG a waypoint index 0-99999 and DEG within 0...89"
             guard pieces.count >= 2, let leg = Int(pieces[0]), (0...99_999).contains(leg) else {
               throw .invalidValue(key: key, value: String(item), expected: expected)
+            }
+            guard options.obstructions[leg] == nil else {
+              throw .invalidValue(key: key, value: String(item), expected: "one setting per leg (leg \(leg) is given twice)")
             }
             switch (pieces[1].lowercased(), pieces.count) {
             case ("open", 2): options.obstructions[leg] = .openSky
@@ -225,6 +228,9 @@ public final class SimulatedBackend: LocationBackend {
           }
         }
       }
+      if let baud = options.baud, let problem = SerialLinePacer.epochBudgetProblem(baud: baud, rate: options.rate) {
+        throw .invalidValue(key: "baud", value: String(baud), expected: "a baud rate that carries an epoch: \(problem)")
+      }
       return options
     }
 
@@ -232,8 +238,9 @@ public final class SimulatedBackend: LocationBackend {
     /// there are.
     ///
     /// - Throws: ``GPXError`` when the route file cannot be read or has no points, or when the
-    ///   almanac file cannot be read or parsed (``GPXError/unreadable(path:message:)`` with the
-    ///   ``AlmanacError`` text, line number included).
+    ///   almanac file cannot be read or parsed (``GPXError/almanac(_:)`` with the
+    ///   ``AlmanacError``, line number included), ``GPXError/obstructionBeyondRoute(leg:legs:)``
+    ///   when an `obstruction` setting names a leg the route does not have.
     public func parameters() throws(GPXError) -> SimulationParameters {
       var route = SimulatedRoute.defaultLoop
       var obstructions: [Int: Obstruction] = [:]
@@ -251,8 +258,12 @@ public final class SimulatedBackend: LocationBackend {
         do {
           almanac = try Self.readAlmanac(almanacFile)
         } catch {
-          throw .unreadable(path: almanacFile, message: error.description)
+          throw .almanac(error)
         }
+      }
+      let legs = route.waypoints.count
+      if let beyond = self.obstructions.keys.filter({ $0 >= legs }).min() {
+        throw .obstructionBeyondRoute(leg: beyond, legs: legs)
       }
       for (leg, obstruction) in obstructions {
         // A canyon's street runs along its leg.
@@ -273,7 +284,11 @@ public final class SimulatedBackend: LocationBackend {
         startTime: startTime)
     }
 
-    /// Reads and parses a YUMA almanac file (at most 1 MB; a regular file only).
+    /// The largest almanac file read, in bytes (1 MiB; a full YUMA almanac is about 25 KiB).
+    public static let maximumAlmanacBytes = 1 << 20
+
+    /// Reads and parses a YUMA almanac file (at most ``maximumAlmanacBytes``; a regular file
+    /// only; UTF-8, a leading byte order mark ignored).
     /// - Throws: ``AlmanacError``.
     public static func readAlmanac(_ path: String) throws(AlmanacError) -> GPSAlmanac {
       let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
@@ -285,11 +300,15 @@ public final class SimulatedBackend: LocationBackend {
       }
       let bytes: [UInt8]
       do {
-        bytes = try SystemIO.readToEnd(fd, limit: 1 << 20)
+        bytes = try SystemIO.readToEnd(fd, limit: maximumAlmanacBytes)
       } catch {
-        throw .unreadable(path: path, message: "\(error)")
+        switch error {
+        case .tooLarge: throw .unreadable(path: path, message: "larger than 1 MiB")
+        case .system(let failure): throw .unreadable(path: path, message: failure.description)
+        }
       }
-      return try GPSAlmanac.parseYUMA(String(decoding: bytes, as: UTF8.self))
+      let text = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? bytes.dropFirst(3) : bytes[...]
+      return try GPSAlmanac.parseYUMA(String(decoding: text, as: UTF8.self))
     }
   }
 

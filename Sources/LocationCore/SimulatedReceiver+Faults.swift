@@ -61,24 +61,35 @@ public struct NMEAFaultSchedule: Sendable, Hashable {
   /// - Throws: ``NMEAFaultScheduleError`` naming the term that is not understood.
   public static func parse(_ text: String) throws(NMEAFaultScheduleError) -> NMEAFaultSchedule {
     var schedule = NMEAFaultSchedule()
-    for rawTerm in text.split(separator: ",") {
-      let term = rawTerm.trimmingSpaces
-      if term.isEmpty { continue }
+    let terms = text.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingSpaces }
+    guard terms.contains(where: { !$0.isEmpty }) else { throw .empty }
+    var seen: Set<String> = []
+    for term in terms {
+      guard !term.isEmpty else { throw .emptyTerm(schedule: text) }
       if let at = term.firstIndex(of: "@") {
         let kind = String(term[..<at])
         let bounds = term[term.index(after: at)...].split(
           separator: "-", omittingEmptySubsequences: false)
         guard bounds.count == 2, let start = Double(bounds[0]), let end = Double(bounds[1]),
           start.isFinite, end.isFinite,
-          start >= 0, end > start
+          start >= 0, end > start, end <= maximumWindowSeconds
         else { throw .invalidWindow(term: String(term)) }
         switch kind {
-        case "stuck": schedule.stuck.append(start..<end)
-        case "unplug": schedule.unplug.append(start..<end)
+        case "stuck":
+          guard !schedule.stuck.contains(where: { $0.overlaps(start..<end) }) else {
+            throw .overlappingWindow(term: String(term))
+          }
+          schedule.stuck.append(start..<end)
+        case "unplug":
+          guard !schedule.unplug.contains(where: { $0.overlaps(start..<end) }) else {
+            throw .overlappingWindow(term: String(term))
+          }
+          schedule.unplug.append(start..<end)
         default: throw .unknownKind(term: String(term))
         }
       } else if term.hasPrefix("seed=") {
         guard let seed = UInt64(term.dropFirst(5)) else { throw .invalidSeed(term: String(term)) }
+        guard seen.insert("seed").inserted else { throw .repeatedKind(term: String(term)) }
         schedule.seed = seed
       } else {
         let parts = term.split(separator: ":", omittingEmptySubsequences: false)
@@ -94,10 +105,14 @@ public struct NMEAFaultSchedule: Sendable, Hashable {
         case "garbage": schedule.garbage = p
         default: throw .unknownKind(term: String(term))
         }
+        guard seen.insert(String(parts[0])).inserted else { throw .repeatedKind(term: String(term)) }
       }
     }
     return schedule
   }
+
+  /// The latest end of a `stuck` or `unplug` window, in seconds (about 31.7 years).
+  public static let maximumWindowSeconds = 1_000_000_000.0
 
   /// Whether `seconds` since the start falls in a `stuck` window.
   public func isStuck(at seconds: Double) -> Bool { stuck.contains { $0.contains(seconds) } }
@@ -111,10 +126,18 @@ public enum NMEAFaultScheduleError: Error, Equatable, Sendable, CustomStringConv
   case unknownKind(term: String)
   /// A probability is not a number in `0...1`.
   case invalidProbability(term: String)
-  /// A window is not `A-B` seconds with `0 <= A < B`.
+  /// A window is not `A-B` seconds with `0 <= A < B <= ` ``NMEAFaultSchedule/maximumWindowSeconds``.
   case invalidWindow(term: String)
   /// A seed is not an unsigned 64-bit integer.
   case invalidSeed(term: String)
+  /// The schedule has no term at all (empty or only commas).
+  case empty
+  /// The schedule has an empty term (two commas in a row, or a leading or trailing comma).
+  case emptyTerm(schedule: String)
+  /// A probability kind or the seed is given twice.
+  case repeatedKind(term: String)
+  /// A `stuck` or `unplug` window overlaps an earlier window of the same kind.
+  case overlappingWindow(term: String)
 
   /// A one-line explanation.
   public var description: String {
@@ -125,7 +148,15 @@ public enum NMEAFaultScheduleError: Error, Equatable, Sendable, CustomStringConv
     case .invalidProbability(let term):
       return "fault '\(term)': the probability must be a number in 0...1"
     case .invalidWindow(let term):
-      return "fault '\(term)': the window must be A-B seconds with 0 <= A < B"
+      return "fault '\(term)': the window must be A-B seconds with 0 <= A < B <= \(Int(NMEAFaultSchedule.maximumWindowSeconds))"
+    case .empty:
+      return "the fault schedule is empty: give at least one term such as checksum:0.01 or unplug@10-20"
+    case .emptyTerm(let schedule):
+      return "fault schedule '\(schedule)' has an empty term (a stray comma)"
+    case .repeatedKind(let term):
+      return "fault '\(term)': this kind is already given earlier in the schedule"
+    case .overlappingWindow(let term):
+      return "fault '\(term)': the window overlaps an earlier window of the same kind"
     case .invalidSeed(let term):
       return "fault '\(term)': the seed must be an unsigned 64-bit integer"
     }
@@ -155,6 +186,13 @@ public struct NMEAFaultStatistics: Sendable, Hashable {
 
   /// Sentences a checksumming decoder must reject as a checksum mismatch: `checksum + bitflip`.
   public var expectedChecksumMismatches: Int { checksum + bitflip }
+
+  /// One line of the counts per kind, in the schedule syntax's order, for logs and summaries:
+  /// `faults injected: checksum 3, bitflip 0, drop 2, truncate 1, garbage 0, stuck epochs 60, unplugs 1`.
+  public var summary: String {
+    "faults injected: checksum \(checksum), bitflip \(bitflip), drop \(drop), truncate \(truncate), "
+      + "garbage \(garbage), stuck epochs \(stuckEpochs), unplugs \(unplugs)"
+  }
 }
 
 /// Applies an ``NMEAFaultSchedule``'s per-sentence faults to framed sentences, deterministically.

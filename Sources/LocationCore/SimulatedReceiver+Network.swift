@@ -327,6 +327,11 @@ public final class SimulatedNetworkReceiver: Sendable {
     }
   }
 
+  /// Connections the TCP output server's listening socket queues before `accept` (the
+  /// kernel's `SOMAXCONN`, 4096 on current Linux): a burst of clients never waits for a
+  /// SYN retransmission.
+  static let listenBacklog = Int32(SOMAXCONN)
+
   private static func listen(_ address: inout sockaddr_in, transport: SimulatedTransport)
     throws(SimulatedReceiverError) -> Int32
   {
@@ -340,7 +345,7 @@ public final class SimulatedNetworkReceiver: Sendable {
     let bound = withUnsafeMutablePointer(to: &address) {
       $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Bool in
         var length = size
-        return bind(fd, pointer, size) == 0 && Glibc.listen(fd, 16) == 0
+        return bind(fd, pointer, size) == 0 && Glibc.listen(fd, listenBacklog) == 0
           && getsockname(fd, pointer, &length) == 0
       }
     }

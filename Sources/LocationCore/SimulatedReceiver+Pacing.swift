@@ -31,6 +31,38 @@ public struct SerialLinePacer: Sendable, Hashable {
     self.baud = baud
   }
 
+  /// NMEA 0183's maximum sentence length in bytes, `$` through CR LF: an epoch's first sentence
+  /// (RMC, about 70 bytes with a fix) fits in it, so a smaller per-epoch budget may carry nothing.
+  public static let maximumSentenceBytes = 82
+
+  /// Why a line at `baud` cannot carry epochs at `rate` Hz, or `nil` when it can.
+  ///
+  /// The per-epoch budget is ``capacity(of:)`` of `1 / rate` seconds (about `baud / 10 / rate`
+  /// bytes); below ``maximumSentenceBytes`` not even the epoch's RMC is sure to fit, so every
+  /// sentence could be cut and nothing sent at all. The text names the budget, the lowest offered
+  /// baud rate for `rate` and the highest whole rate for `baud`. A `baud` not in ``baudRates``
+  /// or a rate outside 1...10 Hz gives `nil` (those are refused elsewhere).
+  public static func epochBudgetProblem(baud: Int, rate: Double) -> String? {
+    guard let pacer = try? SerialLinePacer(baud: baud), rate.isFinite, rate >= 1, rate <= 10 else { return nil }
+    let budget = pacer.capacity(of: .seconds(1 / rate))
+    guard budget < maximumSentenceBytes else { return nil }
+    let rateText = rate == rate.rounded() ? String(Int(rate)) : String(rate)
+    var text =
+      "\(baud) baud at \(rateText) Hz leaves \(budget) bytes per epoch, less than one RMC sentence "
+      + "(up to \(maximumSentenceBytes) bytes), so nothing would be sent"
+    if let minimum = baudRates.first(where: {
+      ((try? SerialLinePacer(baud: $0))?.capacity(of: .seconds(1 / rate)) ?? 0) >= maximumSentenceBytes
+    }) {
+      text += ": use at least \(minimum) baud at \(rateText) Hz"
+    }
+    if let highest = (1...10).reversed().first(where: {
+      pacer.capacity(of: .seconds(1 / Double($0))) >= maximumSentenceBytes
+    }) {
+      text += ", or at most \(highest) Hz at \(baud) baud"
+    }
+    return text
+  }
+
   /// Bytes per second the line carries (8N1: `baud / 10`).
   public var bytesPerSecond: Int { baud / 10 }
 

@@ -139,6 +139,10 @@ func runSimulate(arguments: [String]) -> Int32 {
       return ExitCode.usage.rawValue
     }
   }
+  if let baud, let problem = SerialLinePacer.epochBudgetProblem(baud: baud, rate: rate) {
+    writeError("locationctl simulate: --baud \(baud) with --rate: \(problem)")
+    return ExitCode.usage.rawValue
+  }
   if path != nil && network != nil {
     writeError("locationctl simulate: --pty and --output exclude each other (try --help)")
     return ExitCode.usage.rawValue
@@ -223,6 +227,7 @@ func runSimulate(arguments: [String]) -> Int32 {
   writeError(
     "locationctl simulate: \(statistics.epochsWritten) epochs written, "
       + "\(statistics.epochsWithoutReader) without a reader, \(statistics.epochsDropped) dropped, "
-      + "\(statistics.bytesWritten) bytes")
+      + "\(statistics.bytesWritten) bytes"
+      + (faults.isEmpty ? "" : "; \(receiver.outputStatistics.faults.summary)"))
   return status.load(ordering: .relaxed)
 }

@@ -75,6 +75,7 @@ func runNetworkSimulate(
   writeError(
     "locationctl simulate: \(statistics.epochsSent) epochs sent, \(statistics.bytesSent) bytes, "
       + "\(statistics.connectionsAccepted) connections, \(statistics.datagramsSent) datagrams, "
-      + "\(injected.sentencesCut) sentences cut by the baud rate")
+      + "\(injected.sentencesCut) sentences cut by the baud rate"
+      + (faults.isEmpty ? "" : "; \(injected.faults.summary)"))
   return status.load(ordering: .relaxed)
 }

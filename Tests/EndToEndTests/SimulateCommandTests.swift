@@ -204,6 +204,9 @@ struct SimulateCommandTests {
 
   @Test(arguments: [
     ["simulate"], ["simulate", "--pty", "/tmp/x", "--rate", "20"], ["simulate", "--pty"],
+    ["simulate", "--pty", "/tmp/x", "--rate", "10", "--baud", "4800"],
+    ["simulate", "--pty", "/tmp/x", "--faults", ""],
+    ["simulate", "--pty", "/tmp/x", "--faults", "unplug@1-3,unplug@2-4"],
   ])
   func badUsageExits64(_ arguments: [String]) async throws {
     let simulator = Process()

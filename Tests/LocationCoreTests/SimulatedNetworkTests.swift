@@ -50,6 +50,13 @@ private func sampleFix(_ index: Int) -> Fix {
 
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct SimulatedNetworkTests {
+  /// A backlog of 16 made every 18th client of a connection burst wait a second for the SYN
+  /// retransmission; the listener queues the kernel's maximum instead.
+  @Test func tcpListenerQueuesTheKernelMaximum() {
+    #expect(SimulatedNetworkReceiver.listenBacklog >= 128)
+    #expect(SimulatedNetworkReceiver.listenBacklog == Int32(SOMAXCONN))
+  }
+
   @Test func parsesTransportURIs() {
     #expect(SimulatedTransport(uri: "tcp://127.0.0.1:2947") == .tcp(host: "127.0.0.1", port: 2947))
     #expect(SimulatedTransport(uri: "udp://localhost:5000") == .udp(host: "localhost", port: 5000))

@@ -32,9 +32,51 @@ private func epoch(_ index: Int) -> Fix {
     ("stuck@30-10", .invalidWindow(term: "stuck@30-10")),
     ("unplug@5", .invalidWindow(term: "unplug@5")),
     ("seed=-1", .invalidSeed(term: "seed=-1")),
+    ("", .empty),
+    (",,,", .empty),
+    ("checksum:0.1,,drop:0.1", .emptyTerm(schedule: "checksum:0.1,,drop:0.1")),
+    ("checksum:0.1,checksum:0.2", .repeatedKind(term: "checksum:0.2")),
+    ("seed=1,seed=2", .repeatedKind(term: "seed=2")),
+    ("unplug@1-3,unplug@2-4", .overlappingWindow(term: "unplug@2-4")),
+    ("stuck@1-1e300", .invalidWindow(term: "stuck@1-1e300")),
+    ("unplug@1-1e300", .invalidWindow(term: "unplug@1-1e300")),
   ])
   func rejectsBadTermsByName(_ text: String, _ error: NMEAFaultScheduleError) {
     #expect(throws: error) { try NMEAFaultSchedule.parse(text) }
+  }
+
+  /// The exit summary names every kind with its count.
+  @Test func faultSummaryNamesEachKindWithItsCount() {
+    var counts = NMEAFaultStatistics()
+    counts.checksum = 3
+    counts.drop = 2
+    counts.stuckEpochs = 60
+    counts.unplugs = 1
+    #expect(
+      counts.summary
+        == "faults injected: checksum 3, bitflip 0, drop 2, truncate 0, garbage 0, stuck epochs 60, unplugs 1")
+  }
+
+  /// Adjacent windows and windows of different kinds may share time; every kind once is fine.
+  @Test func acceptsAdjacentWindowsAndEachKindOnce() throws {
+    let schedule = try NMEAFaultSchedule.parse("unplug@1-3,unplug@3-4,stuck@2-5,checksum:0.1,drop:0.1")
+    #expect(schedule.unplug == [1..<3, 3..<4] && schedule.stuck == [2..<5])
+    #expect(throws: BackendURIError.self) { try SimulatedBackend.Options.parse("simulate?faults=checksum:0.1,checksum:0.2") }
+  }
+
+  /// 4800 baud at 10 Hz leaves 48 bytes an epoch: every sentence would be cut, nothing sent.
+  /// Such a pair is refused, naming the budget, the lowest baud for the rate and the highest
+  /// rate for the baud; pairs that carry an RMC pass.
+  @Test func refusesBaudAndRateThatCannotCarryAnRMC() throws {
+    let problem = try #require(SerialLinePacer.epochBudgetProblem(baud: 4800, rate: 10))
+    #expect(problem.contains("48 bytes per epoch"))
+    #expect(problem.contains("at least 9600 baud at 10 Hz"))
+    #expect(problem.contains("at most 5 Hz at 4800 baud"))
+    #expect(SerialLinePacer.epochBudgetProblem(baud: 4800, rate: 6) != nil)
+    #expect(SerialLinePacer.epochBudgetProblem(baud: 4800, rate: 5) == nil)
+    #expect(SerialLinePacer.epochBudgetProblem(baud: 9600, rate: 10) == nil)
+    #expect(throws: BackendURIError.self) { try SimulatedBackend.Options.parse("simulate?rate=10&baud=4800") }
+    #expect(try SimulatedBackend.Options.parse("simulate?rate=5&baud=4800").baud == 4800)
   }
 
   /// Every injected fault is detected by the decoder as exactly one rejection of the matching

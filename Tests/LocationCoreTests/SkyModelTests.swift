@@ -61,6 +61,24 @@ struct SkyModelTests {
     #expect(one.sky.almanac.records.map(\.prn) == [1])
   }
 
+  /// Almanac errors speak of the almanac (not of a GPX file), a file past the limit says so in
+  /// words, and a UTF-8 byte order mark at the start is accepted.
+  @Test func almanacErrorsNameTheAlmanacAndABOMIsAccepted() throws {
+    let path = "/tmp/locationd-sky-\(UInt32.random(in: 0...UInt32.max)).alm"
+    defer { removeFile(path) }
+    try writeFile(path, "\u{FEFF}" + String(BundledAlmanac.yuma.split(separator: "\n\n")[0]) + "\n")
+    let one = try SimulatedBackend.Options.parse("simulate?almanac=\(path)&systems=gps").parameters()
+    #expect(one.sky.almanac.records.map(\.prn) == [1])
+    try writeFile(path, String(repeating: "x", count: SimulatedBackend.Options.maximumAlmanacBytes + 1))
+    let options = try SimulatedBackend.Options.parse("simulate?almanac=\(path)")
+    do {
+      _ = try options.parameters()
+      Issue.record("an almanac over 1 MiB was read")
+    } catch {
+      #expect(error.description == "cannot read almanac \(path): larger than 1 MiB")
+    }
+  }
+
   @Test func positionsAreOnGPSOrbitsAndLookAnglesAreConsistent() {
     let gps = OrbitConstants.gpsSeconds(utcMilliseconds: Self.almanacWeek)
     for record in GPSAlmanac.bundled.records {
@@ -205,11 +223,17 @@ struct SkyModelTests {
     }
     // The default loop's leg 1 runs from (3.1406, 101.6064) to (3.1386, 101.6074): south-south-east.
     #expect(wall == 35 && street > 150 && street < 160)
+    // A leg the route does not have is refused when the route is known.
+    let legs = SimulatedRoute.defaultLoop.waypoints.count
+    let beyond = try SimulatedBackend.Options.parse("simulate?obstruction=99:tunnel")
+    #expect(throws: GPXError.obstructionBeyondRoute(leg: 99, legs: legs)) { try beyond.parameters() }
+    #expect(try SimulatedBackend.Options.parse("simulate?obstruction=\(legs - 1):tunnel").parameters().obstructions.count == 1)
     for bad in [
       "simulate?mask=91", "simulate?systems=gps,gps", "simulate?systems=galileo,qzss", "simulate?start=lukewarm",
       "simulate?ttff=5-2", "simulate?obstruction=1:cave", "simulate?obstruction=x:tunnel",
       "simulate?obstruction=1:canyon:95", "simulate?time=2025-04-16", "simulate?time=2025-04-16T25:00:00Z",
-      "simulate?almanac=",
+      "simulate?almanac=", "simulate?obstruction=", "simulate?obstruction=0:tunnel,0:open",
+      "simulate?obstruction=1:tunnel,",
     ] {
       #expect(throws: BackendURIError.self, "\(bad)") { try SimulatedBackend.Options.parse(bad) }
     }
