@@ -108,18 +108,18 @@ extension EndToEnd {
 
     static func log() throws -> String? { try corpusLog("bu353s4.log") }
 
-    /// The first fix with a position, as `locationctl decode` gives it.
-    static func firstFix(_ log: String) async throws -> (lat: Double, lon: Double) {
-      for fix in try await decodedFixes(log) {
-        if let lat = fix["lat"] as? Double, let lon = fix["lon"] as? Double { return (lat, lon) }
-      }
-      throw E2EError("no fix with a position in \(log)")
-    }
-
     @Test("Debian's unmodified where-am-i prints the replayed fix")
     func whereAmI() async throws {
       guard let log = try Self.log() else { return }
-      let expected = try await Self.firstFix(log)
+      // Every replayed position as where-am-i prints it (%f). The first one it prints is usually
+      // the log's first fix; on a loaded machine the bus thread may take a newer one instead (it
+      // always sends the newest fix it has), so any fix of the replay is right, a made-up one not.
+      let replayed = Set(
+        try await decodedFixes(log).compactMap { fix -> String? in
+          guard let lat = fix["lat"] as? Double, let lon = fix["lon"] as? Double else { return nil }
+          return String(format: "%f %f", lat, lon)
+        })
+      #expect(!replayed.isEmpty, "no fix with a position in \(log)")
       let setup = try await Setup(speed: 1, log: log)
       defer { setup.cleanUp() }
       let run = try await runTool(
@@ -133,8 +133,8 @@ extension EndToEnd {
         return line.dropFirst(name.count + 1).trimmingCharacters(in: .whitespaces)
           .replacingOccurrences(of: "°", with: "")
       }
-      #expect(value("Latitude") == String(format: "%f", expected.lat), "\(run.stdout)")
-      #expect(value("Longitude") == String(format: "%f", expected.lon), "\(run.stdout)")
+      let printed = "\(value("Latitude") ?? "none") \(value("Longitude") ?? "none")"
+      #expect(replayed.contains(printed), "where-am-i printed \(printed), not a replayed fix: \(run.stdout)")
       #expect(
         run.stdout.contains("Client object: /org/freedesktop/GeoClue2/Client/1"), "\(run.stdout)")
     }
