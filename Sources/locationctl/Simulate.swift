@@ -215,14 +215,8 @@ func runSimulate(arguments: [String]) -> Int32 {
   }
 
   // SIGINT/SIGTERM: stop writing and remove the link.
-  let signals = SignalSequence.stream([SIGINT, SIGTERM])
-  let signalTask = Task {
-    for await _ in signals { receiver.stop() }
-  }
-  done.wait()
+  waitUntilSignalled(done) { receiver.stop() }
   task.cancel()
-  // Ends the iteration, which stops catching the signals.
-  signalTask.cancel()
   let statistics = receiver.statistics
   writeError(
     "locationctl simulate: \(statistics.epochsWritten) epochs written, "
@@ -230,4 +224,16 @@ func runSimulate(arguments: [String]) -> Int32 {
       + "\(statistics.bytesWritten) bytes"
       + (faults.isEmpty ? "" : "; \(receiver.outputStatistics.faults.summary)"))
   return status.load(ordering: .relaxed)
+}
+
+/// Blocks until `done` is signalled; SIGINT or SIGTERM meanwhile call `onSignal` (which should
+/// lead to `done`). Catching the signals ends when this returns.
+func waitUntilSignalled(_ done: DispatchSemaphore, onSignal: @escaping @Sendable () -> Void) {
+  let signals = SignalSequence.stream([SIGINT, SIGTERM])
+  let signalTask = Task {
+    for await _ in signals { onSignal() }
+  }
+  done.wait()
+  // Ends the iteration, which stops catching the signals.
+  signalTask.cancel()
 }

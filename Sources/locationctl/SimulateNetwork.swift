@@ -63,12 +63,7 @@ func runNetworkSimulate(
     await backend.stop()
     done.signal()
   }
-  let signals = SignalSequence.stream([SIGINT, SIGTERM])
-  let signalTask = Task {
-    for await _ in signals { task.cancel() }
-  }
-  done.wait()
-  signalTask.cancel()
+  waitUntilSignalled(done) { task.cancel() }
   receiver.stop()
   let statistics = receiver.statistics
   let injected = receiver.outputStatistics
