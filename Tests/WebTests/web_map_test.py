@@ -216,12 +216,30 @@ class PageTests:
     def test_3_center_on_me_recenters_once(self):
         if self.js("return window.locationdMap.state.mode;") != "none":
             self.click_mode("none")
+        # Move the view about a kilometre off the user first, so that a recentre is unmistakable.
+        self.js("window.locationdMap.map.panBy([2000, 1500], {animate: false});")
+        self.wait(lambda d: self.metres_to_marker(self.center()) > 500, 5, "the view did not move off the user")
+        before = self.center()
+        self.wait(lambda d: self.daemon_center_is(before), 5, "the daemon did not take the panned view")
         self.driver.find_element(By.ID, "center-on-me").click()
-        self.wait(lambda d: self.marker_offset() < 2, 5, "center on me did not center on the marker")
+        self.wait(lambda d: self.center() != before, 5, "center on me did not move the view")
         centered = self.center()
+        # The view now shows where the user was at the click: the marker moves on at 15 m/s, so
+        # allow for the fixes that arrive while the browser is polled, not a pixel tolerance.
+        self.assertLess(self.metres_to_marker(centered), 100, "center on me did not center on the user")
+        self.assertTrue(self.daemon_center_is(centered), "the view and the daemon disagree on the center")
         self.wait_for_fixes(3)
         self.assertEqual(self.center(), centered, "the view followed after a one-time center")
         self.assertEqual(self.daemon.map_state()["mode"], "none")
+
+    def metres_to_marker(self, center):
+        return self.js(
+            "return window.locationdMap.map.distance(L.latLng(arguments[0], arguments[1]),"
+            " window.locationdMap.user.getLatLng());", center[0], center[1])
+
+    def daemon_center_is(self, center):
+        state = self.daemon.map_state()["center"]
+        return abs(state["lat"] - center[0]) < 1e-6 and abs(state["lon"] - center[1]) < 1e-6
 
 
 class ReplayPageTests(PageTests, unittest.TestCase):
