@@ -574,6 +574,10 @@ extension EndToEnd {
       case "WARNING":
         // A warning needs a damaged log: ReplayRejectionTests checks its text. Its shape:
         #expect(documented.map { Set($0.keys) } == ["class", "message"], "\(example)")
+      case "SHUTDOWN":
+        // Stopping the daemon would end this run: TrackingEndToEndTests sends SIGTERM to one
+        // with a watcher and checks the event's reason. Its shape:
+        #expect(documented.map { Set($0.keys) } == ["class", "reason"], "\(example)")
       case "AUTHORIZATION":
         // The event a reload sends to a connection whose authorization it changed needs a peer
         // outside the group (AuthorizationReloadEndToEndTests runs one); it is the `request`
