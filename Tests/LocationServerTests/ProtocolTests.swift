@@ -66,6 +66,9 @@ struct ProtocolTests {
     #expect(try parse(#"{"cmd":"status","id":"abc"}"#).id == .string("abc"))
     #expect(try parse(#"{"cmd":"status","id":12}"#).id == .numberText("12"))
     #expect(try parse(#"{"cmd":"status"}"#).id == nil)
+    // null is no id (docs/PROTOCOL.md); other kinds of value are refused.
+    #expect(try parse(#"{"cmd":"status","id":null}"#).id == nil)
+    #expect(throws: ProtocolError.self) { try parse(#"{"cmd":"status","id":true}"#) }
     // Beyond Double's range the request is still read and its id answered as written; a
     // member that must be a number in range refuses it with the id.
     #expect(try parse(#"{"cmd":"status","id":1e999}"#).id == .numberText("1e999"))
