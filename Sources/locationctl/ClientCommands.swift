@@ -51,7 +51,7 @@ private func authorizedCall(
   _ options: ClientOptions, _ command: String, _ members: [JSONMember] = [],
   text: (JSONValue) -> String
 ) throws -> Int32 {
-  let connection = try DaemonConnection(path: options.socketPath)
+  let connection = try DaemonConnection(path: options.socketPath, timeout: options.timeout)
   let authorization = try connection.call("request")
   if authorization["class"] == "ERROR" { return finish(authorization, options, text: { _ in "" }) }
   return finish(try connection.call(command, members), options, text: text)
@@ -65,7 +65,7 @@ func expectNoArguments(_ arguments: [String], _ command: String) throws {
 
 func runRequest(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
   try expectNoArguments(arguments, "request")
-  let connection = try DaemonConnection(path: options.socketPath)
+  let connection = try DaemonConnection(path: options.socketPath, timeout: options.timeout)
   return finish(try connection.call("request"), options) {
     "authorization: \($0["authorization"]?.stringValue ?? "?")"
   }
@@ -95,7 +95,7 @@ func runStop(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
 
 func runStatus(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
   try expectNoArguments(arguments, "status")
-  let connection = try DaemonConnection(path: options.socketPath)
+  let connection = try DaemonConnection(path: options.socketPath, timeout: options.timeout)
   // Ask first so that `authorization` says authorized or denied; a refusal is not an error here.
   _ = try connection.call("request")
   return finish(try connection.call("status"), options, text: Format.status)
@@ -114,7 +114,7 @@ func runWatch(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
     guard argument == "--every" else { throw UsageError("watch takes no arguments but --every") }
     every = true
   }
-  let connection = try DaemonConnection(path: options.socketPath)
+  let connection = try DaemonConnection(path: options.socketPath, timeout: options.timeout)
   let requests: [(String, [JSONMember])] = [("request", []), ("watch", every ? [JSONMember("coalesce", .bool(false))] : [])]
   for (command, members) in requests {
     let reply = try connection.call(command, members)

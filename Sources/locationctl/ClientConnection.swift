@@ -45,15 +45,25 @@ final class DaemonConnection {
   /// Events received while waiting for a reply, in order.
   private(set) var pendingEvents: [Message] = []
   let path: String
+  /// Seconds to wait for the connection to be accepted and for each reply; `nil`: no limit.
+  let timeout: Double?
 
-  /// Connects to `path`.
+  /// Connects to `path`, waiting at most `timeout` seconds for the daemon to accept (a daemon
+  /// that is stopped or stuck leaves its listen queue full).
   ///
   /// - Throws: ``ClientError`` with a message that says what to do.
-  init(path: String) throws {
+  init(path: String, timeout: Double?) throws {
     self.path = path
+    self.timeout = timeout
     fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else {
       throw ClientError("cannot create a socket: \(String(cString: strerror(errno)))")
+    }
+    if let timeout {
+      // Bounds a blocking connect (and send) on a Unix socket: Linux waits for room in the
+      // listener's queue only as long as SO_SNDTIMEO.
+      var limit = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - timeout.rounded(.down)) * 1e6))
+      _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
     }
     var address = sockaddr_un()
     address.sun_family = sa_family_t(AF_UNIX)
@@ -84,6 +94,10 @@ final class DaemonConnection {
           "nothing listens at \(path): is locationd running? (systemctl status locationd)")
       case EACCES, EPERM:
         throw ClientError("permission denied on \(path): \(Self.permissionHint(path))")
+      case EAGAIN, EINPROGRESS:
+        throw ClientError(
+          "locationd did not accept the connection at \(path) within \(Self.seconds(timeout)): is it stopped or overloaded? (--timeout S waits longer, 0 for ever)"
+        )
       default:
         throw ClientError("cannot connect to \(path): \(String(cString: strerror(code)))")
       }
@@ -127,8 +141,9 @@ final class DaemonConnection {
     var line = JSONValue.object(request).encoded
     line.append(UInt8(ascii: "\n"))
     try send(line)
+    let deadline = timeout.map { ContinuousClock.now + .milliseconds(Int64(($0 * 1000).rounded(.up))) }
     while true {
-      guard let message = try readMessage() else {
+      guard let message = try readMessage(until: deadline, answering: command) else {
         throw ClientError("locationd closed the connection before answering \(command)")
       }
       if message["id"]?.intValue == id {
@@ -165,7 +180,13 @@ final class DaemonConnection {
   /// - Throws: ``ClientError`` on a read error or an unparsable line.
   func nextEvent() throws -> Message? {
     if !pendingEvents.isEmpty { return pendingEvents.removeFirst() }
-    return try readMessage()
+    return try readMessage(until: nil, answering: nil)
+  }
+
+  /// `seconds` as text for messages: "30 s", "0.5 s".
+  static func seconds(_ seconds: Double?) -> String {
+    guard let seconds else { return "the time allowed" }
+    return seconds == seconds.rounded() ? "\(Int(seconds)) s" : "\(seconds) s"
   }
 
   private func send(_ bytes: [UInt8]) throws {
@@ -174,7 +195,13 @@ final class DaemonConnection {
     }
   }
 
-  private func readMessage() throws -> Message? {
+  /// The next line from the socket, waiting until `deadline` at most (`nil`: no limit).
+  ///
+  /// - Throws: ``ClientError`` when the deadline passes (naming `command`), on a read error or
+  ///   an unparsable line.
+  private func readMessage(until deadline: ContinuousClock.Instant?, answering command: String?) throws
+    -> Message?
+  {
     while true {
       if let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
         let line = Array(buffer[..<newline])
@@ -188,6 +215,9 @@ final class DaemonConnection {
           )
         }
       }
+      if let deadline {
+        try waitForInput(until: deadline, answering: command ?? "the request")
+      }
       var chunk = [UInt8](repeating: 0, count: 65_536)
       let count: Int
       do {
@@ -198,6 +228,26 @@ final class DaemonConnection {
       }
       if count == 0 { return nil }
       buffer.append(contentsOf: chunk[0..<count])
+    }
+  }
+
+  /// Waits until the socket has something to read (or is closed), or throws at `deadline`.
+  private func waitForInput(until deadline: ContinuousClock.Instant, answering command: String) throws {
+    while true {
+      let left = ContinuousClock.now.duration(to: deadline)
+      let milliseconds = max(0, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000)
+      var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+      let ready = poll(&descriptor, 1, Int32(clamping: milliseconds))
+      if ready > 0 { return }
+      if ready < 0 && errno == EINTR { continue }
+      if ready < 0 {
+        throw ClientError("cannot wait for locationd: \(String(cString: strerror(errno)))")
+      }
+      if ContinuousClock.now >= deadline {
+        throw ClientError(
+          "locationd did not answer \(command) within \(Self.seconds(timeout)): is it stopped or overloaded? (--timeout S waits longer, 0 for ever)"
+        )
+      }
     }
   }
 }

@@ -8,6 +8,10 @@ struct ClientOptions {
   var socketPath: String
   /// Whether to print one JSON object per line instead of text (`--json`).
   var json = false
+  /// Seconds to wait for the daemon to accept the connection and to answer each request
+  /// (`--timeout`, default 30); `nil` waits without limit (`--timeout 0`). Events that `watch`
+  /// waits for are not bounded by it.
+  var timeout: Double? = 30
 }
 
 /// A usage error: the message says what to do; exit status 64.
@@ -61,6 +65,8 @@ let usageText = """
   options:
     --socket PATH   locationd's socket (default $LOCATIOND_SOCKET or /run/locationd/locationd.sock)
     --json          print one JSON object per line
+    --timeout S     seconds to wait for locationd to accept and answer each request
+                    (default 30; 0 waits for ever); events of watch are not bounded
     --              end of options: what follows are operands (center -- -33.9 151.2)
   COMMAND --help prints that command's usage.
   exit status: 0 success, 1 error reply or daemon unreachable, 64 bad usage
@@ -93,6 +99,10 @@ func dispatch(_ arguments: [String]) -> Int32 {
       }
       switch argument {
       case "--json": options.json = true
+      case "--timeout":
+        guard index < arguments.count else { throw UsageError("--timeout needs a number of seconds") }
+        options.timeout = try parseTimeout(arguments[index])
+        index += 1
       case "--socket":
         guard index < arguments.count, !arguments[index].isEmpty else {
           throw UsageError("--socket needs a path")
@@ -106,7 +116,9 @@ func dispatch(_ arguments: [String]) -> Int32 {
         }
         rest.append(argument)
       default:
-        if argument.hasPrefix("--socket=") {
+        if argument.hasPrefix("--timeout=") {
+          options.timeout = try parseTimeout(String(argument.dropFirst("--timeout=".count)))
+        } else if argument.hasPrefix("--socket=") {
           options.socketPath = String(argument.dropFirst("--socket=".count))
           guard !options.socketPath.isEmpty else { throw UsageError("--socket needs a path") }
         } else if command == nil {
@@ -144,6 +156,16 @@ func dispatch(_ arguments: [String]) -> Int32 {
     writeError("locationctl: \(error)")
     return ExitCode.failure.rawValue
   }
+}
+
+/// The value of `--timeout`: seconds in 0...86400, 0 for no limit.
+///
+/// - Throws: ``UsageError`` for anything else.
+func parseTimeout(_ text: String) throws -> Double? {
+  guard let seconds = Double(text), seconds.isFinite, (0...86_400).contains(seconds) else {
+    throw UsageError("--timeout must be seconds within 0...86400 (0 waits for ever), got \(text)")
+  }
+  return seconds == 0 ? nil : seconds
 }
 
 /// Commands whose arguments go through ``ArgumentList`` (which understands `--` itself).

@@ -93,7 +93,7 @@ private func regionCall(
 ) throws
   -> Int32
 {
-  let connection = try DaemonConnection(path: options.socketPath)
+  let connection = try DaemonConnection(path: options.socketPath, timeout: options.timeout)
   let authorization = try connection.call("request")
   if authorization["class"] == "ERROR" {
     if options.json { printJSON(authorization) }

@@ -11,7 +11,7 @@ func runWeb(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
   guard arguments.isEmpty else {
     throw UsageError("web takes no arguments (got \(arguments.joined(separator: " ")))")
   }
-  let connection = try DaemonConnection(path: options.socketPath)
+  let connection = try DaemonConnection(path: options.socketPath, timeout: options.timeout)
   let status = try connection.call("status")
   guard let http = status["http"], let url = http["url"]?.stringValue,
     let tokenFile = http["tokenFile"]?.stringValue
