@@ -32,8 +32,8 @@ enum GPXHarness {
     }
     var document = "<?xml version=\"1.0\"?><gpx version=\"1.1\" creator=\"fuzz\"><rte>"
     for point in points {
-      document += "<rtept lat=\"\(point.coordinate.latitude)\" lon=\"\(point.coordinate.longitude)\">"
-      if let e = point.elevation { document += "<ele>\(e)</ele>" }
+      document += "<rtept lat=\"\(plainDecimal(point.coordinate.latitude))\" lon=\"\(plainDecimal(point.coordinate.longitude))\">"
+      if let e = point.elevation { document += "<ele>\(plainDecimal(e))</ele>" }
       document += "</rtept>"
     }
     document += "</rte></gpx>"
@@ -42,5 +42,32 @@ enum GPXHarness {
       throw FuzzFailure("points written back do not read back: \(error)")
     }
     try require(reread == points, "points changed when written back and read again")
+  }
+
+  /// `value` as an `xsd:decimal` (the GPX schema's type for coordinates and elevations): the
+  /// digits of Swift's shortest round-trip form with the exponent written out, so `1e-127`
+  /// becomes `0.000...0001` and reads back to the same double.
+  static func plainDecimal(_ value: Double) -> String {
+    let text = "\(value)"
+    guard let e = text.firstIndex(where: { $0 == "e" || $0 == "E" }),
+      let exponent = Int(text[text.index(after: e)...])
+    else { return text }
+    let mantissa = text[..<e]
+    let negative = mantissa.hasPrefix("-")
+    let unsigned = negative ? mantissa.dropFirst() : mantissa
+    let point = unsigned.firstIndex(of: ".")
+    let whole = point.map { unsigned[..<$0] } ?? unsigned
+    let fraction = point.map { unsigned[unsigned.index(after: $0)...] } ?? ""
+    let digits = Array(whole + fraction)
+    let position = whole.count + exponent
+    let plain: String
+    if position <= 0 {
+      plain = "0." + String(repeating: "0", count: -position) + String(digits)
+    } else if position >= digits.count {
+      plain = String(digits) + String(repeating: "0", count: position - digits.count)
+    } else {
+      plain = String(digits[..<position]) + "." + String(digits[position...])
+    }
+    return (negative ? "-" : "") + plain
   }
 }
