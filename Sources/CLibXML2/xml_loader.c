@@ -17,6 +17,16 @@ static xmlChar *(*get_prop)(const xmlNode *, const xmlChar *);
 static xmlChar *(*node_get_content)(const xmlNode *);
 static xmlFreeFunc *(*thread_free)(void); /* __xmlFree, in thread-enabled builds */
 static xmlFreeFunc *global_free;          /* the xmlFree variable otherwise */
+static void (*set_generic_error_func)(void *, xmlGenericErrorFunc);
+
+/* libxml2 reports some errors (an encoding it cannot convert, "I/O error : encoder error")
+ * through its generic error function, which XML_PARSE_NOERROR does not silence and which
+ * writes to standard error by default: the daemon's log would get libxml2's lines beside its
+ * own. The reader takes every error from xmlGetLastError instead. */
+static void ignore_generic_error(void *context, const char *message, ...) {
+  (void)context;
+  (void)message;
+}
 
 static void resolve(void) {
   void *handle = dlopen("libxml2.so.2", RTLD_NOW | RTLD_LOCAL);
@@ -34,7 +44,8 @@ static void resolve(void) {
   node_get_content = (xmlChar * (*)(const xmlNode *)) dlsym(handle, "xmlNodeGetContent");
   thread_free = (xmlFreeFunc * (*)(void)) dlsym(handle, "__xmlFree");
   global_free = (xmlFreeFunc *)dlsym(handle, "xmlFree");
-  if (!read_memory || !get_last_error || !free_doc || !doc_get_root_element || !get_line_no ||
+  set_generic_error_func = (void (*)(void *, xmlGenericErrorFunc))dlsym(handle, "xmlSetGenericErrorFunc");
+  if (!read_memory || !set_generic_error_func || !get_last_error || !free_doc || !doc_get_root_element || !get_line_no ||
       !get_prop || !node_get_content || (!thread_free && !global_free)) {
     snprintf(failure, sizeof failure, "libxml2.so.2 lacks a function locationd uses");
     return;
@@ -48,6 +59,9 @@ const char *locationd_xml_load(void) {
 }
 
 xmlDocPtr locationd_xml_read_memory(const char *buffer, int size, const char *url, int options) {
+  /* The generic error function is per thread in a thread-enabled libxml2: set it on the
+   * thread that reads. */
+  set_generic_error_func(NULL, ignore_generic_error);
   return read_memory(buffer, size, url, NULL, options);
 }
 xmlErrorPtr locationd_xml_last_error(void) { return get_last_error(); }
