@@ -235,10 +235,14 @@ final class SQLiteStatement {
     guard let pointer else { return 0 }
     return locationd_sqlite_column_double(pointer, column)
   }
+  /// The column as a measurement: `nil` for NULL, text or a blob (SQLite would read those as
+  /// 0), and for values beyond ±1e9, which no fix field takes (a damaged or foreign store).
   func optionalDouble(_ column: Int32) -> Double? {
     guard let pointer else { return nil }
+    let type = locationd_sqlite_column_type(pointer, column)
+    guard type == SQLITE_INTEGER || type == SQLITE_FLOAT else { return nil }
     let value = locationd_sqlite_column_double_or_nan(pointer, column)
-    return value.isNaN ? nil : value
+    return value.isFinite && abs(value) <= 1e9 ? value : nil
   }
   func optionalInt(_ column: Int32) -> Int? { isNull(column) ? nil : Int(truncatingIfNeeded: int64(column)) }
 

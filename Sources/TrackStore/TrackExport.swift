@@ -109,7 +109,7 @@ public enum TrackExporter {
         """)
       try walk(store, options, &out) { (point, out) in
         if let previous = previousTime {
-          if point.time - previous > options.gap { out.append("</trkseg>\n<trkseg>\n") }
+          if TrackPoint.milliseconds(from: previous, to: point.time) > options.gap { out.append("</trkseg>\n<trkseg>\n") }
         } else {
           out.append("<trkseg>\n")
         }
@@ -129,7 +129,7 @@ public enum TrackExporter {
       var first: Int64?
       try walk(store, options, &out) { (point, out) in
         if let previous = previousTime {
-          if multi && point.time - previous > options.gap { out.append("],\n[") } else { out.append(",\n") }
+          if multi && TrackPoint.milliseconds(from: previous, to: point.time) > options.gap { out.append("],\n[") } else { out.append(",\n") }
         } else if multi {
           out.append("[")
         }

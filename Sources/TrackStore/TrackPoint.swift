@@ -42,6 +42,19 @@ public struct TrackPoint: Sendable, Hashable {
   /// Whether the fix was simulated or replayed rather than measured live.
   public var isSimulated: Bool
 
+  /// 0001-01-01T00:00:00Z in milliseconds since the Unix epoch: the earliest time a stored fix
+  /// is read back with.
+  public static let earliestTime: Int64 = -62_135_596_800_000
+  /// 9999-12-31T23:59:59.999Z in milliseconds since the Unix epoch: the latest.
+  public static let latestTime: Int64 = 253_402_300_799_999
+
+  /// `end - start` in milliseconds, saturating at the bounds of `Int64` instead of trapping.
+  public static func milliseconds(from start: Int64, to end: Int64) -> Int64 {
+    let (difference, overflow) = end.subtractingReportingOverflow(start)
+    guard overflow else { return difference }
+    return end > start ? .max : .min
+  }
+
   /// Creates a point from its fields (tests, the benchmark, and the store's cursor).
   public init(
     time: Int64, coordinate: Coordinate, mode: FixMode = .fix3D, backend: String = "", source: String? = nil,
@@ -108,7 +121,7 @@ public struct TrackStatistics: Sendable, Hashable {
   /// `lastTime - firstTime` in milliseconds (0 when empty or a single point).
   public var duration: Int64 {
     guard let firstTime, let lastTime else { return 0 }
-    return lastTime - firstTime
+    return TrackPoint.milliseconds(from: firstTime, to: lastTime)
   }
 }
 

@@ -382,6 +382,32 @@ public final class TrackStore: Sendable {
     }
   }
 
+  /// The SQL condition a row of `fixes` must meet to be read back as a fix: numeric latitude
+  /// `-90...90` and longitude `-180...180`, mode 2D or 3D, and a time in the years 0001...9999
+  /// (what ISO 8601 and GPX's `xsd:dateTime` write with four digits). The daemon writes only such
+  /// rows; a store edited by hand, damaged, or handed over from elsewhere may hold others, which
+  /// readers skip (``invalidRowCount(since:until:)`` counts them) rather than write as 0,0.
+  static let validFix = """
+    typeof(lat) IN ('real', 'integer') AND typeof(lon) IN ('real', 'integer') \
+    AND lat BETWEEN -90 AND 90 AND lon BETWEEN -180 AND 180 AND mode IN (2, 3) \
+    AND time_ms BETWEEN \(TrackPoint.earliestTime) AND \(TrackPoint.latestTime)
+    """
+
+  /// Rows with a time in `since..<until` that are not fixes (see ``validFix``): skipped by
+  /// ``forEachPoint(since:until:_:)``, the export and the statistics.
+  ///
+  /// - Throws: ``TrackStoreError`` when the store cannot be read.
+  public func invalidRowCount(since: Int64? = nil, until: Int64? = nil) throws(TrackStoreError) -> Int {
+    try state.withLock { (state: inout State) throws(TrackStoreError) -> Int in
+      let query = try state.connection.statement(
+        "SELECT count(*) FROM fixes WHERE time_ms >= ?1 AND time_ms < ?2 AND NOT (\(Self.validFix))")
+      defer { query.reset() }
+      try query.bind(1, since ?? Int64.min)
+      try query.bind(2, until ?? Int64.max)
+      return try query.step() ? Int(query.int64(0)) : 0
+    }
+  }
+
   /// Calls `body` with every stored fix whose time is in `since..<until` (milliseconds since the
   /// Unix epoch; `nil` for no bound), in time order, reading through a cursor: memory stays flat
   /// whatever the number of fixes. The store's lock is held throughout.
@@ -413,7 +439,7 @@ public final class TrackStore: Sendable {
           """
           SELECT time_ms, lat, lon, alt_msl, geoid_sep, speed, course, climb, eph, epv, hdop, vdop, pdop,
             satellites_used, mode, quality, source_id FROM fixes
-          WHERE time_ms >= ?1 AND time_ms < ?2 ORDER BY time_ms, id
+          WHERE time_ms >= ?1 AND time_ms < ?2 AND \(Self.validFix) ORDER BY time_ms, id
           """)
         try cursor.bind(1, since ?? Int64.min)
         try cursor.bind(2, until ?? Int64.max)
@@ -440,7 +466,7 @@ public final class TrackStore: Sendable {
         point.hdop = cursor.optionalDouble(10)
         point.vdop = cursor.optionalDouble(11)
         point.pdop = cursor.optionalDouble(12)
-        point.satellitesUsed = cursor.optionalInt(13)
+        point.satellitesUsed = cursor.optionalInt(13).flatMap { (0...1000).contains($0) ? $0 : nil }
         point.quality = cursor.optionalInt(15).flatMap(FixQuality.init(rawValue:))
         do throws(E) { try body(point) } catch { throw .body(error) }
       }
@@ -453,14 +479,14 @@ public final class TrackStore: Sendable {
   public func hasGap(since: Int64?, until: Int64?, longerThan gap: Int64) throws(TrackStoreError) -> Bool {
     try state.withLock { (state: inout State) throws(TrackStoreError) -> Bool in
       let query = try state.connection.statement(
-        "SELECT time_ms FROM fixes WHERE time_ms >= ?1 AND time_ms < ?2 ORDER BY time_ms")
+        "SELECT time_ms FROM fixes WHERE time_ms >= ?1 AND time_ms < ?2 AND \(Self.validFix) ORDER BY time_ms")
       defer { query.reset() }
       try query.bind(1, since ?? Int64.min)
       try query.bind(2, until ?? Int64.max)
       var previous: Int64?
       while try query.step() {
         let time = query.int64(0)
-        if let previous, time - previous > gap { return true }
+        if let previous, TrackPoint.milliseconds(from: previous, to: time) > gap { return true }
         previous = time
       }
       return false

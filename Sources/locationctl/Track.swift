@@ -59,13 +59,14 @@ func runTrack(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
     }
     let store = try openForReading(storePath(list))
     let target = list.positional.first ?? "-"
-    if target == "-" {
-      do { try TrackExporter.export(from: store, options: exportOptions, to: 1) } catch {
+    if let descriptor = target == "-" ? 1 : openDescriptor(named: target) {
+      do { try TrackExporter.export(from: store, options: exportOptions, to: descriptor) } catch {
         throw ClientError(error.description)
       }
-      return ExitCode.success.rawValue
+    } else {
+      try exportToFile(store, exportOptions, target: target, storePath: storePath(list))
     }
-    try exportToFile(store, exportOptions, target: target, storePath: storePath(list))
+    reportInvalidRows(store, since: exportOptions.since, until: exportOptions.until)
     return ExitCode.success.rawValue
   case "stats":
     let list = try ArgumentList(rest, valued: ["--since", "--until", "--state-dir", "--store"])
@@ -78,6 +79,7 @@ func runTrack(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
     do { statistics = try store.statistics(since: since, until: until) } catch {
       throw ClientError(error.description)
     }
+    reportInvalidRows(store, since: since, until: until)
     let first = statistics.firstTime.map(TrackTime.iso8601)
     let last = statistics.lastTime.map(TrackTime.iso8601)
     if options.json {
@@ -118,6 +120,35 @@ func runTrack(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
   }
 }
 
+/// The open descriptor that `name` stands for: `/dev/stdout` (1), `/dev/stderr` (2),
+/// `/dev/fd/N` and `/proc/self/fd/N` (N, when open). The export writes into that descriptor as
+/// it writes `-` into standard output, whatever it is (a terminal, a pipe, a file the shell
+/// opened), as shells and awk treat these names; `nil` for any other name.
+func openDescriptor(named name: String) -> Int32? {
+  let number: Int32?
+  switch name {
+  case "/dev/stdout": number = 1
+  case "/dev/stderr": number = 2
+  default:
+    let prefixes = ["/dev/fd/", "/proc/self/fd/"]
+    guard let prefix = prefixes.first(where: { name.hasPrefix($0) }),
+      let value = Int32(name.dropFirst(prefix.count)), value >= 0
+    else { return nil }
+    number = value
+  }
+  guard let number, fcntl(number, F_GETFD) >= 0 else { return nil }
+  return number
+}
+
+/// Says on standard error how many stored rows the export or statistics skipped because they
+/// are not fixes (a damaged or hand-edited store); nothing when there are none.
+private func reportInvalidRows(_ store: TrackStore, since: Int64?, until: Int64?) {
+  guard let count = try? store.invalidRowCount(since: since, until: until), count > 0 else { return }
+  writeError(
+    "locationctl: skipped \(count) stored \(count == 1 ? "row that is not a valid fix" : "rows that are not valid fixes") (position out of range or not a number, mode below 2D, or a time outside the years 1-9999)"
+  )
+}
+
 /// The device, inode and mode of `path` (without following a final symbolic link unless
 /// `following`), or nil when it does
 /// not exist.
@@ -133,8 +164,9 @@ private func fileType(_ mode: UInt32) -> UInt32 { mode & UInt32(S_IFMT) }
 /// - a regular file (or a new name) is written as `target.partial`, mode 0600 like the store, and
 ///   renamed into place when complete, so a failed export leaves no truncated file and an existing
 ///   file untouched; SIGINT and SIGTERM remove the partial file;
-/// - an existing character device or FIFO (/dev/stdout, /dev/null, a pipe) is written directly,
-///   never replaced;
+/// - an existing character device or FIFO (/dev/null, a pipe) is written directly, never
+///   replaced (the names of open descriptors, /dev/stdout, /dev/fd/N, are handled before:
+///   ``openDescriptor(named:)``);
 /// - a symbolic link, a directory, a socket, a block device, and the store itself or its -wal and
 ///   -shm files (same device and inode) are refused before anything is written.
 private func exportToFile(_ store: TrackStore, _ options: TrackExportOptions, target: String, storePath: String) throws {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-import TrackStore
+@testable import TrackStore
+import LocationModel
 
 /// `locationctl track export|stats|clear` against a store file, as a user runs them.
 @Suite struct TrackCommandTests {
@@ -138,5 +139,76 @@ import TrackStore
     #expect(toFile.status == 0, "\(toFile.error)")
     #expect(stat(file, &status) == 0)
     #expect(status.st_mode & 0o777 == 0o600)
+  }
+}
+
+/// Stores the daemon did not write: rows that are not fixes are skipped and counted, never
+/// written as 0,0 or as values outside their types, and no time arithmetic traps.
+@Suite struct DamagedStoreTests {
+  static let locationctl = packageRoot + "/.build/debug/locationctl"
+
+  /// A store of 60 good fixes plus `rows` inserted as SQL (lat, lon, mode, time, alt, sats).
+  func store(adding rows: [String]) throws -> String {
+    let directory = try temporaryDirectory()
+    let path = directory + "/" + TrackStore.fileName
+    let store = try TrackStore(path: path)
+    try store.append(syntheticTrack(count: 60, start: 1_556_712_000_000))
+    store.close()
+    let connection = try SQLiteConnection(path: path, readOnly: false)
+    for row in rows {
+      try connection.execute(
+        "INSERT INTO fixes(time_ms, lat, lon, mode, source_id, alt_msl, satellites_used) VALUES (\(row))")
+    }
+    connection.close()
+    return directory
+  }
+
+  static let badRows = [
+    "1556712000500, 1000, 2000, 3, 1, 1e300, -7",  // out of range
+    "1556712001500, 1e308, -1e308, 3, 1, NULL, NULL",  // out of range
+    "1556712002500, 'abc', 'def', 3, 1, NULL, NULL",  // text, read by SQLite as 0
+    "1556712003500, 10, 10, 1, 1, NULL, NULL",  // mode 1: no fix
+    "-4611686018427387904, 1, 1, 3, 1, NULL, NULL",  // times 292 million years apart
+    "4611686018427387904, 1, 1, 3, 1, NULL, NULL",
+  ]
+
+  @Test func statisticsAndExportSkipAndCountRowsThatAreNotFixes() throws {
+    let directory = try store(adding: Self.badRows)
+    let stats = try run([Self.locationctl, "--json", "track", "stats", "--state-dir", directory])
+    #expect(stats.status == 0, "\(stats.error)")
+    let object = try #require(try JSONSerialization.jsonObject(with: Data(stats.output.utf8)) as? [String: Any])
+    #expect(object["points"] as? Int == 60)
+    #expect(object["duration"] as? Double == 59)
+    #expect(stats.error.contains("skipped 6 stored rows that are not valid fixes"), "\(stats.error)")
+    for format in ["gpx", "geojson", "csv"] {
+      let export = try run([Self.locationctl, "track", "export", "--state-dir", directory, "--format", format])
+      #expect(export.status == 0, "\(format): \(export.error)")
+      #expect(export.error.contains("skipped 6 stored rows"), "\(format): \(export.error)")
+      #expect(!export.output.contains("1000"), "\(format): an out-of-range latitude was written")
+      #expect(!export.output.contains("-7"), "\(format): a negative satellite count was written")
+      #expect(!export.output.contains("lat=\"0") && !export.output.contains("[0,0"), "\(format): 0,0 was written")
+    }
+    let store = try TrackStore(readingAt: directory + "/" + TrackStore.fileName)
+    #expect(try store.invalidRowCount() == 6)
+    #expect(try store.statistics().points == 60)
+  }
+
+  @Test func aGoodPointWithDamagedOptionalFieldsKeepsItsPositionAndLosesTheField() throws {
+    let directory = try store(adding: ["1556712100000, 10.5, 20.5, 3, 1, 'high', 5000"])
+    let store = try TrackStore(readingAt: directory + "/" + TrackStore.fileName)
+    var last: TrackPoint?
+    try store.forEachPoint { (point: TrackPoint) throws(Never) in last = point }
+    #expect(last?.coordinate == Coordinate(latitude: 10.5, longitude: 20.5))
+    #expect(last?.altitudeMSL == nil)
+    #expect(last?.satellitesUsed == nil)
+  }
+
+  @Test func theNamesOfOpenDescriptorsAreWrittenIntoAsStandardOutput() throws {
+    let directory = try store(adding: [])
+    for name in ["/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"] {
+      let export = try run([Self.locationctl, "track", "export", "--state-dir", directory, "--format", "csv", name])
+      #expect(export.status == 0, "\(name): \(export.error)")
+      #expect(export.output.split(separator: "\n").count == 61, "\(name)")
+    }
   }
 }
