@@ -321,12 +321,20 @@ public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
     guard case .object(_, let members) = await handler.handle(Request(command: .map(.json)), from: context),
       let annotations = members.first(where: { $0.key == "annotations" })?.value.arrayValue
     else { return }
+    let ids = annotations.compactMap { annotation -> String? in
+      guard let kind = annotation["kind"]?.stringValue, kind == FleetRoster.liveKind || kind == FleetRoster.staleKind
+      else { return nil }
+      return annotation["id"]?.stringValue
+    }
+    guard !ids.isEmpty else { return }
     var removed = 0
-    for annotation in annotations {
-      guard let kind = annotation["kind"]?.stringValue, kind == FleetRoster.liveKind || kind == FleetRoster.staleKind,
-        let id = annotation["id"]?.stringValue
-      else { continue }
-      if case .object = await handler.handle(Request(command: .removeAnnotation(id: id)), from: context) { removed += 1 }
+    if let batcher = handler as? any AnnotationBatchHandler {
+      // One map change (one save of the state file, one MAP event) for the whole fleet.
+      removed = await batcher.removeAnnotations(ids, from: context) ?? 0
+    } else {
+      for id in ids {
+        if case .object = await handler.handle(Request(command: .removeAnnotation(id: id)), from: context) { removed += 1 }
+      }
     }
     if removed > 0 { Log.event("mqttFleetCleared", ["removed": String(removed), "detail": "fleet devices of the previous run"]) }
   }

@@ -444,6 +444,27 @@ public actor MapStateService {
     return refused
   }
 
+  /// Removes every annotation of `ids` that exists, as one change of the map: one event (every
+  /// removal listed) and one save, however many there are (the fleet view clearing the devices
+  /// of a previous run). The reserved `"location"` and absent identifiers are skipped.
+  ///
+  /// - Returns: how many annotations were removed.
+  @discardableResult
+  public func removeAnnotations(_ ids: [String]) -> Int {
+    var changes: [MapChange] = []
+    var removedIDs = Set<String>()
+    for id in ids where id != Annotation.locationID {
+      guard let removed = annotationsByID.removeValue(forKey: id) else { continue }
+      annotationBytes -= removed.textByteCount
+      removedIDs.insert(id)
+      changes.append(.annotationRemoved(id: id))
+    }
+    guard !changes.isEmpty else { return 0 }
+    annotationOrder.removeAll { removedIDs.contains($0) }
+    publish(changes)
+    return changes.count
+  }
+
   /// Removes the annotation with `id`.
   ///
   /// - Throws: ``MapStateError/reservedIdentifier(_:)`` for `"location"`,

@@ -29,6 +29,13 @@ public protocol AnnotationBatchHandler: RequestHandler {
   /// - Returns: `nil` when `client` is not authorized (nothing changes), otherwise the
   ///   annotations refused with the reason (the map's limits, validation); the rest are in effect.
   func annotate(_ batch: [Annotation], from client: ClientContext) async -> [(id: String, reason: String)]?
+
+  /// Removes every annotation of `ids` that exists, as `remove` requests from `client` would,
+  /// as one map change.
+  ///
+  /// - Returns: `nil` when `client` is not authorized (nothing changes), otherwise how many
+  ///   were removed (absent identifiers and `"location"` are skipped).
+  func removeAnnotations(_ ids: [String], from client: ClientContext) async -> Int?
 }
 
 extension ClientChannel {

@@ -35,6 +35,12 @@ extension LocationService {
     return await map.addAnnotations(batch).map { ($0.annotation.id, $0.error.description) }
   }
 
+  /// See ``AnnotationBatchHandler/removeAnnotations(_:from:)``: one map change for all of them.
+  public func removeAnnotations(_ ids: [String], from client: ClientContext) async -> Int? {
+    guard authorization(of: client.id) == .authorized else { return nil }
+    return await map.removeAnnotations(ids)
+  }
+
   func mapReply() async throws -> Reply {
     .object(class: "MAP", members: (await map.snapshot).json.objectMembers ?? [])
   }

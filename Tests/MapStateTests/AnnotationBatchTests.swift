@@ -1,3 +1,4 @@
+import Foundation
 import LocationModel
 import MapState
 import Testing
@@ -35,5 +36,30 @@ struct AnnotationBatchTests {
     let refused = await service.addAnnotations(batch)
     #expect(refused.map(\.annotation.id) == ["d\(AnnotationLimits.maxCount)"])
     #expect(await service.snapshot.annotations.count == AnnotationLimits.maxCount)
+  }
+
+  @Test("many annotations removed at once are one event and one save; absent ids and location are skipped")
+  func removalIsOneChange() async throws {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("batch-\(UUID().uuidString)").path
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let store = MapStateStore(directory: directory, log: { _ in })
+    let service = MapStateService(store: store)
+    let fleet = (0..<500).map {
+      Annotation(id: "owntracks/u/d\($0)", coordinate: Coordinate(latitude: 1, longitude: 2), title: "D\($0)", kind: "owntracks")
+    }
+    let home = Annotation(id: "home", coordinate: Coordinate(latitude: 3, longitude: 4), title: "Home")
+    _ = await service.addAnnotations(fleet + [home])
+    let events = await service.events()
+    var iterator = events.makeAsyncIterator()
+    let removed = await service.removeAnnotations(fleet.map(\.id) + ["absent", Annotation.locationID])
+    #expect(removed == 500)
+    let event = try #require(await iterator.next())
+    #expect(event.changes.count == 500)
+    #expect(event.changes.first == .annotationRemoved(id: "owntracks/u/d0"))
+    #expect(event.map.annotations.map(\.id) == ["home"])
+    // What was saved is the state after the whole batch.
+    #expect(store.load()?.annotations.map(\.id) == ["home"])
+    #expect(await service.removeAnnotations(["absent"]) == 0)
   }
 }
