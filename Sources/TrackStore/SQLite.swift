@@ -98,6 +98,14 @@ final class SQLiteConnection {
     guard code == SQLITE_OK else { throw error(code, sql) }
   }
 
+  /// `BEGIN IMMEDIATE`, after resetting every cached statement: a statement left on a row would
+  /// hold a read transaction whose snapshot predates another process's commit, and SQLite then
+  /// refuses every write of this connection (`SQLITE_BUSY_SNAPSHOT`) for good.
+  func beginImmediate() throws(TrackStoreError) {
+    for statement in cache.values { statement.reset() }
+    try execute("BEGIN IMMEDIATE")
+  }
+
   /// A prepared statement for `sql`, cached by its text; reset and unbound before it is returned.
   func statement(_ sql: String) throws(TrackStoreError) -> SQLiteStatement {
     if let cached = cache[sql] {

@@ -206,7 +206,7 @@ public final class TrackStore: Sendable {
     if let pages = configuration.maxPageCount {
       _ = try connection.integer("PRAGMA max_page_count = \(pages)")
     }
-    try connection.execute("BEGIN IMMEDIATE")
+    try connection.beginImmediate()
     do throws(TrackStoreError) {
       try connection.execute(schema)
       if try connection.integer("PRAGMA user_version") == 0 {
@@ -236,7 +236,7 @@ public final class TrackStore: Sendable {
     guard !points.isEmpty else { return 0 }
     return try state.withLock { (state: inout State) throws(TrackStoreError) -> Int in
       let connection = state.connection
-      try connection.execute("BEGIN IMMEDIATE")
+      try connection.beginImmediate()
       do throws(TrackStoreError) {
         let insert = try connection.statement(Self.insertFix)
         for point in points {
@@ -315,6 +315,9 @@ public final class TrackStore: Sendable {
       var newest: Int64?
       if configuration.maxAge > 0 {
         let query = try connection.statement("SELECT max(time_ms) FROM fixes WHERE time_ms <= ?1")
+        // Reset when done: a statement left on its row keeps a read transaction open, and once
+        // another process commits (`track clear`) this connection could never write again.
+        defer { query.reset() }
         let (latest, overflow) = now.addingReportingOverflow(Self.futureTolerance)
         try query.bind(1, overflow ? Int64.max : latest)
         if try query.step(), !query.isNull(0) { newest = query.int64(0) }
@@ -322,7 +325,7 @@ public final class TrackStore: Sendable {
       if let newest {
         let delete = try connection.statement(
           "DELETE FROM fixes WHERE id IN (SELECT id FROM fixes WHERE time_ms < ?1 ORDER BY time_ms LIMIT ?2)")
-        try delete.bind(1, min(newest, now) - configuration.maxAge)
+        try delete.bind(1, TrackPoint.milliseconds(from: configuration.maxAge, to: min(newest, now)))
         try delete.bind(2, Int64(configuration.retentionBatch))
         try delete.run()
         deleted += connection.changes
@@ -572,7 +575,7 @@ public final class TrackStore: Sendable {
     let limit = configuration.outboxLimit
     return try state.withLock { (state: inout State) throws(TrackStoreError) -> Int64 in
       let connection = state.connection
-      try connection.execute("BEGIN IMMEDIATE")
+      try connection.beginImmediate()
       var dropped = 0
       let id: Int64
       do throws(TrackStoreError) {

@@ -209,6 +209,35 @@ import Testing
     }
   }
 
+  @Test func anotherProcessCommittingDoesNotStopTheRecorder() throws {
+    // The daemon's store runs retention (a query over the fixes) after each commit; another
+    // process then clears the fixes (`locationctl track clear`). Every later append and
+    // enqueue of the daemon's connection must still commit.
+    let path = try temporaryDirectory() + "/track.sqlite"
+    let daemon = try TrackStore(path: path)
+    defer { daemon.close() }
+    let points = syntheticTrack(count: 20, start: 1_556_712_000_000)
+    try daemon.append(Array(points.prefix(10)))
+    try daemon.enforceRetention(now: 1_556_712_010_000)
+    let other = try TrackStore(path: path)
+    #expect(try other.clear() == 10)
+    other.close()
+    try daemon.append(Array(points.suffix(10)))
+    try daemon.enforceRetention(now: 1_556_712_020_000)
+    _ = try daemon.enqueueOutgoing(topic: "t", payload: [1])
+    #expect(try allPoints(daemon).count == 10)
+    #expect(daemon.outgoingCount == 1)
+  }
+
+  @Test func retentionByAgeDoesNotTrapOnTheEarliestTime() throws {
+    let store = try TrackStore(path: try temporaryDirectory() + "/track.sqlite")
+    defer { store.close() }
+    var point = TrackPoint(time: Int64.min + 1, coordinate: Coordinate(latitude: 1, longitude: 2))
+    point.backend = "test"
+    try store.append([point])
+    #expect(try store.enforceRetention(now: Int64.min + 2) == 0)
+  }
+
   @Test func clearKeepsTheOutbox() throws {
     let store = try TrackStore(path: try temporaryDirectory() + "/track.sqlite")
     try store.append(syntheticTrack(count: 10))
