@@ -86,6 +86,17 @@ final class BusState {
   var clientsByPeer: [String: [UInt64]] = [:]
   /// How many clients each uid holds (entries only for uids holding one or more).
   var clientsByUser: [UInt32: Int] = [:]
+  /// Clients each uid has created since start, for throttling the `dbusClient` and
+  /// `dbusClientVanished` lines (any local user may call CreateClient on the system bus).
+  /// At most 1024 uids; cleared when full, as the service's refusal counts are.
+  var clientsCreatedByUser: [UInt32: Int] = [:]
+  /// Clients each uid lost by leaving the bus since start (the same throttle for
+  /// `dbusClientVanished`); bounded as ``clientsCreatedByUser``.
+  var clientsVanishedByUser: [UInt32: Int] = [:]
+
+  /// Whether the `count`th event of a uid is logged: the 1st, 2nd, 4th, 8th... so a caller
+  /// repeating CreateClient and DeleteClient (or connecting and leaving) cannot flood the log.
+  static func logged(_ count: Int) -> Bool { count > 0 && count & (count - 1) == 0 }
   var locations: [UInt64: LocationObject] = [:]
   var credentials: [String: PeerCredentials] = [:]
   /// Calls answered later (`Start` waits for the service), by token: a reference on the message.
@@ -212,9 +223,17 @@ final class BusState {
     clientsByPeer[sender, default: []].append(id)
     clientsByUser[peer.uid, default: 0] += 1
     countObjects()
-    Log.event(
-      "dbusClient",
-      ["client": String(channel.id), "path": client.path, "peer": sender, "uid": String(peer.uid)])
+    if clientsCreatedByUser[peer.uid] == nil, clientsCreatedByUser.count >= 1024 { clientsCreatedByUser.removeAll() }
+    let created = (clientsCreatedByUser[peer.uid] ?? 0) + 1
+    clientsCreatedByUser[peer.uid] = created
+    if Self.logged(created) {
+      Log.event(
+        "dbusClient",
+        [
+          "client": String(channel.id), "path": client.path, "peer": sender, "uid": String(peer.uid),
+          "created": String(created),
+        ])
+    }
     return client
   }
 
@@ -277,8 +296,17 @@ final class BusState {
     guard Self.string(new).isEmpty, gone.hasPrefix(":") else { return }
     credentials[gone] = nil
     for id in clientsByPeer[gone] ?? [] {
-      Log.event(
-        "dbusClientVanished", ["peer": gone, "client": String(clients[id]?.context.id ?? 0)])
+      if let client = clients[id] {
+        let uid = client.context.peer.uid
+        if clientsVanishedByUser[uid] == nil, clientsVanishedByUser.count >= 1024 { clientsVanishedByUser.removeAll() }
+        let vanished = (clientsVanishedByUser[uid] ?? 0) + 1
+        clientsVanishedByUser[uid] = vanished
+        if Self.logged(vanished) {
+          Log.event(
+            "dbusClientVanished",
+            ["peer": gone, "client": String(client.context.id), "uid": String(uid), "vanished": String(vanished)])
+        }
+      }
       deleteClient(id)
     }
   }

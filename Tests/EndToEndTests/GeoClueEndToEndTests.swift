@@ -371,6 +371,16 @@ extension EndToEnd {
       }
       #expect(lines.count == 6, "\(lines)")
       #expect(lines.last?.contains("refusals=32") == true, "\(lines)")
+      // Client creations and departures are logged at counts 1, 2, 4, 8... per uid too: nobody
+      // created at least 64 clients (7 lines: created=1...64), and at most 128.
+      let created = setup.daemon.log.split(separator: "\n").filter {
+        ($0.contains("dbusClient ") || $0.contains("dbusClientVanished ")) && $0.contains("uid=65534")
+      }
+      let counts = created.compactMap { line in line.firstMatch(of: /(created|vanished)=(\d+)/).flatMap { Int($0.output.2) } }
+      #expect(counts.count == created.count, "\(created)")
+      #expect(counts.allSatisfy { $0 & ($0 - 1) == 0 }, "\(counts)")
+      #expect((7...8).contains(created.filter { $0.contains("dbusClient ") }.count), "\(created)")
+      #expect(created.count <= 16, "\(created.count) lines for uid 65534")
       setup.cleanUp()
     }
 
