@@ -151,7 +151,9 @@ public struct MQTTSettings: Sendable, Hashable {
     switch key {
     case "mqtt-topic":
       guard MQTTTopic.isValidName(value) else {
-        throw fail("use a topic name of 1...256 bytes without +, # or control characters, e.g. owntracks/alice/car")
+        throw fail(
+          "use a topic name of 1...256 bytes without +, # or control characters, not starting with $ (reserved for the broker), e.g. owntracks/alice/car"
+        )
       }
       current.topic = value
     case "mqtt-client-id":
@@ -249,9 +251,10 @@ public struct MQTTSettings: Sendable, Hashable {
 /// MQTT topic names and filters (MQTT 3.1.1, section 4.7).
 public enum MQTTTopic {
   /// Whether `name` can be published to: 1...256 bytes (locationd's limit; MQTT allows 65535),
-  /// no `+`, `#`, NUL or control characters.
+  /// no `+`, `#`, NUL or control characters, and not starting with `$`, which MQTT 3.1.1
+  /// (4.7.2) reserves for the server: brokers acknowledge and drop a client's publish there.
   public static func isValidName(_ name: String) -> Bool {
-    (1...256).contains(name.utf8.count)
+    (1...256).contains(name.utf8.count) && !name.hasPrefix("$")
       && !name.unicodeScalars.contains { $0 == "+" || $0 == "#" || $0.value < 0x20 || $0.value == 0x7F }
   }
 

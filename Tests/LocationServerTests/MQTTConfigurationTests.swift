@@ -41,4 +41,14 @@ struct MQTTConfigurationTests {
     #expect(try Configuration.parse(arguments: ["--mqtt", "mqtts://broker.example", "--mqtt-ca-file", "/etc/ssl/ca.pem"]).mqtt?.caFile == "/etc/ssl/ca.pem")
     #expect(throws: ConfigurationError.self) { try Configuration.parse(arguments: ["--mqtt", "mqtt://u:p@h"]) }
   }
+
+  @Test("a topic the broker reserves ($SYS/..., $share...) is refused: the broker would drop every message")
+  func reservedTopics() throws {
+    for topic in ["$SYS/x", "$share/g/t", "$"] {
+      #expect(throws: ConfigurationError.self, "\(topic)") {
+        try Configuration.parse(arguments: ["--mqtt", "mqtt://broker.example", "--mqtt-topic", topic])
+      }
+    }
+    #expect(try Configuration.parse(arguments: ["--mqtt", "mqtt://b", "--mqtt-topic", "owntracks/a$/b"]).mqtt?.topic == "owntracks/a$/b")
+  }
 }
