@@ -100,22 +100,25 @@ extension NMEAEncoder {
     let talker = copy.talker
     var lines: [String] = []
     if sentences.contains(.rmc) {
-      var body = copy.rmcBody(fix)
-      // rmcBody appends a navigational status the fix carries; a versioned encoder decides.
-      if fix.navigationalStatus != nil {
-        body = String(body[..<(body.lastIndex(of: ",") ?? body.endIndex)])
-      }
-      if version.hasSystemIDs { body += "," + Self.navigationalStatus(fix) }
-      lines.append(Self.frame(body))
+      lines.append(
+        Self.fitted { precision in
+          var body = copy.rmcBody(fix, precision: precision)
+          // rmcBody appends a navigational status the fix carries; a versioned encoder decides.
+          if fix.navigationalStatus != nil {
+            body = String(body[..<(body.lastIndex(of: ",") ?? body.endIndex)])
+          }
+          if version.hasSystemIDs { body += "," + Self.navigationalStatus(fix) }
+          return body
+        })
     }
-    if sentences.contains(.vtg) { lines.append(Self.frame(copy.vtgBody(fix))) }
+    if sentences.contains(.vtg) { lines.append(Self.fitted { copy.vtgBody(fix, precision: $0) }) }
     if sentences.contains(.gga) {
       var gga = fix
       if version == .v2_3, let used = gga.satellitesUsed { gga.satellitesUsed = min(used, 12) }
-      lines.append(Self.frame(copy.ggaBody(gga)))
+      lines.append(Self.fitted { copy.ggaBody(gga, precision: $0) })
     }
     if sentences.contains(.gns), version.hasSystemIDs {
-      lines.append(Self.frame(Self.gnsBody(fix, talker: talker, version: version)))
+      lines.append(Self.fitted { Self.gnsBody(fix, talker: talker, version: version, precision: $0) })
     }
     if sentences.contains(.gsa) { lines += Self.gsaBodies(fix, version: version).map(Self.frame) }
     if sentences.contains(.gsv) { lines += Self.gsvBodies(fix, version: version).map(Self.frame) }
@@ -142,10 +145,12 @@ extension NMEAEncoder {
   /// 4.11): the fix's mode indicator for a system with satellites used, `N` for the others (all
   /// `N` without a fix). gpsd 3.22 `processGNS` takes a leading `N` as no fix, so a fix without
   /// GPS satellites reads as none from GNS alone (GGA and RMC still carry it).
-  public static func gnsBody(_ fix: Fix, talker: TalkerID, version: NMEAVersion) -> String {
+  public static func gnsBody(
+    _ fix: Fix, talker: TalkerID, version: NMEAVersion, precision: Precision = .full
+  ) -> String {
     let position = fix.mode.hasPosition ? fix.coordinate : nil
     var fields = [talker.letters + "GNS", timeField(fix)]
-    fields += positionFields(position)
+    fields += positionFields(position, minuteDecimals: precision.minuteDecimals)
     let letters = version == .v4_11 ? 6 : 4
     let usedSystems = Set(
       fix.satellites.filter(\.used).compactMap { numbering(of: $0, version: version)?.system })
@@ -160,11 +165,12 @@ extension NMEAEncoder {
     fields.append(padded(used, width: 2))
     // HDOP, altitude and geoid separation with one decimal (NMEA's x.x) keep the sentence within
     // 82 characters with seven decimals of position; GGA, sent before, carries them with two.
-    fields.append(fix.hdop.map { decimal($0, places: 1) } ?? "")
+    let places = min(1, precision.heightPlaces)
+    fields.append(fix.hdop.map { decimal($0, places: min(1, precision.hdopPlaces)) } ?? "")
     let altitude = fix.mode == .fix3D && position != nil ? fix.altitudeMSL : nil
-    fields.append(altitude.map { decimal($0, places: 1) } ?? "")
-    fields.append(fix.geoidSeparation.map { decimal($0, places: 1) } ?? "")
-    fields.append(fix.dgpsAge.map { decimal($0, places: 1) } ?? "")
+    fields.append(altitude.map { decimal($0, places: places) } ?? "")
+    fields.append(fix.geoidSeparation.map { decimal($0, places: places) } ?? "")
+    fields.append(fix.dgpsAge.map { decimal($0, places: places) } ?? "")
     fields.append(fix.dgpsStation.map { padded($0, width: 4) } ?? "")
     fields.append(navigationalStatus(fix))
     return fields.joined(separator: ",")

@@ -11,7 +11,9 @@ import LocationModel
 ///   survives a round trip within 2e-8 degrees), hemisphere `N`/`S`, `E`/`W`;
 /// - time of day `hhmmss.ss` (three decimals when the time has a millisecond part), date `ddmmyy`;
 /// - speed over ground in knots (RMC, VTG) and km/h (VTG), course over ground in degrees true;
-/// - every value the ``Fix`` does not know (`nil`) is an empty field, never `0`.
+/// - every value the ``Fix`` does not know (`nil`) is an empty field, never `0`;
+/// - no sentence is longer than NMEA 0183's 82 characters (`$` to CR LF): when RMC, GGA or GNS
+///   would be, it is written again with fewer decimals (``Precision``), as receivers do.
 ///
 /// The encoder is pure: no I/O, no clock. A ``Fix`` without a position still produces RMC (status
 /// `V`), GGA (quality 0) and GSA (mode 1), as a receiver without a fix does.
@@ -87,9 +89,9 @@ public struct NMEAEncoder: Sendable, Hashable {
   public func encode(_ fix: Fix) -> [String] {
     if let version { return encode(fix, version: version) }
     var lines: [String] = []
-    if sentences.contains(.rmc) { lines.append(Self.frame(rmcBody(fix))) }
-    if sentences.contains(.vtg) { lines.append(Self.frame(vtgBody(fix))) }
-    if sentences.contains(.gga) { lines.append(Self.frame(ggaBody(fix))) }
+    if sentences.contains(.rmc) { lines.append(Self.fitted { rmcBody(fix, precision: $0) }) }
+    if sentences.contains(.vtg) { lines.append(Self.fitted { vtgBody(fix, precision: $0) }) }
+    if sentences.contains(.gga) { lines.append(Self.fitted { ggaBody(fix, precision: $0) }) }
     if sentences.contains(.gsa) { lines += gsaBodies(fix).map(Self.frame) }
     if sentences.contains(.gsv) { lines += Self.gsvBodies(fix).map(Self.frame) }
     if sentences.contains(.zda), let body = zdaBody(fix) { lines.append(Self.frame(body)) }
@@ -108,6 +110,45 @@ public struct NMEAEncoder: Sendable, Hashable {
     body.reduce(0, ^)
   }
 
+  /// NMEA 0183's limit on a sentence: 82 characters from the `$` to the CR LF, both included.
+  public static let maximumSentenceLength = 82
+
+  /// How many decimals the variable-width fields of RMC, VTG, GGA and GNS get. ``full`` keeps a
+  /// position within 2e-8 degrees; the others are what receivers write when a sentence would
+  /// pass 82 characters (a DGPS fix at altitude with millisecond times, say).
+  public struct Precision: Sendable, Hashable {
+    /// Decimals of the minutes of latitude and longitude (6: 1.9 mm, 5: 1.9 cm, 4: 19 cm).
+    public var minuteDecimals: Int
+    /// Decimals of altitude, geoid separation and DGPS age.
+    public var heightPlaces: Int
+    /// Decimals of HDOP.
+    public var hdopPlaces: Int
+    /// Decimals of speed over ground in knots and km/h.
+    public var speedPlaces: Int
+
+    /// Six decimals of minutes, two of heights and HDOP, three of speeds.
+    public static let full = Precision(minuteDecimals: 6, heightPlaces: 2, hdopPlaces: 2, speedPlaces: 3)
+    /// The steps tried in turn until a sentence fits in ``NMEAEncoder/maximumSentenceLength``.
+    public static let steps: [Precision] = [
+      full,
+      Precision(minuteDecimals: 5, heightPlaces: 1, hdopPlaces: 1, speedPlaces: 2),
+      Precision(minuteDecimals: 4, heightPlaces: 1, hdopPlaces: 1, speedPlaces: 1),
+      Precision(minuteDecimals: 4, heightPlaces: 0, hdopPlaces: 1, speedPlaces: 1),
+      Precision(minuteDecimals: 4, heightPlaces: 0, hdopPlaces: 0, speedPlaces: 0),
+    ]
+  }
+
+  /// The framed sentence `body` makes at the first of ``Precision/steps`` whose sentence fits in
+  /// ``maximumSentenceLength``; at the last step when none does (fields the fix cannot shorten).
+  public static func fitted(_ body: (Precision) -> String) -> String {
+    var framed = ""
+    for precision in Precision.steps {
+      framed = frame(body(precision))
+      if framed.utf8.count <= maximumSentenceLength { return framed }
+    }
+    return framed
+  }
+
   /// Frames a sentence body (e.g. `GPGGA,...`, without `$`) as `$body*HH\r\n`, `HH` upper-case hex.
   public static func frame(_ body: String) -> String {
     let sum = checksum(body.utf8)
@@ -119,12 +160,12 @@ public struct NMEAEncoder: Sendable, Hashable {
   // MARK: Sentences
 
   /// The RMC body: `xxRMC,time,status,lat,N/S,lon,E/W,knots,course,ddmmyy,magvar,E/W,mode[,navstatus]`.
-  public func rmcBody(_ fix: Fix) -> String {
+  public func rmcBody(_ fix: Fix, precision: Precision = .full) -> String {
     let position = fix.mode.hasPosition ? fix.coordinate : nil
     var fields = [talker.letters + "RMC", Self.timeField(fix)]
     fields.append(position == nil ? "V" : "A")
-    fields += Self.positionFields(position)
-    fields.append(fix.speedOverGround.map { Self.decimal($0 * 3600 / 1852, places: 3) } ?? "")
+    fields += Self.positionFields(position, minuteDecimals: precision.minuteDecimals)
+    fields.append(fix.speedOverGround.map { Self.decimal($0 * 3600 / 1852, places: precision.speedPlaces) } ?? "")
     fields.append(fix.courseOverGround.map { Self.decimal(CompassAngle.rounded($0, places: 2), places: 2) } ?? "")
     fields.append(Self.dateField(fix))
     if let variation = fix.magneticVariation {
@@ -139,10 +180,10 @@ public struct NMEAEncoder: Sendable, Hashable {
   }
 
   /// The VTG body: `xxVTG,course,T,,M,knots,N,km/h,K,mode` (magnetic course left empty).
-  public func vtgBody(_ fix: Fix) -> String {
+  public func vtgBody(_ fix: Fix, precision: Precision = .full) -> String {
     let course = fix.courseOverGround.map { Self.decimal(CompassAngle.rounded($0, places: 2), places: 2) } ?? ""
-    let knots = fix.speedOverGround.map { Self.decimal($0 * 3600 / 1852, places: 3) } ?? ""
-    let kmh = fix.speedOverGround.map { Self.decimal($0 * 3.6, places: 3) } ?? ""
+    let knots = fix.speedOverGround.map { Self.decimal($0 * 3600 / 1852, places: precision.speedPlaces) } ?? ""
+    let kmh = fix.speedOverGround.map { Self.decimal($0 * 3.6, places: precision.speedPlaces) } ?? ""
     return [
       talker.letters + "VTG", course, "T", "", "M", knots, "N", kmh, "K", Self.modeIndicator(fix),
     ]
@@ -153,20 +194,20 @@ public struct NMEAEncoder: Sendable, Hashable {
   ///
   /// Altitude is written only for a 3D fix (a 2D fix leaves it empty, as receivers do); quality
   /// is the ``Fix/quality`` or, when unknown, 1 with a position and 0 without.
-  public func ggaBody(_ fix: Fix) -> String {
+  public func ggaBody(_ fix: Fix, precision: Precision = .full) -> String {
     let position = fix.mode.hasPosition ? fix.coordinate : nil
     var fields = [talker.letters + "GGA", Self.timeField(fix)]
-    fields += Self.positionFields(position)
+    fields += Self.positionFields(position, minuteDecimals: precision.minuteDecimals)
     let quality = fix.quality?.rawValue ?? (position == nil ? 0 : 1)
     fields.append(String(quality))
     fields.append(fix.satellitesUsed.map { Self.padded($0, width: 2) } ?? "")
-    fields.append(fix.hdop.map { Self.decimal($0, places: 2) } ?? "")
+    fields.append(fix.hdop.map { Self.decimal($0, places: precision.hdopPlaces) } ?? "")
     let altitude = fix.mode == .fix3D ? fix.altitudeMSL : nil
-    fields.append(altitude.map { Self.decimal($0, places: 2) } ?? "")
+    fields.append(altitude.map { Self.decimal($0, places: precision.heightPlaces) } ?? "")
     fields.append(altitude == nil ? "" : "M")
-    fields.append(fix.geoidSeparation.map { Self.decimal($0, places: 2) } ?? "")
+    fields.append(fix.geoidSeparation.map { Self.decimal($0, places: precision.heightPlaces) } ?? "")
     fields.append(fix.geoidSeparation == nil ? "" : "M")
-    fields.append(fix.dgpsAge.map { Self.decimal($0, places: 1) } ?? "")
+    fields.append(fix.dgpsAge.map { Self.decimal($0, places: min(1, precision.heightPlaces)) } ?? "")
     fields.append(fix.dgpsStation.map { Self.padded($0, width: 4) } ?? "")
     return fields.joined(separator: ",")
   }
@@ -264,26 +305,33 @@ public struct NMEAEncoder: Sendable, Hashable {
 
   // MARK: Fields
 
-  /// `ddmm.mmmmmm,N,dddmm.mmmmmm,E`, or four empty fields for `nil` or an invalid coordinate.
-  public static func positionFields(_ coordinate: Coordinate?) -> [String] {
+  /// `ddmm.mmmmmm,N,dddmm.mmmmmm,E` (`minuteDecimals` decimals of minutes, 1...6), or four empty
+  /// fields for `nil` or an invalid coordinate.
+  public static func positionFields(_ coordinate: Coordinate?, minuteDecimals: Int = 6) -> [String] {
     guard let coordinate, coordinate.isValid else { return ["", "", "", ""] }
     return [
-      angle(abs(coordinate.latitude), degreeDigits: 2), coordinate.latitude < 0 ? "S" : "N",
-      angle(abs(coordinate.longitude), degreeDigits: 3), coordinate.longitude < 0 ? "W" : "E",
+      angle(abs(coordinate.latitude), degreeDigits: 2, minuteDecimals: minuteDecimals),
+      coordinate.latitude < 0 ? "S" : "N",
+      angle(abs(coordinate.longitude), degreeDigits: 3, minuteDecimals: minuteDecimals),
+      coordinate.longitude < 0 ? "W" : "E",
     ]
   }
 
   /// Degrees as `d…dmm.mmmmmm` with `degreeDigits` zero-padded degree digits (2 for latitude,
-  /// 3 for longitude) and six decimals of minutes; `value` must be non-negative and finite.
-  public static func angle(_ value: Double, degreeDigits: Int) -> String {
-    // Work in millionths of a minute so rounding never produces "60.000000" minutes.
-    let micro = Self.roundedInteger(value * 60_000_000) ?? 0
-    let degrees = micro / 60_000_000
-    let minutes = micro % 60_000_000
-    let whole = minutes / 1_000_000
-    let fraction = minutes % 1_000_000
+  /// 3 for longitude) and `minuteDecimals` decimals of minutes (1...6, six by default); `value`
+  /// must be non-negative and finite.
+  public static func angle(_ value: Double, degreeDigits: Int, minuteDecimals: Int = 6) -> String {
+    let places = min(max(minuteDecimals, 1), 6)
+    var unit: Int64 = 1
+    for _ in 0..<places { unit *= 10 }
+    // Work in units of the last decimal of a minute so rounding never produces "60.000000".
+    let scaled = Self.roundedInteger(value * 60 * Double(unit)) ?? 0
+    let degrees = scaled / (60 * unit)
+    let minutes = scaled % (60 * unit)
+    let whole = minutes / unit
+    let fraction = minutes % unit
     return padded(Int(degrees), width: degreeDigits) + padded(Int(whole), width: 2) + "."
-      + padded(Int(fraction), width: 6)
+      + padded(Int(fraction), width: places)
   }
 
   /// UTC time of day as `hhmmss.ss` (`hhmmss.sss` when the milliseconds are not a multiple of

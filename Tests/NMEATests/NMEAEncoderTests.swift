@@ -256,6 +256,66 @@ private func sampleFix() -> Fix {
     }
   }
 
+  @Test(
+    "a DGPS fix at altitude with millisecond times still fits 82 characters: fewer decimals, same values",
+    arguments: [nil, NMEAVersion.v2_3, .v4_10, .v4_11])
+  func longFieldsAreShortenedToFit(version: NMEAVersion?) throws {
+    var generator = SeededGenerator(state: 0x82)
+    for index in 0..<500 {
+      var fix = sampleFix()
+      fix.time = sampleTime + 789 + Int64(index) * 1001
+      fix.coordinate = Coordinate(
+        latitude: Double.random(in: -89.99...89.99, using: &generator),
+        longitude: Double.random(in: -179.99...179.99, using: &generator))
+      fix.altitudeMSL = Double.random(in: -999.99...99_999.99, using: &generator)
+      fix.geoidSeparation = Double.random(in: -99.99...99.99, using: &generator)
+      fix.hdop = Double.random(in: 0.5...99.99, using: &generator)
+      fix.speedOverGround = Double.random(in: 0...999, using: &generator)
+      fix.courseOverGround = Double.random(in: 0..<360, using: &generator)
+      fix.magneticVariation = Double.random(in: -99...99, using: &generator)
+      fix.quality = .dgps
+      fix.dgpsAge = Double.random(in: 0...99.9, using: &generator)
+      fix.dgpsStation = 1023
+      fix.navigationalStatus = "S"
+      fix.errorEstimates = nil
+      let encoder = version.map { NMEAEncoder(version: $0) } ?? NMEAEncoder(talker: .gps, sentences: .all)
+      var position: (Double, Double)?
+      for line in encoder.encode(fix) {
+        #expect(line.utf8.count <= NMEAEncoder.maximumSentenceLength, "\(line)")
+        let f = try fields(of: line)
+        if f[0].hasSuffix("GGA") {
+          position = (try degrees(f[2], f[3], degreeDigits: 2), try degrees(f[4], f[5], degreeDigits: 3))
+          // The altitude is still the fix's, to the decimals written.
+          let altitude = try #require(Double(f[9]))
+          #expect(abs(altitude - (fix.altitudeMSL ?? 0)) <= 0.5, "\(line)")
+        }
+      }
+      let (latitude, longitude) = try #require(position)
+      // Four decimals of minutes at least: within 19 cm (1.7e-6 degrees).
+      #expect(abs(latitude - (fix.coordinate?.latitude ?? 0)) < 1.7e-6)
+      #expect(abs(longitude - (fix.coordinate?.longitude ?? 0)) < 1.7e-6)
+    }
+  }
+
+  @Test func anOrdinaryFixKeepsFullPrecision() throws {
+    let lines = NMEAEncoder(talker: .gps, sentences: [.rmc, .gga]).encode(sampleFix())
+    #expect(lines[0] == NMEAEncoder.frame(NMEAEncoder().rmcBody(sampleFix())))
+    #expect(try fields(of: lines[1])[2] == "4807.038000")
+    // The reviewer's case: a DGPS fix at 12,345.6 m with a millisecond time.
+    var fix = sampleFix()
+    fix.time = sampleTime + 539
+    fix.quality = .dgps
+    fix.satellitesUsed = 12
+    fix.hdop = 12.3
+    fix.altitudeMSL = 12_345.6
+    fix.geoidSeparation = -34.5
+    fix.dgpsAge = 12.3
+    fix.dgpsStation = 1023
+    let gga = try #require(NMEAEncoder(talker: .gps, sentences: [.gga]).encode(fix).first)
+    #expect(gga.utf8.count <= 82, "\(gga)")
+    #expect(try fields(of: gga)[9] == "12345.6" || (try fields(of: gga)[9]) == "12346", "\(gga)")
+  }
+
   @Test func seededRandomPositionsRoundTripWithin1e7Degrees() throws {
     var generator = SeededGenerator(state: 0x6C6F_6361_7469_6F6E)
     var cases = (0..<2000).map { _ in
