@@ -88,10 +88,30 @@ public final class TrackStore: Sendable {
     // Created owner-only before SQLite sees it (SQLite gives the -wal and -shm files the same
     // mode): a location history is more sensitive than the live position. O_NOFOLLOW: a link
     // planted at the path is refused, not followed.
-    let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+    // O_NONBLOCK: a FIFO planted there does not block the open (it is refused below).
+    let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
     guard fd >= 0 else {
       let code = errno
       throw .openFailed(path: path, code: code, message: "cannot create it: " + String(cString: strerror(code)))
+    }
+    var status = stat()
+    guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+      _ = Glibc.close(fd)
+      throw .openFailed(path: path, code: EINVAL, message: "not a regular file")
+    }
+    // A store restored from a backup or copied in with a wider mode is the daemon's own file:
+    // made owner-only again, with its -wal and -shm files, before anything more is written.
+    if status.st_mode & 0o077 != 0 {
+      _ = fchmod(fd, 0o600)
+      for suffix in ["-wal", "-shm"] {
+        let companion = open(path + suffix, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        guard companion >= 0 else { continue }
+        var companionStatus = stat()
+        if fstat(companion, &companionStatus) == 0, companionStatus.st_mode & S_IFMT == S_IFREG {
+          _ = fchmod(companion, 0o600)
+        }
+        _ = Glibc.close(companion)
+      }
     }
     _ = Glibc.close(fd)
     let connection = try SQLiteConnection(path: path, readOnly: false)
@@ -111,6 +131,16 @@ public final class TrackStore: Sendable {
   /// - Throws: as ``init(path:configuration:)``; ``TrackStoreError/openFailed(path:code:message:)``
   ///   when the file does not exist.
   public init(readingAt path: String) throws(TrackStoreError) {
+    // A FIFO or a device at the path would block or feed SQLite garbage: only a regular file
+    // (through a link too: the reader writes nothing) is opened.
+    var status = stat()
+    guard stat(path, &status) == 0 else {
+      let code = errno
+      throw .openFailed(path: path, code: code, message: String(cString: strerror(code)))
+    }
+    guard status.st_mode & S_IFMT == S_IFREG else {
+      throw .openFailed(path: path, code: EINVAL, message: "not a regular file")
+    }
     let connection = try SQLiteConnection(path: path, readOnly: true)
     try Self.checkVersion(connection)
     var initial = State(connection: connection)

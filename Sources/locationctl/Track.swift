@@ -107,6 +107,9 @@ func runTrack(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
     let path = storePath(list)
     guard access(path, F_OK) == 0 else { throw ClientError("no track store at \(path)") }
     do {
+      // Only an existing store is cleared: opened read-only first, so that an empty or foreign
+      // file is refused rather than given the track schema.
+      try TrackStore(readingAt: path).close()
       let store = try TrackStore(path: path)
       let deleted = try store.clear()
       store.close()

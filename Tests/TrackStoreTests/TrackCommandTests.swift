@@ -212,3 +212,47 @@ import LocationModel
     }
   }
 }
+
+/// Store files that are not what they should be: a FIFO, an empty file, a copy with a wide mode.
+@Suite struct StoreFileKindTests {
+  static let locationctl = packageRoot + "/.build/debug/locationctl"
+
+  @Test func aFIFOInPlaceOfTheStoreIsRefusedWithoutBlocking() throws {
+    let directory = try temporaryDirectory()
+    let path = directory + "/" + TrackStore.fileName
+    #expect(mkfifo(path, 0o600) == 0)
+    for arguments in [["track", "stats", "--store", path], ["track", "export", "--state-dir", directory, "-"], ["track", "clear", "--store", path]] {
+      let result = try run([Self.locationctl] + arguments)
+      #expect(result.status == 1, "\(arguments): \(result)")
+      #expect(result.error.contains("not a regular file"), "\(arguments): \(result.error)")
+    }
+    #expect(throws: TrackStoreError.self) { try TrackStore(path: path) }
+  }
+
+  @Test func clearRefusesAFileThatIsNotAStoreAndLeavesItAlone() throws {
+    let directory = try temporaryDirectory()
+    let path = directory + "/empty"
+    #expect(FileManager.default.createFile(atPath: path, contents: Data()))
+    let result = try run([Self.locationctl, "track", "clear", "--store", path])
+    #expect(result.status == 1, "\(result)")
+    #expect(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int == 0)
+    #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
+  }
+
+  @Test func aStoreWithAWideModeIsMadeOwnerOnlyWhenTheDaemonOpensIt() throws {
+    let directory = try temporaryDirectory()
+    let path = directory + "/" + TrackStore.fileName
+    let first = try TrackStore(path: path)
+    try first.append(syntheticTrack(count: 3))
+    first.close()
+    #expect(chmod(path, 0o644) == 0)
+    let store = try TrackStore(path: path)
+    try store.append(syntheticTrack(count: 3, start: 1_700_000_000_000))
+    for file in [path, path + "-wal", path + "-shm"] where FileManager.default.fileExists(atPath: file) {
+      var status = stat()
+      #expect(stat(file, &status) == 0)
+      #expect(status.st_mode & 0o777 == 0o600, "\(file): \(String(status.st_mode & 0o777, radix: 8))")
+    }
+    store.close()
+  }
+}
