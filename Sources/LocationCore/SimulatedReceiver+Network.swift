@@ -24,6 +24,8 @@ public enum SimulatedTransport: Sendable, Hashable, CustomStringConvertible {
     else { return nil }
     let host = String(rest[..<colon])
     guard SimulatedTransport.ipv4(host) != nil else { return nil }
+    // UDP sends to the port: 0 reaches no reader (TCP port 0 listens on a free port instead).
+    guard isTCP || port != 0 else { return nil }
     self = isTCP ? .tcp(host: host, port: port) : .udp(host: host, port: port)
   }
 

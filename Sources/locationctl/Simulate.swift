@@ -50,6 +50,9 @@ func runSimulate(arguments: [String]) -> Int32 {
   var version = NMEAVersion.v4_11
   var baud: Int?
   var faults = NMEAFaultSchedule()
+  var explicitRate = false
+  var explicitNMEA = false
+  var explicitFaults = false
   var sentences = NMEAEncoder.SentenceSet.standard
   var deviceMode: mode_t?
   var skySettings: [(key: String, value: String)] = []
@@ -89,6 +92,7 @@ func runSimulate(arguments: [String]) -> Int32 {
         return ExitCode.usage.rawValue
       }
       rate = number
+      explicitRate = true
     case "--talker":
       guard let text = value(argument) else { return ExitCode.usage.rawValue }
       guard let choice = TalkerID(letters: text.uppercased()), choice == .gps || choice == .multiGNSS else {
@@ -103,6 +107,7 @@ func runSimulate(arguments: [String]) -> Int32 {
         return ExitCode.usage.rawValue
       }
       version = choice
+      explicitNMEA = true
     case "--baud":
       guard let text = value(argument) else { return ExitCode.usage.rawValue }
       guard let number = Int(text), SerialLinePacer.baudRates.contains(number) else {
@@ -114,6 +119,7 @@ func runSimulate(arguments: [String]) -> Int32 {
       guard let text = value(argument) else { return ExitCode.usage.rawValue }
       do {
         faults = try NMEAFaultSchedule.parse(text)
+        explicitFaults = true
       } catch {
         writeError("locationctl simulate: --faults: \(error)")
         return ExitCode.usage.rawValue
@@ -150,6 +156,20 @@ func runSimulate(arguments: [String]) -> Int32 {
   guard let path = path ?? network?.description else {
     writeError("locationctl simulate: one of --pty PATH or --output URI is required (try --help)")
     return ExitCode.usage.rawValue
+  }
+  // An option and the same key in --backend's URI would both set one value: refused rather
+  // than one of them silently winning.
+  if let backendURI, let query = backendURI.split(separator: "?", maxSplits: 1).dropFirst().first {
+    let keys = Set(query.split(separator: "&").map { String($0.prefix { $0 != "=" }) })
+    let given: [(option: String, key: String, set: Bool)] = [
+      ("--baud", "baud", baud != nil), ("--nmea", "nmea", explicitNMEA),
+      ("--faults", "faults", explicitFaults), ("--rate", "rate", explicitRate),
+    ]
+    for (option, key, set) in given where set && keys.contains(key) {
+      writeError(
+        "locationctl simulate: \(option) and \(key)= in --backend both set the \(key): give one of them")
+      return ExitCode.usage.rawValue
+    }
   }
   var uri =
     backendURI ?? "simulate?rate=\(rate == rate.rounded() ? String(Int(rate)) : String(rate))"

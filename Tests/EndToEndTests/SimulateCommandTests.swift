@@ -207,6 +207,13 @@ struct SimulateCommandTests {
     ["simulate", "--pty", "/tmp/x", "--rate", "10", "--baud", "4800"],
     ["simulate", "--pty", "/tmp/x", "--faults", ""],
     ["simulate", "--pty", "/tmp/x", "--faults", "unplug@1-3,unplug@2-4"],
+    // An option and the same key in the backend URI: refused, neither silently wins.
+    ["simulate", "--pty", "/tmp/x", "--backend", "simulate?baud=4800", "--baud", "115200"],
+    ["simulate", "--pty", "/tmp/x", "--backend", "simulate?nmea=2.3", "--nmea", "4.11"],
+    ["simulate", "--pty", "/tmp/x", "--backend", "simulate?rate=2", "--rate", "1"],
+    ["simulate", "--pty", "/tmp/x", "--backend", "simulate?faults=checksum:0.02", "--faults", "garbage:0.01"],
+    // UDP to port 0 reaches no reader.
+    ["simulate", "--output", "udp://127.0.0.1:0"],
   ])
   func badUsageExits64(_ arguments: [String]) async throws {
     let simulator = Process()
