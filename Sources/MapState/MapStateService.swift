@@ -390,6 +390,7 @@ public actor MapStateService {
     try annotation.validate()
     guard annotation.id != Annotation.locationID else { throw .reservedIdentifier(annotation.id) }
     let existing = annotationsByID[annotation.id]
+    if let existing { try Self.requireSameSpelling(existing.id, annotation.id) }
     let count = annotationOrder.count + (existing == nil ? 1 : 0)
     let bytes = annotationBytes - (existing?.textByteCount ?? 0) + annotation.textByteCount
     guard count <= AnnotationLimits.maxCount, bytes <= AnnotationLimits.maxTotalBytes else {
@@ -422,6 +423,7 @@ public actor MapStateService {
         try annotation.validate()
         guard annotation.id != Annotation.locationID else { throw .reservedIdentifier(annotation.id) }
         let existing = annotationsByID[annotation.id]
+        if let existing { try Self.requireSameSpelling(existing.id, annotation.id) }
         let count = annotationOrder.count + (existing == nil ? 1 : 0)
         let bytes = annotationBytes - (existing?.textByteCount ?? 0) + annotation.textByteCount
         guard count <= AnnotationLimits.maxCount, bytes <= AnnotationLimits.maxTotalBytes else {
@@ -444,6 +446,18 @@ public actor MapStateService {
     return refused
   }
 
+  /// Throws when `new` is canonically equivalent to the existing id `existing` (Swift's `==`
+  /// on strings) but written with other code points: ids are keys compared literally, as
+  /// MapKit's and CoreLocation's identifiers are, so neither silently replaces the other.
+  static func requireSameSpelling(_ existing: String, _ new: String) throws(MapStateError) {
+    guard !existing.unicodeScalars.elementsEqual(new.unicodeScalars) else { return }
+    throw .invalidIdentifier(
+      new,
+      reason:
+        "the same Unicode text as the existing annotation \"\(existing)\" written with other code points (canonically equivalent): use that spelling, or remove it first"
+    )
+  }
+
   /// Removes every annotation of `ids` that exists, as one change of the map: one event (every
   /// removal listed) and one save, however many there are (the fleet view clearing the devices
   /// of a previous run). The reserved `"location"` and absent identifiers are skipped.
@@ -454,7 +468,9 @@ public actor MapStateService {
     var changes: [MapChange] = []
     var removedIDs = Set<String>()
     for id in ids where id != Annotation.locationID {
-      guard let removed = annotationsByID.removeValue(forKey: id) else { continue }
+      guard let existing = annotationsByID[id], existing.id.unicodeScalars.elementsEqual(id.unicodeScalars),
+        let removed = annotationsByID.removeValue(forKey: id)
+      else { continue }
       annotationBytes -= removed.textByteCount
       removedIDs.insert(id)
       changes.append(.annotationRemoved(id: id))
@@ -471,7 +487,9 @@ public actor MapStateService {
   ///   ``MapStateError/noSuchAnnotation(id:)`` when absent.
   public func removeAnnotation(id: String) throws(MapStateError) {
     guard id != Annotation.locationID else { throw .reservedIdentifier(id) }
-    guard let removed = annotationsByID.removeValue(forKey: id) else {
+    guard let existing = annotationsByID[id], existing.id.unicodeScalars.elementsEqual(id.unicodeScalars),
+      let removed = annotationsByID.removeValue(forKey: id)
+    else {
       throw .noSuchAnnotation(id: id)
     }
     annotationBytes -= removed.textByteCount

@@ -10,13 +10,22 @@ extension LocationService {
   func region(_ action: RegionAction) async throws -> Reply {
     switch action {
     case .add(let region):
+      if let existing = await regions.status(id: region.id)?.region.id, !Self.sameSpelling(existing, region.id) {
+        throw ServiceError(
+          code: .invalidArgument,
+          message:
+            "region id \(JSONValue.quoted(region.id)) is the same Unicode text as the existing region \(JSONValue.quoted(existing)) written with other code points (canonically equivalent): use that spelling, or remove it first"
+        )
+      }
       let (replaced, status) = await regions.add(region)
       Log.event("regionAdded", ["region": region.id, "replaced": String(replaced)])
       await map.setRegions(await regions.statuses)
       try await regionsSaved()
       return .region(status, replaced: replaced)
     case .remove(let id):
-      guard let status = await regions.remove(id: id) else { throw Self.noSuchRegion(id) }
+      guard let existing = await regions.status(id: id)?.region.id, Self.sameSpelling(existing, id),
+        let status = await regions.remove(id: id)
+      else { throw Self.noSuchRegion(id) }
       Log.event("regionRemoved", ["region": id])
       await map.setRegions(await regions.statuses)
       try await regionsSaved()
@@ -24,7 +33,9 @@ extension LocationService {
     case .list(let after, let limit):
       return try await regionList(after: after, limit: limit)
     case .state(let id):
-      guard let status = await regions.status(id: id) else { throw Self.noSuchRegion(id) }
+      guard let status = await regions.status(id: id), Self.sameSpelling(status.region.id, id) else {
+        throw Self.noSuchRegion(id)
+      }
       return .region(status)
     }
   }
@@ -61,6 +72,13 @@ extension LocationService {
       if bytes > budget { throw refused(bytes) }
     }
     return .regions(statuses, more: paged ? more : nil)
+  }
+
+  /// Whether two ids are the same code points. Swift's `==` on strings is canonical
+  /// equivalence (`"caf\u{E9}" == "cafe\u{301}"`); ids are compared literally, as CoreLocation
+  /// compares region identifiers.
+  static func sameSpelling(_ a: String, _ b: String) -> Bool {
+    a.unicodeScalars.elementsEqual(b.unicodeScalars)
   }
 
   static func noSuchRegion(_ id: String) -> ServiceError {

@@ -187,6 +187,37 @@ struct RegionServiceTests {
     await harness.stop()
   }
 
+  @Test("ids are compared by code points: a canonically equivalent spelling neither replaces nor finds a region")
+  func idsAreLiteral() async throws {
+    let harness = try await RegionHarness()
+    let client = EventChannel()
+    func addRegion(_ id: String) async throws -> JSONValue {
+      try await harness.ask(
+        #"{"cmd":"region","action":"add","region":{"id":""# + id + #"","circle":{"lat":1,"lon":1,"radius":100}}}"#,
+        client)
+    }
+    #expect(try await addRegion(#"caf\u00e9"#)["replaced"] == false)
+    let other = try await addRegion(#"cafe\u0301"#)
+    #expect(other["code"] == "invalidArgument", "\(other)")
+    #expect(other["message"]?.stringValue?.contains("canonically equivalent") == true)
+    #expect(try await addRegion(#"\u212b"#)["replaced"] == false)
+    #expect(try await addRegion(#"\u00c5"#)["code"] == "invalidArgument")
+    let list = try await harness.ask(#"{"cmd":"region","action":"list"}"#, client)
+    #expect(list["regions"]?.arrayValue?.count == 2)
+    #expect(
+      try await harness.ask(#"{"cmd":"region","action":"state","region":"cafe\u0301"}"#, client)["code"]
+        == "notFound")
+    #expect(
+      try await harness.ask(#"{"cmd":"region","action":"remove","region":"cafe\u0301"}"#, client)["code"]
+        == "notFound")
+    #expect(
+      try await harness.ask(#"{"cmd":"region","action":"remove","region":"caf\u00e9"}"#, client)["removed"]
+        == true)
+    // With the first spelling gone, the other may be added.
+    #expect(try await addRegion(#"cafe\u0301"#)["replaced"] == false)
+    await harness.stop()
+  }
+
   @Test("region commands need authorization, like map")
   func needsAuthorization() async throws {
     let harness = try await RegionHarness()

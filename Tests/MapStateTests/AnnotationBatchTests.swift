@@ -62,4 +62,20 @@ struct AnnotationBatchTests {
     #expect(store.load()?.annotations.map(\.id) == ["home"])
     #expect(await service.removeAnnotations(["absent"]) == 0)
   }
+
+  @Test("annotation ids are compared by code points: an equivalent spelling is refused, not a replacement")
+  func idsAreLiteral() async throws {
+    let service = MapStateService()
+    let nfc = Annotation(id: "caf\u{E9}", coordinate: Coordinate(latitude: 1, longitude: 2), title: "NFC")
+    let nfd = Annotation(id: "cafe\u{301}", coordinate: Coordinate(latitude: 3, longitude: 4), title: "NFD")
+    try await service.addAnnotation(nfc)
+    await #expect(throws: MapStateError.self) { try await service.addAnnotation(nfd) }
+    #expect(await service.addAnnotations([nfd]).count == 1)
+    await #expect(throws: MapStateError.noSuchAnnotation(id: nfd.id)) { try await service.removeAnnotation(id: nfd.id) }
+    #expect(await service.removeAnnotations([nfd.id]) == 0)
+    #expect(await service.snapshot.annotations.map(\.title) == ["NFC"])
+    try await service.removeAnnotation(id: nfc.id)
+    try await service.addAnnotation(nfd)
+    #expect(await service.snapshot.annotations.map(\.title) == ["NFD"])
+  }
 }
