@@ -102,6 +102,16 @@ public enum Daemon {
     let service = LocationService(
       manager: manager, map: map, backend: backend, authority: authority, regions: regions)
 
+    // The socket's directory may be any the admin chose (/tmp included), but no directory above
+    // it may let another user swap it and the socket with it.
+    if let slash = configuration.socketPath.lastIndex(of: "/"), slash != configuration.socketPath.startIndex,
+      let (ancestor, reason) = SecurePath.unsafeAncestor(of: String(configuration.socketPath[..<slash]))
+    {
+      Log.event("startFailed", ["reason": "socket path \(configuration.socketPath): \(ancestor) is \(reason)"])
+      writeStandardError(
+        "locationd: --socket \(configuration.socketPath) cannot be used: \(ancestor) is \(reason)\n")
+      return ExitCode.configuration.rawValue
+    }
     let socket: ListeningSocket
     do {
       socket = try ListeningSocket.open(

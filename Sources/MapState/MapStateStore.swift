@@ -168,6 +168,10 @@ public struct MapStateStore: Sendable {
   public static func checkDirectory(_ path: String) throws(MapStoreError) {
     let fd = try openDirectory(path)
     close(fd)
+    // The directories above it too: an owner of one of them could swap the whole directory.
+    if let (ancestor, reason) = SecurePath.unsafeAncestor(of: path) {
+      throw .unsafeDirectory(path: ancestor, reason: reason)
+    }
   }
 
   /// Opens `path` as a directory and checks owner and mode on the open descriptor.

@@ -146,13 +146,18 @@ public final class NMEAFeed: FrontEnd, Sendable {
 
   /// Checks the directory that will hold the socket at `path`: when it exists it must be owned by
   /// this process's effective user or by root and must not be writable by group or others
-  /// (mode `& 0o022 == 0`), like the state directory. A missing directory passes (it is then
-  /// created 0755 by this process).
+  /// (mode `& 0o022 == 0`), like the state directory, and no directory above it may let another
+  /// user swap it (``SecurePath/unsafeAncestor(of:)``). A missing directory passes (it is then
+  /// created 0755 by this process) when its ancestors do.
   ///
   /// - Throws: ``Failure/unsafeDirectory(path:reason:)``.
   public static func checkDirectory(of path: String) throws(Failure) {
     guard let slash = path.lastIndex(of: "/") else { return }
     let directory = slash == path.startIndex ? "/" : String(path[..<slash])
+    // The directories above it too: an owner of one of them could swap the whole subtree.
+    if let (ancestor, reason) = SecurePath.unsafeAncestor(of: directory) {
+      throw .unsafeDirectory(path: ancestor, reason: reason)
+    }
     var info = stat()
     guard stat(directory, &info) == 0 else { return }
     if info.st_uid != 0 && info.st_uid != geteuid() {

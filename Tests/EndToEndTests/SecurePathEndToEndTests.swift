@@ -1,0 +1,41 @@
+import Foundation
+import Glibc
+import Testing
+
+/// Paths through a directory another user owns: that user could swap everything below it, so
+/// the socket, the NMEA feed's socket and the state directory are refused there (exit 78).
+@Suite(.timeLimit(.minutes(3)))
+struct SecurePathEndToEndTests {
+  @Test("a socket, NMEA socket or state directory below a directory of another user is refused")
+  func belowAnotherUsersDirectory() async throws {
+    guard geteuid() == 0 else { return }  // chown to another user needs root
+    let scratch = try Scratch()
+    defer { scratch.remove() }
+    let theirs = scratch.file("theirs")
+    let inner = theirs + "/inner"
+    #expect(mkdir(theirs, 0o755) == 0 && mkdir(inner, 0o755) == 0)
+    #expect(chown(theirs, 65534, 65534) == 0)
+    let ours = scratch.file("ours")
+    #expect(mkdir(ours, 0o755) == 0)
+    let base = ["--group", "", "--track", "off", "--backend", "simulate"]
+    let cases: [[String]] = [
+      ["--socket", inner + "/s.sock", "--state-dir", ours + "/state1"],
+      ["--socket", ours + "/s2.sock", "--state-dir", inner + "/state"],
+      ["--socket", ours + "/s3.sock", "--state-dir", ours + "/state3", "--nmea-socket", inner + "/nmea.sock"],
+    ]
+    for arguments in cases {
+      let run = try await runTool(try Products.path("locationd"), base + arguments, timeout: 30)
+      #expect(run.status == 78, "\(arguments): \(run)")
+      #expect(run.stderr.contains(theirs) && run.stderr.contains("uid 65534"), "\(arguments): \(run.stderr)")
+    }
+    // A link on the way that another user owns is refused the same way.
+    let link = scratch.file("link")
+    #expect(symlink(ours, link) == 0)
+    #expect(lchown(link, 65534, 65534) == 0)
+    let linked = try await runTool(
+      try Products.path("locationd"), base + ["--socket", link + "/sub/s.sock", "--state-dir", ours + "/state4"],
+      timeout: 30)
+    #expect(linked.status == 78, "\(linked)")
+    #expect(linked.stderr.contains("symbolic link owned by uid 65534"), "\(linked.stderr)")
+  }
+}
