@@ -61,14 +61,16 @@ public final class NMEAFeed: FrontEnd, Sendable {
 
   /// The bytes the feed writes for `fix`: an RMC and a GGA sentence (NMEA 0183, ``NMEAEncoder``),
   /// each `$GP...*HH` with its checksum and CRLF; latitude `ddmm.mmmmmm`, longitude
-  /// `dddmm.mmmmmm`, so the position survives within 2e-8 degrees. Lines stay well within
-  /// GeoClue's 128-byte sentence buffer (checked by the tests with every field filled).
+  /// `dddmm.mmmmmm`, so the position survives within 2e-8 degrees, unless a sentence would pass
+  /// NMEA 0183's 82 characters (then fewer decimals: ``NMEAEncoder/fitted(_:)``).
   public static func sentences(for fix: Fix) -> [UInt8] {
     var bytes: [UInt8] = []
     encoder.encode(fix, into: &bytes)
     return bytes
   }
   private let readers = Mutex<[UInt64: NMEAReader]>([:])
+  /// Readers refused because the feed was full, since start (for throttling their log line).
+  private let refusals = Mutex(0)
   private let control = Mutex(Control())
   private let wakeRead: Int32
   private let wakeWrite: Int32
@@ -261,6 +263,8 @@ public final class NMEAFeed: FrontEnd, Sendable {
       if descriptors[0].revents != 0 { drainWakePipe() }
       if descriptors[1].revents & Int16(POLLIN) != 0 { acceptReaders() }
       for (index, reader) in current.enumerated() {
+        // Closed while accepting (its descriptor number may now be a new reader's).
+        guard !reader.isClosed else { continue }
         let revents = descriptors[index + 2].revents
         if revents & (Int16(POLLIN) | Int16(POLLHUP) | Int16(POLLERR)) != 0,
           !discardInput(reader)
@@ -303,6 +307,23 @@ public final class NMEAFeed: FrontEnd, Sendable {
     }
   }
 
+  /// Closes the readers whose peer has hung up (or that were asked to close) before the poll
+  /// loop reached them, so that they do not hold the slots a new reader needs. I/O thread only.
+  private func reapHungUpReaders() {
+    let current = readers.withLock { $0.values.sorted { $0.id < $1.id } }
+    for reader in current where !reader.isClosed {
+      if let reason = reader.closeReason {
+        closeReader(reader, reason: reason)
+        continue
+      }
+      var descriptor = pollfd(fd: reader.fd, events: Int16(POLLIN), revents: 0)
+      guard poll(&descriptor, 1, 0) > 0 else { continue }
+      if descriptor.revents & (Int16(POLLHUP) | Int16(POLLERR)) != 0 || !discardInput(reader) {
+        closeReader(reader, reason: "closed")
+      }
+    }
+  }
+
   private func acceptReaders() {
     while true {
       let fd = accept(socket.fd, nil, nil)
@@ -318,15 +339,30 @@ public final class NMEAFeed: FrontEnd, Sendable {
       let reader = NMEAReader(id: ConnectionNumber.next(), fd: fd, peer: peer) { [weak self] in
         self?.wake()
       }
-      let admitted = readers.withLock { table -> Bool in
-        guard table.count < options.maxReaders else { return false }
-        table[reader.id] = reader
-        return true
+      let admit = { [options] in
+        self.readers.withLock { table -> Bool in
+          guard table.count < options.maxReaders else { return false }
+          table[reader.id] = reader
+          return true
+        }
+      }
+      // Readers that hung up since the last poll still hold their slots: free those first.
+      var admitted = admit()
+      if !admitted {
+        reapHungUpReaders()
+        admitted = admit()
       }
       guard admitted else {
-        Log.event(
-          "nmeaReaderRefused",
-          ["client": String(reader.id), "uid": String(peer.uid), "reason": "full"])
+        let refusedFull = refusals.withLock { count -> Int in
+          count += 1
+          return count
+        }
+        // Logged at the 1st, 2nd, 4th, 8th... refusal: a connect loop cannot flood the log.
+        if refusedFull & (refusedFull - 1) == 0 {
+          Log.event(
+            "nmeaReaderRefused",
+            ["client": String(reader.id), "uid": String(peer.uid), "reason": "full", "refusals": String(refusedFull)])
+        }
         _ = Glibc.close(fd)
         continue
       }
@@ -428,6 +464,9 @@ final class NMEAReader: ClientChannel, @unchecked Sendable {
   var hasQueued: Bool { state.withLock { $0.offset < $0.queue.count } }
 
   var closeReason: String? { state.withLock { $0.closed ? nil : $0.closeReason } }
+
+  /// Whether the I/O thread has closed the reader (its descriptor is no longer its own).
+  var isClosed: Bool { state.withLock { $0.closed } }
 
   func startStreaming() { state.withLock { $0.streaming = true } }
 

@@ -273,12 +273,32 @@ struct NMEAFeedServiceTests {
     await fixture.tearDown()
   }
 
+  /// Readers that hung up before the feed noticed do not hold slots: a reader that connects
+  /// right after them is admitted, however the I/O thread's rounds fall.
+  @Test func readersThatHungUpDoNotFillTheFeed() async throws {
+    let fixture = try await FeedFixture(options: NMEAFeedOptions(maxReaders: 2))
+    for round in 0..<30 {
+      for _ in 0..<2 { _ = try FeedReader(path: fixture.path) }  // connected and closed at once
+      let patient = try FeedReader(path: fixture.path)
+      let feed = fixture.feed
+      #expect(await eventually { feed.clientCount == 1 }, "round \(round)")
+      #expect(patient.pump(), "round \(round): the patient reader was refused")
+      Glibc.shutdown(patient.fd, Int32(SHUT_RDWR))
+      #expect(await eventually { feed.clientCount == 0 }, "round \(round)")
+    }
+    await fixture.tearDown()
+  }
+
   /// Tracking lasts while at least one of two readers is connected.
   @Test func trackingLastsUntilTheLastReaderLeaves() async throws {
     let fixture = try await FeedFixture()
     let first = try FeedReader(path: fixture.path)
     let second = try FeedReader(path: fixture.path)
     #expect(await eventually { fixture.feed.clientCount == 2 && fixture.backend.isRunning })
+    // Both readers' watches are in effect (each reader's watch is set up on its own task, after
+    // the reader is counted) before the first leaves.
+    let manager = fixture.manager
+    #expect(await eventually { await manager.trackingClientCount == 2 })
     Glibc.shutdown(first.fd, Int32(SHUT_RDWR))
     #expect(await eventually { fixture.feed.clientCount == 1 })
     let fix = TestRoute.fix(7)
