@@ -32,6 +32,7 @@ func runRegion(_ arguments: [String], _ options: ClientOptions) throws -> Int32 
     var members = [JSONMember("action", "list")]
     if let after = list.values["--after"] { members.append(JSONMember("after", .string(after))) }
     if let limit = try list.number("--limit") { members.append(JSONMember("limit", .number(limit))) }
+    guard members.count > 1 else { return try listAllRegions(options) }
     return try regionCall(options, members, text: Format.regions)
   case ("state", 2), ("remove", 2):
     try noOptions()
@@ -113,6 +114,52 @@ private func regionCall(
   if options.json { printJSON(reply) } else { print(text(reply.value)) }
   return ExitCode.success.rawValue
 }
+
+/// `region list` without `--after` or `--limit`: every region, however many, fetched in pages
+/// of ``regionPage`` (one reply has a size limit) and printed as one list (`--json`: one
+/// `REGIONS` object with all of them and `"more":false`).
+private func listAllRegions(_ options: ClientOptions) throws -> Int32 {
+  let connection = try DaemonConnection(path: options.socketPath, timeout: options.timeout)
+  let authorization = try connection.call("request")
+  if authorization["class"] == "ERROR" {
+    if options.json { printJSON(authorization) }
+    writeError(
+      "locationctl: \(authorization["code"]?.stringValue ?? "error"): \(authorization["message"]?.stringValue ?? "")"
+    )
+    return ExitCode.failure.rawValue
+  }
+  var all: [JSONValue] = []
+  var after: String?
+  var page = regionPage
+  while true {
+    var members = [JSONMember("action", "list"), JSONMember("limit", .int(Int64(page)))]
+    if let after { members.append(JSONMember("after", .string(after))) }
+    let reply = try connection.call("region", members)
+    if reply["class"] == "ERROR", reply["code"] == "limitExceeded", page > 1 {
+      // Large polygons: a page that does not fit one reply is asked for again in halves.
+      page /= 2
+      continue
+    }
+    if reply["class"] == "ERROR" {
+      if options.json { printJSON(reply) }
+      writeError("locationctl: \(reply["code"]?.stringValue ?? "error"): \(reply["message"]?.stringValue ?? "")")
+      return ExitCode.failure.rawValue
+    }
+    let regions = reply["regions"]?.arrayValue ?? []
+    all += regions
+    guard reply["more"] == true, let last = regions.last?["id"]?.stringValue else { break }
+    after = last
+  }
+  let combined = JSONValue.object([
+    JSONMember("class", "REGIONS"), JSONMember("regions", .array(all)), JSONMember("more", false),
+  ])
+  if options.json { print(String(decoding: combined.encoded, as: UTF8.self)) } else { print(Format.regions(combined)) }
+  return ExitCode.success.rawValue
+}
+
+/// Regions asked for per page by ``listAllRegions(_:)`` (halved while a page of large polygons
+/// does not fit one reply).
+let regionPage = 200
 
 /// The polygon of a GeoJSON file (`-`: standard input) as a compact Polygon geometry, checked
 /// with the daemon's rules.

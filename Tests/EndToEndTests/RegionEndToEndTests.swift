@@ -92,6 +92,36 @@ extension EndToEnd {
       #expect(saved.contains("\"crossing\"") && saved.contains("\"outside\""), "\(saved)")
     }
 
+    @Test("region list without --after or --limit lists every region, however many, in pages", .timeLimit(.minutes(3)))
+    func listPagesByItself() async throws {
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      let daemon = try DaemonProcess(scratch: scratch, backend: "simulate")
+      defer { daemon.cleanUp() }
+      try await daemon.waitUntilReady()
+      let client = try LineClient(path: daemon.socketPath)
+      defer { client.close() }
+      _ = try await client.require("request", class: "AUTHORIZATION")
+      // 450 regions: more than one page of the command (200).
+      for index in 0..<450 {
+        let id: String = "r" + String(1000 + index)
+        let circle: JSONObject = ["lat": 1, "lon": 1, "radius": 100]
+        let region: JSONObject = ["id": id, "circle": circle]
+        _ = try await client.require("region", ["action": "add", "region": region], class: "REGION")
+      }
+      let text = try await locationctl(daemon.socketPath, ["region", "list"], json: false)
+      #expect(text.status == 0, "\(text.stderr)")
+      #expect(text.lines.count == 450)
+      #expect(!text.stdout.contains("more:"))
+      let json = try await locationctl(daemon.socketPath, ["region", "list"])
+      let object = try #require(parseObject(json.stdout))
+      #expect((object["regions"] as? [JSONObject])?.count == 450)
+      #expect(object["more"] as? Bool == false)
+      let ids = ((object["regions"] as? [JSONObject]) ?? []).compactMap { $0["id"] as? String }
+      let expected: [String] = (0..<450).map { (index: Int) -> String in "r" + String(1000 + index) }
+      #expect(ids == expected)
+    }
+
     @Test(
       "bad region input gives a clear error, a failing exit status, and changes nothing",
       .timeLimit(.minutes(3)))
