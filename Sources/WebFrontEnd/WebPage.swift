@@ -144,14 +144,24 @@ enum WebPage {
           seen.add(annotation.id);
           var entry = state.annotations.get(annotation.id);
           var where = [annotation.lat, annotation.lon];
+          var text = annotation.title || annotation.id;
           if (entry) {
-            entry.marker.setLatLng(where);
-            entry.label.textContent = annotation.title || annotation.id;
+            // Only what changed is touched: a MAP event lists every annotation, and moving a
+            // marker or writing its label makes Leaflet lay out its tooltip again.
+            if (entry.lat !== annotation.lat || entry.lon !== annotation.lon) {
+              entry.marker.setLatLng(where);
+              entry.lat = annotation.lat;
+              entry.lon = annotation.lon;
+            }
+            if (entry.text !== text) {
+              entry.label.textContent = text;
+              entry.text = text;
+            }
           } else {
             var label = titleElement(annotation);
             var marker = L.circleMarker(where, { radius: 6, className: 'annotation' }).addTo(map);
             marker.bindTooltip(label, { permanent: true, direction: 'right', offset: [8, 0] });
-            state.annotations.set(annotation.id, { marker: marker, label: label });
+            state.annotations.set(annotation.id, { marker: marker, label: label, lat: annotation.lat, lon: annotation.lon, text: text });
           }
         });
         state.annotations.forEach(function (entry, id) {

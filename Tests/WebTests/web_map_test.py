@@ -332,6 +332,33 @@ class ReplayPageTests(PageTests, unittest.TestCase):
 class SimulatorPageTests(PageTests, unittest.TestCase):
     backend = "simulate?rate=4&speed=15"
 
+    def test_4_a_full_map_of_annotations_keeps_the_page_responsive(self):
+        # Following: every fix brings a MAP event that lists every annotation.
+        self.click_mode("follow")
+        lat, lon = self.marker()
+        count = 990
+        connection = socket.socket(socket.AF_UNIX)
+        connection.connect(self.daemon.socket)
+        stream = connection.makefile("rwb")
+        stream.write(b'{"cmd":"request"}\n')
+        for index in range(count):
+            request = {"cmd": "annotate", "annotation": {
+                "id": "a%d" % index, "title": "T%d" % index,
+                "lat": lat + (index % 40) * 0.0002, "lon": lon + (index // 40) * 0.0002}}
+            stream.write((json.dumps(request) + "\n").encode())
+        stream.flush()
+        for _ in range(count + 1):
+            reply = json.loads(stream.readline())
+            self.assertNotEqual(reply.get("class"), "ERROR", reply)
+        stream.close()
+        connection.close()
+        self.wait(lambda d: self.js("return window.locationdMap.state.annotations.size;") == count, 60,
+                  "the page did not show every annotation")
+        # Fixes keep arriving and the page keeps up: the marker moves on, scripts answer.
+        self.wait_for_fixes(8)
+        self.assertEqual(self.js("return 1 + 1;"), 2)
+        self.click_mode("none")
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
