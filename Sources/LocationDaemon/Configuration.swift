@@ -407,6 +407,12 @@ public struct Configuration: Sendable, Hashable {
       portText = text[text.index(close, offsetBy: 2)...]
       var address = in6_addr()
       guard inet_pton(AF_INET6, String(host), &address) == 1 else { return nil }
+      // An IPv4-mapped address (::ffff:127.0.0.1) cannot be bound by an IPv6-only listener:
+      // give the IPv4 address itself.
+      let isMapped = withUnsafeBytes(of: &address) { bytes in
+        bytes.prefix(10).allSatisfy { $0 == 0 } && bytes.count == 16 && bytes[10] == 0xFF && bytes[11] == 0xFF
+      }
+      guard !isMapped else { return nil }
     } else if let colon = text.lastIndex(of: ":") {
       host = text[..<colon]
       portText = text[text.index(after: colon)...]
@@ -417,7 +423,10 @@ public struct Configuration: Sendable, Hashable {
       host = "127.0.0.1"
       portText = Substring(text)
     }
-    guard !portText.isEmpty, portText.allSatisfy(\.isASCII), let port = UInt16(portText) else { return nil }
+    // Digits only: Int parsing would also take a sign ("+80").
+    guard !portText.isEmpty, portText.allSatisfy({ ("0"..."9").contains($0) }), let port = UInt16(portText) else {
+      return nil
+    }
     return (String(host), port)
   }
 
@@ -431,7 +440,7 @@ public struct Configuration: Sendable, Hashable {
       unit = factor
       digits = digits.dropLast()
     }
-    guard !digits.isEmpty, digits.allSatisfy(\.isASCII), let number = Int64(digits), number >= 0,
+    guard !digits.isEmpty, digits.allSatisfy({ ("0"..."9").contains($0) }), let number = Int64(digits), number >= 0,
       number <= 100 * 365 * 86_400_000 / unit
     else { return nil }
     return number * unit
@@ -447,7 +456,7 @@ public struct Configuration: Sendable, Hashable {
       unit = factor
       digits = digits.dropLast()
     }
-    guard !digits.isEmpty, digits.allSatisfy(\.isASCII), let number = Int64(digits), number >= 0,
+    guard !digits.isEmpty, digits.allSatisfy({ ("0"..."9").contains($0) }), let number = Int64(digits), number >= 0,
       number <= (1 << 40) / unit
     else { return nil }
     return number * unit

@@ -167,4 +167,15 @@ struct ConfigurationTests {
     #expect(Log.quote("a\"b\nc") == "\"a\\\"b\\nc\"")
     #expect(Log.quote("") == "\"\"")
   }
+
+  @Test("numbers are digits only: a sign in a port, age or size is refused; so is an IPv4-mapped --http address")
+  func signsAndMappedAddresses() {
+    for arguments in [
+      ["--http", "127.0.0.1:+80"], ["--http", "+8080"], ["--http", "[::ffff:127.0.0.1]:8080"],
+      ["--http", "[::ffff:7f00:1]:8080"], ["--track-max-age", "+5d"], ["--track-max-size", "+5M"],
+    ] {
+      #expect(throws: ConfigurationError.self, "\(arguments)") { try Configuration.parse(arguments: arguments) }
+    }
+    #expect((try? Configuration.parse(arguments: ["--http", "[::1]:8080"]))?.http?.address == "::1")
+  }
 }
