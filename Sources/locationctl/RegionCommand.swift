@@ -95,24 +95,20 @@ private func regionCall(
   -> Int32
 {
   let connection = try DaemonConnection(path: options.socketPath, timeout: options.timeout)
-  let authorization = try connection.call("request")
-  if authorization["class"] == "ERROR" {
-    if options.json { printJSON(authorization) }
-    writeError(
-      "locationctl: \(authorization["code"]?.stringValue ?? "error"): \(authorization["message"]?.stringValue ?? "")"
-    )
-    return ExitCode.failure.rawValue
-  }
+  if let refused = try reportError(connection.call("request"), options) { return refused }
   let reply = try connection.call("region", members)
-  if reply["class"] == "ERROR" {
-    if options.json { printJSON(reply) }
-    writeError(
-      "locationctl: \(reply["code"]?.stringValue ?? "error"): \(reply["message"]?.stringValue ?? "")"
-    )
-    return ExitCode.failure.rawValue
-  }
+  if let refused = reportError(reply, options) { return refused }
   if options.json { printJSON(reply) } else { print(text(reply.value)) }
   return ExitCode.success.rawValue
+}
+
+/// For an `ERROR` reply: prints it (`--json`) and its code and message on standard error, and
+/// returns exit status 1; `nil` for any other reply.
+private func reportError(_ reply: Message, _ options: ClientOptions) -> Int32? {
+  guard reply["class"] == "ERROR" else { return nil }
+  if options.json { printJSON(reply) }
+  writeError("locationctl: \(reply["code"]?.stringValue ?? "error"): \(reply["message"]?.stringValue ?? "")")
+  return ExitCode.failure.rawValue
 }
 
 /// `region list` without `--after` or `--limit`: every region, however many, fetched in pages
@@ -120,14 +116,7 @@ private func regionCall(
 /// `REGIONS` object with all of them and `"more":false`).
 private func listAllRegions(_ options: ClientOptions) throws -> Int32 {
   let connection = try DaemonConnection(path: options.socketPath, timeout: options.timeout)
-  let authorization = try connection.call("request")
-  if authorization["class"] == "ERROR" {
-    if options.json { printJSON(authorization) }
-    writeError(
-      "locationctl: \(authorization["code"]?.stringValue ?? "error"): \(authorization["message"]?.stringValue ?? "")"
-    )
-    return ExitCode.failure.rawValue
-  }
+  if let refused = try reportError(connection.call("request"), options) { return refused }
   var all: [JSONValue] = []
   var after: String?
   var page = regionPage
@@ -140,11 +129,7 @@ private func listAllRegions(_ options: ClientOptions) throws -> Int32 {
       page /= 2
       continue
     }
-    if reply["class"] == "ERROR" {
-      if options.json { printJSON(reply) }
-      writeError("locationctl: \(reply["code"]?.stringValue ?? "error"): \(reply["message"]?.stringValue ?? "")")
-      return ExitCode.failure.rawValue
-    }
+    if let refused = reportError(reply, options) { return refused }
     let regions = reply["regions"]?.arrayValue ?? []
     all += regions
     guard reply["more"] == true, let last = regions.last?["id"]?.stringValue else { break }
