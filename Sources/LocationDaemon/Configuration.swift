@@ -409,9 +409,9 @@ public struct Configuration: Sendable, Hashable {
       guard inet_pton(AF_INET6, String(host), &address) == 1 else { return nil }
       // An IPv4-mapped address (::ffff:127.0.0.1) cannot be bound by an IPv6-only listener:
       // give the IPv4 address itself.
-      let isMapped = withUnsafeBytes(of: &address) { bytes in
-        bytes.prefix(10).allSatisfy { $0 == 0 } && bytes.count == 16 && bytes[10] == 0xFF && bytes[11] == 0xFF
-      }
+      let b = address.__in6_u.__u6_addr8
+      let isMapped =
+        [b.0, b.1, b.2, b.3, b.4, b.5, b.6, b.7, b.8, b.9].allSatisfy { $0 == 0 } && b.10 == 0xFF && b.11 == 0xFF
       guard !isMapped else { return nil }
     } else if let colon = text.lastIndex(of: ":") {
       host = text[..<colon]
