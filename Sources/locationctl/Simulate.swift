@@ -50,7 +50,6 @@ func runSimulate(arguments: [String]) -> Int32 {
   var version = NMEAVersion.v4_11
   var baud: Int?
   var faults = NMEAFaultSchedule()
-  var explicitRate = false
   var explicitNMEA = false
   var explicitFaults = false
   var sentences = NMEAEncoder.SentenceSet.standard
@@ -92,7 +91,6 @@ func runSimulate(arguments: [String]) -> Int32 {
         return ExitCode.usage.rawValue
       }
       rate = number
-      explicitRate = true
     case "--talker":
       guard let text = value(argument) else { return ExitCode.usage.rawValue }
       guard let choice = TalkerID(letters: text.uppercased()), choice == .gps || choice == .multiGNSS else {
@@ -157,13 +155,15 @@ func runSimulate(arguments: [String]) -> Int32 {
     writeError("locationctl simulate: one of --pty PATH or --output URI is required (try --help)")
     return ExitCode.usage.rawValue
   }
-  // An option and the same key in --backend's URI would both set one value: refused rather
-  // than one of them silently winning.
+  // --nmea, --baud and --faults set the output stage's link; the same keys in --backend's URI
+  // build a second link inside the backend, in series with it: both given is refused rather than
+  // one of them seeming to be ignored. (--rate and the URI's rate= are the output's epoch rate
+  // and the backend's fix rate: they go together.)
   if let backendURI, let query = backendURI.split(separator: "?", maxSplits: 1).dropFirst().first {
     let keys = Set(query.split(separator: "&").map { String($0.prefix { $0 != "=" }) })
     let given: [(option: String, key: String, set: Bool)] = [
       ("--baud", "baud", baud != nil), ("--nmea", "nmea", explicitNMEA),
-      ("--faults", "faults", explicitFaults), ("--rate", "rate", explicitRate),
+      ("--faults", "faults", explicitFaults),
     ]
     for (option, key, set) in given where set && keys.contains(key) {
       writeError(

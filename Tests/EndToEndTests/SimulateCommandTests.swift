@@ -210,7 +210,6 @@ struct SimulateCommandTests {
     // An option and the same key in the backend URI: refused, neither silently wins.
     ["simulate", "--pty", "/tmp/x", "--backend", "simulate?baud=4800", "--baud", "115200"],
     ["simulate", "--pty", "/tmp/x", "--backend", "simulate?nmea=2.3", "--nmea", "4.11"],
-    ["simulate", "--pty", "/tmp/x", "--backend", "simulate?rate=2", "--rate", "1"],
     ["simulate", "--pty", "/tmp/x", "--backend", "simulate?faults=checksum:0.02", "--faults", "garbage:0.01"],
     // UDP to port 0 reaches no reader.
     ["simulate", "--output", "udp://127.0.0.1:0"],
