@@ -111,7 +111,8 @@ public struct WebOptions: Sendable, Hashable {
       let plain = label.replacingPlaceholder("{s}", with: "a")
       guard !plain.isEmpty else {
         return .failure(
-          TileTemplateError("the tile URL's host has an empty label (two dots, or a dot at an end)"))
+          TileTemplateError("the tile URL's host has an empty label (two dots, or a dot at an end)")
+        )
       }
       guard
         plain.utf8.allSatisfy({

@@ -140,7 +140,8 @@ struct WebFrontEndTests {
   static func isHostSource(_ source: String) -> Bool {
     guard let range = source.range(of: "://") else { return false }
     let scheme = source[..<range.lowerBound]
-    guard !scheme.isEmpty, scheme.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) })
+    guard !scheme.isEmpty,
+      scheme.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) })
     else { return false }
     var rest = source[range.upperBound...]
     if let colon = rest.lastIndex(of: ":") {
@@ -154,7 +155,8 @@ struct WebFrontEndTests {
     if rest.hasPrefix("*.") { rest = rest.dropFirst(2) }
     let labels = rest.split(separator: ".", omittingEmptySubsequences: false)
     return labels.allSatisfy { label in
-      !label.isEmpty && label.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") })
+      !label.isEmpty
+        && label.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") })
     }
   }
 
