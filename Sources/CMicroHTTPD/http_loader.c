@@ -73,9 +73,12 @@ const char *locationd_http_load(void) {
 typedef struct tracked_connection {
   struct tracked_connection *previous, *next;
   int fd;
-  int loopback;   /* counted in server->loopback_connections */
-  int awaiting;   /* a request is being received (not yet handed over) */
-  int cut;        /* shut down by the deadline or the loopback limit */
+  int loopback;   /* from 127.0.0.0/8, ::1 or ::ffff:127.0.0.0/104: one address for the limit */
+  struct sockaddr_storage peer; /* the client's address (port cleared), for the per-address limit */
+  int counted;    /* holds a slot of its address's limit (not cut) */
+  int awaiting;   /* a request is being received (not yet handed over), or idle between requests */
+  int trusted;    /* a response to a request with the valid token was sent on it */
+  int cut;        /* shut down by the deadline or the per-address limit */
   struct timespec since;
 } tracked_connection;
 
@@ -83,12 +86,11 @@ struct locationd_http_server {
   struct MHD_Daemon *daemon;
   unsigned per_ip_limit;
   unsigned header_deadline; /* seconds; 0: none */
-  pthread_mutex_t track_lock; /* tracked, loopback_connections, reaper_stop */
+  pthread_mutex_t track_lock; /* tracked (and every field of its entries), reaper_stop */
   pthread_cond_t reaper_wake;
   pthread_t reaper;
   int reaper_running;
   int reaper_stop;
-  unsigned loopback_connections;
   tracked_connection *tracked;
   uint16_t port;
   size_t max_body;
@@ -116,6 +118,7 @@ struct locationd_http_exchange {
   int completed;   /* MHD finished the request */
   int is_stream;
   int refused;     /* answered from the headers alone (early_refusal) */
+  int trusted;     /* the response answers a request with the valid token: keep-alive allowed */
   uint64_t stream;
   struct MHD_Response *response; /* ready to queue */
   unsigned status;
@@ -192,10 +195,14 @@ static ssize_t read_stream(void *cls, uint64_t position, char *buffer, size_t ca
 
 static void free_stream(void *cls) { (void)cls; }
 
+static void mark_trusted(locationd_http_server *s, struct MHD_Connection *connection);
+
+/* On the MHD thread, under x->lock. */
 static enum MHD_Result queue_ready(locationd_http_exchange *x) {
   struct MHD_Response *response = x->response;
   unsigned status = x->status;
   x->response = NULL;
+  if (x->trusted) mark_trusted(x->server, x->connection);
   enum MHD_Result result = p_queue(x->connection, status, response);
   p_destroy(response);
   return result;
@@ -233,6 +240,73 @@ static void set_awaiting(locationd_http_server *s, struct MHD_Connection *connec
   pthread_mutex_unlock(&s->track_lock);
 }
 
+/* The connection has carried a request with the valid token: from now on it is never cut to make
+ * room under the per-address limit. */
+static void mark_trusted(locationd_http_server *s, struct MHD_Connection *connection) {
+  const union MHD_ConnectionInfo *info = p_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  if (info == NULL || info->socket_context == NULL) return;
+  tracked_connection *t = info->socket_context;
+  pthread_mutex_lock(&s->track_lock);
+  t->trusted = 1;
+  pthread_mutex_unlock(&s->track_lock);
+}
+
+/* Copies the client's address without its port (a zeroed storage when unknown). */
+static void copy_peer(struct sockaddr_storage *into, const struct sockaddr *address) {
+  memset(into, 0, sizeof *into);
+  if (address == NULL) return;
+  if (address->sa_family == AF_INET) {
+    struct sockaddr_in *v4 = (struct sockaddr_in *)into;
+    v4->sin_family = AF_INET;
+    v4->sin_addr = ((const struct sockaddr_in *)address)->sin_addr;
+  } else if (address->sa_family == AF_INET6) {
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)into;
+    v6->sin6_family = AF_INET6;
+    v6->sin6_addr = ((const struct sockaddr_in6 *)address)->sin6_addr;
+  }
+}
+
+/* Whether a and b count as one address for the limit: both loopback, or the same address. */
+static int same_address(const tracked_connection *a, const tracked_connection *b) {
+  if (a->loopback || b->loopback) return a->loopback && b->loopback;
+  if (a->peer.ss_family != b->peer.ss_family) return 0;
+  if (a->peer.ss_family == AF_INET)
+    return memcmp(&((const struct sockaddr_in *)&a->peer)->sin_addr, &((const struct sockaddr_in *)&b->peer)->sin_addr,
+                  sizeof(struct in_addr)) == 0;
+  if (a->peer.ss_family == AF_INET6)
+    return memcmp(&((const struct sockaddr_in6 *)&a->peer)->sin6_addr,
+                  &((const struct sockaddr_in6 *)&b->peer)->sin6_addr, sizeof(struct in6_addr)) == 0;
+  return 0;
+}
+
+/* Shuts a connection down (MHD sees the end and closes it) and frees its slot. Under track_lock. */
+static void cut(tracked_connection *t) {
+  if (t->fd >= 0) shutdown(t->fd, SHUT_RDWR);
+  t->cut = 1;
+  t->counted = 0;
+}
+
+/* Makes room for the newcomer t under its address's limit (under track_lock). When the limit is
+ * reached, the oldest connection of that address that never carried the valid token and is idle
+ * or still receiving its request is cut; only when every slot holds a token holder's connection
+ * or a request being answered is the newcomer itself cut. So a client without the token cannot
+ * keep a token holder out by holding connections: whatever it holds is what gets cut. */
+static void admit(locationd_http_server *s, tracked_connection *t) {
+  t->counted = 1;
+  if (s->per_ip_limit == 0) return;
+  unsigned count = 0;
+  tracked_connection *victim = NULL;
+  for (tracked_connection *other = s->tracked; other; other = other->next) {
+    if (!other->counted || !same_address(other, t)) continue;
+    count++;
+    /* The list is newest first: the last match is the oldest. */
+    if (!other->trusted && other->awaiting) victim = other;
+  }
+  if (count < s->per_ip_limit) return;
+  if (victim) cut(victim);
+  else if (t->fd >= 0) cut(t);
+}
+
 static void notify_connection(void *cls, struct MHD_Connection *connection, void **socket_context,
                               enum MHD_ConnectionNotificationCode code) {
   locationd_http_server *s = cls;
@@ -243,16 +317,11 @@ static void notify_connection(void *cls, struct MHD_Connection *connection, void
     const union MHD_ConnectionInfo *address = p_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     t->fd = fd_info ? fd_info->connect_fd : -1;
     t->loopback = address ? is_loopback(address->client_addr) : 0;
+    copy_peer(&t->peer, address ? address->client_addr : NULL);
     t->awaiting = 1;
     t->since = monotonic_now();
     pthread_mutex_lock(&s->track_lock);
-    if (t->loopback) {
-      s->loopback_connections++;
-      if (s->per_ip_limit > 0 && s->loopback_connections > s->per_ip_limit && t->fd >= 0) {
-        shutdown(t->fd, SHUT_RDWR); /* over the limit: MHD sees the end and closes it */
-        t->cut = 1;
-      }
-    }
+    admit(s, t);
     t->next = s->tracked;
     if (s->tracked) s->tracked->previous = t;
     s->tracked = t;
@@ -266,7 +335,6 @@ static void notify_connection(void *cls, struct MHD_Connection *connection, void
     if (t->previous) t->previous->next = t->next;
     else if (s->tracked == t) s->tracked = t->next;
     if (t->next) t->next->previous = t->previous;
-    if (t->loopback && s->loopback_connections > 0) s->loopback_connections--;
     pthread_mutex_unlock(&s->track_lock);
     free(t);
   }
@@ -282,10 +350,7 @@ static void *reap(void *cls) {
     struct timespec now = monotonic_now();
     for (tracked_connection *t = s->tracked; t; t = t->next) {
       if (!t->awaiting || t->cut || t->fd < 0) continue;
-      if (now.tv_sec - t->since.tv_sec >= (time_t)s->header_deadline) {
-        shutdown(t->fd, SHUT_RDWR);
-        t->cut = 1;
-      }
+      if (now.tv_sec - t->since.tv_sec >= (time_t)s->header_deadline) cut(t);
     }
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
@@ -541,8 +606,7 @@ locationd_http_server *locationd_http_start(const char *address, uint16_t port, 
   unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
   if (strchr(address, ':')) flags |= MHD_USE_IPv6;
   s->daemon = p_start_daemon(flags, 0, NULL, NULL, handle, s, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
-                             MHD_OPTION_CONNECTION_LIMIT, connection_limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-                             per_ip_limit, MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds,
+                             MHD_OPTION_CONNECTION_LIMIT, connection_limit, MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds,
                              MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024), MHD_OPTION_NOTIFY_COMPLETED,
                              completed, s, MHD_OPTION_NOTIFY_CONNECTION, notify_connection, s, MHD_OPTION_END);
   if (s->daemon == NULL) {
@@ -586,7 +650,7 @@ void locationd_http_stop(locationd_http_server *s) {
 
 /* Stores a response for the MHD thread and resumes the connection. Consumes response. */
 static int deliver(locationd_http_exchange *x, unsigned status, struct MHD_Response *response, int is_stream,
-                   uint64_t stream) {
+                   uint64_t stream, int trusted) {
   int stopping = __atomic_load_n(&x->server->stopping, __ATOMIC_ACQUIRE);
   pthread_mutex_lock(&x->lock);
   if (x->completed || stopping || response == NULL) {
@@ -598,6 +662,7 @@ static int deliver(locationd_http_exchange *x, unsigned status, struct MHD_Respo
   x->status = status;
   x->is_stream = is_stream;
   x->stream = stream;
+  x->trusted = trusted;
   if (x->suspended) {
     x->suspended = 0;
     p_resume(x->connection);
@@ -607,25 +672,27 @@ static int deliver(locationd_http_exchange *x, unsigned status, struct MHD_Respo
 }
 
 int locationd_http_respond(locationd_http_exchange *x, unsigned status, const char *content_type,
-                           const char *extra_headers, const uint8_t *body, size_t length) {
+                           const char *extra_headers, const uint8_t *body, size_t length, int trusted) {
   struct MHD_Response *response = p_from_buffer(length, (void *)body, MHD_RESPMEM_MUST_COPY);
-  if (response && !add_headers(response, content_type, extra_headers)) {
+  if (response && (!add_headers(response, content_type, extra_headers) ||
+                   (!trusted && p_add_header(response, "Connection", "close") != MHD_YES))) {
     p_destroy(response);
     response = NULL;
   }
-  int queued = deliver(x, status, response, 0, 0);
+  int queued = deliver(x, status, response, 0, 0, trusted);
   release(x);
   return queued;
 }
 
 int locationd_http_respond_stream(locationd_http_exchange *x, unsigned status, const char *content_type,
-                                  const char *extra_headers, uint64_t stream) {
+                                  const char *extra_headers, uint64_t stream, int trusted) {
   struct MHD_Response *response = p_from_callback(MHD_SIZE_UNKNOWN, 4096, read_stream, x, free_stream);
-  if (response && !add_headers(response, content_type, extra_headers)) {
+  if (response && (!add_headers(response, content_type, extra_headers) ||
+                   (!trusted && p_add_header(response, "Connection", "close") != MHD_YES))) {
     p_destroy(response);
     response = NULL;
   }
-  return deliver(x, status, response, 1, stream);
+  return deliver(x, status, response, 1, stream, trusted);
 }
 
 void locationd_http_wake(locationd_http_exchange *x) {

@@ -32,12 +32,22 @@ final class HTTPExchange: Sendable {
   /// The C exchange, as an integer so that the class stays `Sendable`; guarded by `phase`.
   private let address: UInt
   private let phase = Mutex(Phase.open)
+  /// Set by ``trust()``.
+  private let trusted = Atomic<Bool>(false)
 
   fileprivate init(_ pointer: OpaquePointer) {
     address = UInt(bitPattern: Int(bitPattern: pointer))
   }
 
   private var pointer: OpaquePointer? { OpaquePointer(bitPattern: address) }
+
+  /// Marks the request as carrying the valid token, before answering it: its connection may then
+  /// stay open for more requests and is never cut to make room under the per-address limit.
+  /// Without it the answer says `Connection: close`, so a client without the token holds no
+  /// connection beyond one answer.
+  func trust() { trusted.store(true, ordering: .relaxed) }
+
+  private var trustFlag: Int32 { trusted.load(ordering: .relaxed) ? 1 : 0 }
 
   /// Sends a complete response; `headers` are extra header lines (name and value without line breaks).
   func respond(status: Int, contentType: String, headers: [(String, String)] = [], body: [UInt8]) {
@@ -47,7 +57,8 @@ final class HTTPExchange: Sendable {
       let lines = Self.headerLines(headers)
       _ = body.withUnsafeBufferPointer { buffer in
         locationd_http_respond(
-          pointer, UInt32(clamping: status), contentType, lines, buffer.baseAddress, buffer.count)
+          pointer, UInt32(clamping: status), contentType, lines, buffer.baseAddress, buffer.count,
+          trustFlag)
       }
     }
   }
@@ -60,7 +71,8 @@ final class HTTPExchange: Sendable {
     phase.withLock { phase in
       guard phase == .open, let pointer else { return false }
       if locationd_http_respond_stream(
-        pointer, UInt32(clamping: status), contentType, Self.headerLines(headers), stream) == 1
+        pointer, UInt32(clamping: status), contentType, Self.headerLines(headers), stream,
+        trustFlag) == 1
       {
         phase = .streaming
         return true
@@ -111,8 +123,9 @@ protocol HTTPServerDelegate: AnyObject, Sendable {
 struct HTTPLimits: Sendable, Hashable {
   /// Connections at once, all clients (`MHD_OPTION_CONNECTION_LIMIT`).
   var connections: Int = 256
-  /// Connections at once from one address (`MHD_OPTION_PER_IP_CONNECTION_LIMIT`); the whole of
-  /// 127.0.0.0/8 and `::1` count as one address.
+  /// Connections at once from one address; the whole of 127.0.0.0/8 and `::1` count as one
+  /// address. At the limit, the oldest of that address's connections that never carried the valid
+  /// token and is idle or receiving its request is cut to make room for a newcomer.
   var connectionsPerAddress: Int = 64
   /// Seconds a connection may stay idle before it is closed (not while a stream waits for data).
   var idleTimeoutSeconds: Int = 30

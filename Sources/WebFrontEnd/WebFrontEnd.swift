@@ -45,29 +45,106 @@ public struct WebOptions: Sendable, Hashable {
     limits.connectionsPerAddress = perAddress
   }
 
-  /// The origin for the Content-Security-Policy's `img-src` (`https://tile.openstreetmap.org`;
-  /// `{s}.` becomes `*.`), or `nil` for `none` or a template that names no host.
+  /// The Content-Security-Policy `img-src` sources that allow the tiles (space-separated), or
+  /// `nil` for `none` or a template no source can be made for (``problem(withTiles:)`` refuses
+  /// those at start). See ``tileSources(for:)``.
   public var tileOrigin: String? {
-    guard tiles != "none" else { return nil }
-    for scheme in ["https://", "http://"] where tiles.hasPrefix(scheme) {
-      let rest = tiles.dropFirst(scheme.count)
-      let host = rest.prefix { $0 != "/" }
-      guard !host.isEmpty else { return nil }
-      return scheme + String(host).substituting("{s}", "*")
+    guard tiles != "none", case .success(let sources) = Self.tileSources(for: tiles) else {
+      return nil
     }
-    return nil
+    return sources.joined(separator: " ")
   }
 
-  /// Checks a tile template: `none`, or an `http://` or `https://` URL with `{z}`, `{x}` and
+  /// The subdomains Leaflet puts for `{s}` (its `subdomains` default, which the page keeps).
+  static let tileSubdomains = ["a", "b", "c"]
+
+  /// The CSP `host-source` expressions (CSP Level 3, section 2.3.1: `scheme "://" host-part
+  /// [":" port-part]`, `host-part = "*" / ["*."] 1*host-char *("." 1*host-char)`, `host-char =
+  /// ALPHA / DIGIT / "-"`) that cover every tile URL the template gives: the scheme, the host
+  /// (lower-cased) and the port; never the path, query, fragment or user information, which a
+  /// source cannot or need not name.
+  ///
+  /// `{s}` as the whole first label of the host becomes the wildcard `*.` of its parent domain
+  /// (`https://{s}.tile.example.org/...` gives `https://*.tile.example.org`); `{s}` anywhere
+  /// else in the host (`https://tile-{s}.example.com/...`) gives one source per host Leaflet
+  /// fills in, `a`, `b` and `c`.
+  ///
+  /// - Returns: the sources, or why none can be made: a template that is not `http://` or
+  ///   `https://`, has user information (`user:pw@`), an IPv6 literal, an empty label, a host
+  ///   character outside letters, digits and `-` (write other names in punycode), a placeholder
+  ///   other than `{s}` in the host, or a port that is not 1 to 65535.
+  public static func tileSources(for template: String) -> Result<[String], TileTemplateError> {
+    guard let scheme = ["https://", "http://"].first(where: { template.hasPrefix($0) }) else {
+      return .failure(TileTemplateError("use an http:// or https:// URL template, or none"))
+    }
+    let authority = template.utf8.dropFirst(scheme.utf8.count).prefix {
+      $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#")
+    }
+    if authority.contains(UInt8(ascii: "@")) {
+      return .failure(
+        TileTemplateError(
+          "the tile URL has a user name or password (before @), which a Content-Security-Policy source cannot name; browsers do not send it with images either"
+        ))
+    }
+    if authority.first == UInt8(ascii: "[") {
+      return .failure(
+        TileTemplateError(
+          "a Content-Security-Policy source cannot name an IPv6 address: use a host name"))
+    }
+    var host = Substring(String(decoding: authority, as: UTF8.self))
+    var port = ""
+    if let colon = host.lastIndex(of: ":") {
+      port = String(host[host.index(after: colon)...])
+      host = host[..<colon]
+      guard !port.isEmpty, port.utf8.count <= 5, port.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }),
+        let number = Int(port), (1...65535).contains(number)
+      else {
+        return .failure(TileTemplateError("the tile URL's port must be a number from 1 to 65535"))
+      }
+      port = ":" + port
+    }
+    guard !host.isEmpty else {
+      return .failure(TileTemplateError("the tile URL names no host"))
+    }
+    let labels = host.lowercased().split(separator: ".", omittingEmptySubsequences: false)
+    for label in labels {
+      let plain = label.replacingPlaceholder("{s}", with: "a")
+      guard !plain.isEmpty else {
+        return .failure(
+          TileTemplateError("the tile URL's host has an empty label (two dots, or a dot at an end)")
+        )
+      }
+      guard
+        plain.utf8.allSatisfy({
+          ($0 >= 97 && $0 <= 122) || ($0 >= 48 && $0 <= 57) || $0 == UInt8(ascii: "-")
+        })
+      else {
+        let what =
+          plain.contains("{") || plain.contains("}")
+          ? "only {s} may stand in the tile URL's host"
+          : "the tile URL's host may hold only letters, digits, - and . (write other names in punycode)"
+        return .failure(TileTemplateError(what))
+      }
+    }
+    let rest = labels.dropFirst()
+    if labels.first == "{s}", !rest.isEmpty, !rest.contains(where: { $0.contains("{s}") }) {
+      return .success([scheme + "*." + rest.joined(separator: ".") + port])
+    }
+    let joined = labels.joined(separator: ".")
+    guard joined.contains("{s}") else { return .success([scheme + joined + port]) }
+    return .success(
+      tileSubdomains.map { scheme + joined.replacingPlaceholder("{s}", with: $0) + port })
+  }
+
+  /// Checks a tile template: `none`, or an `http://` or `https://` URL for which
+  /// ``tileSources(for:)`` makes a Content-Security-Policy source, with `{z}`, `{x}` and
   /// `{y}` and none of the characters that would break out of the CSP header or the page's
   /// attribute (whitespace, quotes, `;`, `,`, `<`, `>`, `\`).
   ///
   /// - Returns: `nil` when usable, otherwise what is wrong.
   public static func problem(withTiles template: String) -> String? {
     if template == "none" { return nil }
-    guard template.hasPrefix("https://") || template.hasPrefix("http://") else {
-      return "use an http:// or https:// URL template, or none"
-    }
+    if case .failure(let error) = tileSources(for: template) { return error.description }
     guard template.containsBytes("{z}"), template.containsBytes("{x}"),
       template.containsBytes("{y}")
     else {
@@ -81,6 +158,14 @@ public struct WebOptions: Sendable, Hashable {
     }
     return nil
   }
+}
+
+/// Why no Content-Security-Policy source can be made for a tile template
+/// (``WebOptions/tileSources(for:)``).
+public struct TileTemplateError: Error, Sendable, Hashable, CustomStringConvertible {
+  /// What is wrong with the template and what to write instead.
+  public var description: String
+  init(_ description: String) { self.description = description }
 }
 
 /// Why the HTTP front-end could not start.
@@ -136,7 +221,8 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
   /// Where the page is and how to authorize (`STATUS`'s `http` member).
   public var endpoint: FrontEndEndpoint? { FrontEndEndpoint(url: url, tokenFile: tokenFile) }
 
-  /// Writes a new token file, binds the address and starts serving.
+  /// Binds the address, then writes a new token file (atomically) and starts serving. A
+  /// front-end that cannot bind never touches the token file.
   ///
   /// - Throws: ``WebStartError`` when the token file cannot be written, the address cannot be
   ///   bound or libmicrohttpd is missing.
@@ -147,14 +233,6 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
     run = String(WebToken.generate().prefix(8))
     peer = PeerCredentials(pid: getpid(), uid: geteuid(), gid: getegid())
     assets = WebAssets(options: options)
-    do {
-      try WebToken.write(token, directory: options.stateDirectory)
-    } catch {
-      throw WebStartError(
-        description:
-          "cannot write the token file \(options.stateDirectory)/\(WebToken.fileName): \(error)",
-        libraryMissing: false)
-    }
     let http: HTTPServer
     do {
       http = try HTTPServer(
@@ -163,6 +241,17 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
       throw WebStartError(
         description: error.message,
         libraryMissing: error.code == 0 && error.message.containsBytes("not installed"))
+    }
+    // Only once the address is ours: a daemon that cannot serve (address in use: another
+    // daemon serves there) leaves the serving daemon's token file alone.
+    do {
+      try WebToken.write(token, directory: options.stateDirectory)
+    } catch {
+      http.stop()
+      throw WebStartError(
+        description:
+          "cannot write the token file \(options.stateDirectory)/\(WebToken.fileName): \(error)",
+        libraryMissing: false)
     }
     server.withLock { $0 = http }
     boundPort.store(http.port, ordering: .relaxed)
@@ -193,6 +282,11 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
   // MARK: - HTTPServerDelegate
 
   func handle(_ request: HTTPRequest, exchange: HTTPExchange) {
+    if let credentials = Self.bearerCredentials(request.authorization),
+      WebToken.matches(credentials, token)
+    {
+      exchange.trust()
+    }
     let response = route(request, exchange: exchange)
     if let response { send(response, to: exchange) }
   }
@@ -525,6 +619,13 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
       }
     }
     return nil
+  }
+}
+
+extension StringProtocol {
+  /// Every `placeholder` replaced by `value` (byte-wise; no locale).
+  fileprivate func replacingPlaceholder(_ placeholder: String, with value: String) -> String {
+    String(self).substituting(placeholder, value)
   }
 }
 

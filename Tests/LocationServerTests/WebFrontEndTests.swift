@@ -63,6 +63,103 @@ struct WebFrontEndTests {
     #expect(!assets.contentSecurityPolicy.contains("unsafe"))
   }
 
+  @Test(
+    "a tile template gives valid CSP sources (CSP3 host-source: scheme, host, port) or is refused",
+    arguments: [
+      ("https://tile.openstreetmap.org/{z}/{x}/{y}.png", "https://tile.openstreetmap.org"),
+      ("https://{s}.tile.example.org/{z}/{x}/{y}.png", "https://*.tile.example.org"),
+      ("http://{s}.localhost:8080/{z}/{x}/{y}.png", "http://*.localhost:8080"),
+      (
+        "https://tile-{s}.example.com/{z}/{x}/{y}.png",
+        "https://tile-a.example.com https://tile-b.example.com https://tile-c.example.com"
+      ),
+      (
+        "https://cartodb-basemaps-{s}.global.ssl.fastly.net/light_all/{z}/{x}/{y}.png",
+        "https://cartodb-basemaps-a.global.ssl.fastly.net https://cartodb-basemaps-b.global.ssl.fastly.net https://cartodb-basemaps-c.global.ssl.fastly.net"
+      ),
+      (
+        "http://tile-{s}.example.test:18198/{z}/{x}/{y}.png",
+        "http://tile-a.example.test:18198 http://tile-b.example.test:18198 http://tile-c.example.test:18198"
+      ),
+      (
+        "https://tiles.{s}.example.com/{z}/{x}/{y}.png",
+        "https://tiles.a.example.com https://tiles.b.example.com https://tiles.c.example.com"
+      ),
+      ("https://{s}/{z}/{x}/{y}.png", "https://a https://b https://c"),
+      ("https://tiles.example.com?z={z}&x={x}&y={y}", "https://tiles.example.com"),
+      ("https://tiles.example.com#{z}/{x}/{y}", "https://tiles.example.com"),
+      ("https://Tiles.Example.COM:443/{z}/{x}/{y}{r}.png", "https://tiles.example.com:443"),
+      ("http://127.0.0.1:18198/{z}/{x}/{y}.png", "http://127.0.0.1:18198"),
+      ("https://a.b/{z}/{x}/{y}.png?key=abc@def", "https://a.b"),
+    ])
+  func tileSources(template: String, sources: String) throws {
+    #expect(WebOptions.problem(withTiles: template) == nil, "\(template)")
+    var options = WebOptions(address: "127.0.0.1", port: 0, stateDirectory: "/tmp")
+    options.tiles = template
+    #expect(options.tileOrigin == sources, "\(template)")
+    // Every source matches the CSP3 host-source grammar (no path, query or user information).
+    for source in (options.tileOrigin ?? "").split(separator: " ") {
+      #expect(Self.isHostSource(String(source)), "\(source)")
+    }
+    let assets = WebAssets(options: options)
+    #expect(assets.contentSecurityPolicy.contains("img-src 'self' data: \(sources);"))
+    _ = try Configuration.parse(arguments: ["--http-tiles", template])
+  }
+
+  @Test(
+    "a tile template for which no valid CSP source can be made is refused at start",
+    arguments: [
+      "https://user:pw@tiles.example.com/{z}/{x}/{y}.png",
+      "https://user@tiles.example.com/{z}/{x}/{y}.png",
+      "https://[::1]:8080/{z}/{x}/{y}.png",
+      "https://tiles..example.com/{z}/{x}/{y}.png",
+      "https://tiles.example.com./{z}/{x}/{y}.png",
+      "https://.example.com/{z}/{x}/{y}.png",
+      "https:///{z}/{x}/{y}.png",
+      "https://tiles.example.com:/{z}/{x}/{y}.png",
+      "https://tiles.example.com:0/{z}/{x}/{y}.png",
+      "https://tiles.example.com:65536/{z}/{x}/{y}.png",
+      "https://tiles.example.com:{s}/{z}/{x}/{y}.png",
+      "https://tiles.example.com:*/{z}/{x}/{y}.png",
+      "https://*.example.com/{z}/{x}/{y}.png",
+      "https://{z}.example.com/{z}/{x}/{y}.png",
+      "https://tiles_1.example.com/{z}/{x}/{y}.png",
+      "https://tïles.example.com/{z}/{x}/{y}.png",
+    ])
+  func tileTemplatesRefused(template: String) {
+    #expect(WebOptions.problem(withTiles: template) != nil, "\(template)")
+    var options = WebOptions(address: "127.0.0.1", port: 0, stateDirectory: "/tmp")
+    options.tiles = template
+    #expect(options.tileOrigin == nil, "\(template)")
+    #expect(throws: ConfigurationError.self, "\(template)") {
+      try Configuration.parse(arguments: ["--http-tiles", template])
+    }
+  }
+
+  /// CSP Level 3 `host-source` without a path: `scheme "://" host-part [":" port-part]`.
+  static func isHostSource(_ source: String) -> Bool {
+    guard let range = source.range(of: "://") else { return false }
+    let scheme = source[..<range.lowerBound]
+    guard !scheme.isEmpty,
+      scheme.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) })
+    else { return false }
+    var rest = source[range.upperBound...]
+    if let colon = rest.lastIndex(of: ":") {
+      let port = rest[rest.index(after: colon)...]
+      guard port == "*" || (!port.isEmpty && port.allSatisfy({ $0.isASCII && $0.isNumber })) else {
+        return false
+      }
+      rest = rest[..<colon]
+    }
+    if rest == "*" { return true }
+    if rest.hasPrefix("*.") { rest = rest.dropFirst(2) }
+    let labels = rest.split(separator: ".", omittingEmptySubsequences: false)
+    return labels.allSatisfy { label in
+      !label.isEmpty
+        && label.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") })
+    }
+  }
+
   @Test("the page escapes its one configured attribute and has no inline script or handler")
   func page() {
     #expect(WebAssets.attributeEscaped("a\"b<c>&'d") == "a&quot;b&lt;c&gt;&amp;&#39;d")

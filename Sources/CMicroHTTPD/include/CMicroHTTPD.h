@@ -55,8 +55,11 @@ typedef void (*locationd_http_on_closed)(void *context, uint64_t stream);
 const char *locationd_http_load(void);
 
 /* Binds address:port (numeric IPv4 or IPv6; port 0 picks a free one) and starts serving.
- * per_ip_limit bounds connections from one address, counting all of 127.0.0.0/8, ::1 and
- * ::ffff:127.0.0.0/104 as one; timeout_seconds is the idle timeout; a connection whose request
+ * per_ip_limit bounds connections from one address (0: no bound), counting all of 127.0.0.0/8,
+ * ::1 and ::ffff:127.0.0.0/104 as one. When a new connection finds its address's limit reached,
+ * the oldest connection of that address that has not carried a trusted answer (see
+ * locationd_http_respond) and is idle or still receiving its request is shut down to make room;
+ * only when there is none is the newcomer refused. timeout_seconds is the idle timeout; a connection whose request
  * (headers and body) has not fully arrived header_deadline_seconds after it began (0: no such
  * deadline) is shut down, however steadily the client trickles bytes.
  *
@@ -76,17 +79,21 @@ uint16_t locationd_http_port(const locationd_http_server *server);
 void locationd_http_stop(locationd_http_server *server);
 
 /* Answers a request: status, Content-Type, extra headers ("Name: value" lines separated by '\n',
- * or NULL) and length bytes of body (copied). Releases the caller's reference: the exchange must
+ * or NULL) and length bytes of body (copied). trusted is 1 when the request carried the valid
+ * token: the connection may stay open for more requests and is never cut to make room under the
+ * per-address limit; with 0 the answer says "Connection: close" and the connection ends after it.
+ * Releases the caller's reference: the exchange must
  * not be used afterwards. Returns 1 when the response was queued, 0 when the connection had gone
  * or the server stops. */
 int locationd_http_respond(locationd_http_exchange *exchange, unsigned status, const char *content_type,
-                           const char *extra_headers, const uint8_t *body, size_t length);
+                           const char *extra_headers, const uint8_t *body, size_t length, int trusted);
 
-/* Answers with a stream of unknown length read through on_read with this stream number. The
+/* Answers with a stream of unknown length read through on_read with this stream number (trusted as
+ * for locationd_http_respond). The
  * caller keeps its reference until locationd_http_release (after on_closed). Returns 1 or 0 as
  * locationd_http_respond; on 0 on_closed is not called and the caller must release. */
 int locationd_http_respond_stream(locationd_http_exchange *exchange, unsigned status, const char *content_type,
-                                  const char *extra_headers, uint64_t stream);
+                                  const char *extra_headers, uint64_t stream, int trusted);
 
 /* Resumes a stream suspended for lack of data (any thread; never while holding a lock that
  * on_read takes). A wake that arrives while on_read runs is remembered. */
