@@ -23,6 +23,10 @@ public struct WebOptions: Sendable, Hashable {
   public var streamLimits = EventStreamLimits()
   /// Seconds between keep-alive comments on idle `/events` streams.
   public var keepAliveSeconds: Int = 20
+  /// Seconds a closed `/events` stream's watch (and so the tracking it holds) outlives the
+  /// stream: the page reopens a dropped stream after 1 s, and tracking that stopped and started
+  /// again would re-center the map on the new initial fix, a move the user did not ask for.
+  public var reconnectGraceSeconds: Int = 10
 
   /// The default tile template: OpenStreetMap's standard tiles.
   public static let openStreetMapTiles = "https://tile.openstreetmap.org/{z}/{x}/{y}.png"
@@ -301,8 +305,12 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
     entry.channel.closed()
     entry.exchange.release()
     let service = service
+    let grace = options.reconnectGraceSeconds
     Task {
       await entry.setup?.value
+      // The watch lasts a little longer than its stream, so that the page's reconnect finds
+      // tracking still on (events meanwhile go nowhere: the channel is closed).
+      if grace > 0 { try? await Task.sleep(for: .seconds(grace)) }
       await service.clientDisconnected(entry.context)
     }
   }

@@ -360,5 +360,41 @@ class SimulatorPageTests(PageTests, unittest.TestCase):
         self.click_mode("none")
 
 
+class ReconnectTests(unittest.TestCase):
+    """A dropped /events stream that the page reopens (after its 1 s retry) does not restart
+    tracking, so the map is not re-centered on a new initial fix: the user's view stays."""
+
+    def open_stream(self, daemon):
+        request = urllib.request.Request(daemon.base.rstrip("/") + "/events")
+        request.add_header("Authorization", "Bearer " + daemon.token)
+        request.add_header("Accept", "text/event-stream")
+        return urllib.request.urlopen(request, timeout=30)
+
+    def read_fixes(self, stream, count):
+        fixes = 0
+        while fixes < count:
+            line = stream.readline()
+            self.assertTrue(line, "the stream ended")
+            if line.startswith(b"data: ") and json.loads(line[6:]).get("class") == "TPV":
+                fixes += 1
+
+    def test_a_reopened_stream_keeps_the_users_view(self):
+        daemon = Daemon("simulate?rate=4&speed=15")
+        try:
+            first = self.open_stream(daemon)
+            self.read_fixes(first, 2)
+            daemon.ctl("center", "--", "10", "20")  # the user's view; mode none
+            first.close()
+            time.sleep(1.0)  # the page's retry interval
+            second = self.open_stream(daemon)
+            self.read_fixes(second, 6)
+            state = daemon.map_state()
+            second.close()
+            self.assertEqual((state["center"]["lat"], state["center"]["lon"]), (10, 20), state)
+            self.assertEqual(state["mode"], "none")
+        finally:
+            daemon.stop()
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
