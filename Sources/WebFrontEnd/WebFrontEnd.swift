@@ -472,7 +472,10 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
       zip(bytes.prefix(scheme.count), scheme).allSatisfy({ $0 | 0x20 == $1 }),
       bytes[scheme.count] == 0x20
     else { return nil }
-    let rest = bytes.dropFirst(scheme.count).drop { $0 == 0x20 }
+    // Spaces after the scheme, and trailing spaces and tabs (a field value's optional
+    // whitespace, RFC 9110 5.5), are not part of the token.
+    var rest = bytes.dropFirst(scheme.count).drop { $0 == 0x20 }
+    while let last = rest.last, last == 0x20 || last == 0x09 { rest = rest.dropLast() }
     return String(decoding: rest, as: UTF8.self)
   }
 

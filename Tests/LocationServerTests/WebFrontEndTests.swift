@@ -310,6 +310,7 @@ struct WebFrontEndTests {
     #expect(WebFrontEnd.bearerCredentials("Bearer abc") == "abc")
     #expect(WebFrontEnd.bearerCredentials("bearer abc") == "abc")
     #expect(WebFrontEnd.bearerCredentials("BEARER  abc") == "abc")
+    #expect(WebFrontEnd.bearerCredentials("Bearer abc \t ") == "abc")
     #expect(WebFrontEnd.bearerCredentials("bEaReR abc") == "abc")
     #expect(WebFrontEnd.bearerCredentials("Bearerabc") == nil)
     #expect(WebFrontEnd.bearerCredentials("Basic abc") == nil)
