@@ -33,6 +33,7 @@ static enum MHD_Result (*p_queue)(struct MHD_Connection *, unsigned int, struct 
 static void (*p_destroy)(struct MHD_Response *);
 static void (*p_suspend)(struct MHD_Connection *);
 static void (*p_resume)(struct MHD_Connection *);
+static int (*p_values)(struct MHD_Connection *, enum MHD_ValueKind, MHD_KeyValueIterator, void *);
 static const union MHD_ConnectionInfo *(*p_connection_info)(struct MHD_Connection *, enum MHD_ConnectionInfoType,
                                                             ...);
 
@@ -54,8 +55,9 @@ static void resolve(void) {
   *(void **)&p_suspend = dlsym(handle, "MHD_suspend_connection");
   *(void **)&p_resume = dlsym(handle, "MHD_resume_connection");
   *(void **)&p_connection_info = dlsym(handle, "MHD_get_connection_info");
+  *(void **)&p_values = dlsym(handle, "MHD_get_connection_values");
   if (!p_start_daemon || !p_stop_daemon || !p_lookup || !p_from_buffer || !p_from_callback || !p_add_header ||
-      !p_queue || !p_destroy || !p_suspend || !p_resume || !p_connection_info) {
+      !p_queue || !p_destroy || !p_suspend || !p_resume || !p_connection_info || !p_values) {
     snprintf(failure, sizeof failure, "libmicrohttpd.so.12 lacks a function locationd uses");
     return;
   }
@@ -215,6 +217,24 @@ static struct timespec monotonic_now(void) {
 }
 
 /* Any 127.0.0.0/8 address, ::1 or ::ffff:127.x.y.z: one machine, one address for the limit. */
+/* Headers a request may send only once (RFC 9112 3.2, 6.3; and those the server decides on). */
+#define COUNTED_HEADERS 4
+static const char *const counted_headers[COUNTED_HEADERS] = {"Host", "Content-Length", "Authorization", "Origin"};
+struct header_counts {
+  int seen[COUNTED_HEADERS];
+};
+
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+  (void)kind;
+  (void)value;
+  struct header_counts *counts = cls;
+  if (key == NULL) return MHD_YES;
+  for (int i = 0; i < COUNTED_HEADERS; i++) {
+    if (strcasecmp(key, counted_headers[i]) == 0 && counts->seen[i] < 2) counts->seen[i]++;
+  }
+  return MHD_YES;
+}
+
 static int is_loopback(const struct sockaddr *address) {
   if (address == NULL) return 0;
   if (address->sa_family == AF_INET) {
@@ -466,6 +486,15 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *connection, cons
 
   locationd_http_request request;
   memset(&request, 0, sizeof request);
+  struct header_counts counts;
+  memset(&counts, 0, sizeof counts);
+  p_values(connection, MHD_HEADER_KIND, count_header, &counts);
+  for (int i = 0; i < COUNTED_HEADERS; i++) {
+    if (counts.seen[i] > 1) {
+      request.repeated_header = counted_headers[i];
+      break;
+    }
+  }
   request.method = method;
   request.path = url;
   request.host = p_lookup(connection, MHD_HEADER_KIND, "Host");

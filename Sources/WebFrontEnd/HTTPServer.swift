@@ -23,6 +23,8 @@ struct HTTPRequest: Sendable {
   var bodyTooLarge: Bool
   /// The peer's numeric address.
   var peer: String
+  /// The first of Host, Content-Length, Authorization, Origin sent more than once, if any.
+  var repeatedHeader: String? = nil
 }
 
 /// The answer to one ``HTTPRequest``: exactly one of ``respond(status:contentType:headers:body:)``
@@ -226,7 +228,7 @@ private func onRequest(
     origin: string(c.origin),
     authorization: string(c.authorization), contentType: string(c.content_type),
     lastEventID: string(c.last_event_id), secFetchSite: string(c.sec_fetch_site), body: body,
-    bodyTooLarge: c.body_too_large != 0, peer: peer)
+    bodyTooLarge: c.body_too_large != 0, peer: peer, repeatedHeader: string(c.repeated_header))
   delegate.handle(parsed, exchange: HTTPExchange(exchange))
 }
 

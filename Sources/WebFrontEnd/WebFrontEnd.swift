@@ -326,6 +326,11 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
 
   /// The response for `request`, or `nil` when it is answered later (API calls, streams).
   func route(_ request: HTTPRequest, exchange: HTTPExchange) -> Response? {
+    if let repeated = request.repeatedHeader {
+      // Two values of a header the server decides on: which one a proxy in front used is
+      // unknown (request smuggling), so neither is trusted (RFC 9112 3.2, 6.3).
+      return Self.error(400, "badRequest", "the \(repeated) header is sent more than once")
+    }
     guard isAllowedHost(request.host) else {
       return Self.error(
         421, "misdirectedRequest",

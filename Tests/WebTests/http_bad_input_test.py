@@ -207,6 +207,26 @@ class BadInputTests(unittest.TestCase):
         self.assertEqual(status, 204)
         self.assertEqual(body_of(response), b"")
 
+    def test_a_header_the_server_decides_on_sent_twice_is_refused(self):
+        host = "127.0.0.1:%d" % self.port
+        auth = "Connection: close\r\nAuthorization: Bearer %s\r\n" % self.token
+        body = b'{"cmd":"status"}'
+        cases = [
+            "GET /map.geojson HTTP/1.1\r\nHost: %s\r\nHost: evil.example\r\n%s\r\n" % (host, auth),
+            "GET /map.geojson HTTP/1.1\r\nHost: %s\r\n%sAuthorization: Bearer %s\r\n\r\n" % (host, auth, self.token),
+            ("POST /api HTTP/1.1\r\nHost: %s\r\n%sContent-Type: application/json\r\n"
+             "Content-Length: %d\r\nContent-Length: %d\r\n\r\n" % (host, auth, len(body), len(body))),
+        ]
+        for head in cases:
+            data = head.encode() + (body if head.startswith("POST") else b"")
+            status, response = exchange(self.port, data)
+            self.assertIn(status, (400, None), response[:300])
+            self.assertNotIn(b'"class":"STATUS"', response)
+            self.assertNotIn(b'"type":"FeatureCollection"', response)
+        # One of each is answered.
+        status, _ = exchange(self.port, ("GET /map.geojson HTTP/1.1\r\nHost: %s\r\n%s\r\n" % (host, auth)).encode())
+        self.assertEqual(status, 200)
+
     def test_expect_continue_with_a_large_body_is_refused_before_continue(self):
         with socket.create_connection(("127.0.0.1", self.port), timeout=10) as connection:
             connection.sendall(("POST /api HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"

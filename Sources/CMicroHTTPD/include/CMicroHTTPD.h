@@ -40,6 +40,9 @@ typedef struct {
   int body_too_large;
   /* The peer's numeric address ("127.0.0.1", "::1"), NUL-terminated. */
   char peer[64];
+  /* The first of Host, Content-Length, Authorization, Origin that the request sends more than
+   * once (RFC 9112 3.2 and 6.3: such a request must be refused), NULL when none is. */
+  const char *repeated_header;
 } locationd_http_request;
 
 typedef void (*locationd_http_on_request)(void *context, locationd_http_exchange *exchange,
