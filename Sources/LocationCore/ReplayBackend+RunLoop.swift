@@ -77,6 +77,10 @@ extension ReplayBackend {
     var passFirstPace: Int64 = 0
     var passFirstElapsed: Int64 = 0
     var reportedEnd = false
+    /// Epochs emitted before this pass began: a pass that emits none is not looped at once.
+    var emittedBeforePass = 0
+    /// Whether the "pass found no fixes" warning was given for the current run of empty passes.
+    var reportedEmptyPass = false
     /// The log offset the last "paused at" status named, `nil` when the last status was not one:
     /// a pause at another position (after a step or seek) is said again.
     var reportedPausedAt: Int64?
@@ -118,11 +122,36 @@ extension ReplayBackend {
           if Task.isCancelled { break outer }  // stopped while reading, not the end of the log
           if let report = cursor.takeRejectionReport() { outbox.append(.error(report)) }
           // End of the log: steps beyond it have nothing to emit.
-          let (loop, generation) = control.withLock { control in
+          let (loop, generation, emitted) = control.withLock { control in
             control.pendingSteps = 0
-            return (control.loop, control.generation)
+            return (control.loop, control.generation, control.progress.fixesEmitted)
           }
-          if loop && source.isRewindable {
+          // A log without any epoch is not looped (each pass would end at once: a core spinning
+          // and one BACKEND event per pass); it ends as a replay without loop does.
+          if loop && source.isRewindable && emitted > 0 {
+            if emitted == emittedBeforePass {
+              // This pass found nothing although earlier ones did: the log was emptied or
+              // rotated. Said once; read again every second (a pause, seek or stop interrupts
+              // the wait) until it holds epochs again.
+              if !reportedEmptyPass {
+                reportedEmptyPass = true
+                outbox.append(
+                  .error("\(source.name): pass \(pass) found no fixes (emptied or rotated?): reading it again every second"))
+              }
+              await flush(&outbox)
+              await sleep(until: clock.now + .seconds(1), generation: generation)
+              if Task.isCancelled { break outer }
+              do throws(ReplayError) {
+                cursor = try source.open()
+              } catch {
+                outbox.append(.error(error.description))
+                break outer
+              }
+              timeline.restart()
+              continue outer
+            }
+            reportedEmptyPass = false
+            emittedBeforePass = emitted
             do throws(ReplayError) {
               cursor = try source.open()
             } catch {
@@ -142,7 +171,9 @@ extension ReplayBackend {
           if !reportedEnd {
             reportedEnd = true
             reportedPausedAt = nil
-            if loop { outbox.append(.error(ReplayError.notRewindable(source.name).description)) }
+            if loop && !source.isRewindable {
+              outbox.append(.error(ReplayError.notRewindable(source.name).description))
+            }
             let nothing: Bool = control.withLock { control in
               control.progress.isAtEnd = true
               return control.progress.fixesEmitted == 0 && pass == 1

@@ -1,5 +1,6 @@
 import Foundation
 import LocationCore
+import Synchronization
 import LocationTestKit
 import NMEA
 import Testing
@@ -819,4 +820,80 @@ func replayWaitingInAGap(clock: VirtualClock) async throws -> (ReplayBackend, Ba
     await nextStatus(.connected, &events)
       == .some("gap of 630 s in the log, next fix in 63 s at speed 10"))
   return (replay, events)
+}
+
+/// A rewindable source whose content can change between passes (a log emptied or rotated while
+/// it is replayed).
+final class ChangingSource: ReplaySource, @unchecked Sendable {
+  let name = "changing.nmea"
+  var isRewindable: Bool { true }
+  private let content: Mutex<[DecodedFix]>
+  private let opens = Mutex(0)
+
+  init(_ fixes: [DecodedFix]) { content = Mutex(fixes) }
+
+  func set(_ fixes: [DecodedFix]) { content.withLock { $0 = fixes } }
+  var openCount: Int { opens.withLock { $0 } }
+
+  func open() throws(ReplayError) -> any ReplayCursor {
+    opens.withLock { $0 += 1 }
+    return try DecodedFixesSource(name: name, fixes: content.withLock { $0 }).open()
+  }
+}
+
+@Suite(.timeLimit(.minutes(3)))
+struct ReplayEmptyPassTests {
+  @Test("a looping replay of a log without any epoch ends as without loop: no pass after pass")
+  func emptyLogIsNotLooped() async throws {
+    let source = ChangingSource([])
+    let replay = ReplayBackend(
+      source: source, options: .init(path: "changing.nmea", speed: 0, loop: true), clock: VirtualClock(),
+      uri: "replay:changing.nmea")
+    var events = replay.events.makeAsyncIterator()
+    try await replay.start()
+    let detail = try #require(await nextStatus(.endOfData, &events))
+    #expect(detail?.contains("no NMEA sentences found") == true, "\(String(describing: detail))")
+    // Still ended a while later: it did not open the log pass after pass.
+    for _ in 0..<200 { await Task.yield() }
+    #expect(source.openCount == 1)
+    #expect(replay.progress.pass == 1)
+    await replay.stop()
+  }
+
+  @Test("a log emptied during a looping replay is read again every second, with one warning, until it holds epochs")
+  func emptiedLogIsRetriedOnTheClock() async throws {
+    let fixes = epochs(atOffsets: [0, 1000])
+    let source = ChangingSource(fixes)
+    let clock = VirtualClock()
+    let replay = ReplayBackend(
+      source: source, options: .init(path: "changing.nmea", speed: 1, loop: true), clock: clock,
+      uri: "replay:changing.nmea")
+    var events = replay.events.makeAsyncIterator()
+    try await replay.start()
+    // Pass 1 has its cursor; the log is emptied before pass 2 opens it.
+    source.set([])
+    _ = try #require(await nextLocation(&events))
+    await clock.advanceToNextDeadline()
+    _ = try #require(await nextLocation(&events))
+    // Pass 2 finds nothing: one warning, then a read each second of the clock.
+    var warnings: [String] = []
+    while warnings.isEmpty, let event = await events.next() {
+      if case .error(let message) = event { warnings.append(message) }
+    }
+    #expect(warnings.first?.contains("pass 2 found no fixes") == true, "\(warnings)")
+    let opened = source.openCount
+    for _ in 0..<5 { await clock.advanceToNextDeadline() }
+    // One read per second of the clock (the read after the last advance may not have run yet).
+    #expect((opened + 4...opened + 5).contains(source.openCount), "\(source.openCount) reads after \(opened)")
+    #expect(replay.progress.pass == 2, "an empty read is not a pass")
+    // The log holds epochs again: the replay goes on with them.
+    source.set(fixes)
+    let advancing = Task {
+      for _ in 0..<20 where !Task.isCancelled { await clock.advanceToNextDeadline() }
+    }
+    let again = try #require(await nextLocation(&events))
+    advancing.cancel()
+    #expect(again.fix == fixes[0].fix)
+    await replay.stop()
+  }
 }
