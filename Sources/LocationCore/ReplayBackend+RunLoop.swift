@@ -129,7 +129,8 @@ extension ReplayBackend {
           // A log without any epoch is not looped (each pass would end at once: a core spinning
           // and one BACKEND event per pass); it ends as a replay without loop does.
           if loop && source.isRewindable && emitted > 0 {
-            if emitted == emittedBeforePass {
+            let emptyPass = emitted == emittedBeforePass
+            if emptyPass {
               // This pass found nothing although earlier ones did: the log was emptied or
               // rotated. Said once; read again every second (a pause, seek or stop interrupts
               // the wait) until it holds epochs again.
@@ -141,17 +142,10 @@ extension ReplayBackend {
               await flush(&outbox)
               await sleep(until: clock.now + .seconds(1), generation: generation)
               if Task.isCancelled { break outer }
-              do throws(ReplayError) {
-                cursor = try source.open()
-              } catch {
-                outbox.append(.error(error.description))
-                break outer
-              }
-              timeline.restart()
-              continue outer
+            } else {
+              reportedEmptyPass = false
+              emittedBeforePass = emitted
             }
-            reportedEmptyPass = false
-            emittedBeforePass = emitted
             do throws(ReplayError) {
               cursor = try source.open()
             } catch {
@@ -159,6 +153,8 @@ extension ReplayBackend {
               break outer
             }
             timeline.restart()
+            // An empty read is not a pass: no count, no BACKEND event.
+            if emptyPass { continue outer }
             pass += 1
             passWallBase = nil
             passFirstPace = timeline.pace
