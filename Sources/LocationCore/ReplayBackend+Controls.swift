@@ -23,6 +23,7 @@ extension ReplayBackend {
         control.anchorInstant = now
         control.anchorWall = nil
       }
+      if control.speed != speed { control.timelineSegment = Provenance.nextTimelineSegment() }
       control.speed = speed
       control.progress.speed = speed
     }

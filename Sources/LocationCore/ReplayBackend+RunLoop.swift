@@ -110,6 +110,7 @@ extension ReplayBackend {
           control.withLock { control in
             control.lastEmittedPace = nil
             control.progress.logOffsetMilliseconds = offset
+            control.timelineSegment = Provenance.nextTimelineSegment()
           }
         } catch {
           outbox.append(.error(error.description))
@@ -160,7 +161,10 @@ extension ReplayBackend {
             passFirstPace = timeline.pace
             passFirstElapsed = timeline.elapsed
             reportedEnd = false
-            control.withLock { $0.progress.pass = pass }
+            control.withLock { control in
+              control.progress.pass = pass
+              control.timelineSegment = Provenance.nextTimelineSegment()
+            }
             outbox.append(.status(.connected, detail: "replaying \(source.name), pass \(pass)"))
             continue outer
           }
@@ -205,6 +209,7 @@ extension ReplayBackend {
       /// resume or seek during the gap makes it stale, so it is said again with the new wait.
       var gapNoticeGeneration: UInt64?
       var dueWall: Int64?
+      var timelineSegment = Provenance.liveTimeline
 
       // Wait until the epoch is due, honouring pause, step, speed changes and seeks.
       wait: while true {
@@ -212,8 +217,9 @@ extension ReplayBackend {
         let clock = self.clock
         let line = decoded.line
         enum Decision {
-          /// Emit now; the wall time (ms) at which the epoch was due, when known exactly.
-          case emit(Int64?, paused: Bool, generation: UInt64?)
+          /// Emit now; the wall time (ms) at which the epoch was due, when known exactly, and the
+          /// timeline segment the fix belongs to.
+          case emit(Int64?, paused: Bool, generation: UInt64?, segment: UInt64)
           case seek
           case waitForChange(UInt64, position: Int64?)
           case sleep(Duration, UInt64, wait: Duration, speed: Double)
@@ -227,12 +233,14 @@ extension ReplayBackend {
             control.progress.isAtEnd = false
             // Every control so far is acted on once no seek or step is left.
             let applied = control.pendingSteps == 0 ? control.generation : nil
+            let segment = control.timelineSegment
             guard let wall = control.anchorWall, let anchor = control.anchorPace,
               !control.paused, control.speed > 0
-            else { return .emit(nil, paused: control.paused, generation: applied) }
+            else { return .emit(nil, paused: control.paused, generation: applied, segment: segment) }
             let ahead = Self.clampedAhead(Double(pace - anchor) / control.speed) * 1_000_000
             return .emit(
-              (wall + Int64(ahead.rounded(.down))) / 1_000_000, paused: false, generation: applied)
+              (wall + Int64(ahead.rounded(.down))) / 1_000_000, paused: false, generation: applied,
+              segment: segment)
           }
           if control.pendingSeek != nil { return .seek }
           if control.anchorPace == nil {
@@ -267,8 +275,9 @@ extension ReplayBackend {
           return .sleep(due, control.generation, wait: due - now, speed: control.speed)
         }
         switch decision {
-        case .emit(let wall, let paused, let generation):
+        case .emit(let wall, let paused, let generation, let segment):
           dueWall = wall
+          timelineSegment = segment
           if reportedPausedAt != nil && !paused {
             reportedPausedAt = nil
             outbox.append(.status(.connected, detail: replaying))
@@ -333,7 +342,8 @@ extension ReplayBackend {
         fix: fix,
         provenance: Provenance(
           backend: uri, source: source.name, line: decoded.line, isSimulated: true,
-          rolloverWeeks: decoded.rolloverWeeks == 0 ? nil : decoded.rolloverWeeks))
+          rolloverWeeks: decoded.rolloverWeeks == 0 ? nil : decoded.rolloverWeeks,
+          timelineSegment: timelineSegment))
       outbox.append(.location(location))
       if outbox.count >= Self.batchSize { await flush(&outbox) }
     }

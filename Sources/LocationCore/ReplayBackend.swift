@@ -28,6 +28,9 @@ public final class ReplayBackend: LocationBackend {
     /// millisecond for shifted timestamps; `nil` after pause, resume, step, speed changes.
     var anchorWall: Int64?
     var lastEmittedPace: Int64?
+    /// The timeline segment of the fixes emitted now (``Provenance/timelineSegment``): a new
+    /// one at each start, seek, speed change and pass of a loop.
+    var timelineSegment: UInt64 = Provenance.nextTimelineSegment()
     var progress: ReplayProgress
     /// The newest ``generation`` the run loop has fully acted on (seeks done, steps emitted).
     var appliedGeneration: UInt64 = 0
@@ -107,6 +110,7 @@ public final class ReplayBackend: LocationBackend {
       control.anchorPace = nil
       control.anchorWall = nil
       control.lastEmittedPace = nil
+      control.timelineSegment = Provenance.nextTimelineSegment()
       control.progress = ReplayProgress(
         pass: 1, fixesEmitted: 0, isPaused: startPaused, isAtEnd: false, speed: initialSpeed,
         loops: initialLoop)

@@ -393,6 +393,8 @@ public final class SimulatedBackend: LocationBackend {
 
   private func run() async {
     let startInstant = clock.now
+    // One run is one segment of the simulation's own timeline (its start time and clock).
+    let segment = Provenance.nextTimelineSegment()
     var generator = SimulatedFixGenerator(
       parameters: parameters, startTime: parameters.startTime ?? clock.wallTimeMilliseconds)
     var lastStatus = BackendStatus.connected
@@ -440,14 +442,16 @@ public final class SimulatedBackend: LocationBackend {
         for decoded in fixes {
           let location = Location(
             fix: decoded.fix,
-            provenance: Provenance(backend: uri, source: source, line: decoded.line, isSimulated: true))
+            provenance: Provenance(
+              backend: uri, source: source, line: decoded.line, isSimulated: true, timelineSegment: segment))
           await queue.push(.location(location))
         }
         continue
       }
       let location = Location(
         fix: epoch.fix,
-        provenance: Provenance(backend: uri, source: source, line: nil, isSimulated: true))
+        provenance: Provenance(
+          backend: uri, source: source, line: nil, isSimulated: true, timelineSegment: segment))
       await queue.push(.location(location))
     }
   }

@@ -121,9 +121,11 @@ public struct Configuration: Sendable, Hashable {
   public var httpTiles: String = WebOptions.openStreetMapTiles
   /// The config file (`--config`), re-read on SIGHUP.
   public var configFile: String?
-  /// Whether accepted fixes are recorded in the track store, `track.sqlite` in the state
-  /// directory (`--track on|off`, default on; docs/track.md).
-  public var trackEnabled = true
+  /// Which accepted fixes are recorded in the track store, `track.sqlite` in the state
+  /// directory (`--track live|all|off`, default live; docs/track.md).
+  public var trackRecording = TrackRecordingMode.live
+  /// Whether any fix is recorded (``trackRecording`` is not `off`).
+  public var trackEnabled: Bool { trackRecording != .off }
   /// Retention by age, milliseconds before the newest recorded fix (`--track-max-age`, e.g.
   /// `90d`, `12h`, `3600s` or `3600`; `0` keeps every age); default 90 days.
   public var trackMaxAge: Int64 = TrackStoreConfiguration().maxAge
@@ -145,7 +147,7 @@ public struct Configuration: Sendable, Hashable {
   public static let usage = """
     usage: locationd [--backend URI] [--socket PATH] [--state-dir DIR] [--group NAME]
                      [--max-clients N] [--dbus system|session|none] [--nmea-socket PATH]
-                     [--http ADDRESS:PORT] [--http-tiles URL|none] [--track on|off]
+                     [--http ADDRESS:PORT] [--http-tiles URL|none] [--track live|all|off]
                      [--track-max-age AGE] [--track-max-size SIZE] [--config FILE]
                      [--region-... VALUE]
 
@@ -165,7 +167,9 @@ public struct Configuration: Sendable, Hashable {
                         for every interface; `locationctl web` prints its URL
       --http-tiles URL  tile URL template with {z} {x} {y}, or none for a plain background
                         (default https://tile.openstreetmap.org/{z}/{x}/{y}.png)
-      --track on|off    record accepted fixes in STATE-DIR/track.sqlite (default on)
+      --track live|all|off  record accepted fixes in STATE-DIR/track.sqlite: live
+                        sources only (gpsd), all (replays and simulations too, marked
+                        as such), or off; on means live     (default live)
       --track-max-age AGE   drop fixes older than AGE before the newest: 90d, 12h, 30m,
                         3600s or 3600; 0 keeps all           (default 90d)
       --track-max-size SIZE keep the track under SIZE: 256M, 2G, 500K or bytes; 0 for no
@@ -363,9 +367,10 @@ public struct Configuration: Sendable, Hashable {
       httpTiles = value
     case "track":
       switch value.lowercased() {
-      case "on", "yes", "true", "1": trackEnabled = true
-      case "off", "no", "false", "0": trackEnabled = false
-      default: throw .invalidValue(key: "track", value: value, reason: "use on or off")
+      case "live", "on", "yes", "true", "1": trackRecording = .live
+      case "all": trackRecording = .all
+      case "off", "no", "false", "0": trackRecording = .off
+      default: throw .invalidValue(key: "track", value: value, reason: "use live, all or off")
       }
     case "track-max-age":
       guard let milliseconds = Self.duration(value) else {
@@ -544,4 +549,16 @@ enum TextNumber {
   static func plain(_ value: Double) -> String {
     value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
   }
+}
+
+/// Which fixes the daemon records in its track store (`--track`).
+public enum TrackRecordingMode: String, Sendable, Hashable {
+  /// Fixes from live sources only (gpsd, a receiver): a replay or simulation never enters the
+  /// history as if it had happened. The default.
+  case live
+  /// Every accepted fix; replayed and simulated ones are marked as such in the store
+  /// (`track export --source`, `track stats --source`).
+  case all
+  /// Nothing is recorded.
+  case off
 }

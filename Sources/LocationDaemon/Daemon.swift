@@ -93,6 +93,17 @@ public enum Daemon {
           + (hint.map { ": " + $0 } ?? "") + "\n")
       return code.rawValue
     }
+    // One daemon per state directory: a second would mix its fixes into the track store and
+    // overwrite the first one's map and region files. Held until the process ends (the kernel
+    // releases it after a crash too); taken before any state file is read.
+    let stateLock: DirectoryLock
+    do {
+      stateLock = try DirectoryLock(directory: configuration.stateDirectory)
+    } catch {
+      Log.event("startFailed", ["reason": "state directory \(configuration.stateDirectory): \(error)"])
+      writeStandardError("locationd: --state-dir \(configuration.stateDirectory) cannot be used: \(error)\n")
+      return ExitCode.cannotCreate.rawValue
+    }
     let map = MapStateService(
       store: MapStateStore(directory: configuration.stateDirectory) { Log.event("mapState", ["message": $0]) })
     // Regions and their states live beside the map state, in regions.json (docs/regions.md).
@@ -271,7 +282,7 @@ public enum Daemon {
             needsRestart.append("http")
           }
           if reloaded.mqtt != running.mqtt { needsRestart.append("mqtt") }
-          if reloaded.trackEnabled != running.trackEnabled || reloaded.trackMaxAge != running.trackMaxAge
+          if reloaded.trackRecording != running.trackRecording || reloaded.trackMaxAge != running.trackMaxAge
             || reloaded.trackMaxSize != running.trackMaxSize
           {
             needsRestart.append("track")
@@ -308,6 +319,7 @@ public enum Daemon {
     await nmeaFeed?.waitUntilStopped()
     watchdog.cancel()
     Log.event("stopped", [:])
+    withExtendedLifetime(stateLock) {}
     return 0
   }
 

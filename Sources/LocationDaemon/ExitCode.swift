@@ -12,7 +12,8 @@ extension ExitCode {
       69  unavailable: another server listens at the socket path, or libxml2 is missing
       71  a system call failed (socket, bind, listen)
       73  cannot create the socket's directory or the state directory (missing parent, a file or
-          dangling link in the way, permission)
+          dangling link in the way, permission), or another locationd holds the state directory
+          (its PID is named)
       78  configuration error: bad value or backend URI, malformed config line, unknown group,
           --state-dir not a directory, --socket path that is not a socket
 

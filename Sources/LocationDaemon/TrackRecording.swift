@@ -55,11 +55,14 @@ final class TrackRecording: Sendable {
     if let mqtt = configuration.mqtt { limits.outboxLimit = mqtt.queueLimit }
     let recording = TrackRecording(path: configuration.stateDirectory + "/" + TrackStore.fileName, limits: limits)
     let events = await manager.observe(coalescing: false)
+    let liveOnly = configuration.trackRecording == .live
     let task = Task {
       var recorder: TrackRecorder?
       var unavailable = false
       for await event in events {
         guard case .location(let location, _) = event else { continue }
+        // A replay or simulation is not history (--track all records it, marked as such).
+        if liveOnly && location.provenance.isSimulated { continue }
         if recorder == nil && !unavailable {
           if let store = recording.store {
             let created = TrackRecorder(store: store) { event, detail in Log.event(event, ["detail": detail]) }

@@ -164,8 +164,11 @@ public enum RegionWire {
   }
 
   /// The status object: the region object's members followed by `state` (`unknown`, `inside`,
-  /// `outside`), `since` (ISO 8601 UTC time of the transition into the state, or `null`) and
-  /// `distance` (metres from the boundary of the last deciding fix, negative inside, or `null`).
+  /// `outside`), `since` (ISO 8601 UTC time of the transition into the state, or `null`),
+  /// `distance` (metres from the boundary of the last deciding fix that measured it, negative
+  /// inside, or `null`) and `measured` (ISO 8601 UTC time of that fix, on its source's timeline,
+  /// or `null` when there is no distance or it was restored from a file): a distance is as old
+  /// as `measured`, not the current one.
   public static func json(_ status: RegionStatus) -> JSONValue {
     var members = members(status.region)
     members.append(JSONMember("state", .string(status.state.rawValue)))
@@ -173,6 +176,8 @@ public enum RegionWire {
       JSONMember("since", status.since.map { .string(GPSDJSON.iso8601(milliseconds: $0)) } ?? .null)
     )
     members.append(JSONMember("distance", .number(status.distanceToBoundary)))
+    members.append(
+      JSONMember("measured", status.distanceTime.map { .string(GPSDJSON.iso8601(milliseconds: $0)) } ?? .null))
     return .object(members)
   }
 }
@@ -199,11 +204,11 @@ extension Reply {
   }
 
   /// Least bytes of a region's status object (``RegionWire/json(_:)-(RegionStatus)``) from its
-  /// counts alone: the fixed members (over 100 bytes), id, title, and for a polygon at least 6
+  /// counts alone: the fixed members (over 120 bytes), id, title, and for a polygon at least 6
   /// bytes a position (`[1,2],`). For refusing a list before encoding it.
   public static func estimatedBytes(_ status: RegionStatus) -> Int {
     let region = status.region
-    var bytes = 110 + region.id.utf8.count + (region.title?.utf8.count ?? 0)
+    var bytes = 126 + region.id.utf8.count + (region.title?.utf8.count ?? 0)
     if case .polygon(let exterior, let holes) = region.shape {
       bytes += 40 + 6 * holes.reduce(exterior.count + 1) { $0 + $1.count + 1 }
     }

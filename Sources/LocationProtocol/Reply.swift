@@ -64,8 +64,8 @@ public enum Reply: Sendable, Hashable {
   }
 
   /// `{"class":"STATUS","authorization":..,"tracking":..,"backendActive":..,"backend":{"uri":..,
-  /// "state":..,"detail":..},"initial":TPV|null,"current":TPV|null,"clients":N}`: the answer to
-  /// `status`.
+  /// "state":..,"detail":..},"initial":TPV|null,"current":TPV|null,"age":S|null,"stale":BOOL,
+  /// "clients":N}`: the answer to `status`.
   ///
   /// - Parameters:
   ///   - authorization: the asking client's authorization status.
@@ -80,10 +80,14 @@ public enum Reply: Sendable, Hashable {
   ///   - current: the newest location with a position, as a TPV object, or `nil`.
   ///   - clients: the number of connected clients.
   ///   - http: `{"url":..,"tokenFile":..}` when the HTTP front-end runs (`--http`); left out otherwise.
+  ///   - age: seconds since the current location arrived, on the daemon's monotonic clock (not
+  ///     the fix's own time, which is on its source's timeline); `null` without one.
+  ///   - stale: whether `age` exceeds ``StaleLimit/seconds``.
   public static func status(
     authorization: AuthorizationStatus, tracking: Bool, backendActive: Bool, backendURI: String,
     backendState: BackendStatus,
-    detail: String? = nil, initial: JSONValue?, current: JSONValue?, clients: Int, http: JSONValue? = nil
+    detail: String? = nil, initial: JSONValue?, current: JSONValue?, clients: Int, http: JSONValue? = nil,
+    age: Double? = nil
   ) -> Reply {
     .object(
       class: "STATUS",
@@ -99,6 +103,8 @@ public enum Reply: Sendable, Hashable {
           ]),
         JSONMember("initial", initial ?? .null),
         JSONMember("current", current ?? .null),
+        JSONMember("age", .number(age.map { ($0 * 10).rounded() / 10 })),
+        JSONMember("stale", .bool(age.map { $0 > StaleLimit.seconds } ?? false)),
         JSONMember("clients", .int(Int64(clients))),
       ] + (http.map { [JSONMember("http", $0)] } ?? []))
   }
@@ -179,6 +185,14 @@ public struct Event: Sendable, Hashable {
       ])
   }
 
+  /// `{"class":"STALE","stale":BOOL,"age":SECONDS}`: the current fix became stale (`true`: no new
+  /// fix with a position for more than the stale limit, ``StaleLimit/seconds``; `age` is the
+  /// seconds since the current fix arrived, on the daemon's monotonic clock) or fresh again
+  /// (`false`, sent with the first fix after a stale one; `age` 0). Never coalesced.
+  public static func stale(_ stale: Bool, age: Double) -> Event {
+    Event(body: ["class": "STALE", "stale": .bool(stale), "age": .number((age * 10).rounded() / 10)])
+  }
+
   /// `{"class":"WARNING","message":..}`: a non-fatal backend error (a bad log line); never coalesced.
   public static func warning(_ message: String) -> Event {
     Event(body: ["class": "WARNING", "message": .string(message)])
@@ -224,4 +238,11 @@ public enum EventEncoding {
     if let weeks = location.provenance.rolloverWeeks { extra.append(JSONMember("rolloverWeeks", .int(Int64(weeks)))) }
     return .raw(JSONValue.appending(extra, toEncodedObject: bytes))
   }
+}
+
+/// When a current fix counts as stale: no newer fix with a position arrived for this long.
+public enum StaleLimit {
+  /// Seconds, on the daemon's monotonic clock: 5 (five epochs of a 1 Hz receiver, as gpsd's
+  /// own no-fix timer).
+  public static let seconds: Double = 5
 }

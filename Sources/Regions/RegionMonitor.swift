@@ -29,7 +29,8 @@ public struct RegionTransition: Sendable, Hashable {
   /// What happened.
   public var event: RegionEventKind
   /// Milliseconds since 1970-01-01T00:00:00Z (UTC): for `enter` and `exit` the time of the fix
-  /// that confirmed the transition; for `dwell` the clock time (`now`) at which it fired.
+  /// that confirmed the transition; for `dwell` the instant the dwell time was over (or the
+  /// later deciding fix it waited for, see ``RegionMonitor``).
   public var time: Int64
   /// For `enter` and `exit` the confirming fix; for `dwell` the last deciding fix.
   public var location: Location
@@ -59,13 +60,20 @@ public struct RegionStatus: Sendable, Hashable {
   /// is settled outside does not evaluate it (nor update this value), and a fix far from an
   /// unknown region only votes it outside.
   public var distanceToBoundary: Double?
+  /// Milliseconds since 1970 (UTC): the time of the deciding fix that measured
+  /// ``distanceToBoundary``, on its source's timeline; `nil` when the distance is `nil` or was
+  /// restored from a file.
+  public var distanceTime: Int64?
 
   /// Creates a status.
-  public init(region: Region, state: RegionState, since: Int64?, distanceToBoundary: Double?) {
+  public init(
+    region: Region, state: RegionState, since: Int64?, distanceToBoundary: Double?, distanceTime: Int64? = nil
+  ) {
     self.region = region
     self.state = state
     self.since = since
     self.distanceToBoundary = distanceToBoundary
+    self.distanceTime = distanceToBoundary == nil ? nil : distanceTime
   }
 }
 
@@ -175,13 +183,14 @@ public struct RegionMonitorConfiguration: Sendable, Equatable {
 /// - unknown -> outside: no event.
 /// - outside -> inside: `enter` (when ``Region/notifyOnEntry``).
 /// - inside -> outside: `exit` (when ``Region/notifyOnExit``).
-/// - `dwell` (when ``Region/dwell`` is set): once per stay, when `now` is at least the entry
-///   time plus the dwell time while the state is still inside, and a deciding fix within the
-///   last ``RegionMonitorConfiguration/outageReset`` seconds did not vote outside (it voted
-///   inside, or was too near the boundary to vote): after an outage, or while fixes are voting
-///   outside, the dwell waits for such a fix. Checked on every ``update(with:now:)`` and
-///   ``advance(to:)``, so its time is the clock time it fired. It re-arms on the next
-///   transition (exit or enter).
+/// - `dwell` (when ``Region/dwell`` is set): once per stay, at the instant T = entry time plus
+///   the dwell time while the state is still inside, when a deciding fix within the
+///   ``RegionMonitorConfiguration/outageReset`` seconds before T did not vote outside (it voted
+///   inside, or was too near the boundary to vote); otherwise (an outage, fixes voting outside)
+///   at the time of the first later deciding fix that does not vote outside. Checked on every
+///   ``update(with:now:)`` (before the fix is applied, and after) and ``advance(to:)``; its
+///   time is that instant, not the time of the check, so a recorded drive gives the same
+///   events however fast it is replayed. It re-arms on the next transition (exit or enter).
 /// - A region added (or replaced with the same id) starts unknown. Restored regions keep their
 ///   saved state, time and dwell flag: a restart does not fire `enter` again for a region the
 ///   device is still inside, and a crossing made while the daemon was down is reported by the
@@ -211,7 +220,13 @@ public struct RegionMonitor: Sendable {
     var pendingCount: Int32 = 0
     var pendingTime: Int64 = 0
     var distance: Double = .nan
+    /// Time of the deciding fix that measured ``distance``, ms.
+    var distanceTime: Int64? = nil
     var dwellFired = false
+    /// Where the dwell time counts from, ms: the transition's time (``since``), moved to the
+    /// first deciding fix after the source's timeline jumped (see ``RegionMonitor/beginSegment()``);
+    /// `nil` until known.
+    var dwellAnchor: Int64? = nil
     /// Time of the last deciding fix that did not vote outside (voted inside, or was too close
     /// to the boundary to vote), ms: the evidence a dwell needs.
     var lastNotOutside: Int64 = .min
@@ -241,6 +256,11 @@ public struct RegionMonitor: Sendable {
   var lastDecidingTime: Int64? = nil
   /// The last deciding fix.
   var lastDecidingLocation: Location? = nil
+  /// Set by ``beginSegment()``: the next deciding fix starts a new timeline segment; holds the
+  /// time of the last deciding fix of the segment before (`.min` when none).
+  var segmentBoundary: Int64? = nil
+  /// Incremented whenever a region's confirmed state changes (with or without an event).
+  public private(set) var stateRevision: UInt64 = 0
 
   /// Creates an empty monitor with `configuration` (``RegionMonitorConfiguration/normalized``:
   /// a value out of range is replaced by its default; check it first with
@@ -305,7 +325,7 @@ public struct RegionMonitor: Sendable {
   static func status(_ entry: Entry) -> RegionStatus {
     RegionStatus(
       region: entry.region, state: entry.state, since: entry.since,
-      distanceToBoundary: entry.distance.isNaN ? nil : entry.distance)
+      distanceToBoundary: entry.distance.isNaN ? nil : entry.distance, distanceTime: entry.distanceTime)
   }
 
   /// Every region with its state, sorted by id.
@@ -315,18 +335,59 @@ public struct RegionMonitor: Sendable {
     }
   }
 
+  /// Begins a new segment of the source's timeline: the source may have jumped on purpose (a
+  /// replay's seek or new pass of a loop, a speed change, another backend). Confirmed states are
+  /// kept. The segment's first fix that could decide tells: when its time is more than
+  /// ``RegionMonitorConfiguration/outageReset`` away from the last deciding fix's (either way),
+  /// the timeline jumped, and the fix decides whatever its time: half-confirmed transitions are
+  /// discarded and the dwell time of a region the device is inside counts from that fix, as
+  /// after an outage. Otherwise the segment continues where the last one ended (a speed change,
+  /// a pause, a seek back a little): nothing changes, and a fix no later than the last deciding
+  /// one (replayed again after a seek) does not decide a second time.
+  public mutating func beginSegment() {
+    if segmentBoundary == nil { segmentBoundary = lastDecidingTime ?? .min }
+  }
+
+  /// Applies a pending ``beginSegment()`` at the segment's first fix that could decide (time
+  /// `time`).
+  mutating func enterSegment(at time: Int64) {
+    guard let boundary = segmentBoundary else { return }
+    segmentBoundary = nil
+    guard boundary == .min || abs(Double(time) - Double(boundary)) > configuration.outageReset * 1000 else {
+      return
+    }
+    lastDecidingTime = nil
+    for slot in entries.indices {
+      guard var entry = entries[slot] else { continue }
+      entry.pendingVote = .unknown
+      entry.pendingCount = 0
+      entry.lastNotOutside = .min
+      if entry.state == .inside { entry.dwellAnchor = time }
+      entries[slot] = entry
+      refreshSets(Int32(slot))
+    }
+  }
+
   /// Feeds one fix (see "Deciding fixes" above); `now` is the clock time in ms since 1970 (a
-  /// virtual clock in tests). Also fires due dwell events, as ``advance(to:)``.
+  /// virtual clock in tests; for a recorded source the time of its newest fix). Also fires due
+  /// dwell events, as ``advance(to:)``: those due at or before the fix's time first (they
+  /// happened before the fix), then those due by `now`.
   ///
   /// - Returns: the transitions this fix and the clock caused, sorted by region id (and for one
   ///   region enter or exit before dwell).
   public mutating func update(with location: Location, now: Int64) -> [RegionTransition] {
     var transitions: [RegionTransition] = []
+    if location.coordinate != nil, let error = location.horizontalAccuracy95, error.isFinite, error >= 0,
+      let time = location.fix.time, abs(Double(now) - Double(time)) <= configuration.maximumFixAge * 1000
+    {
+      enterSegment(at: time)
+    }
     if let coordinate = location.coordinate, let error = location.horizontalAccuracy95, error.isFinite,
       error >= 0, let time = location.fix.time,
       abs(Double(now) - Double(time)) <= configuration.maximumFixAge * 1000,
       lastDecidingTime.map({ time > $0 }) ?? true
     {
+      transitions += dwellEvents(now: min(now, time))
       lastDecidingTime = time
       lastDecidingLocation = location
       let margin = configuration.errorFraction * error + configuration.minimumMargin
@@ -353,6 +414,7 @@ public struct RegionMonitor: Sendable {
         guard var entry = entries[Int(slot)] else { continue }
         if entry.state == .inside || entry.pendingVote != .unknown {
           entry.distance = entry.region.prepared.signedDistance(to: coordinate)
+          entry.distanceTime = time
         }
         entries[Int(slot)] = entry
         evaluate(slot, vote: .outside, time: time, location: location, into: &transitions)
@@ -384,6 +446,7 @@ public struct RegionMonitor: Sendable {
     guard let entry = entries[Int(slot)] else { return }
     let distance = entry.region.prepared.signedDistance(to: coordinate, band: margin)
     entries[Int(slot)]?.distance = distance
+    entries[Int(slot)]?.distanceTime = time
     let vote: RegionState = distance <= -margin ? .inside : distance >= margin ? .outside : .unknown
     evaluate(slot, vote: vote, time: time, location: location, into: &transitions)
   }
@@ -408,7 +471,7 @@ public struct RegionMonitor: Sendable {
       entry.pendingCount = 0
       return
     }
-    if entry.pendingVote == vote, Double(time) - Double(entry.pendingTime) <= configuration.outageReset * 1000 {
+    if entry.pendingVote == vote, abs(Double(time) - Double(entry.pendingTime)) <= configuration.outageReset * 1000 {
       entry.pendingCount += 1
     } else {
       entry.pendingVote = vote
@@ -419,9 +482,11 @@ public struct RegionMonitor: Sendable {
     let old = entry.state
     entry.state = vote
     entry.since = time
+    entry.dwellAnchor = time
     entry.pendingVote = .unknown
     entry.pendingCount = 0
     entry.dwellFired = false
+    stateRevision &+= 1
     if vote == .inside, entry.region.notifyOnEntry {
       transitions.append(RegionTransition(id: entry.region.id, event: .enter, time: time, location: location))
     } else if vote == .outside, old == .inside, entry.region.notifyOnExit {
@@ -445,15 +510,19 @@ public struct RegionMonitor: Sendable {
     var transitions: [RegionTransition] = []
     for slot in dwellWatch {
       guard var entry = entries[Int(slot)], entry.state == .inside, !entry.dwellFired,
-        let dwell = entry.region.dwell, let since = entry.since
+        let dwell = entry.region.dwell, let anchor = entry.dwellAnchor ?? entry.since
       else { continue }
-      guard Double(now) - Double(since) >= dwell * 1000,
-        entry.lastNotOutside != .min,
-        Double(now) - Double(entry.lastNotOutside) <= configuration.outageReset * 1000
+      // The instant the dwell time is over, and the first instant from then on at which a
+      // deciding fix within the outage reset did not vote outside: the event's time, the same
+      // however late this check runs (a replay at any speed gives the same events).
+      let due = Double(anchor) + dwell * 1000
+      guard Double(now) >= due, entry.lastNotOutside != .min,
+        Double(entry.lastNotOutside) >= due - configuration.outageReset * 1000
       else { continue }
+      let fired = min(Int64(max(due, Double(entry.lastNotOutside)).rounded(.up)), now)
       entry.dwellFired = true
       entries[Int(slot)] = entry
-      transitions.append(RegionTransition(id: entry.region.id, event: .dwell, time: now, location: location))
+      transitions.append(RegionTransition(id: entry.region.id, event: .dwell, time: fired, location: location))
     }
     for transition in transitions {
       if let slot = slots[transition.id] { dwellWatch.remove(slot) }

@@ -99,7 +99,8 @@ extension LocationService {
   }
 
   /// Sends each transition to every watcher as a `REGION` event (never coalesced) and gives the
-  /// map's renderers the new states.
+  /// map's renderers the new states (also when a state changed without an event, as for a region
+  /// first confirmed outside).
   /// The transitions of one fix go as one burst (``ClientChannel/deliverBurst(_:)``): a watcher
   /// that keeps reading gets all of them, however many regions changed at once.
   func regionsChanged(_ transitions: [RegionTransition]) async {
@@ -109,7 +110,7 @@ extension LocationService {
       Log.event("regionTransition", ["region": transition.id, "event": transition.event.rawValue])
       events.append(EncodedEvent(.region(transition)))
     }
-    broadcastBurstToWatchers(events)
+    if !events.isEmpty { broadcastBurstToWatchers(events) }
     await map.setRegions(await regions.statuses)
   }
 }

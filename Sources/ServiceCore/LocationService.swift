@@ -55,6 +55,12 @@ public actor LocationService: AnnotationBatchHandler {
   let map: MapStateService
   /// Region monitoring: fed every fix the map gets, advanced once a second of its clock.
   let regions: RegionService
+  /// When the current location arrived, on ``RegionService/clock`` (monotonic).
+  var lastFixInstant: Duration?
+  /// Whether watchers were told that the current location is stale (until the next fix).
+  var staleReported = false
+  /// The backend state last written to the log.
+  var lastLoggedStatus: BackendStatus?
   let backend: any LocationBackend
   let authority: AuthorizationAuthority
   /// Connections that sent `request`, by client number (others are `notDetermined`).
@@ -119,6 +125,7 @@ public actor LocationService: AnnotationBatchHandler {
           let transitions = await regions.advance()
           guard let self else { return }
           if !transitions.isEmpty { await self.regionsChanged(transitions) }
+          await self.checkStaleness()
         }
       })
     tasks.append(
@@ -326,6 +333,7 @@ public actor LocationService: AnnotationBatchHandler {
     let detail = await manager.backendStatusDetail
     let initial = await manager.initialLocation.map(EventEncoding.tpv)
     let current = await manager.currentLocation.map(EventEncoding.tpv)
+    let age = await currentAge()
     // Read after the last await: a reload meanwhile must not leave "authorized" (or a location,
     // or own tracking) in a reply that follows its `denied` event.
     let authorization = authorization(of: client.id)
@@ -339,7 +347,7 @@ public actor LocationService: AnnotationBatchHandler {
       clients: frontEnds.reduce(0) { $0 + $1.clientCount },
       http: frontEnds.lazy.compactMap(\.endpoint).first.map {
         .object([JSONMember("url", .string($0.url)), JSONMember("tokenFile", .string($0.tokenFile))])
-      })
+      }, age: authorized ? age : nil)
   }
 
   /// Starts (or ends) streaming events to the connection, with connection-scoped tracking.
@@ -403,12 +411,23 @@ public actor LocationService: AnnotationBatchHandler {
       // let the MAP event of the previous fix (a write per watcher, about 2 ms for 1000) slip in
       // ahead of this TPV. The next manager event is dispatched only after the map has this
       // fix, so a client that waits for, say, endOfData sees a map state that knows every fix.
+      if location.fix.mode.hasPosition {
+        lastFixInstant = regions.clock.now
+        if staleReported {
+          staleReported = false
+          broadcastToWatchers(.stale(false, age: 0))
+        }
+      }
       if !watchers.isEmpty { broadcast(location) }
       // Its REGION events follow the fix's TPV.
-      let transitions = await regions.update(with: location)
-      if !transitions.isEmpty { await regionsChanged(transitions) }
+      let outcome = await regions.update(with: location)
+      if outcome.statesChanged || !outcome.transitions.isEmpty { await regionsChanged(outcome.transitions) }
       await map.update(fix: location.fix)  // a fix without a position clears the location
     case .status(let status, let detail):
+      if status != lastLoggedStatus {
+        lastLoggedStatus = status
+        Log.event("backendState", ["backend": backend.uri, "state": status.rawValue, "detail": detail ?? ""])
+      }
       if status == .stopped, await !manager.isTracking {
         await trackingChanged()
       }
@@ -416,6 +435,21 @@ public actor LocationService: AnnotationBatchHandler {
     case .error(let message):
       broadcastToWatchers(.warning(message))
     }
+  }
+
+  /// Seconds since the current location arrived (monotonic), `nil` without a current location.
+  func currentAge() async -> Double? {
+    guard let instant = lastFixInstant, await manager.currentLocation != nil else { return nil }
+    let elapsed = regions.clock.now - instant
+    return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+  }
+
+  /// Tells the watchers once when the current location becomes stale (``StaleLimit``).
+  func checkStaleness() async {
+    guard !staleReported, let age = await currentAge(), age > StaleLimit.seconds else { return }
+    staleReported = true
+    Log.event("fixStale", ["ageSeconds": String((age * 10).rounded() / 10)])
+    broadcastToWatchers(.stale(true, age: age))
   }
 
   /// Sends a location to every watcher whose filter accepts it, encoded once.

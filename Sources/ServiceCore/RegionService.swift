@@ -89,9 +89,12 @@ public struct RegionStore: Sendable {
 /// fix's TPV went to the watchers, and a task calls ``advance()`` once a second of the clock;
 /// the transitions they return become `REGION` events.
 ///
-/// Times given to the engine are the clock's UTC wall time in milliseconds (``LocationClock/wallTimeMilliseconds``):
-/// the engine compares fix times with it, so a replay must run with `timestamps=shifted` for its
-/// fixes to be recent enough to decide (see docs/regions.md).
+/// "Now" is the timeline of the source that produced the fixes (``Provenance/timelineSegment``):
+/// for a live source the clock's UTC wall time in milliseconds
+/// (``LocationClock/wallTimeMilliseconds``), against which fix ages are judged; for a replay or
+/// a simulation the time of its newest fix in the current segment, so a recorded drive decides
+/// the same events at any speed, with original or shifted timestamps, on every pass of a loop
+/// (see docs/regions.md). A change of segment is a ``RegionMonitor/beginSegment()``.
 public actor RegionService {
   private var monitor: RegionMonitor
   private let store: RegionStore?
@@ -100,6 +103,10 @@ public actor RegionService {
   private var saveFailure: MapStoreError?
   /// Transitions changed states that are not saved yet (saved by the next ``advance()``).
   private var statesChanged = false
+  /// The timeline segment of the last fix (`nil` before the first).
+  private var segment: UInt64?
+  /// For a recorded or simulated source: the newest fix time of the current segment, ms.
+  private var sourceNow: Int64?
 
   /// Creates the service, restoring the regions and states saved in `store` (a missing or bad
   /// file gives no regions, see ``RegionStore/load(configuration:)``).
@@ -158,14 +165,41 @@ public actor RegionService {
     return status
   }
 
+  /// What one fix or one tick of the clock did to the regions.
+  public struct Outcome: Sendable {
+    /// The transitions decided, in region id order (the `REGION` events).
+    public var transitions: [RegionTransition]
+    /// Whether some region's confirmed state changed, with or without an event (an unknown
+    /// region confirmed outside fires none): the map's renderers need the new states.
+    public var statesChanged: Bool
+  }
+
+  /// "Now" on the current source's timeline, ms since 1970 UTC; `nil` for a recorded source
+  /// that has not given a fix time in this segment yet.
+  public var now: Int64? {
+    guard let segment, segment != Provenance.liveTimeline else { return clock.wallTimeMilliseconds }
+    return sourceNow
+  }
+
   /// Feeds one accepted fix; saves when a region changed state.
   ///
-  /// - Returns: the transitions it decided, in region id order.
-  public func update(with location: Location) -> [RegionTransition] {
-    guard monitor.count > 0 else { return [] }
-    let transitions = monitor.update(with: location, now: clock.wallTimeMilliseconds)
-    if !transitions.isEmpty { statesChanged = true }
-    return transitions
+  /// - Returns: the transitions it decided, in region id order, and whether a state changed.
+  public func update(with location: Location) -> Outcome {
+    let fixSegment = location.provenance.timelineSegment
+    if fixSegment != segment {
+      if segment != nil { monitor.beginSegment() }
+      segment = fixSegment
+      sourceNow = nil
+    }
+    if fixSegment != Provenance.liveTimeline, let time = location.fix.time {
+      sourceNow = max(sourceNow ?? time, time)
+    }
+    guard monitor.count > 0, let now else { return Outcome(transitions: [], statesChanged: false) }
+    let revision = monitor.stateRevision
+    let transitions = monitor.update(with: location, now: now)
+    let changed = revision != monitor.stateRevision
+    if changed || !transitions.isEmpty { statesChanged = true }
+    return Outcome(transitions: transitions, statesChanged: changed)
   }
 
   /// Advances the monitor to the clock's time without a fix (dwell times, outages), and saves
@@ -173,8 +207,8 @@ public actor RegionService {
   ///
   /// - Returns: the transitions it decided, in region id order.
   public func advance() -> [RegionTransition] {
-    guard monitor.count > 0 else { return [] }
-    let transitions = monitor.advance(to: clock.wallTimeMilliseconds)
+    guard monitor.count > 0, let now else { return [] }
+    let transitions = monitor.advance(to: now)
     if statesChanged || saveFailure != nil || !transitions.isEmpty { save() }
     return transitions
   }

@@ -23,6 +23,8 @@ public struct TrackExportOptions: Sendable, Hashable {
   /// longer than this, milliseconds; must be positive. Default 300,000 (5 minutes): longer than a
   /// receiver's usual outage in a tunnel, shorter than a stop between trips.
   public var gap: Int64
+  /// Which fixes are exported, by their source (default all).
+  public var sources: TrackSourceFilter = .all
 
   /// The default gap between segments, milliseconds.
   public static let defaultGap: Int64 = 300_000
@@ -121,7 +123,10 @@ public enum TrackExporter {
       out.append("</trk>\n</gpx>\n")
     case .geojson:
       let multi: Bool
-      do { multi = try store.hasGap(since: options.since, until: options.until, longerThan: options.gap) } catch {
+      do {
+        multi = try store.hasGap(
+          since: options.since, until: options.until, sources: options.sources, longerThan: options.gap)
+      } catch {
         throw .store(error)
       }
       out.append(#"{"type":"Feature","geometry":{"type":""#)
@@ -180,7 +185,9 @@ public enum TrackExporter {
     _ body: (TrackPoint, inout ByteOutput) -> Void
   ) throws(TrackExportError) {
     do {
-      try store.forEachPoint(since: options.since, until: options.until, provenance: options.format == .csv) {
+      try store.forEachPoint(
+        since: options.since, until: options.until, sources: options.sources, provenance: options.format == .csv
+      ) {
         (point: TrackPoint) throws(TrackExportError) in
         body(point, &out)
         if out.count >= bufferSize { try out.flush() }

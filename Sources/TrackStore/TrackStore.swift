@@ -447,15 +447,16 @@ public final class TrackStore: Sendable {
   ///
   /// - Throws: a ``TrackStoreError`` from reading, or whatever `body` throws (which ends the walk).
   public func forEachPoint<E: Error>(
-    since: Int64? = nil, until: Int64? = nil, _ body: (TrackPoint) throws(E) -> Void
+    since: Int64? = nil, until: Int64? = nil, sources: TrackSourceFilter = .all, _ body: (TrackPoint) throws(E) -> Void
   ) throws(TrackCursorError<E>) {
-    try forEachPoint(since: since, until: until, provenance: true, body)
+    try forEachPoint(since: since, until: until, sources: sources, provenance: true, body)
   }
 
   /// ``forEachPoint(since:until:_:)``; with `provenance` false the points' `backend` is empty and
   /// `source` nil (GPX and GeoJSON do not write them: no string per fix).
   func forEachPoint<E: Error>(
-    since: Int64?, until: Int64?, provenance: Bool, _ body: (TrackPoint) throws(E) -> Void
+    since: Int64?, until: Int64?, sources filter: TrackSourceFilter = .all, provenance: Bool,
+    _ body: (TrackPoint) throws(E) -> Void
   ) throws(TrackCursorError<E>) {
     try state.withLock { (state: inout State) throws(TrackCursorError<E>) -> Void in
       let connection = state.connection
@@ -472,7 +473,7 @@ public final class TrackStore: Sendable {
           """
           SELECT time_ms, lat, lon, alt_msl, geoid_sep, speed, course, climb, eph, epv, hdop, vdop, pdop,
             satellites_used, mode, quality, source_id FROM fixes
-          WHERE time_ms >= ?1 AND time_ms < ?2 AND \(Self.validFix) ORDER BY time_ms, id
+          WHERE time_ms >= ?1 AND time_ms < ?2 AND \(Self.validFix) AND \(filter.condition) ORDER BY time_ms, id
           """)
         try cursor.bind(1, since ?? Int64.min)
         try cursor.bind(2, until ?? Int64.max)
@@ -509,10 +510,12 @@ public final class TrackStore: Sendable {
   /// Whether two consecutive fixes in `since..<until` (time order) lie more than `gap`
   /// milliseconds apart, so a streaming export can choose its GeoJSON geometry before writing
   /// it. Reads only the time index (no table rows) and stops at the first such gap.
-  public func hasGap(since: Int64?, until: Int64?, longerThan gap: Int64) throws(TrackStoreError) -> Bool {
+  public func hasGap(
+    since: Int64?, until: Int64?, sources: TrackSourceFilter = .all, longerThan gap: Int64
+  ) throws(TrackStoreError) -> Bool {
     try state.withLock { (state: inout State) throws(TrackStoreError) -> Bool in
       let query = try state.connection.statement(
-        "SELECT time_ms FROM fixes WHERE time_ms >= ?1 AND time_ms < ?2 AND \(Self.validFix) ORDER BY time_ms")
+        "SELECT time_ms FROM fixes WHERE time_ms >= ?1 AND time_ms < ?2 AND \(Self.validFix) AND \(sources.condition) ORDER BY time_ms")
       defer { query.reset() }
       try query.bind(1, since ?? Int64.min)
       try query.bind(2, until ?? Int64.max)
@@ -527,11 +530,15 @@ public final class TrackStore: Sendable {
   }
 
   /// Points, distance and times of the fixes in `since..<until` (see ``forEachPoint(since:until:_:)``).
-  public func statistics(since: Int64? = nil, until: Int64? = nil) throws(TrackStoreError) -> TrackStatistics {
+  ///
+  /// - Parameter sources: which fixes count, by their source (default all).
+  public func statistics(
+    since: Int64? = nil, until: Int64? = nil, sources: TrackSourceFilter = .all
+  ) throws(TrackStoreError) -> TrackStatistics {
     var statistics = TrackStatistics(points: 0, distance: 0, firstTime: nil, lastTime: nil, bytes: 0, outgoing: 0)
     var previous: Coordinate?
     do {
-      try forEachPoint(since: since, until: until) { (point: TrackPoint) throws(Never) in
+      try forEachPoint(since: since, until: until, sources: sources) { (point: TrackPoint) throws(Never) in
         statistics.points += 1
         if statistics.firstTime == nil { statistics.firstTime = point.time }
         statistics.lastTime = point.time
@@ -687,4 +694,23 @@ public enum TrackCursorError<Body: Error>: Error {
   case store(TrackStoreError)
   /// The body threw (a write to the export's output failed, say).
   case body(Body)
+}
+
+/// Which fixes a read of the store takes, by their source (``TrackPoint/isSimulated``).
+public enum TrackSourceFilter: String, Sendable, Hashable, CaseIterable {
+  /// Every fix.
+  case all
+  /// Fixes measured live (gpsd, a receiver).
+  case live
+  /// Fixes replayed from a log or simulated.
+  case simulated
+
+  /// The SQL condition on the `fixes` table's `source_id` (a constant per case: no input in it).
+  var condition: String {
+    switch self {
+    case .all: return "1"
+    case .live: return "source_id IN (SELECT id FROM sources WHERE simulated = 0)"
+    case .simulated: return "source_id IN (SELECT id FROM sources WHERE simulated != 0)"
+    }
+  }
 }

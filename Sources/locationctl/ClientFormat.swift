@@ -71,7 +71,9 @@ enum Format {
       clients: \(reply["clients"]?.intValue.map(String.init) ?? "?")
       initial: \(fix(reply["initial"]))
       current: \(fix(reply["current"]))
-      """
+      """ + (reply["age"]?.doubleValue.map {
+        "\nage: \($0) s since the current fix arrived" + (reply["stale"] == true ? " (stale)" : "")
+      } ?? "")
   }
 
   static func location(_ reply: JSONValue) -> String {
@@ -120,6 +122,10 @@ enum Format {
       if let detail = event["detail"]?.stringValue { text += " (" + detail + ")" }
       return text
     case "WARNING": return "warning: " + terminalSafe(event["message"]?.stringValue ?? "")
+    case "STALE":
+      return event["stale"] == true
+        ? "stale: no new fix for \(event["age"]?.doubleValue.map { "\($0)" } ?? "?") s"
+        : "fresh: fixes again"
     case "MAP": return map(event).replacing("\n", with: "  ")
     case "AUTHORIZATION": return "authorization: " + (event["authorization"]?.stringValue ?? "?")
     case "REGION": return regionEvent(event)

@@ -50,11 +50,12 @@ let usageText = """
                                   [--title T] [--no-entry] [--no-exit]; watch prints REGION
                                   enter, exit and dwell events
     web                           print the map page's URL with its token (locationd --http)
-    track export [--since TIME] [--until TIME] [--format gpx|geojson|csv] [--gap S] [FILE|-]
+    track export [--since TIME] [--until TIME] [--format gpx|geojson|csv] [--gap S]
+                 [--source live|simulated|all] [FILE|-]
                                   the recorded track (TIME: ISO 8601 or Unix seconds; --gap: new
                                   segment after S seconds without a fix, default 300); reads the
                                   store file, no daemon needed (--state-dir DIR or --store FILE)
-    track stats [--since TIME] [--until TIME]
+    track stats [--since TIME] [--until TIME] [--source live|simulated|all]
                                   points, geodesic distance, duration, first and last time
     track clear                   delete the recorded fixes
     decode [--sky] [--rollover-floor DATE] [FILE|-]

@@ -201,7 +201,8 @@ private func polygonGeometry(file: String) throws -> JSONValue {
 }
 
 extension Format {
-  /// One line for a region status object: `ID  STATE [since TIME]  SHAPE  [dwell S s]  [TITLE]`.
+  /// One line for a region status object:
+  /// `ID  STATE [since TIME]  SHAPE  [dwell S s]  [D m inside|outside at TIME]  [TITLE]`.
   static func regionLine(_ status: JSONValue) -> String {
     var parts = [status["id"]?.stringValue ?? "?"]
     var state = status["state"]?.stringValue ?? "?"
@@ -222,7 +223,8 @@ extension Format {
     if let dwell = status["dwell"]?.doubleValue { parts.append("dwell \(dwell) s") }
     if let distance = status["distance"]?.doubleValue {
       parts.append(
-        (distance < 0 ? "\(-distance.rounded()) m inside" : "\(distance.rounded()) m outside"))
+        (distance < 0 ? "\(-distance.rounded()) m inside" : "\(distance.rounded()) m outside")
+          + (status["measured"]?.stringValue.map { " at " + $0 } ?? ""))
     }
     if let title = status["title"]?.stringValue { parts.append(title) }
     return parts.joined(separator: "  ")

@@ -34,15 +34,25 @@ private func openForReading(_ path: String) throws -> TrackStore {
   do { return try TrackStore(readingAt: path) } catch { throw ClientError(error.description) }
 }
 
+/// `--source live|simulated|all` (default all): which recorded fixes a command reads.
+private func sourceFilter(_ list: ArgumentList) throws -> TrackSourceFilter {
+  guard let value = list.values["--source"] else { return .all }
+  guard let filter = TrackSourceFilter(rawValue: value) else {
+    throw UsageError("--source takes live, simulated or all, got \(value)")
+  }
+  return filter
+}
+
 func runTrack(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
   guard let action = arguments.first else { throw UsageError("track takes export, stats or clear") }
   let rest = Array(arguments.dropFirst())
   switch action {
   case "export":
     let list = try ArgumentList(
-      rest, valued: ["--since", "--until", "--format", "--gap", "--state-dir", "--store"])
+      rest, valued: ["--since", "--until", "--format", "--gap", "--source", "--state-dir", "--store"])
     guard list.positional.count <= 1 else { throw UsageError("track export takes at most one FILE") }
     var exportOptions = TrackExportOptions(since: try time(list, "--since"), until: try time(list, "--until"))
+    exportOptions.sources = try sourceFilter(list)
     if let format = list.values["--format"] {
       guard let chosen = TrackFormat(rawValue: format) else { throw UsageError("--format takes gpx, geojson or csv") }
       exportOptions.format = chosen
@@ -69,14 +79,15 @@ func runTrack(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
     reportInvalidRows(store, since: exportOptions.since, until: exportOptions.until)
     return ExitCode.success.rawValue
   case "stats":
-    let list = try ArgumentList(rest, valued: ["--since", "--until", "--state-dir", "--store"])
+    let list = try ArgumentList(rest, valued: ["--since", "--until", "--source", "--state-dir", "--store"])
     try expectNoArguments(list.positional, "track stats")
+    let sources = try sourceFilter(list)
     let since = try time(list, "--since")
     let until = try time(list, "--until")
     if let since, let until, until <= since { throw UsageError("--until must be later than --since") }
     let store = try openForReading(storePath(list))
     let statistics: TrackStatistics
-    do { statistics = try store.statistics(since: since, until: until) } catch {
+    do { statistics = try store.statistics(since: since, until: until, sources: sources) } catch {
       throw ClientError(error.description)
     }
     reportInvalidRows(store, since: since, until: until)

@@ -311,9 +311,10 @@ extension EndToEnd {
       try Self.writeLog(log)
       let products = URL(fileURLWithPath: try Products.path("locationctl"))
         .deletingLastPathComponent().path
-      // Shifted timestamps: fixes are recent on the daemon's clock, so regions can decide on them.
+      // Shifted timestamps: the fixes look like today's in the examples' output. `track = all`:
+      // the track examples need a store, and a replay is recorded only then.
       let daemon = try DaemonProcess(
-        scratch: scratch, backend: "replay:\(log)?speed=1&loop=true&timestamps=shifted")
+        scratch: scratch, backend: "replay:\(log)?speed=1&loop=true&timestamps=shifted", extra: ["--track", "all"])
       defer { daemon.cleanUp() }
       try await daemon.waitUntilReady()
       var environment = ProcessInfo.processInfo.environment

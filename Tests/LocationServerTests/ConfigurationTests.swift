@@ -47,6 +47,7 @@ struct ConfigurationTests {
     #expect(configuration.maxClients == 64)
     #expect(configuration.configFile == nil)
     #expect(configuration.trackEnabled)
+    #expect(configuration.trackRecording == .live)
     #expect(configuration.trackMaxAge == 90 * 86_400_000)
     #expect(configuration.trackMaxSize == 256 * 1024 * 1024)
   }
@@ -58,6 +59,9 @@ struct ConfigurationTests {
       readFile: files(["/c": "track = off\ntrack-max-age = 12h\ntrack-max-size = 5M\n"]))
     #expect(!configuration.trackEnabled)
     #expect(configuration.trackMaxAge == 12 * 3_600_000)
+    #expect(try Configuration.parse(arguments: ["--track", "all"]).trackRecording == .all)
+    #expect(try Configuration.parse(arguments: ["--track", "on"]).trackRecording == .live)
+    #expect(throws: ConfigurationError.self) { try Configuration.parse(arguments: ["--track", "sometimes"]) }
     #expect(configuration.trackMaxSize == 2 << 30)
     #expect(try Configuration.parse(arguments: ["--track-max-age", "3600"]).trackMaxAge == 3_600_000)
     #expect(try Configuration.parse(arguments: ["--track-max-age", "0"]).trackMaxAge == 0)
@@ -119,7 +123,7 @@ struct ConfigurationTests {
       (["--config", "/bad"], "/bad:2: unknown key \"colour\""),
       (["--config", "/noequals"], "/noequals:1: expected key = value"),
     (["--backend", "replay:/dev/null"], "/dev/null is not a regular file"),
-      (["--track", "maybe"], "use on or off"),
+      (["--track", "maybe"], "use live, all or off"),
       (["--track-max-age", "3 weeks"], "90d, 12h, 30m or 3600s"),
       (["--track-max-age", "-1d"], "90d, 12h, 30m or 3600s"),
       (["--track-max-size", "huge"], "256M, 2G or 500K"),

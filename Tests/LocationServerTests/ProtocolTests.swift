@@ -274,7 +274,7 @@ struct JSONTests {
     ).json(id: nil)
     #expect(
       status.jsonString
-        == #"{"class":"STATUS","authorization":"authorized","tracking":true,"backendActive":true,"backend":{"uri":"simulate","state":"connected","detail":null},"initial":{"class":"TPV","mode":3},"current":null,"clients":2}"#
+        == #"{"class":"STATUS","authorization":"authorized","tracking":true,"backendActive":true,"backend":{"uri":"simulate","state":"connected","detail":null},"initial":{"class":"TPV","mode":3},"current":null,"age":null,"stale":false,"clients":2}"#
     )
   }
 }

@@ -140,11 +140,12 @@ struct RegionProtocolTests {
       shape: .circle(center: Coordinate(latitude: 49.2827, longitude: -123.1207), radius: 150),
       dwell: 60)
     let status = RegionStatus(
-      region: region, state: .inside, since: 1_790_000_000_000, distanceToBoundary: -42.5)
+      region: region, state: .inside, since: 1_790_000_000_000, distanceToBoundary: -42.5,
+      distanceTime: 1_790_000_060_000)
     let reply = Reply.region(status, replaced: false).json(id: .number(4))
     #expect(
       reply.jsonString
-        == #"{"class":"REGION","id":4,"region":{"id":"home","title":"Home","circle":{"lat":49.2827,"lon":-123.1207,"radius":150},"dwell":60,"notifyOnEntry":true,"notifyOnExit":true,"state":"inside","since":"2026-09-21T14:13:20.000Z","distance":-42.5},"replaced":false}"#
+        == #"{"class":"REGION","id":4,"region":{"id":"home","title":"Home","circle":{"lat":49.2827,"lon":-123.1207,"radius":150},"dwell":60,"notifyOnEntry":true,"notifyOnExit":true,"state":"inside","since":"2026-09-21T14:13:20.000Z","distance":-42.5,"measured":"2026-09-21T14:14:20.000Z"},"replaced":false}"#
     )
     #expect(Reply.regions([]).json(id: nil).jsonString == #"{"class":"REGIONS","regions":[]}"#)
     var fix = Fix(mode: .fix3D)

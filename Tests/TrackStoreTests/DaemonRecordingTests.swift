@@ -17,11 +17,11 @@ import Testing
     var store: String { directory + "/state/track.sqlite" }
   }
 
-  func startDaemon(_ backend: String) throws -> Daemon {
+  func startDaemon(_ backend: String, track: String = "all") throws -> Daemon {
     let directory = try temporaryDirectory()
     let process = Process()
     process.executableURL = URL(fileURLWithPath: Self.locationd)
-    process.arguments = ["--backend", backend, "--socket", directory + "/s.sock", "--state-dir", directory + "/state", "--group", ""]
+    process.arguments = ["--backend", backend, "--socket", directory + "/s.sock", "--state-dir", directory + "/state", "--group", "", "--track", track]
     process.standardOutput = FileHandle.nullDevice
     process.standardError = FileHandle.nullDevice
     try process.run()
@@ -67,6 +67,26 @@ import Testing
     #expect(rows.count == expected)
     #expect(rows.allSatisfy { $0.hasSuffix(",\(Self.log),true") })  // source: the log; a replay is simulated
     #expect(rows.first?.contains("replay:") == true)
+  }
+
+  @Test(.timeLimit(.minutes(2))) func aReplayIsNotHistoryByDefault() throws {
+    try #require(FileManager.default.fileExists(atPath: Self.log), "the NMEA corpus (../shared/nmea) is missing")
+    // --track live (the default): the replay's fixes reach the client but never the store.
+    let daemon = try startDaemon("replay:\(Self.log)?speed=0", track: "live")
+    var ended = false
+    for _ in 0..<3000 {
+      let status = try run([Self.locationctl, "--socket", daemon.socket, "--json", "status"])
+      if status.output.contains(#""state":"endOfData""#) {
+        ended = true
+        #expect(status.output.contains(#""current":{"class":"TPV""#))
+        break
+      }
+      usleep(10_000)
+    }
+    daemon.process.terminate()
+    daemon.process.waitUntilExit()
+    #expect(ended)
+    #expect(access(daemon.store, F_OK) != 0, "a store was created for a replay with --track live")
   }
 
   @Test(.timeLimit(.minutes(3))) func killNineWhileRecordingNeverCorrupts() throws {

@@ -34,6 +34,31 @@ import LocationModel
     #expect(toOutput.output.components(separatedBy: "<trkpt ").count - 1 == 10)
   }
 
+  @Test func selectsBySource() throws {
+    // The synthetic track alternates: even fixes replayed or simulated, odd ones live.
+    let directory = try storeDirectory()
+    for (source, points) in [("live", 30), ("simulated", 30), ("all", 60)] {
+      let stats = try run([Self.locationctl, "--json", "track", "stats", "--state-dir", directory, "--source", source])
+      #expect(stats.status == 0, "\(stats.error)")
+      let object = try #require(try JSONSerialization.jsonObject(with: Data(stats.output.utf8)) as? [String: Any])
+      #expect(object["points"] as? Int == points, "--source \(source)")
+    }
+    let live = try run([
+      Self.locationctl, "track", "export", "--state-dir", directory, "--format", "csv", "--source", "live", "-",
+    ])
+    #expect(live.status == 0, "\(live.error)")
+    let rows = live.output.split(separator: "\n").dropFirst()
+    #expect(rows.count == 30)
+    #expect(rows.allSatisfy { $0.hasSuffix(",false") })
+    let geojson = try run([
+      Self.locationctl, "track", "export", "--state-dir", directory, "--format", "geojson", "--source", "simulated",
+    ])
+    #expect(geojson.output.contains(#""properties":{"points":30,"#))
+    let bad = try run([Self.locationctl, "track", "stats", "--state-dir", directory, "--source", "replay"])
+    #expect(bad.status == 64)
+    #expect(bad.error.contains("--source takes live, simulated or all, got replay"))
+  }
+
   @Test func statsAndClear() throws {
     let directory = try storeDirectory()
     let stats = try run([Self.locationctl, "--json", "track", "stats", "--state-dir", directory])
