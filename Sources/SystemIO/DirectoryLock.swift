@@ -74,9 +74,9 @@ public final class DirectoryLock: Sendable {
   /// The PID another process wrote into the lock file, `nil` when it is not a positive decimal
   /// number of at most 10 digits.
   static func readPID(_ fd: Int32) -> Int32? {
+    // Freshly opened: the file offset is 0.
     var buffer = [UInt8](repeating: 0, count: 32)
-    let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
-    guard count > 0 else { return nil }
+    guard let count = try? SystemIO.read(fd, into: &buffer), count > 0 else { return nil }
     return parsePID(buffer.prefix(count))
   }
 

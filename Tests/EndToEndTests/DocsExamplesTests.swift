@@ -449,7 +449,10 @@ extension EndToEnd {
     func runSession(
       _ session: [DocExample], log: String, products: String, scratch: Scratch
     ) async throws {
-      let socket = scratch.file("session.sock")
+      // Each session its own files: a daemon of an earlier session still shutting down must not
+      // be taken for this one (its log says ready) nor hold the state directory.
+      let name = "session-\(session.first?.file.replacingOccurrences(of: "/", with: "-") ?? "")-\(session.first?.line ?? 0)"
+      let socket = scratch.file(name + ".sock")
       func localize(_ text: String) -> String {
         var text = text.replacingOccurrences(of: ".build/release/", with: products + "/")
         if let match = text.firstMatch(of: /--socket (\S+)/) {
@@ -457,7 +460,7 @@ extension EndToEnd {
         }
         if let match = text.firstMatch(of: /--state-dir (\S+)/) {
           text = text.replacingOccurrences(
-            of: String(match.output.1), with: scratch.file("session-state"))
+            of: String(match.output.1), with: scratch.file(name + "-state"))
         }
         if let match = text.firstMatch(of: /replay:([^?"]+)/) {
           text = text.replacingOccurrences(of: String(match.output.1), with: log)
@@ -465,7 +468,7 @@ extension EndToEnd {
         return text
       }
       let daemonCommand = try #require(session.first)
-      let daemonLog = scratch.file("session.log")
+      let daemonLog = scratch.file(name + ".log")
       let daemon = try Child(
         "/bin/sh", ["-c", "exec " + localize(daemonCommand.text)], stdout: daemonLog,
         stderr: daemonLog)
@@ -487,7 +490,7 @@ extension EndToEnd {
       for example in session.dropFirst() {
         let command = localize(example.text)
         if command.hasSuffix(" watch") {
-          let out = scratch.file("session-watch.out")
+          let out = scratch.file(name + "-watch.out")
           watcher = try Child("/bin/sh", ["-c", "exec " + command], stdout: out, stderr: out)
           // Text events until the first fix (a line with a position and the fix mode).
           #expect(
