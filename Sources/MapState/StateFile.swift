@@ -240,54 +240,14 @@ public struct StateFile: Sendable {
     }
     let directoryFD = try MapStateStore.openDirectory(directory)
     defer { close(directoryFD) }
-    var random = SystemRandomNumberGenerator()
-    let suffix = String(random.next(), radix: 16) + String(random.next(), radix: 16)
-    let name = temporaryPrefix + suffix
-    let temporary = directory + "/" + name
-    if let code = injected("open") {
-      throw .system(operation: "open", path: temporary, errno: code)
-    }
-    let fd = openat(directoryFD, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-    guard fd >= 0 else { throw .system(operation: "open", path: temporary, errno: errno) }
-    var failure: MapStoreError?
-    if let code = injected("write") {
-      failure = .system(operation: "write", path: temporary, errno: code)
-    }
-    if failure == nil {
-      do throws(SystemError) { try SystemIO.writeAll(fd, data) } catch {
-        failure = .system(operation: "write", path: temporary, errno: error.code)
-      }
-    }
-    if failure == nil, let code = injected("fsync") {
-      failure = .system(operation: "fsync", path: temporary, errno: code)
-    }
-    if failure == nil && fsync(fd) != 0 {
-      failure = .system(operation: "fsync", path: temporary, errno: errno)
-    }
-    if close(fd) != 0 && failure == nil {
-      failure = .system(operation: "close", path: temporary, errno: errno)
-    }
-    if failure == nil, let code = injected("close") {
-      failure = .system(operation: "close", path: temporary, errno: code)
-    }
-    if let failure {
-      unlinkat(directoryFD, name, 0)
-      throw failure
-    }
-    if let code = injected("rename") {
-      unlinkat(directoryFD, name, 0)
-      throw .system(operation: "rename", path: path, errno: code)
-    }
-    guard renameat(directoryFD, name, directoryFD, fileName) == 0 else {
-      let code = errno
-      unlinkat(directoryFD, name, 0)
-      throw .system(operation: "rename", path: path, errno: code)
-    }
-    if let code = injected("fsyncDirectory") {
-      throw .system(operation: "fsync", path: directory, errno: code)
-    }
-    guard fsync(directoryFD) == 0 else {
-      throw .system(operation: "fsync", path: directory, errno: errno)
+    do throws(AtomicFile.Failure) {
+      try AtomicFile.replace(
+        fileName, in: directoryFD, directoryPath: directory, with: data, mode: 0o600,
+        temporaryPrefix: temporaryPrefix, failureInjector: failureInjector)
+    } catch {
+      // The directory's fsync is reported as an fsync of the directory, as before.
+      throw .system(
+        operation: error.step == "fsyncDirectory" ? "fsync" : error.step, path: error.path, errno: error.code)
     }
   }
 }

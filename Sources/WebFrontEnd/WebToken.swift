@@ -4,10 +4,10 @@ import SystemIO
 /// The secret that authorizes writes and location reads over HTTP: 32 random bytes as 64
 /// lowercase hex digits, stored in ``fileName`` in the state directory with mode 0600.
 ///
-/// A new token is made at every start. The file is written as the map state is: a temporary
-/// file with an unpredictable name created with `O_CREAT|O_EXCL|O_NOFOLLOW` (a planted link or
-/// file is never followed or reused), mode 0600 from creation, `fsync`, then `rename`d over
-/// ``fileName``. Whoever can read it (the daemon's user and root) can use the web API:
+/// A new token is made at every start. The file is written as the map state is
+/// (``AtomicFile``): a temporary file with an unpredictable name created with
+/// `O_CREAT|O_EXCL|O_NOFOLLOW` (a planted link or file is never followed or reused), mode 0600
+/// from creation, `fsync`, `rename`d over ``fileName``, then the directory `fsync`ed. Whoever can read it (the daemon's user and root) can use the web API:
 /// `locationctl web` reads it and prints the page's URL with the token after `#`.
 public enum WebToken {
   /// `http-token`, in the state directory.
@@ -27,24 +27,13 @@ public enum WebToken {
 
   /// Writes `token` (and a newline) to `directory`/``fileName``, replacing the file atomically.
   ///
-  /// - Throws: ``SystemError`` of the failed step (open, write, fsync, rename).
+  /// - Throws: ``SystemError`` of the failed step (open, write, fsync, rename, the directory's
+  ///   fsync).
   public static func write(_ token: String, directory: String) throws(SystemError) {
-    var random = SystemRandomNumberGenerator()
-    let temporary = directory + "/." + fileName + ".tmp-" + String(random.next(), radix: 16)
-    let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-    guard fd >= 0 else { throw SystemError(errno) }
-    var failure: SystemError?
-    do throws(SystemError) { try SystemIO.writeAll(fd, token + "\n") } catch { failure = error }
-    if failure == nil && fsync(fd) != 0 { failure = SystemError(errno) }
-    close(fd)
-    if let failure {
-      unlink(temporary)
-      throw failure
-    }
-    guard rename(temporary, directory + "/" + fileName) == 0 else {
-      let code = errno
-      unlink(temporary)
-      throw SystemError(code)
+    do throws(AtomicFile.Failure) {
+      try AtomicFile.replace(fileName, inDirectory: directory, with: Array((token + "\n").utf8), mode: 0o600)
+    } catch {
+      throw SystemError(error.code)
     }
   }
 

@@ -60,3 +60,76 @@ struct DirectoryLockTests {
     #expect(DirectoryLock.parsePID(Array("99999999999".utf8)) == nil)
   }
 }
+
+@Suite("AtomicFile")
+struct AtomicFileTests {
+  func temporaryDirectory() throws -> String {
+    var template = Array("/tmp/locationd-atomic-XXXXXX".utf8CString)
+    let made = template.withUnsafeMutableBufferPointer { buffer -> UnsafeMutablePointer<CChar>? in
+      guard let base = buffer.baseAddress else { return nil }
+      return mkdtemp(base)
+    }
+    try #require(made != nil)
+    return String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+  }
+
+  func contents(_ path: String) -> String? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    guard let count = try? SystemIO.read(fd, into: &buffer) else { return nil }
+    return String(decoding: buffer.prefix(count), as: UTF8.self)
+  }
+
+  func names(_ directory: String) -> [String] {
+    guard let stream = opendir(directory) else { return [] }
+    defer { closedir(stream) }
+    var names: [String] = []
+    while let entry = readdir(stream) {
+      let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+        String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+      }
+      if name != "." && name != ".." { names.append(name) }
+    }
+    return names.sorted()
+  }
+
+  @Test("replaces the file whole with mode 0600 and leaves no temporary file; a failed step keeps the old file")
+  func replaceAndFail() throws {
+    let directory = try temporaryDirectory()
+    defer {
+      for name in names(directory) { unlink(directory + "/" + name) }
+      rmdir(directory)
+    }
+    try AtomicFile.replace("state", inDirectory: directory, with: Array("one\n".utf8))
+    try AtomicFile.replace("state", inDirectory: directory, with: Array("two\n".utf8))
+    #expect(contents(directory + "/state") == "two\n")
+    #expect(names(directory) == ["state"])
+    var info = stat()
+    #expect(stat(directory + "/state", &info) == 0 && info.st_mode & 0o777 == 0o600)
+    let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    defer { close(fd) }
+    for step in ["open", "write", "fsync", "close", "rename"] {
+      #expect(throws: AtomicFile.Failure.self) {
+        try AtomicFile.replace(
+          "state", in: fd, directoryPath: directory, with: Array("three\n".utf8),
+          failureInjector: { $0 == step ? EIO : nil })
+      }
+      #expect(contents(directory + "/state") == "two\n", "after a failed \(step)")
+      #expect(names(directory) == ["state"], "after a failed \(step)")
+    }
+    // The last step: the new file is in place, the failure is reported.
+    #expect(throws: AtomicFile.Failure(step: "fsyncDirectory", path: directory, code: EIO)) {
+      try AtomicFile.replace(
+        "state", in: fd, directoryPath: directory, with: Array("four\n".utf8),
+        failureInjector: { $0 == "fsyncDirectory" ? EIO : nil })
+    }
+    #expect(contents(directory + "/state") == "four\n")
+    // A directory that is a link is refused.
+    #expect(symlink(directory, directory + "/link") == 0)
+    #expect(throws: AtomicFile.Failure(step: "openDirectory", path: directory + "/link", code: ENOTDIR)) {
+      try AtomicFile.replace("state", inDirectory: directory + "/link", with: [])
+    }
+  }
+}
