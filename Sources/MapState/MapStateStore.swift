@@ -166,42 +166,24 @@ public struct MapStateStore: Sendable {
   /// - Throws: ``MapStoreError/system(operation:path:errno:)`` when it cannot be opened (also
   ///   `ENOTDIR`), ``MapStoreError/unsafeDirectory(path:reason:)`` when the rule is broken.
   public static func checkDirectory(_ path: String) throws(MapStoreError) {
-    let fd = try openDirectory(path)
-    close(fd)
-    // The directories above it too: an owner of one of them could swap the whole directory.
+    // Ancestors first: an owner of one of them could swap the whole directory.
     if let (ancestor, reason) = SecurePath.unsafeAncestor(of: path) {
       throw .unsafeDirectory(path: ancestor, reason: reason)
     }
+    close(try openDirectory(path))
   }
 
-  /// Opens `path` as a directory and checks owner and mode on the open descriptor.
+  /// Opens `path` as a directory and checks owner and mode on the open descriptor
+  /// (``TrustedDirectory/open(_:)``).
   static func openDirectory(_ path: String) throws(MapStoreError) -> Int32 {
-    let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-    guard fd >= 0 else { throw .system(operation: "open", path: path, errno: errno) }
-    var info = stat()
-    guard fstat(fd, &info) == 0 else {
-      let code = errno
-      close(fd)
-      throw .system(operation: "fstat", path: path, errno: code)
+    do throws(TrustedDirectory.Failure) {
+      return try TrustedDirectory.open(path)
+    } catch {
+      switch error {
+      case .untrusted(let path, let reason): throw .unsafeDirectory(path: path, reason: reason)
+      case .system(let operation, let path, let code): throw .system(operation: operation, path: path, errno: code)
+      }
     }
-    let owner = info.st_uid
-    let me = geteuid()
-    if owner != me && owner != 0 {
-      close(fd)
-      throw .unsafeDirectory(
-        path: path,
-        reason:
-          "owned by uid \(owner), not by the daemon's uid \(me) or root: chown \(me) \(path)")
-    }
-    if info.st_mode & 0o022 != 0 {
-      close(fd)
-      throw .unsafeDirectory(
-        path: path,
-        reason:
-          "writable by group or others (mode \(String(info.st_mode & 0o7777, radix: 8))): chmod go-w \(path)"
-      )
-    }
-    return fd
   }
 
   /// Reads the saved state.

@@ -156,19 +156,14 @@ public final class NMEAFeed: FrontEnd, Sendable {
   public static func checkDirectory(of path: String) throws(Failure) {
     guard let slash = path.lastIndex(of: "/") else { return }
     let directory = slash == path.startIndex ? "/" : String(path[..<slash])
-    // The directories above it too: an owner of one of them could swap the whole subtree.
-    if let (ancestor, reason) = SecurePath.unsafeAncestor(of: directory) {
-      throw .unsafeDirectory(path: ancestor, reason: reason)
-    }
-    var info = stat()
-    guard stat(directory, &info) == 0 else { return }
-    if info.st_uid != 0 && info.st_uid != geteuid() {
-      throw .unsafeDirectory(path: directory, reason: "owned by uid \(info.st_uid)")
-    }
-    if info.st_mode & 0o022 != 0 {
-      throw .unsafeDirectory(
-        path: directory,
-        reason: "writable by group or others (mode \(String(info.st_mode & 0o7777, radix: 8)))")
+    do throws(TrustedDirectory.Failure) {
+      try TrustedDirectory.check(directory, missingIsAllowed: true)
+    } catch {
+      switch error {
+      case .untrusted(let path, let reason): throw .unsafeDirectory(path: path, reason: reason)
+      // Not examinable (no permission): the socket's own creation reports it.
+      case .system: return
+      }
     }
   }
 
