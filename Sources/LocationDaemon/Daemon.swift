@@ -331,6 +331,9 @@ public enum Daemon {
     _ settings: MQTTSettings, store recording: TrackStore?, stateDirectory: String, service: LocationService
   ) async throws(MQTTSettingError) -> OwnTracksFrontEnd {
     let credentials = try settings.credentialsFile.map { path throws(MQTTSettingError) in try MQTTCredentials.read(path: path) }
+    if let warning = settings.anonymousRetainWarning(hasCredentials: credentials != nil) {
+      Log.event("mqttWarning", ["detail": warning])
+    }
     let outbox: any MQTTOutbox
     var storeConfiguration = TrackStoreConfiguration()
     storeConfiguration.outboxLimit = settings.queueLimit
