@@ -206,10 +206,12 @@ enum WebPage {
         }
       }
 
-      // Fleet devices from MQTT (docs/mqtt.md): their kind says live, stale or offline, their
-      // subtitle ends with the time of their last report (ISO 8601 UTC).
+      // Fleet devices from MQTT (docs/mqtt.md): ids in the fleet's namespace ("fleet:"), whose
+      // kind says live, stale or offline and whose subtitle ends with the time of their last
+      // report (ISO 8601 UTC).
       var fleetKinds = { 'owntracks': 'live', 'owntracks-stale': 'stale', 'owntracks-offline': 'offline' };
       function fleetState(annotation) {
+        if (typeof annotation.id !== 'string' || annotation.id.indexOf('fleet:') !== 0) return null;
         return Object.prototype.hasOwnProperty.call(fleetKinds, annotation.kind) ? fleetKinds[annotation.kind] : null;
       }
       function fleetTime(annotation) {
