@@ -199,7 +199,7 @@ let package = Package(
       name: "OwnTracksTests",
       dependencies: [
         "OwnTracks", "MQTTTransport", "ServiceCore", "LocationProtocol", "LocationModel", "JSON", "LocationTestKit",
-        "TrackStore", "Regions",
+        "TrackStore", "Regions", "MapState",
       ],
       swiftSettings: swiftSettings),
     .testTarget(

@@ -8,9 +8,9 @@ import OwnTracks
 /// Input: the payload's bytes. Invariants: parsing throws only ``OwnTracksError`` (never traps);
 /// a payload over ``OwnTracksMessage/maxPayloadBytes`` is refused as oversized; a parsed location
 /// has `lat` within -90...90, `lon` within -180...180, `cog` within 0..<360, `acc` and `vel` at
-/// least 0 and `tid` at most 8 characters; encoding it and parsing the encoding gives the same
+/// least 0 and `tid` at most 8 bytes of UTF-8; encoding it and parsing the encoding gives the same
 /// location (coordinates within half a unit of the encoding's 7th decimal, 5e-8 degrees, plus binary rounding); the roster's annotation
-/// for it has the topic as id and passes the map's validation limits.
+/// for it has the fleet's prefix and the topic as id and passes the map's validation limits.
 enum OwnTracksHarness {
   static func check(_ bytes: [UInt8]) throws(FuzzFailure) {
     let message: OwnTracksMessage
@@ -26,7 +26,7 @@ enum OwnTracksHarness {
       "position out of range: \(location.latitude), \(location.longitude) from \(bytes.escaped)")
     try require(location.course.map { (0..<360).contains($0) } ?? true, "cog \(String(describing: location.course))")
     try require((location.accuracy ?? 0) >= 0 && (location.velocity ?? 0) >= 0, "negative acc or vel from \(bytes.escaped)")
-    try require((location.trackerID?.count ?? 0) <= OwnTracksMessage.maxTrackerIDLength, "tid too long")
+    try require((location.trackerID?.utf8.count ?? 0) <= OwnTracksMessage.maxTrackerIDBytes, "tid too long")
     let again: OwnTracksMessage
     do { again = try OwnTracksMessage.parse(location.encoded) } catch {
       throw FuzzFailure("the encoding of a parsed location does not parse (\(error)): \(location.encoded.escaped)")
@@ -46,9 +46,9 @@ enum OwnTracksHarness {
     guard let annotation = roster.receive(message, topic: "owntracks/fuzz/device", at: location.timestamp) else {
       throw FuzzFailure("a location of another device gave no annotation")
     }
-    try require(annotation.id == "owntracks/fuzz/device", "annotation id \(annotation.id)")
+    try require(annotation.id == Annotation.fleetPrefix + "owntracks/fuzz/device", "annotation id \(annotation.id)")
     try require(
-      annotation.title.count <= Annotation.maxTextLength && (annotation.subtitle?.count ?? 0) <= Annotation.maxTextLength,
+      annotation.title.utf8.count <= Annotation.maxTextBytes && (annotation.subtitle?.utf8.count ?? 0) <= Annotation.maxTextBytes,
       "annotation text too long")
   }
 }

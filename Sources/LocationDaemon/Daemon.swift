@@ -157,15 +157,6 @@ public enum Daemon {
       nmeaTask = Task { await feed.run(events: events) }
     }
     let track = await TrackRecording.start(configuration, manager: manager)
-    do {
-      try server.start()
-      try nmeaFeed?.start()
-    } catch {
-      Log.event("startFailed", ["reason": "\(error)"])
-      writeStandardError("locationd: \(error)\n")
-      nmeaFeed?.stop()
-      return ExitCode.osError.rawValue
-    }
 
     // The GeoClue2 D-Bus front-end, when asked for: the same service, another transport.
     var geoClue: GeoClueFrontEnd?
@@ -231,6 +222,27 @@ public enum Daemon {
         await server.waitUntilStopped()
         return ExitCode.configuration.rawValue
       }
+    }
+
+    // The sockets answer only now, once every front-end is up: a client that connects earlier
+    // (the socket is bound, or passed by systemd, before the front-ends start) waits in the
+    // listen backlog, so its first `status` already names the HTTP page and the MQTT broker,
+    // and `locationctl web` right after a start never hears that the page is not served.
+    do {
+      try server.start()
+      try nmeaFeed?.start()
+    } catch {
+      Log.event("startFailed", ["reason": "\(error)"])
+      writeStandardError("locationd: \(error)\n")
+      await service.shutdown(reason: "startFailed")
+      await mqtt?.stop()
+      await geoClue?.stop()
+      web?.stop()
+      nmeaFeed?.stop()
+      nmeaTask?.cancel()
+      await track?.stop()
+      server.stop()
+      return ExitCode.osError.rawValue
     }
 
     let notifier = SystemdNotifier(environment: environment)
@@ -331,6 +343,9 @@ public enum Daemon {
     _ settings: MQTTSettings, store recording: TrackStore?, stateDirectory: String, service: LocationService
   ) async throws(MQTTSettingError) -> OwnTracksFrontEnd {
     let credentials = try settings.credentialsFile.map { path throws(MQTTSettingError) in try MQTTCredentials.read(path: path) }
+    if let warning = settings.anonymousRetainWarning(hasCredentials: credentials != nil) {
+      Log.event("mqttWarning", ["detail": warning])
+    }
     let outbox: any MQTTOutbox
     var storeConfiguration = TrackStoreConfiguration()
     storeConfiguration.outboxLimit = settings.queueLimit

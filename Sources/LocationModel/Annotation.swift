@@ -6,27 +6,36 @@
 /// The map state validates it (`validate()` in MapState: lengths, coordinate range, no control
 /// or format characters) before it is stored.
 public struct Annotation: Sendable, Hashable {
-  /// Identifier, unique on the map: 1...128 characters, no control (Cc) or format (Cf)
-  /// characters.
+  /// Identifier, unique on the map: 1...256 bytes of UTF-8 (``TextRules``), no control (Cc) or
+  /// format (Cf) characters. Ids starting with ``fleetPrefix`` belong to the MQTT fleet view.
   public var id: String
   /// Position, WGS84 degrees.
   public var coordinate: Coordinate
-  /// Label shown next to the point, at most 256 characters.
+  /// Label shown next to the point, at most 1,024 bytes of UTF-8 (``TextRules``).
   public var title: String
-  /// Second line of the label, at most 256 characters; `nil` when absent.
+  /// Second line of the label, at most 1,024 bytes of UTF-8; `nil` when absent.
   public var subtitle: String?
   /// Free-form category a renderer may style by (e.g. `"poi"`, `"waypoint"`), at most 64
-  /// characters; `nil` when absent. The mirrored current location has kind `"location"`.
+  /// bytes of UTF-8; `nil` when absent. The mirrored current location has kind `"location"`.
   public var kind: String?
 
   /// Identifier reserved for the annotation that mirrors the current location.
   public static let locationID = "location"
-  /// Longest accepted identifier, characters.
-  public static let maxIdentifierLength = 128
-  /// Longest accepted title or subtitle, characters.
-  public static let maxTextLength = 256
-  /// Longest accepted kind, characters.
-  public static let maxKindLength = 64
+  /// The namespace of the MQTT fleet view's annotations: each device's id is this prefix
+  /// followed by its topic (`fleet:owntracks/bob/phone`). Clients cannot add ids that start with
+  /// it (``TextRules``' bytes, compared byte by byte), so a fleet device never replaces or
+  /// deletes a user's annotation, whatever its id.
+  public static let fleetPrefix = "fleet:"
+  /// Whether `id` is in the fleet's namespace: its UTF-8 starts with ``fleetPrefix``'s.
+  public static func isFleetIdentifier(_ id: String) -> Bool {
+    id.utf8.starts(with: fleetPrefix.utf8)
+  }
+  /// Longest accepted identifier, bytes of UTF-8 (``TextRules/maxIdentifierBytes``).
+  public static let maxIdentifierBytes = TextRules.maxIdentifierBytes
+  /// Longest accepted title or subtitle, bytes of UTF-8 (``TextRules/maxTitleBytes``).
+  public static let maxTextBytes = TextRules.maxTitleBytes
+  /// Longest accepted kind, bytes of UTF-8.
+  public static let maxKindBytes = 64
 
   /// Creates an annotation; not validated (the map state validates it).
   public init(

@@ -3,12 +3,12 @@
 public struct Backoff: Sendable, Hashable {
   /// First delay, seconds (1).
   public var initial: Double
-  /// Longest delay, seconds (60).
+  /// Longest delay, seconds (the `mqtt-reconnect-max` setting, default 5).
   public var maximum: Double
   private var attempt = 0
 
   /// Creates the policy.
-  public init(initial: Double = 1, maximum: Double = 60) {
+  public init(initial: Double = 1, maximum: Double = 5) {
     self.initial = initial
     self.maximum = maximum
   }

@@ -131,7 +131,7 @@ final class MQTTWorker {
   var client: OpaquePointer?
   var connected = false
   var connecting = false
-  var backoff = Backoff()
+  var backoff: Backoff
   var limiter: RateLimiter
   var nextAttempt = 0.0
   var lastSent: Int64?
@@ -143,6 +143,7 @@ final class MQTTWorker {
     self.options = options
     self.outbox = outbox
     self.control = control
+    backoff = Backoff(maximum: options.settings.reconnectMaximum)
     topic = options.settings.effectiveTopic
     limiter = RateLimiter(rate: options.settings.catchUpRate)
   }

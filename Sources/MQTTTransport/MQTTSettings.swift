@@ -1,4 +1,5 @@
 import Glibc
+import LocationModel
 import OwnTracks
 
 /// Why an MQTT setting or the credentials file cannot be used; each message says what to do.
@@ -85,7 +86,8 @@ public struct MQTTBrokerAddress: Sendable, Hashable, CustomStringConvertible {
 /// name (each with `/`, `+`, `#` replaced by `_`); client id derived from the topic
 /// (``defaultClientID(topic:)``); keepalive 60 s;
 /// QoS 1; retain on; tracker ID the first two characters of DEVICE; no minimum interval or
-/// distance; no subscription; stale after 900 s; catch-up 50 messages/s; queue 100,000 messages.
+/// distance; no subscription; stale after 900 s; catch-up 50 messages/s; queue 100,000 messages;
+/// reconnect attempts at most 5 s apart.
 public struct MQTTSettings: Sendable, Hashable {
   /// The broker (`mqtt`).
   public var broker: MQTTBrokerAddress
@@ -120,15 +122,29 @@ public struct MQTTSettings: Sendable, Hashable {
   public var catchUpRate: Double = 50
   /// Messages the queue holds at most, `1...10000000` (`mqtt-queue-limit`); at the limit the oldest is dropped.
   public var queueLimit: Int = 100_000
+  /// Longest wait between two connection attempts, seconds, `1...3600` (`mqtt-reconnect-max`):
+  /// the backoff doubles from 1 s up to it. A broker back after an outage is found within this
+  /// many seconds.
+  public var reconnectMaximum: Double = 5
 
   /// Settings for `broker` with every default.
   public init(broker: MQTTBrokerAddress) { self.broker = broker }
+
+  /// The warning logged at start when the last location is retained (`mqtt-retain on`) on a
+  /// connection without credentials, or `nil`: a broker that lets this daemon in anonymously
+  /// usually lets anyone read too (Debian's mosquitto allows anonymous reads by default), and
+  /// the retained message hands every local user the last location. docs/mqtt.md gives the ACL.
+  public func anonymousRetainWarning(hasCredentials: Bool) -> String? {
+    guard retain, !hasCredentials else { return nil }
+    return
+      "mqtt-retain is on and the connection is anonymous: a broker that allows anonymous connections usually lets anyone read \(effectiveTopic), retained last location included; give mqtt-credentials and an ACL that lets only that user read owntracks/# (docs/mqtt.md), or set mqtt-retain off"
+  }
 
   /// The keys ``apply(_:_:)`` understands (flag names without `--`).
   public static let keys: Set<String> = [
     "mqtt", "mqtt-topic", "mqtt-client-id", "mqtt-keepalive", "mqtt-qos", "mqtt-retain", "mqtt-ca-file",
     "mqtt-credentials", "mqtt-tid", "mqtt-min-interval", "mqtt-min-distance", "mqtt-subscribe", "mqtt-stale",
-    "mqtt-catch-up-rate", "mqtt-queue-limit",
+    "mqtt-catch-up-rate", "mqtt-queue-limit", "mqtt-reconnect-max",
   ]
 
   /// Applies one setting to `settings` (created by the `mqtt` key; the other keys need it).
@@ -178,9 +194,13 @@ public struct MQTTSettings: Sendable, Hashable {
       guard value.hasPrefix("/") else { throw fail("use an absolute path to a file holding USER:PASSWORD") }
       current.credentialsFile = value
     case "mqtt-tid":
-      guard (1...OwnTracksMessage.maxTrackerIDLength).contains(value.count),
+      guard OwnTracksMessage.isValidTrackerID(value),
         value.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7F })
-      else { throw fail("use 1...\(OwnTracksMessage.maxTrackerIDLength) printable characters") }
+      else {
+        throw fail(
+          "use 1...\(OwnTracksMessage.maxTrackerIDBytes) bytes of UTF-8 of printable characters, at most \(TextRules.maxCombiningMarks) combining marks on one"
+        )
+      }
       current.trackerID = value
     case "mqtt-min-interval": current.minimumInterval = try number(0...86400)
     case "mqtt-min-distance": current.minimumDistance = try number(0...1_000_000)
@@ -192,6 +212,7 @@ public struct MQTTSettings: Sendable, Hashable {
     case "mqtt-stale": current.staleAfter = try number(1...604_800)
     case "mqtt-catch-up-rate": current.catchUpRate = try number(1...100_000)
     case "mqtt-queue-limit": current.queueLimit = Int(try number(1...10_000_000))
+    case "mqtt-reconnect-max": current.reconnectMaximum = try number(1...3600)
     default: throw fail("unknown setting: use one of \(keys.sorted().joined(separator: ", "))")
     }
     settings = current

@@ -297,7 +297,7 @@ public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
           return (false, ("tst more than \(FleetRoster.futureTolerance) s ahead of the clock", state.roster.futureRefused))
         }
         if state.roster.topicRefused > before.1 {
-          return (false, ("topic longer than \(Annotation.maxIdentifierLength) characters", state.roster.topicRefused))
+          return (false, (FleetRoster.topicProblem(topic) ?? "topic refused", state.roster.topicRefused))
         }
         if state.roster.capacityRefused > before.2 {
           let reason = "the fleet view is full (\(FleetRoster.maxDevices) devices, \(FleetRoster.maxTextBytes) bytes)"
@@ -314,17 +314,20 @@ public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
     if changed { wake.yield() }
   }
 
-  /// Removes the fleet annotations (kind ``FleetRoster/liveKind`` or ``FleetRoster/staleKind``)
-  /// a previous run left in the map state: nothing updates or expires them any more, and they
-  /// would hold the map's annotation room. The broker's retained messages bring the devices back.
+  /// Removes the fleet annotations (ids in the fleet's namespace, ``Annotation/fleetPrefix``,
+  /// of one of ``FleetRoster/kinds``) a previous run left in the map state: nothing updates or
+  /// expires them any more, and they would hold the map's annotation room. The broker's retained
+  /// messages bring the devices back. A user's annotation is never among them: clients cannot
+  /// add ids in the fleet's namespace.
   private func removePreviousFleet(_ context: ClientContext) async {
     guard case .object(_, let members) = await handler.handle(Request(command: .map(.json)), from: context),
       let annotations = members.first(where: { $0.key == "annotations" })?.value.arrayValue
     else { return }
     let ids = annotations.compactMap { annotation -> String? in
-      guard let kind = annotation["kind"]?.stringValue, kind == FleetRoster.liveKind || kind == FleetRoster.staleKind
+      guard let kind = annotation["kind"]?.stringValue, FleetRoster.kinds.contains(kind),
+        let id = annotation["id"]?.stringValue, Annotation.isFleetIdentifier(id)
       else { return nil }
-      return annotation["id"]?.stringValue
+      return id
     }
     guard !ids.isEmpty else { return }
     var removed = 0

@@ -14,24 +14,30 @@ extension Annotation {
     return .object(members)
   }
 
-  /// Checks identifier, coordinate and text lengths.
+  /// Checks identifier, coordinate and text lengths (``TextRules``: bytes of UTF-8 and
+  /// combining marks per character).
   ///
   /// - Throws: ``MapStateError/invalidIdentifier(_:reason:)``,
-  ///   ``MapStateError/invalidCoordinate(latitude:longitude:)`` or ``MapStateError/textTooLong(field:count:limit:)``.
+  ///   ``MapStateError/invalidCoordinate(latitude:longitude:)``,
+  ///   ``MapStateError/textTooLong(field:bytes:limit:)`` or
+  ///   ``MapStateError/tooManyCombiningMarks(field:count:limit:)``.
   ///   Does not check the reserved ``locationID``: the service does.
   public func validate() throws(MapStateError) {
     try Self.validateIdentifier(id)
     guard coordinate.isValid else {
       throw .invalidCoordinate(latitude: coordinate.latitude, longitude: coordinate.longitude)
     }
-    if title.count > Self.maxTextLength {
-      throw .textTooLong(field: "title", count: title.count, limit: Self.maxTextLength)
-    }
-    if let subtitle, subtitle.count > Self.maxTextLength {
-      throw .textTooLong(field: "subtitle", count: subtitle.count, limit: Self.maxTextLength)
-    }
-    if let kind, kind.count > Self.maxKindLength {
-      throw .textTooLong(field: "kind", count: kind.count, limit: Self.maxKindLength)
+    for (field, text, limit) in [
+      ("title", title, Self.maxTextBytes), ("subtitle", subtitle ?? "", Self.maxTextBytes),
+      ("kind", kind ?? "", Self.maxKindBytes),
+    ] {
+      if text.utf8.count > limit {
+        throw .textTooLong(field: field, bytes: text.utf8.count, limit: limit)
+      }
+      let marks = TextRules.mostCombiningMarks(in: text)
+      if marks > TextRules.maxCombiningMarks {
+        throw .tooManyCombiningMarks(field: field, count: marks, limit: TextRules.maxCombiningMarks)
+      }
     }
     // Control characters would reach other users' terminals (escape sequences) and break the
     // one-line text output; format characters (Unicode category Cf: bidirectional overrides such
@@ -58,8 +64,9 @@ extension Annotation {
     }
   }
 
-  /// Checks that an identifier is 1...128 characters without control (Cc) or format (Cf)
-  /// characters.
+  /// Checks that an identifier is 1...256 bytes of UTF-8 with at most
+  /// ``TextRules/maxCombiningMarks`` combining marks on a character and without control (Cc) or
+  /// format (Cf) characters (``TextRules``, the same rule as region ids).
   ///
   /// - Throws: ``MapStateError/invalidIdentifier(_:reason:)``.
   public static func validateIdentifier(_ id: String) throws(MapStateError) {
@@ -67,9 +74,16 @@ extension Annotation {
     if id.unicodeScalars.allSatisfy({ $0.properties.isWhitespace }) {
       throw .invalidIdentifier(id, reason: "blank (only white space)")
     }
-    if id.count > maxIdentifierLength {
+    if id.utf8.count > maxIdentifierBytes {
       throw .invalidIdentifier(
-        String(id.prefix(32)) + "...", reason: "longer than \(maxIdentifierLength) characters")
+        String(id.unicodeScalars.prefix(32).map(Character.init)) + "...",
+        reason: "longer than \(maxIdentifierBytes) bytes of UTF-8 (\(id.utf8.count))")
+    }
+    let marks = TextRules.mostCombiningMarks(in: id)
+    if marks > TextRules.maxCombiningMarks {
+      throw .invalidIdentifier(
+        String(id.unicodeScalars.prefix(32).map(Character.init)),
+        reason: "\(marks) combining marks on one character, limit \(TextRules.maxCombiningMarks)")
     }
     if containsControlOrFormat(id) {
       // The message shows such characters as \u{...} so that it cannot reorder or hide text.
@@ -114,8 +128,13 @@ public enum MapStateError: Error, Hashable, Sendable, CustomStringConvertible {
   case invalidIdentifier(String, reason: String)
   /// The identifier is reserved for the mirrored current location (``Annotation/locationID``).
   case reservedIdentifier(String)
-  /// A title, subtitle or kind is longer than allowed.
-  case textTooLong(field: String, count: Int, limit: Int)
+  /// A title, subtitle or kind is longer than allowed, bytes of UTF-8.
+  case textTooLong(field: String, bytes: Int, limit: Int)
+  /// A title, subtitle or kind has more than ``TextRules/maxCombiningMarks`` combining marks
+  /// on one character.
+  case tooManyCombiningMarks(field: String, count: Int, limit: Int)
+  /// The identifier starts with ``Annotation/fleetPrefix``, the MQTT fleet view's namespace.
+  case fleetIdentifier(String)
   /// A title, subtitle or kind contains control characters (escape sequences, newlines) or
   /// format characters (Unicode Cf, e.g. U+202E right-to-left override).
   case controlCharacters(field: String)
@@ -149,8 +168,14 @@ public enum MapStateError: Error, Hashable, Sendable, CustomStringConvertible {
       return "invalid annotation id \"\(id)\": \(reason)"
     case .reservedIdentifier(let id):
       return "annotation id \"\(id)\" is reserved for the current location"
-    case .textTooLong(let field, let count, let limit):
-      return "annotation \(field) too long: \(count) characters, limit \(limit)"
+    case .textTooLong(let field, let bytes, let limit):
+      return "annotation \(field) too long: \(bytes) bytes of UTF-8, limit \(limit)"
+    case .tooManyCombiningMarks(let field, let count, let limit):
+      return
+        "annotation \(field) has \(count) combining marks on one character, limit \(limit) (TextRules)"
+    case .fleetIdentifier(let id):
+      return
+        "annotation id \"\(id.unicodeScalars.prefix(64).map(String.init).joined())\" starts with \"\(Annotation.fleetPrefix)\", the MQTT fleet view's namespace: choose another id"
     case .controlCharacters(let field):
       return
         "annotation \(field) contains control, format or line-separator characters (escape sequences, newlines, direction overrides; Unicode Cc, Cf, Zl, Zp): use plain text"

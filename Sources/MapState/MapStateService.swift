@@ -12,7 +12,9 @@ import Regions
 ///
 /// Center semantics (the point of this service: no re-centering by surprise). The center moves
 /// only
-/// 1. to the first fix after ``trackingStarted()`` (``CenterReason/initialFix``),
+/// 1. to the first fix after ``trackingStarted()`` (``CenterReason/initialFix``); when the
+///    view is still the default world view (``Viewport/default``'s center and zoom), the zoom
+///    level becomes ``Viewport/firstFixZoom`` too,
 /// 2. on ``centerOnCurrentLocation()``,
 /// 3. on every fix while the mode is ``UserTrackingMode/follow`` or
 ///    ``UserTrackingMode/followWithHeading`` (and when switching to one of them with a fix known),
@@ -244,7 +246,13 @@ public actor MapStateService {
     var changes: [MapChange] = [.location(hasFix: true)]
     if awaitingInitialFix {
       awaitingInitialFix = false
+      // A view nobody has moved (the world view of ``Viewport/default``) also zooms in to the
+      // street level: a world map with a dot in it says little. A view a client has panned or
+      // zoomed keeps its zoom level.
+      let untouched =
+        viewport.center == Viewport.default.center && viewport.zoom == Viewport.default.zoom
       moveCenter(to: coordinate, reason: .initialFix, changes: &changes)
+      if untouched { setZoomLevel(Viewport.firstFixZoom, changes: &changes) }
     } else if mode.follows {
       moveCenter(to: coordinate, reason: .follow, changes: &changes)
     }

@@ -138,6 +138,12 @@ public struct Viewport: Sendable, Hashable {
   public static let `default` = Viewport(
     center: Coordinate(latitude: 0, longitude: 0), zoom: 2, size: .default)
 
+  /// The zoom level the first fix of a tracking session brings a view that is still
+  /// ``default`` (center 0, 0, zoom 2) to: 16, street level (about 2.4 m per point at the
+  /// equator; OpenStreetMap wiki, "Zoom levels": streets and buildings). A view a client has
+  /// moved keeps its zoom level.
+  public static let firstFixZoom: Double = 16
+
   /// Creates a viewport; the center latitude is clamped to the Web Mercator limit and the
   /// rotation is normalised to `0..<360`. Other values are stored as given.
   public init(center: Coordinate, zoom: Double, size: ViewportSize = .default, rotation: Double = 0)

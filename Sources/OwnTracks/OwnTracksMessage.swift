@@ -37,14 +37,25 @@ public enum OwnTracksMessage: Sendable, Hashable {
   /// Largest payload read, bytes. A location from the apps is about 250 bytes; anything over
   /// 4 KiB is refused before parsing.
   public static let maxPayloadBytes = 4096
-  /// Longest `tid` accepted, characters (the apps use 2).
-  public static let maxTrackerIDLength = 8
+  /// Longest `tid` accepted, bytes of UTF-8 (the apps use 2 ASCII characters). Counted in
+  /// bytes as every id and title is (``TextRules``), with at most
+  /// ``TextRules/maxCombiningMarks`` combining marks on a character.
+  public static let maxTrackerIDBytes = 8
+
+  /// Whether `tid` is 1...``maxTrackerIDBytes`` bytes of UTF-8 without control or format
+  /// characters and with at most ``TextRules/maxCombiningMarks`` combining marks on a character.
+  public static func isValidTrackerID(_ tid: String) -> Bool {
+    !tid.isEmpty && TextRules.problem(tid, maxBytes: maxTrackerIDBytes) == nil
+      && !tid.unicodeScalars.contains(where: {
+        $0.properties.generalCategory == .control || $0.properties.generalCategory == .format
+      })
+  }
 
   /// Parses a payload strictly: one JSON object (RFC 8259, no trailing data, each member name
   /// once, no number that underflows to 0 such as `1e-400`) of at most ``maxPayloadBytes`` bytes. For `location`: `lat` `-90...90` and `lon` `-180...180` numbers
   /// and `tst` an integer `>= 0` are required; `acc`, `alt`, `vel`, `cog` must be numbers when
   /// present (rounded to whole numbers; `acc` and `vel` `>= 0`, `cog` `0...360`); `tid` a string of
-  /// 1...8 characters without control or format characters; `t` one of ``OwnTracksTrigger``'s
+  /// 1...8 bytes of UTF-8 without control or format characters (``isValidTrackerID(_:)``); `t` one of ``OwnTracksTrigger``'s
   /// letters (another letter is ignored). Members not listed are ignored.
   ///
   /// - Throws: ``OwnTracksError`` naming what is wrong.
@@ -84,10 +95,12 @@ public enum OwnTracksMessage: Sendable, Hashable {
     location.velocity = try optionalWhole(value, "vel", 0...1e7)
     location.course = try optionalWhole(value, "cog", 0...360).map { $0 % 360 }
     if let member = value["tid"] {
-      guard let tid = member.stringValue, !tid.isEmpty, tid.count <= maxTrackerIDLength,
-        !tid.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0.properties.generalCategory == .format })
-      else {
-        throw .invalidMember("tid", reason: "must be a string of 1...\(maxTrackerIDLength) printable characters")
+      guard let tid = member.stringValue, isValidTrackerID(tid) else {
+        throw .invalidMember(
+          "tid",
+          reason:
+            "must be a string of 1...\(maxTrackerIDBytes) bytes of UTF-8 without control or format characters and at most \(TextRules.maxCombiningMarks) combining marks on a character"
+        )
       }
       location.trackerID = tid
     }

@@ -93,10 +93,10 @@ public struct Region: Sendable, Hashable {
   /// The validated geometry, prepared for the point-in-region test (not part of equality).
   let prepared: PreparedShape
 
-  /// Most bytes of UTF-8 in an identifier: 256.
-  public static let maxIdentifierBytes = 256
-  /// Most bytes of UTF-8 in a title: 1,024.
-  public static let maxTitleBytes = 1024
+  /// Most bytes of UTF-8 in an identifier: 256 (``TextRules/maxIdentifierBytes``, as for annotations).
+  public static let maxIdentifierBytes = TextRules.maxIdentifierBytes
+  /// Most bytes of UTF-8 in a title: 1,024 (``TextRules/maxTitleBytes``, as for annotations).
+  public static let maxTitleBytes = TextRules.maxTitleBytes
   /// Longest dwell time, seconds: one week.
   public static let maxDwell = 604_800.0
 
@@ -116,6 +116,10 @@ public struct Region: Sendable, Hashable {
         throw .titleTooLong(bytes: title.utf8.count, limit: Self.maxTitleBytes)
       }
       if title.unicodeScalars.contains(where: Self.isRefused) { throw .titleControlCharacters }
+      let marks = TextRules.mostCombiningMarks(in: title)
+      if marks > TextRules.maxCombiningMarks {
+        throw .titleCombiningMarks(count: marks, limit: TextRules.maxCombiningMarks)
+      }
     }
     if let dwell, !(dwell.isFinite && dwell > 0 && dwell <= Self.maxDwell) {
       throw .invalidDwell(dwell)
@@ -129,7 +133,8 @@ public struct Region: Sendable, Hashable {
     self.dwell = dwell
   }
 
-  /// Checks an identifier: 1...256 bytes of UTF-8, not only white space, no Cc, Cf, Zl or Zp
+  /// Checks an identifier: 1...256 bytes of UTF-8 with at most ``TextRules/maxCombiningMarks``
+  /// combining marks on a character (``TextRules``), not only white space, no Cc, Cf, Zl or Zp
   /// characters.
   ///
   /// - Throws: ``RegionError/invalidIdentifier(_:reason:)``; the message shows refused
@@ -149,7 +154,14 @@ public struct Region: Sendable, Hashable {
     }
     if id.utf8.count > maxIdentifierBytes {
       throw .invalidIdentifier(
-        String(id.prefix(32)) + "...", reason: "longer than \(maxIdentifierBytes) bytes of UTF-8")
+        String(id.unicodeScalars.prefix(32).map(Character.init)) + "...",
+        reason: "longer than \(maxIdentifierBytes) bytes of UTF-8")
+    }
+    let marks = TextRules.mostCombiningMarks(in: id)
+    if marks > TextRules.maxCombiningMarks {
+      throw .invalidIdentifier(
+        String(id.unicodeScalars.prefix(32).map(Character.init)),
+        reason: "\(marks) combining marks on one character, limit \(TextRules.maxCombiningMarks)")
     }
   }
 

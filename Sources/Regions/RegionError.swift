@@ -12,6 +12,8 @@ public enum RegionError: Error, Sendable, Equatable, CustomStringConvertible {
   case titleTooLong(bytes: Int, limit: Int)
   /// The title contains control, format or line-separator characters (Unicode Cc, Cf, Zl, Zp).
   case titleControlCharacters
+  /// The title has more than ``TextRules/maxCombiningMarks`` combining marks on one character.
+  case titleCombiningMarks(count: Int, limit: Int)
   /// A coordinate is not finite or outside latitude `-90...90` / longitude `-180...180` degrees.
   /// `ring` and `index` locate a polygon vertex (`nil` for a circle's center).
   case invalidCoordinate(latitude: Double, longitude: Double, ring: Int?, index: Int?)
@@ -56,6 +58,8 @@ public enum RegionError: Error, Sendable, Equatable, CustomStringConvertible {
       return "invalid region id \"\(id)\": \(reason)"
     case .titleTooLong(let bytes, let limit):
       return "region title too long: \(bytes) bytes of UTF-8, limit \(limit)"
+    case .titleCombiningMarks(let count, let limit):
+      return "region title has \(count) combining marks on one character, limit \(limit)"
     case .titleControlCharacters:
       return
         "region title contains control, format or line-separator characters (Unicode Cc, Cf, Zl, Zp): use plain text"

@@ -291,6 +291,11 @@ public actor LocationService: AnnotationBatchHandler {
       await map.setMode(mode)
       return try await changedMapReply()
     case .annotate(let annotation):
+      // The fleet's namespace is the MQTT front-end's alone (it adds through
+      // ``annotate(_:from:)``): a client's annotation never shares an id with a device.
+      guard !Annotation.isFleetIdentifier(annotation.id) else {
+        throw Self.mapError(.fleetIdentifier(annotation.id))
+      }
       do { try await map.addAnnotation(annotation) } catch { throw Self.mapError(error) }
       return try await changedMapReply()
     case .removeAnnotation(let id):

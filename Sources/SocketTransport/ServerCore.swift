@@ -81,15 +81,23 @@ final class ServerCore: Sendable {
   }
 
   func stop() {
-    let wasStarted = registry.withLock { registry -> Bool in
+    let (wasStarted, first) = registry.withLock { registry -> (Bool, Bool) in
+      let first = !registry.stopping
       registry.stopping = true
       if !registry.started {
         registry.stopped = true
-        return false
+        return (false, first)
       }
-      return true
+      return (true, first)
     }
-    if wasStarted { wake() } else { finishStopped() }
+    if wasStarted {
+      wake()
+    } else {
+      // Never started (a front-end after it failed to start): the I/O thread that would close
+      // the listening socket does not exist, so it is closed (and its file removed) here, once.
+      if first { socket.close() }
+      finishStopped()
+    }
   }
 
   func waitUntilStopped() async {

@@ -20,6 +20,17 @@ enum WebPage {
     </head>
     <body data-tiles="@TILES@" data-attribution="@ATTRIBUTION@">
     <div id="map"></div>
+    <div id="panel" aria-label="current fix">
+    <dl>
+    <dt>Position</dt><dd id="fix-position">no fix</dd>
+    <dt>Accuracy</dt><dd id="fix-accuracy">unknown</dd>
+    <dt>Altitude</dt><dd id="fix-altitude">unknown</dd>
+    <dt>Speed</dt><dd id="fix-speed">unknown</dd>
+    <dt>Course</dt><dd id="fix-course">unknown</dd>
+    <dt>Fix age</dt><dd id="fix-age">no fix</dd>
+    <dt>Backend</dt><dd id="backend-state">unknown</dd>
+    </dl>
+    </div>
     <div id="controls">
     <button type="button" id="center-on-me">Center on me</button>
     <button type="button" class="mode" data-mode="none">None</button>
@@ -45,6 +56,28 @@ enum WebPage {
     .trail { stroke: #d0343a; stroke-width: 3; stroke-opacity: 0.7; fill: none; }
     .annotation { fill: #f2a900; fill-opacity: 1; stroke: #333; stroke-width: 1; }
     .annotation-title { font-weight: 600; }
+    #panel { position: absolute; top: 8px; right: 8px; z-index: 1000; background: rgba(255, 255, 255, 0.92);
+      border: 1px solid #bbb; border-radius: 4px; padding: 4px 8px; font-size: 12px; max-width: 46%; }
+    #panel dl { display: grid; grid-template-columns: auto auto; gap: 1px 8px; margin: 0; }
+    #panel dt { color: #555; }
+    #panel dd { margin: 0; font-variant-numeric: tabular-nums; overflow-wrap: anywhere; }
+    #backend-state[data-state="connected"] { color: #1b7f3a; }
+    #backend-state:not([data-state="connected"]) { color: #b3261e; font-weight: 600; }
+    .region { stroke-width: 2; fill-opacity: 0.18; }
+    .region-inside { stroke: #1b7f3a; fill: #2fa84f; }
+    .region-outside { stroke: #666; fill: #999; stroke-dasharray: 6 4; }
+    .region-unknown { stroke: #c98a00; fill: #f2b600; stroke-dasharray: 2 4; }
+    .region-title { font-style: italic; }
+    .region-title[data-state="inside"] { color: #1b7f3a; }
+    .region-title[data-state="outside"] { color: #555; }
+    .region-title[data-state="unknown"] { color: #8a5d00; }
+    .fleet { stroke: #fff; stroke-width: 2; fill-opacity: 1; }
+    .fleet-live { fill: #7b2fbf; }
+    .fleet-stale { fill: #b9a3cc; stroke: #7b2fbf; stroke-dasharray: 2 2; }
+    .fleet-offline { fill: #9e9e9e; fill-opacity: 0.6; stroke: #555; }
+    .fleet-age { font-weight: 400; color: #555; margin-left: 4px; }
+    .annotation-title[data-fleet-state="stale"], .annotation-title[data-fleet-state="offline"] { color: #777; }
+    .annotation-title[data-fleet-state="offline"] { text-decoration: line-through; }
 
     """
 
@@ -72,7 +105,7 @@ enum WebPage {
         L.tileLayer(tiles, options).addTo(map);
       }
 
-      var state = { mode: 'none', fix: null, trail: [], annotations: new Map(), events: 0, lastEventId: null, view: null };
+      var state = { mode: 'none', fix: null, fixTime: null, trail: [], annotations: new Map(), events: 0, lastEventId: null, view: null };
       var trailLine = L.polyline([], { className: 'trail', interactive: false }).addTo(map);
       var accuracy = L.circle([0, 0], { radius: 1, className: 'user-accuracy', interactive: false });
       var heading = L.polygon([[0, 0], [0, 0], [0, 0]], { className: 'user-heading', interactive: false });
@@ -102,7 +135,53 @@ enum WebPage {
         return [offset(track - 25, metres * 0.6), offset(track, metres), offset(track + 25, metres * 0.6), [lat, lon]];
       }
 
+      // The status panel: the newest fix in figures and the backend's state as the service
+      // reports it (any string: connected, noFix, endOfData...). Text only, through textContent.
+      var panel = {
+        position: document.getElementById('fix-position'),
+        accuracy: document.getElementById('fix-accuracy'),
+        altitude: document.getElementById('fix-altitude'),
+        speed: document.getElementById('fix-speed'),
+        course: document.getElementById('fix-course'),
+        age: document.getElementById('fix-age'),
+        backend: document.getElementById('backend-state')
+      };
+      function finite(value) { return typeof value === 'number' && isFinite(value); }
+      function showPanel(tpv) {
+        var hasPosition = finite(tpv.lat) && finite(tpv.lon) && tpv.mode >= 2;
+        panel.position.textContent = hasPosition ? tpv.lat.toFixed(6) + ', ' + tpv.lon.toFixed(6) : 'no fix';
+        panel.accuracy.textContent = hasPosition && finite(tpv.eph) ? '\u00b1' + tpv.eph.toFixed(1) + ' m (95%)' : 'unknown';
+        if (hasPosition && finite(tpv.altMSL)) panel.altitude.textContent = tpv.altMSL.toFixed(1) + ' m MSL';
+        else if (hasPosition && finite(tpv.altHAE)) panel.altitude.textContent = tpv.altHAE.toFixed(1) + ' m HAE';
+        else panel.altitude.textContent = 'unknown';
+        panel.speed.textContent = hasPosition && finite(tpv.speed)
+          ? tpv.speed.toFixed(1) + ' m/s (' + (tpv.speed * 3.6).toFixed(1) + ' km/h)' : 'unknown';
+        panel.course.textContent = hasPosition && finite(tpv.track) ? tpv.track.toFixed(1) + '\u00b0 true' : 'unknown';
+        // A replayed or simulated fix carries the log's or the simulation's time: its age is
+        // counted from its arrival. A live fix's age is counted from its time (UTC).
+        var time = typeof tpv.time === 'string' ? Date.parse(tpv.time) : NaN;
+        state.fixTime = hasPosition ? (tpv.simulated || !isFinite(time) ? Date.now() : Math.min(time, Date.now())) : null;
+        showAge();
+      }
+      function duration(milliseconds) {
+        var seconds = Math.max(0, Math.floor(milliseconds / 1000));
+        if (seconds < 120) return seconds + ' s';
+        if (seconds < 7200) return Math.floor(seconds / 60) + ' min';
+        if (seconds < 172800) return Math.floor(seconds / 3600) + ' h';
+        return Math.floor(seconds / 86400) + ' d';
+      }
+      function showAge() {
+        panel.age.textContent = state.fixTime === null ? 'no fix' : duration(Date.now() - state.fixTime);
+      }
+      function showBackend(event) {
+        var text = typeof event.state === 'string' ? event.state : 'unknown';
+        if (typeof event.detail === 'string' && event.detail) text += ': ' + event.detail;
+        panel.backend.textContent = text;
+        panel.backend.dataset.state = typeof event.state === 'string' ? event.state : '';
+      }
+
       function showFix(tpv) {
+        showPanel(tpv);
         if (typeof tpv.lat !== 'number' || typeof tpv.lon !== 'number') return;
         state.fix = tpv;
         var here = [tpv.lat, tpv.lon];
@@ -127,12 +206,61 @@ enum WebPage {
         }
       }
 
+      // Fleet devices from MQTT (docs/mqtt.md): ids in the fleet's namespace ("fleet:"), whose
+      // kind says live, stale or offline and whose subtitle ends with the time of their last
+      // report (ISO 8601 UTC).
+      var fleetKinds = { 'owntracks': 'live', 'owntracks-stale': 'stale', 'owntracks-offline': 'offline' };
+      function fleetState(annotation) {
+        if (typeof annotation.id !== 'string' || annotation.id.indexOf('fleet:') !== 0) return null;
+        return Object.prototype.hasOwnProperty.call(fleetKinds, annotation.kind) ? fleetKinds[annotation.kind] : null;
+      }
+      function fleetTime(annotation) {
+        var words = typeof annotation.subtitle === 'string' ? annotation.subtitle.split(' ') : [];
+        var time = words.length ? Date.parse(words[words.length - 1]) : NaN;
+        return isFinite(time) ? time : null;
+      }
+      function fleetAgeText(entry) {
+        return entry.fleet + (entry.reported === null ? '' : ', ' + duration(Date.now() - entry.reported));
+      }
+
       function titleElement(annotation) {
         var label = document.createElement('span');
         label.className = 'annotation-title';
         label.dataset.annotationId = annotation.id;
-        label.textContent = annotation.title || annotation.id;
+        // The title is the label's first child, a text node (never markup); a fleet device's
+        // age follows it in a span of its own.
+        label.appendChild(document.createTextNode(''));
         return label;
+      }
+
+      // Writes an entry's label and style from its annotation: the title (else the id) as
+      // text, and for a fleet device its state and the age of its last report.
+      function describe(entry, annotation) {
+        var text = annotation.title || annotation.id;
+        if (entry.text !== text) { entry.label.firstChild.textContent = text; entry.text = text; }
+        var fleet = fleetState(annotation);
+        var reported = fleet ? fleetTime(annotation) : null;
+        if (entry.fleet !== fleet || entry.reported !== reported) {
+          entry.fleet = fleet;
+          entry.reported = reported;
+          var path = entry.marker.getElement();
+          ['fleet', 'fleet-live', 'fleet-stale', 'fleet-offline'].forEach(function (name) {
+            if (path) path.classList.remove(name);
+          });
+          if (fleet) {
+            if (path) { path.classList.add('fleet'); path.classList.add('fleet-' + fleet); }
+            entry.label.dataset.fleetState = fleet;
+            if (!entry.age) {
+              entry.age = document.createElement('span');
+              entry.age.className = 'fleet-age';
+              entry.label.appendChild(entry.age);
+            }
+            entry.age.textContent = fleetAgeText(entry);
+          } else {
+            delete entry.label.dataset.fleetState;
+            if (entry.age) { entry.label.removeChild(entry.age); entry.age = null; }
+          }
+        }
       }
 
       function showAnnotations(list) {
@@ -144,7 +272,6 @@ enum WebPage {
           seen.add(annotation.id);
           var entry = state.annotations.get(annotation.id);
           var where = [annotation.lat, annotation.lon];
-          var text = annotation.title || annotation.id;
           if (entry) {
             // Only what changed is touched: a MAP event lists every annotation, and moving a
             // marker or writing its label makes Leaflet lay out its tooltip again.
@@ -153,21 +280,88 @@ enum WebPage {
               entry.lat = annotation.lat;
               entry.lon = annotation.lon;
             }
-            if (entry.text !== text) {
-              entry.label.textContent = text;
-              entry.text = text;
-            }
           } else {
             var label = titleElement(annotation);
             var marker = L.circleMarker(where, { radius: 6, className: 'annotation' }).addTo(map);
             marker.bindTooltip(label, { permanent: true, direction: 'right', offset: [8, 0] });
-            state.annotations.set(annotation.id, { marker: marker, label: label, lat: annotation.lat, lon: annotation.lon, text: text });
+            entry = { marker: marker, label: label, lat: annotation.lat, lon: annotation.lon, text: null, fleet: null, reported: null, age: null };
+            state.annotations.set(annotation.id, entry);
           }
+          describe(entry, annotation);
         });
         state.annotations.forEach(function (entry, id) {
           if (!seen.has(id)) { map.removeLayer(entry.marker); state.annotations.delete(id); }
         });
       }
+
+      // Monitored regions: read from /map.geojson (the features of kind "region") when a stream
+      // opens and whenever a MAP event lists the change "regions"; one read at a time.
+      var regionLayers = new Map();
+      var regionsReading = false;
+      var regionsAgain = false;
+      function readRegions() {
+        if (regionsReading) { regionsAgain = true; return; }
+        regionsReading = true;
+        regionsAgain = false;
+        fetch('/map.geojson', { headers: { 'Authorization': 'Bearer ' + token }, cache: 'no-store' }).then(function (response) {
+          return response.ok ? response.json() : null;
+        }).then(function (collection) {
+          if (collection && Array.isArray(collection.features)) showRegions(collection.features);
+        }).catch(function () {}).then(function () {
+          regionsReading = false;
+          if (regionsAgain) readRegions();
+        });
+      }
+      function latLngRing(ring) { return ring.map(function (position) { return [position[1], position[0]]; }); }
+      function showRegions(features) {
+        var seen = new Set();
+        features.forEach(function (feature) {
+          var properties = feature.properties || {};
+          if (properties.kind !== 'region' || typeof properties.id !== 'string' || !feature.geometry
+            || feature.geometry.type !== 'Polygon') return;
+          var regionState = ['inside', 'outside', 'unknown'].indexOf(properties.state) >= 0 ? properties.state : 'unknown';
+          var key = JSON.stringify([properties.shape, properties.center, properties.radius, feature.geometry.coordinates]);
+          seen.add(properties.id);
+          var entry = regionLayers.get(properties.id);
+          if (entry && entry.key !== key) { map.removeLayer(entry.layer); entry = null; }
+          if (!entry) {
+            var layer;
+            if (properties.shape === 'circle' && Array.isArray(properties.center) && finite(properties.radius)) {
+              layer = L.circle([properties.center[1], properties.center[0]], { radius: properties.radius, className: 'region', interactive: false });
+            } else {
+              layer = L.polygon(feature.geometry.coordinates.map(latLngRing), { className: 'region', interactive: false });
+            }
+            var label = document.createElement('span');
+            label.className = 'region-title';
+            label.dataset.regionId = properties.id;
+            layer.addTo(map);
+            layer.bindTooltip(label, { permanent: true, direction: 'center', className: 'region-label' });
+            entry = { layer: layer, label: label, key: key, state: null };
+            regionLayers.set(properties.id, entry);
+          }
+          entry.label.textContent = properties.title || properties.id;
+          if (entry.state !== regionState) {
+            var path = entry.layer.getElement();
+            if (path) {
+              path.classList.remove('region-inside', 'region-outside', 'region-unknown');
+              path.classList.add('region-' + regionState);
+            }
+            entry.label.dataset.state = regionState;
+            entry.state = regionState;
+          }
+        });
+        regionLayers.forEach(function (entry, id) {
+          if (!seen.has(id)) { map.removeLayer(entry.layer); regionLayers.delete(id); }
+        });
+      }
+
+      // Ages shown (the fix's, each fleet device's) grow by themselves once a second.
+      window.setInterval(function () {
+        showAge();
+        state.annotations.forEach(function (entry) {
+          if (entry.fleet && entry.age) entry.age.textContent = fleetAgeText(entry);
+        });
+      }, 1000);
 
       function showMode(mode) {
         state.mode = mode;
@@ -180,6 +374,12 @@ enum WebPage {
       function showMap(event) {
         if (typeof event.mode === 'string') showMode(event.mode);
         if (Array.isArray(event.annotations)) showAnnotations(event.annotations);
+        // A MAP event that replaced unread ones in the stream's queue ("missed") may hide a
+        // "regions" change among theirs: read the regions again then too.
+        if ((typeof event.missed === 'number' && event.missed > 0)
+          || (Array.isArray(event.changes) && event.changes.some(function (change) { return change && change.what === 'regions'; }))) {
+          readRegions();
+        }
         if (event.center && typeof event.zoom === 'number') applyView(event.center, event.zoom);
       }
 
@@ -188,7 +388,7 @@ enum WebPage {
         switch (event.class) {
           case 'TPV': showFix(event); break;
           case 'MAP': showMap(event); break;
-          case 'BACKEND': setStatus('backend ' + event.state); break;
+          case 'BACKEND': showBackend(event); break;
           case 'SHUTDOWN': setStatus('locationd stopped'); break;
           case 'ERROR': setStatus(event.message || 'error'); break;
           default: break;
@@ -222,6 +422,7 @@ enum WebPage {
           }
           if (!response.ok || !response.body) throw new Error('HTTP ' + response.status);
           setStatus('connected');
+          readRegions();
           var reader = response.body.getReader();
           var decoder = new TextDecoder();
           var buffer = '';
@@ -314,7 +515,7 @@ enum WebPage {
         connect();
       });
 
-      window.locationdMap = { map: map, state: state, user: user, accuracy: accuracy, heading: heading };
+      window.locationdMap = { map: map, state: state, user: user, accuracy: accuracy, heading: heading, regions: regionLayers, showEvent: handleEvent };
       connect();
     })();
 

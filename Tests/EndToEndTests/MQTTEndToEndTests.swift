@@ -384,9 +384,15 @@ extension EndToEnd {
       try await first.waitForLog("state=connected")
       let annotate = try await locationctl(first.socketPath, ["annotate", "home", "1", "2", "Home"])
       #expect(annotate.status == 0, "\(annotate.stderr)")
+      // The user's own annotation whose id is a device's topic: the fleet's ids have their own
+      // namespace, so the device never replaces it, and the next start never deletes it.
+      let mine = try await locationctl(first.socketPath, ["annotate", "owntracks/dave/old", "3", "4", "Mine"])
+      #expect(mine.status == 0, "\(mine.stderr)")
+      let reserved = try await locationctl(first.socketPath, ["annotate", "fleet:owntracks/dave/old", "3", "4", "Mine"])
+      #expect(reserved.status != 0 && reserved.stderr.contains("namespace"), "\(reserved.stderr)")
       let deadline = now() + 30
-      while now() < deadline, !(try await ids(first)).contains("owntracks/dave/old") { await pause(0.05) }
-      #expect(try await ids(first).contains("owntracks/dave/old"), "\(first.log)")
+      while now() < deadline, !(try await ids(first)).contains("fleet:owntracks/dave/old") { await pause(0.05) }
+      #expect(try await ids(first).isSuperset(of: ["fleet:owntracks/dave/old", "owntracks/dave/old"]), "\(first.log)")
       await first.stop()
       // Dave is gone from the broker (its retained message cleared) before the next start.
       _ = try await runTool(pub, base + ["-n"])
@@ -396,8 +402,8 @@ extension EndToEnd {
       defer { second.cleanUp() }
       try await second.waitForLog("state=connected")
       let shown = try await ids(second)
-      #expect(!shown.contains("owntracks/dave/old"), "\(shown)\n\(second.log)")
-      #expect(shown.contains("home"), "\(shown)")
+      #expect(!shown.contains("fleet:owntracks/dave/old"), "\(shown)\n\(second.log)")
+      #expect(shown.contains("home") && shown.contains("owntracks/dave/old"), "\(shown)")
       try await second.waitForLog("mqttFleetCleared removed=1")
       await second.stop()
     }
@@ -441,10 +447,10 @@ extension EndToEnd {
         let map = try await locationctl(bob.socketPath, ["map"])
         annotations = (parseObject(map.stdout)?["annotations"] as? [JSONObject]) ?? []
         let ids = Set(annotations.compactMap { $0["id"] as? String })
-        if ids.contains("owntracks/alice/car") && ids.contains("owntracks/carol/van") { break }
+        if ids.contains("fleet:owntracks/alice/car") && ids.contains("fleet:owntracks/carol/van") { break }
         await pause(0.05)
       }
-      let aliceOnBob = try #require(annotations.first { $0["id"] as? String == "owntracks/alice/car" }, "\(annotations)\n\(bob.log)")
+      let aliceOnBob = try #require(annotations.first { $0["id"] as? String == "fleet:owntracks/alice/car" }, "\(annotations)\n\(bob.log)")
       #expect(aliceOnBob["title"] as? String == "AC")
       #expect(aliceOnBob["kind"] as? String == "owntracks")
       // The position shown is one alice published.
@@ -453,12 +459,12 @@ extension EndToEnd {
       #expect(
         published.contains { abs(($0["lat"] as? Double ?? 99) - shown.0) < 1e-7 && abs(($0["lon"] as? Double ?? 999) - shown.1) < 1e-7 },
         "\(shown) is not among alice's messages")
-      let carol = try #require(annotations.first { $0["id"] as? String == "owntracks/carol/van" })
+      let carol = try #require(annotations.first { $0["id"] as? String == "fleet:owntracks/carol/van" })
       #expect(carol["title"] as? String == "CV")
       #expect(carol["kind"] as? String == "owntracks-stale", "a report from 2023 is stale at once")
       let ids = annotations.compactMap { $0["id"] as? String }
-      #expect(!ids.contains("owntracks/bob/bike"), "bob's own messages are not shown")
-      #expect(!ids.contains("owntracks/mallory/x") && !ids.contains("owntracks/mallory/y"))
+      #expect(!ids.contains("fleet:owntracks/bob/bike"), "bob's own messages are not shown")
+      #expect(!ids.contains("fleet:owntracks/mallory/x") && !ids.contains("fleet:owntracks/mallory/y"))
       try await bob.waitForLog("mqttMessageIgnored topic=owntracks/mallory/x reason=\"\\\"lat\\\" must be a number")
       try await bob.waitForLog("mqttMessageIgnored topic=owntracks/mallory/y reason=\"payload of 5000 bytes exceeds 4096\"")
       await alice.stop()
@@ -482,6 +488,21 @@ extension EndToEnd {
         "mqtt uri=mqtt://127.0.0.1:\(closed) state=failed detail=\"cannot connect to mqtt://127.0.0.1:\(closed): ")
       try await refused.waitForLog(": Connection refused; retrying in 1 s\"")
       try await refused.waitForLog(": Connection refused; retrying in 2 s\"")
+      // The longest wait is mqtt-reconnect-max, 5 s by default: a broker back after an outage
+      // is found within 5 s. An anonymous connection with mqtt-retain on is warned about.
+      try await refused.waitForLog(": Connection refused; retrying in 4 s\"")
+      try await refused.waitForLog(": Connection refused; retrying in 5 s\"")
+      #expect(!refused.log.contains("retrying in 8 s"), "\(refused.log)")
+      try await refused.waitForLog("mqttWarning detail=\"mqtt-retain is on and the connection is anonymous")
+      let short = try DaemonProcess(
+        scratch: scratch, backend: "simulate", extra: ["--mqtt", "mqtt://127.0.0.1:\(closed)", "--mqtt-reconnect-max", "2", "--mqtt-retain", "off"],
+        name: "short", socketPath: scratch.file("short.sock"), stateDirectory: scratch.file("short-state"))
+      defer { short.cleanUp() }
+      try await short.waitForLog(": Connection refused; retrying in 2 s\"")
+      let deadline = now() + 30
+      while now() < deadline, short.log.components(separatedBy: "retrying in 2 s").count < 4 { await pause(0.05) }
+      #expect(short.log.components(separatedBy: "retrying in 2 s").count >= 4, "\(short.log)")
+      #expect(!short.log.contains("retrying in 4 s") && !short.log.contains("mqttWarning"), "\(short.log)")
 
       let broker = try PrivateMosquitto(users: [("alice", "right")])
       try await broker.start()

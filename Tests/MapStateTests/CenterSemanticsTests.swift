@@ -26,6 +26,36 @@ struct CenterSemanticsTests {
     #expect(await service.currentViewport.center == Coordinate(latitude: 11, longitude: 12))
   }
 
+  @Test("the first fix brings a still-default world view to street level, never a moved view")
+  func firstFixZoomsInOnlyAnUntouchedView() async throws {
+    let untouched = MapStateService()
+    #expect(await untouched.currentViewport.zoom == Viewport.default.zoom)
+    await untouched.trackingStarted()
+    await untouched.update(fix: fix(52.50, 13.40))
+    #expect(await untouched.currentViewport.center == Coordinate(latitude: 52.50, longitude: 13.40))
+    #expect(await untouched.currentViewport.zoom == 16)
+    // The next session's first fix re-centers but leaves the zoom the user now has.
+    try await untouched.setZoom(12)
+    await untouched.trackingStopped()
+    await untouched.trackingStarted()
+    await untouched.update(fix: fix(48.1, 11.5))
+    #expect(await untouched.currentViewport.zoom == 12)
+
+    // Zoomed by the user (center still 0, 0): the zoom stays.
+    let zoomed = MapStateService()
+    try await zoomed.setZoom(5)
+    await zoomed.trackingStarted()
+    await zoomed.update(fix: fix(52.50, 13.40))
+    #expect(await zoomed.currentViewport.zoom == 5)
+
+    // Panned by the user (zoom still 2): the zoom stays.
+    let panned = MapStateService()
+    try await panned.setCenter(Coordinate(latitude: 10, longitude: 20))
+    await panned.trackingStarted()
+    await panned.update(fix: fix(52.50, 13.40))
+    #expect(await panned.currentViewport.zoom == 2)
+  }
+
   @Test func fixesWithoutTrackingSessionNeverMoveTheCenter() async throws {
     let service = MapStateService()
     for fix in fixes { await service.update(fix: fix) }
@@ -118,7 +148,7 @@ struct CenterSemanticsTests {
     await service.finishEvents()
     let expected: [[MapChange]] = [
       [.trackingStarted],
-      [.location(hasFix: true), .center(.initialFix)],
+      [.location(hasFix: true), .center(.initialFix), .zoom],
       [.mode(from: .none, to: .follow)],
       [.location(hasFix: true), .center(.follow)],
       [.annotationAdded(id: "x")],
@@ -139,6 +169,7 @@ struct CenterSemanticsTests {
     #expect(
       a[1].changes.map(\.json.jsonString) == [
         #"{"hasFix":true,"what":"location"}"#, #"{"reason":"initialFix","what":"center"}"#,
+        #"{"what":"zoom"}"#,
       ])
     #expect(a[4].changes.map(\.json.jsonString) == [#"{"id":"x","what":"annotationAdded"}"#])
     #expect(MapChange.trackingStopped.json.jsonString == #"{"what":"trackingStopped"}"#)

@@ -1,6 +1,6 @@
+import LocationModel
 import MapState
 import Testing
-import LocationModel
 
 @Suite("Annotations")
 struct AnnotationTests {
@@ -57,7 +57,7 @@ struct AnnotationTests {
         try await service.addAnnotation(Annotation(id: "bad", coordinate: bad, title: "x"))
       }
     }
-    let long = String(repeating: "x", count: Annotation.maxIdentifierLength + 1)
+    let long = String(repeating: "x", count: Annotation.maxIdentifierBytes + 1)
     await #expect(throws: MapStateError.self) {
       try await service.addAnnotation(
         Annotation(id: long, coordinate: Coordinate(latitude: 0, longitude: 0), title: "x"))
@@ -67,6 +67,66 @@ struct AnnotationTests {
         Annotation(id: "tab\tid", coordinate: Coordinate(latitude: 0, longitude: 0), title: "x"))
     }
     #expect(await service.annotations.map(\.id) == ["b"])
+  }
+
+  @Test(
+    "ids and texts are limited in bytes of UTF-8 and in combining marks per character, as region ids are"
+  )
+  func textRulesCountBytes() async throws {
+    let service = MapStateService()
+    let here = Coordinate(latitude: 0, longitude: 0)
+    // One character of 2,999 bytes: "e" and 1,499 combining accents.
+    let column = "e" + String(repeating: "\u{0301}", count: 1499)
+    #expect(column.count == 1)
+    await #expect(throws: MapStateError.self) {
+      try await service.addAnnotation(Annotation(id: column, coordinate: here))
+    }
+    await #expect(throws: MapStateError.textTooLong(field: "title", bytes: 2999, limit: 1024)) {
+      try await service.addAnnotation(Annotation(id: "a", coordinate: here, title: column))
+    }
+    // Within the bytes, but 5 marks on one character.
+    let five = "e" + String(repeating: "\u{0301}", count: 5)
+    await #expect(throws: MapStateError.tooManyCombiningMarks(field: "title", count: 5, limit: 4)) {
+      try await service.addAnnotation(Annotation(id: "a", coordinate: here, title: five))
+    }
+    await #expect(throws: MapStateError.self) {
+      try await service.addAnnotation(Annotation(id: five, coordinate: here))
+    }
+    // 22 characters, 6,022 bytes: over the id's 256 bytes.
+    let heavy = String(repeating: "x", count: 21) + "y" + String(repeating: "\u{0301}", count: 3000)
+    #expect(heavy.count == 22 && heavy.utf8.count == 6022)
+    await #expect(throws: MapStateError.self) {
+      try await service.addAnnotation(Annotation(id: heavy, coordinate: here))
+    }
+    // At the limits: 256 bytes of id (128 two-byte characters), 1,024 bytes of title, 4 marks.
+    let id = String(repeating: "é", count: 128)
+    try await service.addAnnotation(
+      Annotation(
+        id: id, coordinate: here, title: String(repeating: "a", count: 1024),
+        subtitle: "e\u{0301}\u{0302}\u{0303}\u{0304}"))
+    await #expect(throws: MapStateError.self) {
+      try await service.addAnnotation(
+        Annotation(id: String(repeating: "é", count: 129), coordinate: here))
+    }
+    await #expect(throws: MapStateError.textTooLong(field: "title", bytes: 1026, limit: 1024)) {
+      try await service.addAnnotation(
+        Annotation(id: "b", coordinate: here, title: String(repeating: "é", count: 513)))
+    }
+    await #expect(throws: MapStateError.textTooLong(field: "kind", bytes: 65, limit: 64)) {
+      try await service.addAnnotation(
+        Annotation(id: "b", coordinate: here, kind: String(repeating: "k", count: 65)))
+    }
+    // The same rule holds for region ids and titles (Regions) and OwnTracks tids.
+    #expect(
+      TextRules.problem(column, maxBytes: TextRules.maxTitleBytes)
+        == "2999 bytes of UTF-8, limit 1024")
+    #expect(
+      TextRules.problem(column, maxBytes: 4096) == "1499 combining marks on one character, limit 4")
+    #expect(
+      TextRules.problem(heavy, maxBytes: TextRules.maxIdentifierBytes)
+        == "6022 bytes of UTF-8, limit 256")
+    #expect(TextRules.problem("1\u{FE0F}\u{20E3} Vi\u{1EC7}t", maxBytes: 64) == nil)
+    #expect(await service.annotations.map(\.id) == [id])
   }
 
   @Test func listOrderIsFirstInsertion() async throws {

@@ -1,6 +1,7 @@
 import Glibc
 import LocationModel
 import MQTTTransport
+import MapState
 import OwnTracks
 import Testing
 import TrackStore
@@ -84,13 +85,22 @@ struct MQTTTransportTests {
     }
   }
 
-  @Test("backoff doubles from 1 s to at most 60 s and starts again after a success")
-  func backoff() {
+  @Test("backoff doubles from 1 s to at most mqtt-reconnect-max (default 5 s) and starts again after a success")
+  func backoff() throws {
     var backoff = Backoff()
-    let delays = (0..<9).map { _ in backoff.next() }
-    #expect(delays == [1, 2, 4, 8, 16, 32, 60, 60, 60])
+    let delays = (0..<7).map { _ in backoff.next() }
+    #expect(delays == [1, 2, 4, 5, 5, 5, 5])
     backoff.reset()
     #expect(backoff.next() == 1)
+    // The setting: a broker back after an outage is found within that many seconds.
+    var settings: MQTTSettings?
+    try MQTTSettings.apply("mqtt", "mqtt://127.0.0.1", to: &settings)
+    #expect(settings?.reconnectMaximum == 5)
+    try MQTTSettings.apply("mqtt-reconnect-max", "60", to: &settings)
+    var long = Backoff(maximum: try #require(settings).reconnectMaximum)
+    #expect((0..<8).map { _ in long.next() } == [1, 2, 4, 8, 16, 32, 60, 60])
+    #expect(throws: MQTTSettingError.self) { try MQTTSettings.apply("mqtt-reconnect-max", "0", to: &settings) }
+    #expect(throws: MQTTSettingError.self) { try MQTTSettings.apply("mqtt-reconnect-max", "3601", to: &settings) }
   }
 
   @Test("the catch-up rate: a burst, then tokens at the rate on a virtual clock")
@@ -146,7 +156,7 @@ struct MQTTTransportTests {
     #expect(roster.receive(.location(location), topic: "owntracks/me/here", at: 1000) == nil)
     let annotation = roster.receive(.location(location), topic: "owntracks/bob/phone", at: 1001)
     #expect(annotation == Annotation(
-      id: "owntracks/bob/phone", coordinate: Coordinate(latitude: 1, longitude: 2), title: "AB",
+      id: "fleet:owntracks/bob/phone", coordinate: Coordinate(latitude: 1, longitude: 2), title: "AB",
       subtitle: "1970-01-01T00:16:40Z", kind: "owntracks"))
     #expect(roster.expire(at: 1060).isEmpty)
     let stale = roster.expire(at: 1061)
@@ -157,7 +167,7 @@ struct MQTTTransportTests {
     #expect(roster.receive(.location(OwnTracksLocation(latitude: 5, longitude: 5, timestamp: 999)), topic: "owntracks/bob/phone", at: 2000) == nil)
     let offline = roster.receive(.lastWill(OwnTracksLastWill(timestamp: 1500)), topic: "owntracks/bob/phone", at: 2000)
     #expect(offline?.subtitle == "offline 1970-01-01T00:25:00Z")
-    #expect(offline?.kind == "owntracks-stale")
+    #expect(offline?.kind == "owntracks-offline")
     // Without tid the title is the device level of the topic.
     let untitled = roster.receive(
       .location(OwnTracksLocation(latitude: 0, longitude: 0, timestamp: 2000)), topic: "owntracks/carol/bike", at: 2000)
@@ -183,9 +193,115 @@ struct MQTTTransportTests {
     // A Last Will from the future shows the clock's time, not its own.
     let offline = roster.receive(.lastWill(OwnTracksLastWill(timestamp: 99_999_999_999)), topic: "owntracks/bob/phone", at: now + 600)
     #expect(offline?.subtitle == "offline 2023-11-14T22:23:20Z")
-    let long = "owntracks/" + String(repeating: "x", count: Annotation.maxIdentifierLength)
+    // The id is "fleet:" and the topic: at most 256 bytes of UTF-8 (TextRules), however few
+    // characters they are, and at most 4 combining marks on a character.
+    let fits = "owntracks/" + String(repeating: "x", count: Annotation.maxIdentifierBytes - 16)
+    #expect(roster.receive(at(now, 1), topic: fits, at: now)?.id.utf8.count == Annotation.maxIdentifierBytes)
+    let long = "owntracks/" + String(repeating: "x", count: Annotation.maxIdentifierBytes - 15)
     #expect(roster.receive(at(now, 1), topic: long, at: now) == nil)
-    #expect(roster.topicRefused == 1)
+    // 22 characters of 6,022 bytes (the topic of the report): refused, never an id `remove` refuses later.
+    let heavy = "owntracks/" + String(repeating: "\u{1F600}", count: 11) + String(repeating: "a\u{0301}", count: 1)
+      + String(repeating: "\u{0301}", count: 2990)
+    #expect(heavy.utf8.count > 6000)
+    #expect(roster.receive(at(now, 1), topic: heavy, at: now) == nil)
+    let accents = "owntracks/e" + String(repeating: "\u{0301}", count: 5) + "/x"
+    #expect(accents.utf8.count < 40)
+    #expect(roster.receive(at(now, 1), topic: accents, at: now) == nil)
+    #expect(roster.topicRefused == 3)
+  }
+
+  @Test("fleet roster: stale and offline updates count against the 56 KiB cap, which never grows past it")
+  func rosterCapCountsEveryUpdate() throws {
+    var roster = FleetRoster(staleAfter: 60, ownTopic: "owntracks/me/here")
+    let now: Int64 = 1_700_000_000
+    // Devices with long topics, as many as the cap admits (the report's 437 devices).
+    var shown: [String: Annotation] = [:]
+    for device in 0..<437 {
+      let topic = "owntracks/" + String(repeating: "u", count: 70) + "/device-\(device)"
+      let location = OwnTracksLocation(latitude: 1, longitude: 2, timestamp: now, trackerID: "T\(device % 100)")
+      if let annotation = roster.receive(.location(location), topic: topic, at: now) { shown[annotation.id] = annotation }
+    }
+    #expect(roster.capacityRefused > 0, "the test fills the cap")
+    func textBytes() -> Int { shown.values.reduce(0) { $0 + $1.textByteCount } }
+    #expect(textBytes() <= FleetRoster.maxTextBytes)
+    // Every device goes silent: each one turns stale, and the fleet's text stays within the cap.
+    for annotation in roster.expire(at: now + 61) { shown[annotation.id] = annotation }
+    #expect(shown.values.allSatisfy { $0.kind == FleetRoster.staleKind }, "a device stayed live")
+    #expect(textBytes() <= FleetRoster.maxTextBytes, "stale updates grew the fleet to \(textBytes()) bytes")
+    // Then each one's Last Will: offline, still within the cap.
+    for id in Array(shown.keys) {
+      let topic = String(id.dropFirst(Annotation.fleetPrefix.count))
+      let received = roster.receive(.lastWill(OwnTracksLastWill(timestamp: now + 70)), topic: topic, at: now + 70)
+      let offline = try #require(received)
+      shown[id] = offline
+    }
+    #expect(shown.values.allSatisfy { $0.kind == FleetRoster.offlineKind })
+    #expect(textBytes() <= FleetRoster.maxTextBytes, "offline updates grew the fleet to \(textBytes()) bytes")
+    #expect(roster.textBytes <= FleetRoster.maxTextBytes && roster.textBytes >= textBytes())
+    // A known device whose report would pass the cap (a longer tid) is refused and keeps its place.
+    let full = roster.textBytes
+    let refused = roster.capacityRefused
+    if let (id, _) = shown.first, FleetRoster.maxTextBytes - full < 6 {
+      let topic = String(id.dropFirst(Annotation.fleetPrefix.count))
+      let longer = OwnTracksLocation(latitude: 3, longitude: 4, timestamp: now + 80, trackerID: "ABCDEFGH")
+      #expect(roster.receive(.location(longer), topic: topic, at: now + 80) == nil)
+      #expect(roster.capacityRefused == refused + 1)
+    }
+  }
+
+  @Test("fleet and user share the map: a full fleet gone stale leaves the user's 100 annotations and 8 KiB")
+  func userShareIsReserved() async throws {
+    let map = MapStateService()
+    var roster = FleetRoster(staleAfter: 60, ownTopic: "owntracks/me/here")
+    let now: Int64 = 1_700_000_000
+    var batch: [Annotation] = []
+    for device in 0..<1000 {
+      let location = OwnTracksLocation(latitude: 1, longitude: 2, timestamp: now, trackerID: "T\(device % 100)")
+      let topic = "owntracks/" + String(repeating: "u", count: 40) + "/d\(device)"
+      if let annotation = roster.receive(.location(location), topic: topic, at: now) { batch.append(annotation) }
+    }
+    #expect(await map.addAnnotations(batch).isEmpty)
+    #expect(await map.addAnnotations(roster.expire(at: now + 61)).isEmpty, "the map refused stale updates")
+    // The user's share: 32 small annotations (the report's test) and more, up to 100 and 8 KiB.
+    var accepted = 0
+    for index in 0..<100 {
+      let text = String(repeating: "n", count: 70) + String(index + 100)
+      let annotation = Annotation(id: "u\(index + 100)", coordinate: Coordinate(latitude: 0, longitude: 0), title: text)
+      if (try? await map.addAnnotation(annotation)) != nil { accepted += 1 }
+    }
+    #expect(accepted == 100)
+    #expect(await map.annotations.count == batch.count + 100)
+  }
+
+  @Test("the fleet's ids live in their own namespace: a user's annotation with a device's topic as id stays")
+  func fleetNamespace() async throws {
+    let map = MapStateService()
+    let mine = Annotation(id: "owntracks/bob/phone", coordinate: Coordinate(latitude: 5, longitude: 6), title: "Mine")
+    try await map.addAnnotation(mine)
+    var roster = FleetRoster(staleAfter: 60, ownTopic: "owntracks/me/here")
+    let received = roster.receive(
+      .location(OwnTracksLocation(latitude: 1, longitude: 2, timestamp: 1000, trackerID: "BO")), topic: "owntracks/bob/phone",
+      at: 1000)
+    let device = try #require(received)
+    #expect(device.id == "fleet:owntracks/bob/phone")
+    #expect(Annotation.isFleetIdentifier(device.id) && !Annotation.isFleetIdentifier(mine.id))
+    #expect(await map.addAnnotations([device]).isEmpty)
+    let annotations = await map.annotations
+    #expect(annotations.first { $0.id == "owntracks/bob/phone" } == mine)
+    #expect(annotations.count == 2)
+  }
+
+  @Test("a retained location on an anonymous connection is warned about at start; with credentials or without retain it is not")
+  func anonymousRetainWarning() throws {
+    var settings: MQTTSettings?
+    try MQTTSettings.apply("mqtt", "mqtt://127.0.0.1", to: &settings)
+    try MQTTSettings.apply("mqtt-topic", "owntracks/alice/car", to: &settings)
+    let retained = try #require(settings)
+    let warning = try #require(retained.anonymousRetainWarning(hasCredentials: false))
+    #expect(warning.contains("anonymous") && warning.contains("owntracks/alice/car") && warning.contains("mqtt-credentials"))
+    #expect(retained.anonymousRetainWarning(hasCredentials: true) == nil)
+    try MQTTSettings.apply("mqtt-retain", "off", to: &settings)
+    #expect(try #require(settings).anonymousRetainWarning(hasCredentials: false) == nil)
   }
 
   @Test("the limiter starts again when the fix time steps backwards")
@@ -201,14 +317,15 @@ struct MQTTTransportTests {
   func rosterCapacity() {
     var roster = FleetRoster(staleAfter: 600, ownTopic: "owntracks/me/here")
     let location = OwnTracksMessage.location(OwnTracksLocation(latitude: 1, longitude: 2, timestamp: 1000, trackerID: "AB"))
-    for device in 0..<1000 { _ = roster.receive(location, topic: "owntracks/user/d\(device)", at: 1000) }
+    // Short topics (each device counted at 63 bytes or less) reach the device cap first.
+    for device in 0..<1000 { _ = roster.receive(location, topic: "o/d\(device)", at: 1000) }
     #expect(roster.count == FleetRoster.maxDevices)
     #expect(roster.capacityRefused == 100)
     // The map's limits (docs/map.md): 1000 annotations, 64 KiB of text.
     #expect(FleetRoster.maxDevices <= 1000 - 100 && FleetRoster.maxTextBytes <= 64 * 1024 - 8 * 1024)
     // A known device still updates; a new one is still refused.
-    #expect(roster.receive(location, topic: "owntracks/user/d0", at: 1001) != nil)
-    #expect(roster.receive(location, topic: "owntracks/user/new", at: 1001) == nil)
+    #expect(roster.receive(location, topic: "o/d0", at: 1001) != nil)
+    #expect(roster.receive(location, topic: "o/new", at: 1001) == nil)
     // Long topics fill the text cap before the device cap.
     var long = FleetRoster(staleAfter: 600, ownTopic: "owntracks/me/here")
     let prefix = "owntracks/" + String(repeating: "u", count: 100) + "/"

@@ -3,6 +3,14 @@ import LocationModel
 import OwnTracks
 import Testing
 
+/// What a refused `tid` is told.
+let tidRule =
+  "must be a string of 1...8 bytes of UTF-8 without control or format characters and at most 4 combining marks on a character"
+
+/// A location whose `tid` is one character of 2,999 bytes: "e" and 1,499 accents.
+let heavyTrackerID =
+  #"{"_type":"location","lat":1,"lon":1,"tst":1,"tid":"e"# + String(repeating: "\u{0301}", count: 1499) + #""}"#
+
 @Suite("OwnTracks messages")
 struct OwnTracksMessageTests {
   static func tpv(_ text: String) throws -> JSONValue { try JSONValue.parse(Array(text.utf8)) }
@@ -68,7 +76,9 @@ struct OwnTracksMessageTests {
       (#"{"_type":"location","lat":"52.5","lon":1,"tst":1}"#, .invalidMember("lat", reason: "must be a number within -90...90")),
       (#"{"_type":"location","lat":1,"lon":1}"#, .invalidMember("tst", reason: "must be a whole number of seconds since 1970")),
       (#"{"_type":"location","lat":1,"lon":1,"tst":1.5}"#, .invalidMember("tst", reason: "must be a whole number of seconds since 1970")),
-      (#"{"_type":"location","lat":1,"lon":1,"tst":1,"tid":"TOOLONGID"}"#, .invalidMember("tid", reason: "must be a string of 1...8 printable characters")),
+      (#"{"_type":"location","lat":1,"lon":1,"tst":1,"tid":"TOOLONGID"}"#, .invalidMember("tid", reason: tidRule)),
+      // One character of 2,999 bytes ("e" and 1,499 accents): bytes are counted, not characters.
+      (heavyTrackerID, .invalidMember("tid", reason: tidRule)),
       (#"{"_type":"location","lat":1,"lon":1,"tst":1,"acc":-1}"#, .invalidMember("acc", reason: "must be a number within 0.0...1000000000.0")),
       (#"{"lat":1,"lon":1,"tst":1}"#, .missingType),
     ])

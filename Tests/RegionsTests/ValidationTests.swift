@@ -130,6 +130,21 @@ import Testing
     #expect(throws: RegionError.titleControlCharacters) {
       try Region(id: "t", title: "a\u{1B}[31m", shape: shape)
     }
+    // Combining marks: at most 4 on one character, in ids and titles (TextRules), as for annotations.
+    let column = "e" + String(repeating: "\u{0301}", count: 1499)
+    #expect(throws: RegionError.titleTooLong(bytes: 2999, limit: 1024)) {
+      try Region(id: "t", title: column, shape: shape)
+    }
+    #expect(throws: RegionError.titleCombiningMarks(count: 5, limit: 4)) {
+      try Region(id: "t", title: "e" + String(repeating: "\u{0301}", count: 5), shape: shape)
+    }
+    #expect {
+      try Region(id: "e" + String(repeating: "\u{0301}", count: 5), shape: shape)
+    } throws: { error in
+      guard case .invalidIdentifier(_, let reason) = error as? RegionError else { return false }
+      return reason.contains("combining marks")
+    }
+    #expect(throws: Never.self) { try Region(id: "Vi\u{1EC7}t", title: "e\u{0301}\u{0302}\u{0303}\u{0304}", shape: shape) }
     for dwell in [0.0, -5, 604_801, .infinity] {
       #expect(throws: RegionError.invalidDwell(dwell)) { try Region(id: "d", shape: shape, dwell: dwell) }
     }

@@ -34,7 +34,7 @@ XSS = "<img src=x onerror=alert(1)>"
 class Daemon:
     """locationd with --http on a free port, its own socket and state directory."""
 
-    def __init__(self, backend):
+    def __init__(self, backend, extra=()):
         self.directory = tempfile.mkdtemp(prefix="locationd-web-")
         self.socket = os.path.join(self.directory, "locationd.sock")
         self.state = os.path.join(self.directory, "state")
@@ -43,7 +43,8 @@ class Daemon:
         self.log = open(os.path.join(self.directory, "locationd.log"), "w")
         self.process = subprocess.Popen(
             [os.path.join(BIN, "locationd"), "--backend", backend, "--socket", self.socket,
-             "--state-dir", self.state, "--group", group, "--http", "127.0.0.1:0", "--http-tiles", "none"],
+             "--state-dir", self.state, "--group", group, "--http", "127.0.0.1:0", "--http-tiles", "none",
+             *extra],
             stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
         while True:

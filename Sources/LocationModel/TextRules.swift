@@ -1,0 +1,53 @@
+/// The one rule for identifiers and titles, whichever front-end they come from (the socket, the
+/// web page's API, MQTT): annotation ids, titles, subtitles and kinds, region ids and titles,
+/// OwnTracks tracker ids and the fleet's ids made from MQTT topics.
+///
+/// Lengths are counted in bytes of UTF-8, as the socket's line limit and the map's text budget
+/// count them, never in grapheme clusters: one "character" can hold any number of combining
+/// marks (an `e` followed by 1,499 accents is one grapheme of 2,999 bytes). For what is drawn, at
+/// most ``maxCombiningMarks`` combining marks may sit on one character (extended grapheme
+/// cluster, Unicode UAX #29), so that no label draws a column of accents over its neighbours.
+/// Each type keeps its own refusal of control and format characters.
+public enum TextRules {
+  /// Most bytes of UTF-8 in an identifier (an annotation's, a region's): 256.
+  public static let maxIdentifierBytes = 256
+  /// Most bytes of UTF-8 in a title or subtitle: 1,024.
+  public static let maxTitleBytes = 1024
+  /// Most combining marks (Unicode general categories Mn, nonspacing, and Me, enclosing) on
+  /// one character: 4. Written languages need at most 3 (Vietnamese and other stacked
+  /// diacritics; a keycap emoji carries 2: U+FE0F and U+20E3).
+  public static let maxCombiningMarks = 4
+
+  /// Whether `scalar` is a combining mark that draws over or around its base (Unicode general
+  /// category Mn or Me); spacing marks (Mc) take their own room and are not counted.
+  public static func isCombiningMark(_ scalar: Unicode.Scalar) -> Bool {
+    switch scalar.properties.generalCategory {
+    case .nonspacingMark, .enclosingMark: return true
+    default: return false
+    }
+  }
+
+  /// The largest number of combining marks on one character (extended grapheme cluster) of
+  /// `text`; 0 for text without any.
+  public static func mostCombiningMarks(in text: String) -> Int {
+    var most = 0
+    for character in text {
+      var marks = 0
+      for scalar in character.unicodeScalars where isCombiningMark(scalar) { marks += 1 }
+      most = max(most, marks)
+    }
+    return most
+  }
+
+  /// Why `text` breaks the rule for a field of at most `maxBytes` bytes, or `nil` when it keeps
+  /// it: `"N bytes of UTF-8, limit L"` or `"N combining marks on one character, limit 4"`.
+  public static func problem(_ text: String, maxBytes: Int) -> String? {
+    let bytes = text.utf8.count
+    if bytes > maxBytes { return "\(bytes) bytes of UTF-8, limit \(maxBytes)" }
+    let marks = mostCombiningMarks(in: text)
+    if marks > maxCombiningMarks {
+      return "\(marks) combining marks on one character, limit \(maxCombiningMarks)"
+    }
+    return nil
+  }
+}
