@@ -74,6 +74,9 @@ extension ReplayBackend {
     var timeline = Timeline(gaps: gaps)
     var pass = 1
     var passWallBase: Int64?
+    /// Shifted timestamps keep the log's own order: the pass's first epoch with a UTC time, its
+    /// log time, its shifted time, and the log time skipped (gaps=skip) before it.
+    var shiftAnchor: (original: Int64, shifted: Int64, skipped: Int64)?
     var passFirstPace: Int64 = 0
     var passFirstElapsed: Int64 = 0
     var reportedEnd = false
@@ -104,6 +107,7 @@ extension ReplayBackend {
           if rewound {
             passFirstPace = 0
             passFirstElapsed = 0
+            shiftAnchor = nil
           }
           // Past the last epoch, the replay stands at the end of the log.
           let offset = (found ?? end) - passFirstElapsed
@@ -158,6 +162,7 @@ extension ReplayBackend {
             if emptyPass { continue outer }
             pass += 1
             passWallBase = nil
+            shiftAnchor = nil
             passFirstPace = timeline.pace
             passFirstElapsed = timeline.elapsed
             reportedEnd = false
@@ -204,6 +209,8 @@ extension ReplayBackend {
 
       let pace = timeline.pace
       let offset = timeline.elapsed - passFirstElapsed
+      /// Log time dropped by gaps=skip so far on this timeline.
+      let skipped = timeline.elapsed - timeline.pace
       let gap = timeline.lastGap
       /// The control generation the last gap notice was computed for: a speed change, pause and
       /// resume or seek during the gap makes it stale, so it is said again with the new wait.
@@ -333,7 +340,17 @@ extension ReplayBackend {
       if timestamps == .shifted, fix.time != nil || fix.timeOfDay != nil {
         let base = passWallBase ?? dueWall ?? clock.wallTimeMilliseconds
         passWallBase = base
-        let time = base + (pace - passFirstPace)
+        var time = base + (pace - passFirstPace)
+        if let original = fix.time {
+          // A constant shift of the log's own times (less what gaps=skip dropped): a log whose
+          // times jump back keeps the jump, so its shifted epochs are judged in the same order
+          // as its original ones (a repeated stretch is out of order in both).
+          if let anchor = shiftAnchor {
+            time = anchor.shifted + (original - anchor.original) - (skipped - anchor.skipped)
+          } else {
+            shiftAnchor = (original, time, skipped)
+          }
+        }
         fix.time = time
         let dayMs = ((time % 86_400_000) + 86_400_000) % 86_400_000
         fix.timeOfDay = Int32(dayMs)

@@ -82,7 +82,8 @@ public enum Daemon {
           // The reason names the owner or mode to change (chown, chmod go-w).
           stateProblem = (error.description, .configuration, nil)
         default:
-          stateProblem = (error.description, .configuration, "give a directory locationd may read and write")
+          // Not readable or searchable (permission): as for a directory that cannot be created.
+          stateProblem = (error.description, .cannotCreate, "give a directory locationd may read and write")
         }
       }
     }

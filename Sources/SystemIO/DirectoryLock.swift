@@ -4,12 +4,12 @@
 
 /// Why a ``DirectoryLock`` could not be taken.
 public enum DirectoryLockError: Error, Hashable, Sendable, CustomStringConvertible {
-  /// Another process holds the lock: its PID as it wrote it in the lock file, `nil` when the
-  /// file does not say (an older or foreign holder).
+  /// Another process holds the lock: its PID as the kernel lists it in `/proc/locks`, else as
+  /// the holder wrote it in the file; `nil` when neither says.
   case held(path: String, pid: Int32?)
-  /// The lock file could not be opened or locked (permission, a link or other non-file in its
-  /// place, a read-only file system).
-  case unusable(path: String, error: SystemError)
+  /// The lock file could not be opened or locked: `reason` says why (permission, a link or
+  /// other non-file in its place, a read-only file system).
+  case unusable(path: String, reason: String)
 
   /// A sentence naming the holder or the failed step.
   public var description: String {
@@ -19,8 +19,8 @@ public enum DirectoryLockError: Error, Hashable, Sendable, CustomStringConvertib
       return "\(holder) holds \(path): another locationd uses this state directory"
         + (pid.map { " (stop it, or give each daemon its own --state-dir; see: ps -p \($0) -o pid,args)" }
           ?? " (give each daemon its own --state-dir)")
-    case .unusable(let path, let error):
-      return "cannot lock \(path): \(error)"
+    case .unusable(let path, let reason):
+      return "cannot lock \(path): \(reason)"
     }
   }
 }
@@ -49,26 +49,71 @@ public final class DirectoryLock: Sendable {
   public init(directory: String) throws(DirectoryLockError) {
     let path = (directory.hasSuffix("/") ? directory : directory + "/") + Self.fileName
     let fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0o644)
-    guard fd >= 0 else { throw .unusable(path: path, error: SystemError(errno)) }
+    guard fd >= 0 else {
+      let code = errno
+      throw .unusable(
+        path: path,
+        reason: code == ELOOP
+          ? "it is a symbolic link (refused: a link could point anywhere); remove it" : "\(SystemError(code))")
+    }
     var info = stat()
-    guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+    guard fstat(fd, &info) == 0 else {
       let code = errno
       close(fd)
-      throw .unusable(path: path, error: SystemError(code == 0 ? EINVAL : code))
+      throw .unusable(path: path, reason: "\(SystemError(code))")
+    }
+    guard (info.st_mode & S_IFMT) == S_IFREG else {
+      close(fd)
+      throw .unusable(path: path, reason: "it is not a regular file (a directory, FIFO or device); remove it")
     }
     if flock(fd, LOCK_EX | LOCK_NB) != 0 {
       let code = errno
       defer { close(fd) }
       if code == EWOULDBLOCK {
-        throw .held(path: path, pid: Self.readPID(fd))
+        // The kernel's word first (/proc/locks names the holder); the file's text second.
+        let pid = Self.flockHolder(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)) ?? Self.readPID(fd)
+        throw .held(path: path, pid: pid)
       }
-      throw .unusable(path: path, error: SystemError(code))
+      throw .unusable(path: path, reason: "\(SystemError(code))")
     }
     // Ours now: record the PID for the next process's message (a failure here only loses that).
     _ = ftruncate(fd, 0)
     _ = try? SystemIO.writeAll(fd, "\(getpid())\n")
     self.path = path
     self.descriptor = fd
+  }
+
+  /// The PID of the process holding a `flock` on the file with this device and inode, from
+  /// `/proc/locks` (lines `N: FLOCK ADVISORY WRITE PID MAJOR:MINOR:INODE 0 EOF`, device numbers in
+  /// hexadecimal); `nil` when none is listed or the file cannot be read.
+  static func flockHolder(device: UInt64, inode: UInt64) -> Int32? {
+    let fd = open("/proc/locks", O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    guard let bytes = try? SystemIO.readToEnd(fd, limit: 1 << 20) else { return nil }
+    let major = ((device >> 8) & 0xfff) | ((device >> 32) & ~UInt64(0xfff))
+    let minor = (device & 0xff) | ((device >> 12) & ~UInt64(0xff))
+    return holder(inLocks: String(decoding: bytes, as: UTF8.self), major: major, minor: minor, inode: inode)
+  }
+
+  /// The PID of the `FLOCK` line of `text` (the format of `/proc/locks`) for the file
+  /// `major:minor:inode`; `nil` when there is none.
+  static func holder(inLocks text: String, major: UInt64, minor: UInt64, inode: UInt64) -> Int32? {
+    for line in text.split(separator: "\n") {
+      let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+      // "1:", "FLOCK", "ADVISORY", "WRITE", PID, "MAJ:MIN:INODE", start, end; a waiter's line
+      // has "->" before "FLOCK".
+      guard let kind = fields.firstIndex(of: "FLOCK"), fields.count > kind + 4,
+        !fields[..<kind].contains("->"),
+        let pid = Int32(fields[kind + 3]), pid > 0
+      else { continue }
+      let file = fields[kind + 4].split(separator: ":")
+      guard file.count == 3, UInt64(file[0], radix: 16) == major, UInt64(file[1], radix: 16) == minor,
+        UInt64(file[2]) == inode
+      else { continue }
+      return pid
+    }
+    return nil
   }
 
   /// The PID another process wrote into the lock file, `nil` when it is not a positive decimal

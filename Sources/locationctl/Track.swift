@@ -29,7 +29,8 @@ private func time(_ list: ArgumentList, _ name: String) throws -> Int64? {
 
 private func openForReading(_ path: String) throws -> TrackStore {
   guard access(path, F_OK) == 0 else {
-    throw ClientError("no track store at \(path) (is tracking on? give --state-dir or --store)")
+    throw ClientError(
+      "no track store at \(path) (the daemon records live sources only, a replay or simulation with track = all; give --state-dir or --store)")
   }
   do { return try TrackStore(readingAt: path) } catch { throw ClientError(error.description) }
 }
@@ -37,7 +38,7 @@ private func openForReading(_ path: String) throws -> TrackStore {
 /// `--source live|simulated|all` (default all): which recorded fixes a command reads.
 private func sourceFilter(_ list: ArgumentList) throws -> TrackSourceFilter {
   guard let value = list.values["--source"] else { return .all }
-  guard let filter = TrackSourceFilter(rawValue: value) else {
+  guard let filter = TrackSourceFilter(rawValue: value.lowercased()) else {
     throw UsageError("--source takes live, simulated or all, got \(value)")
   }
   return filter

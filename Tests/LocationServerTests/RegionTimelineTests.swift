@@ -90,13 +90,13 @@ private let root = PeerCredentials(pid: 1, uid: 0, gid: 0)
 /// virtual clock (automatic: no wall time passes), the regions' clock a manual virtual clock far
 /// from the log's times that never moves, so nothing can depend on it.
 private func replayDrive(
-  speed: Double, timestamps: ReplayTimestamps, passes: Int = 1,
+  speed: Double, timestamps: ReplayTimestamps, passes: Int = 1, fixes: [DecodedFix] = Drive.fixes,
   controls: (@Sendable (ReplayBackend, Int) async throws -> Void)? = nil
 ) async throws -> [JSONValue] {
   let replayClock = VirtualClock(wallOrigin: 1_800_000_000_000, autoAdvance: true)
   let regionClock = VirtualClock(wallOrigin: 2_000_000_000_000)
   let backend = ReplayBackend(
-    source: DecodedFixesSource(name: "drive.nmea", fixes: Drive.fixes),
+    source: DecodedFixesSource(name: "drive.nmea", fixes: fixes),
     options: .init(path: "drive.nmea", speed: speed, loop: passes > 1, timestamps: timestamps),
     clock: replayClock, uri: "replay:drive.nmea")
   let service = LocationService(
@@ -171,6 +171,20 @@ struct RegionTimelineTests {
       let events = try await replayDrive(speed: speed, timestamps: .shifted)
       #expect(events.map(\.jsonString) == shiftedReference.map(\.jsonString), "shifted, speed \(speed)")
     }
+  }
+
+  @Test("a log whose times jump back gives the same events with original and shifted timestamps")
+  func aLogThatJumpsBack() async throws {
+    // After leaving circle a, the log repeats the 40 s through it (times jump back 40 s and more).
+    var fixes = Drive.fixes
+    let exitA = 110
+    fixes.insert(contentsOf: Array(Drive.fixes[60..<100]), at: exitA)
+    let original = try await replayDrive(speed: 0, timestamps: .original, fixes: fixes)
+    let shifted = try await replayDrive(speed: 10, timestamps: .shifted, fixes: fixes)
+    #expect(original.map { "\($0["region"]?.stringValue ?? "") \($0["event"]?.stringValue ?? "")" } == [
+      "a enter", "a exit", "b enter", "b dwell", "b exit", "p enter", "p exit",
+    ])
+    #expect(signature(shifted) == signature(original))
   }
 
   @Test("a looped replay gives the same events on every pass", arguments: [ReplayTimestamps.original, .shifted])

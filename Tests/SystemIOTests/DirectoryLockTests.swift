@@ -42,10 +42,46 @@ struct DirectoryLockTests {
     let directory = try temporaryDirectory()
     defer { remove(directory) }
     #expect(symlink(directory + "/link.lock", directory + "/" + DirectoryLock.fileName) == 0)
-    #expect(throws: DirectoryLockError.unusable(path: directory + "/locationd.lock", error: SystemError(ELOOP))) {
+    do {
       _ = try DirectoryLock(directory: directory)
+      Issue.record("a link was accepted as the lock file")
+    } catch {
+      #expect("\(error)".contains("it is a symbolic link"), "\(error)")
     }
     #expect(access(directory + "/link.lock", F_OK) != 0)
+    unlink(directory + "/" + DirectoryLock.fileName)
+    #expect(mkfifo(directory + "/" + DirectoryLock.fileName, 0o600) == 0)
+    do {
+      _ = try DirectoryLock(directory: directory)
+      Issue.record("a FIFO was accepted as the lock file")
+    } catch {
+      #expect("\(error)".contains("it is not a regular file"), "\(error)")
+    }
+  }
+
+  @Test("the holder's PID comes from the kernel's lock table, whatever the file says")
+  func holderFromTheKernel() throws {
+    let directory = try temporaryDirectory()
+    defer { remove(directory) }
+    let first = try DirectoryLock(directory: directory)
+    // Someone rewrote the file's text: the kernel still names this process.
+    let fd = open(first.path, O_WRONLY | O_TRUNC | O_CLOEXEC)
+    #expect(fd >= 0)
+    _ = try? SystemIO.writeAll(fd, "12345\n")
+    close(fd)
+    #expect(throws: DirectoryLockError.held(path: first.path, pid: getpid())) {
+      _ = try DirectoryLock(directory: directory)
+    }
+    let table = """
+      1: POSIX  ADVISORY  WRITE 10461 fe:00:5382901 1073741824 1073742335
+      2: FLOCK  ADVISORY  WRITE 777 08:11:42 0 EOF
+      2: -> FLOCK  ADVISORY  WRITE 888 08:11:42 0 EOF
+      3: FLOCK  ADVISORY  WRITE 999 08:11:43 0 EOF
+      """
+    #expect(DirectoryLock.holder(inLocks: table, major: 8, minor: 0x11, inode: 42) == 777)
+    #expect(DirectoryLock.holder(inLocks: table, major: 8, minor: 0x11, inode: 44) == nil)
+    #expect(DirectoryLock.holder(inLocks: "garbage\n: FLOCK\n", major: 8, minor: 0x11, inode: 42) == nil)
+    withExtendedLifetime(first) {}
   }
 
   @Test("the PID in the file is read only as 1 to 10 decimal digits within Int32")
