@@ -74,16 +74,8 @@ extension Annotation {
     if id.unicodeScalars.allSatisfy({ $0.properties.isWhitespace }) {
       throw .invalidIdentifier(id, reason: "blank (only white space)")
     }
-    if id.utf8.count > maxIdentifierBytes {
-      throw .invalidIdentifier(
-        String(id.unicodeScalars.prefix(32).map(Character.init)) + "...",
-        reason: "longer than \(maxIdentifierBytes) bytes of UTF-8 (\(id.utf8.count))")
-    }
-    let marks = TextRules.mostCombiningMarks(in: id)
-    if marks > TextRules.maxCombiningMarks {
-      throw .invalidIdentifier(
-        String(id.unicodeScalars.prefix(32).map(Character.init)),
-        reason: "\(marks) combining marks on one character, limit \(TextRules.maxCombiningMarks)")
+    if let reason = TextRules.problem(id, maxBytes: maxIdentifierBytes) {
+      throw .invalidIdentifier(String(id.unicodeScalars.prefix(32).map(Character.init)) + "...", reason: reason)
     }
     if containsControlOrFormat(id) {
       // The message shows such characters as \u{...} so that it cannot reorder or hide text.

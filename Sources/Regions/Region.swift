@@ -152,16 +152,8 @@ public struct Region: Sendable, Hashable {
         String(visible.joined().prefix(64)),
         reason: "contains control, format or line-separator characters (Unicode Cc, Cf, Zl, Zp)")
     }
-    if id.utf8.count > maxIdentifierBytes {
-      throw .invalidIdentifier(
-        String(id.unicodeScalars.prefix(32).map(Character.init)) + "...",
-        reason: "longer than \(maxIdentifierBytes) bytes of UTF-8")
-    }
-    let marks = TextRules.mostCombiningMarks(in: id)
-    if marks > TextRules.maxCombiningMarks {
-      throw .invalidIdentifier(
-        String(id.unicodeScalars.prefix(32).map(Character.init)),
-        reason: "\(marks) combining marks on one character, limit \(TextRules.maxCombiningMarks)")
+    if let reason = TextRules.problem(id, maxBytes: maxIdentifierBytes) {
+      throw .invalidIdentifier(String(id.unicodeScalars.prefix(32).map(Character.init)) + "...", reason: reason)
     }
   }
 

@@ -12,25 +12,6 @@ import Testing
 @testable import LocationProtocol
 @testable import ServiceCore
 
-/// A client channel that keeps every event given to it, parsed.
-private final class EventChannel: ClientChannel {
-  let id = ConnectionNumber.next()
-  let received = Mutex<[JSONValue]>([])
-
-  @discardableResult func send(_ event: Event) -> Bool { deliver(EncodedEvent(event)) }
-  @discardableResult func deliver(_ event: EncodedEvent) -> Bool {
-    if let value = try? JSONValue.parse(event.body) { received.withLock { $0.append(value) } }
-    return true
-  }
-  var isConnected: Bool { true }
-  func close() {}
-
-  /// The events of class `REGION`, in order.
-  var regionEvents: [JSONValue] { received.withLock { $0.filter { $0["class"] == "REGION" } } }
-  /// Classes of everything received, in order.
-  var classes: [String] { received.withLock { $0.compactMap { $0["class"]?.stringValue } } }
-}
-
 private let root = PeerCredentials(pid: 1, uid: 0, gid: 0)
 /// Paris, a circle of 200 m around it.
 private let center = Coordinate(latitude: 48.8566, longitude: 2.3522)

@@ -11,22 +11,6 @@ import Testing
 @testable import LocationProtocol
 @testable import ServiceCore
 
-/// A client channel that keeps every event body given to it, in order.
-private final class RecordingChannel: ClientChannel {
-  let id = ConnectionNumber.next()
-  let received = Mutex<[JSONValue]>([])
-
-  @discardableResult func send(_ event: Event) -> Bool { deliver(EncodedEvent(event)) }
-  @discardableResult func deliver(_ event: EncodedEvent) -> Bool {
-    if let value = try? JSONValue.parse(event.body) { received.withLock { $0.append(value) } }
-    return true
-  }
-  var isConnected: Bool { true }
-  func close() {}
-
-  func events(_ name: String) -> [JSONValue] { received.withLock { $0.filter { $0["class"]?.stringValue == name } } }
-}
-
 /// A recorded drive (1 Hz, eastwards at 10 m/s along 48.8566° N from 2019-05-01T12:00:00Z)
 /// through circle `a` (entry and exit), circle `b` with a 20 s dwell (the car stands in it for
 /// 60 s), and polygon `p`, ending outside every region: the same regions are entered and left on
@@ -104,7 +88,7 @@ private func replayDrive(
     authority: AuthorizationAuthority(Authorizer(groupName: nil)),
     regions: RegionService(clock: regionClock))
   await service.start()
-  let channel = RecordingChannel()
+  let channel = EventChannel()
   let context = ClientContext(connection: channel, peer: root)
   _ = await service.handle(Request(command: .requestAuthorization), from: context)
   for line in Drive.regionRequests {
@@ -228,7 +212,7 @@ struct RegionTimelineTests {
       manager: LocationManager(backend: backend), map: map, backend: backend,
       authority: AuthorizationAuthority(Authorizer(groupName: nil)), regions: RegionService(clock: clock))
     await service.start()
-    let channel = RecordingChannel()
+    let channel = EventChannel()
     let context = ClientContext(connection: channel, peer: root)
     _ = await service.handle(Request(command: .requestAuthorization), from: context)
     _ = await service.handle(try Request.parse(Array(Drive.regionRequests[0].utf8)), from: context)

@@ -3,17 +3,19 @@ import Testing
 
 @testable import SystemIO
 
+/// A new empty directory under /tmp.
+func temporaryDirectory() throws -> String {
+  var template = Array("/tmp/locationd-systemio-XXXXXX".utf8CString)
+  let made = template.withUnsafeMutableBufferPointer { buffer -> UnsafeMutablePointer<CChar>? in
+    guard let base = buffer.baseAddress else { return nil }
+    return mkdtemp(base)
+  }
+  try #require(made != nil)
+  return String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
+
 @Suite("DirectoryLock")
 struct DirectoryLockTests {
-  func temporaryDirectory() throws -> String {
-    var template = Array("/tmp/locationd-lock-XXXXXX".utf8CString)
-    let made = template.withUnsafeMutableBufferPointer { buffer -> UnsafeMutablePointer<CChar>? in
-      guard let base = buffer.baseAddress else { return nil }
-      return mkdtemp(base)
-    }
-    try #require(made != nil)
-    return String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-  }
 
   func remove(_ directory: String) {
     unlink(directory + "/" + DirectoryLock.fileName)
@@ -99,15 +101,6 @@ struct DirectoryLockTests {
 
 @Suite("AtomicFile")
 struct AtomicFileTests {
-  func temporaryDirectory() throws -> String {
-    var template = Array("/tmp/locationd-atomic-XXXXXX".utf8CString)
-    let made = template.withUnsafeMutableBufferPointer { buffer -> UnsafeMutablePointer<CChar>? in
-      guard let base = buffer.baseAddress else { return nil }
-      return mkdtemp(base)
-    }
-    try #require(made != nil)
-    return String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-  }
 
   func contents(_ path: String) -> String? {
     let fd = open(path, O_RDONLY | O_CLOEXEC)
