@@ -63,7 +63,7 @@ public enum Reply: Sendable, Hashable {
     return .object(class: "TRACKING", members: members)
   }
 
-  /// `{"class":"STATUS","authorization":..,"tracking":..,"backendActive":..,"backend":{"uri":..,
+  /// `{"class":"STATUS","authorization":..,"tracking":..,"userTracking":..,"backendActive":..,"backend":{"uri":..,
   /// "state":..,"detail":..},"initial":TPV|null,"current":TPV|null,"clients":N}`: the answer to
   /// `status`.
   ///
@@ -71,6 +71,9 @@ public enum Reply: Sendable, Hashable {
   ///   - authorization: the asking client's authorization status.
   ///   - tracking: whether the asking client tracks: its user ran `start` (until `stop`) or its
   ///     connection watches.
+  ///   - userTracking: what tracks for the caller's user, `{"uid":U,"start":BOOL,"watches":N,
+  ///     "thisConnection":BOOL}` (its `start` in force, how many of its connections watch, this
+  ///     one included, and whether this one does); `nil` (left out) when not authorized.
   ///   - backendActive: whether the daemon's backend runs, for this or any other client.
   ///   - backendURI: e.g. `gpsd://localhost:2947`.
   ///   - backendState: the backend's last ``BackendStatus``.
@@ -81,7 +84,8 @@ public enum Reply: Sendable, Hashable {
   ///   - clients: the number of connected clients.
   ///   - http: `{"url":..,"tokenFile":..}` when the HTTP front-end runs (`--http`); left out otherwise.
   public static func status(
-    authorization: AuthorizationStatus, tracking: Bool, backendActive: Bool, backendURI: String,
+    authorization: AuthorizationStatus, tracking: Bool, userTracking: JSONValue? = nil, backendActive: Bool,
+    backendURI: String,
     backendState: BackendStatus,
     detail: String? = nil, initial: JSONValue?, current: JSONValue?, clients: Int, http: JSONValue? = nil
   ) -> Reply {
@@ -90,6 +94,7 @@ public enum Reply: Sendable, Hashable {
       members: [
         JSONMember("authorization", .string(authorization.rawValue)),
         JSONMember("tracking", .bool(tracking)),
+      ] + (userTracking.map { [JSONMember("userTracking", $0)] } ?? []) + [
         JSONMember("backendActive", .bool(backendActive)),
         JSONMember(
           "backend",
