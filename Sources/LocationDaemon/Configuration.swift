@@ -161,7 +161,9 @@ public struct Configuration: Sendable, Hashable {
       --group NAME      members may use the service, "" for root only (default locationd)
       --max-clients N   1...4096                           (default 64)
       --dbus BUS        serve the GeoClue2 D-Bus API (org.freedesktop.GeoClue2) on the
-                        system or session bus, or none    (default none)
+                        system or session bus, or none    (default none); applications look
+                        on the system bus, session is for a private or test bus
+                        (scripts/try-geoclue, docs/geoclue.md)
       --nmea-socket PATH  serve each fix as NMEA RMC and GGA on this Unix socket, for GeoClue's
                         nmea-socket; same mode and group as --socket (default none)
       --http ADDRESS:PORT
