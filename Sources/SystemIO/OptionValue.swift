@@ -19,7 +19,8 @@ public enum OptionValue {
       case .missing(let option):
         return "option \(option) needs a value"
       case .looksLikeOption(let option, let next):
-        return "option \(option) needs a value, but \(next) follows it; write \(option)=\(next) for a value that starts with --"
+        return
+          "option \(option) needs a value, but \(next) follows it; write \(option)=\(next) for a value that starts with --"
       }
     }
   }
@@ -37,7 +38,9 @@ public enum OptionValue {
   ///   - arguments: the command line; `index` may be past its end.
   /// - Throws: ``Problem/missing(option:)`` when nothing follows,
   ///   ``Problem/looksLikeOption(option:next:)`` when the next word starts with `--`.
-  public static func separate(_ option: String, in arguments: [String], at index: Int) throws(Problem) -> String {
+  public static func separate(_ option: String, in arguments: [String], at index: Int)
+    throws(Problem) -> String
+  {
     guard arguments.indices.contains(index) else { throw .missing(option: option) }
     let next = arguments[index]
     guard !next.hasPrefix("--") else { throw .looksLikeOption(option: option, next: next) }
