@@ -483,6 +483,23 @@ int csdbus_sender_credentials(sd_bus_message *message, uint32_t *uid, int32_t *p
   return r < 0 ? r : 0;
 }
 
+int csdbus_name_owner_pid(sd_bus *bus, const char *name, int32_t *pid) {
+  if (bus == NULL || name == NULL || pid == NULL) return -EINVAL;
+  sd_bus_error error = SD_BUS_ERROR_NULL;
+  sd_bus_message *reply = NULL;
+  int r = api.sd_bus_call_method(bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                 "GetConnectionUnixProcessID", &error, &reply, "s", name);
+  api.sd_bus_error_free(&error);
+  if (r < 0) return r;
+  uint32_t value = 0;
+  r = api.sd_bus_message_read_basic(reply, 'u', &value);
+  api.sd_bus_message_unref(reply);
+  if (r < 0) return r;
+  if (r == 0 || value == 0 || value > INT32_MAX) return -EBADMSG;
+  *pid = (int32_t)value;
+  return 0;
+}
+
 int csdbus_emit_location_updated(sd_bus *bus, const char *destination, const char *path, const char *old_path,
                                  const char *new_path) {
   if (bus == NULL || destination == NULL || path == NULL || old_path == NULL || new_path == NULL) return -EINVAL;

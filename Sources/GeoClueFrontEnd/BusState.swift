@@ -505,8 +505,14 @@ final class BusState {
     let lifetime = UInt64(frontEnd.limits.previousLocationLifetime * 1_000_000)
     var signalled = 0
     defer { recordDelivery(entered: entered, signalled: signalled) }
+    // Each client gets the accuracy it asked for (GeoClueCoarsening): computed once per level.
+    var byLevel: [UInt32: GeoClueLocationValues] = [:]
+    let exact = values
     for id in clients.keys.sorted() {
       guard let client = clients[id], client.active else { continue }
+      let level = client.requestedAccuracy
+      let values = byLevel[level] ?? GeoClueCoarsening.values(exact, level: level)
+      byLevel[level] = values
       if let current = client.current, let object = locations[current],
         GeoClueThresholds.suppresses(
           values, after: client.signalled, distance: client.distanceThreshold,

@@ -50,8 +50,9 @@ public struct GeoClueLimits: Sendable, Hashable {
 public enum GeoClueError: Error, Sendable, Hashable, CustomStringConvertible {
   /// The bus could not be reached (no bus daemon, wrong address).
   case busUnavailable(GeoClueBusKind, reason: String)
-  /// Another connection owns `org.freedesktop.GeoClue2` (a running GeoClue).
-  case nameTaken(GeoClueBusKind)
+  /// Another connection owns `org.freedesktop.GeoClue2` (a running GeoClue, or another
+  /// locationd): `owner` is that connection's process as the bus driver reports it, when it does.
+  case nameTaken(GeoClueBusKind, owner: BusNameOwner?)
   /// The bus refused the name (its policy) or another step failed.
   case failed(GeoClueBusKind, reason: String)
 
@@ -61,13 +62,61 @@ public enum GeoClueError: Error, Sendable, Hashable, CustomStringConvertible {
     case .busUnavailable(let kind, let reason):
       return "cannot connect to the D-Bus \(kind.rawValue) bus (\(reason)): start its bus daemon, "
         + "check \(kind == .system ? "DBUS_SYSTEM_BUS_ADDRESS" : "DBUS_SESSION_BUS_ADDRESS"), or use --dbus none"
-    case .nameTaken(let kind):
+    case .nameTaken(let kind, let owner?):
       return
-        "org.freedesktop.GeoClue2 is already owned on the \(kind.rawValue) bus (GeoClue runs): "
-        + "stop it (systemctl stop geoclue) or use --dbus none"
+        "org.freedesktop.GeoClue2 is already owned on the \(kind.rawValue) bus by process \(owner.pid) "
+        + "(\(owner.commandLine ?? "its command line cannot be read")): stop that process (GeoClue: "
+        + "systemctl stop geoclue; another locationd: systemctl stop locationd or kill \(owner.pid)) "
+        + "or use --dbus none"
+    case .nameTaken(let kind, nil):
+      return
+        "org.freedesktop.GeoClue2 is already owned on the \(kind.rawValue) bus (the bus does not say "
+        + "by which process): stop its owner (GeoClue: systemctl stop geoclue) or use --dbus none"
     case .failed(let kind, let reason):
       return "cannot serve org.freedesktop.GeoClue2 on the \(kind.rawValue) bus: \(reason)"
     }
+  }
+}
+
+/// The process behind a bus connection: its ID from the bus driver
+/// (`GetConnectionUnixProcessID`) and its command line from `/proc/PID/cmdline`.
+public struct BusNameOwner: Sendable, Hashable {
+  /// The process ID.
+  public var pid: Int32
+  /// The arguments joined by spaces, control characters written as `?`, at most 200 characters
+  /// (then `...`); `nil` when `/proc` does not show it (the process ended, or is hidden).
+  public var commandLine: String?
+
+  /// Creates an owner description.
+  public init(pid: Int32, commandLine: String?) {
+    self.pid = pid
+    self.commandLine = commandLine
+  }
+
+  /// The owner of `pid` with its command line read from `/proc`.
+  static func process(_ pid: Int32) -> BusNameOwner {
+    BusNameOwner(pid: pid, commandLine: readCommandLine(pid))
+  }
+
+  /// `/proc/PID/cmdline` (arguments separated by NUL) as one line.
+  static func readCommandLine(_ pid: Int32) -> String? {
+    let fd = open("/proc/\(pid)/cmdline", O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    // The first 4 KiB are plenty for the 200 characters shown.
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    guard let count = try? SystemIO.read(fd, into: &buffer), count > 0 else { return nil }
+    var arguments = buffer.prefix(count).split(separator: 0, omittingEmptySubsequences: false).map {
+      String(decoding: $0, as: UTF8.self)
+    }
+    if arguments.last == "" { arguments.removeLast() }
+    var line = String(
+      String.UnicodeScalarView(
+        arguments.joined(separator: " ").unicodeScalars.map {
+          $0.properties.generalCategory == .control || $0.properties.generalCategory == .format ? "?" : $0
+        }))
+    if line.count > 200 { line = String(line.prefix(200)) + "..." }
+    return line
   }
 }
 
@@ -271,10 +320,14 @@ public final class GeoClueFrontEnd: FrontEnd {
     objects.store(1, ordering: .relaxed)
     r = csdbus_request_name(bus, "org.freedesktop.GeoClue2")
     guard r >= 0 else {
-      report(
-        .failure(
-          r == -EEXIST || r == -EALREADY
-            ? .nameTaken(kind) : .failed(kind, reason: Self.errorText(r))))
+      guard r == -EEXIST || r == -EALREADY else {
+        report(.failure(.failed(kind, reason: Self.errorText(r))))
+        return
+      }
+      // Name the owner: "GeoClue runs" is a guess that is wrong when another locationd holds it.
+      var pid: Int32 = 0
+      let owner = csdbus_name_owner_pid(bus, "org.freedesktop.GeoClue2", &pid) >= 0 ? BusNameOwner.process(pid) : nil
+      report(.failure(.nameTaken(kind, owner: owner)))
       return
     }
     report(.success(()))

@@ -140,3 +140,81 @@ public enum GeoClueAccuracyLevel: UInt32, Sendable, CaseIterable {
   /// Exact: what a receiver gives, and all locationd gives.
   case exact = 8
 }
+
+/// What a client that asked for less than `EXACT` gets: the position moved to the centre of the
+/// cell of a fixed grid that holds it, at the scale of the requested level, with `Accuracy` the
+/// radius that covers the whole cell (as Android's approximate location snaps to a grid instead of
+/// handing out the receiver's position).
+///
+/// The scale of each level (metres; GeoClue's levels name no distance, geocode-glib's accuracy
+/// constants do for country, city and street):
+///
+/// | level | scale |
+/// |---|---|
+/// | `COUNTRY` (1), and `NONE` (0), which GeoClue raises to `COUNTRY` at `Start` | 300,000 (`GEOCODE_LOCATION_ACCURACY_COUNTRY`) |
+/// | `CITY` (4) | 15,000 (`GEOCODE_LOCATION_ACCURACY_CITY`) |
+/// | `NEIGHBORHOOD` (5), a cell tower's reach in GeoClue's 3G and CDMA sources | 3,000 |
+/// | `STREET` (6) | 1,000 (`GEOCODE_LOCATION_ACCURACY_STREET`) |
+/// | `EXACT` (8) | the fix itself, unchanged |
+///
+/// The grid: latitude bands of `180 / n` degrees, `n = round(180 / (scale / 111,226 m))` (the
+/// metres of one degree on GeoClue's sphere of radius 6,372,795 m); each band is cut into
+/// `m = max(1, floor(360 / (bandHeight / cos(band's central latitude))))` equal longitude cells
+/// starting at -180, so cells are about `scale` wide on every band and the grid never depends on
+/// the fix. The position becomes the cell's centre; `Accuracy` is the distance from the centre to
+/// the cell's farthest corner plus the fix's own 95% radius when known. Altitude, speed and
+/// heading become unknown (they would tell more than the level allows); the time and
+/// description stay.
+public enum GeoClueCoarsening {
+  /// Metres of one degree of latitude on GeoClue's sphere (radius 6,372,795 m).
+  public static let metresPerDegree = GeoClueThresholds.earthRadiusMetres * Double.pi / 180
+
+  /// The grid's scale for a requested level in metres; `nil` for `EXACT` (and any level above
+  /// `STREET`), which is not coarsened.
+  public static func scale(for level: UInt32) -> Double? {
+    switch level {
+    case 0...GeoClueAccuracyLevel.country.rawValue: return 300_000
+    case GeoClueAccuracyLevel.country.rawValue + 1...GeoClueAccuracyLevel.city.rawValue: return 15_000
+    case GeoClueAccuracyLevel.neighborhood.rawValue: return 3_000
+    case GeoClueAccuracyLevel.street.rawValue: return 1_000
+    default: return nil
+    }
+  }
+
+  /// The cell of `latitude`, `longitude` (degrees) on the grid of `scale` metres: its centre and
+  /// its height and width in degrees.
+  public static func cell(latitude: Double, longitude: Double, scale: Double)
+    -> (latitude: Double, longitude: Double, height: Double, width: Double)
+  {
+    let bands = max(1, (180 / (scale / metresPerDegree)).rounded())
+    let height = 180 / bands
+    let band = min(bands - 1, max(0, ((latitude + 90) / height).rounded(.down)))
+    let centreLatitude = -90 + (band + 0.5) * height
+    let stretch = cos(centreLatitude * Double.pi / 180)
+    let cells = max(1, (360 / (height / max(stretch, 1e-9))).rounded(.down))
+    let width = 360 / cells
+    let column = min(cells - 1, max(0, ((longitude + 180) / width).rounded(.down)))
+    let centreLongitude = -180 + (column + 0.5) * width
+    return (centreLatitude, centreLongitude, height, width)
+  }
+
+  /// `values` as a client that asked for `level` gets them; unchanged for `EXACT`.
+  public static func values(_ values: GeoClueLocationValues, level: UInt32) -> GeoClueLocationValues {
+    guard let scale = scale(for: level) else { return values }
+    let cell = cell(latitude: values.latitude, longitude: values.longitude, scale: scale)
+    // The farthest corner: at the cell's edge nearer the equator, where a degree of longitude is
+    // longest.
+    let (low, high) = (cell.latitude - cell.height / 2, cell.latitude + cell.height / 2)
+    let edge = low <= 0 && high >= 0 ? 0 : min(abs(low), abs(high))
+    let north = cell.height / 2 * metresPerDegree
+    let east = cell.width / 2 * metresPerDegree * cos(min(edge, 90) * Double.pi / 180)
+    var coarse = values
+    coarse.latitude = cell.latitude
+    coarse.longitude = cell.longitude
+    coarse.accuracy = (north * north + east * east).squareRoot() + max(0, values.accuracy)
+    coarse.altitude = GeoClueLocationValues.unknownAltitude
+    coarse.speed = -1
+    coarse.heading = -1
+    return coarse
+  }
+}

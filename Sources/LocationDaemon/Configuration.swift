@@ -15,6 +15,9 @@ public enum ConfigurationError: Error, Sendable, Hashable, CustomStringConvertib
   case unknownFlag(String)
   /// A flag needs a value and none followed.
   case missingValue(String)
+  /// A flag is followed by a word that starts with `--` (another option), which is never taken
+  /// as its value: a value that starts with `--` is written `--flag=--value` (``OptionValue``).
+  case optionAsValue(flag: String, next: String)
   /// A flag that takes no value was given one (`--help=1`).
   case unexpectedValue(String)
   /// A value could not be used.
@@ -39,6 +42,8 @@ public enum ConfigurationError: Error, Sendable, Hashable, CustomStringConvertib
       return "option \(flag) needs a value: see locationd --help"
     case .unexpectedValue(let flag):
       return "option \(flag) takes no value: see locationd --help"
+    case .optionAsValue(let flag, let next):
+      return OptionValue.Problem.looksLikeOption(option: flag, next: next).description + ": see locationd --help"
     case .invalidValue(let key, let value, let reason):
       return "invalid \(key) \"\(value)\": \(reason)"
     case .invalidBackend(let uri, let reason):
@@ -149,7 +154,7 @@ public struct Configuration: Sendable, Hashable {
                      [--max-clients N] [--dbus system|session|none] [--nmea-socket PATH]
                      [--http ADDRESS:PORT] [--http-tiles URL|none] [--track live|all|off]
                      [--track-max-age AGE] [--track-max-size SIZE] [--config FILE]
-                     [--region-... VALUE]
+                     [--mqtt URI] [--mqtt-... VALUE] [--region-... VALUE]
 
       --backend URI     simulate[:ROUTE.gpx] | replay:PATH[?speed=10&loop=true] |
                         gpsd://HOST:PORT[/DEVICE]          (default simulate)
@@ -158,7 +163,9 @@ public struct Configuration: Sendable, Hashable {
       --group NAME      members may use the service, "" for root only (default locationd)
       --max-clients N   1...4096                           (default 64)
       --dbus BUS        serve the GeoClue2 D-Bus API (org.freedesktop.GeoClue2) on the
-                        system or session bus, or none    (default none)
+                        system or session bus, or none    (default none); applications look
+                        on the system bus, session is for a private or test bus
+                        (scripts/try-geoclue, docs/geoclue.md)
       --nmea-socket PATH  serve each fix as NMEA RMC and GGA on this Unix socket, for GeoClue's
                         nmea-socket; same mode and group as --socket (default none)
       --http ADDRESS:PORT
@@ -174,11 +181,13 @@ public struct Configuration: Sendable, Hashable {
                         3600s or 3600; 0 keeps all           (default 90d)
       --track-max-size SIZE keep the track under SIZE: 256M, 2G, 500K or bytes; 0 for no
                         cap                                  (default 256M)
-      --config FILE     key = value lines with the same names; flags win; re-read on SIGHUP
-      --mqtt URI        mqtt[s]://HOST[:PORT]: publish OwnTracks locations (docs/mqtt.md; the
-                        mqtt-* keys: topic, client-id, keepalive, qos, retain, ca-file,
-                        credentials FILE, tid, min-interval, min-distance, subscribe, stale,
-                        catch-up-rate, queue-limit)
+      --config FILE     key = value lines with the flags' names without --; flags win;
+                        re-read on SIGHUP
+      --mqtt URI        mqtt[s]://HOST[:PORT]: publish OwnTracks locations (docs/mqtt.md); with
+                        the flags --mqtt-topic, --mqtt-client-id, --mqtt-keepalive, --mqtt-qos,
+                        --mqtt-retain, --mqtt-ca-file, --mqtt-credentials FILE, --mqtt-tid,
+                        --mqtt-min-interval, --mqtt-min-distance, --mqtt-subscribe,
+                        --mqtt-stale, --mqtt-catch-up-rate, --mqtt-queue-limit
 
     Region monitoring (docs/regions.md; a change needs a restart):
       --region-error-fraction F  share of a fix's 95% error radius that must clear the
@@ -190,8 +199,9 @@ public struct Configuration: Sendable, Hashable {
       --region-outage-reset S    seconds between votes that restart a confirmation,
                                  0...86400                         (default 60)
 
-    The socket's directory and the state directory are created when missing (one level: their
-    parents must exist).
+    A value that starts with -- is written joined to its flag: --group=--x (a separate word
+    that starts with -- is the next flag). The socket's directory and the state directory are
+    created when missing (one level: their parents must exist).
 
 
     """ + ExitCode.table
@@ -217,19 +227,25 @@ public struct Configuration: Sendable, Hashable {
       }
       guard argument.hasPrefix("--") else { throw .unknownFlag(argument) }
       var name = String(argument.dropFirst(2))
-      var value: String
-      if let equals = name.firstIndex(of: "=") {
-        value = String(name[name.index(after: equals)...])
-        name = String(name[..<equals])
+      let value: String
+      if let (joinedName, joinedValue) = OptionValue.joined(name) {
+        name = joinedName
+        value = joinedValue
+        if name == "help" { throw .unexpectedValue("--help") }
+        guard Self.knownKeys.contains(name) || name == "config" else { throw .unknownFlag("--" + name) }
       } else {
-        guard index < arguments.count else {
-          throw Self.knownKeys.contains(name) || name == "config" ? .missingValue(argument) : .unknownFlag(argument)
+        // An unknown flag is named as such before its value is looked for.
+        guard Self.knownKeys.contains(name) || name == "config" else { throw .unknownFlag(argument) }
+        do {
+          value = try OptionValue.separate(argument, in: arguments, at: index)
+        } catch {
+          switch error {
+          case .missing: throw .missingValue(argument)
+          case .looksLikeOption(_, let next): throw .optionAsValue(flag: argument, next: next)
+          }
         }
-        value = arguments[index]
         index += 1
       }
-      if name == "help" { throw .unexpectedValue("--help") }
-      guard Self.knownKeys.contains(name) || name == "config" else { throw .unknownFlag("--" + name) }
       flags[name] = value
     }
     configuration.flags = flags

@@ -53,7 +53,6 @@ public enum Daemon {
     do {
       backend = try BackendFactory.make(uri: configuration.backendURI)
     } catch {
-      Log.event("startFailed", ["reason": error.description])
       writeStandardError("locationd: \(error)\n")
       return error.exitCode.rawValue
     }
@@ -88,7 +87,6 @@ public enum Daemon {
       }
     }
     if let (reason, code, hint) = stateProblem {
-      Log.event("startFailed", ["reason": "state directory \(configuration.stateDirectory): \(reason)"])
       writeStandardError(
         "locationd: --state-dir \(configuration.stateDirectory) cannot be used (\(reason))"
           + (hint.map { ": " + $0 } ?? "") + "\n")
@@ -101,7 +99,6 @@ public enum Daemon {
     do {
       stateLock = try DirectoryLock(directory: configuration.stateDirectory)
     } catch {
-      Log.event("startFailed", ["reason": "state directory \(configuration.stateDirectory): \(error)"])
       writeStandardError("locationd: --state-dir \(configuration.stateDirectory) cannot be used: \(error)\n")
       return ExitCode.cannotCreate.rawValue
     }
@@ -119,7 +116,6 @@ public enum Daemon {
     if let slash = configuration.socketPath.lastIndex(of: "/"), slash != configuration.socketPath.startIndex,
       let (ancestor, reason) = SecurePath.unsafeAncestor(of: String(configuration.socketPath[..<slash]))
     {
-      Log.event("startFailed", ["reason": "socket path \(configuration.socketPath): \(ancestor) is \(reason)"])
       writeStandardError(
         "locationd: --socket \(configuration.socketPath) cannot be used: \(ancestor) is \(reason)\n")
       return ExitCode.configuration.rawValue
@@ -129,7 +125,6 @@ public enum Daemon {
       socket = try ListeningSocket.open(
         path: configuration.socketPath, group: configuration.group, environment: environment)
     } catch {
-      Log.event("startFailed", ["reason": error.description])
       writeStandardError("locationd: \(error)\n")
       return error.exitCode.rawValue
     }
@@ -144,7 +139,6 @@ public enum Daemon {
         await service.attach(feed)
         nmeaFeed = feed
       } catch {
-        Log.event("startFailed", ["reason": error.description])
         writeStandardError("locationd: \(error)\n")
         socket.close()
         return nmeaExitCode(error).rawValue
@@ -167,7 +161,6 @@ public enum Daemon {
       do {
         try await frontEnd.start()
       } catch {
-        Log.event("startFailed", ["reason": error.description])
         writeStandardError("locationd: \(error)\n")
         server.stop()
         nmeaFeed?.stop()
@@ -192,7 +185,6 @@ public enum Daemon {
         web = frontEnd
         Log.event("httpReady", ["url": frontEnd.url, "tokenFile": frontEnd.tokenFile])
       } catch {
-        Log.event("startFailed", ["reason": "--http \(http.address):\(http.port): \(error.description)"])
         writeStandardError("locationd: --http \(http.address):\(http.port): \(error.description)\n")
         await geoClue?.stop()
         server.stop()
@@ -210,7 +202,6 @@ public enum Daemon {
         mqtt = try await startMQTT(
           settings, store: track?.store, stateDirectory: configuration.stateDirectory, service: service)
       } catch {
-        Log.event("startFailed", ["reason": error.description])
         writeStandardError("locationd: \(error)\n")
         await service.shutdown(reason: "startFailed")
         await geoClue?.stop()
@@ -233,7 +224,6 @@ public enum Daemon {
       try server.start()
       try nmeaFeed?.start()
     } catch {
-      Log.event("startFailed", ["reason": "\(error)"])
       writeStandardError("locationd: \(error)\n")
       await service.shutdown(reason: "startFailed")
       await mqtt?.stop()
@@ -402,6 +392,8 @@ public enum Daemon {
     }
   }
 
+  /// Writes `text` to standard error (the journal under systemd). A start failure is written
+  /// once, as one line saying what failed and what to do, and nowhere else.
   static func writeStandardError(_ text: String) {
     try? SystemIO.writeAll(2, text)
   }

@@ -7,7 +7,8 @@ extension ExitCode {
   public static let table = """
     exit status:
       0   clean shutdown (SIGTERM, SIGINT) or --help
-      64  bad command line: unknown option or option without value (usage follows)
+      64  bad command line: unknown option, option without value or followed by another option
+          (write --option=--value for a value that starts with --; usage follows)
       66  missing or unreadable input: --config file, replay log, GPX route (also a directory)
       69  unavailable: another server listens at the socket path, or libxml2 is missing
       71  a system call failed (socket, bind, listen)
@@ -24,7 +25,7 @@ extension ConfigurationError {
   /// The exit status for this error (see ``ExitCode``).
   public var exitCode: ExitCode {
     switch self {
-    case .unknownFlag, .missingValue, .unexpectedValue: return .usage
+    case .unknownFlag, .missingValue, .optionAsValue, .unexpectedValue: return .usage
     case .unreadableFile, .missingInput: return .noInput
     case .unavailable: return .unavailable
     case .invalidValue, .invalidBackend, .invalidLine: return .configuration

@@ -63,14 +63,17 @@ public enum Reply: Sendable, Hashable {
     return .object(class: "TRACKING", members: members)
   }
 
-  /// `{"class":"STATUS","authorization":..,"tracking":..,"backendActive":..,"backend":{"uri":..,
-  /// "state":..,"detail":..},"initial":TPV|null,"current":TPV|null,"age":S|null,"stale":BOOL,
-  /// "clients":N}`: the answer to `status`.
+  /// `{"class":"STATUS","authorization":..,"tracking":..,"userTracking":..,"backendActive":..,
+  /// "backend":{"uri":..,"state":..,"detail":..},"initial":TPV|null,"current":TPV|null,
+  /// "age":S|null,"stale":BOOL,"clients":N}`: the answer to `status`.
   ///
   /// - Parameters:
   ///   - authorization: the asking client's authorization status.
   ///   - tracking: whether the asking client tracks: its user ran `start` (until `stop`) or its
   ///     connection watches.
+  ///   - userTracking: what tracks for the caller's user, `{"uid":U,"start":BOOL,"watches":N,
+  ///     "thisConnection":BOOL}` (its `start` in force, how many of its connections watch, this
+  ///     one included, and whether this one does); `nil` (left out) when not authorized.
   ///   - backendActive: whether the daemon's backend runs, for this or any other client.
   ///   - backendURI: e.g. `gpsd://localhost:2947`.
   ///   - backendState: the backend's last ``BackendStatus``.
@@ -84,7 +87,8 @@ public enum Reply: Sendable, Hashable {
   ///     the fix's own time, which is on its source's timeline); `null` without one.
   ///   - stale: whether `age` exceeds ``StaleLimit/seconds``.
   public static func status(
-    authorization: AuthorizationStatus, tracking: Bool, backendActive: Bool, backendURI: String,
+    authorization: AuthorizationStatus, tracking: Bool, userTracking: JSONValue? = nil, backendActive: Bool,
+    backendURI: String,
     backendState: BackendStatus,
     detail: String? = nil, initial: JSONValue?, current: JSONValue?, clients: Int, http: JSONValue? = nil,
     age: Double? = nil
@@ -94,6 +98,7 @@ public enum Reply: Sendable, Hashable {
       members: [
         JSONMember("authorization", .string(authorization.rawValue)),
         JSONMember("tracking", .bool(tracking)),
+      ] + (userTracking.map { [JSONMember("userTracking", $0)] } ?? []) + [
         JSONMember("backendActive", .bool(backendActive)),
         JSONMember(
           "backend",

@@ -343,8 +343,19 @@ public actor LocationService: AnnotationBatchHandler {
     // or own tracking) in a reply that follows its `denied` event.
     let authorization = authorization(of: client.id)
     let authorized = authorization == .authorized
+    // What tracks for the caller's user: its `start`, and the watches of its connections (this
+    // one and others, such as a `locationctl watch` in another terminal).
+    let uid = client.peer.uid
+    let userWatches = watchers.keys.filter { decided[$0]?.peer.uid == uid }.count
+    let userReasons: JSONValue? =
+      authorized
+      ? .object([
+        JSONMember("uid", .int(Int64(uid))), JSONMember("start", .bool(userTracking)),
+        JSONMember("watches", .int(Int64(userWatches))), JSONMember("thisConnection", .bool(connectionTracking)),
+      ]) : nil
     return .status(
       authorization: authorization, tracking: authorized && (userTracking || connectionTracking),
+      userTracking: userReasons,
       backendActive: backendActive, backendURI: backend.uri,
       backendState: status, detail: detail,
       initial: authorized ? initial : nil,

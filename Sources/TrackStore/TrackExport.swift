@@ -104,8 +104,10 @@ public enum TrackExporter {
         """
         <?xml version="1.0" encoding="UTF-8"?>
         <gpx version="1.1" creator="locationd" xmlns="http://www.topografix.com/GPX/1/1" \
+        xmlns:gpxtpx="http://www.garmin.com/xmlschemas/TrackPointExtension/v2" \
         xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" \
-        xsi:schemaLocation="http://www.topografix.com/GPX/1/1 http://www.topografix.com/GPX/1/1/gpx.xsd">
+        xsi:schemaLocation="http://www.topografix.com/GPX/1/1 http://www.topografix.com/GPX/1/1/gpx.xsd \
+        http://www.garmin.com/xmlschemas/TrackPointExtension/v2 https://www8.garmin.com/xmlschemas/TrackPointExtensionv2.xsd">
         <trk><name>locationd track</name>
 
         """)
@@ -207,6 +209,15 @@ public enum TrackExporter {
     return (longitude * 1e8).rounded() >= 180e8 ? longitude - 360 : longitude
   }
 
+  /// A course over ground for `gpxtpx:course` (DegreesTrue_t: 0 up to, not including, 360) as
+  /// written with 2 decimals: a value that rounds to 360 is written as 0; `nil` when not finite.
+  static func gpxCourse(_ course: Double) -> Double? {
+    guard course.isFinite else { return nil }
+    var degrees = course.truncatingRemainder(dividingBy: 360)
+    if degrees < 0 { degrees += 360 }
+    return (degrees * 100).rounded() >= 36_000 ? 0 : degrees
+  }
+
   static func writeGPX(_ point: TrackPoint, _ out: inout ByteOutput) {
     out.append("<trkpt lat=\"")
     out.fixed(point.coordinate.latitude, 8)
@@ -250,6 +261,24 @@ public enum TrackExporter {
       out.append("<pdop>")
       out.fixed(pdop, 2)
       out.append("</pdop>")
+    }
+    // GPX 1.1 has no element for speed or course: Garmin's TrackPointExtension v2 carries them
+    // (speed in m/s, course in degrees true within 0..<360), read by gpsbabel and most tools.
+    let speed = point.speed.flatMap { $0.isFinite && $0 >= 0 ? $0 : nil }
+    let course = point.course.flatMap(gpxCourse)
+    if speed != nil || course != nil {
+      out.append("<extensions><gpxtpx:TrackPointExtension>")
+      if let speed {
+        out.append("<gpxtpx:speed>")
+        out.fixed(speed, 3)
+        out.append("</gpxtpx:speed>")
+      }
+      if let course {
+        out.append("<gpxtpx:course>")
+        out.fixed(course, 2)
+        out.append("</gpxtpx:course>")
+      }
+      out.append("</gpxtpx:TrackPointExtension></extensions>")
     }
     out.append("</trkpt>\n")
   }

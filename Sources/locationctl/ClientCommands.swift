@@ -102,8 +102,47 @@ func runStatus(_ arguments: [String], _ options: ClientOptions) throws -> Int32 
 }
 
 func runLocation(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
-  try expectNoArguments(arguments, "location")
-  return try authorizedCall(options, "location", text: Format.location)
+  let list = try ArgumentList(arguments, valued: ["--wait"])
+  try expectNoArguments(list.positional, "location")
+  guard let wait = try list.number("--wait") else {
+    return try authorizedCall(options, "location", text: Format.location)
+  }
+  guard wait > 0, wait <= 86_400 else { throw UsageError("--wait needs seconds within 0...86400, more than 0") }
+  return try oneShotLocation(wait: wait, options)
+}
+
+/// `location --wait SECONDS`: one fix on request (CoreLocation's `requestLocation()`). Tracks
+/// through a watch on its own connection, so tracking starts with it and stops when it ends,
+/// whatever ends it; prints the first fix with a position (a TPV) and exits 0, or exits 1 when
+/// none came within `wait` seconds.
+private func oneShotLocation(wait: Double, _ options: ClientOptions) throws -> Int32 {
+  let connection = try DaemonConnection(path: options.socketPath, timeout: options.timeout)
+  for command in ["request", "watch"] {
+    let reply = try connection.call(command)
+    if reply["class"] == "ERROR" { return finish(reply, options, text: { _ in "" }) }
+  }
+  let deadline = ContinuousClock.now + .milliseconds(Int64((wait * 1000).rounded(.up)))
+  while true {
+    guard let event = try connection.nextEvent(until: deadline) else {
+      writeError("locationctl: no fix within \(DaemonConnection.seconds(wait)) (locationd answered, the backend gave no position)")
+      return ExitCode.failure.rawValue
+    }
+    switch event["class"]?.stringValue {
+    case "TPV" where event["lat"]?.doubleValue != nil && event["lon"]?.doubleValue != nil:
+      if options.json { printJSON(event) } else { print(Format.fix(event.value)) }
+      return ExitCode.success.rawValue
+    case "ERROR", "SHUTDOWN":
+      writeError("locationctl: no fix: \(Format.event(event.value))")
+      return ExitCode.failure.rawValue
+    case "BACKEND" where event["state"] == "endOfData":
+      writeError("locationctl: no fix: the backend reached the end of its data")
+      return ExitCode.failure.rawValue
+    case "AUTHORIZATION" where event["authorization"] != "authorized":
+      writeError("locationctl: locationd withdrew this client's authorization (its group changed)")
+      return ExitCode.failure.rawValue
+    default: continue
+    }
+  }
 }
 
 /// `watch [--every]`: authorizes and watches on its own connection, which tracks for as long as it
@@ -120,14 +159,24 @@ func runWatch(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
     let reply = try connection.call(command, members)
     if reply["class"] == "ERROR" { return finish(reply, options, text: { _ in "" }) }
   }
+  var mapLines = MapLineFilter()
   while let event = try connection.nextEvent() {
     if options.json {
       printJSON(event)
+    } else if event["class"] == "MAP" {
+      // The map follows every fix while tracking: a line only when what a person sees changed.
+      if mapLines.shouldPrint(event.value) { print(Format.event(event.value)) }
     } else {
       print(Format.event(event.value))
     }
     fflush(nil)
     if event["class"] == "BACKEND", event["state"] == "endOfData" { return ExitCode.success.rawValue }
+    if event["class"] == "SHUTDOWN" {
+      // A stop by signal is the daemon's clean shutdown (systemctl stop, a restart): not a
+      // failure of this command. A front-end that failed to start is one.
+      let reason = event["reason"]?.stringValue ?? ""
+      return reason.hasPrefix("SIG") ? ExitCode.success.rawValue : ExitCode.failure.rawValue
+    }
     if event["class"] == "ERROR" { return ExitCode.failure.rawValue }
     if event["class"] == "AUTHORIZATION", event["authorization"] != "authorized" {
       // A reload of locationd's configuration took this user out of its group: nothing more comes.

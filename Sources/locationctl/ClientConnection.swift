@@ -183,6 +183,36 @@ final class DaemonConnection {
     return try readMessage(until: nil, answering: nil)
   }
 
+  /// The next message, waiting until `deadline` at most: `nil` when the deadline passes first.
+  ///
+  /// - Throws: ``ClientError`` when the daemon closes the connection, on a read error or an
+  ///   unparsable line.
+  func nextEvent(until deadline: ContinuousClock.Instant) throws -> Message? {
+    if !pendingEvents.isEmpty { return pendingEvents.removeFirst() }
+    while true {
+      if let message = try bufferedMessage() { return message }
+      let left = ContinuousClock.now.duration(to: deadline)
+      guard left > .zero else { return nil }
+      let milliseconds = left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1
+      var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+      let ready = poll(&descriptor, 1, Int32(clamping: milliseconds))
+      if ready < 0 && errno != EINTR {
+        throw ClientError("cannot wait for locationd: \(String(cString: strerror(errno)))")
+      }
+      guard ready > 0 else { continue }
+      guard let message = try readMessage(until: nil, answering: nil) else {
+        throw ClientError("locationd closed the connection")
+      }
+      return message
+    }
+  }
+
+  /// A complete line already received, parsed; `nil` when none is buffered.
+  private func bufferedMessage() throws -> Message? {
+    guard buffer.contains(UInt8(ascii: "\n")) else { return nil }
+    return try readMessage(until: nil, answering: nil)
+  }
+
   /// `seconds` as text for messages: "30 s", "0.5 s".
   static func seconds(_ seconds: Double?) -> String {
     guard let seconds else { return "the time allowed" }

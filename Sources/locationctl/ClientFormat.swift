@@ -65,7 +65,7 @@ enum Format {
     if let detail = backend?["detail"]?.stringValue { backendText += ": " + detail }
     return """
       authorization: \(reply["authorization"]?.stringValue ?? "?")
-      tracking: \(reply["tracking"] == true ? "on" : "off") (yours: start until stop, or watch)
+      tracking: \(userTracking(reply))
       backend active: \(reply["backendActive"] == true ? "yes" : "no") (for any client)
       backend: \(backendText)
       clients: \(reply["clients"]?.intValue.map(String.init) ?? "?")
@@ -74,6 +74,28 @@ enum Format {
       """ + (reply["age"]?.doubleValue.map {
         "\nage: \($0) s since the current fix arrived" + (reply["stale"] == true ? " (stale)" : "")
       } ?? "")
+  }
+
+  /// What tracks for the caller's user and why: "on for uid 1000: 1 watch on another
+  /// connection (locationctl watch; ends when it closes)".
+  static func userTracking(_ reply: JSONValue) -> String {
+    guard let user = reply["userTracking"], user != .null else {
+      return reply["tracking"] == true ? "on" : "off (not authorized: run locationctl request)"
+    }
+    let uid = user["uid"]?.intValue.map { "uid \($0)" } ?? "your user"
+    var reasons: [String] = []
+    if user["start"] == true { reasons.append("started with locationctl start (until locationctl stop)") }
+    let others = (user["watches"]?.intValue ?? 0) - (user["thisConnection"] == true ? 1 : 0)
+    if user["thisConnection"] == true { reasons.append("this connection watches") }
+    if others > 0 {
+      reasons.append(
+        "\(others) watch\(others == 1 ? "" : "es") on \(others == 1 ? "another connection" : "other connections")"
+          + " (locationctl watch or a program; each ends when its connection closes)")
+    }
+    guard !reasons.isEmpty else {
+      return "off for \(uid): no locationctl start in force and no watch (locationctl start or watch turns it on)"
+    }
+    return "on for \(uid): " + reasons.joined(separator: "; ")
   }
 
   static func location(_ reply: JSONValue) -> String {
@@ -112,6 +134,15 @@ enum Format {
     return text
   }
 
+  /// `SHUTDOWN` as a sentence: "locationd stopped (SIGTERM): ..." .
+  static func shutdown(_ event: JSONValue) -> String {
+    let reason = event["reason"]?.stringValue ?? "?"
+    if reason.hasPrefix("SIG") {
+      return "locationd is shutting down (\(terminalSafe(reason))): watch ends; run it again once locationd is back"
+    }
+    return "locationd is shutting down because it could not start (\(terminalSafe(reason))): see its log (journalctl -u locationd)"
+  }
+
   static func event(_ event: JSONValue) -> String {
     switch event["class"]?.stringValue {
     case "TPV": return fix(event)
@@ -129,7 +160,37 @@ enum Format {
     case "MAP": return map(event).replacing("\n", with: "  ")
     case "AUTHORIZATION": return "authorization: " + (event["authorization"]?.stringValue ?? "?")
     case "REGION": return regionEvent(event)
+    case "SHUTDOWN": return shutdown(event)
     default: return event.jsonString
     }
+  }
+}
+
+/// Which `MAP` events the human `watch` prints: the first, then those that change what a person
+/// reads from the map: the zoom, the user-tracking mode, whether tracking runs, the annotations
+/// (other than the moving `location` one) and the center when the map does not follow (a
+/// manual move or the first fix of a session). The center and rotation that follow each fix are
+/// what the TPV line already says, so they print nothing.
+struct MapLineFilter {
+  private var last: JSONValue?
+
+  /// Whether `event` (a `MAP` object) gets a line; remembers it when it does.
+  mutating func shouldPrint(_ event: JSONValue) -> Bool {
+    let key = Self.key(event)
+    guard key != last else { return false }
+    last = key
+    return true
+  }
+
+  /// What a person cares about in a `MAP` object, as a JSON value compared whole.
+  static func key(_ event: JSONValue) -> JSONValue {
+    let mode = event["mode"]?.stringValue ?? ""
+    let annotations = (event["annotations"]?.arrayValue ?? []).filter { $0["kind"]?.stringValue != "location" }
+    var members: [JSONMember] = [
+      JSONMember("zoom", event["zoom"] ?? .null), JSONMember("mode", .string(mode)),
+      JSONMember("tracking", event["tracking"] ?? .null), JSONMember("annotations", .array(annotations)),
+    ]
+    if mode == "none" { members.append(JSONMember("center", event["center"] ?? .null)) }
+    return .object(members)
   }
 }

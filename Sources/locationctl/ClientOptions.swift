@@ -30,7 +30,9 @@ let usageText = """
     stop                          stop location updates
     status                        authorization, your tracking, whether the backend runs,
                                   backend state, initial and current location
-    location                      initial and current location
+    location [--wait S]           initial and current location; --wait: a fix on request: tracks
+                                  until the first fix, prints it and stops (exit 1 after S seconds
+                                  without one)
     watch [--every]               track on this connection and print every event until interrupted
                                   (--every: every fix, never coalesced when the terminal is slow)
     center [LAT LON]              center the map on the current location, or on LAT LON
@@ -51,13 +53,18 @@ let usageText = """
                                   enter, exit and dwell events
     web                           print the map page's URL with its token (locationd --http)
     track export [--since TIME] [--until TIME] [--format gpx|geojson|csv] [--gap S]
-                 [--source live|simulated|all] [FILE|-]
+                 [--source live|simulated|all] [--state-dir DIR|--store FILE] [FILE|-]
                                   the recorded track (TIME: ISO 8601 or Unix seconds; --gap: new
-                                  segment after S seconds without a fix, default 300); reads the
-                                  store file, no daemon needed (--state-dir DIR or --store FILE)
+                                  segment after S seconds without a fix, default 300); GPX carries
+                                  speed and course in Garmin's TrackPointExtension v2
     track stats [--since TIME] [--until TIME] [--source live|simulated|all]
+                [--state-dir DIR|--store FILE]
                                   points, geodesic distance, duration, first and last time
-    track clear                   delete the recorded fixes
+    track clear [--state-dir DIR|--store FILE]
+                                  delete the recorded fixes
+                                  (every track command reads the store file, no daemon needed:
+                                  --store FILE, else DIR/track.sqlite with DIR from --state-dir,
+                                  $LOCATIOND_STATE_DIR or /var/lib/locationd)
     decode [--sky] [--rollover-floor DATE] [FILE|-]
                                   decode NMEA 0183 into gpsd TPV (and SKY) lines (no daemon needed)
     simulate --pty PATH [--rate HZ] [--backend URI]
@@ -101,14 +108,11 @@ func dispatch(_ arguments: [String]) -> Int32 {
       switch argument {
       case "--json": options.json = true
       case "--timeout":
-        guard index < arguments.count else { throw UsageError("--timeout needs a number of seconds") }
-        options.timeout = try parseTimeout(arguments[index])
+        options.timeout = try parseTimeout(try optionValue(argument, arguments, index))
         index += 1
       case "--socket":
-        guard index < arguments.count, !arguments[index].isEmpty else {
-          throw UsageError("--socket needs a path")
-        }
-        options.socketPath = arguments[index]
+        options.socketPath = try optionValue(argument, arguments, index)
+        guard !options.socketPath.isEmpty else { throw UsageError("--socket needs a path") }
         index += 1
       case "-h", "--help", "help":
         if command == nil {
@@ -170,7 +174,7 @@ func parseTimeout(_ text: String) throws -> Double? {
 }
 
 /// Commands whose arguments go through ``ArgumentList`` (which understands `--` itself).
-let commandsWithOptions: Set<String> = ["start", "annotate", "map", "region", "track"]
+let commandsWithOptions: Set<String> = ["start", "location", "annotate", "map", "region", "track"]
 
 /// The usage of one command: its entry in ``usageText`` with the global options.
 func commandUsage(_ command: String) -> String {
@@ -265,8 +269,7 @@ struct ArgumentList {
         }
         if valued.contains(name) {
           if value == nil {
-            guard index < arguments.count else { throw UsageError("\(name) needs a value") }
-            value = arguments[index]
+            value = try optionValue(name, arguments, index)
             index += 1
           }
           values[name] = value
@@ -290,6 +293,18 @@ struct ArgumentList {
       throw UsageError("\(name) needs a number, got \(text)")
     }
     return value
+  }
+}
+
+/// The value written after `option` at `arguments[index]` (``OptionValue``: never a word that
+/// starts with `--`; such a value is written `--option=--value`).
+///
+/// - Throws: ``UsageError`` saying what is missing and how to write it.
+func optionValue(_ option: String, _ arguments: [String], _ index: Int) throws -> String {
+  do {
+    return try OptionValue.separate(option, in: arguments, at: index)
+  } catch {
+    throw UsageError(error.description)
   }
 }
 

@@ -54,7 +54,15 @@ func runDecode(arguments: [String]) -> Int32 {
         writeError("locationctl decode: --rollover-floor given twice")
         return 64
       }
-      let value = inlineValue ?? (index < arguments.count ? arguments[index] : "")
+      let value: String
+      if let inlineValue {
+        value = inlineValue
+      } else {
+        do { value = try OptionValue.separate(argument, in: arguments, at: index) } catch {
+          writeError("locationctl decode: \(error), a date YYYY-MM-DD (1980 to 2079)")
+          return 64
+        }
+      }
       guard let day = CivilDate.days(iso: value) else {
         writeError("locationctl decode: --rollover-floor needs a date YYYY-MM-DD (1980 to 2079)")
         return 64

@@ -56,17 +56,34 @@ func runSimulate(arguments: [String]) -> Int32 {
   var deviceMode: mode_t?
   var skySettings: [(key: String, value: String)] = []
   var index = 0
+  // `--name=VALUE`: the value given joined to its option (the only way to give one that starts
+  // with --); a separate word that starts with -- is never a value (OptionValue).
+  var joinedValue: String?
   func value(_ name: String) -> String? {
-    guard index < arguments.count else {
-      writeError("locationctl simulate: \(name) needs a value (try --help)")
+    if let joined = joinedValue {
+      joinedValue = nil
+      return joined
+    }
+    do {
+      let text = try OptionValue.separate(name, in: arguments, at: index)
+      index += 1
+      return text
+    } catch {
+      writeError("locationctl simulate: \(error) (try --help)")
       return nil
     }
-    index += 1
-    return arguments[index - 1]
   }
   while index < arguments.count {
-    let argument = arguments[index]
+    var argument = arguments[index]
     index += 1
+    if argument.hasPrefix("--"), let (name, text) = OptionValue.joined(argument) {
+      argument = name
+      joinedValue = text
+    }
+    if joinedValue != nil, ["-h", "--help", "--zda"].contains(argument) {
+      writeError("locationctl simulate: \(argument) takes no value (try --help)")
+      return ExitCode.usage.rawValue
+    }
     switch argument {
     case "-h", "--help":
       print(simulateUsage, terminator: "")

@@ -179,6 +179,7 @@ enum DocExamples {
     (".build/release/gpsd-bench", "a benchmark: prints figures"),
     (".build/release/relay-bench", "a benchmark: prints figures"),
     ("scripts/geoclue-bench", "a benchmark: prints figures"),
+    ("scripts/geoclue-memory", "a measurement of minutes: prints figures"),
     (".build/release/mqtt-bench", "a benchmark: prints figures"),
     ("locationd --mqtt", "needs a broker; MQTTEndToEndTests run locationd against a private mosquitto"),
     (

@@ -50,10 +50,13 @@ def pump(seconds, until=lambda: False):
     while context.pending():
         context.iteration(False)
 
-def create(distance=0, time_threshold=0, desktop="locationd-test"):
+def create(distance=0, time_threshold=0, desktop="locationd-test", level=8):
+    # EXACT (8) unless a test asks for a coarser level: GeoClue's default is CITY (4).
     path = call(MANAGER, "org.freedesktop.GeoClue2.Manager", "CreateClient", None, "(o)")[0]
     if desktop is not None:
         set_prop(path, "DesktopId", GLib.Variant("s", desktop))
+    if level is not None:
+        set_prop(path, "RequestedAccuracyLevel", GLib.Variant("u", level))
     set_prop(path, "DistanceThreshold", GLib.Variant("u", distance))
     set_prop(path, "TimeThreshold", GLib.Variant("u", time_threshold))
     return path
@@ -228,6 +231,17 @@ elif command == "revocable":
     result["revoked"] = inactive()
     result["active"] = get_prop(path, CLIENT, "Active")
     result["startAgain"] = error_of(lambda: call(path, CLIENT, "Start"))
+elif command == "levels":
+    # One client per accuracy level (None: the default, not set), started together; each one's
+    # first location, read while its object exists.
+    levels = [8, 6, 5, 4, 1, None]
+    clients = [create(level=level) for level in levels]
+    for c in clients:
+        call(c, CLIENT, "Start")
+    pump(float(sys.argv[2]), lambda: all(updates(c) for c in clients))
+    result["levels"] = [level if level is not None else "default" for level in levels]
+    result["requested"] = [get_prop(c, CLIENT, "RequestedAccuracyLevel") for c in clients]
+    result["locations"] = [location(updates(c)[0][1]) if updates(c) else None for c in clients]
 elif command == "start":
     path = create()
     result["client"] = path

@@ -506,14 +506,21 @@ extension EndToEnd {
       }
       let (taken, takenLog) = try await second(setup.environment, "taken")
       #expect(taken == 69, "\(takenLog)")
+      // The owner is named as the bus driver reports it: the first daemon's PID and command
+      // line, not a guess that GeoClue runs; and the failure is printed once.
       #expect(
-        takenLog.contains("org.freedesktop.GeoClue2 is already owned on the system bus"),
+        takenLog.contains(
+          "org.freedesktop.GeoClue2 is already owned on the system bus by process \(setup.daemon.pid) ("
+            + (try Products.path("locationd")) + " --socket "),
         "\(takenLog)")
+      #expect(takenLog.components(separatedBy: "already owned").count == 2, "\(takenLog)")
+      #expect(!takenLog.contains("startFailed"), "\(takenLog)")
       var missing = setup.environment
       missing["DBUS_SYSTEM_BUS_ADDRESS"] = "unix:path=" + setup.scratch.file("no-bus")
       let (absent, absentLog) = try await second(missing, "absent")
       #expect(absent == 69, "\(absentLog)")
       #expect(absentLog.contains("cannot connect to the D-Bus system bus"), "\(absentLog)")
+      #expect(absentLog.components(separatedBy: "cannot connect").count == 2, "\(absentLog)")
       // The first one still serves.
       let result = try await setup.client(["nodesktop"])
       #expect(

@@ -257,7 +257,8 @@ extension EndToEnd.TrackingEndToEndTests {
     #expect(statusB["tracking"] as? Bool == false && statusB["backendActive"] as? Bool == true)
     let humanB = try await asNobody(["status"]).stdout
     #expect(
-      humanB.contains("tracking: off (yours") && humanB.contains("backend active: yes"), "\(humanB)"
+      humanB.contains("tracking: off for uid 65534: no locationctl start in force and no watch")
+        && humanB.contains("backend active: yes"), "\(humanB)"
     )
     let statusA = try await Self.status(daemon.socketPath)
     #expect(statusA["tracking"] as? Bool == true && statusA["backendActive"] as? Bool == true)

@@ -182,4 +182,45 @@ struct ConfigurationTests {
     }
     #expect((try? Configuration.parse(arguments: ["--http", "[::1]:8080"]))?.http?.address == "::1")
   }
+
+  @Test("a flag's value may not start with --: --group --backend X names the missing value, --group=--x sets it")
+  func optionAsValue() throws {
+    do {
+      _ = try Configuration.parse(arguments: ["--group", "--backend", "simulate"])
+      Issue.record("--group --backend simulate was accepted")
+    } catch {
+      #expect(error == .optionAsValue(flag: "--group", next: "--backend"))
+      #expect(error.exitCode == .usage)
+      #expect(error.description.contains("--group=--backend"), "\(error)")
+    }
+    // `--` (the end of options elsewhere) is not a value either.
+    #expect(throws: ConfigurationError.optionAsValue(flag: "--socket", next: "--")) {
+      try Configuration.parse(arguments: ["--socket", "--"])
+    }
+    // Joined, a value may start with -- (group names allow it), and one - stays a value.
+    let joined = try Configuration.parse(arguments: ["--group=--x", "--backend", "simulate"])
+    #expect(joined.group == "--x")
+    #expect(joined.backendURI == "simulate")
+    let dash = try Configuration.parse(arguments: ["--group", "-staff"])
+    #expect(dash.group == "-staff")
+    // An unknown flag is still named as unknown, whatever follows it.
+    #expect(throws: ConfigurationError.unknownFlag("--bogus")) {
+      try Configuration.parse(arguments: ["--bogus", "--group", "x"])
+    }
+    #expect(throws: ConfigurationError.missingValue("--group")) { try Configuration.parse(arguments: ["--group"]) }
+  }
+
+  @Test("--help names every flag: --mqtt and each --mqtt-* and region flag, as flags, not keys")
+  func helpNamesEveryFlag() {
+    let usage = Configuration.usage
+    let synopsis = usage.split(separator: "\n").prefix(6).joined(separator: "\n")
+    #expect(synopsis.contains("[--mqtt URI]"), "\(synopsis)")
+    for key in Configuration.knownKeys.union(["config"]) where !key.hasPrefix("region-") {
+      #expect(usage.contains("--\(key) ") || usage.contains("--\(key),") || usage.contains("--\(key)\n"), "--help lacks --\(key)")
+    }
+    for key in Configuration.knownKeys where key.hasPrefix("region-") {
+      #expect(usage.contains("--\(key) "), "--help lacks --\(key)")
+    }
+    #expect(!usage.contains(" keys"), "--help calls flags keys")
+  }
 }

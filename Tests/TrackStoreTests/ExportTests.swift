@@ -1,4 +1,5 @@
 import Foundation
+import FoundationXML
 import LocationModel
 import Testing
 import TrackStore
@@ -45,6 +46,67 @@ import TrackStore
     try exportText(empty, TrackExportOptions(format: .gpx)).write(
       toFile: directory + "/empty.gpx", atomically: false, encoding: .utf8)
     #expect(try run(["/usr/bin/xmllint", "--noout", "--schema", Self.schema, directory + "/empty.gpx"]).status == 0)
+  }
+
+  /// GPX with Garmin's TrackPointExtension v2 known, so that xmllint checks speed and course too.
+  static let garminSchema = packageRoot + "/Tests/TrackStoreTests/Schema/gpx-garmin.xsd"
+
+  /// Each track point's `gpxtpx:speed` and `gpxtpx:course` read back with an XML parser, in order
+  /// (`nil` where the point has none).
+  final class ExtensionReader: NSObject, XMLParserDelegate {
+    var points: [(speed: Double?, course: Double?)] = []
+    private var text = ""
+    func parser(
+      _ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
+      attributes: [String: String] = [:]
+    ) {
+      if name == "trkpt" { points.append((nil, nil)) }
+      text = ""
+    }
+    func parser(_ parser: XMLParser, foundCharacters string: String) { text += string }
+    func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+      guard namespaceURI == "http://www.garmin.com/xmlschemas/TrackPointExtension/v2", !points.isEmpty else { return }
+      if name == "speed" { points[points.count - 1].speed = Double(text) }
+      if name == "course" { points[points.count - 1].course = Double(text) }
+    }
+  }
+
+  @Test func gpxCarriesSpeedAndCourseInGarminsTrackPointExtension() throws {
+    var points = awkwardTrack()
+    points[10].speed = nil
+    points[11].course = nil
+    points[12].course = 359.999  // rounds to 360.00: written as 0 (DegreesTrue_t is below 360)
+    points[13].speed = -1  // not a speed: left out
+    points[14].course = .nan
+    let (written, directory) = try store(points)
+    let gpx = try exportText(written, TrackExportOptions(format: .gpx))
+    try gpx.write(toFile: directory + "/track.gpx", atomically: false, encoding: .utf8)
+    let result = try run(["/usr/bin/xmllint", "--noout", "--schema", Self.garminSchema, directory + "/track.gpx"])
+    #expect(result.status == 0, "\(result.error)")
+    #expect(result.error.contains("validates"))
+    #expect(gpx.contains(#"xmlns:gpxtpx="http://www.garmin.com/xmlschemas/TrackPointExtension/v2""#))
+    let parser = XMLParser(data: Data(gpx.utf8))
+    parser.shouldProcessNamespaces = true
+    let reader = ExtensionReader()
+    parser.delegate = reader
+    #expect(parser.parse(), "\(parser.parserError.map { "\($0)" } ?? "")")
+    #expect(reader.points.count == points.count)
+    for (index, (read, point)) in zip(reader.points, points).enumerated() {
+      let speed = point.speed.flatMap { $0 >= 0 ? $0 : nil }
+      #expect((read.speed == nil) == (speed == nil), "point \(index)")
+      if let speed, let value = read.speed { #expect(abs(value - speed) < 0.0005, "point \(index)") }
+      let course = point.course.flatMap { $0.isFinite ? $0 : nil }
+      #expect((read.course == nil) == (course == nil), "point \(index)")
+      if let course, let value = read.course {
+        #expect(abs(value - (course >= 359.995 ? 0 : course)) < 0.005, "point \(index)")
+      }
+    }
+    #expect(reader.points[12].course == 0)
+    // A point without either has no extensions element.
+    points[15].speed = nil
+    points[15].course = nil
+    let (bare, _) = try self.store([points[15]])
+    #expect(!(try exportText(bare, TrackExportOptions(format: .gpx))).contains("<extensions>"))
   }
 
   @Test func gpxRoundTripsThroughGPSBabelWithTheSamePoints() throws {

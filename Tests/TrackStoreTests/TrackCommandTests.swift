@@ -91,12 +91,29 @@ import LocationModel
     (["track", "frobnicate"], 64, "track takes export, stats or clear"),
     (["track", "stats", "--state-dir", "/nonexistent"], 1, "no track store at /nonexistent/track.sqlite"),
     (["track", "clear", "--state-dir", "/nonexistent"], 1, "no track store at /nonexistent/track.sqlite"),
+    // A separate word that starts with -- is the next option, never a value.
+    (["track", "export", "--state-dir", "--format", "csv"], 64, "write --state-dir=--format"),
+    (["track", "stats", "--since", "--state-dir", "/tmp"], 64, "option --since needs a value, but --state-dir follows it"),
+    (["track", "export", "--store=--x"], 1, "no track store at --x"),
   ])
   func badUsageAndMissingStores(_ arguments: [String], _ status: Int32, _ message: String) throws {
     let result = try run([Self.locationctl] + arguments)
     #expect(result.status == status)
     #expect(result.error.contains(message), "\(result.error)")
     #expect(!result.error.contains("UsageError("), "\(result.error)")
+  }
+
+  @Test func trackHelpShowsWhereTheStoreIsTaken() throws {
+    let help = try run([Self.locationctl, "track", "--help"])
+    #expect(help.status == 0, "\(help.error)")
+    let lines = help.output.split(separator: "\n").map(String.init)
+    #expect(lines.first?.hasPrefix("usage: locationctl") == true, "\(help.output)")
+    // Each of export, stats and clear names both ways to find the store in its synopsis.
+    for command in ["track export", "track stats", "track clear"] {
+      let synopsis = lines.drop { !$0.contains(command) }.prefix(2).joined(separator: " ")
+      #expect(synopsis.contains("[--state-dir DIR|--store FILE]"), "\(command): \(help.output)")
+    }
+    #expect(help.output.contains("$LOCATIOND_STATE_DIR"), "\(help.output)")
   }
 
   @Test func aFailedExportLeavesAnExistingFileUntouched() throws {

@@ -123,6 +123,11 @@ int csdbus_read_name_owner_changed(sd_bus_message *message, char *name, char *ol
 int csdbus_sender_credentials(sd_bus_message *message, uint32_t *uid, int32_t *pid, uint32_t *groups,
                               size_t capacity, size_t *count, int *known);
 
+/* The process ID of the connection that owns the bus name `name`, as the bus driver reports it
+ * (GetConnectionUnixProcessID; a blocking call). Returns 0 or a negative errno (-ENXIO style
+ * errors from the driver when nobody owns the name). */
+int csdbus_name_owner_pid(sd_bus *bus, const char *name, int32_t *pid);
+
 /* Emits the Client's LocationUpdated(old, new) to `destination` only (as GeoClue does). */
 int csdbus_emit_location_updated(sd_bus *bus, const char *destination, const char *path, const char *old_path,
                                  const char *new_path);

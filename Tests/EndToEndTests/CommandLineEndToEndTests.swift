@@ -1,0 +1,234 @@
+import Foundation
+import Glibc
+import LocationTestKit
+import NMEA
+import Testing
+
+extension EndToEnd {
+  /// The command line as a person meets it: option values, start failures, the human `watch`,
+  /// `status` and the one-shot `location --wait`.
+  @Suite("End to end: the command line", .serialized, .timeLimit(.minutes(3)))
+  struct CommandLineEndToEndTests {
+    /// A generated NMEA log of `epochs` epochs at 1 Hz (RMC, GGA, GSA, GSV, VTG).
+    static func writeLog(_ path: String, epochs: Int = 600) throws {
+      let encoder = NMEAEncoder()
+      var text = ""
+      for index in 0..<epochs {
+        for sentence in encoder.encode(TestRoute.fix(index, periodMilliseconds: 1000)) {
+          text += sentence.hasSuffix("\r\n") ? sentence : sentence + "\r\n"
+        }
+      }
+      try text.write(toFile: path, atomically: true, encoding: .utf8)
+    }
+
+    @Test(
+      "an option's value never starts with --: both programs name the option and the joined form")
+    func optionValues() async throws {
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      let locationctl = try Products.path("locationctl")
+      // Before: --socket took --json as its path, and --min-interval took --accuracy.
+      for (arguments, message) in [
+        (
+          ["--socket", "--json", "status"],
+          "option --socket needs a value, but --json follows it; write --socket=--json"
+        ),
+        (["--timeout", "--json", "status"], "write --timeout=--json"),
+        (
+          ["start", "--min-interval", "--accuracy", "5"],
+          "option --min-interval needs a value, but --accuracy follows it"
+        ),
+        (["annotate", "a", "1", "2", "--subtitle", "--kind", "x"], "write --subtitle=--kind"),
+        (["simulate", "--pty", "--rate", "1"], "write --pty=--rate"),
+        (
+          ["decode", "--rollover-floor", "--sky"],
+          "option --rollover-floor needs a value, but --sky follows it"
+        ),
+      ] {
+        let run = try await runTool(locationctl, arguments)
+        #expect(run.status == 64, "\(arguments): \(run.status) \(run.stderr)")
+        #expect(run.stderr.contains(message), "\(arguments): \(run.stderr)")
+      }
+      // locationd: --group --backend simulate is a missing group, not an unknown option "simulate".
+      let daemon = try await runTool(
+        try Products.path("locationd"),
+        [
+          "--socket", scratch.file("l.sock"), "--state-dir", scratch.file("state"), "--group",
+          "--backend", "simulate",
+        ])
+      #expect(daemon.status == 64, "\(daemon.stderr)")
+      #expect(daemon.stderr.contains("write --group=--backend"), "\(daemon.stderr)")
+      #expect(!daemon.stderr.contains("unknown option simulate"), "\(daemon.stderr)")
+      // Joined, a value may start with --: here a socket path that does not exist.
+      let joined = try await runTool(locationctl, ["--socket=/tmp/--none/x.sock", "status"])
+      #expect(joined.status == 1, "\(joined.stderr)")
+      #expect(
+        joined.stderr.contains("socket /tmp/--none/x.sock does not exist"), "\(joined.stderr)")
+    }
+
+    @Test("a start failure is printed once, as one line that says what to do")
+    func startFailureOnce() async throws {
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      let run = try await runTool(
+        try Products.path("locationd"),
+        [
+          "--socket", scratch.file("l.sock"), "--state-dir", scratch.file("no/such/dir"), "--group",
+          "",
+        ])
+      #expect(run.status == 73, "\(run.stderr)")
+      let lines = run.stderr.split(separator: "\n")
+      #expect(lines.count == 1, "\(run.stderr)")
+      #expect(
+        run.stderr.contains("--state-dir \(scratch.file("no/such/dir")) cannot be used"),
+        "\(run.stderr)")
+      #expect(!run.stderr.contains("startFailed"), "\(run.stderr)")
+    }
+
+    @Test(
+      "the human watch prints map changes a person cares about, and a shutdown as a sentence with exit 0"
+    )
+    func humanWatch() async throws {
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      let log = scratch.file("drive.nmea")
+      try Self.writeLog(log)
+      let daemon = try DaemonProcess(scratch: scratch, backend: "replay:\(log)?speed=20")
+      defer { daemon.cleanUp() }
+      try await daemon.waitUntilReady()
+      let out = scratch.file("watch.out")
+      let watch = try Child(
+        try Products.path("locationctl"), ["--socket", daemon.socketPath, "watch"], stdout: out,
+        stderr: scratch.file("watch.err"))
+      func lines() -> [String] {
+        ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").split(separator: "\n").map(
+          String.init)
+      }
+      func fixLines() -> Int { lines().filter { $0.contains(" N ") || $0.contains(" S ") }.count }
+      #expect(await waitUntil(timeout: 60) { fixLines() >= 30 }, "\(lines())")
+      // Two changes a person sees: a zoom and an annotation.
+      #expect(try await locationctl(daemon.socketPath, ["zoom", "12"]).status == 0)
+      #expect(
+        try await locationctl(
+          daemon.socketPath, ["annotate", "home", "49.2827", "-123.1207", "Home"]
+        ).status == 0)
+      let fixesBefore = fixLines()
+      #expect(await waitUntil(timeout: 60) { fixLines() >= fixesBefore + 20 }, "\(lines())")
+      #expect(await daemon.stop() == 0, "\(daemon.log)")
+      let status = await watch.waitForExit(timeout: 30)
+      let printed = lines()
+      #expect(
+        status == 0, "watch exited \(status.map(String.init) ?? "never"): \(printed.suffix(3))")
+      #expect(
+        printed.last
+          == "locationd is shutting down (SIGTERM): watch ends; run it again once locationd is back",
+        "\(printed.suffix(3))")
+      #expect(!printed.contains { $0.contains("{\"class\":\"SHUTDOWN\"") }, "\(printed.suffix(3))")
+      // MAP lines: the first, the one of the first fix (the center moves to it), the zoom, the
+      // annotation; never one per fix (before: one after every fix).
+      let mapLines = printed.filter { $0.hasPrefix("center: ") }
+      #expect(
+        (2...5).contains(mapLines.count),
+        "\(mapLines.count) MAP lines for \(fixLines()) fixes: \(mapLines)")
+      #expect(mapLines.contains { $0.contains("zoom: 12.00") }, "\(mapLines)")
+      #expect(mapLines.contains { $0.contains("home") && $0.contains("Home") }, "\(mapLines)")
+    }
+
+    @Test(
+      "status says what tracks for this user and why: a watch of the same user in another terminal")
+    func statusNamesTheUsersTracking() async throws {
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      let log = scratch.file("drive.nmea")
+      try Self.writeLog(log)
+      let daemon = try DaemonProcess(scratch: scratch, backend: "replay:\(log)?speed=1&loop=true")
+      defer { daemon.cleanUp() }
+      try await daemon.waitUntilReady()
+      let idle = try await locationctl(daemon.socketPath, ["status"], json: false)
+      #expect(idle.status == 0, "\(idle.stderr)")
+      #expect(
+        idle.stdout.contains(
+          "tracking: off for uid \(getuid()): no locationctl start in force and no watch"),
+        "\(idle.stdout)")
+      // Another terminal of the same user watches.
+      let watcher = try LineClient(path: daemon.socketPath)
+      try await watcher.authorizeAndWatch(coalesce: true)
+      let watched = try await locationctl(daemon.socketPath, ["status"], json: false)
+      #expect(
+        watched.stdout.contains("tracking: on for uid \(getuid()): 1 watch on another connection"),
+        "\(watched.stdout)")
+      let json = try await locationctl(daemon.socketPath, ["status"])
+      let object = try #require(
+        parseObject(json.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
+      let user = try #require(object["userTracking"] as? JSONObject, "\(json.stdout)")
+      #expect(user["uid"] as? Int == Int(getuid()))
+      #expect(user["start"] as? Bool == false)
+      #expect(user["watches"] as? Int == 1)
+      #expect(user["thisConnection"] as? Bool == false)
+      #expect(object["tracking"] as? Bool == false, "the caller's own tracking stays its own")
+      #expect(try await locationctl(daemon.socketPath, ["start"]).status == 0)
+      let started = try await locationctl(daemon.socketPath, ["status"], json: false)
+      #expect(
+        started.stdout.contains(
+          "tracking: on for uid \(getuid()): started with locationctl start (until locationctl stop); 1 watch"
+        ),
+        "\(started.stdout)")
+      watcher.close()
+      #expect(await daemon.stop() == 0, "\(daemon.log)")
+    }
+
+    @Test(
+      "location --wait S: tracks for one fix, prints it and stops; exit 1 when none comes in time")
+    func oneShotLocation() async throws {
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      let log = scratch.file("drive.nmea")
+      try Self.writeLog(log)
+      let daemon = try DaemonProcess(scratch: scratch, backend: "replay:\(log)?speed=1&loop=true")
+      defer { daemon.cleanUp() }
+      try await daemon.waitUntilReady()
+      // Nobody tracks: plain location has nothing (before, the only answer).
+      let none = try await locationctl(daemon.socketPath, ["location"], json: false)
+      #expect(none.stdout.contains("current: none"), "\(none.stdout)")
+      let text = try await locationctl(
+        daemon.socketPath, ["location", "--wait", "30"], json: false)
+      #expect(text.status == 0, "\(text.stderr)")
+      #expect(text.lines.count == 1, "\(text.stdout)")
+      #expect(
+        text.stdout.contains(" N ") && text.stdout.contains(" E ") && text.stdout.contains("3D"),
+        "\(text.stdout)")
+      let json = try await locationctl(daemon.socketPath, ["location", "--wait", "30"])
+      #expect(json.status == 0, "\(json.stderr)")
+      let fix = try #require(
+        parseObject(json.stdout.trimmingCharacters(in: .whitespacesAndNewlines)), "\(json.stdout)")
+      #expect(fix["class"] as? String == "TPV")
+      #expect(fix["lat"] is Double && fix["lon"] is Double, "\(json.stdout)")
+      // The tracking ended with the command.
+      #expect(
+        await waitUntil(timeout: 30) {
+          let status = try? await locationctl(daemon.socketPath, ["status"])
+          return parseObject(status?.stdout.trimmingCharacters(in: .whitespacesAndNewlines) ?? "")?[
+            "backendActive"]
+            as? Bool == false
+        })
+      #expect(await daemon.stop() == 0, "\(daemon.log)")
+
+      // A backend that never gives a fix (no gpsd listens there): exit 1 after the wait.
+      let silent = try DaemonProcess(
+        scratch: scratch, backend: "gpsd://127.0.0.1:1", name: "silent",
+        socketPath: scratch.file("s.sock"),
+        stateDirectory: scratch.file("silent-state"))
+      defer { silent.cleanUp() }
+      try await silent.waitUntilReady()
+      let started = now()
+      let timedOut = try await locationctl(
+        silent.socketPath, ["location", "--wait", "2"], json: false)
+      #expect(timedOut.status == 1, "\(timedOut.stdout) \(timedOut.stderr)")
+      #expect(timedOut.stderr.contains("no fix within 2 s"), "\(timedOut.stderr)")
+      #expect(now() - started >= 2)
+      let bad = try await locationctl(silent.socketPath, ["location", "--wait", "0"], json: false)
+      #expect(bad.status == 64, "\(bad.stderr)")
+      #expect(await silent.stop() == 0, "\(silent.log)")
+    }
+  }
+}
