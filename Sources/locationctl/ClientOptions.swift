@@ -28,13 +28,16 @@ let usageText = """
     start [--distance-filter M] [--min-interval S] [--accuracy M]
                                   start location updates
     stop                          stop location updates
-    status                        authorization, your tracking, whether the backend runs,
+    status                        authorization, what tracks for your user and why (start,
+                                  watches on any connection), whether the backend runs,
                                   backend state, initial and current location
     location [--wait S]           initial and current location; --wait: a fix on request: tracks
                                   until the first fix, prints it and stops (exit 1 after S seconds
                                   without one)
-    watch [--every]               track on this connection and print every event until interrupted
-                                  (--every: every fix, never coalesced when the terminal is slow)
+    watch [--every]               track on this connection and print events until interrupted or
+                                  locationd stops (exit 0); as text, map changes only when what
+                                  the map shows changed (--every: every fix, never coalesced
+                                  when the terminal is slow)
     center [LAT LON]              center the map on the current location, or on LAT LON
                                   (LAT LON turns follow or followWithHeading to none)
     zoom LEVEL                    set the map zoom level (0...22; turns following to none)
