@@ -187,7 +187,8 @@ public struct Configuration: Sendable, Hashable {
                         the flags --mqtt-topic, --mqtt-client-id, --mqtt-keepalive, --mqtt-qos,
                         --mqtt-retain, --mqtt-ca-file, --mqtt-credentials FILE, --mqtt-tid,
                         --mqtt-min-interval, --mqtt-min-distance, --mqtt-subscribe,
-                        --mqtt-stale, --mqtt-catch-up-rate, --mqtt-queue-limit
+                        --mqtt-stale, --mqtt-catch-up-rate, --mqtt-queue-limit,
+                        --mqtt-reconnect-max
 
     Region monitoring (docs/regions.md; a change needs a restart):
       --region-error-fraction F  share of a fix's 95% error radius that must clear the

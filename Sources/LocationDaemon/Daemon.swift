@@ -102,12 +102,15 @@ public enum Daemon {
       writeStandardError("locationd: --state-dir \(configuration.stateDirectory) cannot be used: \(error)\n")
       return ExitCode.cannotCreate.rawValue
     }
+    // Saves run on their own threads: a reply waits at most 50 ms for its change's save, so a
+    // stalled disk never holds up fixes or requests (docs/map-state.md, "Saving").
     let map = MapStateService(
-      store: MapStateStore(directory: configuration.stateDirectory) { Log.event("mapState", ["message": $0]) })
+      store: MapStateStore(directory: configuration.stateDirectory) { Log.event("mapState", ["message": $0]) },
+      replyWait: .milliseconds(50))
     // Regions and their states live beside the map state, in regions.json (docs/regions.md).
     let regions = RegionService(
       store: RegionStore(directory: configuration.stateDirectory) { Log.event("regions", ["message": $0]) },
-      configuration: configuration.regionMonitorConfiguration)
+      configuration: configuration.regionMonitorConfiguration, replyWait: .milliseconds(50))
     let service = LocationService(
       manager: manager, map: map, backend: backend, authority: authority, regions: regions)
 

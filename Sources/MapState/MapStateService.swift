@@ -33,7 +33,9 @@ import Regions
 ///
 /// Every change is published as a ``MapEvent`` to all ``events()`` subscribers and to attached
 /// renderers, and, when a ``MapStateStore`` is given, viewport, mode and annotations are saved
-/// after each change that touches them.
+/// after each change that touches them, by a ``StateSaver`` on its own thread: a change never
+/// waits for the disk (the newest state is saved when the disk allows); a request's reply waits
+/// at most ``replyWait`` for its change's save (``unsavedChanges``).
 public actor MapStateService {
   private var viewport: Viewport
   private var mode: UserTrackingMode
@@ -48,9 +50,12 @@ public actor MapStateService {
   private var subscribers: [UUID: AsyncStream<MapEvent>.Continuation] = [:]
   private var renderers: [any MapRenderer] = []
   private let store: MapStateStore?
-  private var lastSaved: PersistedMapState?
-  /// Why the current state is not on disk; `nil` once a save succeeded (or without a store).
-  private var saveFailure: MapStoreError?
+  private let saver: StateSaver<PersistedMapState>?
+  /// The state last handed to the saver (or loaded), and its ticket.
+  private var lastSubmitted: PersistedMapState?
+  private var lastTicket: UInt64 = 0
+  /// How long a reply waits for its change's save (``unsavedChanges``).
+  public nonisolated let replyWait: Duration
   /// UTF-8 bytes of all annotations' text (``Annotation/textByteCount``).
   private var annotationBytes = 0
 
@@ -67,9 +72,23 @@ public actor MapStateService {
   /// - Parameters:
   ///   - store: where to save and restore; `nil` keeps everything in memory.
   ///   - trackCapacity: fixes kept in the recent track, at least 2 (smaller values become 2).
-  public init(store: MapStateStore? = nil, trackCapacity: Int = 500) {
+  ///   - replyWait: how long ``unsavedChanges`` waits for the newest change's save before it
+  ///     answers (the daemon uses 50 ms, so a stalled disk cannot hold a reply up longer).
+  public init(store: MapStateStore? = nil, trackCapacity: Int = 500, replyWait: Duration = .seconds(5)) {
     self.store = store
     self.trackCapacity = max(trackCapacity, 2)
+    self.replyWait = replyWait
+    saver = store.map { store in
+      StateSaver(
+        label: "locationd.map-state-saves", save: { (state: PersistedMapState) throws(MapStoreError) in try store.save(state) },
+        report: { failure, _ in
+          if let failure {
+            store.log("map state not saved, keeping it in memory path=\(store.path) error=\(failure)")
+          } else {
+            store.log("map state saved again after an earlier failure path=\(store.path)")
+          }
+        })
+    }
     if let saved = store?.load() {
       viewport = saved.viewport
       mode = saved.mode
@@ -78,7 +97,7 @@ public actor MapStateService {
         annotationsByID[annotation.id] = annotation
         annotationBytes += annotation.textByteCount
       }
-      lastSaved = saved
+      lastSubmitted = saved
     } else {
       viewport = .default
       mode = .none
@@ -105,10 +124,19 @@ public actor MapStateService {
   /// The current viewport.
   public var currentViewport: Viewport { viewport }
 
-  /// Why the current viewport, mode and annotations are not saved: the last save failed (disk
-  /// full, I/O error, no file descriptors...) and no later one succeeded. `nil` when everything
-  /// is on disk, or without a store. Every later change, and ``saveIfNeeded()``, retries.
-  public var unsavedChanges: MapStoreError? { saveFailure }
+  /// Why the current viewport, mode and annotations are not saved: the newest completed save
+  /// failed (disk full, I/O error, no file descriptors...). Waits up to ``replyWait`` for the
+  /// newest change's own save first; when the disk has not answered by then, the outcome of the
+  /// save before is given (the newest one completes later, and a failure of it is logged and
+  /// reported with the next change). `nil` when the newest completed save reached the disk, or
+  /// without a store. Every later change, and ``saveIfNeeded()``, retries.
+  public var unsavedChanges: MapStoreError? {
+    get async {
+      guard let saver else { return nil }
+      _ = await saver.wait(for: lastTicket, timeout: replyWait)
+      return saver.failure
+    }
+  }
 
   /// The user-tracking mode.
   public var trackingMode: UserTrackingMode { mode }
@@ -545,45 +573,40 @@ public actor MapStateService {
     persistIfChanged()
   }
 
-  /// Saves the state when it differs from what was last saved (also after a failed save).
+  /// Saves the state when it differs from what was last saved, or again after a failed save,
+  /// and waits up to `timeout` for the disk (at shutdown).
   ///
-  /// - Returns: why the state is not on disk, or `nil` when it is (or there is no store).
-  @discardableResult public func saveIfNeeded() -> MapStoreError? {
+  /// - Returns: why the state is not on disk (``MapStoreError/stalled(path:seconds:)`` when the
+  ///   disk did not finish in time), or `nil` when it is (or there is no store).
+  @discardableResult public func saveIfNeeded(timeout: Duration = .seconds(10)) async -> MapStoreError? {
+    guard let saver, let store else { return nil }
+    if saver.failure != nil { lastSubmitted = nil }
     persistIfChanged()
-    return saveFailure
-  }
-
-  /// Whether `new` is the failure `old` was: the same step and error (temporary names differ).
-  private static func sameFailure(_ old: MapStoreError?, _ new: MapStoreError) -> Bool {
-    guard let old else { return false }
-    if case .system(let oldStep, _, let oldCode) = old, case .system(let newStep, _, let newCode) = new {
-      return oldStep == newStep && oldCode == newCode
+    guard await saver.wait(for: lastTicket, timeout: timeout) else {
+      let (seconds, attoseconds) = timeout.components
+      return .stalled(path: store.path, seconds: Double(seconds) + Double(attoseconds) / 1e18)
     }
-    return old == new
+    return saver.failure
   }
 
+  /// Waits until every save handed over so far has completed (or `timeout` passed), without
+  /// starting another: what is on disk then is the newest state (or the newest failure).
+  ///
+  /// - Returns: `false` when the disk did not finish in time.
+  @discardableResult public func savesSettled(timeout: Duration = .seconds(30)) async -> Bool {
+    guard let saver else { return true }
+    return await saver.flush(timeout: timeout)
+  }
+
+  /// Hands the state to the saver when it differs from what was last handed over, or when the
+  /// last save failed (every change retries).
   private func persistIfChanged() {
-    guard let store else { return }
+    guard let saver else { return }
     let current = PersistedMapState(
       viewport: viewport, mode: mode,
       annotations: annotationOrder.compactMap { annotationsByID[$0] })
-    guard current != lastSaved else {
-      saveFailure = nil
-      return
-    }
-    do {
-      try store.save(current)
-      lastSaved = current
-      if saveFailure != nil {
-        store.log("map state saved again after an earlier failure path=\(store.path)")
-      }
-      saveFailure = nil
-    } catch {
-      // Once per failure, not once per fix while following on a full disk.
-      if !Self.sameFailure(saveFailure, error) {
-        store.log("map state not saved, keeping it in memory path=\(store.path) error=\(error)")
-      }
-      saveFailure = error
-    }
+    guard current != lastSubmitted || saver.failure != nil else { return }
+    lastSubmitted = current
+    lastTicket = saver.submit(current)
   }
 }

@@ -86,6 +86,9 @@ public enum MapStoreError: Error, Hashable, Sendable, CustomStringConvertible {
   /// The state directory is owned by another user or writable by group or others, so another
   /// user could plant links or files in it (see ``MapStateStore/checkDirectory(_:)``).
   case unsafeDirectory(path: String, reason: String)
+  /// The save did not finish within `seconds`: the disk is stalled (a frozen or hung file
+  /// system); the save goes on and may still complete.
+  case stalled(path: String, seconds: Double)
 
   /// A one-line explanation.
   public var description: String {
@@ -98,6 +101,8 @@ public enum MapStoreError: Error, Hashable, Sendable, CustomStringConvertible {
       return "cannot encode map state: \(message)"
     case .unsafeDirectory(let path, let reason):
       return "map state directory \(path) is not safe: \(reason)"
+    case .stalled(let path, let seconds):
+      return "saving \(path) did not finish within \(seconds) s (the disk is stalled)"
     }
   }
 }

@@ -69,21 +69,30 @@ public struct RegionStore: Sendable {
   ///
   /// - Throws: ``MapStoreError`` naming the failed step; the previous file is then unchanged.
   public func save(_ monitor: RegionMonitor) throws(MapStoreError) {
+    try file.save(try Self.encode(monitor))
+  }
+
+  /// The file's bytes for `monitor`'s regions and states (compact JSON and a newline).
+  ///
+  /// - Throws: ``MapStoreError/encoding(_:)`` for a number that JSON cannot hold.
+  public static func encode(_ monitor: RegionMonitor) throws(MapStoreError) -> [UInt8] {
     let value = monitor.persisted()
     guard !value.containsNonFiniteNumber else {
       throw .encoding("a region number is NaN or infinite")
     }
     var bytes = value.encoded
     bytes.append(UInt8(ascii: "\n"))
-    try file.save(bytes)
+    return bytes
   }
 }
 
 /// The daemon's region monitoring: one ``RegionMonitor`` (the pure engine) fed every accepted
 /// fix, advanced on a ``LocationClock`` for dwell times and outages, and saved in a
-/// ``RegionStore``: at once after every change of the regions (`add`, `remove`: the reply says
-/// whether it is on disk), and after transitions with the next ``advance()`` (at most one save a
-/// second however many transitions, since every save rewrites the whole file).
+/// ``RegionStore`` by a ``StateSaver`` on its own thread (no fix and no request waits for the
+/// disk): after every change of the regions (`add`, `remove`: the reply waits up to
+/// ``replyWait`` to say whether it is on disk), and after transitions with the next
+/// ``advance()`` (at most one save a second however many transitions, since every save rewrites
+/// the whole file).
 ///
 /// ``LocationService`` owns it: the hub calls ``update(with:)`` for each fix right after the
 /// fix's TPV went to the watchers, and a task calls ``advance()`` once a second of the clock;
@@ -100,7 +109,12 @@ public actor RegionService {
   private let store: RegionStore?
   /// The clock the monitor's `now` comes from.
   public nonisolated let clock: any LocationClock
-  private var saveFailure: MapStoreError?
+  private let saver: StateSaver<[UInt8]>?
+  private var lastTicket: UInt64 = 0
+  /// The regions could not be encoded (never on disk then): the last attempt's error.
+  private var encodingFailure: MapStoreError?
+  /// How long a reply waits for its change's save (``unsavedChanges``).
+  public nonisolated let replyWait: Duration
   /// Transitions changed states that are not saved yet (saved by the next ``advance()``).
   private var statesChanged = false
   /// The timeline segment of the last fix (`nil` before the first).
@@ -115,12 +129,26 @@ public actor RegionService {
   ///   - store: where regions persist; `nil` keeps them in memory only.
   ///   - configuration: the engine's thresholds (`--region-*` options).
   ///   - clock: the time source for fix ages, dwell and outages (a ``VirtualClock`` in tests).
+  ///   - replyWait: how long ``unsavedChanges`` waits for the newest save (the daemon: 50 ms).
   public init(
     store: RegionStore? = nil, configuration: RegionMonitorConfiguration = .default,
-    clock: any LocationClock = SystemClock()
+    clock: any LocationClock = SystemClock(), replyWait: Duration = .seconds(5)
   ) {
     self.store = store
     self.clock = clock
+    self.replyWait = replyWait
+    saver = store.map { store in
+      StateSaver(
+        label: "locationd.region-saves", save: { (bytes: [UInt8]) throws(MapStoreError) in try store.file.save(bytes) },
+        report: { failure, _ in
+          // Once per run of the same failure, and once when saving works again.
+          if let failure {
+            Log.event("regionsNotSaved", ["path": store.path, "error": failure.description])
+          } else {
+            Log.event("regionsSaved", ["path": store.path, "after": "an earlier failure"])
+          }
+        })
+    }
     monitor =
       store?.load(configuration: configuration) ?? RegionMonitor(configuration: configuration)
   }
@@ -139,9 +167,19 @@ public actor RegionService {
   /// The region `id` with its state, `nil` when there is none.
   public func status(id: String) -> RegionStatus? { monitor.status(id: id) }
 
-  /// The last save's failure while it is not repaired by a later save, `nil` when everything
-  /// is on disk.
-  public var unsavedChanges: MapStoreError? { saveFailure }
+  /// The newest completed save's failure, after waiting up to ``replyWait`` for the newest
+  /// change's own save (a stalled disk answers with the save before); `nil` when it is on disk.
+  public var unsavedChanges: MapStoreError? {
+    get async {
+      if let encodingFailure { return encodingFailure }
+      guard let saver else { return nil }
+      _ = await saver.wait(for: lastTicket, timeout: replyWait)
+      return saver.failure
+    }
+  }
+
+  /// Whether the last save failed (encoding or disk).
+  private var lastSaveFailed: Bool { encodingFailure != nil || saver?.failure != nil }
 
   /// Adds `region`, or replaces the region with its id (whose state starts again at
   /// `unknown`), and saves.
@@ -209,33 +247,38 @@ public actor RegionService {
   public func advance() -> [RegionTransition] {
     guard monitor.count > 0, let now else { return [] }
     let transitions = monitor.advance(to: now)
-    if statesChanged || saveFailure != nil || !transitions.isEmpty { save() }
+    if statesChanged || lastSaveFailed || !transitions.isEmpty { save() }
     return transitions
   }
 
-  /// Saves once more when the last save failed or states changed without a transition (at
-  /// shutdown).
+  /// Saves once more when the last save failed or states changed since the last save (at
+  /// shutdown), and waits up to `timeout` for the disk; with nothing unsaved, touches nothing.
   ///
-  /// - Returns: the failure when the save failed again, `nil` when the file is up to date.
-  @discardableResult public func saveIfNeeded() -> MapStoreError? {
-    if store != nil { save() }
-    return saveFailure
+  /// - Returns: the failure when the save failed again or did not finish
+  ///   (``MapStoreError/stalled(path:seconds:)``), `nil` when the file is up to date.
+  @discardableResult public func saveIfNeeded(timeout: Duration = .seconds(10)) async -> MapStoreError? {
+    guard let saver, let store else { return nil }
+    if statesChanged || lastSaveFailed { save() }
+    if let encodingFailure { return encodingFailure }
+    guard await saver.wait(for: lastTicket, timeout: timeout) else {
+      let (seconds, attoseconds) = timeout.components
+      return .stalled(path: store.path, seconds: Double(seconds) + Double(attoseconds) / 1e18)
+    }
+    return saver.failure
   }
 
+  /// Hands the regions' file to the saver (encoded here: the monitor is this actor's).
   private func save() {
-    guard let store else { return }
+    guard let saver, let store else { return }
     statesChanged = false
     do {
-      try store.save(monitor)
-      if saveFailure != nil {
-        Log.event("regionsSaved", ["path": store.path, "after": "an earlier failure"])
-      }
-      saveFailure = nil
+      lastTicket = saver.submit(try RegionStore.encode(monitor))
+      encodingFailure = nil
     } catch {
-      if saveFailure != error {
+      if encodingFailure != error {
         Log.event("regionsNotSaved", ["path": store.path, "error": error.description])
       }
-      saveFailure = error
+      encodingFailure = error
     }
   }
 }

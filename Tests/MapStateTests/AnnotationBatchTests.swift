@@ -59,6 +59,7 @@ struct AnnotationBatchTests {
     #expect(event.changes.first == .annotationRemoved(id: "owntracks/u/d0"))
     #expect(event.map.annotations.map(\.id) == ["home"])
     // What was saved is the state after the whole batch.
+    #expect(await service.savesSettled())
     #expect(store.load()?.annotations.map(\.id) == ["home"])
     #expect(await service.removeAnnotations(["absent"]) == 0)
   }

@@ -367,11 +367,55 @@ struct SaveFailureLogTests {
         directory: directory, log: log.sink,
         failureInjector: { step in step == "write" ? failing.withLock { $0 } : nil }))
     await service.setMode(.follow)
-    for index in 0..<20 { await service.update(fix: fix(1, Double(index))) }
+    for index in 0..<20 {
+      await service.update(fix: fix(1, Double(index)))
+      #expect(await service.savesSettled())
+    }
     #expect(log.all.filter { $0.hasPrefix("map state not saved") }.count == 1, "\(log.all)")
     failing.withLock { $0 = nil }
     await service.update(fix: fix(2, 2))
+    #expect(await service.savesSettled())
     #expect(log.all.last?.hasPrefix("map state saved again after an earlier failure") == true)
     #expect(await service.unsavedChanges == nil)
+  }
+}
+
+@Suite("Saving off the fix path")
+struct StalledDiskTests {
+  @Test("a stalled disk holds up saves only: fixes and changes go on, the newest state is saved when the disk returns")
+  func stalledDisk() async throws {
+    let directory = try temporaryDirectory()
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    // The disk stalls in the middle of every save until the test lets it go (a frozen file system).
+    let stalled = DispatchSemaphore(value: 0)
+    let stalls = Mutex(0)
+    let store = MapStateStore(
+      directory: directory, log: { _ in },
+      failureInjector: { step in
+        if step == "write" {
+          stalls.withLock { $0 += 1 }
+          stalled.wait()
+        }
+        return nil
+      })
+    let service = MapStateService(store: store, replyWait: .milliseconds(10))
+    await service.setMode(.follow)
+    // 200 fixes while following: each is a change to save; none waits for the stalled disk.
+    for index in 0..<200 { await service.update(fix: fix(10, Double(index) / 1000)) }
+    try await service.setZoom(7)
+    // The reply's wait is bounded: it answers although the save of this change has not finished.
+    #expect(await service.unsavedChanges == nil)
+    #expect(await service.savesSettled(timeout: .milliseconds(10)) == false)
+    // One save is stalled (once the saver's thread has reached the disk; a hang guard, not a
+    // timing assertion); the others were replaced by newer states while it waited.
+    for _ in 0..<60_000 where stalls.withLock({ $0 }) == 0 { try await Task.sleep(for: .milliseconds(1)) }
+    #expect(stalls.withLock { $0 } == 1)
+    stalled.signal()
+    stalled.signal()
+    #expect(await service.savesSettled(timeout: .seconds(60)))
+    let saved = try #require(MapStateStore(directory: directory, log: { _ in }).load())
+    #expect(saved.viewport.zoom == 7)
+    #expect(saved.mode == .none)  // the zoom switched following off, and that state was saved
+    #expect(stalls.withLock { $0 } == 2)  // the stalled save, then one save of the newest state
   }
 }

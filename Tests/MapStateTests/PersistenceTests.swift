@@ -92,6 +92,8 @@ struct PersistenceTests {
     await first.setMode(.followWithHeading)
     await first.update(fix: fix(47.4, 8.5, course: 33))
     let before = await first.snapshot
+    // Saves run on the saver's thread: what a restart reads is what was saved once they settle.
+    #expect(await first.savesSettled())
 
     let secondLog = LogCollector()
     let second = MapStateService(store: MapStateStore(directory: directory, log: secondLog.sink))
@@ -158,6 +160,7 @@ struct PersistenceTests {
     let store = MapStateStore(directory: directory, log: { _ in })
     let service = MapStateService(store: store)
     try await service.setZoom(9)
+    #expect(await service.savesSettled())
     try await service.addAnnotation(
       Annotation(id: "a", coordinate: Coordinate(latitude: 3, longitude: 4), title: "Ay"))
     let saved = try Data(contentsOf: URL(fileURLWithPath: store.path))
@@ -213,6 +216,7 @@ struct PersistenceTests {
     let service = MapStateService(store: MapStateStore(directory: blocked, log: log.sink))
     try await service.setZoom(5)
     #expect(await service.snapshot.zoom == 5)
+    #expect(await service.savesSettled())
     #expect(log.all.contains { $0.hasPrefix("map state not saved, keeping it in memory") })
   }
 
