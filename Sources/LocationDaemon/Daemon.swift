@@ -324,9 +324,11 @@ public enum Daemon {
   }
 
   /// Reads the MQTT credentials file (checked like an ssh key), attaches the front-end and
-  /// starts it. The queue is the track store's outbox (`store`, the recording's, or else
-  /// `track.sqlite` in the state directory opened for the queue alone; bounded by
-  /// `mqtt-queue-limit`); without libsqlite3 it is kept in memory, and the log says so.
+  /// starts it. The queue is `mqtt-outbox.sqlite` in the state directory, a store of its own
+  /// (bounded by `mqtt-queue-limit` and `mqtt-queue-size`, apart from the history's
+  /// `track-max-size`); messages an earlier version queued in `track.sqlite` (`store`, the
+  /// recording's, or the file opened for the move alone) are moved there first. Without
+  /// libsqlite3 it is kept in memory, and the log says so.
   static func startMQTT(
     _ settings: MQTTSettings, store recording: TrackStore?, stateDirectory: String, service: LocationService
   ) async throws(MQTTSettingError) -> OwnTracksFrontEnd {
@@ -334,13 +336,15 @@ public enum Daemon {
     let outbox: any MQTTOutbox
     var storeConfiguration = TrackStoreConfiguration()
     storeConfiguration.outboxLimit = settings.queueLimit
+    storeConfiguration.outboxMaxBytes = settings.queueMaxBytes
+    // Its own file: no fix is ever stored there, so no retention runs in it.
+    storeConfiguration.maxAge = 0
+    storeConfiguration.maxBytes = 0
     do throws(TrackStoreError) {
-      let store: TrackStore
-      if let recording {
-        store = recording
-      } else {
-        store = try TrackStore(path: stateDirectory + "/" + TrackStore.fileName, configuration: storeConfiguration)
-      }
+      let store = try TrackStore(
+        path: stateDirectory + "/" + TrackStore.outboxFileName, configuration: storeConfiguration,
+        onRejected: TrackRecording.logRejection)
+      moveEarlierOutbox(to: store, recording: recording, stateDirectory: stateDirectory)
       outbox = TrackStoreOutbox(store: store, qos: settings.qos)
     } catch {
       Log.event("mqttQueueInMemory", ["reason": error.description])
@@ -351,6 +355,24 @@ public enum Daemon {
     await service.attach(frontEnd)
     try await frontEnd.start()
     return frontEnd
+  }
+
+  /// Moves the messages an earlier version queued in `track.sqlite`'s outbox to `store`, once;
+  /// logs `mqttQueueMoved` with the count, or `mqttQueueNotMoved` with the reason (they stay
+  /// where they were, for the next start).
+  static func moveEarlierOutbox(to store: TrackStore, recording: TrackStore?, stateDirectory: String) {
+    let path = stateDirectory + "/" + TrackStore.fileName
+    var info = stat()
+    guard recording != nil || stat(path, &info) == 0 else { return }
+    do throws(TrackStoreError) {
+      let earlier: TrackStore
+      if let recording { earlier = recording } else { earlier = try TrackStore(path: path, onRejected: TrackRecording.logRejection) }
+      defer { if recording == nil { earlier.close() } }
+      let moved = try earlier.moveOutgoing(to: store)
+      if moved > 0 { Log.event("mqttQueueMoved", ["from": path, "to": store.path, "messages": String(moved)]) }
+    } catch {
+      Log.event("mqttQueueNotMoved", ["from": path, "reason": error.description])
+    }
   }
 
   /// Gives the socket file a reloaded `group` (mode 0660; 0600 when the group is empty: root

@@ -120,6 +120,9 @@ public struct MQTTSettings: Sendable, Hashable {
   public var catchUpRate: Double = 50
   /// Messages the queue holds at most, `1...10000000` (`mqtt-queue-limit`); at the limit the oldest is dropped.
   public var queueLimit: Int = 100_000
+  /// Bytes of topics and payloads the queue holds at most, 64 KiB...64 GiB (`mqtt-queue-size`,
+  /// `32M`, `1G`, `512K`: binary multiples); at the bound the oldest messages are dropped.
+  public var queueMaxBytes: Int64 = 32 << 20
 
   /// Settings for `broker` with every default.
   public init(broker: MQTTBrokerAddress) { self.broker = broker }
@@ -128,7 +131,7 @@ public struct MQTTSettings: Sendable, Hashable {
   public static let keys: Set<String> = [
     "mqtt", "mqtt-topic", "mqtt-client-id", "mqtt-keepalive", "mqtt-qos", "mqtt-retain", "mqtt-ca-file",
     "mqtt-credentials", "mqtt-tid", "mqtt-min-interval", "mqtt-min-distance", "mqtt-subscribe", "mqtt-stale",
-    "mqtt-catch-up-rate", "mqtt-queue-limit",
+    "mqtt-catch-up-rate", "mqtt-queue-limit", "mqtt-queue-size",
   ]
 
   /// Applies one setting to `settings` (created by the `mqtt` key; the other keys need it).
@@ -192,6 +195,18 @@ public struct MQTTSettings: Sendable, Hashable {
     case "mqtt-stale": current.staleAfter = try number(1...604_800)
     case "mqtt-catch-up-rate": current.catchUpRate = try number(1...100_000)
     case "mqtt-queue-limit": current.queueLimit = Int(try number(1...10_000_000))
+    case "mqtt-queue-size":
+      let units: [Character: Int64] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30]
+      var digits = Substring(value)
+      var unit: Int64 = 1
+      if let last = value.uppercased().last, let factor = units[last] {
+        unit = factor
+        digits = digits.dropLast()
+      }
+      guard !digits.isEmpty, digits.allSatisfy({ ("0"..."9").contains($0) }), let number = Int64(digits),
+        number <= (64 << 30) / unit, ((64 << 10)...(64 << 30)).contains(number * unit)
+      else { throw fail("use a size from 64K to 64G, such as 32M or 1G") }
+      current.queueMaxBytes = number * unit
     default: throw fail("unknown setting: use one of \(keys.sorted().joined(separator: ", "))")
     }
     settings = current

@@ -29,6 +29,11 @@ public struct TrackStoreConfiguration: Sendable, Hashable {
   /// waiting message and counts it in ``TrackStore/outgoingDropped`` (the newest positions
   /// matter most to a receiver catching up). Default 100,000 (a day at about 1 message/s).
   public var outboxLimit: Int = 100_000
+  /// Outbox bound in bytes: the waiting messages' topics and payloads together stay at or below
+  /// this; enqueuing beyond it deletes the oldest messages, counted as for ``outboxLimit``. The
+  /// file holds about 1.2 times this (page and row overhead) plus its WAL. Default 32 MiB
+  /// (`mqtt-queue-size = 32M`).
+  public var outboxMaxBytes: Int64 = 32 * 1024 * 1024
   /// Caps the database at this many pages (`PRAGMA max_page_count`); `nil` leaves SQLite's
   /// default. Lets tests reach SQLITE_FULL without filling a disk.
   public var maxPageCount: Int?
@@ -54,14 +59,25 @@ public struct TrackStoreConfiguration: Sendable, Hashable {
 public final class TrackStore: Sendable {
   /// The store's file name in the state directory.
   public static let fileName = "track.sqlite"
+  /// The MQTT outbox's file name in the state directory: a store of its own, so that the outbox
+  /// and the history are bounded separately and neither can take the other's room.
+  public static let outboxFileName = "mqtt-outbox.sqlite"
   /// The schema version this code writes and reads.
   public static let schemaVersion: Int64 = 1
+  /// `PRAGMA application_id` of a locationd track store (bytes `LDTS`), set when the store is
+  /// created (or adopted: a store of an earlier version without one, whose tables are ours) and
+  /// checked at every open for writing; sqlite.org/fileformat.html#application_id.
+  public static let applicationID: Int32 = 0x4C44_5453
 
   struct State: ~Copyable {
     var connection: SQLiteConnection
+    /// Files set aside since the store was opened (at open and while running).
+    var rejections: [TrackStoreRejection] = []
     var sources: [SourceKey: Int64] = [:]
     var outgoingCount: Int = 0
     var outgoingDropped: Int = 0
+    /// Bytes of the waiting messages' topics and payloads.
+    var outgoingBytes: Int64 = 0
   }
 
   struct SourceKey: Hashable {
@@ -77,14 +93,57 @@ public final class TrackStore: Sendable {
   /// Whether the store was opened read-only (``open(readingAt:)``).
   public let isReadOnly: Bool
   let state: Mutex<State>
+  private let onRejected: @Sendable (TrackStoreRejection) -> Void
 
   /// Opens the store at `path` for recording, creating it (and its schema) when missing.
   ///
+  /// Only a locationd track store is used: a file that is not SQLite, another application's
+  /// database (``applicationID``), a database whose tables are not ours or lack ours, a truncated
+  /// or damaged one (`PRAGMA quick_check`), or one whose `-wal` file belongs to another database
+  /// (its page size differs), is renamed aside with its `-wal` and `-shm` files
+  /// (``TrackStoreRejection``), `onRejected` is called once with the reason, and a fresh store is
+  /// created. A store of an earlier version without the application id is adopted when its tables
+  /// are ours. The same happens while running when SQLite reports the store damaged
+  /// (`SQLITE_CORRUPT`, `SQLITE_NOTADB`): the operation is retried once on the fresh store.
+  ///
+  /// - Parameter onRejected: called (on the caller's thread, the store's lock held: it must not
+  ///   call the store) for each file set aside.
   /// - Throws: ``TrackStoreError/libraryUnavailable(_:)`` without libsqlite3,
-  ///   ``TrackStoreError/openFailed(path:code:message:)``, ``TrackStoreError/incompatible(path:reason:)``
-  ///   for a newer schema or a file that is not SQLite, ``TrackStoreError/diskFull(path:message:)``.
-  public init(path: String, configuration: TrackStoreConfiguration = TrackStoreConfiguration()) throws(TrackStoreError) {
+  ///   ``TrackStoreError/openFailed(path:code:message:)`` (the file cannot be opened, created or
+  ///   set aside), ``TrackStoreError/incompatible(path:reason:)`` for a newer schema version,
+  ///   ``TrackStoreError/diskFull(path:message:)``.
+  public init(
+    path: String, configuration: TrackStoreConfiguration = TrackStoreConfiguration(),
+    onRejected: @escaping @Sendable (TrackStoreRejection) -> Void = { _ in }
+  ) throws(TrackStoreError) {
     try Self.validate(configuration)
+    var rejections: [TrackStoreRejection] = []
+    try Self.prepareFile(path)
+    if let reason = try StoreCheck.reasonToReject(path) {
+      let rejection = TrackStoreRejection(path: path, reason: reason, keptAs: try StoreCheck.setAside(path))
+      onRejected(rejection)
+      rejections.append(rejection)
+      try Self.prepareFile(path)
+    }
+    let connection = try SQLiteConnection(path: path, readOnly: false)
+    try Self.prepareWriter(connection, configuration)
+    var initial = State(connection: connection)
+    initial.rejections = rejections
+    initial.outgoingCount = Int(try connection.integer("SELECT count(*) FROM outbox") ?? 0)
+    initial.outgoingBytes = try connection.integer(Self.outboxBytesQuery) ?? 0
+    initial.outgoingDropped = Int(try connection.integer("SELECT value FROM meta WHERE key = 'outbox_dropped'") ?? 0)
+    self.path = path
+    self.configuration = configuration
+    self.isReadOnly = false
+    self.onRejected = onRejected
+    self.state = Mutex(initial)
+  }
+
+  /// Files set aside since the store was opened, oldest first.
+  public var rejections: [TrackStoreRejection] { state.withLock { $0.rejections } }
+
+  /// Creates the file owner-only when missing and checks it is a regular file.
+  private static func prepareFile(_ path: String) throws(TrackStoreError) {
     // Created owner-only before SQLite sees it (SQLite gives the -wal and -shm files the same
     // mode): a location history is more sensitive than the live position. O_NOFOLLOW: a link
     // planted at the path is refused, not followed.
@@ -92,7 +151,10 @@ public final class TrackStore: Sendable {
     let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
     guard fd >= 0 else {
       let code = errno
-      throw .openFailed(path: path, code: code, message: "cannot create it: " + String(cString: strerror(code)))
+      // An existing store on a read-only filesystem, or without write permission, is not one
+      // that could not be created.
+      let verb = StoreCheck.exists(path) ? "cannot open it for writing: " : "cannot create it: "
+      throw .openFailed(path: path, code: code, message: verb + String(cString: strerror(code)))
     }
     var status = stat()
     guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
@@ -114,15 +176,45 @@ public final class TrackStore: Sendable {
       }
     }
     _ = Glibc.close(fd)
-    let connection = try SQLiteConnection(path: path, readOnly: false)
-    try Self.prepareWriter(connection, configuration)
-    var initial = State(connection: connection)
-    initial.outgoingCount = Int(try connection.integer("SELECT count(*) FROM outbox") ?? 0)
-    initial.outgoingDropped = Int(try connection.integer("SELECT value FROM meta WHERE key = 'outbox_dropped'") ?? 0)
-    self.path = path
-    self.configuration = configuration
-    self.isReadOnly = false
-    self.state = Mutex(initial)
+  }
+
+  /// Sets the damaged store aside and opens a fresh one in its place (see ``init(path:configuration:onRejected:)``);
+  /// `false` when `error` is not damage or the fresh store cannot be made (the error stands).
+  private func recover(from error: TrackStoreError, _ state: inout State) -> Bool {
+    guard !isReadOnly, case .sqlite(let code, let message, _) = error, StoreCheck.isDamage(code) else { return false }
+    state.connection.close()
+    do throws(TrackStoreError) {
+      let keptAs = try StoreCheck.setAside(path)
+      let rejection = TrackStoreRejection(path: path, reason: "damaged while in use: \(message)", keptAs: keptAs)
+      try Self.prepareFile(path)
+      let connection = try SQLiteConnection(path: path, readOnly: false)
+      try Self.prepareWriter(connection, configuration)
+      state.connection = connection
+      state.sources.removeAll()
+      state.outgoingCount = 0
+      state.outgoingBytes = 0
+      state.rejections.append(rejection)
+      if state.outgoingDropped > 0 {
+        try? connection.execute("INSERT INTO meta(key, value) VALUES ('outbox_dropped', \(state.outgoingDropped))")
+      }
+      onRejected(rejection)
+      return true
+    } catch {
+      return false
+    }
+  }
+
+  /// Runs `body` on the connection; when SQLite reports the store damaged, sets it aside, opens a
+  /// fresh store and runs `body` once more there.
+  private func writing<T: Sendable>(_ body: (inout State) throws(TrackStoreError) -> T) throws(TrackStoreError) -> T {
+    try state.withLock { (state: inout State) throws(TrackStoreError) -> T in
+      do throws(TrackStoreError) {
+        return try body(&state)
+      } catch {
+        guard recover(from: error, &state) else { throw error }
+        return try body(&state)
+      }
+    }
   }
 
   /// Opens an existing store read-only (locationctl's `track export` and `track stats`), beside a
@@ -141,6 +233,14 @@ public final class TrackStore: Sendable {
     guard status.st_mode & S_IFMT == S_IFREG else {
       throw .openFailed(path: path, code: EINVAL, message: "not a regular file")
     }
+    // SQLite says only "unable to open database file" when the file cannot be read: ask the
+    // kernel first, so the reader learns it was permission (run as the daemon's user or root).
+    let probe = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+    guard probe >= 0 else {
+      let code = errno
+      throw .openFailed(path: path, code: code, message: String(cString: strerror(code)))
+    }
+    _ = Glibc.close(probe)
     let connection = try SQLiteConnection(path: path, readOnly: true)
     try Self.checkVersion(connection)
     var initial = State(connection: connection)
@@ -148,6 +248,7 @@ public final class TrackStore: Sendable {
     self.path = path
     self.configuration = TrackStoreConfiguration()
     self.isReadOnly = true
+    self.onRejected = { _ in }
     self.state = Mutex(initial)
   }
 
@@ -161,6 +262,7 @@ public final class TrackStore: Sendable {
     guard configuration.maxBytes >= 0 else { throw .invalidArgument("maxBytes", reason: "must be 0 or more") }
     guard configuration.retentionBatch > 0 else { throw .invalidArgument("retentionBatch", reason: "must be positive") }
     guard configuration.outboxLimit > 0 else { throw .invalidArgument("outboxLimit", reason: "must be positive") }
+    guard configuration.outboxMaxBytes > 0 else { throw .invalidArgument("outboxMaxBytes", reason: "must be positive") }
     if let pages = configuration.maxPageCount, pages <= 0 {
       throw .invalidArgument("maxPageCount", reason: "must be positive")
     }
@@ -242,6 +344,10 @@ public final class TrackStore: Sendable {
       if try connection.integer("PRAGMA user_version") == 0 {
         try connection.execute("PRAGMA user_version = \(schemaVersion)")
       }
+      // New stores, and stores of earlier versions (their tables checked as ours), get the id.
+      if try connection.integer("PRAGMA application_id") == 0 {
+        try connection.execute("PRAGMA application_id = \(applicationID)")
+      }
       try connection.execute("COMMIT")
     } catch {
       try? connection.execute("ROLLBACK")
@@ -264,7 +370,7 @@ public final class TrackStore: Sendable {
   @discardableResult
   public func append(_ points: [TrackPoint]) throws(TrackStoreError) -> Int {
     guard !points.isEmpty else { return 0 }
-    return try state.withLock { (state: inout State) throws(TrackStoreError) -> Int in
+    return try writing { (state: inout State) throws(TrackStoreError) -> Int in
       let connection = state.connection
       try connection.beginImmediate()
       do throws(TrackStoreError) {
@@ -339,7 +445,7 @@ public final class TrackStore: Sendable {
   public func enforceRetention(now: Int64? = nil) throws(TrackStoreError) -> Int {
     let configuration = configuration
     let now = now ?? Self.clockNow()
-    return try state.withLock { (state: inout State) throws(TrackStoreError) -> Int in
+    return try writing { (state: inout State) throws(TrackStoreError) -> Int in
       let connection = state.connection
       var deleted = 0
       var newest: Int64?
@@ -582,14 +688,25 @@ public final class TrackStore: Sendable {
   /// Messages waiting in the outbox.
   public var outgoingCount: Int { state.withLock { $0.outgoingCount } }
 
+  /// Bytes of the waiting messages' topics and payloads (bounded by
+  /// ``TrackStoreConfiguration/outboxMaxBytes``).
+  public var outgoingBytes: Int64 { state.withLock { $0.outgoingBytes } }
+
+  /// The bytes ``outgoingBytes`` counts, over the whole outbox.
+  static let outboxBytesQuery = "SELECT coalesce(sum(length(CAST(topic AS BLOB)) + length(payload)), 0) FROM outbox"
+  /// The oldest waiting messages' ids and sizes, oldest first.
+  static let oldestSizesQuery = "SELECT id, length(CAST(topic AS BLOB)) + length(payload) FROM outbox ORDER BY id"
+
   /// Messages deleted unsent because the outbox was at its bound, since the store was created
   /// (kept in the store, so it survives restarts).
   public var outgoingDropped: Int { state.withLock { $0.outgoingDropped } }
 
   /// Queues a message durably (committed before this returns), after every message already queued.
   ///
-  /// At the bound (``TrackStoreConfiguration/outboxLimit``) the oldest waiting message is deleted
-  /// in the same transaction and counted in ``outgoingDropped``.
+  /// At either bound (``TrackStoreConfiguration/outboxLimit`` messages,
+  /// ``TrackStoreConfiguration/outboxMaxBytes`` bytes of topics and payloads) the oldest waiting
+  /// messages are deleted in the same transaction, until this one fits, and counted in
+  /// ``outgoingDropped``. The outbox never deletes fixes, and retention never deletes messages.
   ///
   /// - Parameters:
   ///   - topic: the MQTT topic name, non-empty.
@@ -599,7 +716,8 @@ public final class TrackStore: Sendable {
   ///   - enqueuedAt: the caller's clock, milliseconds since the Unix epoch (kept, not interpreted).
   /// - Returns: the message's outbox id (strictly increasing).
   /// - Throws: ``TrackStoreError/invalidArgument(_:reason:)`` for an empty topic, a bad QoS or an
-  ///   oversized payload; ``TrackStoreError/diskFull(path:message:)``; other ``TrackStoreError`` cases.
+  ///   oversized payload (beyond MQTT's limit or the outbox's byte bound);
+  ///   ``TrackStoreError/diskFull(path:message:)``; other ``TrackStoreError`` cases.
   @discardableResult
   public func enqueueOutgoing(
     topic: String, payload: [UInt8], qos: Int = 1, retain: Bool = false, enqueuedAt: Int64? = nil
@@ -610,16 +728,35 @@ public final class TrackStore: Sendable {
       throw .invalidArgument("payload", reason: "\(payload.count) bytes exceed MQTT's 268,435,455")
     }
     let limit = configuration.outboxLimit
-    return try state.withLock { (state: inout State) throws(TrackStoreError) -> Int64 in
+    let maxBytes = configuration.outboxMaxBytes
+    let size = Int64(topic.utf8.count + payload.count)
+    guard size <= maxBytes else {
+      throw .invalidArgument("payload", reason: "\(size) bytes with its topic exceed the outbox's bound of \(maxBytes)")
+    }
+    return try writing { (state: inout State) throws(TrackStoreError) -> Int64 in
       let connection = state.connection
       try connection.beginImmediate()
       var dropped = 0
+      var droppedBytes: Int64 = 0
       let id: Int64
       do throws(TrackStoreError) {
-        if state.outgoingCount >= limit {
-          let delete = try connection.statement(
-            "DELETE FROM outbox WHERE id IN (SELECT id FROM outbox ORDER BY id LIMIT ?1)")
-          try delete.bind(1, Int64(state.outgoingCount - limit + 1))
+        // The oldest messages go until one more fits both bounds.
+        var excessCount = state.outgoingCount - limit + 1
+        var excessBytes = state.outgoingBytes + size - maxBytes
+        var through: Int64?
+        if excessCount > 0 || excessBytes > 0 {
+          let oldest = try connection.statement(Self.oldestSizesQuery)
+          defer { oldest.reset() }
+          while excessCount > 0 || excessBytes > 0, try oldest.step() {
+            through = oldest.int64(0)
+            excessCount -= 1
+            excessBytes -= oldest.int64(1)
+            droppedBytes += oldest.int64(1)
+          }
+        }
+        if let through {
+          let delete = try connection.statement("DELETE FROM outbox WHERE id <= ?1")
+          try delete.bind(1, through)
           try delete.run()
           dropped = connection.changes
           let count = try connection.statement(
@@ -645,6 +782,7 @@ public final class TrackStore: Sendable {
         throw error
       }
       state.outgoingCount += 1 - dropped
+      state.outgoingBytes += size - droppedBytes
       state.outgoingDropped += dropped
       return id
     }
@@ -656,7 +794,7 @@ public final class TrackStore: Sendable {
   /// - Throws: ``TrackStoreError/invalidArgument(_:reason:)`` for a limit out of range.
   public func peekOutgoing(limit: Int) throws(TrackStoreError) -> [OutgoingMessage] {
     guard (1...10_000).contains(limit) else { throw .invalidArgument("limit", reason: "\(limit) is not in 1...10000") }
-    return try state.withLock { (state: inout State) throws(TrackStoreError) -> [OutgoingMessage] in
+    return try writing { (state: inout State) throws(TrackStoreError) -> [OutgoingMessage] in
       let select = try state.connection.statement(
         "SELECT id, topic, payload, qos, retain, enqueued_ms FROM outbox ORDER BY id LIMIT ?1")
       defer { select.reset() }
@@ -672,17 +810,46 @@ public final class TrackStore: Sendable {
     }
   }
 
+  /// Moves every waiting message to `other`'s outbox, in order, in batches of 1,000 (each batch
+  /// queued there before it is removed here: a crash between the two queues it twice, never
+  /// loses it). Used once to move the outbox of an earlier version's `track.sqlite` to
+  /// ``outboxFileName``.
+  ///
+  /// - Returns: the number of messages moved.
+  /// - Throws: ``TrackStoreError`` from either store; what was moved stays moved.
+  @discardableResult
+  public func moveOutgoing(to other: TrackStore) throws(TrackStoreError) -> Int {
+    var moved = 0
+    while true {
+      let batch = try peekOutgoing(limit: 1_000)
+      guard let last = batch.last else { return moved }
+      for message in batch {
+        try other.enqueueOutgoing(
+          topic: message.topic, payload: message.payload, qos: message.qos, retain: message.retain,
+          enqueuedAt: message.enqueuedAt)
+      }
+      try acknowledgeOutgoing(upTo: last.id)
+      moved += batch.count
+    }
+  }
+
   /// Removes every waiting message with an id up to and including `id` (the broker has them).
   ///
   /// - Returns: the number of messages removed (0 when none was waiting at or below `id`).
   @discardableResult
   public func acknowledgeOutgoing(upTo id: Int64) throws(TrackStoreError) -> Int {
-    try state.withLock { (state: inout State) throws(TrackStoreError) -> Int in
+    try writing { (state: inout State) throws(TrackStoreError) -> Int in
+      let sizes = try state.connection.statement(
+        "SELECT coalesce(sum(length(CAST(topic AS BLOB)) + length(payload)), 0) FROM outbox WHERE id <= ?1")
+      try sizes.bind(1, id)
+      let bytes = try sizes.step() ? sizes.int64(0) : 0
+      sizes.reset()
       let delete = try state.connection.statement("DELETE FROM outbox WHERE id <= ?1")
       try delete.bind(1, id)
       try delete.run()
       let removed = state.connection.changes
       state.outgoingCount -= removed
+      state.outgoingBytes = max(0, state.outgoingBytes - bytes)
       return removed
     }
   }
