@@ -178,7 +178,7 @@ public struct Configuration: Sendable, Hashable {
       --mqtt URI        mqtt[s]://HOST[:PORT]: publish OwnTracks locations (docs/mqtt.md; the
                         mqtt-* keys: topic, client-id, keepalive, qos, retain, ca-file,
                         credentials FILE, tid, min-interval, min-distance, subscribe, stale,
-                        catch-up-rate, queue-limit)
+                        catch-up-rate, queue-limit, queue-size)
 
     Region monitoring (docs/regions.md; a change needs a restart):
       --region-error-fraction F  share of a fix's 95% error radius that must clear the

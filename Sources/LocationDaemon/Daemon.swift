@@ -213,10 +213,13 @@ public enum Daemon {
     }
     // The MQTT front-end (docs/mqtt.md): a client of the service like the socket's.
     var mqtt: OwnTracksFrontEnd?
+    var mqttQueue: FallbackOutbox?
     if let settings = configuration.mqtt {
       do {
-        mqtt = try await startMQTT(
+        let started = try await startMQTT(
           settings, store: track?.store, stateDirectory: configuration.stateDirectory, service: service)
+        mqtt = started.0
+        mqttQueue = started.1
       } catch {
         Log.event("startFailed", ["reason": error.description])
         writeStandardError("locationd: \(error)\n")
@@ -308,6 +311,7 @@ public enum Daemon {
     Log.event("stopping", ["reason": reason])
     notifier.stopping()
     await mqtt?.stop()
+    if let mqttQueue { Self.closeQueue(mqttQueue) }
     await geoClue?.stop()
     await service.shutdown(reason: reason)
     web?.stop()
@@ -327,13 +331,15 @@ public enum Daemon {
   /// starts it. The queue is `mqtt-outbox.sqlite` in the state directory, a store of its own
   /// (bounded by `mqtt-queue-limit` and `mqtt-queue-size`, apart from the history's
   /// `track-max-size`); messages an earlier version queued in `track.sqlite` (`store`, the
-  /// recording's, or the file opened for the move alone) are moved there first. Without
-  /// libsqlite3 it is kept in memory, and the log says so.
+  /// recording's, or the file opened for the move alone) are moved there first. A store that fails
+  /// while running falls back to memory (``FallbackOutbox``). Without libsqlite3, or when the file
+  /// cannot be opened, it is kept in memory, and the log says so.
   static func startMQTT(
     _ settings: MQTTSettings, store recording: TrackStore?, stateDirectory: String, service: LocationService
-  ) async throws(MQTTSettingError) -> OwnTracksFrontEnd {
+  ) async throws(MQTTSettingError) -> (OwnTracksFrontEnd, FallbackOutbox?) {
     let credentials = try settings.credentialsFile.map { path throws(MQTTSettingError) in try MQTTCredentials.read(path: path) }
     let outbox: any MQTTOutbox
+    var queue: FallbackOutbox?
     var storeConfiguration = TrackStoreConfiguration()
     storeConfiguration.outboxLimit = settings.queueLimit
     storeConfiguration.outboxMaxBytes = settings.queueMaxBytes
@@ -345,7 +351,11 @@ public enum Daemon {
         path: stateDirectory + "/" + TrackStore.outboxFileName, configuration: storeConfiguration,
         onRejected: TrackRecording.logRejection)
       moveEarlierOutbox(to: store, recording: recording, stateDirectory: stateDirectory)
-      outbox = TrackStoreOutbox(store: store, qos: settings.qos)
+      let fallback = FallbackOutbox(
+        store: store, qos: settings.qos, memoryLimit: settings.queueLimit, memoryMaxBytes: settings.queueMaxBytes,
+        log: { event, detail in Log.event(event, ["detail": detail]) })
+      queue = fallback
+      outbox = fallback
     } catch {
       Log.event("mqttQueueInMemory", ["reason": error.description])
       outbox = MemoryOutbox(limit: settings.queueLimit)
@@ -354,7 +364,24 @@ public enum Daemon {
       settings: settings, credentials: credentials, outbox: outbox, handler: service)
     await service.attach(frontEnd)
     try await frontEnd.start()
-    return frontEnd
+    return (frontEnd, queue)
+  }
+
+  /// At shutdown, after the MQTT session stopped: one last try of a failing queue store, then
+  /// what could not be written (`mqttQueueLost`: messages only in memory) and what will be sent
+  /// twice (`mqttQueueDuplicates`: delivered while the store could not remove them).
+  static func closeQueue(_ queue: FallbackOutbox) {
+    queue.retryNow()
+    let inMemory = queue.memoryCount
+    if inMemory > 0 {
+      Log.event("mqttQueueLost", ["messages": String(inMemory), "reason": "the queue's store still fails; they were only in memory"])
+    }
+    let duplicates = queue.unrecordedDeliveries
+    if duplicates > 0 {
+      Log.event(
+        "mqttQueueDuplicates",
+        ["messages": String(duplicates), "reason": "delivered while the store could not remove them; published again at the next start"])
+    }
   }
 
   /// Moves the messages an earlier version queued in `track.sqlite`'s outbox to `store`, once;

@@ -31,7 +31,7 @@ public struct TrackStoreConfiguration: Sendable, Hashable {
   public var outboxLimit: Int = 100_000
   /// Outbox bound in bytes: the waiting messages' topics and payloads together stay at or below
   /// this; enqueuing beyond it deletes the oldest messages, counted as for ``outboxLimit``. The
-  /// file holds about 1.2 times this (page and row overhead) plus its WAL. Default 32 MiB
+  /// file holds about 1.1 times this (row and page overhead) plus its WAL. Default 32 MiB
   /// (`mqtt-queue-size = 32M`).
   public var outboxMaxBytes: Int64 = 32 * 1024 * 1024
   /// Caps the database at this many pages (`PRAGMA max_page_count`); `nil` leaves SQLite's
@@ -94,6 +94,9 @@ public final class TrackStore: Sendable {
   public let isReadOnly: Bool
   let state: Mutex<State>
   private let onRejected: @Sendable (TrackStoreRejection) -> Void
+  /// Failures to inject into every write and outbox read, for tests of what the store's users do
+  /// when the disk fails (see ``TrackStoreFaults``); none unless a test sets one.
+  public let faults = TrackStoreFaults()
 
   /// Opens the store at `path` for recording, creating it (and its schema) when missing.
   ///
@@ -206,8 +209,11 @@ public final class TrackStore: Sendable {
 
   /// Runs `body` on the connection; when SQLite reports the store damaged, sets it aside, opens a
   /// fresh store and runs `body` once more there.
-  private func writing<T: Sendable>(_ body: (inout State) throws(TrackStoreError) -> T) throws(TrackStoreError) -> T {
-    try state.withLock { (state: inout State) throws(TrackStoreError) -> T in
+  private func writing<T: Sendable>(
+    reading: Bool = false, _ body: (inout State) throws(TrackStoreError) -> T
+  ) throws(TrackStoreError) -> T {
+    if !reading { try faults.check() }
+    return try state.withLock { (state: inout State) throws(TrackStoreError) -> T in
       do throws(TrackStoreError) {
         return try body(&state)
       } catch {
@@ -714,13 +720,15 @@ public final class TrackStore: Sendable {
   ///   - qos: MQTT quality of service, `0...2`.
   ///   - retain: whether the broker should retain the message.
   ///   - enqueuedAt: the caller's clock, milliseconds since the Unix epoch (kept, not interpreted).
+  ///   - id: the id to give it, above every id given so far (a message kept in memory while the
+  ///     store failed keeps its sequence); `nil` for the next one.
   /// - Returns: the message's outbox id (strictly increasing).
   /// - Throws: ``TrackStoreError/invalidArgument(_:reason:)`` for an empty topic, a bad QoS or an
   ///   oversized payload (beyond MQTT's limit or the outbox's byte bound);
   ///   ``TrackStoreError/diskFull(path:message:)``; other ``TrackStoreError`` cases.
   @discardableResult
   public func enqueueOutgoing(
-    topic: String, payload: [UInt8], qos: Int = 1, retain: Bool = false, enqueuedAt: Int64? = nil
+    topic: String, payload: [UInt8], qos: Int = 1, retain: Bool = false, enqueuedAt: Int64? = nil, id explicitID: Int64? = nil
   ) throws(TrackStoreError) -> Int64 {
     guard !topic.isEmpty else { throw .invalidArgument("topic", reason: "empty") }
     guard (0...2).contains(qos) else { throw .invalidArgument("qos", reason: "\(qos) is not 0, 1 or 2") }
@@ -767,8 +775,15 @@ public final class TrackStore: Sendable {
           try count.bind(1, Int64(dropped))
           try count.run()
         }
+        if let explicitID {
+          let last = try connection.integer("SELECT seq FROM sqlite_sequence WHERE name = 'outbox'") ?? 0
+          guard explicitID > last else {
+            throw .invalidArgument("id", reason: "\(explicitID) is not above the last id \(last)")
+          }
+        }
         let insert = try connection.statement(
-          "INSERT INTO outbox(topic, payload, qos, retain, enqueued_ms) VALUES (?1, ?2, ?3, ?4, ?5)")
+          "INSERT INTO outbox(topic, payload, qos, retain, enqueued_ms, id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
+        try insert.bind(6, explicitID)
         try insert.bind(1, topic)
         try insert.bind(2, payload)
         try insert.bind(3, Int64(qos))
@@ -788,17 +803,18 @@ public final class TrackStore: Sendable {
     }
   }
 
-  /// The oldest waiting messages, at most `limit` (`1...10_000`), in queue order; they stay
-  /// queued until ``acknowledgeOutgoing(upTo:)``.
+  /// The oldest waiting messages with an id above `after` (all when `nil`), at most `limit`
+  /// (`1...10_000`), in queue order; they stay queued until ``acknowledgeOutgoing(upTo:)``.
   ///
   /// - Throws: ``TrackStoreError/invalidArgument(_:reason:)`` for a limit out of range.
-  public func peekOutgoing(limit: Int) throws(TrackStoreError) -> [OutgoingMessage] {
+  public func peekOutgoing(after: Int64? = nil, limit: Int) throws(TrackStoreError) -> [OutgoingMessage] {
     guard (1...10_000).contains(limit) else { throw .invalidArgument("limit", reason: "\(limit) is not in 1...10000") }
-    return try writing { (state: inout State) throws(TrackStoreError) -> [OutgoingMessage] in
+    return try writing(reading: true) { (state: inout State) throws(TrackStoreError) -> [OutgoingMessage] in
       let select = try state.connection.statement(
-        "SELECT id, topic, payload, qos, retain, enqueued_ms FROM outbox ORDER BY id LIMIT ?1")
+        "SELECT id, topic, payload, qos, retain, enqueued_ms FROM outbox WHERE id > ?2 ORDER BY id LIMIT ?1")
       defer { select.reset() }
       try select.bind(1, Int64(limit))
+      try select.bind(2, after ?? Int64.min)
       var messages: [OutgoingMessage] = []
       while try select.step() {
         messages.append(
@@ -807,6 +823,39 @@ public final class TrackStore: Sendable {
             retain: select.int64(4) != 0, enqueuedAt: select.isNull(5) ? nil : select.int64(5)))
       }
       return messages
+    }
+  }
+
+  /// The highest id the outbox has given (0 when none): later messages get higher ones.
+  public func lastOutgoingID() throws(TrackStoreError) -> Int64 {
+    try writing(reading: true) { (state: inout State) throws(TrackStoreError) -> Int64 in
+      try state.connection.integer("SELECT seq FROM sqlite_sequence WHERE name = 'outbox'") ?? 0
+    }
+  }
+
+  /// Makes every later message's id higher than `id` (ids handed out elsewhere, by a queue kept
+  /// in memory while the store failed, are never reused).
+  public func reserveOutgoingIDs(through id: Int64) throws(TrackStoreError) {
+    try writing { (state: inout State) throws(TrackStoreError) in
+      let connection = state.connection
+      let last = try connection.integer("SELECT seq FROM sqlite_sequence WHERE name = 'outbox'")
+      guard id > (last ?? 0) else { return }
+      let statement = try connection.statement(
+        last == nil
+          ? "INSERT INTO sqlite_sequence(name, seq) VALUES ('outbox', ?1)"
+          : "UPDATE sqlite_sequence SET seq = ?1 WHERE name = 'outbox'")
+      try statement.bind(1, id)
+      try statement.run()
+    }
+  }
+
+  /// Waiting messages with an id up to and including `id`.
+  public func countOutgoing(through id: Int64) throws(TrackStoreError) -> Int {
+    try writing(reading: true) { (state: inout State) throws(TrackStoreError) -> Int in
+      let query = try state.connection.statement("SELECT count(*) FROM outbox WHERE id <= ?1")
+      defer { query.reset() }
+      try query.bind(1, id)
+      return try query.step() ? Int(query.int64(0)) : 0
     }
   }
 
@@ -879,5 +928,32 @@ public enum TrackSourceFilter: String, Sendable, Hashable, CaseIterable {
     case .live: return "source_id IN (SELECT id FROM sources WHERE simulated = 0)"
     case .simulated: return "source_id IN (SELECT id FROM sources WHERE simulated != 0)"
     }
+  }
+}
+
+/// Failures a test injects into a ``TrackStore`` (a full disk, an I/O error, a read-only
+/// filesystem), so that what its users do can be checked without such a disk: while set, every
+/// write throws the error before touching SQLite (reads go on, as on a full disk).
+public final class TrackStoreFaults: Sendable {
+  private let failure = Mutex<TrackStoreError?>(nil)
+
+  init() {}
+
+  /// Every later operation throws `error` until this is called with `nil`.
+  public func fail(with error: TrackStoreError?) { failure.withLock { $0 = error } }
+
+  /// What SQLite reports for a full disk (`ENOSPC`), an I/O error (`EIO`) and a read-only
+  /// filesystem (`EROFS`), as the store throws them.
+  public static func diskFull(_ path: String) -> TrackStoreError {
+    .diskFull(path: path, message: "database or disk is full")
+  }
+  /// `SQLITE_IOERR_WRITE` (`EIO`).
+  public static let ioError = TrackStoreError.sqlite(code: 778, message: "disk I/O error", operation: "stepping a statement")
+  /// `SQLITE_READONLY` (`EROFS`).
+  public static let readOnly = TrackStoreError.sqlite(
+    code: 8, message: "attempt to write a readonly database", operation: "stepping a statement")
+
+  func check() throws(TrackStoreError) {
+    if let error = failure.withLock({ $0 }) { throw error }
   }
 }
