@@ -3,6 +3,7 @@
 #elseif canImport(Darwin)
   import Darwin
 #endif
+import CSQLite
 import LocationModel
 import Synchronization
 
@@ -276,8 +277,17 @@ public final class TrackStore: Sendable {
 
   private static func checkVersion(_ connection: SQLiteConnection) throws(TrackStoreError) {
     let version: Int64
-    do {
+    do throws(TrackStoreError) {
       version = try connection.integer("PRAGMA user_version") ?? 0
+    } catch .sqlite(let code, let message, _) where !StoreCheck.isDamage(code) {
+      // Not the file's content: the disk, a lock, or a read-only filesystem without the -shm file
+      // a WAL store needs.
+      var reason = message
+      var info = statvfs()
+      if code & 0xff == SQLITE_CANTOPEN, statvfs(connection.path, &info) == 0, info.f_flag & UInt(ST_RDONLY) != 0 {
+        reason += " (read-only file system: SQLite cannot create the -shm file beside a WAL store there)"
+      }
+      throw .openFailed(path: connection.path, code: code, message: "\(reason) (SQLite code \(code))")
     } catch {
       throw .incompatible(path: connection.path, reason: error.description)
     }
