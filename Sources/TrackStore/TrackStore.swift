@@ -79,6 +79,9 @@ public final class TrackStore: Sendable {
     var outgoingDropped: Int = 0
     /// Bytes of the waiting messages' topics and payloads.
     var outgoingBytes: Int64 = 0
+    /// The highest outbox id given, carried into a fresh store when a damaged one is set aside
+    /// (a publisher's position in the queue stays valid).
+    var lastOutgoingID: Int64 = 0
   }
 
   struct SourceKey: Hashable {
@@ -135,6 +138,7 @@ public final class TrackStore: Sendable {
     initial.rejections = rejections
     initial.outgoingCount = Int(try connection.integer("SELECT count(*) FROM outbox") ?? 0)
     initial.outgoingBytes = try connection.integer(Self.outboxBytesQuery) ?? 0
+    initial.lastOutgoingID = try connection.integer("SELECT seq FROM sqlite_sequence WHERE name = 'outbox'") ?? 0
     initial.outgoingDropped = Int(try connection.integer("SELECT value FROM meta WHERE key = 'outbox_dropped'") ?? 0)
     self.path = path
     self.configuration = configuration
@@ -200,6 +204,9 @@ public final class TrackStore: Sendable {
       state.rejections.append(rejection)
       if state.outgoingDropped > 0 {
         try? connection.execute("INSERT INTO meta(key, value) VALUES ('outbox_dropped', \(state.outgoingDropped))")
+      }
+      if state.lastOutgoingID > 0 {
+        try? connection.execute("INSERT INTO sqlite_sequence(name, seq) VALUES ('outbox', \(state.lastOutgoingID))")
       }
       onRejected(rejection)
       return true
@@ -808,6 +815,7 @@ public final class TrackStore: Sendable {
       }
       state.outgoingCount += 1 - dropped
       state.outgoingBytes += size - droppedBytes
+      state.lastOutgoingID = max(state.lastOutgoingID, id)
       state.outgoingDropped += dropped
       return id
     }
@@ -856,6 +864,7 @@ public final class TrackStore: Sendable {
           : "UPDATE sqlite_sequence SET seq = ?1 WHERE name = 'outbox'")
       try statement.bind(1, id)
       try statement.run()
+      state.lastOutgoingID = max(state.lastOutgoingID, id)
     }
   }
 

@@ -162,6 +162,33 @@ import Testing
     #expect(try store.integrityCheck() == "ok")
   }
 
+  /// The queue's store damaged while in use: set aside, and the ids of new messages stay above
+  /// every id given before (a publisher's position in the queue stays valid).
+  @Test func aDamagedQueueKeepsItsIdsIncreasing() throws {
+    let path = try temporaryDirectory() + "/" + TrackStore.outboxFileName
+    let seen = Mutex<[TrackStoreRejection]>([])
+    let store = try TrackStore(path: path) { rejection in seen.withLock { $0.append(rejection) } }
+    defer { store.close() }
+    var last: Int64 = 0
+    for index in 0..<2_000 {
+      last = try store.enqueueOutgoing(topic: "owntracks/a/b", payload: [UInt8](repeating: UInt8(index % 200), count: 1_000))
+    }
+    try store.state.withLock { state throws(TrackStoreError) in
+      _ = try state.connection.text("PRAGMA wal_checkpoint(TRUNCATE)")
+    }
+    let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
+    let size = try handle.seekToEnd()
+    try handle.seek(toOffset: 4096)
+    try handle.write(contentsOf: Data(repeating: 0xA5, count: Int(size) - 4096))
+    try handle.close()
+    try store.state.withLock { state throws(TrackStoreError) in try state.connection.execute("PRAGMA shrink_memory") }
+    let next = try store.enqueueOutgoing(topic: "owntracks/a/b", payload: Array("after".utf8))
+    #expect(seen.withLock { $0.count } == 1)
+    #expect(next == last + 1)
+    #expect(store.outgoingCount == 1)
+    #expect(try store.peekOutgoing(limit: 10).map(\.id) == [last + 1])
+  }
+
   @Test func aSecondRejectionInTheSameSecondGetsItsOwnName() throws {
     let directory = try temporaryDirectory()
     let path = directory + "/track.sqlite"
