@@ -108,7 +108,7 @@ public final class FallbackOutbox: MQTTOutbox {
         } catch {
           // Not the store's failure: this message alone cannot be queued.
           if case .invalidArgument = error { return OutboxError(error.description) }
-          fallBack(&state, error.description)
+          fallBack(&state, Self.reason(error))
         }
       }
       guard Int64(topic.utf8.count + payload.count) <= memoryMaxBytes else {
@@ -145,7 +145,7 @@ public final class FallbackOutbox: MQTTOutbox {
           }
         } catch {
           // Unreadable: what is on disk waits for the store's recovery; memory goes on.
-          if !state.inMemory { fallBack(&state, error.description) }
+          if !state.inMemory { fallBack(&state, Self.reason(error)) }
         }
       }
       var index = state.head
@@ -176,7 +176,7 @@ public final class FallbackOutbox: MQTTOutbox {
         try store.acknowledgeOutgoing(upTo: sequence)
       } catch {
         state.deliveredThrough = sequence
-        fallBack(&state, error.description)
+        fallBack(&state, Self.reason(error))
       }
     }
   }
@@ -209,6 +209,12 @@ public final class FallbackOutbox: MQTTOutbox {
       state.retryAt = 0
       retryIfDue(&state)
     }
+  }
+
+  /// The store's error in the queue's words (a full store's own text speaks of fixes).
+  static func reason(_ error: TrackStoreError) -> String {
+    if case .diskFull(let path, let message) = error { return "the queue's store \(path) is full (disk or size cap): \(message)" }
+    return error.description
   }
 
   private func fallBack(_ state: inout State, _ reason: String) {
