@@ -188,7 +188,7 @@ public struct Configuration: Sendable, Hashable {
                         --mqtt-retain, --mqtt-ca-file, --mqtt-credentials FILE, --mqtt-tid,
                         --mqtt-min-interval, --mqtt-min-distance, --mqtt-subscribe,
                         --mqtt-stale, --mqtt-catch-up-rate, --mqtt-queue-limit,
-                        --mqtt-reconnect-max
+                        --mqtt-queue-size, --mqtt-reconnect-max
 
     Region monitoring (docs/regions.md; a change needs a restart):
       --region-error-fraction F  share of a fix's 95% error radius that must clear the

@@ -200,10 +200,13 @@ public enum Daemon {
     }
     // The MQTT front-end (docs/mqtt.md): a client of the service like the socket's.
     var mqtt: OwnTracksFrontEnd?
+    var mqttQueue: FallbackOutbox?
     if let settings = configuration.mqtt {
       do {
-        mqtt = try await startMQTT(
+        let started = try await startMQTT(
           settings, store: track?.store, stateDirectory: configuration.stateDirectory, service: service)
+        mqtt = started.0
+        mqttQueue = started.1
       } catch {
         writeStandardError("locationd: \(error)\n")
         await service.shutdown(reason: "startFailed")
@@ -314,6 +317,7 @@ public enum Daemon {
     Log.event("stopping", ["reason": reason])
     notifier.stopping()
     await mqtt?.stop()
+    if let mqttQueue { Self.closeQueue(mqttQueue) }
     await geoClue?.stop()
     await service.shutdown(reason: reason)
     web?.stop()
@@ -330,27 +334,37 @@ public enum Daemon {
   }
 
   /// Reads the MQTT credentials file (checked like an ssh key), attaches the front-end and
-  /// starts it. The queue is the track store's outbox (`store`, the recording's, or else
-  /// `track.sqlite` in the state directory opened for the queue alone; bounded by
-  /// `mqtt-queue-limit`); without libsqlite3 it is kept in memory, and the log says so.
+  /// starts it. The queue is `mqtt-outbox.sqlite` in the state directory, a store of its own
+  /// (bounded by `mqtt-queue-limit` and `mqtt-queue-size`, apart from the history's
+  /// `track-max-size`); messages an earlier version queued in `track.sqlite` (`store`, the
+  /// recording's, or the file opened for the move alone) are moved there first. A store that fails
+  /// while running falls back to memory (``FallbackOutbox``). Without libsqlite3, or when the file
+  /// cannot be opened, it is kept in memory, and the log says so.
   static func startMQTT(
     _ settings: MQTTSettings, store recording: TrackStore?, stateDirectory: String, service: LocationService
-  ) async throws(MQTTSettingError) -> OwnTracksFrontEnd {
+  ) async throws(MQTTSettingError) -> (OwnTracksFrontEnd, FallbackOutbox?) {
     let credentials = try settings.credentialsFile.map { path throws(MQTTSettingError) in try MQTTCredentials.read(path: path) }
     if let warning = settings.anonymousRetainWarning(hasCredentials: credentials != nil) {
       Log.event("mqttWarning", ["detail": warning])
     }
     let outbox: any MQTTOutbox
+    var queue: FallbackOutbox?
     var storeConfiguration = TrackStoreConfiguration()
     storeConfiguration.outboxLimit = settings.queueLimit
+    storeConfiguration.outboxMaxBytes = settings.queueMaxBytes
+    // Its own file: no fix is ever stored there, so no retention runs in it.
+    storeConfiguration.maxAge = 0
+    storeConfiguration.maxBytes = 0
     do throws(TrackStoreError) {
-      let store: TrackStore
-      if let recording {
-        store = recording
-      } else {
-        store = try TrackStore(path: stateDirectory + "/" + TrackStore.fileName, configuration: storeConfiguration)
-      }
-      outbox = TrackStoreOutbox(store: store, qos: settings.qos)
+      let store = try TrackStore(
+        path: stateDirectory + "/" + TrackStore.outboxFileName, configuration: storeConfiguration,
+        onRejected: TrackRecording.logRejection)
+      moveEarlierOutbox(to: store, recording: recording, stateDirectory: stateDirectory)
+      let fallback = FallbackOutbox(
+        store: store, qos: settings.qos, memoryLimit: settings.queueLimit, memoryMaxBytes: settings.queueMaxBytes,
+        log: { event, detail in Log.event(event, ["detail": detail]) })
+      queue = fallback
+      outbox = fallback
     } catch {
       Log.event("mqttQueueInMemory", ["reason": error.description])
       outbox = MemoryOutbox(limit: settings.queueLimit)
@@ -359,7 +373,42 @@ public enum Daemon {
       settings: settings, credentials: credentials, outbox: outbox, handler: service)
     await service.attach(frontEnd)
     try await frontEnd.start()
-    return frontEnd
+    return (frontEnd, queue)
+  }
+
+  /// At shutdown, after the MQTT session stopped: one last try of a failing queue store, then
+  /// what could not be written (`mqttQueueLost`: messages only in memory) and what will be sent
+  /// twice (`mqttQueueDuplicates`: delivered while the store could not remove them).
+  static func closeQueue(_ queue: FallbackOutbox) {
+    queue.retryNow()
+    let inMemory = queue.memoryCount
+    if inMemory > 0 {
+      Log.event("mqttQueueLost", ["messages": String(inMemory), "reason": "the queue's store still fails; they were only in memory"])
+    }
+    let duplicates = queue.unrecordedDeliveries
+    if duplicates > 0 {
+      Log.event(
+        "mqttQueueDuplicates",
+        ["messages": String(duplicates), "reason": "delivered while the store could not remove them; published again at the next start"])
+    }
+  }
+
+  /// Moves the messages an earlier version queued in `track.sqlite`'s outbox to `store`, once;
+  /// logs `mqttQueueMoved` with the count, or `mqttQueueNotMoved` with the reason (they stay
+  /// where they were, for the next start).
+  static func moveEarlierOutbox(to store: TrackStore, recording: TrackStore?, stateDirectory: String) {
+    let path = stateDirectory + "/" + TrackStore.fileName
+    var info = stat()
+    guard recording != nil || stat(path, &info) == 0 else { return }
+    do throws(TrackStoreError) {
+      let earlier: TrackStore
+      if let recording { earlier = recording } else { earlier = try TrackStore(path: path, onRejected: TrackRecording.logRejection) }
+      defer { if recording == nil { earlier.close() } }
+      let moved = try earlier.moveOutgoing(to: store)
+      if moved > 0 { Log.event("mqttQueueMoved", ["from": path, "to": store.path, "messages": String(moved)]) }
+    } catch {
+      Log.event("mqttQueueNotMoved", ["from": path, "reason": error.description])
+    }
   }
 
   /// Gives the socket file a reloaded `group` (mode 0660; 0600 when the group is empty: root

@@ -12,7 +12,9 @@ import TrackStore
 /// shared: the recorder and any other user of ``store`` (a store-and-forward outbox) go through
 /// the same connection. A store that cannot be opened (libsqlite3 missing, an unusable file) is
 /// logged once as `trackStoreUnavailable` and the daemon goes on without recording; a store that
-/// fills up is logged once as `trackStoreFailed` and tracking goes on.
+/// fills up is logged once as `trackStoreFailed` and tracking goes on. A file that is not a
+/// locationd track store, or is damaged, is set aside (`trackStoreRejected`, with the reason and
+/// the name it is kept under) and a fresh store is started.
 final class TrackRecording: Sendable {
   private struct Opening {
     var store: TrackStore?
@@ -36,7 +38,7 @@ final class TrackRecording: Sendable {
       if opening.tried { return opening.store }
       opening.tried = true
       do throws(TrackStoreError) {
-        opening.store = try TrackStore(path: path, configuration: limits)
+        opening.store = try TrackStore(path: path, configuration: limits, onRejected: Self.logRejection)
         Log.event("trackStoreOpened", ["path": path])
       } catch {
         Log.event("trackStoreUnavailable", ["path": path, "reason": error.description])
@@ -45,14 +47,17 @@ final class TrackRecording: Sendable {
     }
   }
 
+  /// One `trackStoreRejected` line for a store file set aside (at open, or damaged while in use).
+  @Sendable static func logRejection(_ rejection: TrackStoreRejection) {
+    Log.event("trackStoreRejected", ["path": rejection.path, "reason": rejection.reason, "keptAs": rejection.keptAs])
+  }
+
   /// Starts observing `manager` for `STATE-DIR/track.sqlite`; `nil` when recording is off.
   static func start(_ configuration: Configuration, manager: LocationManager) async -> TrackRecording? {
     guard configuration.trackEnabled else { return nil }
     var limits = TrackStoreConfiguration()
     limits.maxAge = configuration.trackMaxAge
     limits.maxBytes = configuration.trackMaxSize
-    // The MQTT front-end queues in this store's outbox; its bound is mqtt-queue-limit.
-    if let mqtt = configuration.mqtt { limits.outboxLimit = mqtt.queueLimit }
     let recording = TrackRecording(path: configuration.stateDirectory + "/" + TrackStore.fileName, limits: limits)
     let events = await manager.observe(coalescing: false)
     let liveOnly = configuration.trackRecording == .live

@@ -126,6 +126,9 @@ public struct MQTTSettings: Sendable, Hashable {
   /// the backoff doubles from 1 s up to it. A broker back after an outage is found within this
   /// many seconds.
   public var reconnectMaximum: Double = 5
+  /// Bytes of topics and payloads the queue holds at most, 64 KiB...64 GiB (`mqtt-queue-size`,
+  /// `32M`, `1G`, `512K`: binary multiples); at the bound the oldest messages are dropped.
+  public var queueMaxBytes: Int64 = 32 << 20
 
   /// Settings for `broker` with every default.
   public init(broker: MQTTBrokerAddress) { self.broker = broker }
@@ -144,7 +147,7 @@ public struct MQTTSettings: Sendable, Hashable {
   public static let keys: Set<String> = [
     "mqtt", "mqtt-topic", "mqtt-client-id", "mqtt-keepalive", "mqtt-qos", "mqtt-retain", "mqtt-ca-file",
     "mqtt-credentials", "mqtt-tid", "mqtt-min-interval", "mqtt-min-distance", "mqtt-subscribe", "mqtt-stale",
-    "mqtt-catch-up-rate", "mqtt-queue-limit", "mqtt-reconnect-max",
+    "mqtt-catch-up-rate", "mqtt-queue-limit", "mqtt-reconnect-max", "mqtt-queue-size",
   ]
 
   /// Applies one setting to `settings` (created by the `mqtt` key; the other keys need it).
@@ -213,6 +216,18 @@ public struct MQTTSettings: Sendable, Hashable {
     case "mqtt-catch-up-rate": current.catchUpRate = try number(1...100_000)
     case "mqtt-queue-limit": current.queueLimit = Int(try number(1...10_000_000))
     case "mqtt-reconnect-max": current.reconnectMaximum = try number(1...3600)
+    case "mqtt-queue-size":
+      let units: [Character: Int64] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30]
+      var digits = Substring(value)
+      var unit: Int64 = 1
+      if let last = value.uppercased().last, let factor = units[last] {
+        unit = factor
+        digits = digits.dropLast()
+      }
+      guard !digits.isEmpty, digits.allSatisfy({ ("0"..."9").contains($0) }), let number = Int64(digits),
+        number <= (64 << 30) / unit, ((64 << 10)...(64 << 30)).contains(number * unit)
+      else { throw fail("use a size from 64K to 64G, such as 32M or 1G") }
+      current.queueMaxBytes = number * unit
     default: throw fail("unknown setting: use one of \(keys.sorted().joined(separator: ", "))")
     }
     settings = current

@@ -1,9 +1,10 @@
 import TrackStore
 
-/// The durable ``MQTTOutbox``: the track store's outbox table (SQLite, WAL), so queued messages
-/// survive a broker outage, a restart and `kill -9`. Its bound is the store's
-/// ``TrackStoreConfiguration/outboxLimit`` (the `mqtt-queue-limit` setting): at the bound the
-/// oldest waiting message is deleted and counted.
+/// A durable ``MQTTOutbox``: a ``TrackStore``'s outbox table (SQLite, WAL), so queued messages
+/// survive a broker outage, a restart and `kill -9`. Its bounds are the store's
+/// ``TrackStoreConfiguration/outboxLimit`` and ``TrackStoreConfiguration/outboxMaxBytes``: at a
+/// bound the oldest waiting messages are deleted and counted. A failing store fails its calls;
+/// the daemon uses ``FallbackOutbox``, which goes on in memory instead.
 public final class TrackStoreOutbox: MQTTOutbox {
   private let store: TrackStore
   private let qos: Int

@@ -3,6 +3,7 @@
 #elseif canImport(Darwin)
   import Darwin
 #endif
+import CSQLite
 import LocationModel
 import Synchronization
 
@@ -29,6 +30,11 @@ public struct TrackStoreConfiguration: Sendable, Hashable {
   /// waiting message and counts it in ``TrackStore/outgoingDropped`` (the newest positions
   /// matter most to a receiver catching up). Default 100,000 (a day at about 1 message/s).
   public var outboxLimit: Int = 100_000
+  /// Outbox bound in bytes: the waiting messages' topics and payloads together stay at or below
+  /// this; enqueuing beyond it deletes the oldest messages, counted as for ``outboxLimit``. The
+  /// file holds about 1.1 times this (row and page overhead) plus its WAL. Default 32 MiB
+  /// (`mqtt-queue-size = 32M`).
+  public var outboxMaxBytes: Int64 = 32 * 1024 * 1024
   /// Caps the database at this many pages (`PRAGMA max_page_count`); `nil` leaves SQLite's
   /// default. Lets tests reach SQLITE_FULL without filling a disk.
   public var maxPageCount: Int?
@@ -54,14 +60,28 @@ public struct TrackStoreConfiguration: Sendable, Hashable {
 public final class TrackStore: Sendable {
   /// The store's file name in the state directory.
   public static let fileName = "track.sqlite"
+  /// The MQTT outbox's file name in the state directory: a store of its own, so that the outbox
+  /// and the history are bounded separately and neither can take the other's room.
+  public static let outboxFileName = "mqtt-outbox.sqlite"
   /// The schema version this code writes and reads.
   public static let schemaVersion: Int64 = 1
+  /// `PRAGMA application_id` of a locationd track store (bytes `LDTS`), set when the store is
+  /// created (or adopted: a store of an earlier version without one, whose tables are ours) and
+  /// checked at every open for writing; sqlite.org/fileformat.html#application_id.
+  public static let applicationID: Int32 = 0x4C44_5453
 
   struct State: ~Copyable {
     var connection: SQLiteConnection
+    /// Files set aside since the store was opened (at open and while running).
+    var rejections: [TrackStoreRejection] = []
     var sources: [SourceKey: Int64] = [:]
     var outgoingCount: Int = 0
     var outgoingDropped: Int = 0
+    /// Bytes of the waiting messages' topics and payloads.
+    var outgoingBytes: Int64 = 0
+    /// The highest outbox id given, carried into a fresh store when a damaged one is set aside
+    /// (a publisher's position in the queue stays valid).
+    var lastOutgoingID: Int64 = 0
   }
 
   struct SourceKey: Hashable {
@@ -77,14 +97,61 @@ public final class TrackStore: Sendable {
   /// Whether the store was opened read-only (``open(readingAt:)``).
   public let isReadOnly: Bool
   let state: Mutex<State>
+  private let onRejected: @Sendable (TrackStoreRejection) -> Void
+  /// Failures to inject into every write and outbox read, for tests of what the store's users do
+  /// when the disk fails (see ``TrackStoreFaults``); none unless a test sets one.
+  public let faults = TrackStoreFaults()
 
   /// Opens the store at `path` for recording, creating it (and its schema) when missing.
   ///
+  /// Only a locationd track store is used: a file that is not SQLite, another application's
+  /// database (``applicationID``), a database whose tables are not ours or lack ours, a truncated
+  /// or damaged one (`PRAGMA quick_check`), or one whose `-wal` file belongs to another database
+  /// (its page size differs), is renamed aside with its `-wal` and `-shm` files
+  /// (``TrackStoreRejection``), `onRejected` is called once with the reason, and a fresh store is
+  /// created. A store of an earlier version without the application id is adopted when its tables
+  /// are ours. The same happens while running when SQLite reports the store damaged
+  /// (`SQLITE_CORRUPT`, `SQLITE_NOTADB`): the operation is retried once on the fresh store.
+  ///
+  /// - Parameter onRejected: called (on the caller's thread, the store's lock held: it must not
+  ///   call the store) for each file set aside.
   /// - Throws: ``TrackStoreError/libraryUnavailable(_:)`` without libsqlite3,
-  ///   ``TrackStoreError/openFailed(path:code:message:)``, ``TrackStoreError/incompatible(path:reason:)``
-  ///   for a newer schema or a file that is not SQLite, ``TrackStoreError/diskFull(path:message:)``.
-  public init(path: String, configuration: TrackStoreConfiguration = TrackStoreConfiguration()) throws(TrackStoreError) {
+  ///   ``TrackStoreError/openFailed(path:code:message:)`` (the file cannot be opened, created or
+  ///   set aside), ``TrackStoreError/incompatible(path:reason:)`` for a newer schema version,
+  ///   ``TrackStoreError/diskFull(path:message:)``.
+  public init(
+    path: String, configuration: TrackStoreConfiguration = TrackStoreConfiguration(),
+    onRejected: @escaping @Sendable (TrackStoreRejection) -> Void = { _ in }
+  ) throws(TrackStoreError) {
     try Self.validate(configuration)
+    var rejections: [TrackStoreRejection] = []
+    try Self.prepareFile(path)
+    if let reason = try StoreCheck.reasonToReject(path) {
+      let rejection = TrackStoreRejection(path: path, reason: reason, keptAs: try StoreCheck.setAside(path))
+      onRejected(rejection)
+      rejections.append(rejection)
+      try Self.prepareFile(path)
+    }
+    let connection = try SQLiteConnection(path: path, readOnly: false)
+    try Self.prepareWriter(connection, configuration)
+    var initial = State(connection: connection)
+    initial.rejections = rejections
+    initial.outgoingCount = Int(try connection.integer("SELECT count(*) FROM outbox") ?? 0)
+    initial.outgoingBytes = try connection.integer(Self.outboxBytesQuery) ?? 0
+    initial.lastOutgoingID = try connection.integer("SELECT seq FROM sqlite_sequence WHERE name = 'outbox'") ?? 0
+    initial.outgoingDropped = Int(try connection.integer("SELECT value FROM meta WHERE key = 'outbox_dropped'") ?? 0)
+    self.path = path
+    self.configuration = configuration
+    self.isReadOnly = false
+    self.onRejected = onRejected
+    self.state = Mutex(initial)
+  }
+
+  /// Files set aside since the store was opened, oldest first.
+  public var rejections: [TrackStoreRejection] { state.withLock { $0.rejections } }
+
+  /// Creates the file owner-only when missing and checks it is a regular file.
+  private static func prepareFile(_ path: String) throws(TrackStoreError) {
     // Created owner-only before SQLite sees it (SQLite gives the -wal and -shm files the same
     // mode): a location history is more sensitive than the live position. O_NOFOLLOW: a link
     // planted at the path is refused, not followed.
@@ -92,7 +159,10 @@ public final class TrackStore: Sendable {
     let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
     guard fd >= 0 else {
       let code = errno
-      throw .openFailed(path: path, code: code, message: "cannot create it: " + String(cString: strerror(code)))
+      // An existing store on a read-only filesystem, or without write permission, is not one
+      // that could not be created.
+      let verb = StoreCheck.exists(path) ? "cannot open it for writing: " : "cannot create it: "
+      throw .openFailed(path: path, code: code, message: verb + String(cString: strerror(code)))
     }
     var status = stat()
     guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
@@ -114,15 +184,51 @@ public final class TrackStore: Sendable {
       }
     }
     _ = Glibc.close(fd)
-    let connection = try SQLiteConnection(path: path, readOnly: false)
-    try Self.prepareWriter(connection, configuration)
-    var initial = State(connection: connection)
-    initial.outgoingCount = Int(try connection.integer("SELECT count(*) FROM outbox") ?? 0)
-    initial.outgoingDropped = Int(try connection.integer("SELECT value FROM meta WHERE key = 'outbox_dropped'") ?? 0)
-    self.path = path
-    self.configuration = configuration
-    self.isReadOnly = false
-    self.state = Mutex(initial)
+  }
+
+  /// Sets the damaged store aside and opens a fresh one in its place (see ``init(path:configuration:onRejected:)``);
+  /// `false` when `error` is not damage or the fresh store cannot be made (the error stands).
+  private func recover(from error: TrackStoreError, _ state: inout State) -> Bool {
+    guard !isReadOnly, case .sqlite(let code, let message, _) = error, StoreCheck.isDamage(code) else { return false }
+    state.connection.close()
+    do throws(TrackStoreError) {
+      let keptAs = try StoreCheck.setAside(path)
+      let rejection = TrackStoreRejection(path: path, reason: "damaged while in use: \(message)", keptAs: keptAs)
+      try Self.prepareFile(path)
+      let connection = try SQLiteConnection(path: path, readOnly: false)
+      try Self.prepareWriter(connection, configuration)
+      state.connection = connection
+      state.sources.removeAll()
+      state.outgoingCount = 0
+      state.outgoingBytes = 0
+      state.rejections.append(rejection)
+      if state.outgoingDropped > 0 {
+        try? connection.execute("INSERT INTO meta(key, value) VALUES ('outbox_dropped', \(state.outgoingDropped))")
+      }
+      if state.lastOutgoingID > 0 {
+        try? connection.execute("INSERT INTO sqlite_sequence(name, seq) VALUES ('outbox', \(state.lastOutgoingID))")
+      }
+      onRejected(rejection)
+      return true
+    } catch {
+      return false
+    }
+  }
+
+  /// Runs `body` on the connection; when SQLite reports the store damaged, sets it aside, opens a
+  /// fresh store and runs `body` once more there.
+  private func writing<T: Sendable>(
+    reading: Bool = false, _ body: (inout State) throws(TrackStoreError) -> T
+  ) throws(TrackStoreError) -> T {
+    if !reading { try faults.check() }
+    return try state.withLock { (state: inout State) throws(TrackStoreError) -> T in
+      do throws(TrackStoreError) {
+        return try body(&state)
+      } catch {
+        guard recover(from: error, &state) else { throw error }
+        return try body(&state)
+      }
+    }
   }
 
   /// Opens an existing store read-only (locationctl's `track export` and `track stats`), beside a
@@ -141,6 +247,14 @@ public final class TrackStore: Sendable {
     guard status.st_mode & S_IFMT == S_IFREG else {
       throw .openFailed(path: path, code: EINVAL, message: "not a regular file")
     }
+    // SQLite says only "unable to open database file" when the file cannot be read: ask the
+    // kernel first, so the reader learns it was permission (run as the daemon's user or root).
+    let probe = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+    guard probe >= 0 else {
+      let code = errno
+      throw .openFailed(path: path, code: code, message: String(cString: strerror(code)))
+    }
+    _ = Glibc.close(probe)
     let connection = try SQLiteConnection(path: path, readOnly: true)
     try Self.checkVersion(connection)
     var initial = State(connection: connection)
@@ -148,6 +262,7 @@ public final class TrackStore: Sendable {
     self.path = path
     self.configuration = TrackStoreConfiguration()
     self.isReadOnly = true
+    self.onRejected = { _ in }
     self.state = Mutex(initial)
   }
 
@@ -161,6 +276,7 @@ public final class TrackStore: Sendable {
     guard configuration.maxBytes >= 0 else { throw .invalidArgument("maxBytes", reason: "must be 0 or more") }
     guard configuration.retentionBatch > 0 else { throw .invalidArgument("retentionBatch", reason: "must be positive") }
     guard configuration.outboxLimit > 0 else { throw .invalidArgument("outboxLimit", reason: "must be positive") }
+    guard configuration.outboxMaxBytes > 0 else { throw .invalidArgument("outboxMaxBytes", reason: "must be positive") }
     if let pages = configuration.maxPageCount, pages <= 0 {
       throw .invalidArgument("maxPageCount", reason: "must be positive")
     }
@@ -168,8 +284,17 @@ public final class TrackStore: Sendable {
 
   private static func checkVersion(_ connection: SQLiteConnection) throws(TrackStoreError) {
     let version: Int64
-    do {
+    do throws(TrackStoreError) {
       version = try connection.integer("PRAGMA user_version") ?? 0
+    } catch .sqlite(let code, let message, _) where !StoreCheck.isDamage(code) {
+      // Not the file's content: the disk, a lock, or a read-only filesystem without the -shm file
+      // a WAL store needs.
+      var reason = message
+      var info = statvfs()
+      if code & 0xff == SQLITE_CANTOPEN, statvfs(connection.path, &info) == 0, info.f_flag & UInt(ST_RDONLY) != 0 {
+        reason += " (read-only file system: SQLite cannot create the -shm file beside a WAL store there)"
+      }
+      throw .openFailed(path: connection.path, code: code, message: "\(reason) (SQLite code \(code))")
     } catch {
       throw .incompatible(path: connection.path, reason: error.description)
     }
@@ -242,6 +367,10 @@ public final class TrackStore: Sendable {
       if try connection.integer("PRAGMA user_version") == 0 {
         try connection.execute("PRAGMA user_version = \(schemaVersion)")
       }
+      // New stores, and stores of earlier versions (their tables checked as ours), get the id.
+      if try connection.integer("PRAGMA application_id") == 0 {
+        try connection.execute("PRAGMA application_id = \(applicationID)")
+      }
       try connection.execute("COMMIT")
     } catch {
       try? connection.execute("ROLLBACK")
@@ -264,7 +393,7 @@ public final class TrackStore: Sendable {
   @discardableResult
   public func append(_ points: [TrackPoint]) throws(TrackStoreError) -> Int {
     guard !points.isEmpty else { return 0 }
-    return try state.withLock { (state: inout State) throws(TrackStoreError) -> Int in
+    return try writing { (state: inout State) throws(TrackStoreError) -> Int in
       let connection = state.connection
       try connection.beginImmediate()
       do throws(TrackStoreError) {
@@ -339,7 +468,7 @@ public final class TrackStore: Sendable {
   public func enforceRetention(now: Int64? = nil) throws(TrackStoreError) -> Int {
     let configuration = configuration
     let now = now ?? Self.clockNow()
-    return try state.withLock { (state: inout State) throws(TrackStoreError) -> Int in
+    return try writing { (state: inout State) throws(TrackStoreError) -> Int in
       let connection = state.connection
       var deleted = 0
       var newest: Int64?
@@ -582,14 +711,25 @@ public final class TrackStore: Sendable {
   /// Messages waiting in the outbox.
   public var outgoingCount: Int { state.withLock { $0.outgoingCount } }
 
+  /// Bytes of the waiting messages' topics and payloads (bounded by
+  /// ``TrackStoreConfiguration/outboxMaxBytes``).
+  public var outgoingBytes: Int64 { state.withLock { $0.outgoingBytes } }
+
+  /// The bytes ``outgoingBytes`` counts, over the whole outbox.
+  static let outboxBytesQuery = "SELECT coalesce(sum(length(CAST(topic AS BLOB)) + length(payload)), 0) FROM outbox"
+  /// The oldest waiting messages' ids and sizes, oldest first.
+  static let oldestSizesQuery = "SELECT id, length(CAST(topic AS BLOB)) + length(payload) FROM outbox ORDER BY id"
+
   /// Messages deleted unsent because the outbox was at its bound, since the store was created
   /// (kept in the store, so it survives restarts).
   public var outgoingDropped: Int { state.withLock { $0.outgoingDropped } }
 
   /// Queues a message durably (committed before this returns), after every message already queued.
   ///
-  /// At the bound (``TrackStoreConfiguration/outboxLimit``) the oldest waiting message is deleted
-  /// in the same transaction and counted in ``outgoingDropped``.
+  /// At either bound (``TrackStoreConfiguration/outboxLimit`` messages,
+  /// ``TrackStoreConfiguration/outboxMaxBytes`` bytes of topics and payloads) the oldest waiting
+  /// messages are deleted in the same transaction, until this one fits, and counted in
+  /// ``outgoingDropped``. The outbox never deletes fixes, and retention never deletes messages.
   ///
   /// - Parameters:
   ///   - topic: the MQTT topic name, non-empty.
@@ -597,12 +737,15 @@ public final class TrackStore: Sendable {
   ///   - qos: MQTT quality of service, `0...2`.
   ///   - retain: whether the broker should retain the message.
   ///   - enqueuedAt: the caller's clock, milliseconds since the Unix epoch (kept, not interpreted).
+  ///   - id: the id to give it, above every id given so far (a message kept in memory while the
+  ///     store failed keeps its sequence); `nil` for the next one.
   /// - Returns: the message's outbox id (strictly increasing).
   /// - Throws: ``TrackStoreError/invalidArgument(_:reason:)`` for an empty topic, a bad QoS or an
-  ///   oversized payload; ``TrackStoreError/diskFull(path:message:)``; other ``TrackStoreError`` cases.
+  ///   oversized payload (beyond MQTT's limit or the outbox's byte bound);
+  ///   ``TrackStoreError/diskFull(path:message:)``; other ``TrackStoreError`` cases.
   @discardableResult
   public func enqueueOutgoing(
-    topic: String, payload: [UInt8], qos: Int = 1, retain: Bool = false, enqueuedAt: Int64? = nil
+    topic: String, payload: [UInt8], qos: Int = 1, retain: Bool = false, enqueuedAt: Int64? = nil, id explicitID: Int64? = nil
   ) throws(TrackStoreError) -> Int64 {
     guard !topic.isEmpty else { throw .invalidArgument("topic", reason: "empty") }
     guard (0...2).contains(qos) else { throw .invalidArgument("qos", reason: "\(qos) is not 0, 1 or 2") }
@@ -610,16 +753,35 @@ public final class TrackStore: Sendable {
       throw .invalidArgument("payload", reason: "\(payload.count) bytes exceed MQTT's 268,435,455")
     }
     let limit = configuration.outboxLimit
-    return try state.withLock { (state: inout State) throws(TrackStoreError) -> Int64 in
+    let maxBytes = configuration.outboxMaxBytes
+    let size = Int64(topic.utf8.count + payload.count)
+    guard size <= maxBytes else {
+      throw .invalidArgument("payload", reason: "\(size) bytes with its topic exceed the outbox's bound of \(maxBytes)")
+    }
+    return try writing { (state: inout State) throws(TrackStoreError) -> Int64 in
       let connection = state.connection
       try connection.beginImmediate()
       var dropped = 0
+      var droppedBytes: Int64 = 0
       let id: Int64
       do throws(TrackStoreError) {
-        if state.outgoingCount >= limit {
-          let delete = try connection.statement(
-            "DELETE FROM outbox WHERE id IN (SELECT id FROM outbox ORDER BY id LIMIT ?1)")
-          try delete.bind(1, Int64(state.outgoingCount - limit + 1))
+        // The oldest messages go until one more fits both bounds.
+        var excessCount = state.outgoingCount - limit + 1
+        var excessBytes = state.outgoingBytes + size - maxBytes
+        var through: Int64?
+        if excessCount > 0 || excessBytes > 0 {
+          let oldest = try connection.statement(Self.oldestSizesQuery)
+          defer { oldest.reset() }
+          while excessCount > 0 || excessBytes > 0, try oldest.step() {
+            through = oldest.int64(0)
+            excessCount -= 1
+            excessBytes -= oldest.int64(1)
+            droppedBytes += oldest.int64(1)
+          }
+        }
+        if let through {
+          let delete = try connection.statement("DELETE FROM outbox WHERE id <= ?1")
+          try delete.bind(1, through)
           try delete.run()
           dropped = connection.changes
           let count = try connection.statement(
@@ -630,8 +792,15 @@ public final class TrackStore: Sendable {
           try count.bind(1, Int64(dropped))
           try count.run()
         }
+        if let explicitID {
+          let last = try connection.integer("SELECT seq FROM sqlite_sequence WHERE name = 'outbox'") ?? 0
+          guard explicitID > last else {
+            throw .invalidArgument("id", reason: "\(explicitID) is not above the last id \(last)")
+          }
+        }
         let insert = try connection.statement(
-          "INSERT INTO outbox(topic, payload, qos, retain, enqueued_ms) VALUES (?1, ?2, ?3, ?4, ?5)")
+          "INSERT INTO outbox(topic, payload, qos, retain, enqueued_ms, id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
+        try insert.bind(6, explicitID)
         try insert.bind(1, topic)
         try insert.bind(2, payload)
         try insert.bind(3, Int64(qos))
@@ -645,22 +814,25 @@ public final class TrackStore: Sendable {
         throw error
       }
       state.outgoingCount += 1 - dropped
+      state.outgoingBytes += size - droppedBytes
+      state.lastOutgoingID = max(state.lastOutgoingID, id)
       state.outgoingDropped += dropped
       return id
     }
   }
 
-  /// The oldest waiting messages, at most `limit` (`1...10_000`), in queue order; they stay
-  /// queued until ``acknowledgeOutgoing(upTo:)``.
+  /// The oldest waiting messages with an id above `after` (all when `nil`), at most `limit`
+  /// (`1...10_000`), in queue order; they stay queued until ``acknowledgeOutgoing(upTo:)``.
   ///
   /// - Throws: ``TrackStoreError/invalidArgument(_:reason:)`` for a limit out of range.
-  public func peekOutgoing(limit: Int) throws(TrackStoreError) -> [OutgoingMessage] {
+  public func peekOutgoing(after: Int64? = nil, limit: Int) throws(TrackStoreError) -> [OutgoingMessage] {
     guard (1...10_000).contains(limit) else { throw .invalidArgument("limit", reason: "\(limit) is not in 1...10000") }
-    return try state.withLock { (state: inout State) throws(TrackStoreError) -> [OutgoingMessage] in
+    return try writing(reading: true) { (state: inout State) throws(TrackStoreError) -> [OutgoingMessage] in
       let select = try state.connection.statement(
-        "SELECT id, topic, payload, qos, retain, enqueued_ms FROM outbox ORDER BY id LIMIT ?1")
+        "SELECT id, topic, payload, qos, retain, enqueued_ms FROM outbox WHERE id > ?2 ORDER BY id LIMIT ?1")
       defer { select.reset() }
       try select.bind(1, Int64(limit))
+      try select.bind(2, after ?? Int64.min)
       var messages: [OutgoingMessage] = []
       while try select.step() {
         messages.append(
@@ -672,17 +844,80 @@ public final class TrackStore: Sendable {
     }
   }
 
+  /// The highest id the outbox has given (0 when none): later messages get higher ones.
+  public func lastOutgoingID() throws(TrackStoreError) -> Int64 {
+    try writing(reading: true) { (state: inout State) throws(TrackStoreError) -> Int64 in
+      try state.connection.integer("SELECT seq FROM sqlite_sequence WHERE name = 'outbox'") ?? 0
+    }
+  }
+
+  /// Makes every later message's id higher than `id` (ids handed out elsewhere, by a queue kept
+  /// in memory while the store failed, are never reused).
+  public func reserveOutgoingIDs(through id: Int64) throws(TrackStoreError) {
+    try writing { (state: inout State) throws(TrackStoreError) in
+      let connection = state.connection
+      let last = try connection.integer("SELECT seq FROM sqlite_sequence WHERE name = 'outbox'")
+      guard id > (last ?? 0) else { return }
+      let statement = try connection.statement(
+        last == nil
+          ? "INSERT INTO sqlite_sequence(name, seq) VALUES ('outbox', ?1)"
+          : "UPDATE sqlite_sequence SET seq = ?1 WHERE name = 'outbox'")
+      try statement.bind(1, id)
+      try statement.run()
+      state.lastOutgoingID = max(state.lastOutgoingID, id)
+    }
+  }
+
+  /// Waiting messages with an id up to and including `id`.
+  public func countOutgoing(through id: Int64) throws(TrackStoreError) -> Int {
+    try writing(reading: true) { (state: inout State) throws(TrackStoreError) -> Int in
+      let query = try state.connection.statement("SELECT count(*) FROM outbox WHERE id <= ?1")
+      defer { query.reset() }
+      try query.bind(1, id)
+      return try query.step() ? Int(query.int64(0)) : 0
+    }
+  }
+
+  /// Moves every waiting message to `other`'s outbox, in order, in batches of 1,000 (each batch
+  /// queued there before it is removed here: a crash between the two queues it twice, never
+  /// loses it). Used once to move the outbox of an earlier version's `track.sqlite` to
+  /// ``outboxFileName``.
+  ///
+  /// - Returns: the number of messages moved.
+  /// - Throws: ``TrackStoreError`` from either store; what was moved stays moved.
+  @discardableResult
+  public func moveOutgoing(to other: TrackStore) throws(TrackStoreError) -> Int {
+    var moved = 0
+    while true {
+      let batch = try peekOutgoing(limit: 1_000)
+      guard let last = batch.last else { return moved }
+      for message in batch {
+        try other.enqueueOutgoing(
+          topic: message.topic, payload: message.payload, qos: message.qos, retain: message.retain,
+          enqueuedAt: message.enqueuedAt)
+      }
+      try acknowledgeOutgoing(upTo: last.id)
+      moved += batch.count
+    }
+  }
+
   /// Removes every waiting message with an id up to and including `id` (the broker has them).
   ///
   /// - Returns: the number of messages removed (0 when none was waiting at or below `id`).
   @discardableResult
   public func acknowledgeOutgoing(upTo id: Int64) throws(TrackStoreError) -> Int {
-    try state.withLock { (state: inout State) throws(TrackStoreError) -> Int in
+    try writing { (state: inout State) throws(TrackStoreError) -> Int in
+      let sizes = try state.connection.statement(
+        "SELECT coalesce(sum(length(CAST(topic AS BLOB)) + length(payload)), 0) FROM outbox WHERE id <= ?1")
+      try sizes.bind(1, id)
+      let bytes = try sizes.step() ? sizes.int64(0) : 0
+      sizes.reset()
       let delete = try state.connection.statement("DELETE FROM outbox WHERE id <= ?1")
       try delete.bind(1, id)
       try delete.run()
       let removed = state.connection.changes
       state.outgoingCount -= removed
+      state.outgoingBytes = max(0, state.outgoingBytes - bytes)
       return removed
     }
   }
@@ -712,5 +947,32 @@ public enum TrackSourceFilter: String, Sendable, Hashable, CaseIterable {
     case .live: return "source_id IN (SELECT id FROM sources WHERE simulated = 0)"
     case .simulated: return "source_id IN (SELECT id FROM sources WHERE simulated != 0)"
     }
+  }
+}
+
+/// Failures a test injects into a ``TrackStore`` (a full disk, an I/O error, a read-only
+/// filesystem), so that what its users do can be checked without such a disk: while set, every
+/// write throws the error before touching SQLite (reads go on, as on a full disk).
+public final class TrackStoreFaults: Sendable {
+  private let failure = Mutex<TrackStoreError?>(nil)
+
+  init() {}
+
+  /// Every later operation throws `error` until this is called with `nil`.
+  public func fail(with error: TrackStoreError?) { failure.withLock { $0 = error } }
+
+  /// What SQLite reports for a full disk (`ENOSPC`), an I/O error (`EIO`) and a read-only
+  /// filesystem (`EROFS`), as the store throws them.
+  public static func diskFull(_ path: String) -> TrackStoreError {
+    .diskFull(path: path, message: "database or disk is full")
+  }
+  /// `SQLITE_IOERR_WRITE` (`EIO`).
+  public static let ioError = TrackStoreError.sqlite(code: 778, message: "disk I/O error", operation: "stepping a statement")
+  /// `SQLITE_READONLY` (`EROFS`).
+  public static let readOnly = TrackStoreError.sqlite(
+    code: 8, message: "attempt to write a readonly database", operation: "stepping a statement")
+
+  func check() throws(TrackStoreError) {
+    if let error = failure.withLock({ $0 }) { throw error }
   }
 }

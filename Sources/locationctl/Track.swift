@@ -87,9 +87,20 @@ func runTrack(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
     let until = try time(list, "--until")
     if let since, let until, until <= since { throw UsageError("--until must be later than --since") }
     let store = try openForReading(storePath(list))
-    let statistics: TrackStatistics
+    var statistics: TrackStatistics
     do { statistics = try store.statistics(since: since, until: until, sources: sources) } catch {
       throw ClientError(error.description)
+    }
+    // The MQTT outbox has its own file beside the store (an earlier version kept it in the
+    // store: both are counted).
+    let storeFile = storePath(list)
+    let directory = storeFile.lastIndex(of: "/").map { String(storeFile[..<$0]) } ?? "."
+    if let outbox = try? TrackStore(readingAt: directory + "/" + TrackStore.outboxFileName) {
+      if let queued = try? outbox.statistics(since: 0, until: 0) {
+        statistics.outgoing += queued.outgoing
+        statistics.outgoingDropped += queued.outgoingDropped
+      }
+      outbox.close()
     }
     reportInvalidRows(store, since: since, until: until)
     let first = statistics.firstTime.map(TrackTime.iso8601)

@@ -69,6 +69,51 @@ import Testing
     #expect(rows.first?.contains("replay:") == true)
   }
 
+  /// A file in the state directory that is not a track store: set aside with one log line, the
+  /// operator's bytes kept, and recording goes on in a fresh store.
+  @Test(.timeLimit(.minutes(2))) func aForeignStoreIsSetAsideAndRecordingGoesOn() throws {
+    try #require(FileManager.default.fileExists(atPath: Self.log), "the NMEA corpus (../shared/nmea) is missing")
+    let directory = try temporaryDirectory()
+    #expect(mkdir(directory + "/state", 0o700) == 0)
+    let garbage = Data(repeating: 0x5A, count: 5000)
+    #expect(FileManager.default.createFile(atPath: directory + "/state/track.sqlite", contents: garbage))
+    let errors = directory + "/stderr"
+    #expect(FileManager.default.createFile(atPath: errors, contents: nil))
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: Self.locationd)
+    process.arguments = [
+      "--backend", "replay:\(Self.log)?speed=0", "--socket", directory + "/s.sock", "--state-dir", directory + "/state",
+      "--group", "", "--track", "all",
+    ]
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
+    try process.run()
+    for _ in 0..<500 where access(directory + "/s.sock", F_OK) != 0 { usleep(10_000) }
+    #expect(try run([Self.locationctl, "--socket", directory + "/s.sock", "start"]).status == 0)
+    var count: Int64 = 0
+    for _ in 0..<3000 {
+      if let stored = try? storedCount(directory + "/state/track.sqlite"), stored > 0 {
+        count = stored
+        break
+      }
+      usleep(10_000)
+    }
+    process.terminate()
+    process.waitUntilExit()
+    #expect(count > 0)
+    let log = try String(contentsOfFile: errors, encoding: .utf8)
+    let lines = log.split(separator: "\n").filter { $0.contains("trackStoreRejected") }
+    #expect(lines.count == 1, "\(log)")
+    #expect(lines.first?.contains("not an SQLite database") == true, "\(log)")
+    let kept = try FileManager.default.contentsOfDirectory(atPath: directory + "/state").filter {
+      $0.hasPrefix("track.sqlite.rejected-")
+    }
+    #expect(kept.count == 1)
+    if let name = kept.first {
+      #expect(FileManager.default.contents(atPath: directory + "/state/" + name) == garbage)
+    }
+  }
+
   @Test(.timeLimit(.minutes(2))) func aReplayIsNotHistoryByDefault() throws {
     try #require(FileManager.default.fileExists(atPath: Self.log), "the NMEA corpus (../shared/nmea) is missing")
     // --track live (the default): the replay's fixes reach the client but never the store.

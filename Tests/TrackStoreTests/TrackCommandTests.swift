@@ -182,6 +182,33 @@ import LocationModel
     #expect(stat(file, &status) == 0)
     #expect(status.st_mode & 0o777 == 0o600)
   }
+
+  /// `track stats` counts the MQTT queue's own file beside the store.
+  @Test func statsCountsTheQueueBesideTheStore() throws {
+    let directory = try storeDirectory()
+    let queue = try TrackStore(path: directory + "/" + TrackStore.outboxFileName)
+    for index in 0..<3 { try queue.enqueueOutgoing(topic: "owntracks/a/b", payload: Array("\(index)".utf8)) }
+    queue.close()
+    let stats = try run([Self.locationctl, "--json", "track", "stats", "--state-dir", directory])
+    #expect(stats.status == 0, "\(stats.error)")
+    let object = try #require(try JSONSerialization.jsonObject(with: Data(stats.output.utf8)) as? [String: Any])
+    #expect(object["points"] as? Int == 60)
+    #expect(object["outgoing"] as? Int == 3)
+  }
+
+  /// A store the user may not read: the kernel's reason, not SQLite's "unable to open".
+  @Test func statsOnAnUnreadableStoreSaysPermissionDenied() throws {
+    guard geteuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else { return }
+    let directory = try storeDirectory()
+    #expect(chmod(directory, 0o755) == 0)
+    let stats = try run([
+      "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", Self.locationctl, "track", "stats",
+      "--store", directory + "/" + TrackStore.fileName,
+    ])
+    #expect(stats.status == 1)
+    #expect(stats.error.contains("Permission denied"), "\(stats.error)")
+    #expect(!stats.error.contains("unable to open"), "\(stats.error)")
+  }
 }
 
 /// Stores the daemon did not write: rows that are not fixes are skipped and counted, never

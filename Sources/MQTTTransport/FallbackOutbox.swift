@@ -1,0 +1,271 @@
+import Synchronization
+import TrackStore
+
+/// The daemon's ``MQTTOutbox``: the durable queue (`mqtt-outbox.sqlite`) while its store works,
+/// a bounded queue in memory while it does not, and back to the store when it works again.
+///
+/// A store that fails while running (a full disk, a filesystem remounted read-only, an I/O
+/// error) is handled as one that failed at start: the message that failed and the ones after it
+/// go to memory (at most ``memoryLimit`` messages and ``memoryMaxBytes`` bytes, the oldest
+/// dropped and counted), publishing goes on, and the store is tried again after 1 s, 2 s, 4 s
+/// ... up to 60 s (``Backoff``). When it takes writes again, the messages in memory are moved to it
+/// with their sequence numbers (so the session's order and acknowledgements stay valid), and new
+/// messages are queued on disk again.
+///
+/// Delivered while the store could not record it: the broker's acknowledgement of a message
+/// still in the store (a full disk cannot delete either) is kept in memory; those messages are not
+/// published again, and they are removed from the store when it works again. Only a stop of the
+/// daemon before that leaves them in the store, to be published a second time at the next start:
+/// ``unrecordedDeliveries`` counts them, and the daemon logs the count at shutdown.
+public final class FallbackOutbox: MQTTOutbox {
+  /// What the outbox has done, for the log and tests.
+  public struct Counters: Sendable, Hashable {
+    /// Whether messages are queued in memory now.
+    public var inMemory = false
+    /// Times the store failed and the outbox moved to memory.
+    public var fellBack = 0
+    /// Times the store worked again and the messages in memory moved back to it.
+    public var recovered = 0
+    /// Messages dropped from the memory queue at its bound.
+    public var memoryDropped = 0
+    /// Messages delivered while the store could not remove them, removed later (not sent twice).
+    public var removedLate = 0
+  }
+
+  private struct State {
+    var memory: [OutboxMessage] = []
+    var head = 0
+    var memoryBytes: Int64 = 0
+    var nextMemory: Int64 = 1
+    var lastDurable: Int64 = 0
+    /// Acknowledged by the broker, not yet removed from the store.
+    var deliveredThrough: Int64?
+    var inMemory = false
+    var retryAt = 0.0
+    var backoff = Backoff()
+    var counters = Counters()
+
+    var memoryCount: Int { memory.count - head }
+  }
+
+  private let store: TrackStore
+  private let qos: Int
+  private let state: Mutex<State>
+  private let now: @Sendable () -> Double
+  private let log: @Sendable (_ event: String, _ detail: String) -> Void
+  /// Messages the memory queue holds at most.
+  public let memoryLimit: Int
+  /// Bytes of topics and payloads the memory queue holds at most.
+  public let memoryMaxBytes: Int64
+
+  /// Wraps `store`'s outbox.
+  ///
+  /// - Parameters:
+  ///   - qos: the session's QoS (0 or 1), kept with each message.
+  ///   - memoryLimit: messages held in memory at most (the `mqtt-queue-limit`), at least 1.
+  ///   - memoryMaxBytes: bytes of topics and payloads held in memory at most (`mqtt-queue-size`).
+  ///   - now: a monotonic clock, seconds (`CLOCK_MONOTONIC` by default; a virtual one in tests).
+  ///   - log: `mqttQueueInMemory` when the store fails (with the reason), `mqttQueueOnDisk` when it
+  ///     works again (with the messages moved back and removed late).
+  public init(
+    store: TrackStore, qos: Int, memoryLimit: Int, memoryMaxBytes: Int64,
+    now: (@Sendable () -> Double)? = nil,
+    log: @escaping @Sendable (_ event: String, _ detail: String) -> Void
+  ) {
+    self.store = store
+    self.qos = qos
+    self.memoryLimit = max(1, memoryLimit)
+    self.memoryMaxBytes = max(1, memoryMaxBytes)
+    self.now = now ?? { monotonicSeconds() }
+    self.log = log
+    var initial = State()
+    initial.lastDurable = (try? store.lastOutgoingID()) ?? 0
+    initial.nextMemory = initial.lastDurable + 1
+    state = Mutex(initial)
+  }
+
+  /// The counters now.
+  public var counters: Counters {
+    state.withLock { state in
+      var counters = state.counters
+      counters.inMemory = state.inMemory
+      return counters
+    }
+  }
+
+  /// See ``MQTTOutbox/append(topic:payload:retain:)``: on disk, or in memory while the store fails.
+  ///
+  /// - Throws: ``OutboxError`` only for a message the queue can never take (larger than its
+  ///   byte bound): a failing store is not an error here.
+  public func append(topic: String, payload: [UInt8], retain: Bool) throws(OutboxError) {
+    let refusal = state.withLock { state -> OutboxError? in
+      retryIfDue(&state)
+      if !state.inMemory {
+        do throws(TrackStoreError) {
+          state.lastDurable = try store.enqueueOutgoing(topic: topic, payload: payload, qos: qos, retain: retain)
+          state.nextMemory = state.lastDurable + 1
+          return nil
+        } catch {
+          // Not the store's failure: this message alone cannot be queued.
+          if case .invalidArgument = error { return OutboxError(error.description) }
+          fallBack(&state, Self.reason(error))
+        }
+      }
+      guard Int64(topic.utf8.count + payload.count) <= memoryMaxBytes else {
+        return OutboxError("\(topic.utf8.count + payload.count) bytes exceed the queue's bound of \(memoryMaxBytes)")
+      }
+      let message = OutboxMessage(sequence: state.nextMemory, topic: topic, payload: payload, retain: retain)
+      state.nextMemory += 1
+      state.memory.append(message)
+      state.memoryBytes += Int64(topic.utf8.count + payload.count)
+      while state.memoryCount > memoryLimit || state.memoryBytes > memoryMaxBytes {
+        let oldest = state.memory[state.head]
+        state.memoryBytes -= Int64(oldest.topic.utf8.count + oldest.payload.count)
+        state.head += 1
+        state.counters.memoryDropped += 1
+      }
+      Self.compact(&state)
+      return nil
+    }
+    if let refusal { throw refusal }
+  }
+
+  /// See ``MQTTOutbox/oldest(after:limit:)``: the store's messages first (those the broker already
+  /// acknowledged skipped), then the memory queue's, whose sequences are all higher.
+  public func oldest(after: Int64?, limit: Int) throws(OutboxError) -> [OutboxMessage] {
+    guard limit > 0 else { return [] }
+    return state.withLock { state in
+      retryIfDue(&state)
+      var result: [OutboxMessage] = []
+      let floor = max(after ?? 0, state.deliveredThrough ?? 0)
+      if floor < state.lastDurable {
+        do throws(TrackStoreError) {
+          for row in try store.peekOutgoing(after: floor, limit: min(10_000, limit)) {
+            result.append(OutboxMessage(sequence: row.id, topic: row.topic, payload: row.payload, retain: row.retain))
+          }
+        } catch {
+          // Unreadable: what is on disk waits for the store's recovery; memory goes on.
+          if !state.inMemory { fallBack(&state, Self.reason(error)) }
+        }
+      }
+      var index = state.head
+      while index < state.memory.count, result.count < limit {
+        if state.memory[index].sequence > floor { result.append(state.memory[index]) }
+        index += 1
+      }
+      return result
+    }
+  }
+
+  /// See ``MQTTOutbox/remove(through:)``. When the store cannot delete (a full disk), the
+  /// acknowledgement is kept and applied once it can: the messages are not published again.
+  public func remove(through sequence: Int64) throws(OutboxError) {
+    state.withLock { state in
+      while state.head < state.memory.count, state.memory[state.head].sequence <= sequence {
+        let message = state.memory[state.head]
+        state.memoryBytes -= Int64(message.topic.utf8.count + message.payload.count)
+        state.head += 1
+      }
+      Self.compact(&state)
+      guard sequence > (state.deliveredThrough ?? 0) else { return }
+      if state.inMemory {
+        state.deliveredThrough = sequence
+        return
+      }
+      do throws(TrackStoreError) {
+        try store.acknowledgeOutgoing(upTo: sequence)
+      } catch {
+        state.deliveredThrough = sequence
+        fallBack(&state, Self.reason(error))
+      }
+    }
+  }
+
+  /// See ``MQTTOutbox/count``: the store's waiting messages (those delivered while it could not
+  /// remove them included) and the memory queue's.
+  public var count: Int {
+    state.withLock { store.outgoingCount + $0.memoryCount }
+  }
+
+  /// See ``MQTTOutbox/droppedCount``: the store's drops and the memory queue's.
+  public var droppedCount: Int { state.withLock { store.outgoingDropped + $0.counters.memoryDropped } }
+
+  /// Messages the broker acknowledged that the store still holds (it could not delete them):
+  /// published a second time if the daemon stops before the store works again.
+  public var unrecordedDeliveries: Int {
+    state.withLock { state in
+      guard let through = state.deliveredThrough else { return 0 }
+      return (try? store.countOutgoing(through: through)) ?? 0
+    }
+  }
+
+  /// Messages only in memory (lost if the daemon stops now).
+  public var memoryCount: Int { state.withLock { $0.memoryCount } }
+
+  /// Tries the store again now, whatever the backoff says (at shutdown).
+  public func retryNow() {
+    state.withLock { state in
+      guard state.inMemory else { return }
+      state.retryAt = 0
+      retryIfDue(&state)
+    }
+  }
+
+  /// The store's error in the queue's words (a full store's own text speaks of fixes).
+  static func reason(_ error: TrackStoreError) -> String {
+    if case .diskFull(let path, let message) = error { return "the queue's store \(path) is full (disk or size cap): \(message)" }
+    return error.description
+  }
+
+  private func fallBack(_ state: inout State, _ reason: String) {
+    state.retryAt = now() + state.backoff.next()
+    guard !state.inMemory else { return }
+    state.inMemory = true
+    state.counters.fellBack += 1
+    log("mqttQueueInMemory", "\(reason); publishing goes on from memory, the queue's store is tried again with backoff")
+  }
+
+  /// Moves the memory queue back to the store when the retry is due and the store takes it.
+  private func retryIfDue(_ state: inout State) {
+    guard state.inMemory, now() >= state.retryAt else { return }
+    do throws(TrackStoreError) {
+      var removed = 0
+      if let through = state.deliveredThrough {
+        removed = try store.acknowledgeOutgoing(upTo: through)
+      }
+      var moved = 0
+      while state.head < state.memory.count {
+        let message = state.memory[state.head]
+        try store.enqueueOutgoing(
+          topic: message.topic, payload: message.payload, qos: qos, retain: message.retain, id: message.sequence)
+        state.memoryBytes -= Int64(message.topic.utf8.count + message.payload.count)
+        state.head += 1
+        state.lastDurable = message.sequence
+        moved += 1
+      }
+      // Sequences handed out from memory and already delivered are never reused on disk.
+      try store.reserveOutgoingIDs(through: state.nextMemory - 1)
+      state.lastDurable = max(state.lastDurable, state.nextMemory - 1)
+      state.memory.removeAll()
+      state.head = 0
+      state.memoryBytes = 0
+      state.deliveredThrough = nil
+      state.inMemory = false
+      state.backoff.reset()
+      state.counters.recovered += 1
+      state.counters.removedLate += removed
+      log(
+        "mqttQueueOnDisk",
+        "the queue's store works again: \(moved) messages moved back from memory, \(removed) delivered meanwhile removed")
+    } catch {
+      state.retryAt = now() + state.backoff.next()
+    }
+  }
+
+  private static func compact(_ state: inout State) {
+    if state.head > 1024, state.head * 2 > state.memory.count {
+      state.memory.removeFirst(state.head)
+      state.head = 0
+    }
+  }
+}

@@ -1,0 +1,204 @@
+import Foundation
+import LocationModel
+import Synchronization
+import Testing
+
+@testable import TrackStore
+
+/// Only our own database: every file that is not a locationd track store, or is damaged, is set
+/// aside with its -wal and -shm under `.rejected-TIME` and a fresh store starts; nothing is deleted.
+@Suite struct RejectionTests {
+  /// A store with `count` fixes at `directory/track.sqlite`, closed (checkpointed, no -wal).
+  func makeStore(_ directory: String, count: Int) throws -> String {
+    let path = directory + "/track.sqlite"
+    let store = try TrackStore(path: path)
+    try store.append(syntheticTrack(count: count))
+    store.close()
+    return path
+  }
+
+  /// Opens `path` for writing, expects exactly one rejection whose reason contains `reason`, the
+  /// rejected bytes kept under its new name, and a fresh store that records.
+  func expectSetAside(_ path: String, reason: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    let before = try Data(contentsOf: URL(fileURLWithPath: path))
+    let wal = try? Data(contentsOf: URL(fileURLWithPath: path + "-wal"))
+    let seen = Mutex<[TrackStoreRejection]>([])
+    let store = try TrackStore(path: path) { rejection in seen.withLock { $0.append(rejection) } }
+    defer { store.close() }
+    let rejections = seen.withLock { $0 }
+    #expect(rejections.count == 1, sourceLocation: sourceLocation)
+    #expect(store.rejections == rejections, sourceLocation: sourceLocation)
+    guard let rejection = rejections.first else { return }
+    #expect(rejection.reason.contains(reason), "\(rejection.reason)", sourceLocation: sourceLocation)
+    #expect(rejection.keptAs.hasPrefix(path + ".rejected-2"), sourceLocation: sourceLocation)
+    #expect(try Data(contentsOf: URL(fileURLWithPath: rejection.keptAs)) == before, sourceLocation: sourceLocation)
+    if let wal {
+      #expect(try Data(contentsOf: URL(fileURLWithPath: rejection.keptAs + "-wal")) == wal, sourceLocation: sourceLocation)
+    }
+    // The fresh store records and carries our application id.
+    try store.append(syntheticTrack(count: 3, start: 7_000_000_000_000))
+    #expect(try allPoints(store).map(\.time) == [7_000_000_000_000, 7_000_000_001_000, 7_000_000_002_000], sourceLocation: sourceLocation)
+    let id = try store.state.withLock { state throws(TrackStoreError) in try state.connection.integer("PRAGMA application_id") }
+    #expect(id == Int64(TrackStore.applicationID), sourceLocation: sourceLocation)
+    #expect(try store.integrityCheck() == "ok", sourceLocation: sourceLocation)
+  }
+
+  @Test func aFileThatIsNotSQLiteIsSetAside() throws {
+    let path = try temporaryDirectory() + "/track.sqlite"
+    _ = FileManager.default.createFile(atPath: path, contents: Data(repeating: 0x41, count: 8192))
+    try expectSetAside(path, reason: "not an SQLite database")
+  }
+
+  @Test func anotherApplicationsDatabaseIsSetAside() throws {
+    let path = try temporaryDirectory() + "/track.sqlite"
+    let other = try SQLiteConnection(path: path, readOnly: false)
+    try other.execute("PRAGMA application_id = 1234; CREATE TABLE fixes(x); CREATE TABLE meta(y)")
+    other.close()
+    try expectSetAside(path, reason: "application id 0x4d2")
+  }
+
+  @Test func aDatabaseWithTablesThatAreNotOursIsSetAside() throws {
+    let path = try temporaryDirectory() + "/track.sqlite"
+    let other = try SQLiteConnection(path: path, readOnly: false)
+    try other.execute("CREATE TABLE notes(body TEXT); INSERT INTO notes VALUES ('keep me')")
+    other.close()
+    try expectSetAside(path, reason: "not a track store's: notes")
+  }
+
+  @Test func aStoreMissingOurTablesIsSetAside() throws {
+    let directory = try temporaryDirectory()
+    let path = try makeStore(directory, count: 10)
+    let edit = try SQLiteConnection(path: path, readOnly: false)
+    try edit.execute("DROP TABLE outbox")
+    edit.close()
+    try expectSetAside(path, reason: "tables missing: outbox")
+  }
+
+  /// A checkpointed store with another database's WAL beside it: SQLite would replay the other
+  /// database's pages over ours (its tables, none of our fixes).
+  @Test(arguments: [4096, 8192]) func aForeignWALIsSetAsideWithTheStore(pageSize: Int) throws {
+    let directory = try temporaryDirectory()
+    let path = try makeStore(directory, count: 100)
+    #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
+    let other = try SQLiteConnection(path: directory + "/other.sqlite", readOnly: false)
+    try other.execute(
+      """
+      PRAGMA page_size = \(pageSize); PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0;
+      CREATE TABLE notes(body TEXT); INSERT INTO notes VALUES ('not a fix')
+      """)
+    try FileManager.default.copyItem(atPath: directory + "/other.sqlite-wal", toPath: path + "-wal")
+    other.close()
+    try expectSetAside(path, reason: pageSize == 4096 ? "not a track store's: notes" : "-wal file does not belong to it (page size 8192")
+  }
+
+  @Test func garbageInTheMiddleIsSetAside() throws {
+    let directory = try temporaryDirectory()
+    let path = try makeStore(directory, count: 20_000)
+    let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
+    let size = try handle.seekToEnd()
+    try handle.seek(toOffset: size / 2 / 4096 * 4096)
+    try handle.write(contentsOf: Data(repeating: 0xA5, count: 3 * 4096))
+    try handle.close()
+    try expectSetAside(path, reason: "damaged")
+  }
+
+  @Test func aTruncatedStoreIsSetAside() throws {
+    let directory = try temporaryDirectory()
+    let path = try makeStore(directory, count: 20_000)
+    let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
+    let size = try handle.seekToEnd()
+    try handle.truncate(atOffset: size / 2 + 100)
+    try handle.close()
+    try expectSetAside(path, reason: "truncated")
+  }
+
+  /// A store of the previous version has no application id: with our tables it is adopted, its
+  /// history kept, and the id set.
+  @Test func aStoreWithoutApplicationIDIsAdopted() throws {
+    let directory = try temporaryDirectory()
+    let path = try makeStore(directory, count: 50)
+    let edit = try SQLiteConnection(path: path, readOnly: false)
+    try edit.execute("PRAGMA application_id = 0")
+    edit.close()
+    let store = try TrackStore(path: path)
+    defer { store.close() }
+    #expect(store.rejections.isEmpty)
+    #expect(try allPoints(store).count == 50)
+    let id = try store.state.withLock { state throws(TrackStoreError) in try state.connection.integer("PRAGMA application_id") }
+    #expect(id == Int64(TrackStore.applicationID))
+    #expect(try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.contains("rejected") }.isEmpty)
+  }
+
+  /// Damage found while recording: the store is set aside and the batch lands in a fresh one.
+  @Test func aStoreDamagedWhileInUseIsSetAsideAndRecordingResumes() throws {
+    let directory = try temporaryDirectory()
+    let path = directory + "/track.sqlite"
+    let seen = Mutex<[TrackStoreRejection]>([])
+    let store = try TrackStore(path: path) { rejection in seen.withLock { $0.append(rejection) } }
+    defer { store.close() }
+    try store.append(syntheticTrack(count: 20_000))
+    try store.state.withLock { state throws(TrackStoreError) in
+      _ = try state.connection.text("PRAGMA wal_checkpoint(TRUNCATE)")
+    }
+    // Everything after the first page (the schema) becomes garbage, and the page cache is let go.
+    let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
+    let size = try handle.seekToEnd()
+    try handle.seek(toOffset: 4096)
+    try handle.write(contentsOf: Data(repeating: 0xA5, count: Int(size) - 4096))
+    try handle.close()
+    try store.state.withLock { state throws(TrackStoreError) in try state.connection.execute("PRAGMA shrink_memory") }
+    let recorder = TrackRecorder(store: store)
+    for point in syntheticTrack(count: 5, start: 7_000_000_000_000) { recorder.record(point) }
+    recorder.flush()
+    #expect(recorder.counters.recorded == 5)
+    #expect(recorder.counters.failed == 0)
+    let rejections = seen.withLock { $0 }
+    #expect(rejections.count == 1)
+    #expect(rejections.first?.reason.contains("damaged while in use") == true)
+    if let keptAs = rejections.first?.keptAs {
+      #expect(FileManager.default.fileExists(atPath: keptAs))
+    }
+    #expect(try allPoints(store).count == 5)
+    #expect(try store.integrityCheck() == "ok")
+  }
+
+  /// The queue's store damaged while in use: set aside, and the ids of new messages stay above
+  /// every id given before (a publisher's position in the queue stays valid).
+  @Test func aDamagedQueueKeepsItsIdsIncreasing() throws {
+    let path = try temporaryDirectory() + "/" + TrackStore.outboxFileName
+    let seen = Mutex<[TrackStoreRejection]>([])
+    let store = try TrackStore(path: path) { rejection in seen.withLock { $0.append(rejection) } }
+    defer { store.close() }
+    var last: Int64 = 0
+    for index in 0..<2_000 {
+      last = try store.enqueueOutgoing(topic: "owntracks/a/b", payload: [UInt8](repeating: UInt8(index % 200), count: 1_000))
+    }
+    try store.state.withLock { state throws(TrackStoreError) in
+      _ = try state.connection.text("PRAGMA wal_checkpoint(TRUNCATE)")
+    }
+    let handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
+    let size = try handle.seekToEnd()
+    try handle.seek(toOffset: 4096)
+    try handle.write(contentsOf: Data(repeating: 0xA5, count: Int(size) - 4096))
+    try handle.close()
+    try store.state.withLock { state throws(TrackStoreError) in try state.connection.execute("PRAGMA shrink_memory") }
+    let next = try store.enqueueOutgoing(topic: "owntracks/a/b", payload: Array("after".utf8))
+    #expect(seen.withLock { $0.count } == 1)
+    #expect(next == last + 1)
+    #expect(store.outgoingCount == 1)
+    #expect(try store.peekOutgoing(limit: 10).map(\.id) == [last + 1])
+  }
+
+  @Test func aSecondRejectionInTheSameSecondGetsItsOwnName() throws {
+    let directory = try temporaryDirectory()
+    let path = directory + "/track.sqlite"
+    _ = FileManager.default.createFile(atPath: path, contents: Data("first".utf8))
+    let first = try StoreCheck.setAside(path, now: 1_764_600_000_000)
+    _ = FileManager.default.createFile(atPath: path, contents: Data("second".utf8))
+    let second = try StoreCheck.setAside(path, now: 1_764_600_000_000)
+    #expect(first == path + ".rejected-20251201T144000Z")
+    #expect(second == first + ".1")
+    #expect(try String(contentsOfFile: first, encoding: .utf8) == "first")
+    #expect(try String(contentsOfFile: second, encoding: .utf8) == "second")
+  }
+}
