@@ -416,6 +416,8 @@ struct StalledDiskTests {
     let saved = try #require(MapStateStore(directory: directory, log: { _ in }).load())
     #expect(saved.viewport.zoom == 7)
     #expect(saved.mode == .none)  // the zoom switched following off, and that state was saved
-    #expect(stalls.withLock { $0 } == 2)  // the stalled save, then one save of the newest state
+    // The stalled save, then at most one save of the newest state (none when the stalled save
+    // had already taken it).
+    #expect((1...2).contains(stalls.withLock { $0 }))
   }
 }
