@@ -61,7 +61,7 @@ enum Format {
   static func status(_ reply: JSONValue) -> String {
     let backend = reply["backend"]
     var backendText =
-      (backend?["uri"]?.stringValue ?? "?") + " (" + (backend?["state"]?.stringValue ?? "?") + ")"
+      (backend?["uri"]?.stringValue ?? "?") + " (" + stateText(backend?["state"]?.stringValue) + ")"
     if let detail = backend?["detail"]?.stringValue { backendText += ": " + detail }
     return """
       authorization: \(reply["authorization"]?.stringValue ?? "?")
@@ -110,13 +110,23 @@ enum Format {
     return text
   }
 
+  /// A backend state as people read it: `deviceRemoved` becomes `device removed`, so that it is
+  /// not mistaken for `noFix`; the other states as sent.
+  static func stateText(_ state: String?) -> String {
+    switch state {
+    case nil: return "?"
+    case "deviceRemoved": return "device removed"
+    case let state?: return state
+    }
+  }
+
   static func event(_ event: JSONValue) -> String {
     switch event["class"]?.stringValue {
     case "TPV": return fix(event)
     case "BACKEND":
       var text =
         "backend " + (event["uri"]?.stringValue ?? "?") + ": "
-        + (event["state"]?.stringValue ?? "?")
+        + stateText(event["state"]?.stringValue)
       if let detail = event["detail"]?.stringValue { text += " (" + detail + ")" }
       return text
     case "WARNING": return "warning: " + terminalSafe(event["message"]?.stringValue ?? "")
