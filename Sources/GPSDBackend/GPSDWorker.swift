@@ -188,7 +188,8 @@ final class GPSDWorker: @unchecked Sendable {
     case .device(let path, let activated):
       // gpsd announces a device it closes (unplugged, read error) with `activated` 0 at once,
       // and the same device again, activated, when it reopens it (`gpsdctl add`, a udev rule).
-      guard path == device || endpoint.device == path || (device == nil && endpoint.device == nil) else { break }
+      guard path == device || endpoint.device == path || (device == nil && endpoint.device == nil)
+      else { break }
       if !activated {
         device = path
         self.report(.deviceRemoved, "gpsd closed device \(path)")
@@ -208,7 +209,8 @@ final class GPSDWorker: @unchecked Sendable {
     if lastStatus != .connected { report(.connected, "receiving fixes") }
     let (fix, weeks) = GPSDMapping.applyingRolloverFloor(endpoint.rolloverFloor, to: fix)
     let provenance = Provenance(
-      backend: uri, source: device ?? endpoint.device, isSimulated: false, rolloverWeeks: weeks == 0 ? nil : weeks)
+      backend: uri, source: device ?? endpoint.device, isSimulated: false,
+      rolloverWeeks: weeks == 0 ? nil : weeks)
     queue.post(.location(Location(fix: fix, provenance: provenance)))
   }
 

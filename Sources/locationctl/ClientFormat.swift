@@ -35,7 +35,9 @@ enum Format {
       parts.append("alt \(fixed(alt, 1)) m")
     }
     if let speed = tpv["speed"]?.doubleValue { parts.append("speed \(fixed(speed, 2)) m/s") }
-    if let track = tpv["track"]?.doubleValue { parts.append("course \(fixed(CompassAngle.rounded(track, places: 1), 1))°") }
+    if let track = tpv["track"]?.doubleValue {
+      parts.append("course \(fixed(CompassAngle.rounded(track, places: 1), 1))°")
+    }
     if let eph = tpv["eph"]?.doubleValue { parts.append("±\(fixed(eph, 1)) m") }
     parts.append(["mode 0 (unknown)", "no fix", "2D", "3D"][max(0, min(3, mode))])
     if let missed = tpv["missed"]?.intValue, missed > 0 { parts.append("(\(missed) missed)") }
