@@ -125,4 +125,41 @@ public struct SerialLinePacer: Sendable, Hashable {
       write(bytes[range])
     }
   }
+
+  /// What a UART reading at `readAt` bits per second receives from bytes sent back to back at
+  /// `sentAt`, both 8N1: the receiver waits for the line to go low (a start bit), samples eight
+  /// data bits and the stop bit in the middle of its own bit times, and delivers NUL for a byte
+  /// whose stop bit it finds low (a framing error, as Linux reads one in raw mode). At equal
+  /// rates the bytes come out unchanged; at any other rate they come out as noise, more bytes
+  /// than sent when the reader is faster, fewer when it is slower. Deterministic.
+  public static func misread(_ bytes: [UInt8], sentAt: Int, readAt: Int) -> [UInt8] {
+    guard sentAt > 0, readAt > 0, sentAt != readAt else { return bytes }
+    let total = bytes.count * 10
+    // The line level at transmitter bit `bit`: start 0, data LSB first, stop 1, idle 1.
+    func high(_ bit: Int) -> Bool {
+      guard bit >= 0, bit < total else { return true }
+      let position = bit % 10
+      if position == 0 { return false }
+      if position == 9 { return true }
+      return (bytes[bit / 10] >> (position - 1)) & 1 == 1
+    }
+    // Times in transmitter bit times; one receiver bit lasts `ratio` of them.
+    let ratio = Double(sentAt) / Double(readAt)
+    var received: [UInt8] = []
+    var time = 0.0
+    while true {
+      var bit = Int(time)
+      while bit < total && high(bit) { bit += 1 }
+      if bit >= total { break }
+      let start = max(time, Double(bit))
+      var value: UInt8 = 0
+      for index in 0..<8 where high(Int(start + (1.5 + Double(index)) * ratio)) {
+        value |= 1 << index
+      }
+      let stop = start + 9.5 * ratio
+      received.append(high(Int(stop)) ? value : 0)
+      time = stop
+    }
+    return received
+  }
 }

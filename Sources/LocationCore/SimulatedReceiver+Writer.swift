@@ -73,7 +73,12 @@ extension SimulatedReceiver {
 
   func write(_ fix: Fix, period: UInt64) {
     let sentences = encoder.encode(fix)
-    let bytes = outgoingBytes(sentences, interval: .nanoseconds(Int64(period)))
+    var bytes = outgoingBytes(sentences, interval: .nanoseconds(Int64(period)))
+    // A reader whose line is set to another rate than the receiver's receives what its UART
+    // makes of the signal: noise, as on a real serial line.
+    if let baud = output.baud, let rate = Self.readerRate(master), rate != baud {
+      bytes = SerialLinePacer.misread(bytes, sentAt: baud, readAt: rate)
+    }
     guard hasReader() else {
       // Nobody has the device open: a serial line with no listener loses the data.
       state.withLock { $0.statistics.epochsWithoutReader += 1 }

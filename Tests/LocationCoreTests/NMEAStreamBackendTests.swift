@@ -187,6 +187,59 @@ struct NMEAStreamBackendTests {
     #expect(await events.wait { $0.statuses.last?.status == .stopped })
   }
 
+  /// A UART at the wrong rate makes noise of NMEA: no sentence survives; at the right rate
+  /// every byte does.
+  @Test func aReaderAtAnotherRateGetsNoise() {
+    let bytes = epochBytes(3)
+    #expect(SerialLinePacer.misread(bytes, sentAt: 9600, readAt: 9600) == bytes)
+    for (sent, read) in [(4800, 9600), (9600, 4800), (115_200, 9600), (4800, 115_200), (9600, 38400)] {
+      var decoder = NMEADecoder()
+      decoder.feed(SerialLinePacer.misread(bytes, sentAt: sent, readAt: read)) { _ in }
+      #expect(decoder.statistics.accepted == 0, "\(sent) read at \(read)")
+    }
+  }
+
+  /// `baud=auto` on the simulated receiver paced at 4800, 9600 and 115200 baud (a reader at
+  /// another rate gets what a UART would make of the signal): the status names the rate found,
+  /// and fixes follow.
+  @Test(arguments: [(4800, 5.0), (9600, 10.0), (115_200, 10.0)])
+  func baudAutoFindsTheReceiversRate(_ baud: Int, _ rate: Double) async throws {
+    let directory = try privateDirectory()
+    let link = directory + "/gps0"
+    let receiver = try SimulatedReceiver(
+      linkPath: link, encoder: NMEAEncoder(version: .v4_11), output: try SimulatedOutput(baud: baud))
+    defer { receiver.stop() }
+    try receiver.start(rate: rate) { elapsed in TestRoute.fix(Int((elapsed * 10).rounded())) }
+    let backend = try NMEAStreamBackend(uri: "serial:" + link)
+    let events = StreamEvents(backend)
+    try await backend.start()
+    #expect(await events.wait { $0.locations.count >= 5 })
+    await backend.stop()
+    let connected = events.statuses.filter { $0.status == .connected }.compactMap(\.detail)
+    #expect(connected.first == "reading \(link) at \(baud) baud (found by baud=auto)", "\(connected)")
+    #expect(backend.statistics.baud == baud)
+    #expect(events.locations.prefix(5).allSatisfy { $0.fix.coordinate != nil })
+  }
+
+  /// A line read at a fixed rate that is not the receiver's: reported as no NMEA, with what was
+  /// seen, not as silence.
+  @Test func aWrongFixedRateIsReportedAsNoNMEA() async throws {
+    let directory = try privateDirectory()
+    let link = directory + "/gps0"
+    let receiver = try SimulatedReceiver(
+      linkPath: link, encoder: NMEAEncoder(version: .v4_11), output: try SimulatedOutput(baud: 4800))
+    defer { receiver.stop() }
+    try receiver.start(rate: 5) { elapsed in TestRoute.fix(Int((elapsed * 10).rounded())) }
+    let backend = try NMEAStreamBackend(uri: "serial:" + link + "?baud=115200")
+    let events = StreamEvents(backend)
+    try await backend.start()
+    #expect(await events.wait { $0.errors.contains { $0.contains("no NMEA 0183") } })
+    await backend.stop()
+    let text = try #require(events.errors.first { $0.contains("no NMEA 0183") })
+    #expect(text.hasPrefix("no NMEA 0183 from \(link): ") && text.contains("0 valid"), "\(text)")
+    #expect(events.locations.isEmpty)
+  }
+
   /// The `unplug` fault three times in a row: `deviceRemoved` each time, then the path returns
   /// (inotify), the device is reopened and fixes flow again; no descriptor is left behind.
   @Test func unplugAndReplugGiveDeviceRemovedThenFixesAgainWithoutLeaks() async throws {
