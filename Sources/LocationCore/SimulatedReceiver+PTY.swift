@@ -32,7 +32,8 @@ public enum SimulatedReceiverError: Error, Equatable, Sendable, CustomStringConv
     case .networkFailed(let transport, let code, let message):
       return "cannot open \(transport): \(message) (errno \(code))"
     case .invalidBaudRate(let baud):
-      return "baud rate \(baud) is not one of \(SerialLinePacer.baudRates.map(String.init).joined(separator: ", "))"
+      return
+        "baud rate \(baud) is not one of \(SerialLinePacer.baudRates.map(String.init).joined(separator: ", "))"
     }
   }
 }
@@ -81,7 +82,9 @@ extension SimulatedReceiver {
   /// leaves it unplugged and is tried again at the next epoch.
   func replugDevice() {
     let (unplugged, mode) = pty.withLock { ($0.unplugged, $0.deviceMode) }
-    guard unplugged, let (fd, slave) = try? Self.openPTY(deviceMode: mode, baud: output.baud) else { return }
+    guard unplugged, let (fd, slave) = try? Self.openPTY(deviceMode: mode, baud: output.baud) else {
+      return
+    }
     do {
       try Self.link(linkPath, to: slave)
     } catch {
@@ -111,7 +114,9 @@ extension SimulatedReceiver {
   /// Opens a pty as ``init(linkPath:encoder:deviceMode:output:onWrite:)`` does: master
   /// non-blocking and close-on-exec, slave in raw mode at `baud` (9600 when `nil`) with `deviceMode`, no
   /// descriptor kept on the slave. Returns the master and the slave's path.
-  static func openPTY(deviceMode: mode_t?, baud: Int?) throws(SimulatedReceiverError) -> (Int32, String) {
+  static func openPTY(deviceMode: mode_t?, baud: Int?) throws(SimulatedReceiverError) -> (
+    Int32, String
+  ) {
     let masterFD = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK)
     guard masterFD >= 0 else {
       let code = errno

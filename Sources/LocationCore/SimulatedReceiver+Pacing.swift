@@ -43,7 +43,9 @@ public struct SerialLinePacer: Sendable, Hashable {
   /// baud rate for `rate` and the highest whole rate for `baud`. A `baud` not in ``baudRates``
   /// or a rate outside 1...10 Hz gives `nil` (those are refused elsewhere).
   public static func epochBudgetProblem(baud: Int, rate: Double) -> String? {
-    guard let pacer = try? SerialLinePacer(baud: baud), rate.isFinite, rate >= 1, rate <= 10 else { return nil }
+    guard let pacer = try? SerialLinePacer(baud: baud), rate.isFinite, rate >= 1, rate <= 10 else {
+      return nil
+    }
     let budget = pacer.capacity(of: .seconds(1 / rate))
     guard budget < maximumSentenceBytes else { return nil }
     let rateText = rate == rate.rounded() ? String(Int(rate)) : String(rate)
@@ -51,7 +53,8 @@ public struct SerialLinePacer: Sendable, Hashable {
       "\(baud) baud at \(rateText) Hz leaves \(budget) bytes per epoch, less than one RMC sentence "
       + "(up to \(maximumSentenceBytes) bytes), so nothing would be sent"
     if let minimum = baudRates.first(where: {
-      ((try? SerialLinePacer(baud: $0))?.capacity(of: .seconds(1 / rate)) ?? 0) >= maximumSentenceBytes
+      ((try? SerialLinePacer(baud: $0))?.capacity(of: .seconds(1 / rate)) ?? 0)
+        >= maximumSentenceBytes
     }) {
       text += ": use at least \(minimum) baud at \(rateText) Hz"
     }

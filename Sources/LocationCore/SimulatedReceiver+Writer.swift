@@ -65,7 +65,9 @@ extension SimulatedReceiver {
           if let item { next = item } else { waitForInput(timeoutNanoseconds: 500_000_000) }
         }
         let seconds = Double(epoch) * Double(period) / 1e9
-        if !deviceUnplugged(at: seconds), let fix = next ?? nil { write(outgoingFix(fix, at: seconds), period: period) }
+        if !deviceUnplugged(at: seconds), let fix = next ?? nil {
+          write(outgoingFix(fix, at: seconds), period: period)
+        }
       }
       epoch += 1
     }
@@ -104,7 +106,10 @@ extension SimulatedReceiver {
       while offset < range.upperBound {
         // nil: EAGAIN (buffer full: nobody reading); an error: EIO. Either drops the rest of
         // this epoch.
-        guard let written = try? SystemIO.writeSome(master, Array(bytes[0..<range.upperBound]), from: offset) else {
+        guard
+          let written = try? SystemIO.writeSome(
+            master, Array(bytes[0..<range.upperBound]), from: offset)
+        else {
           dropped = true
           break
         }

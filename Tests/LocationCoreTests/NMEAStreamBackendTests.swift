@@ -192,7 +192,9 @@ struct NMEAStreamBackendTests {
   @Test func aReaderAtAnotherRateGetsNoise() {
     let bytes = epochBytes(3)
     #expect(SerialLinePacer.misread(bytes, sentAt: 9600, readAt: 9600) == bytes)
-    for (sent, read) in [(4800, 9600), (9600, 4800), (115_200, 9600), (4800, 115_200), (9600, 38400)] {
+    for (sent, read) in [
+      (4800, 9600), (9600, 4800), (115_200, 9600), (4800, 115_200), (9600, 38400),
+    ] {
       var decoder = NMEADecoder()
       decoder.feed(SerialLinePacer.misread(bytes, sentAt: sent, readAt: read)) { _ in }
       #expect(decoder.statistics.accepted == 0, "\(sent) read at \(read)")
@@ -207,7 +209,8 @@ struct NMEAStreamBackendTests {
     let directory = try privateDirectory()
     let link = directory + "/gps0"
     let receiver = try SimulatedReceiver(
-      linkPath: link, encoder: NMEAEncoder(version: .v4_11), output: try SimulatedOutput(baud: baud))
+      linkPath: link, encoder: NMEAEncoder(version: .v4_11), output: try SimulatedOutput(baud: baud)
+    )
     defer { receiver.stop() }
     try receiver.start(rate: rate) { elapsed in TestRoute.fix(Int((elapsed * 10).rounded())) }
     let backend = try NMEAStreamBackend(uri: "serial:" + link)
@@ -216,7 +219,8 @@ struct NMEAStreamBackendTests {
     #expect(await events.wait { $0.locations.count >= 5 })
     await backend.stop()
     let connected = events.statuses.filter { $0.status == .connected }.compactMap(\.detail)
-    #expect(connected.first == "reading \(link) at \(baud) baud (found by baud=auto)", "\(connected)")
+    #expect(
+      connected.first == "reading \(link) at \(baud) baud (found by baud=auto)", "\(connected)")
     #expect(backend.statistics.baud == baud)
     #expect(events.locations.prefix(5).allSatisfy { $0.fix.coordinate != nil })
   }
@@ -227,7 +231,8 @@ struct NMEAStreamBackendTests {
     let directory = try privateDirectory()
     let link = directory + "/gps0"
     let receiver = try SimulatedReceiver(
-      linkPath: link, encoder: NMEAEncoder(version: .v4_11), output: try SimulatedOutput(baud: 4800))
+      linkPath: link, encoder: NMEAEncoder(version: .v4_11), output: try SimulatedOutput(baud: 4800)
+    )
     defer { receiver.stop() }
     try receiver.start(rate: 5) { elapsed in TestRoute.fix(Int((elapsed * 10).rounded())) }
     let backend = try NMEAStreamBackend(uri: "serial:" + link + "?baud=115200")
