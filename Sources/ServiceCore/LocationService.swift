@@ -1,8 +1,8 @@
 import FoundationEssentials
 import LocationCore
-import MapState
 import LocationModel
 import LocationProtocol
+import MapState
 import Regions
 
 /// The daemon's request handler: ties the socket protocol to one ``LocationManager`` and one
@@ -74,6 +74,8 @@ public actor LocationService: AnnotationBatchHandler {
   /// The last location delivered to each watcher with a filter (its filter compares with it).
   private var lastDelivered: [UInt64: Location] = [:]
   private var wasTracking = false
+  /// Whether the last `deviceRemoved` was logged and the device has not come back since.
+  private var lastLoggedRemoval = false
   private var tasks: [Task<Void, Never>] = []
 
   /// Creates the service; call ``attach(_:)`` for each front-end and ``start()`` before serving.
@@ -338,14 +340,17 @@ public actor LocationService: AnnotationBatchHandler {
       current: authorized ? current : nil,
       clients: frontEnds.reduce(0) { $0 + $1.clientCount },
       http: frontEnds.lazy.compactMap(\.endpoint).first.map {
-        .object([JSONMember("url", .string($0.url)), JSONMember("tokenFile", .string($0.tokenFile))])
+        .object([
+          JSONMember("url", .string($0.url)), JSONMember("tokenFile", .string($0.tokenFile)),
+        ])
       })
   }
 
   /// Starts (or ends) streaming events to the connection, with connection-scoped tracking.
   ///
   /// The watcher is registered before tracking starts, so a replay at full speed loses nothing.
-  private func watch(enable: Bool, lossless: Bool, options: LocationFilter, _ client: ClientContext) async throws
+  private func watch(enable: Bool, lossless: Bool, options: LocationFilter, _ client: ClientContext)
+    async throws
     -> Reply
   {
     let id = Self.connectionClient(client.id)
@@ -359,7 +364,9 @@ public actor LocationService: AnnotationBatchHandler {
       connection: client.connection, filter: options, lossless: lossless)
     lastDelivered[client.id] = nil
     client.connection.send(
-      .backend(uri: backend.uri, state: await manager.backendStatus, detail: await manager.backendStatusDetail))
+      .backend(
+        uri: backend.uri, state: await manager.backendStatus,
+        detail: await manager.backendStatusDetail))
     await trackingWillStart()
     do {
       try await manager.startUpdating(client: id, filter: options)
@@ -412,6 +419,15 @@ public actor LocationService: AnnotationBatchHandler {
       if status == .stopped, await !manager.isTracking {
         await trackingChanged()
       }
+      // A receiver that goes or comes back is worth a line in the journal (unplugged, replugged).
+      if status == .deviceRemoved {
+        Log.event("deviceRemoved", ["backend": backend.uri, "detail": detail ?? ""])
+      } else if status == .connected, lastLoggedRemoval {
+        Log.event("deviceReturned", ["backend": backend.uri, "detail": detail ?? ""])
+      }
+      lastLoggedRemoval =
+        status == .deviceRemoved
+        || (lastLoggedRemoval && status != .connected && status != .stopped)
       broadcastToWatchers(.backend(uri: backend.uri, state: status, detail: detail))
     case .error(let message):
       broadcastToWatchers(.warning(message))
@@ -430,7 +446,11 @@ public actor LocationService: AnnotationBatchHandler {
         guard watcher.filter.accepts(location, after: lastDelivered[id]) else { continue }
         lastDelivered[id] = location
       }
-      if watcher.lossless { lossless.append(watcher.connection) } else { coalescing.append(watcher.connection) }
+      if watcher.lossless {
+        lossless.append(watcher.connection)
+      } else {
+        coalescing.append(watcher.connection)
+      }
     }
     if !coalescing.isEmpty { Self.fanOut(.location(tpv), to: coalescing) }
     if !lossless.isEmpty { Self.fanOut(Event(body: tpv), to: lossless) }
@@ -438,7 +458,8 @@ public actor LocationService: AnnotationBatchHandler {
 
   private func dispatch(_ change: MapEvent) {
     guard !watchers.isEmpty else { return }
-    broadcastToWatchers(Event(body: Self.mapJSON(change.map, changes: change.changes), coalescingKey: "MAP"))
+    broadcastToWatchers(
+      Event(body: Self.mapJSON(change.map, changes: change.changes), coalescingKey: "MAP"))
   }
 
   func broadcastToWatchers(_ event: Event) {
