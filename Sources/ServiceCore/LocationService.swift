@@ -1,8 +1,8 @@
 import FoundationEssentials
 import LocationCore
+import MapState
 import LocationModel
 import LocationProtocol
-import MapState
 import Regions
 
 /// The daemon's request handler: ties the socket protocol to one ``LocationManager`` and one
@@ -340,17 +340,14 @@ public actor LocationService: AnnotationBatchHandler {
       current: authorized ? current : nil,
       clients: frontEnds.reduce(0) { $0 + $1.clientCount },
       http: frontEnds.lazy.compactMap(\.endpoint).first.map {
-        .object([
-          JSONMember("url", .string($0.url)), JSONMember("tokenFile", .string($0.tokenFile)),
-        ])
+        .object([JSONMember("url", .string($0.url)), JSONMember("tokenFile", .string($0.tokenFile))])
       })
   }
 
   /// Starts (or ends) streaming events to the connection, with connection-scoped tracking.
   ///
   /// The watcher is registered before tracking starts, so a replay at full speed loses nothing.
-  private func watch(enable: Bool, lossless: Bool, options: LocationFilter, _ client: ClientContext)
-    async throws
+  private func watch(enable: Bool, lossless: Bool, options: LocationFilter, _ client: ClientContext) async throws
     -> Reply
   {
     let id = Self.connectionClient(client.id)
@@ -364,9 +361,7 @@ public actor LocationService: AnnotationBatchHandler {
       connection: client.connection, filter: options, lossless: lossless)
     lastDelivered[client.id] = nil
     client.connection.send(
-      .backend(
-        uri: backend.uri, state: await manager.backendStatus,
-        detail: await manager.backendStatusDetail))
+      .backend(uri: backend.uri, state: await manager.backendStatus, detail: await manager.backendStatusDetail))
     await trackingWillStart()
     do {
       try await manager.startUpdating(client: id, filter: options)
@@ -446,11 +441,7 @@ public actor LocationService: AnnotationBatchHandler {
         guard watcher.filter.accepts(location, after: lastDelivered[id]) else { continue }
         lastDelivered[id] = location
       }
-      if watcher.lossless {
-        lossless.append(watcher.connection)
-      } else {
-        coalescing.append(watcher.connection)
-      }
+      if watcher.lossless { lossless.append(watcher.connection) } else { coalescing.append(watcher.connection) }
     }
     if !coalescing.isEmpty { Self.fanOut(.location(tpv), to: coalescing) }
     if !lossless.isEmpty { Self.fanOut(Event(body: tpv), to: lossless) }
@@ -458,8 +449,7 @@ public actor LocationService: AnnotationBatchHandler {
 
   private func dispatch(_ change: MapEvent) {
     guard !watchers.isEmpty else { return }
-    broadcastToWatchers(
-      Event(body: Self.mapJSON(change.map, changes: change.changes), coalescingKey: "MAP"))
+    broadcastToWatchers(Event(body: Self.mapJSON(change.map, changes: change.changes), coalescingKey: "MAP"))
   }
 
   func broadcastToWatchers(_ event: Event) {
