@@ -25,6 +25,8 @@ final class NMEAStreamReader: @unchecked Sendable {
   private var connectionBytes = 0
   private var firstBytes: [UInt8] = []
   private var toldNoNMEA = false
+  /// The epoch reported at its end of cycle, until the decoder emits it in the ordinary way.
+  private var earlyEpoch: DecodedFix?
   private var buffer = [UInt8](repeating: 0, count: 1 << 16)
 
   init(
@@ -388,7 +390,8 @@ final class NMEAStreamReader: @unchecked Sendable {
   }
 
   private func beginConnection() {
-    decoder = NMEADecoder(rolloverFloor: endpoint.rolloverFloor)
+    decoder = NMEADecoder(liveWithRolloverFloor: endpoint.rolloverFloor)
+    earlyEpoch = nil
     reportedRejections = [:]
     connectionBytes = 0
     firstBytes = []
@@ -411,7 +414,7 @@ final class NMEAStreamReader: @unchecked Sendable {
         totals.sentences.rejected[reason, default: 0] += count
       }
     }
-    decoder = NMEADecoder(rolloverFloor: endpoint.rolloverFloor)
+    decoder = NMEADecoder(liveWithRolloverFloor: endpoint.rolloverFloor)
     noFixDeadline = nil
   }
 
@@ -421,8 +424,20 @@ final class NMEAStreamReader: @unchecked Sendable {
     if firstBytes.count < 32 { firstBytes.append(contentsOf: bytes.prefix(32 - firstBytes.count)) }
     var emitted = 0
     decoder.feed(bytes) { decoded in
+      // Already reported at its end of cycle, with this very value.
+      if let early = earlyEpoch {
+        earlyEpoch = nil
+        if early == decoded { return }
+      }
       emitted += 1
       emit(decoded)
+    }
+    // The receiver's cycle ended (learned as gpsd learns it): report the epoch now rather than
+    // when the next one begins, one epoch interval later.
+    if earlyEpoch == nil, let early = decoder.epochAtCycleEnd() {
+      earlyEpoch = early
+      emitted += 1
+      emit(early)
     }
     counters.value.withLock {
       $0.bytes += bytes.count

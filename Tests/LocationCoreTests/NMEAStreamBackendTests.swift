@@ -180,11 +180,31 @@ struct NMEAStreamBackendTests {
     for epoch in epochs[start...] {
       decoder.feed(Array(epoch.sentences.joined().utf8)) { decoded.append($0.fix) }
     }
-    let compared = min(decoded.count, locations.count - 2)
+    let compared = min(decoded.count - 1, locations.count - 2)
     #expect(compared >= 8)
     #expect(Array(locations[2..<(2 + compared)].map(\.fix)) == Array(decoded[1..<(1 + compared)]))
     #expect(locations.allSatisfy { $0.provenance.source == link && !$0.provenance.isSimulated })
     #expect(await events.wait { $0.statuses.last?.status == .stopped })
+  }
+
+  /// Once the decoder has learned which sentence ends the receiver's cycle (as gpsd does), the
+  /// epoch is available at that sentence, with the value the decoder emits when the next epoch
+  /// begins.
+  @Test func theEpochIsReadyAtTheEndOfItsCycle() {
+    var decoder = NMEADecoder(liveWithRolloverFloor: nil)
+    var emitted: [DecodedFix] = []
+    var early: [DecodedFix] = []
+    for index in 0..<6 {
+      decoder.feed(epochBytes(index)) { emitted.append($0) }
+      if let ready = decoder.epochAtCycleEnd() { early.append(ready) }
+    }
+    decoder.finish { emitted.append($0) }
+    #expect(emitted.count == 6)
+    // The first epochs teach the cycle; from then on every epoch is ready at its last sentence.
+    #expect(early.count >= 4, "\(early.count) epochs ready at their end of cycle")
+    for ready in early {
+      #expect(emitted.contains(ready), "the early value is the one emitted later")
+    }
   }
 
   /// A UART at the wrong rate makes noise of NMEA: no sentence survives; at the right rate
@@ -345,7 +365,10 @@ struct NMEAStreamBackendTests {
     var decoder = NMEADecoder(rolloverFloor: CivilDate.days(year: 2019, month: 4, day: 7))
     var expected: [Fix] = []
     decoder.feed(stream) { expected.append($0.fix) }
-    #expect(expected.count == 12)
+    // The last epoch too: the backend reports it at its end of cycle, with the value the decoder
+    // gives it at the end of the input.
+    decoder.finish { expected.append($0.fix) }
+    #expect(expected.count == 13)
     #expect(await events.wait { $0.locations.count >= expected.count })
     await backend.stop()
     #expect(events.locations.map(\.fix) == expected)
@@ -367,8 +390,8 @@ struct NMEAStreamBackendTests {
       var bytes: [UInt8] = []
       for index in (round * 4)..<(round * 4 + 4) { bytes += epochBytes(index) }
       try SystemIO.writeAll(connection, bytes)
-      // Three of the four epochs: the fourth is held until the next epoch shows that its cycle
-      // ended, and the connection ends first.
+      // At least three of the four epochs (the fourth comes at its end of cycle once the cycle is
+      // learned, else it is held until a next epoch that never comes).
       #expect(await events.wait { $0.locations.count >= (round + 1) * 3 })
       close(connection)
       #expect(
