@@ -105,7 +105,7 @@ public enum LocalBackendFactory {
           throw BackendCreationError(
             uri: uri,
             reason:
-              "\(options.path) is not a regular file (a pipe or device has no end to replay): give an NMEA log file, or read a live receiver through gpsd"
+              "\(options.path) is not a regular file (a pipe or device has no end to replay): give an NMEA log file, or read a live receiver with serial:\(options.path)"
           )
         }
       }
