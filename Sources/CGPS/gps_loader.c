@@ -51,6 +51,11 @@ int locationd_gps_open(const char *host, const char *port, struct gps_data_t *da
 }
 int locationd_gps_close(struct gps_data_t *data) { return gps_close_f(data); }
 int locationd_gps_read(struct gps_data_t *data) { return gps_read_f(data, NULL, 0); }
+
+int locationd_gps_read_message(struct gps_data_t *data, char *message, int length) {
+  if (message != NULL && length > 0) message[0] = '\0';
+  return gps_read_f(data, message, length);
+}
 bool locationd_gps_waiting(const struct gps_data_t *data, int timeout) {
   return gps_waiting_f(data, timeout);
 }

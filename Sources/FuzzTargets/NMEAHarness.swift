@@ -1,6 +1,6 @@
-import NMEA
 import LocationModel
 import LocationProtocol
+import NMEA
 
 /// NMEA 0183 stream target: the bytes after the first are a receiver's output; the first byte
 /// picks the chunk size (1-256 bytes) the stream is fed in, as `locationctl decode` and the
@@ -8,6 +8,8 @@ import LocationProtocol
 ///
 /// Invariants:
 /// - any chunking gives the same fixes and the same counters as one whole feed;
+/// - the live decoder of the direct receivers (``NMEADecoder/init(liveWithRolloverFloor:)``)
+///   emits the same, and the epochs it hands out at their end of cycle are in range;
 /// - every TPV and SKY object written is strict JSON;
 /// - latitude in [-90, 90], longitude in [-180, 180] (finite); a fix without a position mode
 ///   carries no coordinate; the time of day is within one day (a leap second included);
@@ -24,6 +26,21 @@ enum NMEAHarness {
       whole == chunked && wholeStatistics == chunkedStatistics,
       "chunk size \(chunkSize) changed the result: \(whole.count) fixes \(wholeStatistics.summary) vs \(chunked.count) fixes \(chunkedStatistics.summary)"
     )
+
+    // The live decoder of the direct receivers (which learns which sentence ends an epoch and
+    // hands the epoch out there) emits exactly what the plain decoder emits.
+    let (live, liveStatistics, early) = decodeLive(stream, chunkSize: chunkSize)
+    try require(
+      live == chunked && liveStatistics == chunkedStatistics,
+      "the live decoder changed the result: \(live.count) fixes vs \(chunked.count)")
+    for decoded in early {
+      if let c = decoded.fix.coordinate {
+        try require(
+          c.latitude.isFinite && (-90...90).contains(c.latitude) && c.longitude.isFinite
+            && (-180...180).contains(c.longitude),
+          "epoch at its end: coordinate out of range: \(c.latitude), \(c.longitude)")
+      }
+    }
 
     var previousTime: Int64?
     let monotonic = inputTimesNonDecreasing(stream)
@@ -49,7 +66,8 @@ enum NMEAHarness {
         fix.mode.hasPosition || fix.coordinate == nil,
         "mode \(fix.mode) fix carries a coordinate (line \(decoded.line))")
       if let tod = fix.timeOfDay {
-        try require((0..<86_401_000).contains(tod), "time of day \(tod) out of range (line \(decoded.line))")
+        try require(
+          (0..<86_401_000).contains(tod), "time of day \(tod) out of range (line \(decoded.line))")
       }
       if let time = fix.time {
         if monotonic, let previousTime {
@@ -61,6 +79,27 @@ enum NMEAHarness {
         previousTime = time
       }
     }
+  }
+
+  /// Decodes as a direct receiver does: a live decoder fed in chunks, asked after each chunk for
+  /// the epoch that just ended. Returns what it emitted, its counters, and the early epochs.
+  static func decodeLive(_ stream: [UInt8], chunkSize: Int) -> (
+    [DecodedFix], NMEAStatistics, [DecodedFix]
+  ) {
+    var decoder = NMEADecoder(liveWithRolloverFloor: nil)
+    var fixes: [DecodedFix] = []
+    var early: [DecodedFix] = []
+    stream.withUnsafeBytes { raw in
+      var offset = 0
+      while offset < raw.count {
+        let end = min(offset + chunkSize, raw.count)
+        decoder.feed(UnsafeRawBufferPointer(rebasing: raw[offset..<end])) { fixes.append($0) }
+        if let ready = decoder.epochAtCycleEnd() { early.append(ready) }
+        offset = end
+      }
+    }
+    decoder.finish { fixes.append($0) }
+    return (fixes, decoder.statistics, early)
   }
 
   static func decode(_ stream: [UInt8], chunkSize: Int) -> ([DecodedFix], NMEAStatistics) {

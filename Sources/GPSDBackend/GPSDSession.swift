@@ -1,7 +1,7 @@
 import CGPS
 import Glibc
-import NMEA
 import LocationModel
+import NMEA
 
 // The only file of locationd that imports CGPS (libgps). Everything leaving it is a Sendable copy.
 
@@ -216,7 +216,9 @@ final class GPSDSession {
     let result: Int32
     if let device {
       flags |= UInt32(WATCH_DEVICE)
-      result = device.withCString { locationd_gps_stream(data, flags, UnsafeMutableRawPointer(mutating: $0)) }
+      result = device.withCString {
+        locationd_gps_stream(data, flags, UnsafeMutableRawPointer(mutating: $0))
+      }
     } else {
       result = locationd_gps_stream(data, flags, nil)
     }
@@ -241,14 +243,38 @@ final class GPSDSession {
   /// - Throws: ``GPSDSessionError/connectionLost(code:message:)`` when gpsd closed the socket.
   func read() throws(GPSDSessionError) -> GPSDReport {
     data.pointee.set = 0
-    let result = locationd_gps_read(data)
+    var message = [CChar](repeating: 0, count: 256)
+    let result = message.withUnsafeMutableBufferPointer { buffer in
+      locationd_gps_read_message(data, buffer.baseAddress, Int32(buffer.count))
+    }
     if result < 0 {
       let code = errno
       throw .connectionLost(
         code: code, message: result == -1 && code == 0 ? "end of stream" : Self.errorText(code))
     }
     if result == 0 { return .other }
-    return Self.report(from: data)
+    let report = Self.report(from: data)
+    if case .other = report, data.pointee.set & UInt64(DEVICE_SET) == 0 {
+      // libgps 3.22 cannot parse the DEVICE object gpsd 3.22 sends for a device it closed
+      // ("activated":0, a number where it expects a time string): read it from the line.
+      let length = message.firstIndex(of: 0) ?? message.count
+      let line = String(decoding: message[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+      if let closed = Self.closedDevice(line) { return .device(path: closed, activated: false) }
+    }
+    return report
+  }
+
+  /// The path of a DEVICE object that announces a closed device (`"activated":0`), from the
+  /// start of its JSON line; `nil` for any other line.
+  static func closedDevice(_ line: String) -> String? {
+    guard line.hasPrefix("{\"class\":\"DEVICE\""),
+      line.contains("\"activated\":0,") || line.contains("\"activated\":0}"),
+      let start = line.firstRange(of: "\"path\":\"")
+    else { return nil }
+    let rest = line[start.upperBound...]
+    guard let end = rest.firstIndex(of: "\"") else { return nil }
+    let path = String(rest[..<end])
+    return path.isEmpty ? nil : path
   }
 
   /// Closes the connection (`gps_close`); idempotent.

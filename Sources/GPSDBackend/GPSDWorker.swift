@@ -161,7 +161,8 @@ final class GPSDWorker: @unchecked Sendable {
     for fix in deduplicator.flush(now: now) { emit(fix) }
     if let deadline = noFixDeadline, now >= deadline {
       noFixDeadline = nil
-      if lastStatus != .noFix {
+      // A removed device stays reported as removed: its silence is no news.
+      if lastStatus != .noFix && lastStatus != .deviceRemoved {
         report(
           .noFix, "no fix from gpsd for \(Self.nanoseconds(options.noFixTimeout) / 1_000_000) ms")
       }
@@ -174,7 +175,9 @@ final class GPSDWorker: @unchecked Sendable {
       if let path = tpv.device { device = path }
       let fix = GPSDMapping.fix(from: tpv, sky: sky, gst: gst)
       guard fix.mode.hasPosition else {
-        if fix.mode == .noFix, lastStatus != .noFix { self.report(.noFix, "gpsd reports no fix") }
+        if fix.mode == .noFix, lastStatus != .noFix, lastStatus != .deviceRemoved {
+          self.report(.noFix, "gpsd reports no fix")
+        }
         return
       }
       for ready in deduplicator.add(fix, now: Self.now()) { emit(ready) }
@@ -183,8 +186,16 @@ final class GPSDWorker: @unchecked Sendable {
     case .gst(let report):
       gst = report
     case .device(let path, let activated):
-      if !activated, path == device || endpoint.device == path {
-        self.report(.noFix, "gpsd closed device \(path)")
+      // gpsd announces a device it closes (unplugged, read error) with `activated` 0 at once,
+      // and the same device again, activated, when it reopens it (`gpsdctl add`, a udev rule).
+      guard path == device || endpoint.device == path || (device == nil && endpoint.device == nil)
+      else { break }
+      if !activated {
+        device = path
+        self.report(.deviceRemoved, "gpsd closed device \(path)")
+      } else if lastStatus == .deviceRemoved {
+        self.report(.connected, "gpsd reopened device \(path)")
+        noFixDeadline = Self.now() + Self.nanoseconds(options.noFixTimeout)
       }
     case .error(let message):
       queue.post(.error("gpsd: \(message)"))
@@ -198,7 +209,8 @@ final class GPSDWorker: @unchecked Sendable {
     if lastStatus != .connected { report(.connected, "receiving fixes") }
     let (fix, weeks) = GPSDMapping.applyingRolloverFloor(endpoint.rolloverFloor, to: fix)
     let provenance = Provenance(
-      backend: uri, source: device ?? endpoint.device, isSimulated: false, rolloverWeeks: weeks == 0 ? nil : weeks)
+      backend: uri, source: device ?? endpoint.device, isSimulated: false,
+      rolloverWeeks: weeks == 0 ? nil : weeks)
     queue.post(.location(Location(fix: fix, provenance: provenance)))
   }
 

@@ -39,11 +39,16 @@ public struct BackendCreationError: Error, Sendable, Hashable, CustomStringConve
 ///   `faults=` sends its fixes through an in-process NMEA serial link (``SimulatedNMEALink``).
 /// - `replay:PATH[?speed=F&loop=BOOL&timestamps=original|shifted&paused=BOOL&rollover-floor=DATE|none]`:
 ///   ``ReplayBackend`` (speed 0 = as fast as possible, 1 = real time; no rollover floor by default).
+/// - `serial:PATH[?baud=auto|4800|...|921600]` (or a bare `/dev/...` path), `tcp://HOST:PORT`,
+///   `udp://ADDR:PORT`: ``NMEAStreamBackend``, a live receiver read directly (see
+///   ``NMEAStreamEndpoint``).
 public enum LocalBackendFactory {
   /// Whether `uri` names one of these backends (`simulate`, `simulate:...`, `simulate?...`,
-  /// `replay:...`), however malformed the rest.
+  /// `replay:...`, `serial:...`, `/dev/...`, `tcp://...`, `udp://...`), however malformed the rest.
   public static func names(_ uri: String) -> Bool {
-    uri == "simulate" || uri.hasPrefix("simulate:") || uri.hasPrefix("simulate?") || uri.hasPrefix("replay:")
+    uri == "simulate" || uri.hasPrefix("simulate:") || uri.hasPrefix("simulate?")
+      || uri.hasPrefix("replay:")
+      || NMEAStreamEndpoint.names(uri)
   }
 
   /// Parses `uri` and creates the backend on `clock`; nothing starts until the backend's `start()`.
@@ -51,7 +56,8 @@ public enum LocalBackendFactory {
   /// - Throws: ``BackendCreationError`` naming the bad part (a scheme other than `simulate` and
   ///   `replay`, a bad option, a GPX route or replay log that cannot be read), with its
   ///   ``BackendCreationError/Kind``.
-  public static func make(uri: String, clock: any LocationClock = SystemClock()) throws(BackendCreationError)
+  public static func make(uri: String, clock: any LocationClock = SystemClock())
+    throws(BackendCreationError)
     -> any LocationBackend
   {
     if uri == "simulate" || uri.hasPrefix("simulate:") || uri.hasPrefix("simulate?") {
@@ -92,17 +98,30 @@ public enum LocalBackendFactory {
         guard (info.st_mode & S_IFMT) != S_IFDIR else {
           // Unreadable as a log, like a GPX route that is not a regular file: the same status.
           throw BackendCreationError(
-            uri: uri, reason: "\(options.path) is a directory: give an NMEA log file", kind: .missingInput)
+            uri: uri, reason: "\(options.path) is a directory: give an NMEA log file",
+            kind: .missingInput)
         }
         guard (info.st_mode & S_IFMT) == S_IFREG else {
           throw BackendCreationError(
             uri: uri,
-            reason: "\(options.path) is not a regular file (a pipe or device has no end to replay): give an NMEA log file, or read a live receiver through gpsd")
+            reason:
+              "\(options.path) is not a regular file (a pipe or device has no end to replay): give an NMEA log file, or read a live receiver with serial:\(options.path)"
+          )
         }
       }
       return ReplayBackend(options: options, clock: clock, uri: uri)
     }
+    if NMEAStreamEndpoint.names(uri) {
+      do {
+        return try NMEAStreamBackend(uri: uri)
+      } catch {
+        throw BackendCreationError(uri: uri, reason: error.description)
+      }
+    }
     throw BackendCreationError(
-      uri: uri, reason: "unknown backend: use simulate[:ROUTE.gpx][?rate=HZ...] or replay:PATH[?speed=S&loop=true]")
+      uri: uri,
+      reason:
+        "unknown backend: use serial:PATH, tcp://HOST:PORT, udp://ADDR:PORT, simulate[:ROUTE.gpx][?rate=HZ...] or replay:PATH[?speed=S&loop=true]"
+    )
   }
 }

@@ -32,7 +32,8 @@ public enum SimulatedReceiverError: Error, Equatable, Sendable, CustomStringConv
     case .networkFailed(let transport, let code, let message):
       return "cannot open \(transport): \(message) (errno \(code))"
     case .invalidBaudRate(let baud):
-      return "baud rate \(baud) is not one of \(SerialLinePacer.baudRates.map(String.init).joined(separator: ", "))"
+      return
+        "baud rate \(baud) is not one of \(SerialLinePacer.baudRates.map(String.init).joined(separator: ", "))"
     }
   }
 }
@@ -81,7 +82,9 @@ extension SimulatedReceiver {
   /// leaves it unplugged and is tried again at the next epoch.
   func replugDevice() {
     let (unplugged, mode) = pty.withLock { ($0.unplugged, $0.deviceMode) }
-    guard unplugged, let (fd, slave) = try? Self.openPTY(deviceMode: mode) else { return }
+    guard unplugged, let (fd, slave) = try? Self.openPTY(deviceMode: mode, baud: output.baud) else {
+      return
+    }
     do {
       try Self.link(linkPath, to: slave)
     } catch {
@@ -109,9 +112,11 @@ extension SimulatedReceiver {
   }
 
   /// Opens a pty as ``init(linkPath:encoder:deviceMode:output:onWrite:)`` does: master
-  /// non-blocking and close-on-exec, slave in raw mode at 9600 baud with `deviceMode`, no
+  /// non-blocking and close-on-exec, slave in raw mode at `baud` (9600 when `nil`) with `deviceMode`, no
   /// descriptor kept on the slave. Returns the master and the slave's path.
-  static func openPTY(deviceMode: mode_t?) throws(SimulatedReceiverError) -> (Int32, String) {
+  static func openPTY(deviceMode: mode_t?, baud: Int?) throws(SimulatedReceiverError) -> (
+    Int32, String
+  ) {
     let masterFD = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK)
     guard masterFD >= 0 else {
       let code = errno
@@ -134,8 +139,8 @@ extension SimulatedReceiver {
     var attributes = termios()
     if tcgetattr(slaveFD, &attributes) == 0 {
       cfmakeraw(&attributes)
-      _ = cfsetispeed(&attributes, speed_t(B9600))
-      _ = cfsetospeed(&attributes, speed_t(B9600))
+      _ = cfsetispeed(&attributes, termiosSpeed(baud ?? 9600))
+      _ = cfsetospeed(&attributes, termiosSpeed(baud ?? 9600))
       _ = tcsetattr(slaveFD, TCSANOW, &attributes)
     }
     if let deviceMode { _ = fchmod(slaveFD, deviceMode) }
@@ -165,6 +170,35 @@ extension SimulatedReceiver {
   static func errorText(_ code: Int32) -> String {
     guard let text = strerror(code) else { return "error \(code)" }
     return String(cString: text)
+  }
+
+  /// The termios speed of one of ``SerialLinePacer/baudRates`` (9600 for any other).
+  static func termiosSpeed(_ baud: Int) -> speed_t {
+    switch baud {
+    case 4800: return speed_t(B4800)
+    case 38400: return speed_t(B38400)
+    case 115_200: return speed_t(B115200)
+    default: return speed_t(B9600)
+    }
+  }
+
+  /// The rate the reader set on the slave (the master reports the slave's settings), in bits
+  /// per second; `nil` when it cannot be read or is not a standard rate.
+  static func readerRate(_ master: Int32) -> Int? {
+    var attributes = termios()
+    guard master >= 0, tcgetattr(master, &attributes) == 0 else { return nil }
+    switch cfgetispeed(&attributes) {
+    case speed_t(B4800): return 4800
+    case speed_t(B9600): return 9600
+    case speed_t(B19200): return 19200
+    case speed_t(B38400): return 38400
+    case speed_t(B57600): return 57600
+    case speed_t(B115200): return 115_200
+    case speed_t(B230400): return 230_400
+    case speed_t(B460800): return 460_800
+    case speed_t(B921600): return 921_600
+    default: return nil
+    }
   }
 
   /// `TIOCSPTLCK` (`_IOW('T', 0x31, int)`): lock or unlock the slave of a pty master.

@@ -43,7 +43,9 @@ public struct SerialLinePacer: Sendable, Hashable {
   /// baud rate for `rate` and the highest whole rate for `baud`. A `baud` not in ``baudRates``
   /// or a rate outside 1...10 Hz gives `nil` (those are refused elsewhere).
   public static func epochBudgetProblem(baud: Int, rate: Double) -> String? {
-    guard let pacer = try? SerialLinePacer(baud: baud), rate.isFinite, rate >= 1, rate <= 10 else { return nil }
+    guard let pacer = try? SerialLinePacer(baud: baud), rate.isFinite, rate >= 1, rate <= 10 else {
+      return nil
+    }
     let budget = pacer.capacity(of: .seconds(1 / rate))
     guard budget < maximumSentenceBytes else { return nil }
     let rateText = rate == rate.rounded() ? String(Int(rate)) : String(rate)
@@ -51,7 +53,8 @@ public struct SerialLinePacer: Sendable, Hashable {
       "\(baud) baud at \(rateText) Hz leaves \(budget) bytes per epoch, less than one RMC sentence "
       + "(up to \(maximumSentenceBytes) bytes), so nothing would be sent"
     if let minimum = baudRates.first(where: {
-      ((try? SerialLinePacer(baud: $0))?.capacity(of: .seconds(1 / rate)) ?? 0) >= maximumSentenceBytes
+      ((try? SerialLinePacer(baud: $0))?.capacity(of: .seconds(1 / rate)) ?? 0)
+        >= maximumSentenceBytes
     }) {
       text += ": use at least \(minimum) baud at \(rateText) Hz"
     }
@@ -124,5 +127,42 @@ public struct SerialLinePacer: Sendable, Hashable {
       try await clock.sleep(until: start + Self.tick * tick)
       write(bytes[range])
     }
+  }
+
+  /// What a UART reading at `readAt` bits per second receives from bytes sent back to back at
+  /// `sentAt`, both 8N1: the receiver waits for the line to go low (a start bit), samples eight
+  /// data bits and the stop bit in the middle of its own bit times, and delivers NUL for a byte
+  /// whose stop bit it finds low (a framing error, as Linux reads one in raw mode). At equal
+  /// rates the bytes come out unchanged; at any other rate they come out as noise, more bytes
+  /// than sent when the reader is faster, fewer when it is slower. Deterministic.
+  public static func misread(_ bytes: [UInt8], sentAt: Int, readAt: Int) -> [UInt8] {
+    guard sentAt > 0, readAt > 0, sentAt != readAt else { return bytes }
+    let total = bytes.count * 10
+    // The line level at transmitter bit `bit`: start 0, data LSB first, stop 1, idle 1.
+    func high(_ bit: Int) -> Bool {
+      guard bit >= 0, bit < total else { return true }
+      let position = bit % 10
+      if position == 0 { return false }
+      if position == 9 { return true }
+      return (bytes[bit / 10] >> (position - 1)) & 1 == 1
+    }
+    // Times in transmitter bit times; one receiver bit lasts `ratio` of them.
+    let ratio = Double(sentAt) / Double(readAt)
+    var received: [UInt8] = []
+    var time = 0.0
+    while true {
+      var bit = Int(time)
+      while bit < total && high(bit) { bit += 1 }
+      if bit >= total { break }
+      let start = max(time, Double(bit))
+      var value: UInt8 = 0
+      for index in 0..<8 where high(Int(start + (1.5 + Double(index)) * ratio)) {
+        value |= 1 << index
+      }
+      let stop = start + 9.5 * ratio
+      received.append(high(Int(stop)) ? value : 0)
+      time = stop
+    }
+    return received
   }
 }

@@ -65,7 +65,9 @@ extension SimulatedReceiver {
           if let item { next = item } else { waitForInput(timeoutNanoseconds: 500_000_000) }
         }
         let seconds = Double(epoch) * Double(period) / 1e9
-        if !deviceUnplugged(at: seconds), let fix = next ?? nil { write(outgoingFix(fix, at: seconds), period: period) }
+        if !deviceUnplugged(at: seconds), let fix = next ?? nil {
+          write(outgoingFix(fix, at: seconds), period: period)
+        }
       }
       epoch += 1
     }
@@ -73,7 +75,12 @@ extension SimulatedReceiver {
 
   func write(_ fix: Fix, period: UInt64) {
     let sentences = encoder.encode(fix)
-    let bytes = outgoingBytes(sentences, interval: .nanoseconds(Int64(period)))
+    var bytes = outgoingBytes(sentences, interval: .nanoseconds(Int64(period)))
+    // A reader whose line is set to another rate than the receiver's receives what its UART
+    // makes of the signal: noise, as on a real serial line.
+    if let baud = output.baud, let rate = Self.readerRate(master), rate != baud {
+      bytes = SerialLinePacer.misread(bytes, sentAt: baud, readAt: rate)
+    }
     guard hasReader() else {
       // Nobody has the device open: a serial line with no listener loses the data.
       state.withLock { $0.statistics.epochsWithoutReader += 1 }
@@ -99,7 +106,10 @@ extension SimulatedReceiver {
       while offset < range.upperBound {
         // nil: EAGAIN (buffer full: nobody reading); an error: EIO. Either drops the rest of
         // this epoch.
-        guard let written = try? SystemIO.writeSome(master, Array(bytes[0..<range.upperBound]), from: offset) else {
+        guard
+          let written = try? SystemIO.writeSome(
+            master, Array(bytes[0..<range.upperBound]), from: offset)
+        else {
           dropped = true
           break
         }

@@ -127,8 +127,10 @@ public final class SimulatedReceiver: Sendable {
     var attributes = termios()
     if tcgetattr(slaveFD, &attributes) == 0 {
       cfmakeraw(&attributes)
-      _ = cfsetispeed(&attributes, speed_t(B9600))
-      _ = cfsetospeed(&attributes, speed_t(B9600))
+      // The line's own rate (9600 when unpaced): a reader that keeps it reads the bytes as sent.
+      let speed = Self.termiosSpeed(output.baud ?? 9600)
+      _ = cfsetispeed(&attributes, speed)
+      _ = cfsetospeed(&attributes, speed)
       _ = tcsetattr(slaveFD, TCSANOW, &attributes)
     }
     if let deviceMode { _ = fchmod(slaveFD, deviceMode) }

@@ -79,6 +79,12 @@ public enum BackendStatus: String, Sendable, Hashable, Codable {
   case disconnected
   /// Connected, but the receiver reports no fix (or has been silent too long).
   case noFix
+  /// The receiver's device is gone: unplugged, a read error, `ENODEV`, a hang-up, its node
+  /// removed, or gpsd announcing that it closed the device (`DEVICE` with `activated` 0).
+  /// Distinct from ``noFix`` (the receiver is there without a position) and ``disconnected``
+  /// (the connection to a server or gpsd is lost). The backend reopens the device when its path
+  /// returns (or gpsd reopens it) and reports ``connected`` again.
+  case deviceRemoved
   /// A replay reached the end of its log (and does not loop).
   case endOfData
   /// A replay is paused.

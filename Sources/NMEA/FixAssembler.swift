@@ -1,4 +1,5 @@
 import LocationModel
+
 /// Assembles parsed sentences into one ``Fix`` per epoch.
 ///
 /// An epoch is the set of sentences that share one UTC time of day (GGA, RMC, GLL, GNS, ZDA and
@@ -120,6 +121,18 @@ public struct FixAssembler: Sendable {
   // sentence has been merged since.
   var reportedEpoch: [FixAssembler] = []
   var mergedSinceReport = false
+  /// Whether the last sentence applied is the one that ended the previous epochs (learned, two
+  /// epochs in a row): the epoch in progress is then complete.
+  var atCycleEnd = false
+  /// The kind of the last sentence applied (its epoch bit or gpsd table bit, its talker, and for
+  /// GSV whether it closed its set), and that of the last sentence of the previous epochs.
+  var lastSentenceKind = 0
+  var endingKind = 0
+  /// Consecutive epochs that ended with ``endingKind``.
+  var endingRepeats = 0
+  /// Whether the assembler learns which sentence ends an epoch, for ``epochAtCycleEnd()`` (live
+  /// sources); off for logs, where it would only cost time.
+  public var learnsEpochEnd = false
 
   /// The GPS week-rollover floor, days since 1970-01-01, or `nil` for none.
   let rolloverFloor: Int?
@@ -159,6 +172,24 @@ public struct FixAssembler: Sendable {
   /// Adds one sentence; calls `emit` when it completes the previous epoch.
   /// - Parameter line: 1-based input line of the sentence, reported as the epoch's first line.
   public mutating func apply(_ sentence: NMEASentence, line: Int, _ emit: (DecodedFix) -> Void) {
+    applyKeepingKind(sentence, line: line, emit)
+    guard learnsEpochEnd else { return }
+    lastSentenceKind = Self.kind(of: sentence)
+    atCycleEnd = started && endingRepeats >= 2 && lastSentenceKind == endingKind
+  }
+
+  /// The kind of a sentence for learning which one ends an epoch: its table bit, its talker, and
+  /// for GSV whether it is the last message of its set (a set of three GSV ends at the third).
+  static func kind(of sentence: NMEASentence) -> Int {
+    var kind = Int(cycleTag(sentence.payload, timed: sentence.payload.epochInfo.timed)) << 8
+    kind |= (sentence.talker?.hashValue ?? 0) & 0x7F
+    if case .gsv(let gsv) = sentence.payload, gsv.messageNumber != gsv.messageCount { kind |= 0x80 }
+    return kind
+  }
+
+  private mutating func applyKeepingKind(
+    _ sentence: NMEASentence, line: Int, _ emit: (DecodedFix) -> Void
+  ) {
     let (bit, timed) = sentence.payload.epochInfo
     let time = sentence.timeOfDay
     guard bit != 0 else {
@@ -178,7 +209,10 @@ public struct FixAssembler: Sendable {
         // milliseconds after the epoch: within half a second they complete the epoch in
         // progress. Further off they belong to another second (a ZDA sent before the position
         // it dates), and start that epoch: gpsd processZDA dates the ZDA's own time.
-        if current != time && (timed || seen & Self.fixTypes == 0 || !Self.sameEpoch(current, time)) { flush(emit) }
+        if current != time && (timed || seen & Self.fixTypes == 0 || !Self.sameEpoch(current, time))
+        {
+          flush(emit)
+        }
       } else if seen & Self.fixTypes != 0 {
         flush(emit)  // a time-less no-fix epoch ends where timed data begins
       }
@@ -205,10 +239,30 @@ public struct FixAssembler: Sendable {
     return min(d, 86_400_000 - d) < 500
   }
 
+  /// The epoch in progress as ``flush(_:)`` would emit it, when the last sentence applied is the
+  /// kind that ended the two epochs before (learned from the stream); `nil` otherwise.
+  /// Nothing changes: a live source reports the epoch at once with it, instead of when the next
+  /// epoch begins, and the later ``flush(_:)`` of the same epoch gives the same value unless more
+  /// sentences of that epoch followed.
+  public func epochAtCycleEnd() -> DecodedFix? {
+    guard atCycleEnd, started, timeOfDay != nil || seen & Self.fixTypes != 0 else { return nil }
+    var copy = self
+    var result: DecodedFix?
+    copy.flush { result = $0 }
+    return result
+  }
+
   /// Emits the epoch in progress, if it holds a time or a fix sentence.
   public mutating func flush(_ emit: (DecodedFix) -> Void) {
     defer { resetEpoch() }
     guard started else { return }
+    if !learnsEpochEnd {
+    } else if lastSentenceKind == endingKind {
+      endingRepeats += 1
+    } else {
+      endingKind = lastSentenceKind
+      endingRepeats = 1
+    }
     guard timeOfDay != nil || seen & Self.fixTypes != 0 else {
       // Satellite data alone: a sky view, when asked for.
       if skyOnlyEpochs && skySeen {

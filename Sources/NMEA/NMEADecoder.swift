@@ -1,4 +1,5 @@
 import LocationModel
+
 /// A fix assembled from one epoch of NMEA 0183 sentences, with where it came from in the input.
 public struct DecodedFix: Sendable, Hashable {
   /// The assembled solution.
@@ -56,6 +57,14 @@ public struct NMEADecoder: Sendable {
     assembler = FixAssembler(rolloverFloor: rolloverFloor, skyOnlyEpochs: skyOnlyEpochs)
   }
 
+  /// Creates a decoder as ``init(rolloverFloor:)`` for a live source: it learns which sentence
+  /// ends the receiver's epochs, so that ``epochAtCycleEnd()`` has the epoch as soon as that
+  /// sentence arrives. What ``feed(_:_:)-(UnsafeRawBufferPointer,_)`` emits is the same.
+  public init(liveWithRolloverFloor rolloverFloor: Int?) {
+    assembler = FixAssembler(rolloverFloor: rolloverFloor)
+    assembler.learnsEpochEnd = true
+  }
+
   /// 1-based number of the input line the decoder has reached.
   public var lineNumber: Int { framer.lineNumber }
 
@@ -66,7 +75,8 @@ public struct NMEADecoder: Sendable {
     var statistics = self.statistics
     var checksums = sourceSendsChecksums
     self.framer = NMEAFramer()  // keep the buffers uniquely referenced while in use
-    withUnsafeTemporaryAllocation(of: Int32.self, capacity: 2 * FieldReader.maximumFields) { scratch in
+    withUnsafeTemporaryAllocation(of: Int32.self, capacity: 2 * FieldReader.maximumFields) {
+      scratch in
       framer.feed(bytes) { event in
         Self.handle(event, scratch, &assembler, &statistics, &checksums, onFix)
       }
@@ -82,13 +92,20 @@ public struct NMEADecoder: Sendable {
     bytes.withUnsafeBytes { feed($0, onFix) }
   }
 
+  /// The epoch in progress when the last sentence decoded ended the receiver's reporting cycle
+  /// (``FixAssembler/epochAtCycleEnd()``), for live sources that report at once; `nil` otherwise.
+  /// The epoch is still emitted by a later ``feed(_:_:)-(UnsafeRawBufferPointer,_)`` or
+  /// ``finish(_:)``, normally with the same value.
+  public func epochAtCycleEnd() -> DecodedFix? { assembler.epochAtCycleEnd() }
+
   /// Ends the input: decodes a last line that lacks a line end and emits the epoch still being
   /// assembled, if any.
   public mutating func finish(_ onFix: (DecodedFix) -> Void) {
     var assembler = self.assembler
     var statistics = self.statistics
     var checksums = sourceSendsChecksums
-    withUnsafeTemporaryAllocation(of: Int32.self, capacity: 2 * FieldReader.maximumFields) { scratch in
+    withUnsafeTemporaryAllocation(of: Int32.self, capacity: 2 * FieldReader.maximumFields) {
+      scratch in
       framer.finish { event in
         Self.handle(event, scratch, &assembler, &statistics, &checksums, onFix)
       }
@@ -100,7 +117,8 @@ public struct NMEADecoder: Sendable {
   }
 
   private static func handle(
-    _ event: NMEAFramer.Event, _ scratch: UnsafeMutableBufferPointer<Int32>, _ assembler: inout FixAssembler,
+    _ event: NMEAFramer.Event, _ scratch: UnsafeMutableBufferPointer<Int32>,
+    _ assembler: inout FixAssembler,
     _ statistics: inout NMEAStatistics, _ sendsChecksums: inout Bool, _ onFix: (DecodedFix) -> Void
   ) {
     statistics.read += 1
@@ -165,7 +183,8 @@ public struct NMEAStatistics: Sendable, Hashable {
   /// `read=1200 accepted=1180 unchecked=0 proprietary=12 unsupported=30 rejected=20 checksumMismatch=20`.
   public var summary: String {
     var parts = [
-      "read=\(read)", "accepted=\(accepted)", "unchecked=\(unchecked)", "proprietary=\(proprietary)",
+      "read=\(read)", "accepted=\(accepted)", "unchecked=\(unchecked)",
+      "proprietary=\(proprietary)",
       "unsupported=\(unsupported)", "rejected=\(rejectedTotal)",
     ]
     for reason in NMEARejection.allCases {

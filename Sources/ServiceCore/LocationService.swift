@@ -80,6 +80,8 @@ public actor LocationService: AnnotationBatchHandler {
   /// The last location delivered to each watcher with a filter (its filter compares with it).
   private var lastDelivered: [UInt64: Location] = [:]
   private var wasTracking = false
+  /// Whether the last `deviceRemoved` was logged and the device has not come back since.
+  private var lastLoggedRemoval = false
   private var tasks: [Task<Void, Never>] = []
 
   /// Creates the service; call ``attach(_:)`` for each front-end and ``start()`` before serving.
@@ -447,6 +449,15 @@ public actor LocationService: AnnotationBatchHandler {
       if status == .stopped, await !manager.isTracking {
         await trackingChanged()
       }
+      // A receiver that goes or comes back is worth a line in the journal (unplugged, replugged).
+      if status == .deviceRemoved {
+        Log.event("deviceRemoved", ["backend": backend.uri, "detail": detail ?? ""])
+      } else if status == .connected, lastLoggedRemoval {
+        Log.event("deviceReturned", ["backend": backend.uri, "detail": detail ?? ""])
+      }
+      lastLoggedRemoval =
+        status == .deviceRemoved
+        || (lastLoggedRemoval && status != .connected && status != .stopped)
       broadcastToWatchers(.backend(uri: backend.uri, state: status, detail: detail))
     case .error(let message):
       broadcastToWatchers(.warning(message))

@@ -35,7 +35,9 @@ enum Format {
       parts.append("alt \(fixed(alt, 1)) m")
     }
     if let speed = tpv["speed"]?.doubleValue { parts.append("speed \(fixed(speed, 2)) m/s") }
-    if let track = tpv["track"]?.doubleValue { parts.append("course \(fixed(CompassAngle.rounded(track, places: 1), 1))°") }
+    if let track = tpv["track"]?.doubleValue {
+      parts.append("course \(fixed(CompassAngle.rounded(track, places: 1), 1))°")
+    }
     if let eph = tpv["eph"]?.doubleValue { parts.append("±\(fixed(eph, 1)) m") }
     parts.append(["mode 0 (unknown)", "no fix", "2D", "3D"][max(0, min(3, mode))])
     if let missed = tpv["missed"]?.intValue, missed > 0 { parts.append("(\(missed) missed)") }
@@ -61,7 +63,7 @@ enum Format {
   static func status(_ reply: JSONValue) -> String {
     let backend = reply["backend"]
     var backendText =
-      (backend?["uri"]?.stringValue ?? "?") + " (" + (backend?["state"]?.stringValue ?? "?") + ")"
+      (backend?["uri"]?.stringValue ?? "?") + " (" + stateText(backend?["state"]?.stringValue) + ")"
     if let detail = backend?["detail"]?.stringValue { backendText += ": " + detail }
     return """
       authorization: \(reply["authorization"]?.stringValue ?? "?")
@@ -143,13 +145,23 @@ enum Format {
     return "locationd is shutting down because it could not start (\(terminalSafe(reason))): see its log (journalctl -u locationd)"
   }
 
+  /// A backend state as people read it: `deviceRemoved` becomes `device removed`, so that it is
+  /// not mistaken for `noFix`; the other states as sent.
+  static func stateText(_ state: String?) -> String {
+    switch state {
+    case nil: return "?"
+    case "deviceRemoved": return "device removed"
+    case let state?: return state
+    }
+  }
+
   static func event(_ event: JSONValue) -> String {
     switch event["class"]?.stringValue {
     case "TPV": return fix(event)
     case "BACKEND":
       var text =
         "backend " + (event["uri"]?.stringValue ?? "?") + ": "
-        + (event["state"]?.stringValue ?? "?")
+        + stateText(event["state"]?.stringValue)
       if let detail = event["detail"]?.stringValue { text += " (" + detail + ")" }
       return text
     case "WARNING": return "warning: " + terminalSafe(event["message"]?.stringValue ?? "")

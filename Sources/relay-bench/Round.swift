@@ -21,6 +21,9 @@ struct Bench {
   let writes: WriteLog
   let notifyFD: Int32
   let notifyPath: String
+  /// With --direct: the pty of locationd's own receiver, and its write times.
+  let directLink: String?
+  let directWrites: WriteLog
 }
 
 /// The contents of a file, or "" (for error messages).
@@ -65,7 +68,9 @@ func runRound(_ bench: Bench, n: Int, gpsdClients: Int) -> [Row] {
   unlink(socketPath)
   let arguments = [
     "--socket", socketPath, "--state-dir", bench.work + "/state-\(n)", "--group", "",
-    "--backend", "gpsd://127.0.0.1:\(gpsd.port)", "--max-clients", String(n + 16),
+    "--backend",
+    bench.directLink.map { "serial:\($0)?baud=9600" } ?? "gpsd://127.0.0.1:\(gpsd.port)",
+    "--max-clients", String(n + 16),
   ]
   let pid = orFail { () throws(BenchError) in
     try spawn(
@@ -78,7 +83,7 @@ func runRound(_ bench: Bench, n: Int, gpsdClients: Int) -> [Row] {
   }
 
   // locationd's clients first: their watch starts its gpsd backend, which takes one of gpsd's
-  // client slots before gpsd's own clients take the rest.
+  // client slots before gpsd's own clients take the rest (with --direct, its serial backend).
   var locationdFDs: [Int32] = []
   for _ in 0..<n {
     guard let fd = connectUnix(socketPath),
@@ -92,7 +97,7 @@ func runRound(_ bench: Bench, n: Int, gpsdClients: Int) -> [Row] {
   // they came, so locationd's comes before those of gpsd's own clients below.
   guard let first = locationdFDs.first, waitForBackendConnected(first, timeout: 20) else {
     fail(
-      "locationd's gpsd backend did not connect within 20 s; its BACKEND events:\n\(locationdFDs.first.map(backendEvents) ?? "")its log:\n\(contents(daemonLog))"
+      "locationd's backend did not connect within 20 s; its BACKEND events:\n\(locationdFDs.first.map(backendEvents) ?? "")its log:\n\(contents(daemonLog))"
     )
   }
 
@@ -137,10 +142,18 @@ func runRound(_ bench: Bench, n: Int, gpsdClients: Int) -> [Row] {
   let written = bench.writes.byFixTime.withLock { $0 }.filter {
     $0.value >= start && $0.value <= windowEnd
   }
+  // locationd's own receiver with --direct: the same fix times, its own write times.
+  let writtenDirect =
+    bench.directLink == nil
+    ? written
+    : bench.directWrites.byFixTime.withLock { $0 }.filter {
+      $0.value >= start && $0.value <= windowEnd
+    }
   let elapsed = Double(end - start) / 1e9
-  func row(_ name: String, clients: Range<Int>, before: ProcessSample?, after: ProcessSample?)
-    -> Row
-  {
+  func row(
+    _ name: String, clients: Range<Int>, before: ProcessSample?, after: ProcessSample?,
+    written: [Int64: UInt64]
+  ) -> Row {
     var latencies: [Double] = []
     latencies.reserveCapacity(clients.count * written.count)
     var received = 0
@@ -172,10 +185,10 @@ func runRound(_ bench: Bench, n: Int, gpsdClients: Int) -> [Row] {
       rssMegabytes: after?.residentMegabytes ?? .nan)
   }
   let rows = [
-    row("gpsd", clients: 0..<gpsdFDs.count, before: gpsdBefore, after: gpsdAfter),
+    row("gpsd", clients: 0..<gpsdFDs.count, before: gpsdBefore, after: gpsdAfter, written: written),
     row(
       "locationd", clients: gpsdFDs.count..<(gpsdFDs.count + locationdFDs.count),
-      before: locationdBefore, after: locationdAfter),
+      before: locationdBefore, after: locationdAfter, written: writtenDirect),
   ]
   withExtendedLifetime(reader) {}
   for row in rows {

@@ -5,11 +5,13 @@ import Foundation
 import LocationTestKit
 
 let usage = """
-  usage: relay-bench [--clients 10,50,MAX] [--seconds S] [--warmup S] [--json] [--locationd PATH]
+  usage: relay-bench [--clients 10,50,MAX] [--seconds S] [--warmup S] [--json] [--direct] [--locationd PATH]
     --clients   client counts per daemon; MAX is the most clients gpsd accepts (measured)
     --seconds   measurement window per count (default 20)
     --warmup    seconds after the clients connect before measuring (default 3)
     --json      print one JSON object instead of the markdown table (progress goes to stderr)
+    --direct    locationd reads a simulated receiver of its own with serial:PTY (docs/receivers.md)
+                instead of gpsd's through gpsd://: each daemon reads its own receiver
     --locationd the daemon to run (default: the locationd beside this executable)
   Needs /usr/sbin/gpsd (or $GPSD); runs its own, never the system one.
   """
@@ -19,6 +21,7 @@ struct Settings {
   var seconds = 20.0
   var warmup = 3.0
   var json = false
+  var direct = false
   var locationd = executableBesideThisProgram("locationd")
 
   init(_ arguments: [String]) {
@@ -47,6 +50,7 @@ struct Settings {
       case "--seconds": self.seconds = seconds("--seconds")
       case "--warmup": warmup = seconds("--warmup")
       case "--json": json = true
+      case "--direct": direct = true
       case "--locationd": locationd = value()
       case "-h", "--help":
         print(usage)

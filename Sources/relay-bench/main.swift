@@ -20,7 +20,12 @@
 //     reading the pty and serving locationd) and its VmRSS at the end.
 // One thread of this program reads every client (BenchKit's ClientReader).
 //
-// Usage: relay-bench [--clients 10,50,MAX] [--seconds S] [--warmup S] [--json] [--locationd PATH]
+// With --direct, a second simulated receiver writes the same 10 Hz stream into a pty of its own,
+// and locationd reads it itself (`--backend serial:PTY?baud=9600`): gpsd and locationd each read
+// their own receiver, and locationd no longer takes one of gpsd's client slots. Fix to client is
+// then measured from the write into each daemon's own pty.
+//
+// Usage: relay-bench [--clients 10,50,MAX] [--seconds S] [--warmup S] [--json] [--direct] [--locationd PATH]
 
 import BenchKit
 import Foundation
@@ -70,6 +75,27 @@ do {
 }
 cleanup.register("receiver") { receiver.stop() }
 
+// --direct: locationd's own receiver, the same fixes on another pty.
+let directWrites = WriteLog()
+let directLink = work + "/gps1"
+let directReceiver: SimulatedReceiver? = settings.direct ? startDirectReceiver() : nil
+
+/// The second receiver of --direct, writing the same fixes to `directLink`.
+func startDirectReceiver() -> SimulatedReceiver {
+  do {
+    let second = try SimulatedReceiver(linkPath: directLink) { epoch in
+      if let time = epoch.fix.time {
+        directWrites.byFixTime.withLock { $0[time] = epoch.startedAt }
+      }
+    }
+    try second.start(rate: 10) { elapsed in TestRoute.fix(Int((elapsed * 10).rounded())) }
+    cleanup.register("direct receiver") { second.stop() }
+    return second
+  } catch {
+    fail("cannot start the second simulated receiver: \(error)")
+  }
+}
+
 let gpsd: PrivateGPSD
 do {
   gpsd = try PrivateGPSD(device: link)
@@ -108,12 +134,14 @@ let notifyPath = work + "/notify.sock"
 let notifyFD = orFail { () throws(BenchError) in try notifySocket(notifyPath) }
 let bench = Bench(
   settings: settings, work: work, gpsd: gpsd, writes: writes, notifyFD: notifyFD,
-  notifyPath: notifyPath)
+  notifyPath: notifyPath, directLink: settings.direct ? directLink : nil,
+  directWrites: directWrites)
 var rows: [Row] = []
 for count in settings.clientCounts {
   let n = count.resolved(gpsdLimit: probe.served)
-  // locationd's own connection takes one of gpsd's slots.
-  rows += runRound(bench, n: n, gpsdClients: min(n, probe.served - 1))
+  // locationd's own connection takes one of gpsd's slots, unless it reads its own receiver.
+  rows += runRound(
+    bench, n: n, gpsdClients: min(n, settings.direct ? probe.served : probe.served - 1))
 }
 close(notifyFD)
 let stats = receiver.statistics

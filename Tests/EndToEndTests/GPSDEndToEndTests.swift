@@ -1,11 +1,11 @@
 import Foundation
 import Glibc
 import LocationCore
+import LocationModel
 import LocationTestKit
 import NMEA
 import Synchronization
 import Testing
-import LocationModel
 
 extension EndToEnd {
   /// Issue 6: simulated GPS hardware (a pty) -> a real private gpsd -> a real
@@ -133,6 +133,58 @@ extension EndToEnd {
   }
 }
 
+extension EndToEnd {
+  /// Issue 28: the simulated receiver read directly by `locationd --backend serial:PATH`, with
+  /// an unplug window: `deviceRemoved` through the protocol and in locationctl's words, then the
+  /// device back and fixes again, without any command.
+  @Suite("End to end: a serial receiver read directly", .serialized, .timeLimit(.minutes(3)))
+  struct DirectReceiverEndToEndTests {
+    @Test("unplugged: deviceRemoved in watch and status; plugged back: connected and fixes")
+    func unplugIsDeviceRemovedAndTheReceiverComesBack() async throws {
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      let written = PtyWrites()
+      let faults = try NMEAFaultSchedule.parse("unplug@3-13")
+      let receiver = try SimulatedReceiver(
+        linkPath: scratch.file("gps0"), encoder: NMEAEncoder(version: .v4_11),
+        output: try SimulatedOutput(faults: faults), onWrite: { written.record($0.fix) })
+      try receiver.start(rate: 10) { elapsed in TestRoute.fix(Int((elapsed * 10).rounded())) }
+      defer { receiver.stop() }
+      let daemon = try DaemonProcess(scratch: scratch, backend: "serial:" + receiver.linkPath)
+      defer { daemon.cleanUp() }
+      try await daemon.waitUntilReady()
+      let watch = try WatchProcess(socket: daemon.socketPath, output: scratch.file("watch.out"))
+      defer { watch.stop() }
+      #expect(
+        await waitUntil(timeout: 60) { watch.events().contains { $0.state == "deviceRemoved" } },
+        "deviceRemoved while unplugged:\n\(watch.output)\n\(daemon.log)")
+      // Said in people's words by status, while the device is away (the window lasts 10 s; a
+      // status that a loaded machine answers after the return is not judged).
+      let status = try await locationctl(daemon.socketPath, ["status"], json: false)
+      if watch.events().last(where: { $0.state != nil })?.state == "deviceRemoved" {
+        #expect(status.stdout.contains("(device removed)"), "\(status.stdout)")
+      }
+      #expect(
+        await waitUntil(timeout: 60) {
+          let events = watch.events()
+          guard let removed = events.firstIndex(where: { $0.state == "deviceRemoved" }),
+            let back = events[removed...].firstIndex(where: { $0.state == "connected" })
+          else { return false }
+          return events[back...].contains { $0.isFix }
+        }, "connected and fixes after the device returned:\n\(watch.output)\n\(daemon.log)")
+      // The fixes are the pty's epochs.
+      for fix in watch.fixes().suffix(3) {
+        let coordinate = await written.epoch(at: fix.time)?.coordinate
+        #expect(
+          coordinate.map { abs(fix.latitude - $0.latitude) < 1e-6 } == true, "fix at \(fix.time)")
+      }
+      #expect(
+        daemon.log.contains("deviceRemoved") && daemon.log.contains("deviceReturned"),
+        "logged:\n\(daemon.log)")
+    }
+  }
+}
+
 /// 2026-03-14T12:00:00Z in milliseconds since 1970: the first epoch written to the pty.
 
 /// The fixes the simulated receiver wrote, by fix time (milliseconds since 1970).
@@ -235,7 +287,8 @@ private final class WatchProcess {
 }
 
 /// `gpspipe -w -n COUNT 127.0.0.1:PORT`: the TPVs with a position (killed after 15 s).
-private func gpsdTPVs(port: UInt16, count: Int) async throws -> (fixes: [ClientFix], output: String) {
+private func gpsdTPVs(port: UInt16, count: Int) async throws -> (fixes: [ClientFix], output: String)
+{
   let run = try await runTool(
     "/usr/bin/gpspipe", ["-w", "-n", String(count), "127.0.0.1:\(port)"], timeout: 15)
   // gpsd ends its lines with CRLF, which is one Character: split the bytes.

@@ -64,7 +64,23 @@ struct SystemdUnitTests {
     #expect(result.output == "", "systemd-analyze verify said: \(result.output)")
   }
 
-  @Test("locationd.service exposure is at most 2.0")
+  /// Serial receivers need group dialout and the serial device classes, and nothing more.
+  @Test("locationd.service lets serial receivers through and no other device")
+  func serialDevices() throws {
+    let service = try String(
+      contentsOfFile: packageRoot + "/systemd/locationd.service", encoding: .utf8)
+    let lines = service.split(separator: "\n").map(String.init)
+    #expect(lines.contains("SupplementaryGroups=dialout"))
+    #expect(lines.contains("DevicePolicy=closed"))
+    let allowed = lines.filter { $0.hasPrefix("DeviceAllow=") }
+    #expect(
+      allowed == [
+        "DeviceAllow=char-ttyUSB rw", "DeviceAllow=char-ttyACM rw", "DeviceAllow=char-ttyS rw",
+        "DeviceAllow=char-ttyAMA rw",
+      ])
+  }
+
+  @Test("locationd.service exposure is at most 1.5")
   func security() async throws {
     try #require(access(analyze, X_OK) == 0, "systemd-analyze is missing: run scripts/setup")
     let result = try await run(
@@ -76,6 +92,6 @@ struct SystemdUnitTests {
       "systemd-analyze security: locationd.service exposure \(figure.map { String($0) } ?? "unknown")"
     )
     let score = try #require(figure, "no exposure figure in: \(result.output.suffix(300))")
-    #expect(score <= 2.0)
+    #expect(score <= 1.5)
   }
 }

@@ -22,6 +22,9 @@ int locationd_gps_open(const char *host, const char *port, struct gps_data_t *da
 int locationd_gps_close(struct gps_data_t *data);
 /* gps_read without a message buffer. */
 int locationd_gps_read(struct gps_data_t *data);
+/* gps_read that also copies the start of the JSON line read (at most length - 1 bytes and a NUL)
+   into message: for objects libgps cannot parse, such as gpsd 3.22's DEVICE with "activated":0. */
+int locationd_gps_read_message(struct gps_data_t *data, char *message, int length);
 bool locationd_gps_waiting(const struct gps_data_t *data, int timeout);
 int locationd_gps_stream(struct gps_data_t *data, unsigned int flags, void *device);
 /* gpsd's text for an error code; NULL before a successful load. */
