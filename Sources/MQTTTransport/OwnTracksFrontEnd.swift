@@ -86,7 +86,19 @@ public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
     id = ConnectionNumber.next()
     self.settings = settings
     self.handler = handler
-    self.outbox = outbox
+    // Appends leave the hub's task at once: a slow or stalled disk under the durable outbox
+    // delays queueing only, never the delivery of fixes to the other front-ends.
+    let failures = Mutex(0)
+    let writer = OutboxWriter(outbox) { error in
+      let count = failures.withLock { count in
+        count += 1
+        return count
+      }
+      if count == 1 || count % 1000 == 0 {
+        Log.event("mqttQueueFailed", ["reason": error.description, "lost": String(count)])
+      }
+    }
+    self.outbox = writer
     topic = settings.effectiveTopic
     trackerID = settings.effectiveTrackerID
     state = Mutex(
@@ -107,7 +119,7 @@ public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
           box.value?.connectionChanged(state)
           Self.log(state, uri: uri, topic: topic)
         }),
-      outbox: outbox)
+      outbox: writer)
     box.value = self
   }
 

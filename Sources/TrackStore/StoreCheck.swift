@@ -4,6 +4,7 @@
   import Darwin
 #endif
 import CSQLite
+import SystemIO
 
 /// A store file that was not locationd's, or was damaged, and was renamed aside so that a fresh
 /// store could start: what was wrong and where the operator's file is now.
@@ -160,17 +161,14 @@ enum StoreCheck {
     let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
     guard fd >= 0 else { return [] }
     defer { _ = close(fd) }
-    var bytes = [UInt8](repeating: 0, count: count)
-    var filled = 0
-    while filled < count {
-      let got = bytes.withUnsafeMutableBytes { raw -> Int in
-        guard let base = raw.baseAddress else { return -1 }
-        return Glibc.read(fd, base + filled, count - filled)
-      }
-      if got <= 0 { break }
-      filled += got
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: count)
+    while bytes.count < count {
+      // SystemIO.read checks the count the kernel returns against the buffer.
+      guard let got = try? SystemIO.read(fd, into: &chunk), got > 0 else { break }
+      bytes += chunk.prefix(min(got, count - bytes.count))
     }
-    return Array(bytes.prefix(filled))
+    return bytes
   }
 
   static func bigEndian(_ bytes: [UInt8], _ offset: Int) -> UInt32 {

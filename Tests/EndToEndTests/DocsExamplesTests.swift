@@ -151,6 +151,8 @@ enum DocExamples {
   /// Commands a test does not run, by prefix, with the reason.
   static let notRunnable: [(prefix: String, reason: String)] = [
     ("scripts/test", "runs this whole test suite"),
+    ("sudo udevadm", "reloads the machine's udev rules for a receiver this machine does not have"),
+    ("sudo adduser", "adds a user of the machine to a group"),
     ("scripts/fuzz", "builds with -sanitize=fuzzer and fuzzes for minutes; CI runs it as a step of its own"),
     ("scripts/sanitize", "rebuilds the tests under the sanitizers; CI runs it as a step of its own"),
     ("scripts/tsan-suppressions.txt", "a file the sanitizer script reads, not a command"),

@@ -112,7 +112,7 @@ struct ConfigurationTests {
       (["--socket", "relative.sock"], "absolute path"),
       (["--max-clients", "0"], "1...4096"),
       (["--max-clients", "many"], "1...4096"),
-      (["--backend", "serial:/dev/ttyUSB0"], "use simulate"),
+      (["--backend", "bluetooth:/dev/rfcomm0"], "unknown backend: use serial:PATH"),
       (["--backend", "replay:/x.nmea?speed=-1"], "speed"),
       (["--backend", "replay:/x.nmea?fast=1"], "unknown parameter 'fast'"),
       (["--backend", "gpsd://localhost:99999"], "not a number in 1...65535"),
