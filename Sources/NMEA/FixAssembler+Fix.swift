@@ -70,8 +70,13 @@ extension FixAssembler {
         fix.speedOverGround = kmh / 3.6
       }
       fix.courseOverGround = latestCourse ?? course ?? vtgCourse
-      fix.magneticVariation = magneticVariation
-      fix.geoidSeparation = geoidSeparation
+      // gpsd gpsd_error_model (libgpsd_core.c): a fix with a position and no separation or
+      // variation from the receiver gets them from gpsd's models (gpsd/geoid.c), evaluated at
+      // the first position merged into the epoch; altHAE is then altMSL plus the separation.
+      let modelAt = firstCoordinate ?? coordinate
+      fix.magneticVariation =
+        magneticVariation ?? modelAt.map(GPSDEarthModel.magneticVariation(at:))
+      fix.geoidSeparation = geoidSeparation ?? modelAt.map(GPSDEarthModel.geoidSeparation(at:))
       fix.dgpsAge = dgpsAge
       fix.dgpsStation = dgpsStation
       fix.errorEstimates = errors

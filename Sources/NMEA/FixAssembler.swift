@@ -49,6 +49,9 @@ public struct FixAssembler: Sendable {
   var date: Int?
   var ggaCoordinate: Coordinate?
   var otherCoordinate: Coordinate?
+  // The first position gpsd merged into the epoch's fix: where gpsd_error_model evaluates its
+  // geoid and variation models when no sentence gave the value.
+  var firstCoordinate: Coordinate?
   var latestCoordinate: Coordinate?
   var quality: FixQuality?
   var modeQuality: FixQuality?
@@ -250,6 +253,7 @@ public struct FixAssembler: Sendable {
     rolloverWeeks = 0
     ggaCoordinate = nil
     otherCoordinate = nil
+    firstCoordinate = nil
     latestCoordinate = nil
     quality = nil
     modeQuality = nil
