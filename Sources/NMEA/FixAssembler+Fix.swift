@@ -44,7 +44,7 @@ extension FixAssembler {
     // Without GSA in the epoch, gpsd's processRMC/processGLL call a fix 3D by their rule above
     // (the last GSA listed four or more satellites, or an altitude is known) even when this
     // epoch sends no altitude.
-    let satellites3D = (rmcOrGLLSays3D || rmcKeeps3D) && gsaMode == nil
+    let satellites3D = (rmcOrGLLSays3D || rmcKeeps3D || gllKeeps3D) && gsaMode == nil
     if mode == .fix2D,
       satellites3D || (altitudeMSL != nil && (positionSays3D || (previousMode == .fix3D && previousHadAltitude)))
     {
@@ -57,7 +57,10 @@ extension FixAssembler {
     fix.mode = mode
     previousMode = mode
     previousHadAltitude = altitudeMSL != nil
-    if gpsdDateKnown && timeOfDay != nil { lastTimedHadAltitude = altitudeMSL != nil }
+    if gpsdDateKnown && timeOfDay != nil {
+      olderTimedHadAltitude = lastTimedHadAltitude
+      lastTimedHadAltitude = altitudeMSL != nil
+    }
     if usedSeen { previousUsedCount = used.count }
     fix.quality = quality ?? modeQuality ?? (invalid && !valid ? .invalid : nil)
     if let n = navigationalStatus { fix.navigationalStatus = String(UnicodeScalar(n)) }

@@ -69,8 +69,9 @@ extension FixAssembler {
         positionSays3D = true
         rmcOrGLLSays3D = true
       }
-      // gpsd processRMC: a valid position keeps the last fix's 3D ("this may be cycle starter").
-      if s.isValid == true, s.coordinate != nil, previousMode == .fix3D { rmcKeeps3D = true }
+      // gpsd processRMC: a valid position keeps the last fix's 3D ("this may be cycle starter"),
+      // unless a GLL earlier in this epoch made gpsd's last fix 2D.
+      if s.isValid == true, s.coordinate != nil, previousMode == .fix3D, !gllSays2D { rmcKeeps3D = true }
       if let v = s.speedOverGroundKnots { speedKnots = v }
       if let c = s.courseOverGround { course = c }
       if s.isValid == true {
@@ -106,6 +107,23 @@ extension FixAssembler {
       if s.isValid == true, s.coordinate != nil, previousUsedCount > 3 || previousHadAltitude || altitudeMSL != nil {
         positionSays3D = true
         rmcOrGLLSays3D = true
+      } else if s.isValid == true, s.coordinate != nil, s.modeIndicator != 0x4E {
+        // Otherwise processGLL leaves a 3D fix alone while gpsd's oldfix has an altitude, and the
+        // end of nmea_parse keeps it 3D; without that altitude it says 2D. oldfix is the timed
+        // epoch before the last one while the GLL is the epoch's first timed sentence, and the
+        // last epoch once another timed sentence of this epoch came first. So GLL epochs after a
+        // 3D epoch with an altitude stay 3D twice, and the third is 2D.
+        let first = seen & ~(1 << 2) & (Self.fixTypes | 1 << 6) == 0
+        let fix3D = first ? previousMode == .fix3D : (rmcKeeps3D || positionSays3D || gllKeeps3D)
+        let oldfixHadAltitude = first ? olderTimedHadAltitude : lastTimedHadAltitude
+        if fix3D && oldfixHadAltitude {
+          gllKeeps3D = true
+        } else {
+          gllSays2D = true
+          gllKeeps3D = false
+          rmcKeeps3D = false
+          rmcOrGLLSays3D = false
+        }
       }
     case .gns(let s):
       // gpsd processGNS: navigational status U (unsafe) or V gives no position. V means the

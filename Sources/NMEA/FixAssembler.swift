@@ -60,6 +60,8 @@ public struct FixAssembler: Sendable {
   var rmcOrGLLSays3D = false
   var ggaSays2D = false
   var rmcKeeps3D = false
+  var gllKeeps3D = false
+  var gllSays2D = false
   var valid = false
   var invalid = false
   var altitudeMSL: Double?
@@ -105,6 +107,9 @@ public struct FixAssembler: Sendable {
   // RMC or a ZDA) had an altitude.
   var gpsdDateKnown = false
   var lastTimedHadAltitude = false
+  // gpsd's oldfix as the first sentence of an epoch sees it: whether the timed epoch before the
+  // last one had an altitude.
+  var olderTimedHadAltitude = false
   var previousMode: FixMode = .unknown
   var previousUsedCount = 0
   // The last epoch with a time (gpsd's oldfix): its time, mode and position.
@@ -262,6 +267,8 @@ public struct FixAssembler: Sendable {
     rmcOrGLLSays3D = false
     ggaSays2D = false
     rmcKeeps3D = false
+    gllKeeps3D = false
+    gllSays2D = false
     valid = false
     invalid = false
     altitudeMSL = nil
