@@ -23,7 +23,9 @@ import LocationModel
 ///   an altitude. As in gpsd, GGA or GNS
 ///   with an altitude from four or more satellites makes the fix 3D, RMC and GLL do when the last
 ///   GSA listed more than three satellites or an altitude is known, and a later 2D does not
-///   downgrade a 3D fix while an altitude is known.
+///   downgrade a 3D fix while an altitude is known. An RMC keeps the last epoch's 3D; a GLL keeps
+///   it while gpsd's oldfix (the timed epoch before, or the one before that for the epoch's first
+///   timed sentence) had an altitude, so GLL-only epochs after a GGA stay 3D twice.
 /// - Values: the last valid position, speed and course of the epoch win (gpsd's merge); a fix
 ///   without a speed gets one from the distance to the previous timed fix.
 /// - Reporting: as gpsd, the epoch's fix values (position, mode, altitude, speed, course) are
@@ -35,6 +37,9 @@ import LocationModel
 /// - Satellites used: the sky view's entries flagged used by the last GSAs (kept across epochs
 ///   without GSA, as gpsd); without a sky view the GSAs' count, else the larger of GNS's and
 ///   GGA's.
+/// - Models: a fix with a position gets the geoid separation and the magnetic variation the
+///   receiver left out from gpsd's own models (``GPSDEarthModel``, gpsd/geoid.c), where gpsd's
+///   processGGA and gpsd_error_model apply them; a receiver's value wins.
 /// - Units: knots become m/s (x 1852/3600), the climb rate comes from the MSL altitude of
 ///   consecutive 3D epochs.
 public struct FixAssembler: Sendable {

@@ -22,6 +22,8 @@ struct CorpusAgreement {
     /// Per TPV field: the epochs where gpsd reports the field, and those of them where ours agree.
     var fieldEpochs: [String: Int] = [:]
     var fieldAgreed: [String: Int] = [:]
+    /// Per TPV field: the largest difference between gpsd's value and ours among agreeing epochs.
+    var largestDifference: [String: Double] = [:]
   }
 
   /// The TPV fields compared, each with its tolerance: gpsd prints `lat`/`lon` with 9 decimals
@@ -124,11 +126,13 @@ struct CorpusAgreement {
     let matched = rows.reduce(0) { $0 + $1.matched }
     let ratio = epochs == 0 ? 0 : Double(matched) / Double(epochs)
     table += "| **total** | \(epochs) | \(matched) | \(String(format: "%.2f%%", ratio * 100)) | |\n"
-    table += "\n| field | gpsd epochs with it | agreed | share |\n|---|---:|---:|---:|\n"
+    table += "\n| field | gpsd epochs with it | agreed | share | largest difference agreed |\n"
+    table += "|---|---:|---:|---:|---:|\n"
     for field in fieldNames {
       let (compared, agreed) = fieldAgreement(rows, field)
       let share = compared == 0 ? 100 : 100 * Double(agreed) / Double(compared)
-      table += "| \(field) | \(compared) | \(agreed) | \(String(format: "%.2f%%", share)) |\n"
+      let largest = rows.compactMap { $0.largestDifference[field] }.max().map { String(format: "%.6g", $0) } ?? "-"
+      table += "| \(field) | \(compared) | \(agreed) | \(String(format: "%.2f%%", share)) | \(largest) |\n"
     }
     return table
   }
@@ -162,6 +166,7 @@ struct CorpusAgreement {
         guard let mine else { continue }
         if let actual = mine[key] as? Double, abs(actual - expected) <= tolerance {
           row.fieldAgreed[key, default: 0] += 1
+          row.largestDifference[key] = max(row.largestDifference[key] ?? 0, abs(actual - expected))
         } else {
           bad.append(key)
         }
