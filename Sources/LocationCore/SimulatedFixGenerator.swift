@@ -83,7 +83,10 @@ public struct SimulatedFixGenerator: Sendable, IteratorProtocol {
     let obstruction = p.obstructions[p.route.leg(atDistance: distance)] ?? .openSky
     let inOutage = p.outages.contains { $0.contains(elapsed) }
     let time = startTime + elapsedMs
-    let geoidSeparation = 7.0
+    // The geoid separation a receiver would send for the true position: gpsd 3.22's own model
+    // (gpsd/geoid.c), to 0.1 m as GGA's `x.x`, so that the fix, the NMEA written from it and gpsd
+    // decoding that NMEA all carry one value.
+    let geoidSeparation = (GPSDEarthModel.geoidSeparation(at: onRoute.coordinate) * 10).rounded() / 10
     let altitudeMSL = onRoute.elevation ?? p.altitude
 
     // The sky over the true position.
@@ -138,7 +141,9 @@ public struct SimulatedFixGenerator: Sendable, IteratorProtocol {
       let moving = speed > 0 && p.route.length > 0
       fix.speedOverGround = moving ? speed : 0
       fix.courseOverGround = moving ? onRoute.course : nil
-      fix.magneticVariation = nil
+      // The variation gpsd's model gives for the reported position (gpsd 3.22 mag_var), so the
+      // RMC written from the fix and gpsd's own fill agree.
+      fix.magneticVariation = fix.coordinate.map(GPSDEarthModel.magneticVariation(at:))
       fix.hdop = dop.horizontal
       fix.vdop = dop.vertical
       fix.pdop = dop.position

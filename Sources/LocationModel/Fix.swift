@@ -213,6 +213,8 @@ public struct Fix: Sendable, Hashable, Codable {
   /// Altitude above mean sea level (geoid), metres; gpsd `altMSL`.
   public var altitudeMSL: Double?
   /// Geoid separation (height of the geoid above the WGS84 ellipsoid), metres; gpsd `geoidSep`.
+  /// The receiver's (GGA field 11, GNS field 10), else, for a fix decoded from NMEA with a
+  /// position, gpsd 3.22's model value (``GPSDEarthModel``), as gpsd fills it.
   public var geoidSeparation: Double?
   /// Speed over ground, m/s; gpsd `speed`. From the last RMC or VTG of the epoch; when the
   /// receiver sent none, the geodesic distance from the previous timed fix over the time between
@@ -222,7 +224,9 @@ public struct Fix: Sendable, Hashable, Codable {
   public var courseOverGround: Double?
   /// Vertical speed, m/s, positive upwards; derived from the altitude of consecutive epochs.
   public var climb: Double?
-  /// Magnetic variation, degrees, east positive (RMC fields 10-11); gpsd `magvar`.
+  /// Magnetic variation, degrees, east positive (RMC fields 10-11); gpsd `magvar`. For a fix
+  /// decoded from NMEA with a position and no variation above 0.09 degrees, gpsd 3.22's model value
+  /// (``GPSDEarthModel``), as gpsd fills it.
   public var magneticVariation: Double?
   /// Horizontal dilution of precision (GSA or GGA).
   public var hdop: Double?

@@ -38,7 +38,8 @@ public enum GPSDJSON {
       if let v = fix.magneticVariation { w.field(",\"magvar\":", v, 1) }
       if let v = fix.speedOverGround { w.field(",\"speed\":", v, 3) }
       if let v = fix.climb { w.field(",\"climb\":", v, 3) }
-      if let v = fix.geoidSeparation, fix.mode.hasPosition { w.field(",\"geoidSep\":", v, 3) }
+      // gpsd json_tpv_dump prints geoidSep with the 3D-only fields.
+      if let v = fix.geoidSeparation, fix.mode == .fix3D { w.field(",\"geoidSep\":", v, 3) }
       if let v = fix.eph { w.field(",\"eph\":", v, 3) }
       if let v = fix.epv { w.field(",\"epv\":", v, 3) }
       if let e = fix.errorEstimates, fix.mode.hasPosition {

@@ -44,7 +44,7 @@ extension FixAssembler {
     // Without GSA in the epoch, gpsd's processRMC/processGLL call a fix 3D by their rule above
     // (the last GSA listed four or more satellites, or an altitude is known) even when this
     // epoch sends no altitude.
-    let satellites3D = (rmcOrGLLSays3D || rmcKeeps3D) && gsaMode == nil
+    let satellites3D = (rmcOrGLLSays3D || rmcKeeps3D || gllKeeps3D) && gsaMode == nil
     if mode == .fix2D,
       satellites3D || (altitudeMSL != nil && (positionSays3D || (previousMode == .fix3D && previousHadAltitude)))
     {
@@ -57,7 +57,10 @@ extension FixAssembler {
     fix.mode = mode
     previousMode = mode
     previousHadAltitude = altitudeMSL != nil
-    if gpsdDateKnown && timeOfDay != nil { lastTimedHadAltitude = altitudeMSL != nil }
+    if gpsdDateKnown && timeOfDay != nil {
+      olderTimedHadAltitude = lastTimedHadAltitude
+      lastTimedHadAltitude = altitudeMSL != nil
+    }
     if usedSeen { previousUsedCount = used.count }
     fix.quality = quality ?? modeQuality ?? (invalid && !valid ? .invalid : nil)
     if let n = navigationalStatus { fix.navigationalStatus = String(UnicodeScalar(n)) }
@@ -70,8 +73,13 @@ extension FixAssembler {
         fix.speedOverGround = kmh / 3.6
       }
       fix.courseOverGround = latestCourse ?? course ?? vtgCourse
-      fix.magneticVariation = magneticVariation
-      fix.geoidSeparation = geoidSeparation
+      // gpsd gpsd_error_model (libgpsd_core.c): a fix with a position and no separation or
+      // variation from the receiver gets them from gpsd's models (gpsd/geoid.c), evaluated at
+      // the first position merged into the epoch; altHAE is then altMSL plus the separation.
+      let modelAt = firstCoordinate ?? coordinate
+      fix.magneticVariation =
+        magneticVariation ?? modelAt.map(GPSDEarthModel.magneticVariation(at:))
+      fix.geoidSeparation = geoidSeparation ?? modelAt.map(GPSDEarthModel.geoidSeparation(at:))
       fix.dgpsAge = dgpsAge
       fix.dgpsStation = dgpsStation
       fix.errorEstimates = errors

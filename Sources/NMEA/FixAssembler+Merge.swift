@@ -8,6 +8,10 @@ extension FixAssembler {
       if let c = s.coordinate {
         ggaCoordinate = c
         latestCoordinate = c
+        if firstCoordinate == nil { firstCoordinate = c }
+        // gpsd processGGA: a GGA with a position sets the separation, the receiver's or, when
+        // its field is empty, the geoid model's at the GGA's own position (wgs84_separation).
+        geoidSeparation = s.geoidSeparation ?? GPSDEarthModel.geoidSeparation(at: c)
       }
       if let q = s.quality {
         quality = q
@@ -32,7 +36,6 @@ extension FixAssembler {
       }
       if let h = s.hdop { ggaHDOP = h }
       if let a = s.altitudeMSL { altitudeMSL = a }
-      if let g = s.geoidSeparation { geoidSeparation = g }
       dgpsAge = s.dgpsAge ?? dgpsAge
       dgpsStation = s.dgpsStation ?? dgpsStation
     case .rmc(let s):
@@ -55,7 +58,10 @@ extension FixAssembler {
       }
       if let c = s.coordinate {
         otherCoordinate = c
-        if s.isValid == true { latestCoordinate = c }
+        if s.isValid == true {
+          latestCoordinate = c
+          if firstCoordinate == nil { firstCoordinate = c }
+        }
       }
       // gpsd processRMC: a valid position is 3D when the last GSA listed more than three
       // satellites or an altitude is known (the previous epoch's, or this epoch's GGA).
@@ -63,8 +69,9 @@ extension FixAssembler {
         positionSays3D = true
         rmcOrGLLSays3D = true
       }
-      // gpsd processRMC: a valid position keeps the last fix's 3D ("this may be cycle starter").
-      if s.isValid == true, s.coordinate != nil, previousMode == .fix3D { rmcKeeps3D = true }
+      // gpsd processRMC: a valid position keeps the last fix's 3D ("this may be cycle starter"),
+      // unless a GLL earlier in this epoch made gpsd's last fix 2D.
+      if s.isValid == true, s.coordinate != nil, previousMode == .fix3D, !gllSays2D { rmcKeeps3D = true }
       if let v = s.speedOverGroundKnots { speedKnots = v }
       if let c = s.courseOverGround { course = c }
       if s.isValid == true {
@@ -77,14 +84,19 @@ extension FixAssembler {
         acceptDate(d)
         gpsdDateKnown = true
       }
-      if let m = s.magneticVariation { magneticVariation = m }
+      // gpsd processRMC reads the variation of a valid RMC only, and takes 0.09 degrees or less
+      // for an empty field ("some GPS set 0.0,E, or 0,W instead of blank").
+      if s.isValid == true, let m = s.magneticVariation, abs(m) > 0.09 { magneticVariation = m }
       if let n = s.navigationalStatus { navigationalStatus = n }
     case .gll(let s):
       if let v = s.isValid {
         if v { valid = true } else { invalid = true }
       }
       if otherCoordinate == nil, let c = s.coordinate { otherCoordinate = c }
-      if let c = s.coordinate, s.isValid == true, s.modeIndicator != 0x4E { latestCoordinate = c }
+      if let c = s.coordinate, s.isValid == true, s.modeIndicator != 0x4E {
+        latestCoordinate = c
+        if firstCoordinate == nil { firstCoordinate = c }
+      }
       // gpsd processGLL: the status from the mode letter (FAA mode), or a plain fix without one.
       if s.isValid == true, s.coordinate != nil, modeQuality == nil {
         let q = s.modeIndicator.map { FixQuality(modeIndicator: $0) } ?? .gps
@@ -95,6 +107,23 @@ extension FixAssembler {
       if s.isValid == true, s.coordinate != nil, previousUsedCount > 3 || previousHadAltitude || altitudeMSL != nil {
         positionSays3D = true
         rmcOrGLLSays3D = true
+      } else if s.isValid == true, s.coordinate != nil, s.modeIndicator != 0x4E {
+        // Otherwise processGLL leaves a 3D fix alone while gpsd's oldfix has an altitude, and the
+        // end of nmea_parse keeps it 3D; without that altitude it says 2D. oldfix is the timed
+        // epoch before the last one while the GLL is the epoch's first timed sentence, and the
+        // last epoch once another timed sentence of this epoch came first. So GLL epochs after a
+        // 3D epoch with an altitude stay 3D twice, and the third is 2D.
+        let first = seen & ~(1 << 2) & (Self.fixTypes | 1 << 6) == 0
+        let fix3D = first ? previousMode == .fix3D : (rmcKeeps3D || positionSays3D || gllKeeps3D)
+        let oldfixHadAltitude = first ? olderTimedHadAltitude : lastTimedHadAltitude
+        if fix3D && oldfixHadAltitude {
+          gllKeeps3D = true
+        } else {
+          gllSays2D = true
+          gllKeeps3D = false
+          rmcKeeps3D = false
+          rmcOrGLLSays3D = false
+        }
       }
     case .gns(let s):
       // gpsd processGNS: navigational status U (unsafe) or V gives no position. V means the
@@ -110,7 +139,10 @@ extension FixAssembler {
         }
       }
       if let c = s.coordinate, ggaCoordinate == nil { ggaCoordinate = c }
-      if let c = s.coordinate, s.isValid == true { latestCoordinate = c }
+      if let c = s.coordinate, s.isValid == true {
+        latestCoordinate = c
+        if firstCoordinate == nil { firstCoordinate = c }
+      }
       // gpsd processGNS: the same with "more than three" satellites.
       if s.isValid == true, s.coordinate != nil, s.altitudeMSL != nil, (s.satellitesUsed ?? 0) > 3 {
         positionSays3D = true

@@ -24,7 +24,9 @@ import LocationModel
 ///   an altitude. As in gpsd, GGA or GNS
 ///   with an altitude from four or more satellites makes the fix 3D, RMC and GLL do when the last
 ///   GSA listed more than three satellites or an altitude is known, and a later 2D does not
-///   downgrade a 3D fix while an altitude is known.
+///   downgrade a 3D fix while an altitude is known. An RMC keeps the last epoch's 3D; a GLL keeps
+///   it while gpsd's oldfix (the timed epoch before, or the one before that for the epoch's first
+///   timed sentence) had an altitude, so GLL-only epochs after a GGA stay 3D twice.
 /// - Values: the last valid position, speed and course of the epoch win (gpsd's merge); a fix
 ///   without a speed gets one from the distance to the previous timed fix.
 /// - Reporting: as gpsd, the epoch's fix values (position, mode, altitude, speed, course) are
@@ -36,6 +38,9 @@ import LocationModel
 /// - Satellites used: the sky view's entries flagged used by the last GSAs (kept across epochs
 ///   without GSA, as gpsd); without a sky view the GSAs' count, else the larger of GNS's and
 ///   GGA's.
+/// - Models: a fix with a position gets the geoid separation and the magnetic variation the
+///   receiver left out from gpsd's own models (``GPSDEarthModel``, gpsd/geoid.c), where gpsd's
+///   processGGA and gpsd_error_model apply them; a receiver's value wins.
 /// - Units: knots become m/s (x 1852/3600), the climb rate comes from the MSL altitude of
 ///   consecutive 3D epochs.
 public struct FixAssembler: Sendable {
@@ -50,6 +55,9 @@ public struct FixAssembler: Sendable {
   var date: Int?
   var ggaCoordinate: Coordinate?
   var otherCoordinate: Coordinate?
+  // The first position gpsd merged into the epoch's fix: where gpsd_error_model evaluates its
+  // geoid and variation models when no sentence gave the value.
+  var firstCoordinate: Coordinate?
   var latestCoordinate: Coordinate?
   var quality: FixQuality?
   var modeQuality: FixQuality?
@@ -58,6 +66,8 @@ public struct FixAssembler: Sendable {
   var rmcOrGLLSays3D = false
   var ggaSays2D = false
   var rmcKeeps3D = false
+  var gllKeeps3D = false
+  var gllSays2D = false
   var valid = false
   var invalid = false
   var altitudeMSL: Double?
@@ -103,6 +113,9 @@ public struct FixAssembler: Sendable {
   // RMC or a ZDA) had an altitude.
   var gpsdDateKnown = false
   var lastTimedHadAltitude = false
+  // gpsd's oldfix as the first sentence of an epoch sees it: whether the timed epoch before the
+  // last one had an altitude.
+  var olderTimedHadAltitude = false
   var previousMode: FixMode = .unknown
   var previousUsedCount = 0
   // The last epoch with a time (gpsd's oldfix): its time, mode and position.
@@ -304,6 +317,7 @@ public struct FixAssembler: Sendable {
     rolloverWeeks = 0
     ggaCoordinate = nil
     otherCoordinate = nil
+    firstCoordinate = nil
     latestCoordinate = nil
     quality = nil
     modeQuality = nil
@@ -312,6 +326,8 @@ public struct FixAssembler: Sendable {
     rmcOrGLLSays3D = false
     ggaSays2D = false
     rmcKeeps3D = false
+    gllKeeps3D = false
+    gllSays2D = false
     valid = false
     invalid = false
     altitudeMSL = nil

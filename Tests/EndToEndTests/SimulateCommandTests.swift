@@ -132,6 +132,13 @@ struct SimulateCommandTests {
       // decimals of minutes: 2 cm).
       #expect(SimulatedRoute.defaultLoop.distance(from: Coordinate(latitude: latitude, longitude: longitude)) < 0.05)
       #expect(object["altMSL"] is Double && object["speed"] is Double)
+      // The simulated receiver sends gpsd 3.22's own model values (GPSDEarthModel) for the geoid
+      // separation (to 0.1 m) and the variation: gpsd reports them back.
+      let here = Coordinate(latitude: latitude, longitude: longitude)
+      let separation = try #require(object["geoidSep"] as? Double)
+      #expect(abs(separation - GPSDEarthModel.geoidSeparation(at: here)) <= 0.05 + 1e-6)
+      let variation = try #require(object["magvar"] as? Double)
+      #expect(abs(variation - GPSDEarthModel.magneticVariation(at: here)) <= 0.05 + 1e-6)
       times.append(time)
     }
     // gpsd may report its first epochs more than once (until it learns the receiver's last

@@ -39,7 +39,9 @@ struct CorpusInput: CustomTestStringConvertible, Sendable {
     }
   }
 
-  @Test(arguments: CorpusInput.all())
+  /// One input at a time, as libFuzzer calls a target: the file-based harnesses (mapstate,
+  /// regions) load from one directory per process.
+  @Test(.serialized, arguments: CorpusInput.all())
   func replays(_ input: CorpusInput) throws {
     let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: input.path)))
     #expect(throws: Never.self) { try input.target.check(bytes) }

@@ -19,7 +19,25 @@ struct CorpusAgreement {
     var mismatches: [String: Int] = [:]
     var nonNMEAReports = 0
     var examples: [String] = []
+    /// Per TPV field: the epochs where gpsd reports the field, and those of them where ours agree.
+    var fieldEpochs: [String: Int] = [:]
+    var fieldAgreed: [String: Int] = [:]
+    /// Per TPV field: the largest difference between gpsd's value and ours among agreeing epochs.
+    var largestDifference: [String: Double] = [:]
   }
+
+  /// The TPV fields compared, each with its tolerance: gpsd prints `lat`/`lon` with 9 decimals
+  /// (1e-6 degrees is 0.1 m), `altMSL`/`altHAE` with 4 and `speed` with 3 (1 cm, 1 cm/s), `track`
+  /// with 4 (0.01 degrees), `geoidSep` with 3 (2 mm: the last printed digit of two roundings of
+  /// one model value), `magvar` with 1 (0.05 degrees: one printed value, and the binary noise of
+  /// a value that ends in 5 at the second decimal). `mode` must be equal.
+  static let fields: [(name: String, tolerance: Double)] = [
+    ("lat", 1e-6), ("lon", 1e-6), ("altMSL", 0.01), ("speed", 0.01), ("track", 0.01), ("altHAE", 0.01),
+    ("geoidSep", 0.002), ("magvar", 0.051),
+  ]
+
+  /// The field names of ``fields`` and `mode`, in table order.
+  static var fieldNames: [String] { ["mode"] + fields.map(\.name) }
 
   /// The comparison key of an ISO 8601 time: the whole time, or only the time of day
   /// (`hh:mm:ss.sss`) for gpsd output whose dates gpsd moved by 1024 weeks.
@@ -108,7 +126,21 @@ struct CorpusAgreement {
     let matched = rows.reduce(0) { $0 + $1.matched }
     let ratio = epochs == 0 ? 0 : Double(matched) / Double(epochs)
     table += "| **total** | \(epochs) | \(matched) | \(String(format: "%.2f%%", ratio * 100)) | |\n"
+    table += "\n| field | gpsd epochs with it | agreed | share | largest difference agreed |\n"
+    table += "|---|---:|---:|---:|---:|\n"
+    for field in fieldNames {
+      let (compared, agreed) = fieldAgreement(rows, field)
+      let share = compared == 0 ? 100 : 100 * Double(agreed) / Double(compared)
+      let largest = rows.compactMap { $0.largestDifference[field] }.max().map { String(format: "%.6g", $0) } ?? "-"
+      table += "| \(field) | \(compared) | \(agreed) | \(String(format: "%.2f%%", share)) | \(largest) |\n"
+    }
     return table
+  }
+
+  /// The epochs where gpsd reports `field`, and those where ours agree, over all rows.
+  static func fieldAgreement(_ rows: [Row], _ field: String) -> (compared: Int, agreed: Int) {
+    let compared = rows.reduce(0) { $0 + $1.fieldEpochs[field, default: 0] }
+    return (compared, rows.reduce(0) { $0 + $1.fieldAgreed[field, default: 0] })
   }
 
   static func compare(log: URL, byTimeOfDay: Bool = false) throws -> Row {
@@ -120,17 +152,24 @@ struct CorpusAgreement {
       guard let mode = gpsd["mode"] as? Int, mode >= 2 else { continue }
       row.epochs += 1
       var bad: [String] = []
-      if let mine = ours[time] {
-        if mine["mode"] as? Int != mode { bad.append("mode") }
-        for (key, tolerance) in [("lat", 1e-6), ("lon", 1e-6), ("altMSL", 0.01), ("speed", 0.01), ("track", 0.01)] {
-          guard let expected = gpsd[key] as? Double else { continue }
-          guard let actual = mine[key] as? Double, abs(actual - expected) <= tolerance else {
-            bad.append(key)
-            continue
-          }
+      let mine = ours[time]
+      if mine == nil { bad.append("missing") }
+      row.fieldEpochs["mode", default: 0] += 1
+      if let mine, mine["mode"] as? Int == mode {
+        row.fieldAgreed["mode", default: 0] += 1
+      } else if mine != nil {
+        bad.append("mode")
+      }
+      for (key, tolerance) in fields {
+        guard let expected = gpsd[key] as? Double else { continue }
+        row.fieldEpochs[key, default: 0] += 1
+        guard let mine else { continue }
+        if let actual = mine[key] as? Double, abs(actual - expected) <= tolerance {
+          row.fieldAgreed[key, default: 0] += 1
+          row.largestDifference[key] = max(row.largestDifference[key] ?? 0, abs(actual - expected))
+        } else {
+          bad.append(key)
         }
-      } else {
-        bad.append("missing")
       }
       if bad.isEmpty {
         row.matched += 1
@@ -171,6 +210,10 @@ struct CorpusAgreementTests {
     let ratio = epochs == 0 ? 0 : Double(matched) / Double(epochs)
     #expect(epochs > 500, "the corpus should give hundreds of comparable epochs")
     #expect(ratio >= 0.99, "agreement with gpsd below 99%")
+    for field in CorpusAgreement.fieldNames {
+      let (compared, agreed) = CorpusAgreement.fieldAgreement(rows, field)
+      #expect(compared > 0 && Double(agreed) >= 0.995 * Double(compared), "\(field): \(agreed) of \(compared)")
+    }
   }
 
   @Test(

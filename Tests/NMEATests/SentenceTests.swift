@@ -388,9 +388,10 @@ struct SentenceTests {
     var out: [UInt8] = []
     GPSDJSON.appendTPV(try #require(fixes.first), to: &out)
     let text = String(decoding: out, as: UTF8.self)
+    // magvar is gpsd's model value for an RMC without one (mt3339.log.chk prints the same 14.4).
     #expect(
       text
-        == #"{"class":"TPV","mode":3,"status":2,"time":"2015-04-13T20:26:40.000Z","lat":44.068843333,"lon":-121.314191667,"altHAE":1108.100,"altMSL":1127.700,"track":225.9700,"speed":0.015,"geoidSep":-19.600,"eph":4.655}"#
+        == #"{"class":"TPV","mode":3,"status":2,"time":"2015-04-13T20:26:40.000Z","lat":44.068843333,"lon":-121.314191667,"altHAE":1108.100,"altMSL":1127.700,"track":225.9700,"magvar":14.4,"speed":0.015,"geoidSep":-19.600,"eph":4.655}"#
     )
     var noFix: [UInt8] = []
     GPSDJSON.appendTPV(Fix(mode: .noFix), to: &noFix)

@@ -1,0 +1,93 @@
+import Foundation
+import LocationModel
+import LocationProtocol
+import NMEA
+import Testing
+
+/// How long gpsd 3.22 keeps a 3D fix mode through epochs that carry no GGA or GSA, each case
+/// worked out by hand from drivers/driver_nmea0183.c (`processRMC`, `processGLL`, the end of
+/// `nmea_parse`) and gpsd/libgpsd_core.c (`gpsd_error_model`: `lastfix` is the fix after the last
+/// sentence with a time, `oldfix` the last fix of the time before).
+@Suite("fix mode across epochs without GGA")
+struct SparseEpochModeTests {
+  static let date = "071020"
+
+  /// A GGA with an altitude from eight satellites and the RMC that dates it: a 3D epoch.
+  static func ggaEpoch(_ second: Int) -> String {
+    let time = String(format: "1200%02d.00", second)
+    return sentence("GPGGA,\(time),4807.038,N,01131.000,E,1,08,1.0,545.4,M,46.9,M,,")
+      + sentence("GPRMC,\(time),A,4807.038,N,01131.000,E,0.0,,\(date),,,A")
+  }
+
+  static func rmc(_ second: Int) -> String {
+    sentence(
+      "GPRMC,\(String(format: "1200%02d.00", second)),A,4807.038,N,01131.000,E,0.0,,\(date),,,A")
+  }
+
+  static func gll(_ second: Int) -> String {
+    sentence("GPGLL,4807.038,N,01131.000,E,\(String(format: "1200%02d.00", second)),A,A")
+  }
+
+  @Test(
+    "GLL epochs after a GGA epoch stay 3D twice, the third is 2D (processGLL, nmea_parse, gpsd_error_model)"
+  )
+  func gllAfterGGA() throws {
+    // Second 1: the GLL sees the GGA's altitude in gpsd's fix. Second 2: the fix is 3D and oldfix
+    // (second 0) has an altitude, so processGLL leaves the mode and nmea_parse keeps the 3D.
+    // Second 3: oldfix is second 1, without an altitude: 2D. A new GGA starts it again.
+    var text = Self.ggaEpoch(0)
+    for second in 1...4 { text += Self.gll(second) }
+    text += sentence("GPGGA,120005.00,4807.038,N,01131.000,E,1,08,1.0,545.4,M,46.9,M,,")
+    for second in 6...8 { text += Self.gll(second) }
+    let (fixes, stats) = decode(text)
+    #expect(stats.rejectedTotal == 0)
+    #expect(
+      fixes.map(\.mode) == [.fix3D, .fix3D, .fix3D, .fix2D, .fix2D, .fix3D, .fix3D, .fix3D, .fix2D])
+    // The GLL epochs have no altitude: mode 3 without altMSL or altHAE, as gpsd prints them.
+    let kept = try #require(fixes.dropFirst(2).first)
+    #expect(kept.altitudeMSL == nil && kept.altitudeHAE == nil)
+    #expect(kept.coordinate != nil)
+  }
+
+  @Test("RMC epochs after a GGA epoch keep its 3D as long as they come (processRMC lastfix.mode)")
+  func rmcAfterGGA() throws {
+    var text = Self.ggaEpoch(0)
+    for second in 1...6 { text += Self.rmc(second) }
+    let (fixes, _) = decode(text)
+    #expect(fixes.map(\.mode) == Array(repeating: .fix3D, count: 7))
+    #expect(fixes.dropFirst().allSatisfy { $0.altitudeMSL == nil })
+  }
+
+  @Test(
+    "RMC then GLL each second after a GGA epoch: 3D once, then 2D (processGLL oldfix, processRMC)")
+  func rmcThenGLL() {
+    // Second 1: RMC keeps 3D (lastfix.mode), the GLL after it leaves it (oldfix = second 0 has
+    // an altitude). Second 2: oldfix is second 1, without an altitude, so the GLL says 2D and the
+    // epoch is reported 2D; from second 3 the RMC sees a 2D lastfix.
+    var text = Self.ggaEpoch(0)
+    for second in 1...4 { text += Self.rmc(second) + Self.gll(second) }
+    #expect(decode(text).0.map(\.mode) == [.fix3D, .fix3D, .fix2D, .fix2D, .fix2D])
+  }
+
+  @Test("GLL then RMC each second after a GGA epoch: 3D twice, then 2D (processGLL, processRMC)")
+  func gllThenRMC() {
+    // Second 2: the GLL comes first, so oldfix is still second 0 (an altitude): 3D, and the RMC
+    // keeps it. Second 3: oldfix is second 1: the GLL says 2D, and the RMC after it sees a 2D
+    // lastfix.
+    var text = Self.ggaEpoch(0)
+    for second in 1...4 { text += Self.gll(second) + Self.rmc(second) }
+    #expect(decode(text).0.map(\.mode) == [.fix3D, .fix3D, .fix3D, .fix2D, .fix2D])
+  }
+
+  @Test(
+    "a GSA that listed four satellites keeps RMC and GLL epochs 3D until the next GSA (satellites_used)"
+  )
+  func gsaSatellitesKeep3D() {
+    var text =
+      sentence("GPRMC,120000.00,A,4807.038,N,01131.000,E,0.0,,\(Self.date),,,A")
+      + sentence("GPGSA,A,3,06,07,11,19,,,,,,,,,1.4,1.1,0.8")
+    for second in 1...4 { text += Self.gll(second) }
+    for second in 5...7 { text += Self.rmc(second) }
+    #expect(decode(text).0.map(\.mode) == Array(repeating: .fix3D, count: 8))
+  }
+}
