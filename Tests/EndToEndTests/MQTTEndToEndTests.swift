@@ -239,6 +239,15 @@ extension EndToEnd {
         if event["class"] as? String == "TPV" { seen += 1 }
       }
       try #require(seen == 500, "the watcher saw \(seen) fixes")
+      // The front-end hands each message to the outbox's own writer (no disk I/O on the fix
+      // path): what is in mqtt-outbox.sqlite is what survives a kill -9. Wait for all 500 there.
+      let outbox = first.stateDirectory + "/mqtt-outbox.sqlite"
+      let count = "import sqlite3,sys\ntry:\n print(sqlite3.connect('file:'+sys.argv[1]+'?mode=ro',uri=True).execute('select count(*) from outbox').fetchone()[0])\nexcept Exception:\n print(0)"
+      #expect(
+        await waitUntil(timeout: 60) {
+          let run = try? runToolSync("/usr/bin/python3", ["-c", count, outbox])
+          return run?.trimmingCharacters(in: .whitespacesAndNewlines) == "500"
+        }, "the outbox did not reach 500 messages")
       first.signal(SIGKILL)
       _ = await first.waitForExit()
       try await broker.start()
@@ -549,4 +558,18 @@ extension EndToEnd {
       for daemon in [refused, denied, unknown, tls] { await daemon.stop() }
     }
   }
+}
+
+/// Runs a tool, waits, and returns its standard output (for polling inside `waitUntil`).
+private func runToolSync(_ executable: String, _ arguments: [String]) throws -> String {
+  let process = Process()
+  process.executableURL = URL(fileURLWithPath: executable)
+  process.arguments = arguments
+  let pipe = Pipe()
+  process.standardOutput = pipe
+  process.standardError = FileHandle.nullDevice
+  try process.run()
+  let data = pipe.fileHandleForReading.readDataToEndOfFile()
+  process.waitUntilExit()
+  return String(decoding: data, as: UTF8.self)
 }
