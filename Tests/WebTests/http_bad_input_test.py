@@ -326,13 +326,23 @@ class BadInputTests(unittest.TestCase):
         token_file = os.path.join(self.daemon.state, "http-token")
         with open(token_file) as f:
             before = f.read()
-        second = subprocess.run(
-            [os.path.join(BIN, "locationd"), "--backend", "replay:%s" % REPLAY,
-             "--socket", os.path.join(self.daemon.directory, "second.sock"), "--state-dir", self.daemon.state,
-             "--group", "", "--http", "127.0.0.1:%d" % self.port, "--http-tiles", "none"],
-            capture_output=True, text=True, timeout=60)
-        self.assertNotEqual(second.returncode, 0, "a second daemon served on a port in use")
-        self.assertIn("cannot listen", second.stderr + second.stdout)
+        def second_daemon(state):
+            return subprocess.run(
+                [os.path.join(BIN, "locationd"), "--backend", "replay:%s" % REPLAY,
+                 "--socket", os.path.join(self.daemon.directory, "second.sock"), "--state-dir", state,
+                 "--group", "", "--http", "127.0.0.1:%d" % self.port, "--http-tiles", "none"],
+                capture_output=True, text=True, timeout=60)
+        # On the same state directory the second daemon is refused before it touches anything.
+        same = second_daemon(self.daemon.state)
+        self.assertEqual(same.returncode, 73, same.stderr)
+        self.assertIn("another locationd uses this state directory", same.stderr)
+        # On its own state directory it fails to bind the port in use, and writes no token there.
+        other_state = os.path.join(self.daemon.directory, "second-state")
+        other = second_daemon(other_state)
+        self.assertNotEqual(other.returncode, 0, "a second daemon served on a port in use")
+        self.assertIn("cannot listen", other.stderr + other.stdout)
+        self.assertFalse(os.path.exists(os.path.join(other_state, "http-token")),
+                         "a daemon that could not bind wrote a token")
         with open(token_file) as f:
             self.assertEqual(f.read(), before, "the daemon that failed to start replaced the token file")
         url = json.loads(self.daemon.ctl("--json", "web"))["url"]
