@@ -17,6 +17,11 @@ public enum TextRules {
   /// one character: 4. Written languages need at most 3 (Vietnamese and other stacked
   /// diacritics; a keycap emoji carries 2: U+FE0F and U+20E3).
   public static let maxCombiningMarks = 4
+  /// Most Unicode scalars in one character (extended grapheme cluster): 10. Joining sequences a
+  /// writing system or emoji needs stay well below (a Hangul syllable of jamo 3, a Devanagari
+  /// conjunct 6, a family emoji joined by ZWJ 7), while a base followed by hundreds of vowel
+  /// signs, jamo or skin-tone modifiers, which draws one arbitrarily wide character, is refused.
+  public static let maxScalarsPerCharacter = 10
 
   /// Whether `scalar` is a combining mark that draws over or around its base (Unicode general
   /// category Mn or Me); spacing marks (Mc) take their own room and are not counted.
@@ -39,14 +44,33 @@ public enum TextRules {
     return most
   }
 
+  /// The largest number of Unicode scalars in one character (extended grapheme cluster) of
+  /// `text`; 0 for empty text.
+  public static func longestCharacter(in text: String) -> Int {
+    text.reduce(0) { max($0, $1.unicodeScalars.count) }
+  }
+
+  /// Whether `scalar` is a format character that joins others into one drawn character and is
+  /// allowed in ids and titles although it is of category Cf: ZERO WIDTH JOINER (U+200D, emoji
+  /// sequences) and ZERO WIDTH NON-JOINER (U+200C, Persian and Indic text). Other format
+  /// characters (bidirectional controls and the like) stay refused.
+  public static func isAllowedJoiner(_ scalar: Unicode.Scalar) -> Bool {
+    scalar.value == 0x200C || scalar.value == 0x200D
+  }
+
   /// Why `text` breaks the rule for a field of at most `maxBytes` bytes, or `nil` when it keeps
-  /// it: `"N bytes of UTF-8, limit L"` or `"N combining marks on one character, limit 4"`.
+  /// it: `"N bytes of UTF-8, limit L"`, `"N combining marks on one character, limit 4"` or
+  /// `"N code points in one character, limit 10"`.
   public static func problem(_ text: String, maxBytes: Int) -> String? {
     let bytes = text.utf8.count
     if bytes > maxBytes { return "\(bytes) bytes of UTF-8, limit \(maxBytes)" }
     let marks = mostCombiningMarks(in: text)
     if marks > maxCombiningMarks {
       return "\(marks) combining marks on one character, limit \(maxCombiningMarks)"
+    }
+    let longest = longestCharacter(in: text)
+    if longest > maxScalarsPerCharacter {
+      return "\(longest) code points in one character, limit \(maxScalarsPerCharacter)"
     }
     return nil
   }

@@ -211,6 +211,9 @@ public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
   /// 1 while started (the publisher is one client of the service).
   public var clientCount: Int { state.withLock { $0.running ? 1 : 0 } }
 
+  /// The MQTT publisher is the daemon tracking for itself, not one of a user's watches.
+  public var isDaemonClient: Bool { true }
+
   /// Events other than fixes and region transitions (BACKEND, MAP...) are not published.
   @discardableResult public func send(_ event: Event) -> Bool { isConnected }
 

@@ -38,6 +38,10 @@ extension Annotation {
       if marks > TextRules.maxCombiningMarks {
         throw .tooManyCombiningMarks(field: field, count: marks, limit: TextRules.maxCombiningMarks)
       }
+      let longest = TextRules.longestCharacter(in: text)
+      if longest > TextRules.maxScalarsPerCharacter {
+        throw .characterTooLong(field: field, count: longest, limit: TextRules.maxScalarsPerCharacter)
+      }
     }
     // Control characters would reach other users' terminals (escape sequences) and break the
     // one-line text output; format characters (Unicode category Cf: bidirectional overrides such
@@ -59,7 +63,8 @@ extension Annotation {
   /// Whether `scalar` is of a category refused in annotation text (see ``containsControlOrFormat(_:)``).
   static func isRefused(_ scalar: Unicode.Scalar) -> Bool {
     switch scalar.properties.generalCategory {
-    case .control, .format, .lineSeparator, .paragraphSeparator: return true
+    case .format: return !TextRules.isAllowedJoiner(scalar)
+    case .control, .lineSeparator, .paragraphSeparator: return true
     default: return false
     }
   }
@@ -125,6 +130,9 @@ public enum MapStateError: Error, Hashable, Sendable, CustomStringConvertible {
   /// A title, subtitle or kind has more than ``TextRules/maxCombiningMarks`` combining marks
   /// on one character.
   case tooManyCombiningMarks(field: String, count: Int, limit: Int)
+  /// A title, subtitle or kind has a character (extended grapheme cluster) of more than
+  /// ``TextRules/maxScalarsPerCharacter`` code points.
+  case characterTooLong(field: String, count: Int, limit: Int)
   /// The identifier starts with ``Annotation/fleetPrefix``, the MQTT fleet view's namespace.
   case fleetIdentifier(String)
   /// A title, subtitle or kind contains control characters (escape sequences, newlines) or
@@ -162,9 +170,11 @@ public enum MapStateError: Error, Hashable, Sendable, CustomStringConvertible {
       return "annotation id \"\(id)\" is reserved for the current location"
     case .textTooLong(let field, let bytes, let limit):
       return "annotation \(field) too long: \(bytes) bytes of UTF-8, limit \(limit)"
+    case .characterTooLong(let field, let count, let limit):
+      return "annotation \(field) has a character of \(count) code points, limit \(limit)"
     case .tooManyCombiningMarks(let field, let count, let limit):
       return
-        "annotation \(field) has \(count) combining marks on one character, limit \(limit) (TextRules)"
+        "annotation \(field) has \(count) combining marks on one character, limit \(limit)"
     case .fleetIdentifier(let id):
       return
         "annotation id \"\(id.unicodeScalars.prefix(64).map(String.init).joined())\" starts with \"\(Annotation.fleetPrefix)\", the MQTT fleet view's namespace: choose another id"

@@ -120,6 +120,10 @@ public struct Region: Sendable, Hashable {
       if marks > TextRules.maxCombiningMarks {
         throw .titleCombiningMarks(count: marks, limit: TextRules.maxCombiningMarks)
       }
+      let longest = TextRules.longestCharacter(in: title)
+      if longest > TextRules.maxScalarsPerCharacter {
+        throw .titleCharacterTooLong(count: longest, limit: TextRules.maxScalarsPerCharacter)
+      }
     }
     if let dwell, !(dwell.isFinite && dwell > 0 && dwell <= Self.maxDwell) {
       throw .invalidDwell(dwell)
@@ -160,7 +164,8 @@ public struct Region: Sendable, Hashable {
   /// Whether `scalar` is of a category refused in identifiers and titles.
   static func isRefused(_ scalar: Unicode.Scalar) -> Bool {
     switch scalar.properties.generalCategory {
-    case .control, .format, .lineSeparator, .paragraphSeparator: return true
+    case .format: return !TextRules.isAllowedJoiner(scalar)
+    case .control, .lineSeparator, .paragraphSeparator: return true
     default: return false
     }
   }

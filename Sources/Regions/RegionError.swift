@@ -14,6 +14,9 @@ public enum RegionError: Error, Sendable, Equatable, CustomStringConvertible {
   case titleControlCharacters
   /// The title has more than ``TextRules/maxCombiningMarks`` combining marks on one character.
   case titleCombiningMarks(count: Int, limit: Int)
+  /// The title has a character (extended grapheme cluster) of more than
+  /// ``TextRules/maxScalarsPerCharacter`` code points.
+  case titleCharacterTooLong(count: Int, limit: Int)
   /// A coordinate is not finite or outside latitude `-90...90` / longitude `-180...180` degrees.
   /// `ring` and `index` locate a polygon vertex (`nil` for a circle's center).
   case invalidCoordinate(latitude: Double, longitude: Double, ring: Int?, index: Int?)
@@ -60,6 +63,8 @@ public enum RegionError: Error, Sendable, Equatable, CustomStringConvertible {
       return "region title too long: \(bytes) bytes of UTF-8, limit \(limit)"
     case .titleCombiningMarks(let count, let limit):
       return "region title has \(count) combining marks on one character, limit \(limit)"
+    case .titleCharacterTooLong(let count, let limit):
+      return "region title has a character of \(count) code points, limit \(limit)"
     case .titleControlCharacters:
       return
         "region title contains control, format or line-separator characters (Unicode Cc, Cf, Zl, Zp): use plain text"

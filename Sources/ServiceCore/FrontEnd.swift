@@ -81,6 +81,15 @@ public protocol ClientChannel: AnyObject, Sendable {
   var isConnected: Bool { get }
   /// Disconnects the client.
   func close()
+  /// Whether the client is the daemon itself acting as a client of the service (the MQTT
+  /// publisher, which tracks with the daemon's own credentials), not a person's program: such a
+  /// watch is not one of a user's watches in `status`. Default `false`.
+  var isDaemonClient: Bool { get }
+}
+
+extension ClientChannel {
+  /// `false`: a client program.
+  public var isDaemonClient: Bool { false }
 }
 
 /// A source of clients: a transport the service is attached to.

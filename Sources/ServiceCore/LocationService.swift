@@ -348,7 +348,9 @@ public actor LocationService: AnnotationBatchHandler {
     // What tracks for the caller's user: its `start`, and the watches of its connections (this
     // one and others, such as a `locationctl watch` in another terminal).
     let uid = client.peer.uid
-    let userWatches = watchers.keys.filter { decided[$0]?.peer.uid == uid }.count
+    let userWatches = watchers.filter { id, watcher in
+      decided[id]?.peer.uid == uid && !watcher.connection.isDaemonClient
+    }.count
     let userReasons: JSONValue? =
       authorized
       ? .object([

@@ -22,12 +22,31 @@ public enum Log {
   public static func event(_ event: String, _ metadata: KeyValuePairs<String, String> = [:]) {
     var line = prefix.withLock { $0 } + ": " + event
     for (key, value) in metadata {
-      line += " " + key + "=" + quote(value)
+      line += " " + key + "=" + quote(bounded(value))
     }
     line += "\n"
     lock.withLock { _ in
       try? SystemIO.writeAll(2, line)
     }
+  }
+
+  /// Most bytes of UTF-8 of one value in a log line (a topic or id from outside can be 64 KiB):
+  /// 1,024; a longer value is cut at a character boundary and ends with `...(N bytes)`.
+  public static let maxValueBytes = 1024
+
+  /// `value`, cut to at most ``maxValueBytes`` bytes (whole characters) with its full size.
+  static func bounded(_ value: String) -> String {
+    let bytes = value.utf8.count
+    guard bytes > maxValueBytes else { return value }
+    var kept = ""
+    var used = 0
+    for scalar in value.unicodeScalars {
+      let size = String(scalar).utf8.count
+      guard used + size <= maxValueBytes else { break }
+      kept.unicodeScalars.append(scalar)
+      used += size
+    }
+    return kept + "...(\(bytes) bytes)"
   }
 
   /// A value as written in an event line: bare when safe, otherwise quoted and escaped.

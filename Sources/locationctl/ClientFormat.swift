@@ -104,6 +104,30 @@ enum Format {
     "initial: \(fix(reply["initial"]))\ncurrent: \(fix(reply["current"]))"
   }
 
+  /// A `MAP` event on one line: the view and how many annotations, and which ones changed (at
+  /// most 5 named), never the whole list: a fleet view of hundreds of devices would print tens
+  /// of kilobytes per change.
+  static func mapEvent(_ event: JSONValue) -> String {
+    let center = event["center"]
+    let annotations = event["annotations"]?.arrayValue ?? []
+    var text =
+      "center: " + fixed(center?["lat"]?.doubleValue ?? 0, 6) + ", " + fixed(center?["lon"]?.doubleValue ?? 0, 6)
+      + "  zoom: " + (event["zoom"]?.doubleValue.map { fixed($0, 2) } ?? "?")
+      + "  mode: " + terminalSafe(event["mode"]?.stringValue ?? "?")
+      + "  annotations: \(annotations.count)"
+    let changed = (event["changes"]?.arrayValue ?? []).compactMap { $0["id"]?.stringValue }
+      .filter { $0 != "location" }
+    if !changed.isEmpty {
+      let named = changed.prefix(5).map { id -> String in
+        let title = annotations.first { $0["id"]?.stringValue == id }?["title"]?.stringValue ?? ""
+        return terminalSafe(String(id.prefix(64))) + (title.isEmpty ? "" : " " + terminalSafe(String(title.prefix(64))))
+      }
+      text += "  changed: " + named.joined(separator: ", ")
+      if changed.count > 5 { text += " (+\(changed.count - 5) more)" }
+    }
+    return text
+  }
+
   static func map(_ reply: JSONValue) -> String {
     if let svg = reply["svg"]?.stringValue { return svg }
     if let geojson = reply["geojson"] { return geojson.jsonString }
@@ -169,7 +193,7 @@ enum Format {
       return event["stale"] == true
         ? "stale: no new fix for \(event["age"]?.doubleValue.map { "\($0)" } ?? "?") s"
         : "fresh: fixes again"
-    case "MAP": return map(event).replacing("\n", with: "  ")
+    case "MAP": return mapEvent(event)
     case "AUTHORIZATION": return "authorization: " + (event["authorization"]?.stringValue ?? "?")
     case "REGION": return regionEvent(event)
     case "SHUTDOWN": return shutdown(event)

@@ -95,6 +95,8 @@ extension EndToEnd {
       largestGap = max(largestGap, now() - lastFix)
       #expect(try await runTool("/sbin/fsfreeze", ["-u", mount]).status == 0)
       frozen = false
+      print(
+        "frozen disk: \(frozenFixes) fixes in 8 s, largest gap \(Int(largestGap * 1000)) ms, slowest zoom reply \(Int(slowestReply * 1000)) ms")
       // Generous bounds for a loaded machine: a save on the fix path would stop fixes (and hold
       // every reply) for the whole 8 s freeze.
       #expect(frozenFixes >= 40, "fixes while frozen: \(frozenFixes)")

@@ -247,3 +247,31 @@ struct ViewportRequestTests {
     #expect(abs(metric.zoom - 15) < 1e-5)
   }
 }
+
+@Suite("Characters that draw wide")
+struct WideCharacterTests {
+  @Test("one character of more than 10 code points is refused in ids and titles; joiners in emoji and Persian text are kept")
+  func joiningSequences() async throws {
+    let jamo = "\u{1100}" + String(repeating: "\u{1161}", count: 200)
+    let vowels = "\u{0915}" + String(repeating: "\u{093E}", count: 50)
+    let skin = "👍" + String(repeating: "\u{1F3FD}", count: 50)
+    for text in [jamo, vowels, skin] {
+      #expect(TextRules.problem(text, maxBytes: 4096)?.hasSuffix("code points in one character, limit 10") == true)
+      #expect(throws: MapStateError.self) {
+        try Annotation(id: "a", coordinate: Coordinate(latitude: 1, longitude: 1), title: text).validate()
+      }
+    }
+    // A family emoji (7 code points joined by ZWJ) and a Persian word with ZWNJ are text, not
+    // control characters.
+    let family = "👨\u{200D}👩\u{200D}👧\u{200D}👦 family"
+    let persian = "می\u{200C}خواهم"
+    for text in [family, persian] {
+      #expect(TextRules.problem(text, maxBytes: 4096) == nil)
+      try Annotation(id: text, coordinate: Coordinate(latitude: 1, longitude: 1), title: text).validate()
+    }
+    // Bidirectional controls stay refused.
+    #expect(throws: MapStateError.self) {
+      try Annotation(id: "a\u{202E}b", coordinate: Coordinate(latitude: 1, longitude: 1), title: "x").validate()
+    }
+  }
+}
