@@ -582,11 +582,7 @@ public actor MapStateService {
     guard let saver, let store else { return nil }
     if saver.failure != nil { lastSubmitted = nil }
     persistIfChanged()
-    guard await saver.wait(for: lastTicket, timeout: timeout) else {
-      let (seconds, attoseconds) = timeout.components
-      return .stalled(path: store.path, seconds: Double(seconds) + Double(attoseconds) / 1e18)
-    }
-    return saver.failure
+    return await saver.outcome(of: lastTicket, timeout: timeout, path: store.path)
   }
 
   /// Waits until every save handed over so far has completed (or `timeout` passed), without

@@ -99,6 +99,17 @@ public final class StateSaver<Value: Sendable>: Sendable {
     }
   }
 
+  /// The outcome of the save of `ticket`'s value after waiting up to `timeout` for it (at
+  /// shutdown): its failure, ``MapStoreError/stalled(path:seconds:)`` naming `path` when the disk
+  /// did not finish in time, or `nil` when it is on disk.
+  public func outcome(of ticket: UInt64, timeout: Duration, path: String) async -> MapStoreError? {
+    guard await wait(for: ticket, timeout: timeout) else {
+      let (seconds, attoseconds) = timeout.components
+      return .stalled(path: path, seconds: Double(seconds) + Double(attoseconds) / 1e18)
+    }
+    return failure
+  }
+
   /// Waits until every value submitted so far is saved or has failed, at most `timeout`.
   ///
   /// - Returns: `true` when it is, `false` on timeout.

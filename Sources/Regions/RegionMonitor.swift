@@ -377,16 +377,15 @@ public struct RegionMonitor: Sendable {
   ///   region enter or exit before dwell).
   public mutating func update(with location: Location, now: Int64) -> [RegionTransition] {
     var transitions: [RegionTransition] = []
-    if location.coordinate != nil, let error = location.horizontalAccuracy95, error.isFinite, error >= 0,
-      let time = location.fix.time, abs(Double(now) - Double(time)) <= configuration.maximumFixAge * 1000
-    {
-      enterSegment(at: time)
-    }
-    if let coordinate = location.coordinate, let error = location.horizontalAccuracy95, error.isFinite,
-      error >= 0, let time = location.fix.time,
-      abs(Double(now) - Double(time)) <= configuration.maximumFixAge * 1000,
-      lastDecidingTime.map({ time > $0 }) ?? true
-    {
+    // A fix that could decide: a position, an error estimate and a time recent enough. The first
+    // of a new segment tells whether the timeline jumped before ordering is judged.
+    let candidate: (coordinate: Coordinate, error: Double, time: Int64)? =
+      if let coordinate = location.coordinate, let error = location.horizontalAccuracy95, error.isFinite,
+        error >= 0, let time = location.fix.time,
+        abs(Double(now) - Double(time)) <= configuration.maximumFixAge * 1000
+      { (coordinate, error, time) } else { nil }
+    if let candidate { enterSegment(at: candidate.time) }
+    if let (coordinate, error, time) = candidate, lastDecidingTime.map({ time > $0 }) ?? true {
       transitions += dwellEvents(now: min(now, time))
       lastDecidingTime = time
       lastDecidingLocation = location

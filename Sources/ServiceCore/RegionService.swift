@@ -229,7 +229,7 @@ public actor RegionService {
       segment = fixSegment
       sourceNow = nil
     }
-    if fixSegment != Provenance.liveTimeline, let time = location.fix.time {
+    if !location.provenance.isLiveTimeline, let time = location.fix.time {
       sourceNow = max(sourceNow ?? time, time)
     }
     guard monitor.count > 0, let now else { return Outcome(transitions: [], statesChanged: false) }
@@ -260,11 +260,7 @@ public actor RegionService {
     guard let saver, let store else { return nil }
     if statesChanged || lastSaveFailed { save() }
     if let encodingFailure { return encodingFailure }
-    guard await saver.wait(for: lastTicket, timeout: timeout) else {
-      let (seconds, attoseconds) = timeout.components
-      return .stalled(path: store.path, seconds: Double(seconds) + Double(attoseconds) / 1e18)
-    }
-    return saver.failure
+    return await saver.outcome(of: lastTicket, timeout: timeout, path: store.path)
   }
 
   /// Hands the regions' file to the saver (encoded here: the monitor is this actor's).
