@@ -157,6 +157,17 @@ enum JSONParser {
       index += 1
       var utf8: [UInt8] = []
       while true {
+        // A run of printable ASCII other than `"` and `\` is copied as it is, in one append.
+        var runEnd = index
+        while runEnd < bytes.count {
+          let b = bytes[runEnd]
+          guard b >= 0x20, b < 0x80, b != UInt8(ascii: "\""), b != UInt8(ascii: "\\") else { break }
+          runEnd += 1
+        }
+        if runEnd > index {
+          utf8.append(contentsOf: bytes[index..<runEnd])
+          index = runEnd
+        }
         guard let c = current else { throw fail("unterminated string") }
         index += 1
         switch c {
@@ -187,7 +198,7 @@ enum JSONParser {
               throw fail("lone surrogate in \\u escape")
             }
             guard let unicode = Unicode.Scalar(scalar) else { throw fail("invalid \\u escape") }
-            utf8.append(contentsOf: Array(String(Character(unicode)).utf8))
+            UTF8.encode(unicode) { utf8.append($0) }
           default: throw fail("invalid escape")
           }
         case 0..<0x20:

@@ -322,23 +322,47 @@ extension JSONValue {
   /// Everything else, `/` and non-ASCII included, is copied as UTF-8.
   public static func writeString(_ string: String, to buffer: inout [UInt8]) {
     buffer.append(UInt8(ascii: "\""))
+    // Most strings need no escape: copy them whole (one memcpy for a native string).
+    if !string.utf8.contains(where: needsEscape) {
+      buffer.append(contentsOf: string.utf8)
+      buffer.append(UInt8(ascii: "\""))
+      return
+    }
+    buffer.reserveCapacity(buffer.count + string.utf8.count + 8)
     for byte in string.utf8 {
+      guard needsEscape(byte) else {
+        buffer.append(byte)
+        continue
+      }
+      buffer.append(UInt8(ascii: "\\"))
       switch byte {
-      case UInt8(ascii: "\""): buffer.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-      case UInt8(ascii: "\\"): buffer.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-      case UInt8(ascii: "\n"): buffer.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-      case UInt8(ascii: "\r"): buffer.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-      case UInt8(ascii: "\t"): buffer.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-      case 0..<0x20:
-        let hex: [UInt8] = Array("0123456789abcdef".utf8)
-        buffer.append(contentsOf: [
-          UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-          hex[Int(byte >> 4)], hex[Int(byte & 0xF)],
-        ])
-      default: buffer.append(byte)
+      case UInt8(ascii: "\""), UInt8(ascii: "\\"): buffer.append(byte)
+      case UInt8(ascii: "\n"): buffer.append(UInt8(ascii: "n"))
+      case UInt8(ascii: "\r"): buffer.append(UInt8(ascii: "r"))
+      case UInt8(ascii: "\t"): buffer.append(UInt8(ascii: "t"))
+      default:
+        // The other control characters, U+0000 to U+001F, as \u00XX with lower-case hex digits.
+        buffer.append(UInt8(ascii: "u"))
+        buffer.append(UInt8(ascii: "0"))
+        buffer.append(UInt8(ascii: "0"))
+        buffer.append(hexDigit(byte >> 4))
+        buffer.append(hexDigit(byte & 0xF))
       }
     }
     buffer.append(UInt8(ascii: "\""))
+  }
+
+  /// Whether RFC 8259 requires `byte` (a UTF-8 code unit) to be escaped in a string: the
+  /// quotation mark, the reverse solidus and the control characters U+0000 to U+001F.
+  @inline(__always)
+  private static func needsEscape(_ byte: UInt8) -> Bool {
+    byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
+  }
+
+  /// The lower-case hexadecimal digit of `nibble` (0-15).
+  @inline(__always)
+  private static func hexDigit(_ nibble: UInt8) -> UInt8 {
+    nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + (nibble - 10)
   }
 
   /// A copy of an encoded JSON object with `members` appended before its closing brace.

@@ -70,21 +70,17 @@ public struct NMEADecoder: Sendable {
 
   /// Decodes the next chunk of input, calling `onFix` for every epoch that the chunk completes.
   public mutating func feed(_ bytes: UnsafeRawBufferPointer, _ onFix: (DecodedFix) -> Void) {
+    // The framer is moved out while it calls back (its buffers stay uniquely referenced); the
+    // assembler and counters are updated in place, not copied for every chunk.
     var framer = self.framer
-    var assembler = self.assembler
-    var statistics = self.statistics
-    var checksums = sourceSendsChecksums
-    self.framer = NMEAFramer()  // keep the buffers uniquely referenced while in use
+    self.framer = NMEAFramer()
     withUnsafeTemporaryAllocation(of: Int32.self, capacity: 2 * FieldReader.maximumFields) {
       scratch in
       framer.feed(bytes) { event in
-        Self.handle(event, scratch, &assembler, &statistics, &checksums, onFix)
+        Self.handle(event, scratch, &self.assembler, &self.statistics, &self.sourceSendsChecksums, onFix)
       }
     }
-    sourceSendsChecksums = checksums
     self.framer = framer
-    self.assembler = assembler
-    self.statistics = statistics
   }
 
   /// Decodes the next chunk of input held in an array.

@@ -40,7 +40,18 @@ public struct LineReader: Sendable {
   }
 
   /// Consumes a chunk and returns the items it completes, in order. Blank lines are skipped.
-  public mutating func feed(_ chunk: some Collection<UInt8>) -> [Item] {
+  public mutating func feed(_ chunk: ArraySlice<UInt8>) -> [Item] { consume(chunk) }
+
+  /// Consumes a chunk and returns the items it completes, in order. Blank lines are skipped.
+  public mutating func feed(_ chunk: [UInt8]) -> [Item] { consume(chunk[...]) }
+
+  /// Consumes a chunk and returns the items it completes, in order. Blank lines are skipped.
+  public mutating func feed(_ chunk: some Collection<UInt8>) -> [Item] { consume(chunk) }
+
+  /// The one implementation; the concrete `feed` overloads give it concrete types, so the
+  /// socket server's and the fuzz target's calls run specialized code instead of looking up
+  /// generic metadata for every chunk.
+  private mutating func consume<Chunk: Collection<UInt8>>(_ chunk: Chunk) -> [Item] {
     var items: [Item] = []
     var start = chunk.startIndex
     while start != chunk.endIndex {
