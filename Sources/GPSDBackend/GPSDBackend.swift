@@ -67,7 +67,7 @@ public final class GPSDBackend: LocationBackend {
   /// cannot be slowed down): beyond ``Options/bufferedLocations`` unread locations the oldest is
   /// dropped (``droppedLocations``); statuses and errors are always queued.
   private let queue: EventQueue<BackendEvent>
-  private let running = Mutex<GPSDWorker?>(nil)
+  private let thread = BackendThread()
 
   /// Creates a backend for `uri` (`gpsd://HOST[:PORT][/DEVICE]`, default port 2947); nothing
   /// connects until ``start()``.
@@ -82,7 +82,6 @@ public final class GPSDBackend: LocationBackend {
   }
 
   deinit {
-    running.withLock { $0?.requestStop() }
     queue.finish()
   }
 
@@ -96,12 +95,13 @@ public final class GPSDBackend: LocationBackend {
     if let reason = locationd_gps_load() {
       throw GPSDBackendError.libraryUnavailable(String(cString: reason))
     }
-    try running.withLock { current throws(GPSDBackendError) in
-      guard current == nil else { return }
-      let worker = GPSDWorker(
-        endpoint: endpoint, uri: uri, options: options, queue: queue)
-      try worker.launch()
-      current = worker
+    do {
+      try thread.start {
+        let worker = GPSDWorker(endpoint: endpoint, uri: uri, options: options, queue: queue)
+        return { thread in worker.run(thread) }
+      }
+    } catch {
+      throw GPSDBackendError.threadCreationFailed(errno: error.code)
     }
   }
 
@@ -111,22 +111,11 @@ public final class GPSDBackend: LocationBackend {
 
   /// CPU time used so far by the connection thread (user + system), or `nil` when it is not
   /// running. For diagnostics and tests: while gpsd is away or silent it stays flat.
-  package var connectionThreadCPUTime: Duration? {
-    running.withLock { $0?.cpuTime }
-  }
+  package var connectionThreadCPUTime: Duration? { thread.cpuTime }
 
   /// Stops: closes the watch (`?WATCH={"enable":false}`) and the connection, then reports
   /// ``BackendStatus/stopped``. Returns once the connection thread has finished. Idempotent.
-  public func stop() async {
-    guard
-      let worker = running.withLock({ current -> GPSDWorker? in
-        defer { current = nil }
-        return current
-      })
-    else { return }
-    worker.requestStop()
-    await worker.waitUntilFinished()
-  }
+  public func stop() async { await thread.stop() }
 }
 
 /// Errors of ``GPSDBackend`` that are not about the URI.

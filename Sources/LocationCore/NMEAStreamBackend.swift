@@ -63,7 +63,7 @@ public final class NMEAStreamBackend: LocationBackend {
   /// Every event, for the backend's whole life; one consumer. Status changes are never dropped.
   public let events: BackendEvents
   private let queue: EventQueue<BackendEvent>
-  private let running = Mutex<WorkerThread?>(nil)
+  private let thread = BackendThread()
   private let counters = NMEAStreamCounterBox()
 
   /// Creates a backend for `uri`; nothing opens until ``start()``.
@@ -78,7 +78,6 @@ public final class NMEAStreamBackend: LocationBackend {
   }
 
   deinit {
-    running.withLock { $0?.requestStop() }
     queue.finish()
   }
 
@@ -87,26 +86,16 @@ public final class NMEAStreamBackend: LocationBackend {
   ///
   /// - Throws: ``SystemError`` when the thread cannot be created.
   public func start() async throws {
-    try running.withLock { current throws(SystemError) in
-      guard current == nil else { return }
+    try thread.start {
       let reader = NMEAStreamReader(
         endpoint: endpoint, uri: uri, options: options, queue: queue, counters: counters)
-      current = try WorkerThread { thread in reader.run(thread) }
+      return { thread in reader.run(thread) }
     }
   }
 
   /// Closes the source, then reports ``BackendStatus/stopped``; returns once the reading thread
   /// has finished. Idempotent.
-  public func stop() async {
-    guard
-      let thread = running.withLock({ current -> WorkerThread? in
-        defer { current = nil }
-        return current
-      })
-    else { return }
-    thread.requestStop()
-    await thread.waitUntilFinished()
-  }
+  public func stop() async { await thread.stop() }
 
   /// What the reader has seen so far, over every connection.
   public var statistics: NMEAStreamCounters { counters.value.withLock { $0 } }
