@@ -190,7 +190,7 @@ let package = Package(
       name: "LocationServerTests",
       dependencies: [
         "LocationProtocol", "ServiceCore", "SocketTransport", "LocationDaemon", "LocationCore", "LocationModel",
-        "MapState", "LocationTestKit", "Regions", "SystemIO", "WebFrontEnd",
+        "MapState", "LocationTestKit", "Regions", "SystemIO", "WebFrontEnd", "MQTTTransport",
       ],
       swiftSettings: swiftSettings),
     .testTarget(
