@@ -90,7 +90,8 @@ extension Configuration {
           """, reload: .restart("socket"),
         apply: { configuration, value throws(ConfigurationError) in
           guard value.hasPrefix("/"), value.utf8.count <= 107 else {
-            throw .invalidValue(key: "socket", value: value, reason: "use an absolute path of at most 107 bytes")
+            throw .invalidValue(
+              key: "socket", value: value, reason: "use an absolute path of at most 107 bytes")
           }
           configuration.socketPath = value
         }, differs: { $0.socketPath != $1.socketPath }),
@@ -102,7 +103,8 @@ extension Configuration {
           """, reload: .restart("state-dir"),
         apply: { configuration, value throws(ConfigurationError) in
           guard value.hasPrefix("/") else {
-            throw .invalidValue(key: "state-dir", value: value, reason: "use an absolute directory path")
+            throw .invalidValue(
+              key: "state-dir", value: value, reason: "use an absolute directory path")
           }
           configuration.stateDirectory = value
         }, differs: { $0.stateDirectory != $1.stateDirectory }),
@@ -115,7 +117,8 @@ extension Configuration {
         apply: { configuration, value throws(ConfigurationError) in
           guard value.utf8.count <= 32, !value.contains(":"), !value.contains(" ") else {
             throw .invalidValue(
-              key: "group", value: value, reason: "use a group name such as locationd, or \"\" for root only")
+              key: "group", value: value,
+              reason: "use a group name such as locationd, or \"\" for root only")
           }
           configuration.group = value.isEmpty ? nil : value
         }, differs: { $0.group != $1.group }),
@@ -127,7 +130,8 @@ extension Configuration {
           """, reload: .live,
         apply: { configuration, value throws(ConfigurationError) in
           guard let number = Int(value), (1...4096).contains(number) else {
-            throw .invalidValue(key: "max-clients", value: value, reason: "use a whole number within 1...4096")
+            throw .invalidValue(
+              key: "max-clients", value: value, reason: "use a whole number within 1...4096")
           }
           configuration.maxClients = number
         }, differs: { $0.maxClients != $1.maxClients }),
@@ -219,7 +223,8 @@ extension Configuration {
         apply: { configuration, value throws(ConfigurationError) in
           guard let milliseconds = duration(value) else {
             throw .invalidValue(
-              key: "track-max-age", value: value, reason: "use a duration such as 90d, 12h, 30m or 3600s; 0 keeps all")
+              key: "track-max-age", value: value,
+              reason: "use a duration such as 90d, 12h, 30m or 3600s; 0 keeps all")
           }
           configuration.trackMaxAge = milliseconds
         }, differs: { $0.trackMaxAge != $1.trackMaxAge }),
@@ -233,7 +238,8 @@ extension Configuration {
         apply: { configuration, value throws(ConfigurationError) in
           guard let bytes = size(value) else {
             throw .invalidValue(
-              key: "track-max-size", value: value, reason: "use a size such as 256M, 2G or 500K; 0 for no cap")
+              key: "track-max-size", value: value,
+              reason: "use a size such as 256M, 2G or 500K; 0 for no cap")
           }
           configuration.trackMaxSize = bytes
         }, differs: { $0.trackMaxSize != $1.trackMaxSize }),
@@ -245,7 +251,9 @@ extension Configuration {
 
           """, reload: .commandLineOnly,
         apply: { configuration, value throws(ConfigurationError) in
-          guard !value.isEmpty else { throw .invalidValue(key: "config", value: value, reason: "give a file path") }
+          guard !value.isEmpty else {
+            throw .invalidValue(key: "config", value: value, reason: "give a file path")
+          }
           configuration.configFile = value
         }, differs: { $0.configFile != $1.configFile }),
     ] + mqttSettings + regionSettings
@@ -256,7 +264,9 @@ extension Configuration {
     let flags = MQTTSettings.orderedKeys.dropFirst().map { key in
       "--" + key + (key == "mqtt-credentials" ? " FILE" : "")
     }
-    var lines = ["  --mqtt URI        mqtt[s]://HOST[:PORT]: publish OwnTracks locations (docs/mqtt.md); with"]
+    var lines = [
+      "  --mqtt URI        mqtt[s]://HOST[:PORT]: publish OwnTracks locations (docs/mqtt.md); with"
+    ]
     var line = "                    the flags"
     for (index, flag) in flags.enumerated() {
       let word = " " + flag + (index == flags.count - 1 ? "" : ",")
@@ -270,10 +280,13 @@ extension Configuration {
     let mqttHelp = lines.joined(separator: "\n") + "\n"
     return MQTTSettings.orderedKeys.map { key in
       Setting(
-        key, synopsis: key == "mqtt" ? "[--mqtt URI]" : key == "mqtt-topic" ? "[--mqtt-... VALUE]" : nil,
+        key,
+        synopsis: key == "mqtt" ? "[--mqtt URI]" : key == "mqtt-topic" ? "[--mqtt-... VALUE]" : nil,
         help: key == "mqtt" ? mqttHelp : "", reload: .restart("mqtt"),
         apply: { configuration, value throws(ConfigurationError) in
-          do throws(MQTTSettingError) { try MQTTSettings.apply(key, value, to: &configuration.mqtt) } catch {
+          do throws(MQTTSettingError) {
+            try MQTTSettings.apply(key, value, to: &configuration.mqtt)
+          } catch {
             throw .invalidValue(key: error.key, value: error.value, reason: error.reason)
           }
         }, differs: { $0.mqtt != $1.mqtt })
@@ -300,7 +313,8 @@ extension Configuration {
 
         """, section: .regions, reload: .restart("region-thresholds"),
       apply: { configuration, value throws(ConfigurationError) in
-        configuration.regionMinimumMargin = try number("region-minimum-margin", value, in: 0...10_000, unit: "metres")
+        configuration.regionMinimumMargin = try number(
+          "region-minimum-margin", value, in: 0...10_000, unit: "metres")
       }, differs: { $0.regionMinimumMargin != $1.regionMinimumMargin }),
     Setting(
       "region-confirmations", synopsis: nil,
@@ -311,7 +325,8 @@ extension Configuration {
       apply: { configuration, value throws(ConfigurationError) in
         guard let number = Int(value), (1...100).contains(number) else {
           throw .invalidValue(
-            key: "region-confirmations", value: value, reason: "use a whole number of fixes within 1...100")
+            key: "region-confirmations", value: value,
+            reason: "use a whole number of fixes within 1...100")
         }
         configuration.regionConfirmations = number
       }, differs: { $0.regionConfirmations != $1.regionConfirmations }),
@@ -323,7 +338,8 @@ extension Configuration {
 
         """, section: .regions, reload: .restart("region-thresholds"),
       apply: { configuration, value throws(ConfigurationError) in
-        configuration.regionMaximumFixAge = try number("region-maximum-fix-age", value, in: 0...86_400, unit: "seconds")
+        configuration.regionMaximumFixAge = try number(
+          "region-maximum-fix-age", value, in: 0...86_400, unit: "seconds")
       }, differs: { $0.regionMaximumFixAge != $1.regionMaximumFixAge }),
     Setting(
       "region-outage-reset", synopsis: nil,
@@ -333,12 +349,15 @@ extension Configuration {
 
         """, section: .regions, reload: .restart("region-thresholds"),
       apply: { configuration, value throws(ConfigurationError) in
-        configuration.regionOutageReset = try number("region-outage-reset", value, in: 0...86_400, unit: "seconds")
+        configuration.regionOutageReset = try number(
+          "region-outage-reset", value, in: 0...86_400, unit: "seconds")
       }, differs: { $0.regionOutageReset != $1.regionOutageReset }),
   ]
 
   /// The settings by key.
-  static let settingsByKey: [String: Setting] = Dictionary(settings.map { ($0.key, $0) }) { first, _ in first }
+  static let settingsByKey: [String: Setting] = Dictionary(settings.map { ($0.key, $0) }) {
+    first, _ in first
+  }
 
   /// The keys a config file and flags may set (flag names without `--`; `--config` aside).
   public static let knownKeys: Set<String> = Set(settings.filter(\.isFileKey).map(\.key))
@@ -360,13 +379,13 @@ extension Configuration {
     let regions = settings.filter { $0.section == .regions }.map(\.help).joined()
     return synopsis.joined(separator: "\n") + "\n\n" + options + "\n"
       + "Region monitoring (docs/regions.md; a change needs a restart):\n" + regions + "\n"
-      + """
-      A value that starts with -- is written joined to its flag: --group=--x (a separate word
-      that starts with -- is the next flag). The socket's directory and the state directory are
-      created when missing (one level: their parents must exist).
+        + """
+        A value that starts with -- is written joined to its flag: --group=--x (a separate word
+        that starts with -- is the next flag). The socket's directory and the state directory are
+        created when missing (one level: their parents must exist).
 
 
-      """ + ExitCode.table
+        """ + ExitCode.table
   }()
 
   /// The settings that differ from `running` and need a restart, by their reload name, each
@@ -375,7 +394,9 @@ extension Configuration {
   public func needsRestart(comparedWith running: Configuration) -> [String] {
     var names: [String] = []
     for setting in Self.settings {
-      guard case .restart(let name) = setting.reload, !names.contains(name), setting.differs(self, running) else {
+      guard case .restart(let name) = setting.reload, !names.contains(name),
+        setting.differs(self, running)
+      else {
         continue
       }
       names.append(name)

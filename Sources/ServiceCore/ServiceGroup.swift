@@ -45,7 +45,8 @@ public struct ServiceClosures: Service {
   ///   - reload: called on SIGHUP while started.
   public init(
     _ name: String, start: @escaping @Sendable () async throws -> Void = {},
-    stop: @escaping @Sendable () async -> Void = {}, reload: @escaping @Sendable () async -> Void = {}
+    stop: @escaping @Sendable () async -> Void = {},
+    reload: @escaping @Sendable () async -> Void = {}
   ) {
     self.name = name
     startBody = start
@@ -97,7 +98,9 @@ public final class ServiceGroup: Sendable {
   ///
   /// - Parameter onEvent: told `started`, `startFailed`, `stopping` and `stopped` with each
   ///   service's name, in the order they happen (tests record it; the daemon passes nothing).
-  public init(onEvent: @escaping @Sendable (_ event: String, _ service: String) -> Void = { _, _ in }) {
+  public init(
+    onEvent: @escaping @Sendable (_ event: String, _ service: String) -> Void = { _, _ in }
+  ) {
     self.onEvent = onEvent
   }
 

@@ -47,7 +47,9 @@ struct ServiceGroupTests {
   func partialStart(failing: Int) async {
     let journal = Journal()
     let group = ServiceGroup()
-    let services = (0..<4).map { FakeService(name: "s\($0)", journal: journal, fails: $0 == failing) }
+    let services = (0..<4).map {
+      FakeService(name: "s\($0)", journal: journal, fails: $0 == failing)
+    }
     do {
       try await group.start(services)
       Issue.record("the start of s\(failing) did not fail")
@@ -80,7 +82,8 @@ struct ServiceGroupTests {
     let journal = Journal()
     let group = ServiceGroup { event, name in journal.add("\(event) \(name)") }
     try? await group.start([
-      ServiceClosures("one"), ServiceClosures("two", start: { throw StartRefused() }), ServiceClosures("three"),
+      ServiceClosures("one"), ServiceClosures("two", start: { throw StartRefused() }),
+      ServiceClosures("three"),
     ])
     #expect(journal.all == ["started one", "startFailed two", "stopping one", "stopped one"])
   }
