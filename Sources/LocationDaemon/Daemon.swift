@@ -147,9 +147,12 @@ public enum Daemon {
     let notifier = SystemdNotifier(environment: environment)
     let nmeaFeed = Shared<NMEAFeed?>(nil)
     let track = Shared<TrackRecording?>(nil)
-    var services: [any Service] = [DaemonServices.socketServer(server, socket: socket, state: state)]
+    var services: [any Service] = [
+      DaemonServices.socketServer(server, socket: socket, state: state)
+    ]
     if let path = configuration.nmeaSocketPath {
-      services.append(DaemonServices.nmeaFeed(path: path, service: service, state: state, feed: nmeaFeed))
+      services.append(
+        DaemonServices.nmeaFeed(path: path, service: service, state: state, feed: nmeaFeed))
       services.append(DaemonServices.nmeaPublisher(nmeaFeed, manager: manager))
     }
     if let http = configuration.http {
@@ -160,11 +163,13 @@ public enum Daemon {
     }
     services.append(DaemonServices.core(service, state: state))
     if let name = configuration.dbus, let kind = GeoClueBusKind(rawValue: name) {
-      services.append(DaemonServices.geoClue(kind, service: service, manager: manager, authority: authority))
+      services.append(
+        DaemonServices.geoClue(kind, service: service, manager: manager, authority: authority))
     }
     if let settings = configuration.mqtt {
       services.append(
-        DaemonServices.mqtt(settings, stateDirectory: configuration.stateDirectory, service: service, track: track))
+        DaemonServices.mqtt(
+          settings, stateDirectory: configuration.stateDirectory, service: service, track: track))
     }
     services.append(DaemonServices.accepting(server, nmeaFeed))
     let backendURI = backend.uri

@@ -26,7 +26,9 @@ extension EndToEnd {
               && getsockname(listener, pointer, &length) == 0
           }
         }
-        guard listener >= 0, bound else { throw E2EError("cannot listen on 127.0.0.1: errno \(errno)") }
+        guard listener >= 0, bound else {
+          throw E2EError("cannot listen on 127.0.0.1: errno \(errno)")
+        }
         fd = listener
         port = UInt16(bigEndian: address.sin_port)
       }
@@ -55,10 +57,15 @@ extension EndToEnd {
         try Products.path("locationd"), arguments, environment: environment, timeout: 30)
     }
 
+    /// The front-end made to fail, each in a test of its own.
+    enum Failing: String, CaseIterable, Sendable {
+      case socket, nmeaFeed, web, geoClue, mqtt
+    }
+
     @Test(
-      "the socket, the NMEA feed, the web page, GeoClue and MQTT each fail in turn; the parts before stop"
-    )
-    func eachPartFails() async throws {
+      "a front-end's start fails: exit with its status, the parts started before it stop, nothing is left",
+      arguments: Failing.allCases)
+    func frontEndFails(_ failing: Failing) async throws {
       let scratch = try Scratch()
       defer { scratch.remove() }
       let socket = scratch.file("l.sock")
@@ -71,79 +78,84 @@ extension EndToEnd {
       defer { occupied.close() }
       let noBus = ["DBUS_SESSION_BUS_ADDRESS": "unix:path=" + scratch.file("no-bus")]
       func gone(_ path: String) -> Bool { access(path, F_OK) != 0 }
-
-      // The socket: a regular file at its path; nothing after it is created.
-      let socketRun = try await run(
-        base + ["--socket", file, "--nmea-socket", nmea, "--http", "0"])
-      #expect(socketRun.status == 78, "\(socketRun.stderr)")
-      #expect(socketRun.stderr.contains("is not a socket"), "\(socketRun.stderr)")
-      #expect(gone(nmea), "the NMEA socket was created after the main socket failed")
-      #expect(!socketRun.stderr.contains("httpReady"), "\(socketRun.stderr)")
-
-      // The NMEA feed: a regular file at its path; the main socket (bound) is removed again.
-      let feedRun = try await run(
-        base + ["--socket", socket, "--nmea-socket", file, "--http", "0"])
-      #expect(feedRun.status == 78, "\(feedRun.stderr)")
-      #expect(feedRun.stderr.contains("is not a socket"), "\(feedRun.stderr)")
-      #expect(gone(socket), "the main socket file was left behind")
-      #expect(!feedRun.stderr.contains("httpReady"), "\(feedRun.stderr)")
-      #expect(access(file, F_OK) == 0, "the file in the way was removed")
-
-      // The web page: its port is taken; both sockets go, no token is written.
-      let webRun = try await run(
-        base + ["--socket", socket, "--nmea-socket", nmea, "--http", "127.0.0.1:\(occupied.port)"])
-      #expect(webRun.status == 71, "\(webRun.stderr)")
-      #expect(webRun.stderr.contains("--http 127.0.0.1:\(occupied.port)"), "\(webRun.stderr)")
-      #expect(gone(socket) && gone(nmea), "a socket file was left behind")
-      #expect(gone(state + "/http-token"), "the web token was written for a page that never served")
-
-      // GeoClue: the bus is not there; the web page had started and is closed again.
       let webPort = try OccupiedPort()
       let freePort = webPort.port
       webPort.close()
-      let busRun = try await run(
-        base + [
-          "--socket", socket, "--nmea-socket", nmea, "--http", "127.0.0.1:\(freePort)", "--dbus",
-          "session",
-        ],
-        environment: noBus)
-      #expect(busRun.status == 69, "\(busRun.stderr)")
-      #expect(
-        busRun.stderr.contains("httpReady"),
-        "the web page did not start before GeoClue: \(busRun.stderr)")
-      #expect(gone(socket) && gone(nmea), "a socket file was left behind")
-      #expect(!Self.accepts(port: freePort), "the web page still answers")
 
-      // MQTT: its credentials file is missing; everything before it stops (GeoClue on a private
-      // bus when dbus-daemon is installed: its name is released).
-      var bus: PrivateBus?
-      var environment = noBus
-      var dbus: [String] = []
-      if geoClueTestsEnabled, let started = try? PrivateBus() {
-        _ = try await started.start()
-        bus = started
-        environment = started.environment()
-        dbus = ["--dbus", "system"]
-      }
-      defer { bus?.stop() }
-      let mqttRun = try await run(
-        base + ["--socket", socket, "--nmea-socket", nmea, "--http", "127.0.0.1:\(freePort)"] + dbus
-          + [
-            "--mqtt", "mqtt://127.0.0.1:1", "--mqtt-credentials", scratch.file("no-credentials"),
-          ], environment: environment)
-      #expect(mqttRun.status == 78, "\(mqttRun.stderr)")
-      #expect(mqttRun.stderr.contains("no-credentials"), "\(mqttRun.stderr)")
-      #expect(gone(socket) && gone(nmea), "a socket file was left behind")
-      #expect(!Self.accepts(port: freePort), "the web page still answers")
-      if let bus, let address = bus.address {
-        #expect(mqttRun.stderr.contains("dbusReady"), "\(mqttRun.stderr)")
-        let owner = try await runTool(
-          "/usr/bin/dbus-send",
-          [
-            "--bus=" + address, "--print-reply", "--dest=org.freedesktop.DBus", "/",
-            "org.freedesktop.DBus.NameHasOwner", "string:org.freedesktop.GeoClue2",
+      switch failing {
+      case .socket:
+        // A regular file at its path; nothing after it is created.
+        let run = try await run(base + ["--socket", file, "--nmea-socket", nmea, "--http", "0"])
+        #expect(run.status == 78, "\(run.stderr)")
+        #expect(run.stderr.contains("is not a socket"), "\(run.stderr)")
+        #expect(gone(nmea), "the NMEA socket was created after the main socket failed")
+        #expect(!run.stderr.contains("httpReady"), "\(run.stderr)")
+      case .nmeaFeed:
+        // A regular file at its path; the main socket (bound) is removed again.
+        let run = try await run(base + ["--socket", socket, "--nmea-socket", file, "--http", "0"])
+        #expect(run.status == 78, "\(run.stderr)")
+        #expect(run.stderr.contains("is not a socket"), "\(run.stderr)")
+        #expect(gone(socket), "the main socket file was left behind")
+        #expect(!run.stderr.contains("httpReady"), "\(run.stderr)")
+        #expect(access(file, F_OK) == 0, "the file in the way was removed")
+      case .web:
+        // Its port is taken; both sockets go, no token is written.
+        let run = try await run(
+          base + [
+            "--socket", socket, "--nmea-socket", nmea, "--http", "127.0.0.1:\(occupied.port)",
           ])
-        #expect(owner.stdout.contains("boolean false"), "\(owner.stdout) \(owner.stderr)")
+        #expect(run.status == 71, "\(run.stderr)")
+        #expect(run.stderr.contains("--http 127.0.0.1:\(occupied.port)"), "\(run.stderr)")
+        #expect(gone(socket) && gone(nmea), "a socket file was left behind")
+        #expect(
+          gone(state + "/http-token"), "the web token was written for a page that never served")
+      case .geoClue:
+        // The bus is not there; the web page had started and is closed again.
+        let run = try await run(
+          base + [
+            "--socket", socket, "--nmea-socket", nmea, "--http", "127.0.0.1:\(freePort)", "--dbus",
+            "session",
+          ],
+          environment: noBus)
+        #expect(run.status == 69, "\(run.stderr)")
+        #expect(
+          run.stderr.contains("httpReady"),
+          "the web page did not start before GeoClue: \(run.stderr)")
+        #expect(gone(socket) && gone(nmea), "a socket file was left behind")
+        #expect(!Self.accepts(port: freePort), "the web page still answers")
+      case .mqtt:
+        // Its credentials file is missing; everything before it stops (GeoClue on a private
+        // bus when dbus-daemon is installed: its name is released).
+        var bus: PrivateBus?
+        var environment = noBus
+        var dbus: [String] = []
+        if geoClueTestsEnabled, let started = try? PrivateBus() {
+          _ = try await started.start()
+          bus = started
+          environment = started.environment()
+          dbus = ["--dbus", "system"]
+        }
+        defer { bus?.stop() }
+        let run = try await run(
+          base + ["--socket", socket, "--nmea-socket", nmea, "--http", "127.0.0.1:\(freePort)"]
+            + dbus + [
+              "--mqtt", "mqtt://127.0.0.1:1", "--mqtt-credentials", scratch.file("no-credentials"),
+            ], environment: environment)
+        #expect(run.status == 78, "\(run.stderr)")
+        #expect(run.stderr.contains("no-credentials"), "\(run.stderr)")
+        #expect(run.stderr.contains("trackStoreOpened"), "\(run.stderr)")
+        #expect(gone(socket) && gone(nmea), "a socket file was left behind")
+        #expect(!Self.accepts(port: freePort), "the web page still answers")
+        if let bus, let address = bus.address {
+          #expect(run.stderr.contains("dbusReady"), "\(run.stderr)")
+          let owner = try await runTool(
+            "/usr/bin/dbus-send",
+            [
+              "--bus=" + address, "--print-reply", "--dest=org.freedesktop.DBus", "/",
+              "org.freedesktop.DBus.NameHasOwner", "string:org.freedesktop.GeoClue2",
+            ])
+          #expect(owner.stdout.contains("boolean false"), "\(owner.stdout) \(owner.stderr)")
+        }
       }
 
       // Nothing was left holding the paths or the state directory's lock: a daemon starts on them.
