@@ -81,7 +81,8 @@ let package = Package(
     .target(
       name: "LocationProtocol", dependencies: ["JSON", "LocationModel", "Regions"], swiftSettings: swiftSettings),
     // The transport-independent service: authorization, tracking per client and per user, the
-    // hub that fans fixes out, map-state wiring. Every front-end calls it through one API.
+    // hub that fans fixes out, map-state wiring, and the lifecycle (Service, ServiceGroup) the
+    // daemon starts and stops its parts with. Every front-end calls it through one API.
     .target(
       name: "ServiceCore",
       dependencies: ["LocationProtocol", "LocationCore", "LocationModel", "MapState", "Regions", "SystemIO"],
@@ -190,7 +191,7 @@ let package = Package(
       name: "LocationServerTests",
       dependencies: [
         "LocationProtocol", "ServiceCore", "SocketTransport", "LocationDaemon", "LocationCore", "LocationModel",
-        "MapState", "LocationTestKit", "Regions", "SystemIO", "WebFrontEnd",
+        "MapState", "LocationTestKit", "Regions", "SystemIO", "WebFrontEnd", "MQTTTransport",
       ],
       swiftSettings: swiftSettings),
     .testTarget(

@@ -63,10 +63,9 @@ public enum ConfigurationError: Error, Sendable, Hashable, CustomStringConvertib
 /// The daemon's settings: defaults, overridden by the config file, overridden by flags.
 ///
 /// Config file format: one `key = value` per line; `#` starts a comment line; blank lines are
-/// ignored; keys are the long flag names without `--` (`backend`, `socket`, `state-dir`,
-/// `group`, `max-clients`, `dbus`, `nmea-socket`, `http`, `http-tiles`, and the region thresholds
-/// `region-error-fraction`, `region-minimum-margin`, `region-confirmations`,
-/// `region-maximum-fix-age`, `region-outage-reset`). Values may be wrapped in double quotes.
+/// ignored; keys are the long flag names without `--`, one per row of ``settings`` (every key,
+/// its values and what a reload does with it: docs/configuration.md). Values may be wrapped in
+/// double quotes.
 public struct Configuration: Sendable, Hashable {
   /// The default socket path: ``ServiceSocket/defaultPath``, where clients look for the service.
   public static let defaultSocketPath = ServiceSocket.defaultPath
@@ -148,65 +147,6 @@ public struct Configuration: Sendable, Hashable {
   /// The command-line flags seen by ``parse(arguments:readFile:)``, kept for ``reloaded(readFile:)``.
   public private(set) var flags: [String: String] = [:]
 
-  /// The `--help` text.
-  public static let usage = """
-    usage: locationd [--backend URI] [--socket PATH] [--state-dir DIR] [--group NAME]
-                     [--max-clients N] [--dbus system|session|none] [--nmea-socket PATH]
-                     [--http ADDRESS:PORT] [--http-tiles URL|none] [--track live|all|off]
-                     [--track-max-age AGE] [--track-max-size SIZE] [--config FILE]
-                     [--mqtt URI] [--mqtt-... VALUE] [--region-... VALUE]
-
-      --backend URI     simulate[:ROUTE.gpx] | replay:PATH[?speed=10&loop=true] |
-                        gpsd://HOST:PORT[/DEVICE]          (default simulate)
-      --socket PATH     Unix socket to listen on           (default /run/locationd/locationd.sock)
-      --state-dir DIR   persistent state, a directory      (default /var/lib/locationd)
-      --group NAME      members may use the service, "" for root only (default locationd)
-      --max-clients N   1...4096                           (default 64)
-      --dbus BUS        serve the GeoClue2 D-Bus API (org.freedesktop.GeoClue2) on the
-                        system or session bus, or none    (default none); applications look
-                        on the system bus, session is for a private or test bus
-                        (scripts/try-geoclue, docs/geoclue.md)
-      --nmea-socket PATH  serve each fix as NMEA RMC and GGA on this Unix socket, for GeoClue's
-                        nmea-socket; same mode and group as --socket (default none)
-      --http ADDRESS:PORT
-                        serve the live map page over HTTP (off by default); PORT alone or
-                        localhost:PORT is 127.0.0.1:PORT, [::1]:PORT for IPv6, 0.0.0.0:PORT
-                        for every interface; `locationctl web` prints its URL
-      --http-tiles URL  tile URL template with {z} {x} {y}, or none for a plain background
-                        (default https://tile.openstreetmap.org/{z}/{x}/{y}.png)
-      --track live|all|off  record accepted fixes in STATE-DIR/track.sqlite: live
-                        sources only (gpsd), all (replays and simulations too, marked
-                        as such), or off; on means live     (default live)
-      --track-max-age AGE   drop fixes older than AGE before the newest: 90d, 12h, 30m,
-                        3600s or 3600; 0 keeps all           (default 90d)
-      --track-max-size SIZE keep the track under SIZE: 256M, 2G, 500K or bytes; 0 for no
-                        cap                                  (default 256M)
-      --config FILE     key = value lines with the flags' names without --; flags win;
-                        re-read on SIGHUP
-      --mqtt URI        mqtt[s]://HOST[:PORT]: publish OwnTracks locations (docs/mqtt.md); with
-                        the flags --mqtt-topic, --mqtt-client-id, --mqtt-keepalive, --mqtt-qos,
-                        --mqtt-retain, --mqtt-ca-file, --mqtt-credentials FILE, --mqtt-tid,
-                        --mqtt-min-interval, --mqtt-min-distance, --mqtt-subscribe,
-                        --mqtt-stale, --mqtt-catch-up-rate, --mqtt-queue-limit,
-                        --mqtt-queue-size, --mqtt-reconnect-max
-
-    Region monitoring (docs/regions.md; a change needs a restart):
-      --region-error-fraction F  share of a fix's 95% error radius that must clear the
-                                 boundary, 0...10                  (default 1)
-      --region-minimum-margin M  metres to clear it by besides, 0...10000 (default 5)
-      --region-confirmations N   consecutive agreeing fixes, 1...100 (default 2)
-      --region-maximum-fix-age S seconds a fix's time may differ from the clock, 0...86400
-                                                                   (default 10)
-      --region-outage-reset S    seconds between votes that restart a confirmation,
-                                 0...86400                         (default 60)
-
-    A value that starts with -- is written joined to its flag: --group=--x (a separate word
-    that starts with -- is the next flag). The socket's directory and the state directory are
-    created when missing (one level: their parents must exist).
-
-
-    """ + ExitCode.table
-
   /// Parses command-line arguments (without the program name), reading `--config` when given.
   ///
   /// - Parameters:
@@ -266,18 +206,10 @@ public struct Configuration: Sendable, Hashable {
     return configuration
   }
 
-  /// The keys a config file and flags may set (flag names without `--`).
-  public static let knownKeys: Set<String> = Set([
-    "backend", "socket", "state-dir", "group", "max-clients", "dbus", "nmea-socket", "http", "http-tiles",
-    "track", "track-max-age", "track-max-size", "region-error-fraction", "region-minimum-margin",
-    "region-confirmations", "region-maximum-fix-age", "region-outage-reset",
-  ]).union(MQTTSettings.keys)
-
   private mutating func apply(flags: [String: String], readFile: (String) throws -> String) throws(ConfigurationError) {
     var mqttEntries: [(String, String)] = []
     if let path = flags["config"] {
-      guard !path.isEmpty else { throw .invalidValue(key: "config", value: path, reason: "give a file path") }
-      configFile = path
+      try Self.settingsByKey["config"]?.apply(&self, path)
       let text: String
       do { text = try readFile(path) } catch { throw .unreadableFile(path, reason: "\(error)") }
       for (key, value) in try Self.parseFile(text, path: path) {
@@ -299,9 +231,7 @@ public struct Configuration: Sendable, Hashable {
     }
     // The broker first (it creates the MQTT settings), then the rest in file-then-flag order.
     for (key, value) in mqttEntries.filter({ $0.0 == "mqtt" }) + mqttEntries.filter({ $0.0 != "mqtt" }) {
-      do { try MQTTSettings.apply(key, value, to: &mqtt) } catch {
-        throw .invalidValue(key: error.key, value: error.value, reason: error.reason)
-      }
+      try set(key, value)
     }
     // libmosquitto has no default CA store: an mqtts broker without a CA file can never connect,
     // a configuration error at start rather than a failure logged after it.
@@ -312,102 +242,20 @@ public struct Configuration: Sendable, Hashable {
     }
   }
 
+  /// Applies one setting through its row of ``settings``.
+  ///
+  /// - Throws: ``ConfigurationError`` from the row's check; an unknown key names the known ones.
   private mutating func set(_ key: String, _ value: String) throws(ConfigurationError) {
-    switch key {
-    case "backend":
-      do {
-        _ = try BackendFactory.make(uri: value)
-      } catch {
-        switch error.kind {
-        case .invalid: throw .invalidBackend(value, reason: error.reason)
-        case .missingInput: throw .missingInput(value, reason: error.reason)
-        case .unavailable: throw .unavailable(value, reason: error.reason)
-        }
-      }
-      backendURI = value
-    case "socket":
-      guard value.hasPrefix("/"), value.utf8.count <= 107 else {
-        throw .invalidValue(key: "socket", value: value, reason: "use an absolute path of at most 107 bytes")
-      }
-      socketPath = value
-    case "nmea-socket":
-      guard value.isEmpty || (value.hasPrefix("/") && value.utf8.count <= 107) else {
-        throw .invalidValue(
-          key: "nmea-socket", value: value,
-          reason: "use an absolute path of at most 107 bytes, or \"\" for no NMEA feed")
-      }
-      nmeaSocketPath = value.isEmpty ? nil : value
-    case "state-dir":
-      guard value.hasPrefix("/") else {
-        throw .invalidValue(key: "state-dir", value: value, reason: "use an absolute directory path")
-      }
-      stateDirectory = value
-    case "group":
-      guard value.utf8.count <= 32, !value.contains(":"), !value.contains(" ") else {
-        throw .invalidValue(key: "group", value: value, reason: "use a group name such as locationd, or \"\" for root only")
-      }
-      group = value.isEmpty ? nil : value
-    case "max-clients":
-      guard let number = Int(value), (1...4096).contains(number) else {
-        throw .invalidValue(key: "max-clients", value: value, reason: "use a whole number within 1...4096")
-      }
-      maxClients = number
-    case "region-error-fraction":
-      regionErrorFraction = try Self.number(key, value, in: 0...10, unit: "a share of the 95% error radius")
-    case "region-minimum-margin":
-      regionMinimumMargin = try Self.number(key, value, in: 0...10_000, unit: "metres")
-    case "region-confirmations":
-      guard let number = Int(value), (1...100).contains(number) else {
-        throw .invalidValue(key: key, value: value, reason: "use a whole number of fixes within 1...100")
-      }
-      regionConfirmations = number
-    case "region-maximum-fix-age":
-      regionMaximumFixAge = try Self.number(key, value, in: 0...86_400, unit: "seconds")
-    case "region-outage-reset":
-      regionOutageReset = try Self.number(key, value, in: 0...86_400, unit: "seconds")
-    case "dbus":
-      guard ["system", "session", "none"].contains(value) else {
-        throw .invalidValue(key: "dbus", value: value, reason: "use system, session or none")
-      }
-      dbus = value == "none" ? nil : value
-    case "http":
-      guard let parsed = Self.parseHTTPAddress(value) else {
-        throw .invalidValue(
-          key: "http", value: value,
-          reason: "use ADDRESS:PORT with a numeric address (127.0.0.1:8080, [::1]:8080, 0.0.0.0:8080), localhost:PORT or PORT; PORT 0...65535")
-      }
-      http = parsed
-    case "http-tiles":
-      if let problem = WebOptions.problem(withTiles: value) {
-        throw .invalidValue(key: "http-tiles", value: value, reason: problem)
-      }
-      httpTiles = value
-    case "track":
-      switch value.lowercased() {
-      case "live", "on", "yes", "true", "1": trackRecording = .live
-      case "all": trackRecording = .all
-      case "off", "no", "false", "0": trackRecording = .off
-      default: throw .invalidValue(key: "track", value: value, reason: "use live, all or off")
-      }
-    case "track-max-age":
-      guard let milliseconds = Self.duration(value) else {
-        throw .invalidValue(key: "track-max-age", value: value, reason: "use a duration such as 90d, 12h, 30m or 3600s; 0 keeps all")
-      }
-      trackMaxAge = milliseconds
-    case "track-max-size":
-      guard let bytes = Self.size(value) else {
-        throw .invalidValue(key: "track-max-size", value: value, reason: "use a size such as 256M, 2G or 500K; 0 for no cap")
-      }
-      trackMaxSize = bytes
-    default:
+    guard let setting = Self.settingsByKey[key], setting.isFileKey else {
       throw .invalidValue(key: key, value: value, reason: "unknown setting: use one of \(Self.knownKeys.sorted().joined(separator: ", "))")
     }
+    try setting.apply(&self, value)
   }
 
   /// A finite decimal number within `range`.
   ///
   /// - Throws: ``ConfigurationError/invalidValue(key:value:reason:)`` naming the range and unit.
-  private static func number(_ key: String, _ value: String, in range: ClosedRange<Double>, unit: String)
+  static func number(_ key: String, _ value: String, in range: ClosedRange<Double>, unit: String)
     throws(ConfigurationError) -> Double
   {
     guard let number = Double(value), number.isFinite, range.contains(number) else {

@@ -13,16 +13,21 @@ import MQTTTransport
 import NMEAFeed
 import Regions
 import TrackStore
+import Synchronization
 
 /// The `locationd` process: configuration, wiring and lifecycle, run by the executable's `main`.
 ///
 /// Start-up: parse flags and the config file; create the backend, the manager, the map state
-/// (restored from the state directory) and the socket (or take systemd's); serve; send `READY=1`.
-/// SIGHUP re-reads the config file (group and client cap apply at once, the group to connected
-/// clients too: see ``LocationService/reloadAuthorization(_:)``; a changed backend,
-/// socket or state directory needs a restart and is logged as such). SIGTERM/SIGINT: `STOPPING=1`,
-/// watchers are told, tracking stops, the socket is closed and removed; the map state is already
-/// on disk (it is saved atomically on every change).
+/// (restored from the state directory) and the socket (or take systemd's); then start the parts
+/// as one ``ServiceGroup`` (``DaemonServices``: socket server, NMEA feed, web, track recorder,
+/// service core, GeoClue, MQTT, accepting, readiness with `READY=1`), stopped in reverse order,
+/// also when one of them fails to start (each failure keeps its ``ExitCode``).
+/// SIGHUP re-reads the config file through the group (group and client cap apply at once, the
+/// group to connected clients too: see ``LocationService/reloadAuthorization(_:)``; a change that
+/// needs a restart is logged as such: ``Configuration/needsRestart(comparedWith:)``).
+/// SIGTERM/SIGINT: `STOPPING=1`, then the group stops: watchers are told, tracking stops, the
+/// socket is closed and removed; the map state is already on disk (saved atomically on every
+/// change).
 public enum Daemon {
   /// Runs the daemon with `arguments` (without the program name); returns the exit status:
   /// 0 after a clean shutdown, otherwise one of ``ExitCode`` (64 only for a malformed command
@@ -33,7 +38,7 @@ public enum Daemon {
     let signals = SignalSequence.stream([SIGTERM, SIGINT, SIGHUP])
     let started = ContinuousClock.now
 
-    var configuration: Configuration
+    let configuration: Configuration
     do {
       configuration = try Configuration.parse(arguments: arguments)
     } catch {
@@ -134,200 +139,100 @@ public enum Daemon {
     let server = SocketServer(
       socket: socket, handler: service, options: ServerOptions(maxClients: configuration.maxClients))
     await service.attach(server)
-    // The NMEA feed (--nmea-socket): a second front-end on the same service and authority.
-    var nmeaFeed: NMEAFeed?
-    if let path = configuration.nmeaSocketPath {
-      do {
-        let feed = try NMEAFeed(path: path, group: configuration.group, handler: service)
-        await service.attach(feed)
-        nmeaFeed = feed
-      } catch {
-        writeStandardError("locationd: \(error)\n")
-        socket.close()
-        return nmeaExitCode(error).rawValue
-      }
-    }
-    await service.start()
-    // Subscribed before any reader can connect, so that the first fix of their tracking is seen.
-    var nmeaTask: Task<Void, Never>?
-    if let feed = nmeaFeed {
-      let events = await manager.observe(coalescing: true)
-      nmeaTask = Task { await feed.run(events: events) }
-    }
-    let track = await TrackRecording.start(configuration, manager: manager)
 
-    // The GeoClue2 D-Bus front-end, when asked for: the same service, another transport.
-    var geoClue: GeoClueFrontEnd?
-    if let name = configuration.dbus, let kind = GeoClueBusKind(rawValue: name) {
-      let frontEnd = GeoClueFrontEnd(
-        kind: kind, service: service, manager: manager, authority: authority)
-      do {
-        try await frontEnd.start()
-      } catch {
-        writeStandardError("locationd: \(error)\n")
-        server.stop()
-        nmeaFeed?.stop()
-        nmeaTask?.cancel()
-        await server.waitUntilStopped()
-        await nmeaFeed?.waitUntilStopped()
-        return ExitCode.unavailable.rawValue
-      }
-      await service.attach(frontEnd)
-      geoClue = frontEnd
-    }
-    // The HTTP front-end (--http): the live map page, after the socket so that a failure here
-    // is reported like any other start-up failure.
-    var web: WebFrontEnd?
-    if let http = configuration.http {
-      do {
-        let options = WebOptions(
-          address: http.address, port: http.port, tiles: configuration.httpTiles,
-          stateDirectory: configuration.stateDirectory)
-        let frontEnd = try WebFrontEnd(options: options, service: service)
-        await service.attach(frontEnd)
-        web = frontEnd
-        Log.event("httpReady", ["url": frontEnd.url, "tokenFile": frontEnd.tokenFile])
-      } catch {
-        writeStandardError("locationd: --http \(http.address):\(http.port): \(error.description)\n")
-        await geoClue?.stop()
-        server.stop()
-        nmeaFeed?.stop()
-        nmeaTask?.cancel()
-        await server.waitUntilStopped()
-        await nmeaFeed?.waitUntilStopped()
-        return (error.libraryMissing ? ExitCode.unavailable : ExitCode.osError).rawValue
-      }
-    }
-    // The MQTT front-end (docs/mqtt.md): a client of the service like the socket's.
-    var mqtt: OwnTracksFrontEnd?
-    var mqttQueue: FallbackOutbox?
-    if let settings = configuration.mqtt {
-      do {
-        let started = try await startMQTT(
-          settings, store: track?.store, stateDirectory: configuration.stateDirectory, service: service)
-        mqtt = started.0
-        mqttQueue = started.1
-      } catch {
-        writeStandardError("locationd: \(error)\n")
-        await service.shutdown(reason: "startFailed")
-        await geoClue?.stop()
-        web?.stop()
-        nmeaFeed?.stop()
-        nmeaTask?.cancel()
-        await nmeaFeed?.waitUntilStopped()
-        await track?.stop()
-        server.stop()
-        await server.waitUntilStopped()
-        return ExitCode.configuration.rawValue
-      }
-    }
-
-    // The sockets answer only now, once every front-end is up: a client that connects earlier
-    // (the socket is bound, or passed by systemd, before the front-ends start) waits in the
-    // listen backlog, so its first `status` already names the HTTP page and the MQTT broker,
-    // and `locationctl web` right after a start never hears that the page is not served.
-    do {
-      try server.start()
-      try nmeaFeed?.start()
-    } catch {
-      writeStandardError("locationd: \(error)\n")
-      await service.shutdown(reason: "startFailed")
-      await mqtt?.stop()
-      await geoClue?.stop()
-      web?.stop()
-      nmeaFeed?.stop()
-      nmeaTask?.cancel()
-      await track?.stop()
-      server.stop()
-      return ExitCode.osError.rawValue
-    }
-
+    // From here on every part is a service of one group: started in this order, stopped in
+    // reverse; a part that fails to start stops exactly those before it (docs/ARCHITECTURE.md,
+    // "Lifecycle").
+    let state = DaemonState(configuration)
     let notifier = SystemdNotifier(environment: environment)
-    let elapsed = ContinuousClock.now - started
-    let microseconds = elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000
-    Log.event(
-      "ready",
-      [
-        "socket": socket.path, "activated": String(socket.isActivated), "backend": backend.uri,
-        "stateDir": configuration.stateDirectory, "startupMs": String(Double(microseconds / 100) / 10),
-        "nmeaSocket": nmeaFeed?.socket.path ?? "",
-      ])
-    notifier.ready(status: "serving on \(socket.path), backend \(backend.uri)")
-    let watchdog = Task { await notifier.runWatchdog() }
+    let nmeaFeed = Shared<NMEAFeed?>(nil)
+    let track = Shared<TrackRecording?>(nil)
+    var services: [any Service] = [
+      DaemonServices.socketServer(server, socket: socket, state: state)
+    ]
+    if let path = configuration.nmeaSocketPath {
+      services.append(
+        DaemonServices.nmeaFeed(path: path, service: service, state: state, feed: nmeaFeed))
+      services.append(DaemonServices.nmeaPublisher(nmeaFeed, manager: manager))
+    }
+    if let http = configuration.http {
+      services.append(DaemonServices.web(http, configuration: configuration, service: service))
+    }
+    if configuration.trackEnabled {
+      services.append(DaemonServices.trackRecorder(configuration, manager: manager, track: track))
+    }
+    services.append(DaemonServices.core(service, state: state))
+    if let name = configuration.dbus, let kind = GeoClueBusKind(rawValue: name) {
+      services.append(
+        DaemonServices.geoClue(kind, service: service, manager: manager, authority: authority))
+    }
+    if let settings = configuration.mqtt {
+      services.append(
+        DaemonServices.mqtt(
+          settings, stateDirectory: configuration.stateDirectory, service: service, track: track))
+    }
+    services.append(DaemonServices.accepting(server, nmeaFeed))
+    let backendURI = backend.uri
+    services.append(
+      DaemonServices.readiness(notifier: notifier, state: state) {
+        let elapsed = ContinuousClock.now - started
+        let microseconds =
+          elapsed.components.seconds * 1_000_000 + elapsed.components.attoseconds / 1_000_000_000_000
+        Log.event(
+          "ready",
+          [
+            "socket": socket.path, "activated": String(socket.isActivated), "backend": backendURI,
+            "stateDir": configuration.stateDirectory, "startupMs": String(Double(microseconds / 100) / 10),
+            "nmeaSocket": nmeaFeed.value?.socket.path ?? "",
+          ])
+        notifier.ready(status: "serving on \(socket.path), backend \(backendURI)")
+      })
+
+    let group = ServiceGroup()
+    do {
+      try await group.start(services)
+    } catch {
+      // The group has stopped every part that started; the failure is written once.
+      writeStandardError("locationd: \(error.error)\n")
+      withExtendedLifetime(stateLock) {}
+      return (error.error as? DaemonStartError)?.exitCode.rawValue ?? ExitCode.osError.rawValue
+    }
 
     // What runs until a restart: a reload changes only the group and client limit, so the backend,
     // socket and state directory it reads are compared with these, not with the last reload's.
     let running = configuration
-    var reason = "signal"
-    for await number in signals {
-      if number == SIGHUP {
-        notifier.reloading()
-        do {
-          let reloaded = try configuration.reloaded()
-          // Refused as at start: a group that does not exist would shut every member out.
-          if let group = reloaded.group, !group.isEmpty, GroupDatabase.groupID(named: group) == nil {
-            throw ListenError.noSuchGroup(group)
-          }
-          // Clients already decided are decided again under the new group: one that lost its
-          // authorization loses its watch and tracking and is told (AUTHORIZATION event).
-          let review = await service.reloadAuthorization(Authorizer(groupName: reloaded.group))
-          // The socket file's group is the coarse outer gate (who may connect at all); it follows
-          // the group when locationd created the socket, not when systemd passed it.
-          applySocketGroup(socket, reloaded.group)
-          if let feed = nmeaFeed { applySocketGroup(feed.socket, reloaded.group) }
-          server.setMaxClients(reloaded.maxClients)
-          var needsRestart: [String] = []
-          if reloaded.backendURI != running.backendURI { needsRestart.append("backend") }
-          if reloaded.socketPath != running.socketPath { needsRestart.append("socket") }
-          if reloaded.stateDirectory != running.stateDirectory { needsRestart.append("state-dir") }
-          if reloaded.dbus != running.dbus { needsRestart.append("dbus") }
-          if reloaded.nmeaSocketPath != running.nmeaSocketPath { needsRestart.append("nmea-socket") }
-          if reloaded.regionMonitorConfiguration != running.regionMonitorConfiguration {
-            needsRestart.append("region-thresholds")
-          }
-          if reloaded.http?.address != running.http?.address || reloaded.http?.port != running.http?.port
-            || reloaded.httpTiles != running.httpTiles
-          {
-            needsRestart.append("http")
-          }
-          if reloaded.mqtt != running.mqtt { needsRestart.append("mqtt") }
-          if reloaded.trackRecording != running.trackRecording || reloaded.trackMaxAge != running.trackMaxAge
-            || reloaded.trackMaxSize != running.trackMaxSize
-          {
-            needsRestart.append("track")
-          }
-          Log.event(
-            "reloaded",
-            [
-              "group": reloaded.group ?? "", "maxClients": String(reloaded.maxClients),
-              "granted": String(review.granted), "revoked": String(review.revoked),
-              "trackingStopped": String(review.usersStopped),
-              "needsRestart": needsRestart.joined(separator: ","),
-            ])
-          configuration = reloaded
-        } catch {
-          Log.event("reloadFailed", ["reason": "\(error)"])
+    let ended = await group.run(signals: signals) {
+      notifier.reloading()
+      do {
+        let reloaded = try state.configuration.reloaded()
+        // Refused as at start: a group that does not exist would shut every member out.
+        if let group = reloaded.group, !group.isEmpty, GroupDatabase.groupID(named: group) == nil {
+          throw ListenError.noSuchGroup(group)
         }
-        notifier.ready(status: "serving on \(socket.path), backend \(backend.uri)")
-        continue
+        state.configuration = reloaded
+        // Each part applies what it can at once: the service core decides every client again
+        // under the new group (one that lost it loses its watch and tracking and is told), the
+        // socket files follow the group, the socket server the client cap.
+        await group.reload()
+        let review = state.review ?? (0, 0, 0)
+        Log.event(
+          "reloaded",
+          [
+            "group": reloaded.group ?? "", "maxClients": String(reloaded.maxClients),
+            "granted": String(review.granted), "revoked": String(review.revoked),
+            "trackingStopped": String(review.usersStopped),
+            "needsRestart": reloaded.needsRestart(comparedWith: running).joined(separator: ","),
+          ])
+      } catch {
+        Log.event("reloadFailed", ["reason": "\(error)"])
       }
-      reason = SignalSequence.name(number)
-      break
+      notifier.ready(status: "serving on \(socket.path), backend \(backendURI)")
     }
+    let reason = ended.map(SignalSequence.name) ?? "signal"
+    state.shutdownReason = reason
     Log.event("stopping", ["reason": reason])
     notifier.stopping()
-    await mqtt?.stop()
-    if let mqttQueue { Self.closeQueue(mqttQueue) }
-    await geoClue?.stop()
-    await service.shutdown(reason: reason)
-    web?.stop()
-    await track?.stop()
-    server.stop()
-    nmeaFeed?.stop()
-    nmeaTask?.cancel()
-    await server.waitUntilStopped()
-    await nmeaFeed?.waitUntilStopped()
-    watchdog.cancel()
+    await group.stop()
     Log.event("stopped", [:])
     withExtendedLifetime(stateLock) {}
     return 0

@@ -143,12 +143,16 @@ public struct MQTTSettings: Sendable, Hashable {
       "mqtt-retain is on and the connection is anonymous: a broker that allows anonymous connections usually lets anyone read \(effectiveTopic), retained last location included; give mqtt-credentials and an ACL that lets only that user read owntracks/# (docs/mqtt.md), or set mqtt-retain off"
   }
 
-  /// The keys ``apply(_:_:)`` understands (flag names without `--`).
-  public static let keys: Set<String> = [
+  /// The keys ``apply(_:_:)`` understands (flag names without `--`), `mqtt` first, in the order
+  /// locationd's `--help` names them.
+  public static let orderedKeys: [String] = [
     "mqtt", "mqtt-topic", "mqtt-client-id", "mqtt-keepalive", "mqtt-qos", "mqtt-retain", "mqtt-ca-file",
     "mqtt-credentials", "mqtt-tid", "mqtt-min-interval", "mqtt-min-distance", "mqtt-subscribe", "mqtt-stale",
-    "mqtt-catch-up-rate", "mqtt-queue-limit", "mqtt-reconnect-max", "mqtt-queue-size",
+    "mqtt-catch-up-rate", "mqtt-queue-limit", "mqtt-queue-size", "mqtt-reconnect-max",
   ]
+
+  /// The keys ``apply(_:_:)`` understands, as a set.
+  public static let keys: Set<String> = Set(orderedKeys)
 
   /// Applies one setting to `settings` (created by the `mqtt` key; the other keys need it).
   ///
