@@ -20,6 +20,7 @@ let package = Package(
     .library(name: "MapState", targets: ["MapState"]),
     .library(name: "Regions", targets: ["Regions"]),
     .library(name: "TrackStore", targets: ["TrackStore"]),
+    .library(name: "LocationClient", targets: ["LocationClient"]),
   ],
   targets: [
     // libgps (headers from libgps-dev); only GPSDBackend imports it. A C target that loads the
@@ -80,6 +81,12 @@ let package = Package(
     // Pure, no I/O; locationctl and every front-end use it.
     .target(
       name: "LocationProtocol", dependencies: ["JSON", "LocationModel", "Regions"], swiftSettings: swiftSettings),
+    // The Swift API applications import: LocationClient (CoreLocation's manager and MapKit's map
+    // state over the socket protocol), MapViewModel and its renderer protocol. Only the pure
+    // modules and SystemIO; never the server's (ServiceCore, SocketTransport, LocationDaemon).
+    .target(
+      name: "LocationClient", dependencies: ["JSON", "LocationModel", "LocationProtocol", "Regions", "SystemIO"],
+      swiftSettings: swiftSettings),
     // The transport-independent service: authorization, tracking per client and per user, the
     // hub that fans fixes out, map-state wiring. Every front-end calls it through one API.
     .target(
@@ -134,9 +141,13 @@ let package = Package(
     .executableTarget(name: "locationd", dependencies: ["LocationDaemon"], swiftSettings: swiftSettings),
     .executableTarget(
       name: "locationctl",
-      // The client and the pty simulator: the wire types, NMEA, the local backends and SystemIO;
-      // never the server (ServiceCore, SocketTransport, LocationDaemon).
-      dependencies: ["NMEA", "LocationModel", "LocationProtocol", "LocationCore", "Regions", "SystemIO", "TrackStore"],
+      // The client (its connections through LocationClient) and the pty simulator: the wire
+      // types, NMEA, the local backends and SystemIO; never the server (ServiceCore,
+      // SocketTransport, LocationDaemon).
+      dependencies: [
+        "LocationClient", "NMEA", "LocationModel", "LocationProtocol", "LocationCore", "Regions", "SystemIO",
+        "TrackStore",
+      ],
       swiftSettings: swiftSettings),
     .executableTarget(name: "nmea-bench", dependencies: ["NMEA", "LocationModel", "LocationProtocol"], swiftSettings: swiftSettings),
     // JSONValue against Foundation's JSONEncoder/JSONDecoder and JSONSerialization.
