@@ -179,6 +179,8 @@ let package = Package(
     .executableTarget(
       name: "region-bench", dependencies: ["BenchKit", "Regions", "LocationModel"], swiftSettings: swiftSettings),
     .testTarget(name: "RegionsTests", dependencies: ["Regions", "LocationModel", "JSON"], swiftSettings: swiftSettings),
+    // The client library on a scripted daemon and a virtual clock, and MapViewModel's rules.
+    .testTarget(name: "LocationClientTests", dependencies: ["LocationClient"], swiftSettings: swiftSettings),
     .testTarget(name: "SystemIOTests", dependencies: ["SystemIO"], swiftSettings: swiftSettings),
     .testTarget(
       name: "NMEAFeedTests",
