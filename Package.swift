@@ -149,6 +149,11 @@ let package = Package(
         "TrackStore",
       ],
       swiftSettings: swiftSettings),
+    // The seed app's map screen as a terminal program: an application of LocationClient and
+    // MapViewModel, built with everything else (and run by the end-to-end tests as uid 65534).
+    .executableTarget(
+      name: "location-map", dependencies: ["LocationClient", "SystemIO"], path: "Examples/LocationMap",
+      swiftSettings: swiftSettings),
     .executableTarget(name: "nmea-bench", dependencies: ["NMEA", "LocationModel", "LocationProtocol"], swiftSettings: swiftSettings),
     // JSONValue against Foundation's JSONEncoder/JSONDecoder and JSONSerialization.
     .executableTarget(
@@ -235,7 +240,8 @@ let package = Package(
       name: "TrackStoreTests", dependencies: ["TrackStore", "LocationModel"], exclude: ["Schema"],
       swiftSettings: swiftSettings),
     .testTarget(
-      name: "EndToEndTests", dependencies: ["LocationCore", "LocationModel", "LocationTestKit", "NMEA", "GNSSSky"],
+      name: "EndToEndTests",
+      dependencies: ["LocationClient", "LocationCore", "LocationModel", "LocationTestKit", "NMEA", "GNSSSky"],
       swiftSettings: swiftSettings),
   ]
 )
