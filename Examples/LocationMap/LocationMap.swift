@@ -20,7 +20,8 @@ final class TerminalRenderer: MapRenderer {
     say("map: centre \(text(center)) at zoom \(zoomLevel)")
   }
   func addOrReplaceAnnotation(_ annotation: Annotation) {
-    say("map: annotation \(annotation.id) at \(text(annotation.coordinate)) \"\(annotation.title)\"")
+    say(
+      "map: annotation \(annotation.id) at \(text(annotation.coordinate)) \"\(annotation.title)\"")
   }
   func removeAnnotation(identifier: String) { say("map: annotation \(identifier) removed") }
 }
@@ -33,7 +34,8 @@ func text(_ coordinate: Coordinate?) -> String {
     let sign = scaled < 0 ? "-" : ""
     let magnitude = Int64(abs(scaled))
     let fraction = String(magnitude % 1_000_000)
-    return "\(sign)\(magnitude / 1_000_000).\(String(repeating: "0", count: 6 - fraction.count))\(fraction)"
+    return
+      "\(sign)\(magnitude / 1_000_000).\(String(repeating: "0", count: 6 - fraction.count))\(fraction)"
   }
   return "\(fixed(coordinate.latitude)), \(fixed(coordinate.longitude))"
 }
@@ -113,7 +115,10 @@ struct LocationMap {
         if seen >= fixes { exit(0) }
       }
       await model.startTracking()
-      while model.isTracking { await Task.yield(); try? await Task.sleep(for: .milliseconds(50)) }
+      while model.isTracking {
+        await Task.yield()
+        try? await Task.sleep(for: .milliseconds(50))
+      }
       say("location-map: \(model.lastError?.message ?? "the updates ended")")
       exit(1)
     }

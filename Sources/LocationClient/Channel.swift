@@ -23,7 +23,8 @@ final class Channel: Sendable {
 
   /// A channel over `transport` (not yet open); `onInput` receives events and the close.
   init(
-    transport: any LocationTransport, timeout: Duration, sleep: @escaping @Sendable (Duration) async throws -> Void,
+    transport: any LocationTransport, timeout: Duration,
+    sleep: @escaping @Sendable (Duration) async throws -> Void,
     onInput: @escaping @Sendable (TransportInput) -> Void
   ) {
     self.transport = transport
@@ -106,7 +107,8 @@ final class Channel: Sendable {
     let timeout = timeout
     let sleep = sleep
     return try await withTaskCancellationHandler {
-      try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<JSONValue, any Error>) in
+      try await withCheckedThrowingContinuation {
+        (continuation: CheckedContinuation<JSONValue, any Error>) in
         let closed = state.withLock { state -> LocationClientError? in
           if let closed = state.closed { return closed }
           state.pending[id] = Pending(continuation: continuation, timer: nil)
@@ -126,7 +128,8 @@ final class Channel: Sendable {
             id,
             LocationClientError(
               .timedOut,
-              "locationd did not answer \(command) within \(timeout): is it stopped or overloaded?"))
+              "locationd did not answer \(command) within \(timeout): is it stopped or overloaded?")
+          )
         }
         let registered = state.withLock { state -> Bool in
           guard state.pending[id] != nil else { return false }
@@ -137,7 +140,8 @@ final class Channel: Sendable {
         do throws(LocationClientError) {
           try transport.send(line)
         } catch {
-          fail(id, error)
+          // A send that failed on a closed connection delivered nothing: it may be sent again.
+          fail(id, error.code == .connectionClosed ? ClosedBeforeSending(error: error) : error)
         }
       }
     } onCancel: {

@@ -40,12 +40,14 @@ enum DaemonSocket {
   static func connect(path: String, timeout: Double?) throws(LocationClientError) -> Int32 {
     let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else {
-      throw LocationClientError(.systemError, "cannot create a socket: \(String(cString: strerror(errno)))")
+      throw LocationClientError(
+        .systemError, "cannot create a socket: \(String(cString: strerror(errno)))")
     }
     if let timeout {
       // Bounds a blocking connect (and send) on a Unix socket: Linux waits for room in the
       // listener's queue only as long as SO_SNDTIMEO.
-      var limit = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - timeout.rounded(.down)) * 1e6))
+      var limit = timeval(
+        tv_sec: Int(timeout), tv_usec: Int((timeout - timeout.rounded(.down)) * 1e6))
       _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
     }
     var address = sockaddr_un()
@@ -54,7 +56,8 @@ enum DaemonSocket {
     let capacity = MemoryLayout.size(ofValue: address.sun_path)
     guard !bytes.isEmpty, bytes.count < capacity else {
       close(fd)
-      throw LocationClientError(.systemError, "socket path \(path) is empty or longer than \(capacity - 1) bytes")
+      throw LocationClientError(
+        .systemError, "socket path \(path) is empty or longer than \(capacity - 1) bytes")
     }
     withUnsafeMutableBytes(of: &address.sun_path) { raw in
       for (index, byte) in bytes.enumerated() { raw[index] = byte }
@@ -71,19 +74,22 @@ enum DaemonSocket {
     case ENOENT:
       throw LocationClientError(
         .noDaemon,
-        "socket \(path) does not exist: is locationd running? (systemctl start locationd, or give --socket PATH)")
+        "socket \(path) does not exist: is locationd running? (systemctl start locationd, or give --socket PATH)"
+      )
     case ECONNREFUSED:
       throw LocationClientError(
         .noDaemon, "nothing listens at \(path): is locationd running? (systemctl status locationd)")
     case EACCES, EPERM:
-      throw LocationClientError(.permissionDenied, "permission denied on \(path): \(permissionHint(path))")
+      throw LocationClientError(
+        .permissionDenied, "permission denied on \(path): \(permissionHint(path))")
     case EAGAIN, EINPROGRESS:
       throw LocationClientError(
         .timedOut,
         "locationd did not accept the connection at \(path) within \(seconds(timeout)): is it stopped or overloaded? (--timeout S waits longer, 0 for ever)"
       )
     default:
-      throw LocationClientError(.systemError, "cannot connect to \(path): \(String(cString: strerror(code)))")
+      throw LocationClientError(
+        .systemError, "cannot connect to \(path): \(String(cString: strerror(code)))")
     }
   }
 
@@ -104,7 +110,8 @@ enum DaemonSocket {
       return "run as root (only root may use \(examined))"
     }
     let group = GroupDatabase.groupName(id: info.st_gid) ?? "with gid \(info.st_gid)"
-    return "run as root or as a member of group \(group) (usermod -aG \(group) USER, then log in again)"
+    return
+      "run as root or as a member of group \(group) (usermod -aG \(group) USER, then log in again)"
   }
 
   /// `seconds` as text for messages: "30 s", "0.5 s".
@@ -115,7 +122,9 @@ enum DaemonSocket {
 
   /// `{"cmd":COMMAND,"id":ID,MEMBERS...}` and its newline: one request line.
   static func requestLine(_ command: String, id: Int, _ members: [JSONMember]) -> [UInt8] {
-    var request: [JSONMember] = [JSONMember("cmd", .string(command)), JSONMember("id", .int(Int64(id)))]
+    var request: [JSONMember] = [
+      JSONMember("cmd", .string(command)), JSONMember("id", .int(Int64(id))),
+    ]
     request.append(contentsOf: members)
     var line = JSONValue.object(request).encoded
     line.append(UInt8(ascii: "\n"))
@@ -146,7 +155,9 @@ struct LineBuffer {
         return Message(value: try JSONValue.parse(line), raw: line)
       } catch {
         throw LocationClientError(
-          .badReply, "locationd sent a line that is not JSON: \(String(decoding: line.prefix(200), as: UTF8.self))")
+          .badReply,
+          "locationd sent a line that is not JSON: \(String(decoding: line.prefix(200), as: UTF8.self))"
+        )
       }
     }
     return nil
@@ -193,14 +204,19 @@ public final class DaemonConnection {
   /// - Returns: the reply object (success or `ERROR`).
   /// - Throws: ``LocationClientError`` when the connection fails or closes, or the reply does not
   ///   come within ``timeout``.
-  public func call(_ command: String, _ members: [JSONMember] = []) throws(LocationClientError) -> Message {
+  public func call(_ command: String, _ members: [JSONMember] = []) throws(LocationClientError)
+    -> Message
+  {
     let id = nextID
     nextID += 1
     try send(DaemonSocket.requestLine(command, id: id, members))
-    let deadline = timeout.map { ContinuousClock.now + .milliseconds(Int64(($0 * 1000).rounded(.up))) }
+    let deadline = timeout.map {
+      ContinuousClock.now + .milliseconds(Int64(($0 * 1000).rounded(.up)))
+    }
     while true {
       guard let message = try readMessage(until: deadline, answering: command) else {
-        throw LocationClientError(.connectionClosed, "locationd closed the connection before answering \(command)")
+        throw LocationClientError(
+          .connectionClosed, "locationd closed the connection before answering \(command)")
       }
       if message["id"]?.intValue == id {
         var reply = message
@@ -217,7 +233,9 @@ public final class DaemonConnection {
 
   /// Like ``call(_:_:)`` but throws an error reply as a ``LocationClientError`` (its code, the
   /// message `COMMAND: CODE: MESSAGE`, and the reply).
-  public func require(_ command: String, _ members: [JSONMember] = []) throws(LocationClientError) -> Message {
+  public func require(_ command: String, _ members: [JSONMember] = []) throws(LocationClientError)
+    -> Message
+  {
     let reply = try call(command, members)
     if reply["class"] == "ERROR" {
       var error = LocationClientError(errorReply: reply.value)
@@ -244,17 +262,21 @@ public final class DaemonConnection {
   ///
   /// - Throws: ``LocationClientError`` when the daemon closes the connection, on a read error or
   ///   an unparsable line.
-  public func nextEvent(until deadline: ContinuousClock.Instant) throws(LocationClientError) -> Message? {
+  public func nextEvent(until deadline: ContinuousClock.Instant) throws(LocationClientError)
+    -> Message?
+  {
     if !pendingEvents.isEmpty { return pendingEvents.removeFirst() }
     while true {
       if lines.hasLine, let message = try lines.next() { return message }
       let left = ContinuousClock.now.duration(to: deadline)
       guard left > .zero else { return nil }
-      let milliseconds = left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1
+      let milliseconds =
+        left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1
       var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
       let ready = poll(&descriptor, 1, Int32(clamping: milliseconds))
       if ready < 0 && errno != EINTR {
-        throw LocationClientError(.systemError, "cannot wait for locationd: \(String(cString: strerror(errno)))")
+        throw LocationClientError(
+          .systemError, "cannot wait for locationd: \(String(cString: strerror(errno)))")
       }
       guard ready > 0 else { continue }
       guard let message = try readMessage(until: nil, answering: nil) else {
@@ -302,13 +324,15 @@ public final class DaemonConnection {
   {
     while true {
       let left = ContinuousClock.now.duration(to: deadline)
-      let milliseconds = max(0, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000)
+      let milliseconds = max(
+        0, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000)
       var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
       let ready = poll(&descriptor, 1, Int32(clamping: milliseconds))
       if ready > 0 { return }
       if ready < 0 && errno == EINTR { continue }
       if ready < 0 {
-        throw LocationClientError(.systemError, "cannot wait for locationd: \(String(cString: strerror(errno)))")
+        throw LocationClientError(
+          .systemError, "cannot wait for locationd: \(String(cString: strerror(errno)))")
       }
       if ContinuousClock.now >= deadline {
         throw LocationClientError(

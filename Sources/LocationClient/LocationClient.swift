@@ -37,7 +37,9 @@ public final class LocationClient: Sendable {
   ///   - timeout: how long the daemon may take to accept a connection and to answer a request
   ///     (more than zero); a request without an answer by then throws
   ///     ``LocationClientError/Code/timedOut``.
-  public convenience init(socketPath: String = LocationClient.defaultSocketPath, timeout: Duration = .seconds(30)) {
+  public convenience init(
+    socketPath: String = LocationClient.defaultSocketPath, timeout: Duration = .seconds(30)
+  ) {
     let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
     self.init(timeout: timeout, clock: ContinuousClock()) {
       UnixSocketTransport(path: socketPath, connectTimeout: seconds > 0 ? seconds : nil)
@@ -55,7 +57,8 @@ public final class LocationClient: Sendable {
   ///   - reconnectAttempts: attempts (at least 1) before an event sequence gives up.
   ///   - makeTransport: a new, unopened transport.
   public init<C: Clock<Duration>>(
-    timeout: Duration, clock: C, reconnectDelay: Duration = .milliseconds(250), reconnectAttempts: Int = 120,
+    timeout: Duration, clock: C, reconnectDelay: Duration = .milliseconds(250),
+    reconnectAttempts: Int = 120,
     makeTransport: @escaping @Sendable () -> any LocationTransport
   ) {
     self.timeout = timeout
@@ -103,7 +106,9 @@ public final class LocationClient: Sendable {
         return try await channel.call(command, members)
       } catch let closed as ClosedBeforeSending {
         if attempt >= 2 { throw closed.error }
-      } catch let error as LocationClientError where error.code == .connectionClosed && command == "request" {
+      } catch let error as LocationClientError
+        where error.code == .connectionClosed && command == "request"
+      {
         // `request` changes nothing: ask again on a new connection.
         if attempt >= 2 { throw error }
       }
@@ -120,7 +125,9 @@ public final class LocationClient: Sendable {
     state.withLock { $0.authorizationRequested = true }
     do {
       let reply = try await call("request")
-      guard let name = reply["authorization"]?.stringValue, let status = AuthorizationStatus(rawValue: name) else {
+      guard let name = reply["authorization"]?.stringValue,
+        let status = AuthorizationStatus(rawValue: name)
+      else {
         throw Wire.bad("an AUTHORIZATION reply without authorization", reply)
       }
       return status
@@ -139,9 +146,15 @@ public final class LocationClient: Sendable {
   ///   authorization).
   public func startTracking(filter: LocationFilter = LocationFilter()) async throws {
     var members: [JSONMember] = []
-    if let value = filter.distanceFilter { members.append(JSONMember("distanceFilter", .number(value))) }
-    if let value = filter.minimumInterval { members.append(JSONMember("minInterval", .number(value))) }
-    if let value = filter.desiredAccuracy { members.append(JSONMember("desiredAccuracy", .number(value))) }
+    if let value = filter.distanceFilter {
+      members.append(JSONMember("distanceFilter", .number(value)))
+    }
+    if let value = filter.minimumInterval {
+      members.append(JSONMember("minInterval", .number(value)))
+    }
+    if let value = filter.desiredAccuracy {
+      members.append(JSONMember("desiredAccuracy", .number(value)))
+    }
     _ = try await call("start", members)
   }
 
@@ -190,11 +203,16 @@ public final class LocationClient: Sendable {
   /// - Returns: the map after the change.
   /// - Throws: ``LocationClientError`` (``LocationClientError/Code/noFix`` for `nil` without a
   ///   fix, ``LocationClientError/Code/invalidArgument`` for a coordinate out of range).
-  @discardableResult public func center(on coordinate: Coordinate?) async throws -> MapStateSnapshot {
+  @discardableResult public func center(on coordinate: Coordinate?) async throws -> MapStateSnapshot
+  {
     guard let coordinate else { return try MapStateSnapshot(map: try await call("center")) }
     return try MapStateSnapshot(
       map: try await call(
-        "setCenter", [JSONMember("lat", .number(coordinate.latitude)), JSONMember("lon", .number(coordinate.longitude))]
+        "setCenter",
+        [
+          JSONMember("lat", .number(coordinate.latitude)),
+          JSONMember("lon", .number(coordinate.longitude)),
+        ]
       ))
   }
 
@@ -208,7 +226,9 @@ public final class LocationClient: Sendable {
   /// Sets how the map follows the current location (MapKit's `MKUserTrackingMode`).
   ///
   /// - Throws: ``LocationClientError``.
-  @discardableResult public func setUserTrackingMode(_ mode: UserTrackingMode) async throws -> MapStateSnapshot {
+  @discardableResult public func setUserTrackingMode(_ mode: UserTrackingMode) async throws
+    -> MapStateSnapshot
+  {
     try MapStateSnapshot(map: try await call("mode", [JSONMember("mode", .string(mode.rawValue))]))
   }
 
@@ -222,21 +242,27 @@ public final class LocationClient: Sendable {
   ///   - title: at most 1,024 bytes of UTF-8.
   /// - Throws: ``LocationClientError`` (``LocationClientError/Code/invalidArgument``,
   ///   ``LocationClientError/Code/limitExceeded`` beyond 1,000 annotations or 64 KiB of text).
-  @discardableResult public func addAnnotation(identifier: String, coordinate: Coordinate, title: String = "")
+  @discardableResult public func addAnnotation(
+    identifier: String, coordinate: Coordinate, title: String = ""
+  )
     async throws -> MapStateSnapshot
   {
     let annotation: JSONValue = .object([
       JSONMember("id", .string(identifier)), JSONMember("lat", .number(coordinate.latitude)),
       JSONMember("lon", .number(coordinate.longitude)), JSONMember("title", .string(title)),
     ])
-    return try MapStateSnapshot(map: try await call("annotate", [JSONMember("annotation", annotation)]))
+    return try MapStateSnapshot(
+      map: try await call("annotate", [JSONMember("annotation", annotation)]))
   }
 
   /// Removes the annotation with this identifier.
   ///
   /// - Throws: ``LocationClientError`` (``LocationClientError/Code/notFound``).
-  @discardableResult public func removeAnnotation(identifier: String) async throws -> MapStateSnapshot {
-    try MapStateSnapshot(map: try await call("remove", [JSONMember("annotation", .string(identifier))]))
+  @discardableResult public func removeAnnotation(identifier: String) async throws
+    -> MapStateSnapshot
+  {
+    try MapStateSnapshot(
+      map: try await call("remove", [JSONMember("annotation", .string(identifier))]))
   }
 
   // MARK: Regions
@@ -255,15 +281,18 @@ public final class LocationClient: Sendable {
   ///
   /// - Throws: ``LocationClientError`` (``LocationClientError/Code/notFound``).
   public func stopMonitoring(identifier: String) async throws {
-    _ = try await call("region", [JSONMember("action", "remove"), JSONMember("region", .string(identifier))])
+    _ = try await call(
+      "region", [JSONMember("action", "remove"), JSONMember("region", .string(identifier))])
   }
 
   /// The monitored region's state: `unknown` until a fix decides, then `inside` or `outside`.
   ///
   /// - Throws: ``LocationClientError`` (``LocationClientError/Code/notFound``).
   public func state(of identifier: String) async throws -> RegionState {
-    let reply = try await call("region", [JSONMember("action", "state"), JSONMember("region", .string(identifier))])
-    guard let name = reply["region"]?["state"]?.stringValue, let state = RegionState(rawValue: name) else {
+    let reply = try await call(
+      "region", [JSONMember("action", "state"), JSONMember("region", .string(identifier))])
+    guard let name = reply["region"]?["state"]?.stringValue, let state = RegionState(rawValue: name)
+    else {
       throw Wire.bad("a REGION reply without state", reply)
     }
     return state
@@ -280,9 +309,12 @@ public final class LocationClient: Sendable {
     switch action {
     case .pause: members = [JSONMember("action", "pause")]
     case .resume: members = [JSONMember("action", "resume")]
-    case .seek(let seconds): members = [JSONMember("action", "seek"), JSONMember("value", .number(seconds))]
-    case .speed(let factor): members = [JSONMember("action", "speed"), JSONMember("value", .number(factor))]
-    case .step(let epochs): members = [JSONMember("action", "step"), JSONMember("value", .int(Int64(epochs)))]
+    case .seek(let seconds):
+      members = [JSONMember("action", "seek"), JSONMember("value", .number(seconds))]
+    case .speed(let factor):
+      members = [JSONMember("action", "speed"), JSONMember("value", .number(factor))]
+    case .step(let epochs):
+      members = [JSONMember("action", "step"), JSONMember("value", .int(Int64(epochs)))]
     }
     let reply = try await call("replay", members)
     guard let state = reply["state"]?.stringValue, let speed = reply["speed"]?.doubleValue else {
@@ -292,9 +324,13 @@ public final class LocationClient: Sendable {
   }
 
   /// Pauses the replay.
-  @discardableResult public func pauseReplay() async throws -> ReplayStatus { try await replay(.pause) }
+  @discardableResult public func pauseReplay() async throws -> ReplayStatus {
+    try await replay(.pause)
+  }
   /// Resumes a paused replay.
-  @discardableResult public func resumeReplay() async throws -> ReplayStatus { try await replay(.resume) }
+  @discardableResult public func resumeReplay() async throws -> ReplayStatus {
+    try await replay(.resume)
+  }
   /// Moves the replay to `seconds` (`>= 0`) after the log's first epoch.
   @discardableResult public func seekReplay(to seconds: Double) async throws -> ReplayStatus {
     try await replay(.seek(seconds: seconds))
@@ -318,7 +354,9 @@ public final class LocationClient: Sendable {
   ///
   /// - Throws (from the iteration): ``LocationClientError`` (``LocationClientError/Code/notAuthorized``
   ///   when refused or withdrawn; the last connection error when the daemon stays away).
-  public var locationUpdates: some AsyncSequence<Location, any Error> { locationUpdates(everyFix: false) }
+  public var locationUpdates: some AsyncSequence<Location, any Error> {
+    locationUpdates(everyFix: false)
+  }
 
   /// ``locationUpdates``; with `everyFix` every location, none skipped (for recording): a task
   /// that cannot keep up is then disconnected by the daemon, and the sequence reconnects.
@@ -359,7 +397,8 @@ public final class LocationClient: Sendable {
       }
       group.addTask {
         try await sleep(timeout)
-        throw LocationClientError(.timedOut, "no fix within \(timeout) (locationd answered, the backend gave no position)")
+        throw LocationClientError(
+          .timedOut, "no fix within \(timeout) (locationd answered, the backend gave no position)")
       }
       defer { group.cancelAll() }
       guard let first = try await group.next(), let location = first else {
@@ -426,7 +465,8 @@ public final class LocationClient: Sendable {
           channel.close()
           continuation.finish(
             throwing: LocationClientError(
-              .notAuthorized, "locationd withdrew this client's authorization (its group changed)", reply: event))
+              .notAuthorized, "locationd withdrew this client's authorization (its group changed)",
+              reply: event))
           return
         }
         if event["class"] == "ERROR" {
@@ -465,7 +505,9 @@ public struct ClientEvents<Element: Sendable>: AsyncSequence, Sendable {
     let client = client
     let coalesce = coalesce
     let transform = transform
-    let task = Task { await client.runEvents(coalesce: coalesce, transform: transform, into: continuation) }
+    let task = Task {
+      await client.runEvents(coalesce: coalesce, transform: transform, into: continuation)
+    }
     continuation.onTermination = { _ in task.cancel() }
     return stream.makeAsyncIterator()
   }

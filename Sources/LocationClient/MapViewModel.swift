@@ -43,7 +43,8 @@ public final class MapViewModel {
   @ObservationIgnored private var session = 0
   /// Locations handled so far, and tasks waiting for a count (tests).
   @ObservationIgnored private(set) var locationsReceived = 0
-  @ObservationIgnored private var waiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+  @ObservationIgnored private var waiters:
+    [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
 
   /// A model over `client`, zoomed to `zoomLevel` (`0...22`, clamped), drawing into `renderer`
   /// when given.
@@ -139,7 +140,9 @@ public final class MapViewModel {
     let clamped = min(22, max(0, level))
     guard clamped != zoomLevel else { return }
     zoomLevel = clamped
-    if let mapCenter { for renderer in renderers { renderer.setCenter(mapCenter, zoomLevel: zoomLevel) } }
+    if let mapCenter {
+      for renderer in renderers { renderer.setCenter(mapCenter, zoomLevel: zoomLevel) }
+    }
   }
 
   /// Sets how the centre follows the location; switching to a following mode centres on the
@@ -152,8 +155,11 @@ public final class MapViewModel {
   /// Adds an annotation to the daemon's map, or replaces the one with the same identifier.
   ///
   /// - Throws: ``LocationClientError`` (`invalidArgument`, `limitExceeded`, `notAuthorized`...).
-  public func addAnnotation(identifier: String, coordinate: Coordinate, title: String = "") async throws {
-    let map = try await client.addAnnotation(identifier: identifier, coordinate: coordinate, title: title)
+  public func addAnnotation(identifier: String, coordinate: Coordinate, title: String = "")
+    async throws
+  {
+    let map = try await client.addAnnotation(
+      identifier: identifier, coordinate: coordinate, title: title)
     apply(annotations: map.annotations)
   }
 

@@ -21,7 +21,8 @@ public protocol LocationTransport: AnyObject, Sendable {
   ///
   /// - Throws: ``LocationClientError`` when the daemon cannot be reached (`receive` is then
   ///   never called).
-  func open(_ receive: @escaping @Sendable (TransportInput) -> Void) async throws(LocationClientError)
+  func open(_ receive: @escaping @Sendable (TransportInput) -> Void)
+    async throws(LocationClientError)
 
   /// Sends one request line (a JSON object and its `\n`).
   ///
@@ -63,7 +64,9 @@ public final class UnixSocketTransport: LocationTransport {
   /// - Throws: ``LocationClientError`` from connecting (``LocationClientError/Code/noDaemon``,
   ///   ``LocationClientError/Code/permissionDenied`` with the group to join, ...), or
   ///   ``LocationClientError/Code/systemError`` when no thread can be started.
-  public func open(_ receive: @escaping @Sendable (TransportInput) -> Void) async throws(LocationClientError) {
+  public func open(_ receive: @escaping @Sendable (TransportInput) -> Void)
+    async throws(LocationClientError)
+  {
     let result: Result<Void, LocationClientError> = await withCheckedContinuation { continuation in
       do throws(SystemError) {
         try SystemIO.startThread { [self] in
@@ -81,7 +84,9 @@ public final class UnixSocketTransport: LocationTransport {
           }
           guard accepted else {
             Glibc.close(fd)
-            continuation.resume(returning: .failure(LocationClientError(.connectionClosed, "the connection was closed")))
+            continuation.resume(
+              returning: .failure(
+                LocationClientError(.connectionClosed, "the connection was closed")))
             return
           }
           continuation.resume(returning: .success(()))
@@ -94,14 +99,17 @@ public final class UnixSocketTransport: LocationTransport {
         }
       } catch {
         continuation.resume(
-          returning: .failure(LocationClientError(.systemError, "cannot start the client's reader thread: \(error)")))
+          returning: .failure(
+            LocationClientError(.systemError, "cannot start the client's reader thread: \(error)")))
       }
     }
     try result.get()
   }
 
   /// Reads lines and hands them to `receive` until the connection ends; returns why it ended.
-  private func readLoop(_ fd: Int32, _ receive: @Sendable (TransportInput) -> Void) -> LocationClientError {
+  private func readLoop(_ fd: Int32, _ receive: @Sendable (TransportInput) -> Void)
+    -> LocationClientError
+  {
     var lines = LineBuffer()
     var chunk = [UInt8](repeating: 0, count: 65_536)
     while true {
@@ -114,13 +122,16 @@ public final class UnixSocketTransport: LocationTransport {
       do throws(SystemError) {
         count = try SystemIO.read(fd, into: &chunk)
       } catch {
-        if error.code == ECONNRESET { return LocationClientError(.connectionClosed, "locationd closed the connection") }
+        if error.code == ECONNRESET {
+          return LocationClientError(.connectionClosed, "locationd closed the connection")
+        }
         return LocationClientError(.systemError, "cannot read from locationd: \(error)")
       }
       if count == 0 {
         let closedHere = state.withLock { $0.closed }
         return LocationClientError(
-          .connectionClosed, closedHere ? "the connection was closed" : "locationd closed the connection")
+          .connectionClosed,
+          closedHere ? "the connection was closed" : "locationd closed the connection")
       }
       lines.append(chunk[0..<count])
     }
@@ -147,7 +158,9 @@ public final class UnixSocketTransport: LocationTransport {
       throw LocationClientError(.connectionClosed, "locationd closed the connection")
     case EAGAIN:
       throw LocationClientError(
-        .timedOut, "locationd took no request within \(DaemonSocket.seconds(connectTimeout)): is it stopped or overloaded?")
+        .timedOut,
+        "locationd took no request within \(DaemonSocket.seconds(connectTimeout)): is it stopped or overloaded?"
+      )
     default:
       throw LocationClientError(.systemError, "cannot send to locationd: \(result)")
     }

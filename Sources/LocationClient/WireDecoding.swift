@@ -28,7 +28,8 @@ public struct MapStateSnapshot: Sendable, Hashable {
 
   /// Creates a snapshot.
   public init(
-    center: Coordinate, zoom: Double, mode: UserTrackingMode, annotations: [Annotation], rotation: Double = 0,
+    center: Coordinate, zoom: Double, mode: UserTrackingMode, annotations: [Annotation],
+    rotation: Double = 0,
     tracking: Bool = false, changes: [String] = []
   ) {
     self.center = center
@@ -63,7 +64,8 @@ public struct MapStateSnapshot: Sendable, Hashable {
     }
     self.init(
       center: center, zoom: zoom, mode: mode, annotations: annotations,
-      rotation: object["rotation"]?.doubleValue ?? 0, tracking: object["tracking"]?.boolValue ?? false,
+      rotation: object["rotation"]?.doubleValue ?? 0,
+      tracking: object["tracking"]?.boolValue ?? false,
       changes: object["changes"]?.arrayValue?.compactMap { $0["what"]?.stringValue } ?? [])
   }
 }
@@ -100,7 +102,8 @@ public struct ServiceStatus: Sendable, Hashable {
   ///
   /// - Throws: ``LocationClientError/Code/badReply`` for a reply without its required members.
   init(_ reply: JSONValue) throws(LocationClientError) {
-    guard let name = reply["authorization"]?.stringValue, let authorization = AuthorizationStatus(rawValue: name),
+    guard let name = reply["authorization"]?.stringValue,
+      let authorization = AuthorizationStatus(rawValue: name),
       let tracking = reply["tracking"]?.boolValue, let backend = reply["backend"],
       let uri = backend["uri"]?.stringValue, let stateName = backend["state"]?.stringValue,
       let state = BackendStatus(rawValue: stateName)
@@ -146,7 +149,9 @@ public struct RegionEvent: Sendable, Hashable {
 enum Wire {
   /// A `badReply` error quoting (the start of) `value`.
   static func bad(_ what: String, _ value: JSONValue) -> LocationClientError {
-    LocationClientError(.badReply, "locationd sent \(what): \(String(decoding: value.encoded.prefix(200), as: UTF8.self))")
+    LocationClientError(
+      .badReply,
+      "locationd sent \(what): \(String(decoding: value.encoded.prefix(200), as: UTF8.self))")
   }
 
   /// `{"lat":..,"lon":..}` (or any object with both) within range, else `nil`.
@@ -165,7 +170,8 @@ enum Wire {
   /// `source`, `line`, `simulated`, `rolloverWeeks`). `eph`/`epv` become the fix's reported
   /// errors, so ``Fix/eph`` gives back the daemon's figure.
   static func location(_ tpv: JSONValue) -> Location? {
-    guard tpv["class"] == "TPV", let modeNumber = tpv["mode"]?.intValue, let mode = FixMode(rawValue: modeNumber),
+    guard tpv["class"] == "TPV", let modeNumber = tpv["mode"]?.intValue,
+      let mode = FixMode(rawValue: modeNumber),
       mode.hasPosition, let coordinate = coordinate(tpv)
     else { return nil }
     var fix = Fix(mode: mode)
@@ -175,7 +181,9 @@ enum Wire {
       fix.timeOfDay = Int32(clamping: ((time % 86_400_000) + 86_400_000) % 86_400_000)
     }
     fix.altitudeMSL = tpv["altMSL"]?.doubleValue
-    if let hae = tpv["altHAE"]?.doubleValue, let msl = fix.altitudeMSL { fix.geoidSeparation = hae - msl }
+    if let hae = tpv["altHAE"]?.doubleValue, let msl = fix.altitudeMSL {
+      fix.geoidSeparation = hae - msl
+    }
     fix.speedOverGround = tpv["speed"]?.doubleValue
     fix.courseOverGround = tpv["track"]?.doubleValue
     fix.climb = tpv["climb"]?.doubleValue
@@ -183,8 +191,10 @@ enum Wire {
     fix.reportedEPH = tpv["eph"]?.doubleValue
     fix.reportedEPV = tpv["epv"]?.doubleValue
     let provenance = Provenance(
-      backend: tpv["backend"]?.stringValue ?? "", source: tpv["source"]?.stringValue, line: tpv["line"]?.intValue,
-      isSimulated: tpv["simulated"]?.boolValue ?? false, rolloverWeeks: tpv["rolloverWeeks"]?.intValue)
+      backend: tpv["backend"]?.stringValue ?? "", source: tpv["source"]?.stringValue,
+      line: tpv["line"]?.intValue,
+      isSimulated: tpv["simulated"]?.boolValue ?? false,
+      rolloverWeeks: tpv["rolloverWeeks"]?.intValue)
     return Location(fix: fix, provenance: provenance)
   }
 
@@ -201,7 +211,8 @@ enum Wire {
       }
       return value
     }
-    guard bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"), bytes[10] == UInt8(ascii: "T"),
+    guard bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
+      bytes[10] == UInt8(ascii: "T"),
       bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"),
       let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
       let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
@@ -211,7 +222,8 @@ enum Wire {
     var milliseconds = 0
     if bytes.count > 20 {
       let digits = bytes.count - 21
-      guard bytes[19] == UInt8(ascii: "."), (1...9).contains(digits), let fraction = number(20..<(bytes.count - 1))
+      guard bytes[19] == UInt8(ascii: "."), (1...9).contains(digits),
+        let fraction = number(20..<(bytes.count - 1))
       else { return nil }
       var scaled = fraction
       for _ in 0..<max(0, digits - 3) { scaled /= 10 }
@@ -221,7 +233,8 @@ enum Wire {
       return nil
     }
     let days = Int64(CivilDate.days(year: year, month: month, day: day))
-    return ((days * 24 + Int64(hour)) * 60 + Int64(minute)) * 60_000 + Int64(second) * 1000 + Int64(milliseconds)
+    return ((days * 24 + Int64(hour)) * 60 + Int64(minute)) * 60_000 + Int64(second) * 1000
+      + Int64(milliseconds)
   }
 
   /// The region transition of a `REGION` event; `nil` for a malformed one.

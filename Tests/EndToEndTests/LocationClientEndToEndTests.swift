@@ -14,11 +14,15 @@ extension EndToEnd {
       try await LocationClient(socketPath: socket, timeout: .seconds(20)).status().backendActive
     }
 
-    @Test("authorization: uid 65534 outside the group is denied, inside it authorized (location-map --once)")
+    @Test(
+      "authorization: uid 65534 outside the group is denied, inside it authorized (location-map --once)"
+    )
     func authorizationRefusedAndGranted() async throws {
       try requireNobodyClient(python: false)
       let tool = try Products.path("location-map")
-      for (group, expected, status) in [("daemon", "denied", Int32(1)), ("nogroup", "authorized", Int32(0))] {
+      for (group, expected, status) in [
+        ("daemon", "denied", Int32(1)), ("nogroup", "authorized", Int32(0)),
+      ] {
         let scratch = try Scratch(mode: 0o755)
         defer { scratch.remove() }
         let daemon = try DaemonProcess(scratch: scratch, backend: "simulate?rate=10", group: group)
@@ -34,7 +38,9 @@ extension EndToEnd {
       }
     }
 
-    @Test("the backend runs while anyone tracks: a user's start, an iterated locationUpdates; breaking the loop stops it")
+    @Test(
+      "the backend runs while anyone tracks: a user's start, an iterated locationUpdates; breaking the loop stops it"
+    )
     func trackingIsCountedAndBreakingStops() async throws {
       let scratch = try Scratch()
       defer { scratch.remove() }
@@ -81,7 +87,9 @@ extension EndToEnd {
       #expect(await daemon.stop() == 0, "\(daemon.log)")
     }
 
-    @Test("requestLocation starts the backend for one fix when nobody tracks, and leaves another tracker running")
+    @Test(
+      "requestLocation starts the backend for one fix when nobody tracks, and leaves another tracker running"
+    )
     func requestLocationWithAndWithoutAnotherTracker() async throws {
       let scratch = try Scratch()
       defer { scratch.remove() }
@@ -101,14 +109,16 @@ extension EndToEnd {
 
       try await client.startTracking()
       _ = try await client.requestLocation(timeout: .seconds(30))
-      #expect(try await Self.backendActive(socket), "the one-shot request stopped the user's tracking")
+      #expect(
+        try await Self.backendActive(socket), "the one-shot request stopped the user's tracking")
       let status = try await client.status()
       #expect(status.tracking && status.currentLocation != nil && status.initialLocation != nil)
       try await client.stopTracking()
       #expect(await daemon.stop() == 0, "\(daemon.log)")
     }
 
-    @Test("map changes arrive as a sequence; an annotation with the same identifier replaces the first")
+    @Test(
+      "map changes arrive as a sequence; an annotation with the same identifier replaces the first")
     func mapChangesAndAnnotationReplacement() async throws {
       let scratch = try Scratch()
       defer { scratch.remove() }
@@ -136,11 +146,15 @@ extension EndToEnd {
       var map = try await client.addAnnotation(identifier: "home", coordinate: home, title: "Home")
       #expect(map.annotations.filter { $0.id == "home" }.map(\.title) == ["Home"])
       map = try await client.addAnnotation(
-        identifier: "home", coordinate: Coordinate(latitude: 48.2, longitude: 11.6), title: "New home")
+        identifier: "home", coordinate: Coordinate(latitude: 48.2, longitude: 11.6),
+        title: "New home")
       #expect(map.annotations.filter { $0.id == "home" }.map(\.title) == ["New home"])
       let (seen, last) = try await changes.value
       #expect(seen.contains("annotationAdded") && seen.contains("annotationReplaced"), "\(seen)")
-      #expect(last?.annotations.filter { $0.id == "home" }.map(\.coordinate) == [Coordinate(latitude: 48.2, longitude: 11.6)])
+      #expect(
+        last?.annotations.filter { $0.id == "home" }.map(\.coordinate) == [
+          Coordinate(latitude: 48.2, longitude: 11.6)
+        ])
       let state = try await client.mapState
       #expect(state.annotations.filter { $0.id == "home" }.count == 1)
       map = try await client.setZoom(12)
@@ -174,7 +188,9 @@ extension EndToEnd {
         var backends: [String] = []
         for try await location in client.locationUpdates {
           if backends.isEmpty { signal.yield() }
-          if backends.last != location.provenance.backend { backends.append(location.provenance.backend) }
+          if backends.last != location.provenance.backend {
+            backends.append(location.provenance.backend)
+          }
           if location.provenance.backend.hasPrefix("replay:") { break }
         }
         return backends
@@ -184,7 +200,8 @@ extension EndToEnd {
       #expect(try await client.initialLocation?.provenance.backend.hasPrefix("simulate") == true)
       #expect(await daemon.stop() == 0, "\(daemon.log)")
       daemon = try DaemonProcess(
-        scratch: scratch, backend: "replay:\(log)?speed=10&loop=true", name: "second", socketPath: socket)
+        scratch: scratch, backend: "replay:\(log)?speed=10&loop=true", name: "second",
+        socketPath: socket)
       try await daemon.waitUntilReady()
       let backends = try await consumer.value
       #expect(backends.count == 2 && backends.last?.hasPrefix("replay:") == true, "\(backends)")
@@ -192,14 +209,17 @@ extension EndToEnd {
       // authorization again by itself.
       try await client.startTracking()
       #expect(
-        try await waitUntil(timeout: 30) { try await client.initialLocation != nil }, "no initial location")
+        try await waitUntil(timeout: 30) { try await client.initialLocation != nil },
+        "no initial location")
       let initial = try await client.initialLocation
       #expect(initial?.provenance.backend.hasPrefix("replay:") == true)
       try await client.stopTracking()
       #expect(await daemon.stop() == 0, "\(daemon.log)")
     }
 
-    @Test("a daemon that accepts but never answers, or never accepts: timedOut after the client's timeout")
+    @Test(
+      "a daemon that accepts but never answers, or never accepts: timedOut after the client's timeout"
+    )
     func silentDaemonTimesOut() async throws {
       let scratch = try Scratch()
       defer { scratch.remove() }
@@ -225,7 +245,8 @@ extension EndToEnd {
         _ = try await missing.requestAuthorization()
         Issue.record("no daemon, yet an answer")
       } catch let error as LocationClientError {
-        #expect(error.code == .noDaemon && error.message.contains("is locationd running?"), "\(error)")
+        #expect(
+          error.code == .noDaemon && error.message.contains("is locationd running?"), "\(error)")
       }
       withExtendedLifetime(listener) {}
     }

@@ -36,7 +36,8 @@ final class VirtualClock: Clock, Sendable {
       return state.nextID
     }
     try await withTaskCancellationHandler {
-      try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+      try await withCheckedThrowingContinuation {
+        (continuation: CheckedContinuation<Void, any Error>) in
         let (due, ready) = state.withLock { state -> (Bool, [CheckedContinuation<Void, Never>]) in
           if deadline <= state.now || Task.isCancelled { return (true, []) }
           state.sleepers.append(Sleeper(id: id, deadline: deadline, continuation: continuation))
@@ -47,7 +48,11 @@ final class VirtualClock: Clock, Sendable {
         }
         for waiter in ready { waiter.resume() }
         if due {
-          if Task.isCancelled { continuation.resume(throwing: CancellationError()) } else { continuation.resume() }
+          if Task.isCancelled {
+            continuation.resume(throwing: CancellationError())
+          } else {
+            continuation.resume()
+          }
         }
       }
     } onCancel: {
@@ -108,7 +113,9 @@ final class FakeDaemon: Sendable {
 
   /// A client on this daemon, on `clock`, with a 30 s request timeout.
   func client(clock: VirtualClock) -> LocationClient {
-    LocationClient(timeout: .seconds(30), clock: clock, reconnectDelay: .milliseconds(500), reconnectAttempts: 5) {
+    LocationClient(
+      timeout: .seconds(30), clock: clock, reconnectDelay: .milliseconds(500), reconnectAttempts: 5
+    ) {
       FakeTransport(daemon: self)
     }
   }
@@ -118,11 +125,15 @@ final class FakeDaemon: Sendable {
   var openConnections: Int { state.withLock { $0.connections.count } }
 
   /// A TPV as the daemon writes it.
-  static func tpv(_ latitude: Double, _ longitude: Double, time: String = "2026-11-29T20:55:10.000Z") -> JSONValue {
+  static func tpv(
+    _ latitude: Double, _ longitude: Double, time: String = "2026-11-29T20:55:10.000Z"
+  ) -> JSONValue {
     .object([
       JSONMember("class", "TPV"), JSONMember("mode", 3), JSONMember("time", .string(time)),
-      JSONMember("lat", .number(latitude)), JSONMember("lon", .number(longitude)), JSONMember("altMSL", .number(12.5)),
-      JSONMember("eph", .number(19.0)), JSONMember("backend", "simulate"), JSONMember("simulated", true),
+      JSONMember("lat", .number(latitude)), JSONMember("lon", .number(longitude)),
+      JSONMember("altMSL", .number(12.5)),
+      JSONMember("eph", .number(19.0)), JSONMember("backend", "simulate"),
+      JSONMember("simulated", true),
     ])
   }
 
@@ -189,7 +200,9 @@ final class FakeDaemon: Sendable {
 
   func unregister(_ connection: FakeTransport) {
     let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-      guard state.connections.removeValue(forKey: ObjectIdentifier(connection)) != nil else { return [] }
+      guard state.connections.removeValue(forKey: ObjectIdentifier(connection)) != nil else {
+        return []
+      }
       state.watching.remove(ObjectIdentifier(connection))
       state.closedCount += 1
       let count = state.closedCount
@@ -208,11 +221,15 @@ final class FakeDaemon: Sendable {
       state.commands.append(command)
       if state.silent { return nil }
       func error(_ code: String, _ message: String) -> [JSONMember] {
-        [JSONMember("class", "ERROR"), JSONMember("code", .string(code)), JSONMember("message", .string(message))]
+        [
+          JSONMember("class", "ERROR"), JSONMember("code", .string(code)),
+          JSONMember("message", .string(message)),
+        ]
       }
       func map() -> [JSONMember] {
         [
-          JSONMember("class", "MAP"), JSONMember("center", ["lat": .number(1.5), "lon": .number(2.5)]), JSONMember("zoom", 15),
+          JSONMember("class", "MAP"),
+          JSONMember("center", ["lat": .number(1.5), "lon": .number(2.5)]), JSONMember("zoom", 15),
           JSONMember("mode", "none"), JSONMember("annotations", .array(state.annotations)),
           JSONMember("rotation", 0), JSONMember("tracking", true),
         ]
@@ -228,13 +245,18 @@ final class FakeDaemon: Sendable {
         state.watcherWaiters.removeAll { $0.count <= count }
         return [JSONMember("class", "WATCH"), JSONMember("enable", true)]
       case "location":
-        return [JSONMember("class", "LOCATION"), JSONMember("initial", state.initial), JSONMember("current", state.current)]
+        return [
+          JSONMember("class", "LOCATION"), JSONMember("initial", state.initial),
+          JSONMember("current", state.current),
+        ]
       case "map": return map()
       case "annotate":
         guard let annotation = request["annotation"], let id = annotation["id"]?.stringValue else {
           return error("invalidArgument", "missing annotation")
         }
-        if state.annotations.count >= 2, !state.annotations.contains(where: { $0["id"]?.stringValue == id }) {
+        if state.annotations.count >= 2,
+          !state.annotations.contains(where: { $0["id"]?.stringValue == id })
+        {
           return error("limitExceeded", "annotation limit exceeded (fake limit 2)")
         }
         if let index = state.annotations.firstIndex(where: { $0["id"]?.stringValue == id }) {
@@ -245,7 +267,8 @@ final class FakeDaemon: Sendable {
         return map()
       case "remove":
         let id = request["annotation"]?.stringValue
-        guard let index = state.annotations.firstIndex(where: { $0["id"]?.stringValue == id }) else {
+        guard let index = state.annotations.firstIndex(where: { $0["id"]?.stringValue == id })
+        else {
           return error("notFound", "no annotation")
         }
         state.annotations.remove(at: index)
@@ -273,7 +296,9 @@ final class FakeTransport: LocationTransport {
 
   init(daemon: FakeDaemon) { self.daemon = daemon }
 
-  func open(_ receive: @escaping @Sendable (TransportInput) -> Void) async throws(LocationClientError) {
+  func open(_ receive: @escaping @Sendable (TransportInput) -> Void)
+    async throws(LocationClientError)
+  {
     try daemon.register(self)
     state.withLock { $0.receive = receive }
   }
@@ -307,7 +332,8 @@ final class FakeTransport: LocationTransport {
 /// Runs `body`, failing the test when it takes more than 60 s: a guard against hangs only (the
 /// tests never wait for time to pass).
 func withHangGuard<T: Sendable>(
-  _ body: @escaping @Sendable () async throws -> T, sourceLocation: SourceLocation = #_sourceLocation
+  _ body: @escaping @Sendable () async throws -> T,
+  sourceLocation: SourceLocation = #_sourceLocation
 ) async throws -> T {
   try await withThrowingTaskGroup(of: T?.self) { group in
     group.addTask { try await body() }

@@ -81,7 +81,10 @@ import Testing
     try await withHangGuard { await daemon.waitForWatchers(1) }
     daemon.push(FakeDaemon.tpv(1, 1))
     daemon.push(FakeDaemon.tpv(2, 2))
-    #expect(try await consumer.value == [Coordinate(latitude: 1, longitude: 1), Coordinate(latitude: 2, longitude: 2)])
+    #expect(
+      try await consumer.value == [
+        Coordinate(latitude: 1, longitude: 1), Coordinate(latitude: 2, longitude: 2),
+      ])
     try await withHangGuard { await daemon.waitForClosed(1) }
     #expect(daemon.watcherCount == 0)
     #expect(daemon.commands == ["request", "watch"])
@@ -102,7 +105,8 @@ import Testing
     }
     try await withHangGuard { await daemon.waitForWatchers(1) }
     daemon.push(FakeDaemon.tpv(1, 1))
-    #expect(try await client.initialLocation?.fix.coordinate == Coordinate(latitude: 1, longitude: 1))
+    #expect(
+      try await client.initialLocation?.fix.coordinate == Coordinate(latitude: 1, longitude: 1))
     daemon.goDown()
     // One failed attempt while down, then the pause on the virtual clock, then back.
     try await withHangGuard { await clock.waitForSleepers(1) }
@@ -110,10 +114,14 @@ import Testing
     clock.advance(by: .milliseconds(500))
     try await withHangGuard { await daemon.waitForWatchers(1) }
     daemon.push(FakeDaemon.tpv(2, 2))
-    #expect(try await consumer.value == [Coordinate(latitude: 1, longitude: 1), Coordinate(latitude: 2, longitude: 2)])
+    #expect(
+      try await consumer.value == [
+        Coordinate(latitude: 1, longitude: 1), Coordinate(latitude: 2, longitude: 2),
+      ])
     // The command connection ended with the restart: the next command opens a new one and asks
     // for authorization again before it.
-    #expect(try await client.initialLocation?.fix.coordinate == Coordinate(latitude: 2, longitude: 2))
+    #expect(
+      try await client.initialLocation?.fix.coordinate == Coordinate(latitude: 2, longitude: 2))
     let commands = daemon.commands
     #expect(commands.suffix(2) == ["request", "location"])
   }
@@ -130,7 +138,8 @@ import Testing
   }
 
   @Test func noDaemonIsAnErrorWithAdvice() async throws {
-    let client = LocationClient(socketPath: "/tmp/no-such-dir-\(getpid())/l.sock", timeout: .seconds(5))
+    let client = LocationClient(
+      socketPath: "/tmp/no-such-dir-\(getpid())/l.sock", timeout: .seconds(5))
     do {
       _ = try await client.status()
       Issue.record("status without a daemon succeeded")
@@ -150,7 +159,10 @@ import Testing
     #expect(Wire.milliseconds(iso8601: text) == milliseconds)
   }
 
-  @Test(arguments: ["2026-02-30T00:00:00Z", "2026-11-29 20:55:10Z", "2026-11-29T25:00:00Z", "2026-11-29T20:55:10.Z", ""])
+  @Test(arguments: [
+    "2026-02-30T00:00:00Z", "2026-11-29 20:55:10Z", "2026-11-29T25:00:00Z", "2026-11-29T20:55:10.Z",
+    "",
+  ])
   func refusesBadTimes(_ text: String) {
     #expect(Wire.milliseconds(iso8601: text) == nil)
   }

@@ -42,7 +42,8 @@ import Testing
     await fix(model, 48.1, 11.5)
     #expect(model.initialCoordinate == Coordinate(latitude: 48.1, longitude: 11.5))
     #expect(model.mapCenter == Coordinate(latitude: 48.1, longitude: 11.5))
-    #expect(renderer.calls == [.setCenter(Coordinate(latitude: 48.1, longitude: 11.5), zoomLevel: 16)])
+    #expect(
+      renderer.calls == [.setCenter(Coordinate(latitude: 48.1, longitude: 11.5), zoomLevel: 16)])
     await fix(model, 48.2, 11.6)
     await fix(model, 48.3, 11.7)
     #expect(model.currentCoordinate == Coordinate(latitude: 48.3, longitude: 11.7))
@@ -62,7 +63,10 @@ import Testing
     #expect(model.mapCenter == Coordinate(latitude: 10.5, longitude: 20.5))
     await fix(model, 11, 21)
     #expect(model.mapCenter == Coordinate(latitude: 10.5, longitude: 20.5))
-    #expect(renderer.centers == [Coordinate(latitude: 10, longitude: 20), Coordinate(latitude: 10.5, longitude: 20.5)])
+    #expect(
+      renderer.centers == [
+        Coordinate(latitude: 10, longitude: 20), Coordinate(latitude: 10.5, longitude: 20.5),
+      ])
     #expect(model.userTrackingMode == .none)
   }
 
@@ -99,20 +103,27 @@ import Testing
     try await withHangGuard { await daemon.waitForWatchers(1) }
     await fix(model, 6, 6)
     #expect(model.initialCoordinate == Coordinate(latitude: 6, longitude: 6))
-    #expect(renderer.centers == [Coordinate(latitude: 5, longitude: 5), Coordinate(latitude: 6, longitude: 6)])
+    #expect(
+      renderer.centers == [
+        Coordinate(latitude: 5, longitude: 5), Coordinate(latitude: 6, longitude: 6),
+      ])
   }
 
   @Test func annotationsAreReplacedByIdentifier() async throws {
     let (model, renderer) = try await trackingModel()
     renderer.reset()
-    try await model.addAnnotation(identifier: "home", coordinate: Coordinate(latitude: 1, longitude: 2), title: "Home")
-    try await model.addAnnotation(identifier: "home", coordinate: Coordinate(latitude: 3, longitude: 4), title: "New home")
-    try await model.addAnnotation(identifier: "work", coordinate: Coordinate(latitude: 5, longitude: 6), title: "Work")
+    try await model.addAnnotation(
+      identifier: "home", coordinate: Coordinate(latitude: 1, longitude: 2), title: "Home")
+    try await model.addAnnotation(
+      identifier: "home", coordinate: Coordinate(latitude: 3, longitude: 4), title: "New home")
+    try await model.addAnnotation(
+      identifier: "work", coordinate: Coordinate(latitude: 5, longitude: 6), title: "Work")
     #expect(model.annotations.map(\.id) == ["home", "work"])
     #expect(model.annotations.first?.title == "New home")
     // The daemon's limit (2 on the scripted daemon): refused, nothing changes, nothing drawn.
     do {
-      try await model.addAnnotation(identifier: "third", coordinate: Coordinate(latitude: 0, longitude: 0))
+      try await model.addAnnotation(
+        identifier: "third", coordinate: Coordinate(latitude: 0, longitude: 0))
       Issue.record("a third annotation was accepted")
     } catch let error as LocationClientError {
       #expect(error.code == .limitExceeded)
@@ -121,10 +132,13 @@ import Testing
     try await model.removeAnnotation(identifier: "home")
     #expect(
       renderer.calls == [
-        .addOrReplaceAnnotation(Annotation(id: "home", coordinate: Coordinate(latitude: 1, longitude: 2), title: "Home")),
         .addOrReplaceAnnotation(
-          Annotation(id: "home", coordinate: Coordinate(latitude: 3, longitude: 4), title: "New home")),
-        .addOrReplaceAnnotation(Annotation(id: "work", coordinate: Coordinate(latitude: 5, longitude: 6), title: "Work")),
+          Annotation(id: "home", coordinate: Coordinate(latitude: 1, longitude: 2), title: "Home")),
+        .addOrReplaceAnnotation(
+          Annotation(
+            id: "home", coordinate: Coordinate(latitude: 3, longitude: 4), title: "New home")),
+        .addOrReplaceAnnotation(
+          Annotation(id: "work", coordinate: Coordinate(latitude: 5, longitude: 6), title: "Work")),
         .removeAnnotation(identifier: "home"),
       ])
     #expect(model.annotations.map(\.id) == ["work"])

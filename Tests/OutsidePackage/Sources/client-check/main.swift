@@ -11,7 +11,9 @@ final class ListRenderer: MapRenderer {
   func setCenter(_ center: Coordinate, zoomLevel: Double) {
     lines.append("centre \(center.latitude) \(center.longitude) \(zoomLevel)")
   }
-  func addOrReplaceAnnotation(_ annotation: Annotation) { lines.append("annotation \(annotation.id)") }
+  func addOrReplaceAnnotation(_ annotation: Annotation) {
+    lines.append("annotation \(annotation.id)")
+  }
   func removeAnnotation(identifier: String) { lines.append("removed \(identifier)") }
 }
 
@@ -46,9 +48,12 @@ func check() async -> Bool {
   let _: () async throws -> MapStateSnapshot = { try await client.setZoom(15) }
   let _: () async throws -> MapStateSnapshot = { try await client.setUserTrackingMode(.follow) }
   let _: () async throws -> MapStateSnapshot = {
-    try await client.addAnnotation(identifier: "home", coordinate: Coordinate(latitude: 1, longitude: 2), title: "Home")
+    try await client.addAnnotation(
+      identifier: "home", coordinate: Coordinate(latitude: 1, longitude: 2), title: "Home")
   }
-  let _: () async throws -> MapStateSnapshot = { try await client.removeAnnotation(identifier: "home") }
+  let _: () async throws -> MapStateSnapshot = {
+    try await client.removeAnnotation(identifier: "home")
+  }
   let _: () async throws -> ReplayStatus = { try await client.pauseReplay() }
   let _: () async throws -> ServiceStatus = { try await client.status() }
   let _: (Region) async throws -> Void = { try await client.monitor($0) }
@@ -64,7 +69,8 @@ func check() async -> Bool {
   model.attach(recording)
   model.centerOnCurrentLocation()
   model.setCenter(Coordinate(latitude: 48.1, longitude: 11.5))
-  guard model.currentCoordinate == nil, model.mapCenter == Coordinate(latitude: 48.1, longitude: 11.5),
+  guard model.currentCoordinate == nil,
+    model.mapCenter == Coordinate(latitude: 48.1, longitude: 11.5),
     renderer.lines == ["centre 48.1 11.5 14.0"], recording.centers.count == 1
   else {
     print("client-check: the model moved unexpectedly: \(renderer.lines)")
