@@ -252,3 +252,42 @@ extension EndToEnd {
     }
   }
 }
+
+extension EndToEnd.LocationClientEndToEndTests {
+  @Test(
+    "regions: a circle around the device gives enter on regionEvents, state inside, and can be removed"
+  )
+  func regionEventsAndState() async throws {
+    let scratch = try Scratch()
+    defer { scratch.remove() }
+    let daemon = try DaemonProcess(scratch: scratch, backend: "simulate?rate=10")
+    defer { daemon.cleanUp() }
+    try await daemon.waitUntilReady()
+    let client = LocationClient(socketPath: daemon.socketPath, timeout: .seconds(20))
+    #expect(try await client.requestAuthorization() == .authorized)
+    let here = try #require(try await client.requestLocation(timeout: .seconds(30)).fix.coordinate)
+    let events = Task { () -> RegionEvent? in
+      for try await event in client.regionEvents where event.identifier == "here" { return event }
+      return nil
+    }
+    // The region is added once the sequence watches, so that its first decision reaches it.
+    #expect(
+      try await waitUntil(timeout: 30) {
+        try await client.status().json["userTracking"]?["watches"]?.intValue == 1
+      }, "regionEvents does not watch")
+    try await client.monitor(
+      Region(id: "here", title: "Here", shape: .circle(center: here, radius: 2000)))
+    let event = try #require(try await events.value, "no region event")
+    #expect(event.kind == .enter)
+    #expect(event.location.fix.coordinate != nil)
+    #expect(try await client.state(of: "here") == .inside)
+    try await client.stopMonitoring(identifier: "here")
+    do {
+      _ = try await client.state(of: "here")
+      Issue.record("a removed region still has a state")
+    } catch let error as LocationClientError {
+      #expect(error.code == .notFound)
+    }
+    #expect(await daemon.stop() == 0, "\(daemon.log)")
+  }
+}
