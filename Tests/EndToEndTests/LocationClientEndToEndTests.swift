@@ -291,3 +291,38 @@ extension EndToEnd.LocationClientEndToEndTests {
     #expect(await daemon.stop() == 0, "\(daemon.log)")
   }
 }
+
+extension EndToEnd.LocationClientEndToEndTests {
+  @Test(
+    "location-map on a real daemon: the initial fix centres the map once, later fixes move only the current coordinate"
+  )
+  func locationMapCentresOnceInNone() async throws {
+    let scratch = try Scratch()
+    defer { scratch.remove() }
+    let daemon = try DaemonProcess(scratch: scratch, backend: "simulate?rate=10")
+    defer { daemon.cleanUp() }
+    try await daemon.waitUntilReady()
+    let run = try await runTool(
+      try Products.path("location-map"), ["--socket", daemon.socketPath, "--fixes", "5"],
+      timeout: 60)
+    #expect(run.status == 0, "\(run)")
+    let states = run.lines.filter { $0.hasPrefix("initial: ") }
+    let centres = run.lines.filter { $0.hasPrefix("map: centre ") }
+    #expect(states.count >= 5, "\(run.stdout)")
+    #expect(centres.count == 1, "the map moved after the initial fix: \(run.stdout)")
+    // Every line names the same initial coordinate and centre; the current one moves.
+    let initials = Set(states.map { $0.components(separatedBy: "  current: ")[0] })
+    let centreTexts = Set(states.map { $0.components(separatedBy: "  centre: ").last ?? "" })
+    let currents = Set(
+      states.map {
+        $0.components(separatedBy: "  current: ").last?.components(separatedBy: "  centre: ")[0]
+          ?? ""
+      })
+    #expect(initials.count == 1 && centreTexts.count == 1, "\(states)")
+    #expect(currents.count > 1, "the current coordinate did not move: \(states)")
+    #expect(
+      initials.first.map { "initial: " + (centreTexts.first ?? "") == $0 } == true,
+      "the centre is not the initial fix: \(states)")
+    #expect(await daemon.stop() == 0, "\(daemon.log)")
+  }
+}
