@@ -100,6 +100,7 @@ final class FakeDaemon: Sendable {
     var connections: [ObjectIdentifier: FakeTransport] = [:]
     var watching: Set<ObjectIdentifier> = []
     var commands: [String] = []
+    var requests: [JSONValue] = []
     var opened = 0
     var current: JSONValue = .null
     var initial: JSONValue = .null
@@ -148,6 +149,14 @@ final class FakeDaemon: Sendable {
     }
     for target in targets { target.deliver(.message(event)) }
   }
+
+  /// Sends `line` to every open connection, watching or not (an error about the connection).
+  func sendToAll(_ line: JSONValue) {
+    let targets = state.withLock { Array($0.connections.values) }
+    for target in targets { target.deliver(.message(line)) }
+  }
+
+  var connectionCount: Int { state.withLock { $0.connections.count } }
 
   /// Returns once at least `count` connections watch.
   func waitForWatchers(_ count: Int) async {
@@ -219,6 +228,7 @@ final class FakeDaemon: Sendable {
     var waiters: [CheckedContinuation<Void, Never>] = []
     let body = state.withLock { state -> [JSONMember]? in
       state.commands.append(command)
+      state.requests.append(request)
       if state.silent { return nil }
       func error(_ code: String, _ message: String) -> [JSONMember] {
         [
@@ -273,6 +283,11 @@ final class FakeDaemon: Sendable {
         }
         state.annotations.remove(at: index)
         return map()
+      case "replay":
+        return [
+          JSONMember("class", "REPLAY"), JSONMember("state", "paused"), JSONMember("speed", 1),
+          JSONMember("position", request["value"] ?? .null),
+        ]
       default:
         return [JSONMember("class", "OK"), JSONMember("cmd", .string(command))]
       }

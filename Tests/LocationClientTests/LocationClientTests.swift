@@ -22,6 +22,50 @@ import Testing
     }
   }
 
+  @Test func aReplyWithoutItsMembersIsABadReply() async throws {
+    // The scripted daemon answers `status` with a bare OK: not a STATUS reply.
+    let client = daemon.client(clock: clock)
+    do {
+      _ = try await client.status()
+      Issue.record("a bare OK was taken for a status")
+    } catch let error as LocationClientError {
+      #expect(error.code == .badReply)
+      #expect(error.message.contains("STATUS reply"))
+    }
+  }
+
+  @Test func anErrorAboutTheConnectionAnswersTheWaitingRequest() async throws {
+    daemon.state.withLock { $0.silent = true }
+    let client = daemon.client(clock: clock)
+    let call = Task { try await client.mapState }
+    let daemon = daemon
+    let clock = clock
+    // The request waits (its timeout sleeps on the clock); then the daemon refuses the client.
+    try await withHangGuard { await clock.waitForSleepers(1) }
+    daemon.sendToAll(
+      .object([
+        JSONMember("class", "ERROR"), JSONMember("code", "tooManyClients"),
+        JSONMember("message", "64 clients already"),
+      ]))
+    do {
+      _ = try await call.value
+      Issue.record("the map state came from a daemon that refused the client")
+    } catch let error as LocationClientError {
+      #expect(error.code == .tooManyClients)
+      #expect(error.message == "64 clients already")
+    }
+  }
+
+  @Test func replayControlsSendTheProtocolsMembers() async throws {
+    let client = daemon.client(clock: clock)
+    let status = try await client.seekReplay(to: 12.5)
+    #expect(status == ReplayStatus(state: "paused", speed: 1, position: 12.5))
+    _ = try await client.stepReplay(epochs: 3)
+    let requests = daemon.state.withLock { $0.requests }
+    #expect(requests.map { $0["action"]?.stringValue } == ["seek", "step"])
+    #expect(requests.map { $0["value"]?.doubleValue } == [12.5, 3])
+  }
+
   @Test func aDaemonThatNeverAnswersTimesOut() async throws {
     daemon.state.withLock { $0.silent = true }
     let client = daemon.client(clock: clock)
