@@ -20,6 +20,7 @@ let package = Package(
     .library(name: "MapState", targets: ["MapState"]),
     .library(name: "Regions", targets: ["Regions"]),
     .library(name: "TrackStore", targets: ["TrackStore"]),
+    .library(name: "LocationClient", targets: ["LocationClient"]),
   ],
   targets: [
     // libgps (headers from libgps-dev); only GPSDBackend imports it. A C target that loads the
@@ -80,6 +81,12 @@ let package = Package(
     // Pure, no I/O; locationctl and every front-end use it.
     .target(
       name: "LocationProtocol", dependencies: ["JSON", "LocationModel", "Regions"], swiftSettings: swiftSettings),
+    // The Swift API applications import: LocationClient (CoreLocation's manager and MapKit's map
+    // state over the socket protocol), MapViewModel and its renderer protocol. Only the pure
+    // modules and SystemIO; never the server's (ServiceCore, SocketTransport, LocationDaemon).
+    .target(
+      name: "LocationClient", dependencies: ["JSON", "LocationModel", "LocationProtocol", "Regions", "SystemIO"],
+      swiftSettings: swiftSettings),
     // The transport-independent service: authorization, tracking per client and per user, the
     // hub that fans fixes out, map-state wiring, and the lifecycle (Service, ServiceGroup) the
     // daemon starts and stops its parts with. Every front-end calls it through one API.
@@ -135,9 +142,18 @@ let package = Package(
     .executableTarget(name: "locationd", dependencies: ["LocationDaemon"], swiftSettings: swiftSettings),
     .executableTarget(
       name: "locationctl",
-      // The client and the pty simulator: the wire types, NMEA, the local backends and SystemIO;
-      // never the server (ServiceCore, SocketTransport, LocationDaemon).
-      dependencies: ["NMEA", "LocationModel", "LocationProtocol", "LocationCore", "Regions", "SystemIO", "TrackStore"],
+      // The client (its connections through LocationClient) and the pty simulator: the wire
+      // types, NMEA, the local backends and SystemIO; never the server (ServiceCore,
+      // SocketTransport, LocationDaemon).
+      dependencies: [
+        "LocationClient", "NMEA", "LocationModel", "LocationProtocol", "LocationCore", "Regions", "SystemIO",
+        "TrackStore",
+      ],
+      swiftSettings: swiftSettings),
+    // The seed app's map screen as a terminal program: an application of LocationClient and
+    // MapViewModel, built with everything else (and run by the end-to-end tests as uid 65534).
+    .executableTarget(
+      name: "location-map", dependencies: ["LocationClient", "SystemIO"], path: "Examples/LocationMap",
       swiftSettings: swiftSettings),
     .executableTarget(name: "nmea-bench", dependencies: ["NMEA", "LocationModel", "LocationProtocol"], swiftSettings: swiftSettings),
     // JSONValue against Foundation's JSONEncoder/JSONDecoder and JSONSerialization.
@@ -169,6 +185,8 @@ let package = Package(
     .executableTarget(
       name: "region-bench", dependencies: ["BenchKit", "Regions", "LocationModel"], swiftSettings: swiftSettings),
     .testTarget(name: "RegionsTests", dependencies: ["Regions", "LocationModel", "JSON"], swiftSettings: swiftSettings),
+    // The client library on a scripted daemon and a virtual clock, and MapViewModel's rules.
+    .testTarget(name: "LocationClientTests", dependencies: ["LocationClient"], swiftSettings: swiftSettings),
     .testTarget(name: "SystemIOTests", dependencies: ["SystemIO"], swiftSettings: swiftSettings),
     .testTarget(
       name: "NMEAFeedTests",
@@ -223,7 +241,8 @@ let package = Package(
       name: "TrackStoreTests", dependencies: ["TrackStore", "LocationModel"], exclude: ["Schema"],
       swiftSettings: swiftSettings),
     .testTarget(
-      name: "EndToEndTests", dependencies: ["LocationCore", "LocationModel", "LocationTestKit", "NMEA", "GNSSSky"],
+      name: "EndToEndTests",
+      dependencies: ["LocationClient", "LocationCore", "LocationModel", "LocationTestKit", "NMEA", "GNSSSky"],
       swiftSettings: swiftSettings),
   ]
 )

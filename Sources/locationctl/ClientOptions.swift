@@ -1,4 +1,5 @@
 import Glibc
+import LocationClient
 import LocationProtocol
 import SystemIO
 
@@ -160,6 +161,9 @@ func dispatch(_ arguments: [String]) -> Int32 {
   } catch let error as ClientError {
     writeError("locationctl: \(error.message)")
     return ExitCode.failure.rawValue
+  } catch let error as LocationClientError {
+    writeError("locationctl: \(error.message)")
+    return ExitCode.failure.rawValue
   } catch {
     writeError("locationctl: \(error)")
     return ExitCode.failure.rawValue
@@ -319,4 +323,11 @@ func parseNumber(_ text: String, _ name: String) throws -> Double {
     throw UsageError("\(name) must be a number, got \(text)")
   }
   return value
+}
+
+/// A failure of locationctl's own work (a file to read or write, a track store): its message
+/// says what to do. Failures talking to locationd are ``LocationClientError``s.
+struct ClientError: Error {
+  var message: String
+  init(_ message: String) { self.message = message }
 }

@@ -1,5 +1,6 @@
 import Glibc
 import LocationModel
+import LocationClient
 import LocationProtocol
 import Regions
 import SystemIO

@@ -1,4 +1,5 @@
 import Glibc
+import LocationClient
 import LocationProtocol
 import SystemIO
 

@@ -1,0 +1,153 @@
+import Testing
+
+@testable import LocationClient
+
+/// The map screen's rules on a scripted daemon: when the centre moves, and when it must not.
+@MainActor
+@Suite struct MapViewModelTests {
+  let daemon = FakeDaemon()
+  let clock = VirtualClock()
+
+  /// A tracking model with a recording renderer, its updates connection watching.
+  func trackingModel() async throws -> (MapViewModel, RecordingMapRenderer) {
+    let renderer = RecordingMapRenderer()
+    let model = MapViewModel(client: daemon.client(clock: clock), zoomLevel: 16, renderer: renderer)
+    #expect(await model.requestAuthorization() == .authorized)
+    await model.startTracking()
+    let daemon = daemon
+    try await withHangGuard { await daemon.waitForWatchers(1) }
+    return (model, renderer)
+  }
+
+  /// Pushes a fix and waits until the model handled it.
+  func fix(_ model: MapViewModel, _ latitude: Double, _ longitude: Double) async {
+    let count = model.locationsReceived + 1
+    daemon.push(FakeDaemon.tpv(latitude, longitude))
+    await model.waitForLocations(count)
+  }
+
+  @Test func noFixNoCoordinate() async throws {
+    let (model, renderer) = try await trackingModel()
+    #expect(model.currentCoordinate == nil)
+    #expect(model.initialCoordinate == nil)
+    #expect(model.mapCenter == nil)
+    #expect(renderer.centers.isEmpty)
+    model.centerOnCurrentLocation()
+    #expect(model.mapCenter == nil)
+    #expect(renderer.calls.isEmpty)
+  }
+
+  @Test func initialFixCentresOnceAndLaterFixesDoNotInNone() async throws {
+    let (model, renderer) = try await trackingModel()
+    await fix(model, 48.1, 11.5)
+    #expect(model.initialCoordinate == Coordinate(latitude: 48.1, longitude: 11.5))
+    #expect(model.mapCenter == Coordinate(latitude: 48.1, longitude: 11.5))
+    #expect(
+      renderer.calls == [.setCenter(Coordinate(latitude: 48.1, longitude: 11.5), zoomLevel: 16)])
+    await fix(model, 48.2, 11.6)
+    await fix(model, 48.3, 11.7)
+    #expect(model.currentCoordinate == Coordinate(latitude: 48.3, longitude: 11.7))
+    #expect(model.initialCoordinate == Coordinate(latitude: 48.1, longitude: 11.5))
+    #expect(model.mapCenter == Coordinate(latitude: 48.1, longitude: 11.5))
+    #expect(renderer.centers.count == 1)
+    // Reading the state moves nothing.
+    _ = (model.mapCenter, model.currentCoordinate, model.zoomLevel, model.annotations)
+    #expect(renderer.centers.count == 1)
+  }
+
+  @Test func centerOnCurrentLocationCentresOnce() async throws {
+    let (model, renderer) = try await trackingModel()
+    await fix(model, 10, 20)
+    await fix(model, 10.5, 20.5)
+    model.centerOnCurrentLocation()
+    #expect(model.mapCenter == Coordinate(latitude: 10.5, longitude: 20.5))
+    await fix(model, 11, 21)
+    #expect(model.mapCenter == Coordinate(latitude: 10.5, longitude: 20.5))
+    #expect(
+      renderer.centers == [
+        Coordinate(latitude: 10, longitude: 20), Coordinate(latitude: 10.5, longitude: 20.5),
+      ])
+    #expect(model.userTrackingMode == .none)
+  }
+
+  @Test func followFollowsAndPanSwitchesToNone() async throws {
+    let (model, renderer) = try await trackingModel()
+    await fix(model, 1, 1)
+    model.setUserTrackingMode(.follow)
+    await fix(model, 2, 2)
+    await fix(model, 3, 3)
+    #expect(model.mapCenter == Coordinate(latitude: 3, longitude: 3))
+    model.setCenter(Coordinate(latitude: -33.9, longitude: 151.2))
+    #expect(model.userTrackingMode == .none)
+    await fix(model, 4, 4)
+    #expect(model.mapCenter == Coordinate(latitude: -33.9, longitude: 151.2))
+    #expect(model.currentCoordinate == Coordinate(latitude: 4, longitude: 4))
+    #expect(
+      renderer.centers == [
+        Coordinate(latitude: 1, longitude: 1), Coordinate(latitude: 1, longitude: 1),
+        Coordinate(latitude: 2, longitude: 2), Coordinate(latitude: 3, longitude: 3),
+        Coordinate(latitude: -33.9, longitude: 151.2),
+      ])
+  }
+
+  @Test func stopTrackingClosesTheConnectionAndANewSessionCentresAgain() async throws {
+    let (model, renderer) = try await trackingModel()
+    await fix(model, 5, 5)
+    model.stopTracking()
+    #expect(!model.isTracking)
+    let daemon = daemon
+    try await withHangGuard { await daemon.waitForClosed(1) }
+    #expect(daemon.watcherCount == 0)
+    #expect(model.currentCoordinate == Coordinate(latitude: 5, longitude: 5))
+    await model.startTracking()
+    try await withHangGuard { await daemon.waitForWatchers(1) }
+    await fix(model, 6, 6)
+    #expect(model.initialCoordinate == Coordinate(latitude: 6, longitude: 6))
+    #expect(
+      renderer.centers == [
+        Coordinate(latitude: 5, longitude: 5), Coordinate(latitude: 6, longitude: 6),
+      ])
+  }
+
+  @Test func annotationsAreReplacedByIdentifier() async throws {
+    let (model, renderer) = try await trackingModel()
+    renderer.reset()
+    try await model.addAnnotation(
+      identifier: "home", coordinate: Coordinate(latitude: 1, longitude: 2), title: "Home")
+    try await model.addAnnotation(
+      identifier: "home", coordinate: Coordinate(latitude: 3, longitude: 4), title: "New home")
+    try await model.addAnnotation(
+      identifier: "work", coordinate: Coordinate(latitude: 5, longitude: 6), title: "Work")
+    #expect(model.annotations.map(\.id) == ["home", "work"])
+    #expect(model.annotations.first?.title == "New home")
+    // The daemon's limit (2 on the scripted daemon): refused, nothing changes, nothing drawn.
+    do {
+      try await model.addAnnotation(
+        identifier: "third", coordinate: Coordinate(latitude: 0, longitude: 0))
+      Issue.record("a third annotation was accepted")
+    } catch let error as LocationClientError {
+      #expect(error.code == .limitExceeded)
+    }
+    #expect(model.annotations.map(\.id) == ["home", "work"])
+    try await model.removeAnnotation(identifier: "home")
+    #expect(
+      renderer.calls == [
+        .addOrReplaceAnnotation(
+          Annotation(id: "home", coordinate: Coordinate(latitude: 1, longitude: 2), title: "Home")),
+        .addOrReplaceAnnotation(
+          Annotation(
+            id: "home", coordinate: Coordinate(latitude: 3, longitude: 4), title: "New home")),
+        .addOrReplaceAnnotation(
+          Annotation(id: "work", coordinate: Coordinate(latitude: 5, longitude: 6), title: "Work")),
+        .removeAnnotation(identifier: "home"),
+      ])
+    #expect(model.annotations.map(\.id) == ["work"])
+  }
+
+  @Test func refusedAuthorizationIsDenied() async throws {
+    daemon.state.withLock { $0.authorizes = false }
+    let model = MapViewModel(client: daemon.client(clock: clock))
+    #expect(await model.requestAuthorization() == .denied)
+    #expect(model.authorizationStatus == .denied)
+  }
+}
