@@ -61,13 +61,12 @@ public final class GPSDBackend: LocationBackend {
   /// Every event, for the backend's whole life; one consumer. Status changes are never dropped;
   /// a consumer that falls more than ``Options/bufferedLocations`` locations behind loses the
   /// oldest ones.
-  public let events: BackendEvents
+  public var events: BackendEvents { thread.events }
 
-  /// The backend's one queue, posted to by the connection thread without ever waiting (gpsd
-  /// cannot be slowed down): beyond ``Options/bufferedLocations`` unread locations the oldest is
-  /// dropped (``droppedLocations``); statuses and errors are always queued.
-  private let queue: EventQueue<BackendEvent>
-  private let thread = BackendThread()
+  /// The connection thread and the queue it posts to without ever waiting (gpsd cannot be slowed
+  /// down): beyond ``Options/bufferedLocations`` unread locations the oldest is dropped
+  /// (``droppedLocations``); statuses and errors are always queued.
+  private let thread: BackendThread
 
   /// Creates a backend for `uri` (`gpsd://HOST[:PORT][/DEVICE]`, default port 2947); nothing
   /// connects until ``start()``.
@@ -77,12 +76,7 @@ public final class GPSDBackend: LocationBackend {
     self.endpoint = try GPSDEndpoint(uri: uri)
     self.uri = uri
     self.options = options
-    queue = EventQueue(capacity: options.bufferedLocations, overflow: .dropOldest)
-    events = BackendEvents(queue)
-  }
-
-  deinit {
-    queue.finish()
+    thread = BackendThread(bufferedLocations: options.bufferedLocations)
   }
 
   /// Starts the connection thread; returns at once (connection and retries happen in the
@@ -97,7 +91,7 @@ public final class GPSDBackend: LocationBackend {
     }
     do {
       try thread.start {
-        let worker = GPSDWorker(endpoint: endpoint, uri: uri, options: options, queue: queue)
+        let worker = GPSDWorker(endpoint: endpoint, uri: uri, options: options, queue: thread.queue)
         return { thread in worker.run(thread) }
       }
     } catch {
@@ -107,7 +101,7 @@ public final class GPSDBackend: LocationBackend {
 
   /// Locations dropped so far because the consumer fell more than ``Options/bufferedLocations``
   /// behind.
-  package var droppedLocations: Int { queue.dropped }
+  package var droppedLocations: Int { thread.droppedLocations }
 
   /// CPU time used so far by the connection thread (user + system), or `nil` when it is not
   /// running. For diagnostics and tests: while gpsd is away or silent it stays flat.

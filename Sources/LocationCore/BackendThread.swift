@@ -1,23 +1,39 @@
 import Synchronization
 import SystemIO
 
-/// The one thread of a backend that reads its source on a thread of its own (gpsd's connection,
-/// a serial, TCP or UDP receiver): at most one runs at a time; ``start(_:)`` starts it,
-/// ``stop()`` asks it to return and waits until it has, and releasing the backend asks it to
-/// return without waiting.
+/// The one thread and the one event queue of a backend that reads a live source on a thread of
+/// its own (gpsd's connection, a serial, TCP or UDP receiver): at most one thread runs at a time;
+/// ``start(_:)`` starts it, ``stop()`` asks it to return and waits until it has, and releasing
+/// the backend asks it to return without waiting and finishes the queue.
+///
+/// The queue never makes the thread wait (a live source cannot be slowed down): beyond
+/// `bufferedLocations` unread locations the oldest is dropped (``droppedLocations``); statuses
+/// and errors are always queued.
 ///
 /// The thread is a ``SystemIO/WorkerThread``: its body waits with
 /// ``SystemIO/WorkerThread/wait(for:timeoutNanoseconds:)`` (no CPU while waiting) and returns
 /// soon after ``SystemIO/WorkerThread/isStopping`` becomes true.
 package final class BackendThread: Sendable {
   private let running = Mutex<WorkerThread?>(nil)
+  /// The queue the thread posts to.
+  package let queue: EventQueue<BackendEvent>
+  /// The queue's consumer side: the backend's ``LocationBackend/events``.
+  package let events: BackendEvents
 
-  /// Creates a slot with no thread running.
-  package init() {}
+  /// Creates a slot with no thread running and an empty queue that keeps at most
+  /// `bufferedLocations` unread locations (at least 1).
+  package init(bufferedLocations: Int) {
+    queue = EventQueue(capacity: max(1, bufferedLocations), overflow: .dropOldest)
+    events = BackendEvents(queue)
+  }
 
   deinit {
     running.withLock { $0?.requestStop() }
+    queue.finish()
   }
+
+  /// Locations dropped so far because the consumer fell behind.
+  package var droppedLocations: Int { queue.dropped }
 
   /// Starts a thread running the body that `makeBody` returns, unless one runs already (then
   /// `makeBody` is not called). Returns at once.

@@ -61,9 +61,8 @@ public final class NMEAStreamBackend: LocationBackend {
   /// Timeouts, retries and bounds.
   public let options: Options
   /// Every event, for the backend's whole life; one consumer. Status changes are never dropped.
-  public let events: BackendEvents
-  private let queue: EventQueue<BackendEvent>
-  private let thread = BackendThread()
+  public var events: BackendEvents { thread.events }
+  private let thread: BackendThread
   private let counters = NMEAStreamCounterBox()
 
   /// Creates a backend for `uri`; nothing opens until ``start()``.
@@ -73,12 +72,7 @@ public final class NMEAStreamBackend: LocationBackend {
     self.endpoint = try NMEAStreamEndpoint(uri: uri)
     self.uri = uri
     self.options = options
-    queue = EventQueue(capacity: options.bufferedLocations, overflow: .dropOldest)
-    events = BackendEvents(queue)
-  }
-
-  deinit {
-    queue.finish()
+    thread = BackendThread(bufferedLocations: options.bufferedLocations)
   }
 
   /// Starts the reading thread; returns at once (opening, rate detection and reconnection are
@@ -88,7 +82,7 @@ public final class NMEAStreamBackend: LocationBackend {
   public func start() async throws {
     try thread.start {
       let reader = NMEAStreamReader(
-        endpoint: endpoint, uri: uri, options: options, queue: queue, counters: counters)
+        endpoint: endpoint, uri: uri, options: options, queue: thread.queue, counters: counters)
       return { thread in reader.run(thread) }
     }
   }
@@ -101,7 +95,7 @@ public final class NMEAStreamBackend: LocationBackend {
   public var statistics: NMEAStreamCounters { counters.value.withLock { $0 } }
 
   /// Locations dropped because the consumer fell more than ``Options/bufferedLocations`` behind.
-  package var droppedLocations: Int { queue.dropped }
+  package var droppedLocations: Int { thread.droppedLocations }
 }
 
 /// Counters of an ``NMEAStreamBackend``, over its whole life.
