@@ -280,8 +280,12 @@ public final class FallbackOutbox: MQTTOutbox {
 
   /// The store's error in the queue's words (a full store's own text speaks of fixes).
   static func reason(_ error: TrackStoreError) -> String {
-    if case .diskFull(let path, let message) = error { return "the queue's store \(path) is full (disk or size cap): \(message)" }
-    return error.description
+    switch error {
+    case .diskFull(let path, let message): return "the queue's store \(path) is full (disk or size cap): \(message)"
+    case .sqlite(let code, let message, let operation):
+      return "the queue's store failed while \(operation): \(message) (SQLite code \(code))"
+    default: return error.description
+    }
   }
 
   private func fallBack(_ state: inout State, _ reason: String) {
