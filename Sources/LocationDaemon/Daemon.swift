@@ -243,37 +243,33 @@ public enum Daemon {
   /// (bounded by `mqtt-queue-limit` and `mqtt-queue-size`, apart from the history's
   /// `track-max-size`); messages an earlier version queued in `track.sqlite` (`store`, the
   /// recording's, or the file opened for the move alone) are moved there first. A store that fails
-  /// while running falls back to memory (``FallbackOutbox``). Without libsqlite3, or when the file
-  /// cannot be opened, it is kept in memory, and the log says so.
+  /// while running, or cannot be opened at start, falls back to memory and is tried again with
+  /// backoff (``FallbackOutbox``); without libsqlite3 the queue is kept in memory for the run. The
+  /// log says which.
   static func startMQTT(
     _ settings: MQTTSettings, store recording: TrackStore?, stateDirectory: String, service: LocationService
-  ) async throws(MQTTSettingError) -> (OwnTracksFrontEnd, FallbackOutbox?) {
+  ) async throws(MQTTSettingError) -> (OwnTracksFrontEnd, FallbackOutbox) {
     let credentials = try settings.credentialsFile.map { path throws(MQTTSettingError) in try MQTTCredentials.read(path: path) }
     if let warning = settings.anonymousRetainWarning(hasCredentials: credentials != nil) {
       Log.event("mqttWarning", ["detail": warning])
     }
-    let outbox: any MQTTOutbox
-    var queue: FallbackOutbox?
     var storeConfiguration = TrackStoreConfiguration()
     storeConfiguration.outboxLimit = settings.queueLimit
     storeConfiguration.outboxMaxBytes = settings.queueMaxBytes
     // Its own file: no fix is ever stored there, so no retention runs in it.
     storeConfiguration.maxAge = 0
     storeConfiguration.maxBytes = 0
-    do throws(TrackStoreError) {
-      let store = try TrackStore(
-        path: stateDirectory + "/" + TrackStore.outboxFileName, configuration: storeConfiguration,
-        onRejected: TrackRecording.logRejection)
-      moveEarlierOutbox(to: store, recording: recording, stateDirectory: stateDirectory)
-      let fallback = FallbackOutbox(
-        store: store, qos: settings.qos, memoryLimit: settings.queueLimit, memoryMaxBytes: settings.queueMaxBytes,
-        log: { event, detail in Log.event(event, ["detail": detail]) })
-      queue = fallback
-      outbox = fallback
-    } catch {
-      Log.event("mqttQueueInMemory", ["reason": error.description])
-      outbox = MemoryOutbox(limit: settings.queueLimit)
-    }
+    let configuration = storeConfiguration
+    let path = stateDirectory + "/" + TrackStore.outboxFileName
+    // Opened now, and again with backoff while it cannot be (a full or read-only disk at start).
+    let queue = FallbackOutbox(
+      opening: { () throws(TrackStoreError) -> TrackStore in
+        let store = try TrackStore(path: path, configuration: configuration, onRejected: TrackRecording.logRejection)
+        moveEarlierOutbox(to: store, recording: recording, stateDirectory: stateDirectory)
+        return store
+      }, qos: settings.qos, memoryLimit: settings.queueLimit, memoryMaxBytes: settings.queueMaxBytes,
+      log: { event, detail in Log.event(event, ["detail": detail]) })
+    let outbox: any MQTTOutbox = queue
     let frontEnd = OwnTracksFrontEnd(
       settings: settings, credentials: credentials, outbox: outbox, handler: service)
     await service.attach(frontEnd)

@@ -12,6 +12,12 @@ import TrackStore
 /// with their sequence numbers (so the session's order and acknowledgements stay valid), and new
 /// messages are queued on disk again.
 ///
+/// A store that cannot be opened at start is handled the same way: the queue starts in memory and
+/// the store is opened with the same backoff. When it opens, the messages in memory are moved to
+/// it with their sequence numbers, and messages an earlier run left in it (which the session has
+/// not seen) are renumbered after them, keeping their order: they are published after those
+/// queued meanwhile, and no acknowledgement given meanwhile can remove them unsent.
+///
 /// Delivered while the store could not record it: the broker's acknowledgement of a message
 /// still in the store (a full disk cannot delete either) is kept in memory; those messages are not
 /// published again, and they are removed from the store when it works again. Only a stop of the
@@ -40,6 +46,8 @@ public final class FallbackOutbox: MQTTOutbox {
     var lastDurable: Int64 = 0
     /// Acknowledged by the broker, not yet removed from the store.
     var deliveredThrough: Int64?
+    /// `nil` until the store opens (it could not be opened at start).
+    var store: TrackStore?
     var inMemory = false
     var retryAt = 0.0
     var backoff = Backoff()
@@ -48,7 +56,7 @@ public final class FallbackOutbox: MQTTOutbox {
     var memoryCount: Int { memory.count - head }
   }
 
-  private let store: TrackStore
+  private let open: (@Sendable () throws(TrackStoreError) -> TrackStore)?
   private let qos: Int
   private let state: Mutex<State>
   private let now: @Sendable () -> Double
@@ -72,17 +80,74 @@ public final class FallbackOutbox: MQTTOutbox {
     now: (@Sendable () -> Double)? = nil,
     log: @escaping @Sendable (_ event: String, _ detail: String) -> Void
   ) {
-    self.store = store
+    self.open = nil
     self.qos = qos
     self.memoryLimit = max(1, memoryLimit)
     self.memoryMaxBytes = max(1, memoryMaxBytes)
     self.now = now ?? { monotonicSeconds() }
     self.log = log
     var initial = State()
+    initial.store = store
     initial.lastDurable = (try? store.lastOutgoingID()) ?? 0
     initial.nextMemory = initial.lastDurable + 1
     state = Mutex(initial)
   }
+
+  /// Opens the store with `open` now; when that fails, starts in memory, logs
+  /// `mqttQueueInMemory` with the reason, and calls `open` again with the backoff of a store that
+  /// fails while running (1 s, 2 s, 4 s ... up to 60 s, at the next message), moving the memory
+  /// queue to the store when it opens. Without libsqlite3
+  /// (``TrackStoreError/libraryUnavailable(_:)``) or with a configuration the store refuses
+  /// (``TrackStoreError/invalidArgument(_:reason:)``) it is not tried again: the queue stays in
+  /// memory for the run.
+  ///
+  /// - Parameters:
+  ///   - open: opens (or creates) the queue's store; called on the caller's thread now, later
+  ///     on the thread that appends or reads, the outbox's lock held (it must not call the outbox).
+  ///   - qos, memoryLimit, memoryMaxBytes, now, log: as ``init(store:qos:memoryLimit:memoryMaxBytes:now:log:)``.
+  public init(
+    opening open: @escaping @Sendable () throws(TrackStoreError) -> TrackStore, qos: Int, memoryLimit: Int,
+    memoryMaxBytes: Int64, now: (@Sendable () -> Double)? = nil,
+    log: @escaping @Sendable (_ event: String, _ detail: String) -> Void
+  ) {
+    self.open = open
+    self.qos = qos
+    self.memoryLimit = max(1, memoryLimit)
+    self.memoryMaxBytes = max(1, memoryMaxBytes)
+    let clock = now ?? { monotonicSeconds() }
+    self.now = clock
+    self.log = log
+    var initial = State()
+    do throws(TrackStoreError) {
+      let store = try open()
+      initial.store = store
+      initial.lastDurable = (try? store.lastOutgoingID()) ?? 0
+      initial.nextMemory = initial.lastDurable + 1
+    } catch {
+      initial.inMemory = true
+      initial.counters.fellBack = 1
+      let final = Self.isFinal(error)
+      initial.retryAt = final ? .infinity : clock() + initial.backoff.next()
+      log(
+        "mqttQueueInMemory",
+        Self.reason(error)
+          + (final
+            ? "; the queue is kept in memory for this run"
+            : "; publishing goes on from memory, the queue's store is tried again with backoff"))
+    }
+    state = Mutex(initial)
+  }
+
+  /// Whether the store can never open in this run (no libsqlite3, a refused configuration).
+  static func isFinal(_ error: TrackStoreError) -> Bool {
+    switch error {
+    case .libraryUnavailable, .invalidArgument: return true
+    default: return false
+    }
+  }
+
+  /// Whether the queue's store is open (`false` while it could not be opened since the start).
+  public var isStoreOpen: Bool { state.withLock { $0.store != nil } }
 
   /// The counters now.
   public var counters: Counters {
@@ -100,7 +165,7 @@ public final class FallbackOutbox: MQTTOutbox {
   public func append(topic: String, payload: [UInt8], retain: Bool) throws(OutboxError) {
     let refusal = state.withLock { state -> OutboxError? in
       retryIfDue(&state)
-      if !state.inMemory {
+      if !state.inMemory, let store = state.store {
         do throws(TrackStoreError) {
           state.lastDurable = try store.enqueueOutgoing(topic: topic, payload: payload, qos: qos, retain: retain)
           state.nextMemory = state.lastDurable + 1
@@ -138,7 +203,7 @@ public final class FallbackOutbox: MQTTOutbox {
       retryIfDue(&state)
       var result: [OutboxMessage] = []
       let floor = max(after ?? 0, state.deliveredThrough ?? 0)
-      if floor < state.lastDurable {
+      if floor < state.lastDurable, let store = state.store {
         do throws(TrackStoreError) {
           for row in try store.peekOutgoing(after: floor, limit: min(10_000, limit)) {
             result.append(OutboxMessage(sequence: row.id, topic: row.topic, payload: row.payload, retain: row.retain))
@@ -168,8 +233,8 @@ public final class FallbackOutbox: MQTTOutbox {
       }
       Self.compact(&state)
       guard sequence > (state.deliveredThrough ?? 0) else { return }
-      if state.inMemory {
-        state.deliveredThrough = sequence
+      guard !state.inMemory, let store = state.store else {
+        if state.store != nil { state.deliveredThrough = sequence }
         return
       }
       do throws(TrackStoreError) {
@@ -184,17 +249,19 @@ public final class FallbackOutbox: MQTTOutbox {
   /// See ``MQTTOutbox/count``: the store's waiting messages (those delivered while it could not
   /// remove them included) and the memory queue's.
   public var count: Int {
-    state.withLock { store.outgoingCount + $0.memoryCount }
+    state.withLock { ($0.store?.outgoingCount ?? 0) + $0.memoryCount }
   }
 
   /// See ``MQTTOutbox/droppedCount``: the store's drops and the memory queue's.
-  public var droppedCount: Int { state.withLock { store.outgoingDropped + $0.counters.memoryDropped } }
+  public var droppedCount: Int {
+    state.withLock { ($0.store?.outgoingDropped ?? 0) + $0.counters.memoryDropped }
+  }
 
   /// Messages the broker acknowledged that the store still holds (it could not delete them):
   /// published a second time if the daemon stops before the store works again.
   public var unrecordedDeliveries: Int {
     state.withLock { state in
-      guard let through = state.deliveredThrough else { return 0 }
+      guard let through = state.deliveredThrough, let store = state.store else { return 0 }
       return (try? store.countOutgoing(through: through)) ?? 0
     }
   }
@@ -213,8 +280,12 @@ public final class FallbackOutbox: MQTTOutbox {
 
   /// The store's error in the queue's words (a full store's own text speaks of fixes).
   static func reason(_ error: TrackStoreError) -> String {
-    if case .diskFull(let path, let message) = error { return "the queue's store \(path) is full (disk or size cap): \(message)" }
-    return error.description
+    switch error {
+    case .diskFull(let path, let message): return "the queue's store \(path) is full (disk or size cap): \(message)"
+    case .sqlite(let code, let message, let operation):
+      return "the queue's store failed while \(operation): \(message) (SQLite code \(code))"
+    default: return error.description
+    }
   }
 
   private func fallBack(_ state: inout State, _ reason: String) {
@@ -228,6 +299,10 @@ public final class FallbackOutbox: MQTTOutbox {
   /// Moves the memory queue back to the store when the retry is due and the store takes it.
   private func retryIfDue(_ state: inout State) {
     guard state.inMemory, now() >= state.retryAt else { return }
+    guard let store = state.store else {
+      openLate(&state)
+      return
+    }
     do throws(TrackStoreError) {
       var removed = 0
       if let through = state.deliveredThrough {
@@ -259,6 +334,44 @@ public final class FallbackOutbox: MQTTOutbox {
         "the queue's store works again: \(moved) messages moved back from memory, \(removed) delivered meanwhile removed")
     } catch {
       state.retryAt = now() + state.backoff.next()
+    }
+  }
+
+  /// Opens the store that could not be opened at start and moves the memory queue to it, ahead
+  /// of what an earlier run left there (see the type's comment).
+  private func openLate(_ state: inout State) {
+    guard let open else { return }
+    do throws(TrackStoreError) {
+      let store = try open()
+      let through = state.nextMemory - 1
+      let waiting = state.memory[state.head...].map { message in
+        OutgoingMessage(
+          id: message.sequence, topic: message.topic, payload: message.payload, qos: qos, retain: message.retain)
+      }
+      let renumbered: Int
+      do throws(TrackStoreError) {
+        renumbered = try store.adoptOutgoing(Array(waiting), through: through)
+      } catch {
+        store.close()
+        throw error
+      }
+      let moved = waiting.count
+      state.store = store
+      state.lastDurable = max(through, (try? store.lastOutgoingID()) ?? through)
+      state.nextMemory = state.lastDurable + 1
+      state.memory.removeAll()
+      state.head = 0
+      state.memoryBytes = 0
+      // Acknowledgements given meanwhile were of memory messages, removed already.
+      state.deliveredThrough = nil
+      state.inMemory = false
+      state.backoff.reset()
+      state.counters.recovered += 1
+      log(
+        "mqttQueueOnDisk",
+        "the queue's store opened: \(moved) messages moved from memory, \(renumbered) left by an earlier run queued after them")
+    } catch {
+      state.retryAt = Self.isFinal(error) ? .infinity : now() + state.backoff.next()
     }
   }
 

@@ -129,6 +129,8 @@ final class MQTTWorker {
   let control: MQTTControl
   let topic: String
   var client: OpaquePointer?
+  /// Whether the next attempt needs a new client (the last connection was lost or refused).
+  var freshClientNeeded = false
   var connected = false
   var connecting = false
   var backoff: Backoff
@@ -153,41 +155,63 @@ final class MQTTWorker {
     options.onState(state)
   }
 
-  func run() {
+  /// A new libmosquitto client with the credentials and TLS settings; `nil` (after reporting
+  /// why) when none can be made.
+  func makeClient() -> OpaquePointer? {
     let settings = options.settings
-    // The context pointer stays valid: this worker outlives the client (destroyed below, on
-    // this thread, before run returns).
+    // The context pointer stays valid: this worker outlives its clients (each destroyed on this
+    // thread, the last before run returns).
     let context = Unmanaged.passUnretained(self).toOpaque()
-    client = locationd_mqtt_new(settings.effectiveClientID, context) { context, event in
+    let made = locationd_mqtt_new(settings.effectiveClientID, context) { context, event in
       guard let context, let event else { return }
       Unmanaged<MQTTWorker>.fromOpaque(context).takeUnretainedValue().handle(event.pointee)
     }
-    guard let client else {
+    guard let made else {
       report(.failed(detail: "cannot create an MQTT client (client id \(settings.effectiveClientID))", retryIn: .infinity))
-      return
+      return nil
     }
-    defer { locationd_mqtt_destroy(client) }
     if let credentials = options.credentials {
-      let rc = locationd_mqtt_credentials(client, credentials.user, credentials.password)
+      let rc = locationd_mqtt_credentials(made, credentials.user, credentials.password)
       if rc != 0 { report(.failed(detail: "credentials refused by libmosquitto: \(Self.text(rc))", retryIn: .infinity)) }
     }
     if settings.broker.tls {
       guard let caFile = settings.caFile else {
         report(.failed(detail: "mqtts needs mqtt-ca-file (the CA certificates that signed the broker's certificate)", retryIn: .infinity))
-        return
+        locationd_mqtt_destroy(made)
+        return nil
       }
-      let rc = locationd_mqtt_tls(client, caFile)
+      let rc = locationd_mqtt_tls(made, caFile)
       if rc != 0 {
         report(.failed(detail: "TLS setup failed with CA file \(caFile): \(Self.text(rc))", retryIn: .infinity))
-        return
+        locationd_mqtt_destroy(made)
+        return nil
       }
     }
+    return made
+  }
+
+  func run() {
+    let settings = options.settings
+    guard var client = makeClient() else { return }
+    self.client = client
+    defer { if let client = self.client { locationd_mqtt_destroy(client) } }
     while !control.stopping.load(ordering: .acquiring) {
       let now = monotonicSeconds()
       if !connected && !connecting {
         if now < nextAttempt {
           usleep(UInt32(min(50_000, max(1_000, (nextAttempt - now) * 1e6))))
           continue
+        }
+        if freshClientNeeded {
+          // libmosquitto keeps the messages in flight on a lost connection and sends them
+          // again after its next CONNACK, while this session publishes them again from its
+          // queue: each would reach the broker twice more. A new client starts with none.
+          locationd_mqtt_destroy(client)
+          self.client = nil
+          guard let made = makeClient() else { return }
+          client = made
+          self.client = made
+          freshClientNeeded = false
         }
         connect(client)
         continue
@@ -229,11 +253,17 @@ final class MQTTWorker {
   func lost(_ detail: String) {
     connected = false
     connecting = false
+    freshClientNeeded = true
+    // Sent and still in the queue: each is published again after the reconnect, and those the
+    // broker had already taken reach receivers twice (at least once, QoS 1). Said in the log,
+    // so that duplicates are counted.
+    let again = options.settings.qos == 0 ? 0 : pending.count
     pending.removeAll()
     lastSent = nil
     let delay = backoff.next()
     nextAttempt = monotonicSeconds() + delay
-    report(.failed(detail: detail, retryIn: delay))
+    let resend = again > 0 ? "; \(again) messages sent but not all confirmed are published again (receivers may get them twice)" : ""
+    report(.failed(detail: detail + resend, retryIn: delay))
   }
 
   func handle(_ event: locationd_mqtt_event) {

@@ -70,6 +70,15 @@ enum StoreCheck {
         return "truncated (\(size) bytes is not a whole number of \(pageSize)-byte pages)"
       }
     }
+    // A rollback journal left by a process killed in a write outside WAL mode (while the store
+    // was being created): a read-only connection cannot roll it back (SQLITE_READONLY_ROLLBACK)
+    // and would refuse the file at every start. A read-write connection rolls it back, SQLite's
+    // own recovery, before the file is judged.
+    if !walInUse, fileSize(path + "-journal") > 0 {
+      let recovery = try SQLiteConnection(path: path, readOnly: false)
+      _ = try? recovery.integer("PRAGMA schema_version")
+      recovery.close()
+    }
     let connection: SQLiteConnection
     do {
       connection = try SQLiteConnection(path: path, readOnly: true)

@@ -140,4 +140,15 @@ public struct OutgoingMessage: Sendable, Hashable {
   /// When it was queued (milliseconds since the Unix epoch, as the caller's clock said); `nil`
   /// when the caller gave none.
   public var enqueuedAt: Int64?
+
+  /// Creates a message (the outbox creates them when read; ``TrackStore/adoptOutgoing(_:through:)``
+  /// takes them).
+  public init(id: Int64, topic: String, payload: [UInt8], qos: Int, retain: Bool, enqueuedAt: Int64? = nil) {
+    self.id = id
+    self.topic = topic
+    self.payload = payload
+    self.qos = qos
+    self.retain = retain
+    self.enqueuedAt = enqueuedAt
+  }
 }

@@ -100,7 +100,7 @@ public final class TrackStore: Sendable {
   private let onRejected: @Sendable (TrackStoreRejection) -> Void
   /// Failures to inject into every write and outbox read, for tests of what the store's users do
   /// when the disk fails (see ``TrackStoreFaults``); none unless a test sets one.
-  public let faults = TrackStoreFaults()
+  public let faults: TrackStoreFaults
 
   /// Opens the store at `path` for recording, creating it (and its schema) when missing.
   ///
@@ -113,17 +113,22 @@ public final class TrackStore: Sendable {
   /// are ours. The same happens while running when SQLite reports the store damaged
   /// (`SQLITE_CORRUPT`, `SQLITE_NOTADB`): the operation is retried once on the fresh store.
   ///
-  /// - Parameter onRejected: called (on the caller's thread, the store's lock held: it must not
-  ///   call the store) for each file set aside.
+  /// - Parameters:
+  ///   - faults: failures to inject (tests): one set before the open makes the open throw it,
+  ///     as a disk that fails at start does; a new, empty set unless given.
+  ///   - onRejected: called (on the caller's thread, the store's lock held: it must not call the
+  ///     store) for each file set aside.
   /// - Throws: ``TrackStoreError/libraryUnavailable(_:)`` without libsqlite3,
   ///   ``TrackStoreError/openFailed(path:code:message:)`` (the file cannot be opened, created or
   ///   set aside), ``TrackStoreError/incompatible(path:reason:)`` for a newer schema version,
   ///   ``TrackStoreError/diskFull(path:message:)``.
   public init(
     path: String, configuration: TrackStoreConfiguration = TrackStoreConfiguration(),
+    faults: TrackStoreFaults = TrackStoreFaults(),
     onRejected: @escaping @Sendable (TrackStoreRejection) -> Void = { _ in }
   ) throws(TrackStoreError) {
     try Self.validate(configuration)
+    try faults.check()
     var rejections: [TrackStoreRejection] = []
     try Self.prepareFile(path)
     if let reason = try StoreCheck.reasonToReject(path) {
@@ -143,6 +148,7 @@ public final class TrackStore: Sendable {
     self.path = path
     self.configuration = configuration
     self.isReadOnly = false
+    self.faults = faults
     self.onRejected = onRejected
     self.state = Mutex(initial)
   }
@@ -186,7 +192,7 @@ public final class TrackStore: Sendable {
     _ = Glibc.close(fd)
   }
 
-  /// Sets the damaged store aside and opens a fresh one in its place (see ``init(path:configuration:onRejected:)``);
+  /// Sets the damaged store aside and opens a fresh one in its place (see ``init(path:configuration:faults:onRejected:)``);
   /// `false` when `error` is not damage or the fresh store cannot be made (the error stands).
   private func recover(from error: TrackStoreError, _ state: inout State) -> Bool {
     guard !isReadOnly, case .sqlite(let code, let message, _) = error, StoreCheck.isDamage(code) else { return false }
@@ -262,6 +268,7 @@ public final class TrackStore: Sendable {
     self.path = path
     self.configuration = TrackStoreConfiguration()
     self.isReadOnly = true
+    self.faults = TrackStoreFaults()
     self.onRejected = { _ in }
     self.state = Mutex(initial)
   }
@@ -868,6 +875,80 @@ public final class TrackStore: Sendable {
     }
   }
 
+  /// Puts messages a queue kept in memory before this store could be opened (`messages`, their
+  /// ids handed out already, all `1...through`) ahead of the messages waiting here, in one
+  /// transaction: waiting messages whose ids are not above `through` are renumbered after it,
+  /// keeping their order, so that no id the memory queue gave out is reused and every message
+  /// waiting here stays after everything the memory queue may have published.
+  ///
+  /// - Parameters:
+  ///   - messages: the memory queue's waiting messages, ids increasing, each at most `through`,
+  ///     QoS `0...2`.
+  ///   - through: the highest id the memory queue gave out, `>= 0`.
+  /// - Returns: how many waiting messages were renumbered.
+  /// - Throws: ``TrackStoreError/invalidArgument(_:reason:)`` for an id above `through` or not
+  ///   increasing, or a bad QoS; ``TrackStoreError/diskFull(path:message:)``; other
+  ///   ``TrackStoreError`` cases. Nothing changes when it throws.
+  @discardableResult
+  public func adoptOutgoing(_ messages: [OutgoingMessage], through: Int64) throws(TrackStoreError) -> Int {
+    guard through >= 0 else { throw .invalidArgument("through", reason: "\(through) is negative") }
+    var previous: Int64 = 0
+    for message in messages {
+      guard (0...2).contains(message.qos) else {
+        throw .invalidArgument("qos", reason: "\(message.qos) is not 0, 1 or 2")
+      }
+      guard message.id > previous, message.id <= through else {
+        throw .invalidArgument("id", reason: "\(message.id) is not increasing within 1...\(through)")
+      }
+      previous = message.id
+    }
+    return try writing { (state: inout State) throws(TrackStoreError) -> Int in
+      let connection = state.connection
+      try connection.beginImmediate()
+      var renumbered = 0
+      var bytes: Int64 = 0
+      do throws(TrackStoreError) {
+        if let lowest = try connection.integer("SELECT min(id) FROM outbox"), lowest <= through {
+          // Through negative ids, so that no two rows ever share an id on the way.
+          let shift = through - lowest + 1
+          try connection.execute("UPDATE outbox SET id = -(id + \(shift))")
+          renumbered = connection.changes
+          try connection.execute("UPDATE outbox SET id = -id")
+        }
+        let insert = try connection.statement(
+          "INSERT INTO outbox(topic, payload, qos, retain, enqueued_ms, id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
+        for message in messages {
+          try insert.bind(1, message.topic)
+          try insert.bind(2, message.payload)
+          try insert.bind(3, Int64(message.qos))
+          try insert.bind(4, Int64(message.retain ? 1 : 0))
+          try insert.bind(5, message.enqueuedAt)
+          try insert.bind(6, message.id)
+          try insert.run()
+          bytes += Int64(message.topic.utf8.count + message.payload.count)
+        }
+        let highest = max(through, try connection.integer("SELECT max(id) FROM outbox") ?? 0)
+        let last = try connection.integer("SELECT seq FROM sqlite_sequence WHERE name = 'outbox'")
+        if highest > (last ?? 0) {
+          let sequence = try connection.statement(
+            last == nil
+              ? "INSERT INTO sqlite_sequence(name, seq) VALUES ('outbox', ?1)"
+              : "UPDATE sqlite_sequence SET seq = ?1 WHERE name = 'outbox'")
+          try sequence.bind(1, highest)
+          try sequence.run()
+        }
+        try connection.execute("COMMIT")
+        state.lastOutgoingID = max(state.lastOutgoingID, highest)
+      } catch {
+        try? connection.execute("ROLLBACK")
+        throw error
+      }
+      state.outgoingCount += messages.count
+      state.outgoingBytes += bytes
+      return renumbered
+    }
+  }
+
   /// Waiting messages with an id up to and including `id`.
   public func countOutgoing(through id: Int64) throws(TrackStoreError) -> Int {
     try writing(reading: true) { (state: inout State) throws(TrackStoreError) -> Int in
@@ -952,11 +1033,13 @@ public enum TrackSourceFilter: String, Sendable, Hashable, CaseIterable {
 
 /// Failures a test injects into a ``TrackStore`` (a full disk, an I/O error, a read-only
 /// filesystem), so that what its users do can be checked without such a disk: while set, every
-/// write throws the error before touching SQLite (reads go on, as on a full disk).
+/// write throws the error before touching SQLite (reads go on, as on a full disk), and so does
+/// opening a store given this set (``TrackStore/init(path:configuration:faults:onRejected:)``).
 public final class TrackStoreFaults: Sendable {
   private let failure = Mutex<TrackStoreError?>(nil)
 
-  init() {}
+  /// No failure until ``fail(with:)`` sets one.
+  public init() {}
 
   /// Every later operation throws `error` until this is called with `nil`.
   public func fail(with error: TrackStoreError?) { failure.withLock { $0 = error } }

@@ -124,4 +124,107 @@ import TrackStore
     #expect(!outbox.counters.inMemory)
     #expect(indices(try outbox.oldest(after: nil, limit: 64)) == Array(17...27))
   }
+
+  final class Opens: Sendable {
+    let count = Mutex(0)
+    var value: Int { count.withLock { $0 } }
+    func add() { count.withLock { $0 += 1 } }
+  }
+
+  @Test(arguments: ["ENOSPC", "EIO", "EROFS"])
+  func aStoreThatCannotBeOpenedAtStartIsTriedAgainAndTakesTheMemoryQueue(_ fault: String) throws {
+    let path = try directory() + "/" + TrackStore.outboxFileName
+    // An earlier run left three messages that the broker never acknowledged.
+    let earlier = try TrackStore(path: path)
+    for index in 100..<103 { try earlier.enqueueOutgoing(topic: "owntracks/a/b", payload: payload(index), retain: true) }
+    earlier.close()
+    let faults = TrackStoreFaults()
+    let error: TrackStoreError =
+      switch fault {
+      case "ENOSPC": TrackStoreFaults.diskFull(path)
+      case "EIO": TrackStoreFaults.ioError
+      default: .openFailed(path: path, code: EROFS, message: "cannot open it for writing: Read-only file system")
+      }
+    faults.fail(with: error)
+    let clock = VirtualClock()
+    let events = Events()
+    let opens = Opens()
+    let outbox = FallbackOutbox(
+      opening: { () throws(TrackStoreError) -> TrackStore in
+        opens.add()
+        return try TrackStore(path: path, faults: faults)
+      }, qos: 1, memoryLimit: 1_000, memoryMaxBytes: 1 << 20, now: { clock.now }, log: events.add)
+    #expect(opens.value == 1)
+    #expect(!outbox.isStoreOpen)
+    #expect(outbox.counters.inMemory)
+    #expect(events.all.count == 1)
+    #expect(events.all.first?.hasPrefix("mqttQueueInMemory: ") == true)
+    #expect(events.all.first?.contains("tried again with backoff") == true, "\(events.all)")
+    // Publishing goes on from memory; the broker acknowledges the first four.
+    for index in 0..<10 { try outbox.append(topic: "owntracks/a/b", payload: payload(index), retain: true) }
+    #expect(try outbox.oldest(after: nil, limit: 64).map(\.sequence) == Array(1...10))
+    try outbox.remove(through: 4)
+    #expect(outbox.count == 6)
+    #expect(outbox.unrecordedDeliveries == 0)
+    // Tried again 1 s after the start, then 2 s after that, not in between.
+    clock.advance(0.5)
+    try outbox.append(topic: "owntracks/a/b", payload: payload(10), retain: true)
+    #expect(opens.value == 1)
+    clock.advance(0.5)
+    try outbox.append(topic: "owntracks/a/b", payload: payload(11), retain: true)
+    #expect(opens.value == 2)
+    #expect(!outbox.isStoreOpen)
+    clock.advance(1.9)
+    try outbox.append(topic: "owntracks/a/b", payload: payload(12), retain: true)
+    #expect(opens.value == 2)
+    // The disk works again: at the next try the store opens and takes the memory queue, with its
+    // sequences, ahead of the earlier run's messages, which the session has not seen.
+    faults.fail(with: nil)
+    clock.advance(0.1)
+    try outbox.append(topic: "owntracks/a/b", payload: payload(13), retain: true)
+    #expect(opens.value == 3)
+    #expect(outbox.isStoreOpen)
+    let counters = outbox.counters
+    #expect(!counters.inMemory)
+    #expect(counters.fellBack == 1)
+    #expect(counters.recovered == 1)
+    #expect(outbox.memoryCount == 0)
+    #expect(events.all.count == 2)
+    #expect(
+      events.all.last == "mqttQueueOnDisk: the queue's store opened: 9 messages moved from memory, 3 left by an earlier run queued after them")
+    // The session goes on from where it was (sequence 10 sent): nothing skipped, nothing reused.
+    let rest = try outbox.oldest(after: 10, limit: 64)
+    #expect(indices(rest) == [10, 11, 12, 100, 101, 102, 13])
+    #expect(rest.map(\.sequence) == Array(11...17))
+    // Acknowledging what it sent before the open removes none of the earlier run's messages.
+    try outbox.remove(through: 13)
+    #expect(indices(try outbox.oldest(after: nil, limit: 64)) == [100, 101, 102, 13])
+    #expect(outbox.count == 4)
+    // On disk: a restart finds them, in that order.
+    let reopened = try TrackStore(path: path)
+    defer { reopened.close() }
+    #expect(try reopened.peekOutgoing(limit: 100).map(\.id) == Array(14...17))
+    try outbox.append(topic: "owntracks/a/b", payload: payload(14), retain: true)
+    #expect(try reopened.lastOutgoingID() == 18)
+  }
+
+  @Test func withoutTheLibraryTheQueueStaysInMemoryAndIsNotTriedAgain() throws {
+    let clock = VirtualClock()
+    let events = Events()
+    let opens = Opens()
+    let outbox = FallbackOutbox(
+      opening: { () throws(TrackStoreError) -> TrackStore in
+        opens.add()
+        throw .libraryUnavailable("libsqlite3.so.0: cannot open shared object file")
+      }, qos: 1, memoryLimit: 5, memoryMaxBytes: 1 << 20, now: { clock.now }, log: events.add)
+    for index in 0..<8 {
+      clock.advance(100)
+      try outbox.append(topic: "t", payload: payload(index), retain: false)
+    }
+    #expect(opens.value == 1)
+    #expect(events.all.count == 1)
+    #expect(events.all.first?.hasSuffix("the queue is kept in memory for this run") == true, "\(events.all)")
+    #expect(indices(try outbox.oldest(after: nil, limit: 64)) == Array(3..<8))
+    #expect(outbox.droppedCount == 3)
+  }
 }

@@ -201,4 +201,37 @@ import Testing
     #expect(try String(contentsOfFile: first, encoding: .utf8) == "first")
     #expect(try String(contentsOfFile: second, encoding: .utf8) == "second")
   }
+
+  @Test func aHotRollbackJournalIsRolledBackBeforeTheCheck() throws {
+    let path = try temporaryDirectory() + "/track.sqlite"
+    // A process killed inside a large write transaction in rollback-journal mode: its pages
+    // spilled into the file, the journal that undoes them stays beside it.
+    let script = """
+      import os, sqlite3, sys
+      c = sqlite3.connect(sys.argv[1], isolation_level=None)
+      c.execute("PRAGMA cache_size=2")
+      c.execute("CREATE TABLE t(x)")
+      c.execute("BEGIN")
+      for i in range(400): c.execute("INSERT INTO t VALUES (?)", (os.urandom(1000),))
+      os._exit(0)
+      """
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+    process.arguments = ["-c", script, path]
+    try process.run()
+    process.waitUntilExit()
+    try #require(process.terminationStatus == 0)
+    try #require(StoreCheck.fileSize(path + "-journal") > 0, "no hot journal was left")
+    // Judged after the rollback (a table that is not ours), set aside, and a fresh store records.
+    let store = try TrackStore(path: path)
+    defer { store.close() }
+    #expect(store.rejections.count == 1)
+    #expect(store.rejections.first?.reason.contains("not a track store's: t") == true, "\(store.rejections)")
+    try store.append(syntheticTrack(count: 3, start: 7_000_000_000_000))
+    #expect(try allPoints(store).count == 3)
+    // The file set aside holds the rolled-back database: the table, none of the killed rows.
+    let kept = try SQLiteConnection(path: try #require(store.rejections.first?.keptAs), readOnly: true)
+    defer { kept.close() }
+    #expect(try kept.integer("SELECT count(*) FROM t") == 0)
+  }
 }
