@@ -84,7 +84,7 @@ let package = Package(
     // hub that fans fixes out, map-state wiring. Every front-end calls it through one API.
     .target(
       name: "ServiceCore",
-      dependencies: ["LocationProtocol", "LocationCore", "LocationModel", "MapState", "Regions", "SystemIO"],
+      dependencies: ["LocationProtocol", "LocationCore", "LocationModel", "MapState", "Queues", "Regions", "SystemIO"],
       swiftSettings: swiftSettings),
     // The Unix-socket front-end: epoll event loop, listening socket, line framing.
     .target(

@@ -204,7 +204,7 @@ public final class NMEAFeed: FrontEnd, Sendable {
     let bytes = Self.sentences(for: fix)
     let current = readers.withLock { Array($0.values) }
     var wake = false
-    for reader in current where reader.write(bytes, limit: options.bufferLimit) {
+    for reader in current where reader.write(bytes) {
       wake = true
     }
     if wake { self.wake() }
@@ -331,7 +331,9 @@ public final class NMEAFeed: FrontEnd, Sendable {
         _ = Glibc.close(fd)
         continue
       }
-      let reader = NMEAReader(id: ConnectionNumber.next(), fd: fd, peer: peer) { [weak self] in
+      let reader = NMEAReader(
+        id: ConnectionNumber.next(), fd: fd, peer: peer, bufferLimit: options.bufferLimit
+      ) { [weak self] in
         self?.wake()
       }
       let admit = { [options] in
@@ -412,22 +414,29 @@ final class NMEAReader: ClientChannel, @unchecked Sendable {
   let fd: Int32
   let peer: PeerCredentials
   private let wakeFeed: @Sendable () -> Void
-  private let state = Mutex(State())
+  private let state: Mutex<State>
   private let setUpTask = Mutex<Task<Void, Never>?>(nil)
 
   struct State {
     var streaming = false
     var closed = false
     var closeReason: String?
-    var queue: [UInt8] = []
-    var offset = 0
+    /// Sentences not yet written: all counted, bounded in bytes by the feed's buffer limit.
+    var queue: OutboundQueue
   }
 
-  init(id: UInt64, fd: Int32, peer: PeerCredentials, wake: @escaping @Sendable () -> Void) {
+  /// Creates a reader whose queue holds at most `bufferLimit` bytes (``NMEAFeedOptions``).
+  init(
+    id: UInt64, fd: Int32, peer: PeerCredentials, bufferLimit: Int,
+    wake: @escaping @Sendable () -> Void
+  ) {
     self.id = id
     self.fd = fd
     self.peer = peer
     wakeFeed = wake
+    state = Mutex(
+      State(
+        queue: OutboundQueue(limits: OutboundLimits(maxBytes: bufferLimit, maxMessages: Int.max))))
   }
 
   /// The task that asks the service for authorization and the watch.
@@ -456,7 +465,7 @@ final class NMEAReader: ClientChannel, @unchecked Sendable {
 
   func close() { requestClose(reason: "closedByService") }
 
-  var hasQueued: Bool { state.withLock { $0.offset < $0.queue.count } }
+  var hasQueued: Bool { state.withLock { !$0.queue.isEmpty } }
 
   var closeReason: String? { state.withLock { $0.closed ? nil : $0.closeReason } }
 
@@ -481,25 +490,22 @@ final class NMEAReader: ClientChannel, @unchecked Sendable {
     state.withLock { state in
       state.closed = true
       state.streaming = false
-      let left = state.queue.count - state.offset
-      state.queue = []
-      state.offset = 0
+      let left = state.queue.backlogBytes
+      state.queue.removeAll()
       return left
     }
   }
 
   /// Writes `bytes` now or queues them; returns whether the I/O thread must act (a queue to
   /// watch for writability, or a reader to close).
-  func write(_ bytes: [UInt8], limit: Int) -> Bool {
+  func write(_ bytes: [UInt8]) -> Bool {
     state.withLock { state -> Bool in
       guard state.streaming, !state.closed, state.closeReason == nil else { return false }
       var start = 0
-      if state.offset == state.queue.count {
-        state.queue = []
-        state.offset = 0
+      if state.queue.isEmpty {
         do {
           guard let sent = try SystemIO.sendSome(fd, bytes, from: 0, flags: Int32(MSG_NOSIGNAL))
-          else { return Self.enqueue(bytes[...], &state, limit: limit) }
+          else { return Self.enqueue(bytes, written: 0, &state) }
           start = sent
           if start == bytes.count { return false }
         } catch {
@@ -507,21 +513,13 @@ final class NMEAReader: ClientChannel, @unchecked Sendable {
           return true
         }
       }
-      return Self.enqueue(bytes[start...], &state, limit: limit)
+      return Self.enqueue(bytes, written: start, &state)
     }
   }
 
-  private static func enqueue(_ bytes: ArraySlice<UInt8>, _ state: inout State, limit: Int) -> Bool
-  {
-    if state.queue.count - state.offset + bytes.count > limit {
-      state.closeReason = "slow"
-      return true
-    }
-    if state.offset > 0 && state.offset >= state.queue.count / 2 {
-      state.queue.removeFirst(state.offset)
-      state.offset = 0
-    }
-    state.queue.append(contentsOf: bytes)
+  /// Queues what was not written; a reader whose queue would exceed the limit is closed.
+  private static func enqueue(_ bytes: [UInt8], written: Int, _ state: inout State) -> Bool {
+    if !state.queue.append(bytes, written: written) { state.closeReason = "slow" }
     return true
   }
 
@@ -529,20 +527,18 @@ final class NMEAReader: ClientChannel, @unchecked Sendable {
   func flush() {
     state.withLock { state in
       guard !state.closed, state.closeReason == nil else { return }
-      while state.offset < state.queue.count {
+      while let head = state.queue.first() {
         do {
           guard
             let sent = try SystemIO.sendSome(
-              fd, state.queue, from: state.offset, flags: Int32(MSG_NOSIGNAL))
+              fd, head.bytes, from: head.offset, flags: Int32(MSG_NOSIGNAL))
           else { return }
-          state.offset += sent
+          state.queue.wrote(sent)
         } catch {
           state.closeReason = "writeFailed"
           return
         }
       }
-      state.queue = []
-      state.offset = 0
     }
   }
 }
