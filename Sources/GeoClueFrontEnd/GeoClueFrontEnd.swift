@@ -387,21 +387,17 @@ enum ServiceCommand: Sendable {
   func run(on service: LocationService, frontEnd: GeoClueFrontEnd) async {
     switch self {
     case .start(let context, let client, let token):
-      let authorization = await service.handle(
-        Request(command: .requestAuthorization), from: context)
       var failure: (name: String, message: String)?
-      if case .error(_, let message) = authorization {
-        failure = ("org.freedesktop.DBus.Error.AccessDenied", message)
-      } else {
-        let reply = await service.handle(
-          Request(command: .watch(enable: true, coalesce: true)), from: context)
-        if case .error(let code, let message) = reply {
-          failure = (
-            code == .notAuthorized
-              ? "org.freedesktop.DBus.Error.AccessDenied" : "org.freedesktop.DBus.Error.Failed",
-            message
-          )
-        }
+      do throws(SessionRefusal) {
+        let session = try await service.open(peer: context.peer, channel: context.connection)
+        try await session.watch(coalescing: true)
+      } catch {
+        var denied = true
+        if case .error(let code, _) = error.reply { denied = code == .notAuthorized }
+        failure = (
+          denied ? "org.freedesktop.DBus.Error.AccessDenied" : "org.freedesktop.DBus.Error.Failed",
+          error.message
+        )
       }
       let result = failure
       frontEnd.post { $0.finishStart(client: client, token: token, failure: result) }
@@ -415,8 +411,8 @@ enum ServiceCommand: Sendable {
 
 /// One GeoClue client as the service sees it: a connection of its own (its number from
 /// ``ConnectionNumber``). Fixes reach D-Bus clients through the front-end, not through this
-/// channel, so ``deliver(_:)`` only reports whether the client is there; an `AUTHORIZATION`
-/// event that revokes it (a reload changed the group) makes the client inactive.
+/// channel, so ``deliver(_:)`` only reports whether the client is there; a revocation
+/// (``authorizationChanged(_:)``) makes the client inactive.
 final class DBusClientChannel: ClientChannel {
   let id: UInt64
   private let connected = Atomic<Bool>(true)
@@ -427,14 +423,11 @@ final class DBusClientChannel: ClientChannel {
     self.revoked = revoked
   }
 
-  @discardableResult func send(_ event: Event) -> Bool {
-    guard isConnected else { return false }
-    if event.body["class"]?.stringValue == "AUTHORIZATION",
-      event.body["authorization"]?.stringValue != "authorized"
-    {
-      revoked()
-    }
-    return true
+  @discardableResult func send(_ event: Event) -> Bool { isConnected }
+
+  /// A revocation (a reload changed the group) makes the client inactive.
+  func authorizationChanged(_ status: AuthorizationStatus) {
+    if isConnected, status != .authorized { revoked() }
   }
 
   @discardableResult func deliver(_ event: EncodedEvent) -> Bool { isConnected }

@@ -129,17 +129,24 @@ public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
   ///   (`notAuthorized` when the daemon's own user is not authorized) as an ``MQTTSettingError`` too.
   public func start() async throws(MQTTSettingError) {
     state.withLock { $0.running = true }
-    let context = ClientContext(connection: self, peer: Self.ownCredentials())
-    let authorization = await handler.handle(Request(command: .requestAuthorization), from: context)
-    if case .error(_, let message) = authorization {
-      throw MQTTSettingError(key: "mqtt", value: settings.broker.description, reason: "the service refused the MQTT front-end: \(message)")
+    let serviceSession: ClientSession
+    do throws(SessionRefusal) {
+      serviceSession = try await handler.open(peer: Self.ownCredentials(), channel: self)
+    } catch {
+      throw MQTTSettingError(
+        key: "mqtt", value: settings.broker.description,
+        reason: "the service refused the MQTT front-end: \(error.message)")
     }
+    let context = serviceSession.context
     await removePreviousFleet(context)
     try session.start()
-    let watch = await handler.handle(Request(command: .watch(enable: true, coalesce: false)), from: context)
-    if case .error(_, let message) = watch {
+    do throws(SessionRefusal) {
+      try await serviceSession.watch(coalescing: false)
+    } catch {
       session.stop()
-      throw MQTTSettingError(key: "mqtt", value: settings.broker.description, reason: "cannot start tracking: \(message)")
+      throw MQTTSettingError(
+        key: "mqtt", value: settings.broker.description,
+        reason: "cannot start tracking: \(error.message)")
     }
     let handler = handler
     let regionEventStream = regionEventStream

@@ -368,20 +368,20 @@ public final class NMEAFeed: FrontEnd, Sendable {
         ["client": String(reader.id), "uid": String(peer.uid), "pid": String(peer.pid)])
       let handler = self.handler
       reader.setUp = Task {
-        let context = ClientContext(connection: reader, peer: peer)
-        let decision = await handler.handle(
-          Request(command: .requestAuthorization), from: context)
-        guard decision == .authorization(.authorized) else {
+        let session: ClientSession
+        do throws(SessionRefusal) {
+          session = try await handler.open(peer: peer, channel: reader)
+        } catch {
           Log.event("nmeaReaderDenied", ["client": String(reader.id), "uid": String(peer.uid)])
           reader.requestClose(reason: "denied")
           return
         }
         // Streaming before tracking starts, so the first fix of the backend reaches it.
         reader.startStreaming()
-        let watch = await handler.handle(
-          Request(command: .watch(enable: true, coalesce: true)), from: context)
-        if case .error(_, let message) = watch {
-          Log.event("nmeaReaderDenied", ["client": String(reader.id), "reason": message])
+        do throws(SessionRefusal) {
+          try await session.watch(coalescing: true)
+        } catch {
+          Log.event("nmeaReaderDenied", ["client": String(reader.id), "reason": error.message])
           reader.requestClose(reason: "denied")
         }
       }
@@ -447,16 +447,13 @@ final class NMEAReader: ClientChannel, @unchecked Sendable {
 
   var isConnected: Bool { state.withLock { !$0.closed && $0.closeReason == nil } }
 
-  /// Readers get NMEA only: JSON events are not written. An `AUTHORIZATION` event that is not
-  /// `authorized` (a reload revoked the reader) disconnects the reader, which has no other way to
+  /// Readers get NMEA only: JSON events are not written.
+  @discardableResult func send(_ event: Event) -> Bool { isConnected }
+
+  /// A revocation (a reload changed the rule) disconnects the reader, which has no other way to
   /// learn it.
-  @discardableResult func send(_ event: Event) -> Bool {
-    if event.body["class"] == .string("AUTHORIZATION"),
-      event.body["authorization"] != .string(AuthorizationStatus.authorized.rawValue)
-    {
-      requestClose(reason: "denied")
-    }
-    return isConnected
+  func authorizationChanged(_ status: AuthorizationStatus) {
+    if status != .authorized { requestClose(reason: "denied") }
   }
 
   /// Readers get NMEA only: the encoded TPV is not for them (``NMEAFeed/publish(_:)`` writes the
