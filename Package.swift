@@ -95,7 +95,7 @@ let package = Package(
     .target(
       name: "GeoClueFrontEnd",
       dependencies: [
-        "CSDBus", "CLinux", "ServiceCore", "LocationProtocol", "LocationCore", "LocationModel", "Queues", "SystemIO",
+        "CSDBus", "CLinux", "ServiceCore", "LocationProtocol", "LocationModel", "Queues", "SystemIO",
       ],
       swiftSettings: swiftSettings),
     // The HTTP front-end: the live map page, Server-Sent Events, the JSON API for its controls.
@@ -116,7 +116,7 @@ let package = Package(
     // The NMEA feed front-end: each fix as RMC and GGA on a Unix socket (GeoClue's nmea-socket).
     .target(
       name: "NMEAFeed",
-      dependencies: ["ServiceCore", "SocketTransport", "LocationCore", "LocationModel", "LocationProtocol", "NMEA", "SystemIO"],
+      dependencies: ["ServiceCore", "SocketTransport", "LocationModel", "LocationProtocol", "NMEA", "SystemIO"],
       swiftSettings: swiftSettings),
     // The daemon's wiring: configuration, backend factory, signals, systemd glue, exit codes.
     .target(

@@ -1,7 +1,6 @@
 import CLinux
 import CSDBus
 import Glibc
-import LocationCore
 import LocationModel
 import LocationProtocol
 import ServiceCore
@@ -141,7 +140,6 @@ public final class GeoClueFrontEnd: FrontEnd {
   /// The bounds applied.
   public let limits: GeoClueLimits
   let service: LocationService
-  let manager: LocationManager
   /// Decides whether a caller may take the room of a refused user's client at the global limit
   /// (nil: nobody may).
   let authority: AuthorizationAuthority?
@@ -152,6 +150,8 @@ public final class GeoClueFrontEnd: FrontEnd {
   /// as the socket front-end coalesces TPVs for a slow client). `entered` is when it reached the
   /// front-end (CLOCK_MONOTONIC microseconds); `missed` counts fixes replaced unseen.
   let newestFix = Mutex<PendingFix>(PendingFix())
+  /// The last fix the hub gave through any client's channel (``received(_:)``).
+  private let lastHubFix = Mutex<Location?>(nil)
   let clients = Atomic<Int>(0)
   let objects = Atomic<Int>(0)
   let commands: AsyncStream<ServiceCommand>.Continuation
@@ -163,14 +163,13 @@ public final class GeoClueFrontEnd: FrontEnd {
   /// Creates the front-end; nothing touches the bus before ``start()``. `authority` is the
   /// service's (see ``GeoClueLimits/clients``).
   public init(
-    kind: GeoClueBusKind, service: LocationService, manager: LocationManager,
+    kind: GeoClueBusKind, service: LocationService,
     limits: GeoClueLimits = GeoClueLimits(), authority: AuthorizationAuthority? = nil
   ) {
     self.authority = authority
     self.kind = kind
     self.limits = limits
     self.service = service
-    self.manager = manager
     wakeFD = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
     (commandStream, commands) = AsyncStream.makeStream(of: ServiceCommand.self)
   }
@@ -219,27 +218,30 @@ public final class GeoClueFrontEnd: FrontEnd {
     try result.get()
     let commands = commandStream
     let service = self.service
-    let observed = await manager.observe(coalescing: true)
     tasks.withLock { tasks in
       tasks.append(
         Task {
           for await command in commands { await command.run(on: service, frontEnd: self) }
         })
-      tasks.append(
-        Task { [weak self] in
-          for await event in observed {
-            guard let self else { return }
-            guard case .location(let location, _) = event else { continue }
-            var now = timespec()
-            clock_gettime(CLOCK_REALTIME, &now)
-            let received = Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec / 1_000_000)
-            guard let values = GeoClueLocationValues(location, receivedAt: received) else {
-              continue
-            }
-            self.offer(values)
-          }
-        })
     }
+  }
+
+  /// A fix from the service's hub, given through a watching client's channel
+  /// (``EncodedEvent/location``). The hub gives the same fix to every D-Bus client's channel in
+  /// turn; the front-end turns it into Location values and offers it once (the bus thread sends
+  /// it to each active client).
+  func received(_ location: Location) {
+    let fresh = lastHubFix.withLock { last -> Bool in
+      if last == location { return false }
+      last = location
+      return true
+    }
+    guard fresh else { return }
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    let received = Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec / 1_000_000)
+    guard let values = GeoClueLocationValues(location, receivedAt: received) else { return }
+    offer(values)
   }
 
   /// Stops serving: every client's tracking ends, the objects and the name are released and the
@@ -410,16 +412,22 @@ enum ServiceCommand: Sendable {
 }
 
 /// One GeoClue client as the service sees it: a connection of its own (its number from
-/// ``ConnectionNumber``). Fixes reach D-Bus clients through the front-end, not through this
-/// channel, so ``deliver(_:)`` only reports whether the client is there; a revocation
-/// (``authorizationChanged(_:)``) makes the client inactive.
+/// ``ConnectionNumber``), a watcher of the hub. ``deliver(_:)`` hands a fix's typed `Location`
+/// to the front-end (``GeoClueFrontEnd/received(_:)``), which offers it once to the bus thread;
+/// other events are not for D-Bus clients. A revocation (``authorizationChanged(_:)``) makes the
+/// client inactive.
 final class DBusClientChannel: ClientChannel {
   let id: UInt64
   private let connected = Atomic<Bool>(true)
   private let revoked: @Sendable () -> Void
+  private let fix: @Sendable (Location) -> Void
 
-  init(id: UInt64, revoked: @escaping @Sendable () -> Void) {
+  init(
+    id: UInt64, fix: @escaping @Sendable (Location) -> Void,
+    revoked: @escaping @Sendable () -> Void
+  ) {
     self.id = id
+    self.fix = fix
     self.revoked = revoked
   }
 
@@ -430,7 +438,11 @@ final class DBusClientChannel: ClientChannel {
     if isConnected, status != .authorized { revoked() }
   }
 
-  @discardableResult func deliver(_ event: EncodedEvent) -> Bool { isConnected }
+  @discardableResult func deliver(_ event: EncodedEvent) -> Bool {
+    guard isConnected else { return false }
+    if let location = event.location { fix(location) }
+    return true
+  }
 
   var isConnected: Bool { connected.load(ordering: .relaxed) }
 

@@ -148,26 +148,19 @@ public enum Daemon {
       }
     }
     await service.start()
-    // Subscribed before any reader can connect, so that the first fix of their tracking is seen.
-    var nmeaTask: Task<Void, Never>?
-    if let feed = nmeaFeed {
-      let events = await manager.observe(coalescing: true)
-      nmeaTask = Task { await feed.run(events: events) }
-    }
     let track = await TrackRecording.start(configuration, manager: manager)
 
     // The GeoClue2 D-Bus front-end, when asked for: the same service, another transport.
     var geoClue: GeoClueFrontEnd?
     if let name = configuration.dbus, let kind = GeoClueBusKind(rawValue: name) {
       let frontEnd = GeoClueFrontEnd(
-        kind: kind, service: service, manager: manager, authority: authority)
+        kind: kind, service: service, authority: authority)
       do {
         try await frontEnd.start()
       } catch {
         writeStandardError("locationd: \(error)\n")
         server.stop()
         nmeaFeed?.stop()
-        nmeaTask?.cancel()
         await server.waitUntilStopped()
         await nmeaFeed?.waitUntilStopped()
         return ExitCode.unavailable.rawValue
@@ -192,7 +185,6 @@ public enum Daemon {
         await geoClue?.stop()
         server.stop()
         nmeaFeed?.stop()
-        nmeaTask?.cancel()
         await server.waitUntilStopped()
         await nmeaFeed?.waitUntilStopped()
         return (error.libraryMissing ? ExitCode.unavailable : ExitCode.osError).rawValue
@@ -213,7 +205,6 @@ public enum Daemon {
         await geoClue?.stop()
         web?.stop()
         nmeaFeed?.stop()
-        nmeaTask?.cancel()
         await nmeaFeed?.waitUntilStopped()
         await track?.stop()
         server.stop()
@@ -236,7 +227,6 @@ public enum Daemon {
       await geoClue?.stop()
       web?.stop()
       nmeaFeed?.stop()
-      nmeaTask?.cancel()
       await track?.stop()
       server.stop()
       return ExitCode.osError.rawValue
@@ -324,7 +314,6 @@ public enum Daemon {
     await track?.stop()
     server.stop()
     nmeaFeed?.stop()
-    nmeaTask?.cancel()
     await server.waitUntilStopped()
     await nmeaFeed?.waitUntilStopped()
     watchdog.cancel()

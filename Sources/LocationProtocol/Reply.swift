@@ -166,11 +166,16 @@ public struct Event: Sendable, Hashable {
   public var body: JSONValue
   /// Events with the same key replace each other in a slow client's queue; `nil` = never replaced.
   public var coalescingKey: String?
+  /// For a fix's TPV event from the hub, the fix it was encoded from, so that a front-end that
+  /// writes fixes in another form (NMEA sentences, GeoClue Location objects, OwnTracks messages)
+  /// takes the typed value and never parses `body`; `nil` for every other event.
+  public var location: Location?
 
   /// Creates an event.
-  public init(body: JSONValue, coalescingKey: String? = nil) {
+  public init(body: JSONValue, coalescingKey: String? = nil, location: Location? = nil) {
     self.body = body
     self.coalescingKey = coalescingKey
+    self.location = location
   }
 
   /// A location event: a gpsd TPV object (see ``EventEncoding/tpv(_:)``), coalesced under `"TPV"`.
@@ -213,6 +218,8 @@ public struct EncodedEvent: Sendable {
   public let line: [UInt8]
   /// ``Event/coalescingKey``.
   public let coalescingKey: String?
+  /// ``Event/location``: the fix a TPV event was encoded from, `nil` for other events.
+  public let location: Location?
 
   /// Encodes `event`.
   public init(_ event: Event) {
@@ -221,6 +228,7 @@ public struct EncodedEvent: Sendable {
     line.append(UInt8(ascii: "\n"))
     self.line = line
     coalescingKey = event.coalescingKey
+    location = event.location
   }
 }
 

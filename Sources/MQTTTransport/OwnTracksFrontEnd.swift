@@ -233,9 +233,9 @@ public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
       if let region = try? JSONValue.parse(event.body) { regionEvents.yield(region) }
       return true
     }
-    // Only TPV objects are of interest: skip the parse for every other event.
-    guard event.body.starts(with: Self.tpvPrefix), let tpv = try? JSONValue.parse(event.body),
-      let location = OwnTracksLocation(tpv: tpv, trackerID: trackerID, trigger: .timer)
+    // Fixes come typed from the hub (the TPV event's `location`): nothing to parse.
+    guard let fix = event.location?.fix,
+      let location = OwnTracksLocation(fix: fix, trackerID: trackerID, trigger: .timer)
     else { return true }
     let admitted = state.withLock { state in
       let admitted = state.limiter.admit(location)
@@ -249,7 +249,6 @@ public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
     return true
   }
 
-  private static let tpvPrefix = Array(#"{"class":"TPV""#.utf8)
   private static let regionPrefix = Array(#"{"class":"REGION""#.utf8)
 
   /// Appends to the outbox; a failure is counted and logged (the first, then every thousandth).

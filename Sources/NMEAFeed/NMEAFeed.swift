@@ -1,5 +1,4 @@
 import Glibc
-import LocationCore
 import LocationModel
 import LocationProtocol
 import NMEA
@@ -39,15 +38,19 @@ public struct NMEAFeedOptions: Sendable, Hashable {
 /// ``AuthorizationAuthority`` does not authorize is closed (logged `nmeaReaderDenied`). The socket
 /// file carries the same mode and group as the main socket (0600 root only, or 0660 and the
 /// configured group: ``ListeningSocket/create(path:group:)``), so the kernel's gate and the
-/// authority agree. A reader a reload revokes is disconnected (it is told so the way every
-/// client is, with an `AUTHORIZATION` event, which is its cue). The watch is connection-scoped tracking: the backend runs while at least one
-/// authorized reader is connected, and `status` counts the readers among its `clients`.
+/// authority agree. A reader a reload revokes is disconnected (the service tells its channel
+/// with ``ClientChannel/authorizationChanged(_:)``). The watch is connection-scoped tracking: the
+/// backend runs while at least one authorized reader is connected, and `status` counts the
+/// readers among its `clients`.
+///
+/// Fixes come from the service's hub like every front-end's: each reader is a watcher, and the
+/// hub's TPV event carries the typed fix (``EncodedEvent/location``), which the reader's channel
+/// writes as sentences (encoded once per fix for all readers).
 ///
 /// Threads: one POSIX thread polls the listening socket, the readers and a wake pipe; it alone
-/// accepts and closes descriptors. ``publish(_:)`` (the fix task) writes to each reader without
-/// blocking; what a reader's socket does not take is queued (``NMEAFeedOptions/bufferLimit``) and
-/// written by the thread when the socket becomes writable, so a slow reader never holds up fixes
-/// for the others.
+/// accepts and closes descriptors. The hub's task writes to each reader without blocking; what a
+/// reader's socket does not take is queued (``NMEAFeedOptions/bufferLimit``) and written by the
+/// thread when the socket becomes writable, so a slow reader never holds up fixes for the others.
 public final class NMEAFeed: FrontEnd, Sendable {
   /// The listening socket.
   public let socket: ListeningSocket
@@ -66,6 +69,18 @@ public final class NMEAFeed: FrontEnd, Sendable {
   public static func sentences(for fix: Fix) -> [UInt8] {
     var bytes: [UInt8] = []
     encoder.encode(fix, into: &bytes)
+    return bytes
+  }
+
+  /// The last fix encoded for the readers and its sentences: the hub gives one fix to every
+  /// reader in turn, and it is encoded once.
+  private let lastEncoded = Mutex<(fix: Fix, bytes: [UInt8])?>(nil)
+
+  /// ``sentences(for:)``, encoded once for all the readers of one fix.
+  func encodedSentences(for fix: Fix) -> [UInt8] {
+    if let cached = lastEncoded.withLock({ $0 }), cached.fix == fix { return cached.bytes }
+    let bytes = Self.sentences(for: fix)
+    lastEncoded.withLock { $0 = (fix, bytes) }
     return bytes
   }
   private let readers = Mutex<[UInt64: NMEAReader]>([:])
@@ -187,15 +202,8 @@ public final class NMEAFeed: FrontEnd, Sendable {
     }
   }
 
-  /// Forwards the locations of a manager event stream (``LocationManager/observe(coalescing:)``)
-  /// to ``publish(_:)`` until the stream ends or the task is cancelled.
-  public func run(events: ManagerEventStream) async {
-    for await event in events {
-      if case .location(let location, _) = event { publish(location.fix) }
-    }
-  }
-
-  /// Writes `fix` as RMC and GGA to every authorized reader; returns the bytes written per reader.
+  /// Writes `fix` as RMC and GGA to every authorized reader at once, outside the hub (a
+  /// benchmark or a test of the readers' queues); returns the bytes written per reader.
   ///
   /// Never blocks: a reader whose socket is full gets the sentences queued, and one whose queue
   /// would exceed ``NMEAFeedOptions/bufferLimit`` is disconnected by the I/O thread.
@@ -332,7 +340,8 @@ public final class NMEAFeed: FrontEnd, Sendable {
         continue
       }
       let reader = NMEAReader(
-        id: ConnectionNumber.next(), fd: fd, peer: peer, bufferLimit: options.bufferLimit
+        id: ConnectionNumber.next(), fd: fd, peer: peer, bufferLimit: options.bufferLimit,
+        encode: { [weak self] fix in self?.encodedSentences(for: fix) ?? Self.sentences(for: fix) }
       ) { [weak self] in
         self?.wake()
       }
@@ -414,6 +423,8 @@ final class NMEAReader: ClientChannel, @unchecked Sendable {
   let fd: Int32
   let peer: PeerCredentials
   private let wakeFeed: @Sendable () -> Void
+  /// The feed's sentences for a fix (RMC and GGA).
+  private let encode: @Sendable (Fix) -> [UInt8]
   private let state: Mutex<State>
   private let setUpTask = Mutex<Task<Void, Never>?>(nil)
 
@@ -425,11 +436,13 @@ final class NMEAReader: ClientChannel, @unchecked Sendable {
     var queue: OutboundQueue
   }
 
-  /// Creates a reader whose queue holds at most `bufferLimit` bytes (``NMEAFeedOptions``).
+  /// Creates a reader whose queue holds at most `bufferLimit` bytes (``NMEAFeedOptions``) and
+  /// that writes each fix as `encode` makes it.
   init(
     id: UInt64, fd: Int32, peer: PeerCredentials, bufferLimit: Int,
-    wake: @escaping @Sendable () -> Void
+    encode: @escaping @Sendable (Fix) -> [UInt8], wake: @escaping @Sendable () -> Void
   ) {
+    self.encode = encode
     self.id = id
     self.fd = fd
     self.peer = peer
@@ -456,9 +469,13 @@ final class NMEAReader: ClientChannel, @unchecked Sendable {
     if status != .authorized { requestClose(reason: "denied") }
   }
 
-  /// Readers get NMEA only: the encoded TPV is not for them (``NMEAFeed/publish(_:)`` writes the
-  /// fix).
-  @discardableResult func deliver(_ event: EncodedEvent) -> Bool { isConnected }
+  /// A fix from the hub (a TPV event, ``EncodedEvent/location``) is written as RMC and GGA; the
+  /// reader never sees the JSON, and other events are not for it.
+  @discardableResult func deliver(_ event: EncodedEvent) -> Bool {
+    guard let location = event.location else { return isConnected }
+    if write(encode(location.fix)) { wakeFeed() }
+    return isConnected
+  }
 
   func close() { requestClose(reason: "closedByService") }
 

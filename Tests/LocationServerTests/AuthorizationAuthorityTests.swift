@@ -24,6 +24,7 @@ private final class RecordingChannel: ClientChannel {
   @discardableResult func send(_ event: Event) -> Bool { deliver(EncodedEvent(event)) }
 
   @discardableResult func deliver(_ event: EncodedEvent) -> Bool {
+    if let location = event.location { locations.withLock { $0.append(location) } }
     if let value = try? JSONValue.parse(event.body) { write(value) }
     signal()
     return true
@@ -90,6 +91,9 @@ private final class RecordingChannel: ClientChannel {
 
   var isConnected: Bool { true }
   func close() {}
+
+  /// The typed fixes that came with the events (``EncodedEvent/location``), in order.
+  let locations = Mutex<[Location]>([])
 
   /// What ``authorizationChanged(_:)`` was told, in order.
   let statuses = Mutex<[AuthorizationStatus]>([])
@@ -317,6 +321,10 @@ struct ClientSessionTests {
     #expect(harness.backend.isRunning)
     harness.backend.send(fix: fix(1))
     #expect(await eventually { client.classes.contains("TPV") })
+    // The hub's TPV carries the typed fix it was encoded from, and only the TPV does.
+    let typed = client.locations.withLock { $0 }
+    #expect(typed.map(\.fix) == [fix(1)])
+    #expect(client.classes.filter { $0 == "TPV" }.count == typed.count)
 
     await harness.service.reloadAuthorization(Authorizer(groupName: "daemon"))
     #expect(client.statuses.withLock { $0 } == [.denied])
