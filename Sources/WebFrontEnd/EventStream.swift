@@ -117,6 +117,32 @@ final class EventStreamChannel: ClientChannel, Sendable {
     enqueue(body: event.body, key: event.coalescingKey)
   }
 
+  /// Queues the events of one burst (the `REGION` events of one fix), as a socket client's: the
+  /// bounds are checked once, before it, so a browser that keeps up gets all of it however many
+  /// there are, and one already behind is ended.
+  @discardableResult func deliverBurst(_ events: [EncodedEvent]) -> Bool {
+    let result = state.withLock { state -> Bool in
+      guard !state.ended, !state.closed else { return false }
+      guard state.queue.beginBurst() else {
+        state.queue.logSlowClient(id, transport: "http")
+        state.ended = true
+        state.queue.removeAll()
+        return false
+      }
+      defer { state.queue.endBurst() }
+      for event in events {
+        if let key = event.coalescingKey {
+          state.queue.coalesce(key: key, body: event.body)
+        } else {
+          state.queue.append(event.body)
+        }
+      }
+      return true
+    }
+    wake()
+    return result
+  }
+
   /// Queues a comment line (`: text`), which browsers ignore: keeps proxies from closing an idle
   /// stream and lets the server notice a browser that has gone.
   func sendComment(_ text: String) {

@@ -46,7 +46,8 @@ struct OwnTracksFixMappingTests {
   func typedFixMatchesTPV() throws {
     var written = 0
     for fix in Self.fixes(count: 600) {
-      let location = Location(fix: fix, provenance: Provenance(backend: "simulate", isSimulated: true))
+      let location = Location(
+        fix: fix, provenance: Provenance(backend: "simulate", isSimulated: true))
       let tpv = try JSONValue.parse(EventEncoding.tpv(location).encoded)
       let fromTPV = OwnTracksLocation(tpv: tpv, trackerID: "AC", trigger: .timer)
       let fromFix = OwnTracksLocation(fix: fix, trackerID: "AC", trigger: .timer)
