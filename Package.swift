@@ -194,7 +194,8 @@ let package = Package(
       ],
       swiftSettings: swiftSettings),
     .testTarget(
-      name: "GeoClueFrontEndTests", dependencies: ["GeoClueFrontEnd", "LocationModel"], swiftSettings: swiftSettings),
+      name: "GeoClueFrontEndTests", dependencies: ["GeoClueFrontEnd", "LocationModel", "LocationProtocol", "ServiceCore"],
+      swiftSettings: swiftSettings),
     .testTarget(
       name: "OwnTracksTests",
       dependencies: [
