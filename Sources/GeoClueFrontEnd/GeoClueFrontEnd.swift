@@ -126,10 +126,10 @@ public struct BusNameOwner: Sendable, Hashable {
 /// A D-Bus client's `Start` is `request` (the ``AuthorizationAuthority`` decides, from the
 /// caller's uid and groups as the bus reports them) followed by a `watch` of its own: the
 /// tracking is connection-scoped, ends with `Stop`, `DeleteClient` or the caller leaving the bus,
-/// and shows in every socket client's `status` as `backendActive`. Fixes come from the
-/// ``LocationManager`` (newest first when the bus thread is behind) and are turned into
-/// Location objects per client as GeoClue does (thresholds, a new object per update, the
-/// previous kept five seconds).
+/// and shows in every socket client's `status` as `backendActive`. Fixes come from the service's
+/// hub through the watching clients' channels (``received(_:)``, newest first when the bus
+/// thread is behind) and are turned into Location objects per client as GeoClue does
+/// (thresholds, a new object per update, the previous kept five seconds).
 ///
 /// Threads: sd-bus is used on one dedicated thread (``SystemIO/startThread(_:)``) that polls the
 /// bus socket and an eventfd; other threads hand it work through a locked job queue. Calls into
