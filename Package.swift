@@ -110,7 +110,8 @@ let package = Package(
     .target(
       name: "MQTTTransport",
       dependencies: [
-        "CMosquitto", "OwnTracks", "ServiceCore", "LocationProtocol", "LocationModel", "JSON", "SystemIO", "TrackStore",
+        "CMosquitto", "OwnTracks", "ServiceCore", "LocationProtocol", "LocationModel", "JSON", "Regions", "SystemIO",
+        "TrackStore",
       ],
       swiftSettings: swiftSettings),
     // The NMEA feed front-end: each fix as RMC and GGA on a Unix socket (GeoClue's nmea-socket).

@@ -1,4 +1,5 @@
 import LocationModel
+import Regions
 
 /// The answer to one request: a JSON object with a `"class"`, or an error.
 ///
@@ -170,12 +171,19 @@ public struct Event: Sendable, Hashable {
   /// writes fixes in another form (NMEA sentences, GeoClue Location objects, OwnTracks messages)
   /// takes the typed value and never parses `body`; `nil` for every other event.
   public var location: Location?
+  /// For a `REGION` event, the transition it was encoded from (typed, as ``location`` for a
+  /// fix); `nil` for every other event.
+  public var transition: RegionTransition?
 
   /// Creates an event.
-  public init(body: JSONValue, coalescingKey: String? = nil, location: Location? = nil) {
+  public init(
+    body: JSONValue, coalescingKey: String? = nil, location: Location? = nil,
+    transition: RegionTransition? = nil
+  ) {
     self.body = body
     self.coalescingKey = coalescingKey
     self.location = location
+    self.transition = transition
   }
 
   /// A location event: a gpsd TPV object (see ``EventEncoding/tpv(_:)``), coalesced under `"TPV"`.
@@ -220,6 +228,8 @@ public struct EncodedEvent: Sendable {
   public let coalescingKey: String?
   /// ``Event/location``: the fix a TPV event was encoded from, `nil` for other events.
   public let location: Location?
+  /// ``Event/transition``: the transition a `REGION` event was encoded from, `nil` for others.
+  public let transition: RegionTransition?
 
   /// Encodes `event`.
   public init(_ event: Event) {
@@ -229,6 +239,7 @@ public struct EncodedEvent: Sendable {
     self.line = line
     coalescingKey = event.coalescingKey
     location = event.location
+    transition = event.transition
   }
 }
 

@@ -2,6 +2,7 @@ import JSON
 import LocationModel
 import LocationProtocol
 import OwnTracks
+import Regions
 import Testing
 
 /// The MQTT front-end takes fixes typed from the hub (`OwnTracksLocation(fix:)`); the messages
@@ -78,5 +79,33 @@ struct OwnTracksFixMappingTests {
     #expect(message?.timestamp == 1_796_047_200)
     fix.mode = .noFix
     #expect(OwnTracksLocation(fix: fix, trackerID: nil) == nil, "no position")
+  }
+
+  @Test("300 region transitions: the same message, or none, from the typed transition as from its REGION event")
+  func typedTransitionMatchesRegionEvent() throws {
+    var written = 0
+    let kinds: [RegionEventKind] = [.enter, .exit, .dwell]
+    for (index, fix) in Self.fixes(count: 300).enumerated() {
+      guard let time = fix.time else { continue }
+      let location = Location(fix: fix, provenance: Provenance(backend: "simulate", isSimulated: true))
+      let transition = RegionTransition(id: "home", event: kinds[index % 3], time: time, location: location)
+      let event = EncodedEvent(.region(transition))
+      #expect(event.transition == transition)
+      let fromEvent = OwnTracksTransition(
+        regionEvent: try JSONValue.parse(event.body), title: "Home", trackerID: "AC")
+      let fromTyped = OwnTracksTransition(
+        regionID: transition.id, kind: transition.event.rawValue, time: transition.time, fix: fix,
+        title: "Home", trackerID: "AC")
+      #expect((fromTyped == nil) == (fromEvent == nil), "\(transition)")
+      guard let fromTyped, var fromEvent else { continue }
+      written += 1
+      #expect(abs(fromEvent.latitude - fromTyped.latitude) < 1.1e-9)
+      #expect(abs(fromEvent.longitude - fromTyped.longitude) < 1.1e-9)
+      fromEvent.latitude = fromTyped.latitude
+      fromEvent.longitude = fromTyped.longitude
+      #expect(fromTyped.encoded == fromEvent.encoded, "\(transition)")
+    }
+    // enter and exit give a message, dwell none: two in three.
+    #expect(written > 150 && written < 220, "\(written) messages")
   }
 }
