@@ -81,14 +81,18 @@ struct OwnTracksFixMappingTests {
     #expect(OwnTracksLocation(fix: fix, trackerID: nil) == nil, "no position")
   }
 
-  @Test("300 region transitions: the same message, or none, from the typed transition as from its REGION event")
+  @Test(
+    "300 region transitions: the same message, or none, from the typed transition as from its REGION event"
+  )
   func typedTransitionMatchesRegionEvent() throws {
     var written = 0
     let kinds: [RegionEventKind] = [.enter, .exit, .dwell]
     for (index, fix) in Self.fixes(count: 300).enumerated() {
       guard let time = fix.time else { continue }
-      let location = Location(fix: fix, provenance: Provenance(backend: "simulate", isSimulated: true))
-      let transition = RegionTransition(id: "home", event: kinds[index % 3], time: time, location: location)
+      let location = Location(
+        fix: fix, provenance: Provenance(backend: "simulate", isSimulated: true))
+      let transition = RegionTransition(
+        id: "home", event: kinds[index % 3], time: time, location: location)
       let event = EncodedEvent(.region(transition))
       #expect(event.transition == transition)
       let fromEvent = OwnTracksTransition(
