@@ -92,7 +92,7 @@ let package = Package(
     // daemon starts and stops its parts with. Every front-end calls it through one API.
     .target(
       name: "ServiceCore",
-      dependencies: ["LocationProtocol", "LocationCore", "LocationModel", "MapState", "Regions", "SystemIO"],
+      dependencies: ["LocationProtocol", "LocationCore", "LocationModel", "MapState", "Queues", "Regions", "SystemIO"],
       swiftSettings: swiftSettings),
     // The Unix-socket front-end: epoll event loop, listening socket, line framing.
     .target(
@@ -103,7 +103,7 @@ let package = Package(
     .target(
       name: "GeoClueFrontEnd",
       dependencies: [
-        "CSDBus", "CLinux", "ServiceCore", "LocationProtocol", "LocationCore", "LocationModel", "Queues", "SystemIO",
+        "CSDBus", "CLinux", "ServiceCore", "LocationProtocol", "LocationModel", "Queues", "SystemIO",
       ],
       swiftSettings: swiftSettings),
     // The HTTP front-end: the live map page, Server-Sent Events, the JSON API for its controls.
@@ -118,13 +118,14 @@ let package = Package(
     .target(
       name: "MQTTTransport",
       dependencies: [
-        "CMosquitto", "OwnTracks", "ServiceCore", "LocationProtocol", "LocationModel", "JSON", "SystemIO", "TrackStore",
+        "CMosquitto", "OwnTracks", "ServiceCore", "LocationProtocol", "LocationModel", "JSON", "Regions", "SystemIO",
+        "TrackStore",
       ],
       swiftSettings: swiftSettings),
     // The NMEA feed front-end: each fix as RMC and GGA on a Unix socket (GeoClue's nmea-socket).
     .target(
       name: "NMEAFeed",
-      dependencies: ["ServiceCore", "SocketTransport", "LocationCore", "LocationModel", "LocationProtocol", "NMEA", "SystemIO"],
+      dependencies: ["ServiceCore", "SocketTransport", "LocationModel", "LocationProtocol", "NMEA", "SystemIO"],
       swiftSettings: swiftSettings),
     // The daemon's wiring: configuration, backend factory, signals, systemd glue, exit codes.
     .target(
@@ -213,7 +214,8 @@ let package = Package(
       ],
       swiftSettings: swiftSettings),
     .testTarget(
-      name: "GeoClueFrontEndTests", dependencies: ["GeoClueFrontEnd", "LocationModel"], swiftSettings: swiftSettings),
+      name: "GeoClueFrontEndTests", dependencies: ["GeoClueFrontEnd", "LocationModel", "LocationProtocol", "ServiceCore"],
+      swiftSettings: swiftSettings),
     .testTarget(
       name: "OwnTracksTests",
       dependencies: [

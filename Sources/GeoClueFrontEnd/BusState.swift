@@ -209,7 +209,9 @@ final class BusState {
     lastClientNumber &+= 1
     let id = nextObject
     nextObject += 1
-    let channel = DBusClientChannel(id: ConnectionNumber.next()) { [frontEnd] in
+    let channel = DBusClientChannel(
+      id: ConnectionNumber.next(), fix: { [frontEnd] in frontEnd.received($0) }
+    ) { [frontEnd] in
       frontEnd.post { $0.revoke(client: id) }
     }
     let client = ClientObject(

@@ -1,7 +1,6 @@
 import CLinux
 import CSDBus
 import Glibc
-import LocationCore
 import LocationModel
 import LocationProtocol
 import ServiceCore
@@ -127,10 +126,10 @@ public struct BusNameOwner: Sendable, Hashable {
 /// A D-Bus client's `Start` is `request` (the ``AuthorizationAuthority`` decides, from the
 /// caller's uid and groups as the bus reports them) followed by a `watch` of its own: the
 /// tracking is connection-scoped, ends with `Stop`, `DeleteClient` or the caller leaving the bus,
-/// and shows in every socket client's `status` as `backendActive`. Fixes come from the
-/// ``LocationManager`` (newest first when the bus thread is behind) and are turned into
-/// Location objects per client as GeoClue does (thresholds, a new object per update, the
-/// previous kept five seconds).
+/// and shows in every socket client's `status` as `backendActive`. Fixes come from the service's
+/// hub through the watching clients' channels (``received(_:)``, newest first when the bus
+/// thread is behind) and are turned into Location objects per client as GeoClue does
+/// (thresholds, a new object per update, the previous kept five seconds).
 ///
 /// Threads: sd-bus is used on one dedicated thread (``SystemIO/startThread(_:)``) that polls the
 /// bus socket and an eventfd; other threads hand it work through a locked job queue. Calls into
@@ -141,7 +140,6 @@ public final class GeoClueFrontEnd: FrontEnd {
   /// The bounds applied.
   public let limits: GeoClueLimits
   let service: LocationService
-  let manager: LocationManager
   /// Decides whether a caller may take the room of a refused user's client at the global limit
   /// (nil: nobody may).
   let authority: AuthorizationAuthority?
@@ -152,6 +150,8 @@ public final class GeoClueFrontEnd: FrontEnd {
   /// as the socket front-end coalesces TPVs for a slow client). `entered` is when it reached the
   /// front-end (CLOCK_MONOTONIC microseconds); `missed` counts fixes replaced unseen.
   let newestFix = Mutex<PendingFix>(PendingFix())
+  /// The last fix the hub gave through any client's channel (``received(_:)``).
+  private let lastHubFix = Mutex<Location?>(nil)
   let clients = Atomic<Int>(0)
   let objects = Atomic<Int>(0)
   let commands: AsyncStream<ServiceCommand>.Continuation
@@ -163,14 +163,13 @@ public final class GeoClueFrontEnd: FrontEnd {
   /// Creates the front-end; nothing touches the bus before ``start()``. `authority` is the
   /// service's (see ``GeoClueLimits/clients``).
   public init(
-    kind: GeoClueBusKind, service: LocationService, manager: LocationManager,
+    kind: GeoClueBusKind, service: LocationService,
     limits: GeoClueLimits = GeoClueLimits(), authority: AuthorizationAuthority? = nil
   ) {
     self.authority = authority
     self.kind = kind
     self.limits = limits
     self.service = service
-    self.manager = manager
     wakeFD = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
     (commandStream, commands) = AsyncStream.makeStream(of: ServiceCommand.self)
   }
@@ -219,27 +218,30 @@ public final class GeoClueFrontEnd: FrontEnd {
     try result.get()
     let commands = commandStream
     let service = self.service
-    let observed = await manager.observe(coalescing: true)
     tasks.withLock { tasks in
       tasks.append(
         Task {
           for await command in commands { await command.run(on: service, frontEnd: self) }
         })
-      tasks.append(
-        Task { [weak self] in
-          for await event in observed {
-            guard let self else { return }
-            guard case .location(let location, _) = event else { continue }
-            var now = timespec()
-            clock_gettime(CLOCK_REALTIME, &now)
-            let received = Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec / 1_000_000)
-            guard let values = GeoClueLocationValues(location, receivedAt: received) else {
-              continue
-            }
-            self.offer(values)
-          }
-        })
     }
+  }
+
+  /// A fix from the service's hub, given through a watching client's channel
+  /// (``EncodedEvent/location``). The hub gives the same fix to every D-Bus client's channel in
+  /// turn; the front-end turns it into Location values and offers it once (the bus thread sends
+  /// it to each active client).
+  func received(_ location: Location) {
+    let fresh = lastHubFix.withLock { last -> Bool in
+      if last == location { return false }
+      last = location
+      return true
+    }
+    guard fresh else { return }
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    let received = Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec / 1_000_000)
+    guard let values = GeoClueLocationValues(location, receivedAt: received) else { return }
+    offer(values)
   }
 
   /// Stops serving: every client's tracking ends, the objects and the name are released and the
@@ -387,21 +389,17 @@ enum ServiceCommand: Sendable {
   func run(on service: LocationService, frontEnd: GeoClueFrontEnd) async {
     switch self {
     case .start(let context, let client, let token):
-      let authorization = await service.handle(
-        Request(command: .requestAuthorization), from: context)
       var failure: (name: String, message: String)?
-      if case .error(_, let message) = authorization {
-        failure = ("org.freedesktop.DBus.Error.AccessDenied", message)
-      } else {
-        let reply = await service.handle(
-          Request(command: .watch(enable: true, coalesce: true)), from: context)
-        if case .error(let code, let message) = reply {
-          failure = (
-            code == .notAuthorized
-              ? "org.freedesktop.DBus.Error.AccessDenied" : "org.freedesktop.DBus.Error.Failed",
-            message
-          )
-        }
+      do throws(SessionRefusal) {
+        let session = try await service.open(peer: context.peer, channel: context.connection)
+        try await session.watch(coalescing: true)
+      } catch {
+        var denied = true
+        if case .error(let code, _) = error.reply { denied = code == .notAuthorized }
+        failure = (
+          denied ? "org.freedesktop.DBus.Error.AccessDenied" : "org.freedesktop.DBus.Error.Failed",
+          error.message
+        )
       }
       let result = failure
       frontEnd.post { $0.finishStart(client: client, token: token, failure: result) }
@@ -414,30 +412,37 @@ enum ServiceCommand: Sendable {
 }
 
 /// One GeoClue client as the service sees it: a connection of its own (its number from
-/// ``ConnectionNumber``). Fixes reach D-Bus clients through the front-end, not through this
-/// channel, so ``deliver(_:)`` only reports whether the client is there; an `AUTHORIZATION`
-/// event that revokes it (a reload changed the group) makes the client inactive.
+/// ``ConnectionNumber``), a watcher of the hub. ``deliver(_:)`` hands a fix's typed `Location`
+/// to the front-end (``GeoClueFrontEnd/received(_:)``), which offers it once to the bus thread;
+/// other events are not for D-Bus clients. A revocation (``authorizationChanged(_:)``) makes the
+/// client inactive.
 final class DBusClientChannel: ClientChannel {
   let id: UInt64
   private let connected = Atomic<Bool>(true)
   private let revoked: @Sendable () -> Void
+  private let fix: @Sendable (Location) -> Void
 
-  init(id: UInt64, revoked: @escaping @Sendable () -> Void) {
+  init(
+    id: UInt64, fix: @escaping @Sendable (Location) -> Void,
+    revoked: @escaping @Sendable () -> Void
+  ) {
     self.id = id
+    self.fix = fix
     self.revoked = revoked
   }
 
-  @discardableResult func send(_ event: Event) -> Bool {
-    guard isConnected else { return false }
-    if event.body["class"]?.stringValue == "AUTHORIZATION",
-      event.body["authorization"]?.stringValue != "authorized"
-    {
-      revoked()
-    }
-    return true
+  @discardableResult func send(_ event: Event) -> Bool { isConnected }
+
+  /// A revocation (a reload changed the group) makes the client inactive.
+  func authorizationChanged(_ status: AuthorizationStatus) {
+    if isConnected, status != .authorized { revoked() }
   }
 
-  @discardableResult func deliver(_ event: EncodedEvent) -> Bool { isConnected }
+  @discardableResult func deliver(_ event: EncodedEvent) -> Bool {
+    guard isConnected else { return false }
+    if let location = event.location { fix(location) }
+    return true
+  }
 
   var isConnected: Bool { connected.load(ordering: .relaxed) }
 

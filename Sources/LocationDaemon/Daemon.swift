@@ -153,7 +153,6 @@ public enum Daemon {
     if let path = configuration.nmeaSocketPath {
       services.append(
         DaemonServices.nmeaFeed(path: path, service: service, state: state, feed: nmeaFeed))
-      services.append(DaemonServices.nmeaPublisher(nmeaFeed, manager: manager))
     }
     if let http = configuration.http {
       services.append(DaemonServices.web(http, configuration: configuration, service: service))
@@ -164,7 +163,7 @@ public enum Daemon {
     services.append(DaemonServices.core(service, state: state))
     if let name = configuration.dbus, let kind = GeoClueBusKind(rawValue: name) {
       services.append(
-        DaemonServices.geoClue(kind, service: service, manager: manager, authority: authority))
+        DaemonServices.geoClue(kind, service: service, authority: authority))
     }
     if let settings = configuration.mqtt {
       services.append(

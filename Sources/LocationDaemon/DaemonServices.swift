@@ -117,24 +117,6 @@ enum DaemonServices {
       })
   }
 
-  /// The NMEA feed's fixes, observed from `manager` before any reader can connect, so that the
-  /// first fix of their tracking is seen.
-  static func nmeaPublisher(_ feed: Shared<NMEAFeed?>, manager: LocationManager) -> any Service {
-    let task = Shared<Task<Void, Never>?>(nil)
-    return ServiceClosures(
-      "nmea-publisher",
-      start: {
-        guard let created = feed.value else { return }
-        let events = await manager.observe(coalescing: true)
-        task.value = Task { await created.run(events: events) }
-      },
-      stop: {
-        guard let running = task.value else { return }
-        running.cancel()
-        await running.value
-      })
-  }
-
   /// The HTTP front-end (`--http`): bound at start; its failure exits 71 (69 without
   /// libmicrohttpd). Stop: the HTTP server closed.
   static func web(
@@ -195,11 +177,9 @@ enum DaemonServices {
   /// The GeoClue2 D-Bus front-end (`--dbus`): owns `org.freedesktop.GeoClue2` on the bus; a bus
   /// that cannot be reached, or a name owned by another, exits 69. Stop: the name released.
   static func geoClue(
-    _ kind: GeoClueBusKind, service: LocationService, manager: LocationManager,
-    authority: AuthorizationAuthority
+    _ kind: GeoClueBusKind, service: LocationService, authority: AuthorizationAuthority
   ) -> any Service {
-    let frontEnd = GeoClueFrontEnd(
-      kind: kind, service: service, manager: manager, authority: authority)
+    let frontEnd = GeoClueFrontEnd(kind: kind, service: service, authority: authority)
     return ServiceClosures(
       "geoclue",
       start: {

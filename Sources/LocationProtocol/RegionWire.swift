@@ -228,6 +228,7 @@ extension Event {
         JSONMember("event", .string(transition.event.rawValue)),
         JSONMember("time", .string(GPSDJSON.iso8601(milliseconds: transition.time))),
         JSONMember("fix", EventEncoding.tpv(transition.location)),
-      ]))
+      ]),
+      transition: transition)
   }
 }

@@ -1,4 +1,5 @@
 import LocationModel
+import Regions
 
 /// The answer to one request: a JSON object with a `"class"`, or an error.
 ///
@@ -166,11 +167,23 @@ public struct Event: Sendable, Hashable {
   public var body: JSONValue
   /// Events with the same key replace each other in a slow client's queue; `nil` = never replaced.
   public var coalescingKey: String?
+  /// For a fix's TPV event from the hub, the fix it was encoded from, so that a front-end that
+  /// writes fixes in another form (NMEA sentences, GeoClue Location objects, OwnTracks messages)
+  /// takes the typed value and never parses `body`; `nil` for every other event.
+  public var location: Location?
+  /// For a `REGION` event, the transition it was encoded from (typed, as ``location`` for a
+  /// fix); `nil` for every other event.
+  public var transition: RegionTransition?
 
   /// Creates an event.
-  public init(body: JSONValue, coalescingKey: String? = nil) {
+  public init(
+    body: JSONValue, coalescingKey: String? = nil, location: Location? = nil,
+    transition: RegionTransition? = nil
+  ) {
     self.body = body
     self.coalescingKey = coalescingKey
+    self.location = location
+    self.transition = transition
   }
 
   /// A location event: a gpsd TPV object (see ``EventEncoding/tpv(_:)``), coalesced under `"TPV"`.
@@ -213,6 +226,10 @@ public struct EncodedEvent: Sendable {
   public let line: [UInt8]
   /// ``Event/coalescingKey``.
   public let coalescingKey: String?
+  /// ``Event/location``: the fix a TPV event was encoded from, `nil` for other events.
+  public let location: Location?
+  /// ``Event/transition``: the transition a `REGION` event was encoded from, `nil` for others.
+  public let transition: RegionTransition?
 
   /// Encodes `event`.
   public init(_ event: Event) {
@@ -221,6 +238,8 @@ public struct EncodedEvent: Sendable {
     line.append(UInt8(ascii: "\n"))
     self.line = line
     coalescingKey = event.coalescingKey
+    location = event.location
+    transition = event.transition
   }
 }
 

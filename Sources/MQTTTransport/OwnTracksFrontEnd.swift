@@ -4,6 +4,7 @@ import JSON
 import LocationModel
 import LocationProtocol
 import OwnTracks
+import Regions
 import ServiceCore
 import Synchronization
 
@@ -61,8 +62,8 @@ public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
   private let wake: AsyncStream<Void>.Continuation
   private let wakeStream: AsyncStream<Void>
   private let tasks = Mutex<[Task<Void, Never>]>([])
-  private let regionEvents: AsyncStream<JSONValue>.Continuation
-  private let regionEventStream: AsyncStream<JSONValue>
+  private let regionEvents: AsyncStream<RegionTransition>.Continuation
+  private let regionEventStream: AsyncStream<RegionTransition>
 
   private struct State {
     var limiter: PublishLimiter
@@ -106,7 +107,7 @@ public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
         limiter: PublishLimiter(minimumInterval: settings.minimumInterval, minimumDistance: settings.minimumDistance),
         roster: FleetRoster(staleAfter: settings.staleAfter, ownTopic: settings.effectiveTopic)))
     (wakeStream, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-    (regionEventStream, regionEvents) = AsyncStream.makeStream(of: JSONValue.self, bufferingPolicy: .unbounded)
+    (regionEventStream, regionEvents) = AsyncStream.makeStream(of: RegionTransition.self, bufferingPolicy: .unbounded)
     let uri = settings.broker.description
     let topic = settings.effectiveTopic
     let box = WeakBox()
@@ -129,17 +130,24 @@ public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
   ///   (`notAuthorized` when the daemon's own user is not authorized) as an ``MQTTSettingError`` too.
   public func start() async throws(MQTTSettingError) {
     state.withLock { $0.running = true }
-    let context = ClientContext(connection: self, peer: Self.ownCredentials())
-    let authorization = await handler.handle(Request(command: .requestAuthorization), from: context)
-    if case .error(_, let message) = authorization {
-      throw MQTTSettingError(key: "mqtt", value: settings.broker.description, reason: "the service refused the MQTT front-end: \(message)")
+    let serviceSession: ClientSession
+    do throws(SessionRefusal) {
+      serviceSession = try await handler.open(peer: Self.ownCredentials(), channel: self)
+    } catch {
+      throw MQTTSettingError(
+        key: "mqtt", value: settings.broker.description,
+        reason: "the service refused the MQTT front-end: \(error.message)")
     }
+    let context = serviceSession.context
     await removePreviousFleet(context)
     try session.start()
-    let watch = await handler.handle(Request(command: .watch(enable: true, coalesce: false)), from: context)
-    if case .error(_, let message) = watch {
+    do throws(SessionRefusal) {
+      try await serviceSession.watch(coalescing: false)
+    } catch {
       session.stop()
-      throw MQTTSettingError(key: "mqtt", value: settings.broker.description, reason: "cannot start tracking: \(message)")
+      throw MQTTSettingError(
+        key: "mqtt", value: settings.broker.description,
+        reason: "cannot start tracking: \(error.message)")
     }
     let handler = handler
     let regionEventStream = regionEventStream
@@ -222,13 +230,13 @@ public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
   /// discussion).
   @discardableResult public func deliver(_ event: EncodedEvent) -> Bool {
     guard isConnected else { return false }
-    if event.body.starts(with: Self.regionPrefix) {
-      if let region = try? JSONValue.parse(event.body) { regionEvents.yield(region) }
+    if let transition = event.transition {
+      regionEvents.yield(transition)
       return true
     }
-    // Only TPV objects are of interest: skip the parse for every other event.
-    guard event.body.starts(with: Self.tpvPrefix), let tpv = try? JSONValue.parse(event.body),
-      let location = OwnTracksLocation(tpv: tpv, trackerID: trackerID, trigger: .timer)
+    // Fixes come typed from the hub (the TPV event's `location`): nothing to parse.
+    guard let fix = event.location?.fix,
+      let location = OwnTracksLocation(fix: fix, trackerID: trackerID, trigger: .timer)
     else { return true }
     let admitted = state.withLock { state in
       let admitted = state.limiter.admit(location)
@@ -242,8 +250,6 @@ public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
     return true
   }
 
-  private static let tpvPrefix = Array(#"{"class":"TPV""#.utf8)
-  private static let regionPrefix = Array(#"{"class":"REGION""#.utf8)
 
   /// Appends to the outbox; a failure is counted and logged (the first, then every thousandth).
   private func queue(topic: String, payload: [UInt8], retain: Bool) -> Bool {
@@ -263,17 +269,23 @@ public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
   }
 
   /// Queues the OwnTracks `transition` message of a `REGION` event (none for `dwell`).
-  func queueTransition(_ event: JSONValue, handler: any RequestHandler, context: ClientContext) async {
-    guard let kind = event["event"]?.stringValue, OwnTracksTransitionEvent(regionEvent: kind) != nil,
-      let regionID = event["region"]?.stringValue
-    else { return }
+  func queueTransition(
+    _ event: RegionTransition, handler: any RequestHandler, context: ClientContext
+  ) async {
+    let kind = event.event.rawValue
+    let regionID = event.id
+    guard OwnTracksTransitionEvent(regionEvent: kind) != nil else { return }
     var title: String?
     let reply = await handler.handle(Request(command: .region(.state(id: regionID))), from: context)
     if case .object("REGION", let members) = reply {
       title = JSONValue.object(members)["region"]?["title"]?.stringValue
     }
     // locationd keeps no creation time for a region: wtst is 0 (docs/mqtt.md).
-    guard let transition = OwnTracksTransition(regionEvent: event, title: title, trackerID: trackerID) else { return }
+    guard
+      let transition = OwnTracksTransition(
+        regionID: regionID, kind: kind, time: event.time, fix: event.location.fix, title: title,
+        trackerID: trackerID)
+    else { return }
     if queue(topic: eventTopic, payload: transition.encoded, retain: false) {
       state.withLock { $0.counters.transitions += 1 }
     }

@@ -1,5 +1,4 @@
 import Glibc
-import LocationCore
 import LocationModel
 import LocationProtocol
 import NMEA
@@ -39,15 +38,19 @@ public struct NMEAFeedOptions: Sendable, Hashable {
 /// ``AuthorizationAuthority`` does not authorize is closed (logged `nmeaReaderDenied`). The socket
 /// file carries the same mode and group as the main socket (0600 root only, or 0660 and the
 /// configured group: ``ListeningSocket/create(path:group:)``), so the kernel's gate and the
-/// authority agree. A reader a reload revokes is disconnected (it is told so the way every
-/// client is, with an `AUTHORIZATION` event, which is its cue). The watch is connection-scoped tracking: the backend runs while at least one
-/// authorized reader is connected, and `status` counts the readers among its `clients`.
+/// authority agree. A reader a reload revokes is disconnected (the service tells its channel
+/// with ``ClientChannel/authorizationChanged(_:)``). The watch is connection-scoped tracking: the
+/// backend runs while at least one authorized reader is connected, and `status` counts the
+/// readers among its `clients`.
+///
+/// Fixes come from the service's hub like every front-end's: each reader is a watcher, and the
+/// hub's TPV event carries the typed fix (``EncodedEvent/location``), which the reader's channel
+/// writes as sentences (encoded once per fix for all readers).
 ///
 /// Threads: one POSIX thread polls the listening socket, the readers and a wake pipe; it alone
-/// accepts and closes descriptors. ``publish(_:)`` (the fix task) writes to each reader without
-/// blocking; what a reader's socket does not take is queued (``NMEAFeedOptions/bufferLimit``) and
-/// written by the thread when the socket becomes writable, so a slow reader never holds up fixes
-/// for the others.
+/// accepts and closes descriptors. The hub's task writes to each reader without blocking; what a
+/// reader's socket does not take is queued (``NMEAFeedOptions/bufferLimit``) and written by the
+/// thread when the socket becomes writable, so a slow reader never holds up fixes for the others.
 public final class NMEAFeed: FrontEnd, Sendable {
   /// The listening socket.
   public let socket: ListeningSocket
@@ -66,6 +69,18 @@ public final class NMEAFeed: FrontEnd, Sendable {
   public static func sentences(for fix: Fix) -> [UInt8] {
     var bytes: [UInt8] = []
     encoder.encode(fix, into: &bytes)
+    return bytes
+  }
+
+  /// The last fix encoded for the readers and its sentences: the hub gives one fix to every
+  /// reader in turn, and it is encoded once.
+  private let lastEncoded = Mutex<(fix: Fix, bytes: [UInt8])?>(nil)
+
+  /// ``sentences(for:)``, encoded once for all the readers of one fix.
+  func encodedSentences(for fix: Fix) -> [UInt8] {
+    if let cached = lastEncoded.withLock({ $0 }), cached.fix == fix { return cached.bytes }
+    let bytes = Self.sentences(for: fix)
+    lastEncoded.withLock { $0 = (fix, bytes) }
     return bytes
   }
   private let readers = Mutex<[UInt64: NMEAReader]>([:])
@@ -187,15 +202,8 @@ public final class NMEAFeed: FrontEnd, Sendable {
     }
   }
 
-  /// Forwards the locations of a manager event stream (``LocationManager/observe(coalescing:)``)
-  /// to ``publish(_:)`` until the stream ends or the task is cancelled.
-  public func run(events: ManagerEventStream) async {
-    for await event in events {
-      if case .location(let location, _) = event { publish(location.fix) }
-    }
-  }
-
-  /// Writes `fix` as RMC and GGA to every authorized reader; returns the bytes written per reader.
+  /// Writes `fix` as RMC and GGA to every authorized reader at once, outside the hub (a
+  /// benchmark or a test of the readers' queues); returns the bytes written per reader.
   ///
   /// Never blocks: a reader whose socket is full gets the sentences queued, and one whose queue
   /// would exceed ``NMEAFeedOptions/bufferLimit`` is disconnected by the I/O thread.
@@ -204,7 +212,7 @@ public final class NMEAFeed: FrontEnd, Sendable {
     let bytes = Self.sentences(for: fix)
     let current = readers.withLock { Array($0.values) }
     var wake = false
-    for reader in current where reader.write(bytes, limit: options.bufferLimit) {
+    for reader in current where reader.write(bytes) {
       wake = true
     }
     if wake { self.wake() }
@@ -331,7 +339,10 @@ public final class NMEAFeed: FrontEnd, Sendable {
         _ = Glibc.close(fd)
         continue
       }
-      let reader = NMEAReader(id: ConnectionNumber.next(), fd: fd, peer: peer) { [weak self] in
+      let reader = NMEAReader(
+        id: ConnectionNumber.next(), fd: fd, peer: peer, bufferLimit: options.bufferLimit,
+        encode: { [weak self] fix in self?.encodedSentences(for: fix) ?? Self.sentences(for: fix) }
+      ) { [weak self] in
         self?.wake()
       }
       let admit = { [options] in
@@ -366,20 +377,20 @@ public final class NMEAFeed: FrontEnd, Sendable {
         ["client": String(reader.id), "uid": String(peer.uid), "pid": String(peer.pid)])
       let handler = self.handler
       reader.setUp = Task {
-        let context = ClientContext(connection: reader, peer: peer)
-        let decision = await handler.handle(
-          Request(command: .requestAuthorization), from: context)
-        guard decision == .authorization(.authorized) else {
+        let session: ClientSession
+        do throws(SessionRefusal) {
+          session = try await handler.open(peer: peer, channel: reader)
+        } catch {
           Log.event("nmeaReaderDenied", ["client": String(reader.id), "uid": String(peer.uid)])
           reader.requestClose(reason: "denied")
           return
         }
         // Streaming before tracking starts, so the first fix of the backend reaches it.
         reader.startStreaming()
-        let watch = await handler.handle(
-          Request(command: .watch(enable: true, coalesce: true)), from: context)
-        if case .error(_, let message) = watch {
-          Log.event("nmeaReaderDenied", ["client": String(reader.id), "reason": message])
+        do throws(SessionRefusal) {
+          try await session.watch(coalescing: true)
+        } catch {
+          Log.event("nmeaReaderDenied", ["client": String(reader.id), "reason": error.message])
           reader.requestClose(reason: "denied")
         }
       }
@@ -412,22 +423,33 @@ final class NMEAReader: ClientChannel, @unchecked Sendable {
   let fd: Int32
   let peer: PeerCredentials
   private let wakeFeed: @Sendable () -> Void
-  private let state = Mutex(State())
+  /// The feed's sentences for a fix (RMC and GGA).
+  private let encode: @Sendable (Fix) -> [UInt8]
+  private let state: Mutex<State>
   private let setUpTask = Mutex<Task<Void, Never>?>(nil)
 
   struct State {
     var streaming = false
     var closed = false
     var closeReason: String?
-    var queue: [UInt8] = []
-    var offset = 0
+    /// Sentences not yet written: all counted, bounded in bytes by the feed's buffer limit.
+    var queue: OutboundQueue
   }
 
-  init(id: UInt64, fd: Int32, peer: PeerCredentials, wake: @escaping @Sendable () -> Void) {
+  /// Creates a reader whose queue holds at most `bufferLimit` bytes (``NMEAFeedOptions``) and
+  /// that writes each fix as `encode` makes it.
+  init(
+    id: UInt64, fd: Int32, peer: PeerCredentials, bufferLimit: Int,
+    encode: @escaping @Sendable (Fix) -> [UInt8], wake: @escaping @Sendable () -> Void
+  ) {
+    self.encode = encode
     self.id = id
     self.fd = fd
     self.peer = peer
     wakeFeed = wake
+    state = Mutex(
+      State(
+        queue: OutboundQueue(limits: OutboundLimits(maxBytes: bufferLimit, maxMessages: Int.max))))
   }
 
   /// The task that asks the service for authorization and the watch.
@@ -438,25 +460,26 @@ final class NMEAReader: ClientChannel, @unchecked Sendable {
 
   var isConnected: Bool { state.withLock { !$0.closed && $0.closeReason == nil } }
 
-  /// Readers get NMEA only: JSON events are not written. An `AUTHORIZATION` event that is not
-  /// `authorized` (a reload revoked the reader) disconnects the reader, which has no other way to
+  /// Readers get NMEA only: JSON events are not written.
+  @discardableResult func send(_ event: Event) -> Bool { isConnected }
+
+  /// A revocation (a reload changed the rule) disconnects the reader, which has no other way to
   /// learn it.
-  @discardableResult func send(_ event: Event) -> Bool {
-    if event.body["class"] == .string("AUTHORIZATION"),
-      event.body["authorization"] != .string(AuthorizationStatus.authorized.rawValue)
-    {
-      requestClose(reason: "denied")
-    }
+  func authorizationChanged(_ status: AuthorizationStatus) {
+    if status != .authorized { requestClose(reason: "denied") }
+  }
+
+  /// A fix from the hub (a TPV event, ``EncodedEvent/location``) is written as RMC and GGA; the
+  /// reader never sees the JSON, and other events are not for it.
+  @discardableResult func deliver(_ event: EncodedEvent) -> Bool {
+    guard let location = event.location else { return isConnected }
+    if write(encode(location.fix)) { wakeFeed() }
     return isConnected
   }
 
-  /// Readers get NMEA only: the encoded TPV is not for them (``NMEAFeed/publish(_:)`` writes the
-  /// fix).
-  @discardableResult func deliver(_ event: EncodedEvent) -> Bool { isConnected }
-
   func close() { requestClose(reason: "closedByService") }
 
-  var hasQueued: Bool { state.withLock { $0.offset < $0.queue.count } }
+  var hasQueued: Bool { state.withLock { !$0.queue.isEmpty } }
 
   var closeReason: String? { state.withLock { $0.closed ? nil : $0.closeReason } }
 
@@ -481,25 +504,22 @@ final class NMEAReader: ClientChannel, @unchecked Sendable {
     state.withLock { state in
       state.closed = true
       state.streaming = false
-      let left = state.queue.count - state.offset
-      state.queue = []
-      state.offset = 0
+      let left = state.queue.backlogBytes
+      state.queue.removeAll()
       return left
     }
   }
 
   /// Writes `bytes` now or queues them; returns whether the I/O thread must act (a queue to
   /// watch for writability, or a reader to close).
-  func write(_ bytes: [UInt8], limit: Int) -> Bool {
+  func write(_ bytes: [UInt8]) -> Bool {
     state.withLock { state -> Bool in
       guard state.streaming, !state.closed, state.closeReason == nil else { return false }
       var start = 0
-      if state.offset == state.queue.count {
-        state.queue = []
-        state.offset = 0
+      if state.queue.isEmpty {
         do {
           guard let sent = try SystemIO.sendSome(fd, bytes, from: 0, flags: Int32(MSG_NOSIGNAL))
-          else { return Self.enqueue(bytes[...], &state, limit: limit) }
+          else { return Self.enqueue(bytes, written: 0, &state) }
           start = sent
           if start == bytes.count { return false }
         } catch {
@@ -507,21 +527,13 @@ final class NMEAReader: ClientChannel, @unchecked Sendable {
           return true
         }
       }
-      return Self.enqueue(bytes[start...], &state, limit: limit)
+      return Self.enqueue(bytes, written: start, &state)
     }
   }
 
-  private static func enqueue(_ bytes: ArraySlice<UInt8>, _ state: inout State, limit: Int) -> Bool
-  {
-    if state.queue.count - state.offset + bytes.count > limit {
-      state.closeReason = "slow"
-      return true
-    }
-    if state.offset > 0 && state.offset >= state.queue.count / 2 {
-      state.queue.removeFirst(state.offset)
-      state.offset = 0
-    }
-    state.queue.append(contentsOf: bytes)
+  /// Queues what was not written; a reader whose queue would exceed the limit is closed.
+  private static func enqueue(_ bytes: [UInt8], written: Int, _ state: inout State) -> Bool {
+    if !state.queue.append(bytes, written: written) { state.closeReason = "slow" }
     return true
   }
 
@@ -529,20 +541,18 @@ final class NMEAReader: ClientChannel, @unchecked Sendable {
   func flush() {
     state.withLock { state in
       guard !state.closed, state.closeReason == nil else { return }
-      while state.offset < state.queue.count {
+      while let head = state.queue.first() {
         do {
           guard
             let sent = try SystemIO.sendSome(
-              fd, state.queue, from: state.offset, flags: Int32(MSG_NOSIGNAL))
+              fd, head.bytes, from: head.offset, flags: Int32(MSG_NOSIGNAL))
           else { return }
-          state.offset += sent
+          state.queue.wrote(sent)
         } catch {
           state.closeReason = "writeFailed"
           return
         }
       }
-      state.queue = []
-      state.offset = 0
     }
   }
 }

@@ -88,6 +88,34 @@ public struct OwnTracksLocation: Sendable, Hashable {
     if let course = Self.whole(tpv["track"]?.doubleValue, in: 0...360) { self.course = course % 360 }
   }
 
+  /// The message for a fix as the hub hands it to a front-end (``Fix``, typed), with the same
+  /// mapping as ``init(tpv:trackerID:trigger:)`` gives its TPV: `lat`/`lon` in degrees WGS84
+  /// (rounded once, to the message's 7 decimals; the TPV's have 9 already);
+  /// `tst` = the fix time (milliseconds since 1970) truncated to the second; `acc` = ``Fix/eph``
+  /// rounded (metres, 95%); `alt` = ``Fix/altitudeMSL`` rounded (metres, only for a 3D fix);
+  /// `vel` = ``Fix/speedOverGround`` (m/s) times 3.6, rounded (km/h); `cog` =
+  /// ``Fix/courseOverGround`` rounded (degrees true), 360 written as 0.
+  ///
+  /// - Returns: `nil` without a position (mode below 2, no coordinate, or one outside
+  ///   `-90...90` / `-180...180`) or without a time (OwnTracks requires `tst`), or with a time
+  ///   outside the years 0000-9999 that the TPV's ISO 8601 `time` can carry.
+  public init?(fix: Fix, trackerID: String?, trigger: OwnTracksTrigger? = .timer) {
+    guard fix.mode.hasPosition, let coordinate = fix.coordinate, let time = fix.time,
+      coordinate.latitude.isFinite, coordinate.longitude.isFinite,
+      (-90...90).contains(coordinate.latitude), (-180...180).contains(coordinate.longitude),
+      (-62_167_219_200_000...253_402_300_799_999).contains(time)
+    else { return nil }
+    // Floor division: a time before 1970 is truncated towards the earlier second, as its ISO text.
+    let seconds = time >= 0 ? time / 1000 : (time - 999) / 1000
+    self.init(
+      latitude: coordinate.latitude, longitude: coordinate.longitude, timestamp: seconds,
+      trackerID: trackerID, trigger: trigger)
+    accuracy = Self.whole(fix.eph, in: 0...1e7)
+    if fix.mode == .fix3D { altitude = Self.whole(fix.altitudeMSL, in: -1e6...1e7) }
+    velocity = Self.whole(fix.speedOverGround.map { $0 * 3.6 }, in: 0...1e6)
+    if let course = Self.whole(fix.courseOverGround, in: 0...360) { self.course = course % 360 }
+  }
+
   /// `value` rounded to the nearest whole number, or `nil` when absent, not finite or outside `range`.
   static func whole(_ value: Double?, in range: ClosedRange<Double>) -> Int? {
     guard let value, value.isFinite, range.contains(value) else { return nil }

@@ -70,6 +70,31 @@ public struct OwnTracksTransition: Sendable, Hashable {
     self.trigger = trigger
   }
 
+  /// The message for a region transition as the hub hands it to a front-end (typed), with the
+  /// mapping of ``init(regionEvent:title:trackerID:regionCreated:)``: `kind` is the `REGION`
+  /// event's `event`, `time` its time (milliseconds since 1970, truncated to the second), `fix`
+  /// the deciding fix (its coordinate rounded once to the message's 7 decimals, its ``Fix/eph``
+  /// rounded for `acc`).
+  ///
+  /// - Returns: `nil` for `dwell` (OwnTracks has none) or another kind, an empty region id, or a
+  ///   fix without a coordinate in range.
+  public init?(
+    regionID: String, kind: String, time: Int64, fix: Fix, title: String?, trackerID: String?,
+    regionCreated: Int64 = 0
+  ) {
+    guard !regionID.isEmpty, let event = OwnTracksTransitionEvent(regionEvent: kind),
+      let coordinate = fix.coordinate,
+      coordinate.latitude.isFinite, coordinate.longitude.isFinite,
+      (-90...90).contains(coordinate.latitude), (-180...180).contains(coordinate.longitude)
+    else { return nil }
+    let description = title.flatMap { $0.isEmpty ? nil : $0 } ?? regionID
+    self.init(
+      regionCreated: max(0, regionCreated), latitude: coordinate.latitude,
+      longitude: coordinate.longitude, timestamp: time >= 0 ? time / 1000 : (time - 999) / 1000,
+      accuracy: OwnTracksLocation.whole(fix.eph, in: 0...1e7), trackerID: trackerID, event: event,
+      description: description, regionID: regionID)
+  }
+
   /// The message for a locationd `REGION` event (docs/PROTOCOL.md:
   /// `{"class":"REGION","region":ID,"event":"enter"|"exit"|"dwell","time":ISO8601,"fix":TPV}`).
   ///

@@ -81,6 +81,12 @@ public protocol ClientChannel: AnyObject, Sendable {
   var isConnected: Bool { get }
   /// Disconnects the client.
   func close()
+  /// The service's decision for this client changed (a reload replaced the rule): called once
+  /// per change, on the service's task, right after the `AUTHORIZATION` event was given to the
+  /// channel. A status other than `authorized` means the client lost its watch and tracking; a
+  /// front-end whose clients cannot read the event (NMEA readers, D-Bus clients) acts on it here
+  /// instead of reading the event's JSON. Must not block. The default does nothing.
+  func authorizationChanged(_ status: AuthorizationStatus)
   /// Whether the client is the daemon itself acting as a client of the service (the MQTT
   /// publisher, which tracks with the daemon's own credentials), not a person's program: such a
   /// watch is not one of a user's watches in `status`. Default `false`.
@@ -90,6 +96,9 @@ public protocol ClientChannel: AnyObject, Sendable {
 extension ClientChannel {
   /// `false`: a client program.
   public var isDaemonClient: Bool { false }
+
+  /// Does nothing: the client reads the `AUTHORIZATION` event.
+  public func authorizationChanged(_ status: AuthorizationStatus) {}
 }
 
 /// A source of clients: a transport the service is attached to.

@@ -54,7 +54,8 @@ extension LocationService {
   /// and every user whose `start` tracking is on, so that one client never gets two answers.
   ///
   /// A connection whose status changes is told with the event `{"class":"AUTHORIZATION",
-  /// "authorization":STATUS}` (whether it watches or not); one no longer authorized loses its
+  /// "authorization":STATUS}` (whether it watches or not) and through its channel's
+  /// ``ClientChannel/authorizationChanged(_:)``; one no longer authorized loses its
   /// watch and its connection's tracking at once, and its later commands get `notAuthorized`.
   /// A user no longer authorized loses its `start` tracking. Connections that never asked stay
   /// `notDetermined`.
@@ -93,6 +94,7 @@ extension LocationService {
       } else {
         entry.connection.sendAfterReply(event)
       }
+      entry.connection.authorizationChanged(status)
     }
     var stoppedUsers: [UInt32] = []
     for (uid, peer) in trackingUsers.sorted(by: { $0.key < $1.key })

@@ -481,7 +481,8 @@ public actor LocationService: AnnotationBatchHandler {
     broadcastToWatchers(.stale(true, age: age))
   }
 
-  /// Sends a location to every watcher whose filter accepts it, encoded once.
+  /// Sends a location to every watcher whose filter accepts it, encoded once, with the typed
+  /// `Location` beside the bytes (``EncodedEvent/location``): the one fix path of every front-end.
   private func broadcast(_ location: Location) {
     let tpv = EventEncoding.tpv(location)
     let audience = audience()
@@ -495,8 +496,10 @@ public actor LocationService: AnnotationBatchHandler {
       }
       if watcher.lossless { lossless.append(watcher.connection) } else { coalescing.append(watcher.connection) }
     }
-    if !coalescing.isEmpty { Self.fanOut(.location(tpv), to: coalescing) }
-    if !lossless.isEmpty { Self.fanOut(Event(body: tpv), to: lossless) }
+    if !coalescing.isEmpty {
+      Self.fanOut(Event(body: tpv, coalescingKey: "TPV", location: location), to: coalescing)
+    }
+    if !lossless.isEmpty { Self.fanOut(Event(body: tpv, location: location), to: lossless) }
   }
 
   private func dispatch(_ change: MapEvent) {

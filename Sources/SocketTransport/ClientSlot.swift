@@ -10,21 +10,6 @@ import SystemIO
 // One client's socket, its outgoing queue (with coalescing and the backlog bound) and its
 // incoming requests, shared by the I/O thread, request tasks and broadcasting threads.
 
-/// One queued write.
-enum OutEntry {
-  /// Bytes to write (newline included); `counted` when part of the backlog bound.
-  case bytes([UInt8], counted: Bool)
-  /// The pending coalescible event with this key (its bytes are in `ClientState.coalesced`).
-  case coalesced(String)
-}
-
-/// A coalescible event waiting in a slow client's queue, with how many it replaced.
-struct PendingEvent {
-  var key: String
-  var body: [UInt8]
-  var missed: Int
-}
-
 /// What became of a line given to a client.
 enum Delivery {
   /// Written to the socket, or queued behind earlier data.
@@ -40,16 +25,9 @@ struct ClientState {
   /// The I/O thread has not closed the socket yet.
   var open = true
   // Outgoing: written directly by whichever thread produces a line while nothing is queued;
-  // queued (and written by the I/O thread when the socket is writable) otherwise.
-  var queue = FIFO<OutEntry>()
-  /// Bytes of the first queue entry already written.
-  var headOffset = 0
-  var backlogBytes = 0
-  var backlogMessages = 0
-  /// A burst is being queued (``ClientSlot/deliverBurst(_:)``): the backlog bound was checked
-  /// before it and is not applied to its lines.
-  var inBurst = false
-  var coalesced: [PendingEvent] = []
+  // queued (and written by the I/O thread when the socket is writable) otherwise. Coalescing,
+  // the backlog bounds and bursts are the shared ``OutboundQueue``'s.
+  var queue: OutboundQueue
   // Incoming.
   /// Requests read, not yet answered.
   var requests = FIFO<LineReader.Item>()
@@ -69,6 +47,10 @@ struct ClientState {
   var disconnectNotified = false
   /// The epoll events registered for the socket.
   var interest = EPOLLIN.rawValue
+
+  init(limits: OutboundLimits) {
+    queue = OutboundQueue(limits: limits, terminator: [UInt8(ascii: "\n")])
+  }
 }
 
 /// One connected client's socket and state, under the client's own lock.
@@ -88,7 +70,10 @@ final class ClientSlot: Sendable {
     self.peer = peer
     self.epollFD = epollFD
     self.options = options
-    state = Mutex(ClientState())
+    state = Mutex(
+      ClientState(
+        limits: OutboundLimits(
+          maxBytes: options.maxBacklogBytes, maxMessages: options.maxBacklogMessages)))
   }
 
   /// Gives a line (`body` plus newline) to the client: written at once when nothing is queued
@@ -117,13 +102,8 @@ final class ClientSlot: Sendable {
   func deliverBurst(_ lines: [(body: [UInt8], line: [UInt8])]) -> Delivery {
     state.withLock { state in
       guard state.open, state.dropReason == nil else { return .gone }
-      if state.backlogBytes > options.maxBacklogBytes
-        || state.backlogMessages > options.maxBacklogMessages
-      {
-        return countLocked(0, &state, adding: false)
-      }
-      state.inBurst = true
-      defer { state.inBurst = false }
+      guard state.queue.beginBurst() else { return slowLocked(&state) }
+      defer { state.queue.endBurst() }
       var delivery = Delivery.accepted
       for item in lines {
         if !state.afterReply.isEmpty {
@@ -188,58 +168,30 @@ final class ClientSlot: Sendable {
       }
       if offset == line.count { return .accepted }
       if let key, offset == 0 {
-        state.coalesced.append(PendingEvent(key: key, body: body, missed: 0))
-        state.queue.append(.coalesced(key))
+        state.queue.coalesce(key: key, body: body)
         return .accepted
       }
       // Partly written: the rest goes first, whatever its kind.
-      state.headOffset = offset
-      state.queue.append(.bytes(line, counted: key == nil))
-      if key != nil { return .accepted }
-      return countLocked(line.count, &state)
+      if state.queue.append(line, counted: key == nil, written: offset) { return .accepted }
+      return slowLocked(&state)
     }
     if let key {
-      if let index = state.coalesced.firstIndex(where: { $0.key == key }) {
-        state.coalesced[index].body = body
-        state.coalesced[index].missed += 1
-        state.queue.removeLast {
-          if case .coalesced(let other) = $0 { return other == key }
-          return false
-        }
-      } else {
-        state.coalesced.append(PendingEvent(key: key, body: body, missed: 0))
-      }
-      state.queue.append(.coalesced(key))
+      state.queue.coalesce(key: key, body: body)
       return .accepted
     }
-    state.queue.append(.bytes(line, counted: true))
-    return countLocked(line.count, &state)
+    if state.queue.append(line) { return .accepted }
+    return slowLocked(&state)
   }
 
-  /// Adds a queued line to the backlog; drops the client beyond the bounds.
-  private func countLocked(_ bytes: Int, _ state: inout ClientState, adding: Bool = true) -> Delivery {
-    if adding {
-      state.backlogBytes += bytes
-      state.backlogMessages += 1
-    }
-    guard !state.inBurst else { return .accepted }
-    guard
-      state.backlogBytes > options.maxBacklogBytes
-        || state.backlogMessages > options.maxBacklogMessages
-    else { return .accepted }
-    Log.event(
-      "slowClient",
-      [
-        "client": String(id), "backlogBytes": String(state.backlogBytes),
-        "backlogMessages": String(state.backlogMessages),
-      ])
+  /// Drops the client as too slow (its backlog exceeds the bounds).
+  private func slowLocked(_ state: inout ClientState) -> Delivery {
+    state.queue.logSlowClient(id)
     return dropLocked("slowClient", &state)
   }
 
   private func dropLocked(_ reason: String, _ state: inout ClientState) -> Delivery {
     state.dropReason = reason
     state.queue.removeAll()
-    state.coalesced = []
     state.afterReply = []
     return .drop(reason)
   }
@@ -257,43 +209,16 @@ final class ClientSlot: Sendable {
   /// Writes queued data until the socket would block; `false` on a write error.
   func flushLocked(_ state: inout ClientState) -> Bool {
     guard state.open, state.dropReason == nil else { return true }
-    while let head = state.queue.first {
-      var bytes: [UInt8]
-      var counted = false
-      switch head {
-      case .bytes(let data, let isCounted):
-        bytes = data
-        counted = isCounted
-      case .coalesced(let key):
-        guard let index = state.coalesced.firstIndex(where: { $0.key == key }) else {
-          _ = state.queue.popFirst()
-          continue
-        }
-        let pending = state.coalesced.remove(at: index)
-        bytes =
-          pending.missed > 0
-          ? JSONValue.appending(
-            [JSONMember("missed", .int(Int64(pending.missed)))], toEncodedObject: pending.body)
-          : pending.body
-        bytes.append(UInt8(ascii: "\n"))
-        state.queue.replaceFirst(.bytes(bytes, counted: false))
-      }
+    while let head = state.queue.first() {
       let sent: Int?
       do {
-        sent = try SystemIO.sendSome(fd, bytes, from: state.headOffset, flags: Int32(MSG_NOSIGNAL))
+        sent = try SystemIO.sendSome(fd, head.bytes, from: head.offset, flags: Int32(MSG_NOSIGNAL))
       } catch {
         _ = dropLocked("writeError", &state)
         return false
       }
       guard let sent else { return true }
-      state.headOffset += sent
-      if state.headOffset < bytes.count { return true }
-      state.headOffset = 0
-      _ = state.queue.popFirst()
-      if counted {
-        state.backlogBytes -= bytes.count
-        state.backlogMessages -= 1
-      }
+      guard state.queue.wrote(sent) else { return true }
     }
     return true
   }

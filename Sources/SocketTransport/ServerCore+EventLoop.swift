@@ -267,7 +267,6 @@ extension ServerCore {
       state.open = false
       if state.dropReason == nil { state.dropReason = reason }
       state.queue.removeAll()
-      state.coalesced = []
       let notify = !state.serving && !state.disconnectNotified
       if notify { state.disconnectNotified = true }
       return (state.dropReason ?? reason, notify)

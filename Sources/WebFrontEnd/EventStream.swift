@@ -68,25 +68,13 @@ final class EventIDRegister: Sendable {
 /// state). A stalled browser therefore costs at most its own bounded queue and never delays
 /// other clients.
 final class EventStreamChannel: ClientChannel, Sendable {
-  private enum Entry {
-    case bytes([UInt8], counted: Bool)
-    case coalesced(String)
-  }
-
-  private struct Pending {
-    var key: String
-    var body: [UInt8]
-    var missed: Int
-  }
-
   private struct State {
-    var queue = FIFO<Entry>()
-    var coalesced: [Pending] = []
+    /// Coalescing, the backlog bounds and the drop rule are the shared ``OutboundQueue``'s;
+    /// events are framed as they are taken.
+    var queue: OutboundQueue
     /// The frame being written and how much of it was taken.
     var current: [UInt8] = []
     var offset = 0
-    var backlogBytes = 0
-    var backlogMessages = 0
     var nextID: UInt64
     var ended = false
     var closed = false
@@ -111,7 +99,12 @@ final class EventStreamChannel: ClientChannel, Sendable {
     self.run = run
     self.limits = limits
     self.register = register
-    state = Mutex(State(nextID: firstID))
+    state = Mutex(
+      State(
+        queue: OutboundQueue(
+          limits: OutboundLimits(
+            maxBytes: limits.maxBacklogBytes, maxMessages: limits.maxBacklogMessages)),
+        nextID: firstID))
   }
 
   var isConnected: Bool { state.withLock { !$0.ended && !$0.closed } }
@@ -124,13 +117,39 @@ final class EventStreamChannel: ClientChannel, Sendable {
     enqueue(body: event.body, key: event.coalescingKey)
   }
 
+  /// Queues the events of one burst (the `REGION` events of one fix), as a socket client's: the
+  /// bounds are checked once, before it, so a browser that keeps up gets all of it however many
+  /// there are, and one already behind is ended.
+  @discardableResult func deliverBurst(_ events: [EncodedEvent]) -> Bool {
+    let result = state.withLock { state -> Bool in
+      guard !state.ended, !state.closed else { return false }
+      guard state.queue.beginBurst() else {
+        state.queue.logSlowClient(id, transport: "http")
+        state.ended = true
+        state.queue.removeAll()
+        return false
+      }
+      defer { state.queue.endBurst() }
+      for event in events {
+        if let key = event.coalescingKey {
+          state.queue.coalesce(key: key, body: event.body)
+        } else {
+          state.queue.append(event.body)
+        }
+      }
+      return true
+    }
+    wake()
+    return result
+  }
+
   /// Queues a comment line (`: text`), which browsers ignore: keeps proxies from closing an idle
   /// stream and lets the server notice a browser that has gone.
   func sendComment(_ text: String) {
     let frame = Array(": \(text)\n\n".utf8)
     let accepted = state.withLock { state -> Bool in
       guard !state.ended, !state.closed else { return false }
-      state.queue.append(.bytes(frame, counted: false))
+      state.queue.append(frame, counted: false)
       return true
     }
     if accepted { wake() }
@@ -140,7 +159,7 @@ final class EventStreamChannel: ClientChannel, Sendable {
   func sendRaw(_ text: String) {
     let accepted = state.withLock { state -> Bool in
       guard !state.ended, !state.closed else { return false }
-      state.queue.append(.bytes(Array(text.utf8), counted: false))
+      state.queue.append(Array(text.utf8), counted: false)
       return true
     }
     if accepted { wake() }
@@ -162,7 +181,6 @@ final class EventStreamChannel: ClientChannel, Sendable {
     state.withLock { state in
       state.closed = true
       state.queue.removeAll()
-      state.coalesced = []
     }
   }
 
@@ -170,37 +188,14 @@ final class EventStreamChannel: ClientChannel, Sendable {
     let result = state.withLock { state -> Bool in
       guard !state.ended, !state.closed else { return false }
       if let key {
-        if let index = state.coalesced.firstIndex(where: { $0.key == key }) {
-          state.coalesced[index].body = body
-          state.coalesced[index].missed += 1
-          state.queue.removeLast {
-            if case .coalesced(let other) = $0 { return other == key }
-            return false
-          }
-        } else {
-          state.coalesced.append(Pending(key: key, body: body, missed: 0))
-        }
-        state.queue.append(.coalesced(key))
+        state.queue.coalesce(key: key, body: body)
         return true
       }
-      state.queue.append(.bytes(body, counted: true))
-      state.backlogBytes += body.count
-      state.backlogMessages += 1
-      if state.backlogBytes > limits.maxBacklogBytes
-        || state.backlogMessages > limits.maxBacklogMessages
-      {
-        Log.event(
-          "slowClient",
-          [
-            "client": String(id), "transport": "http", "backlogBytes": String(state.backlogBytes),
-            "backlogMessages": String(state.backlogMessages),
-          ])
-        state.ended = true
-        state.queue.removeAll()
-        state.coalesced = []
-        return false
-      }
-      return true
+      if state.queue.append(body) { return true }
+      state.queue.logSlowClient(id, transport: "http")
+      state.ended = true
+      state.queue.removeAll()
+      return false
     }
     // Wakes even when the stream just ended, so that libmicrohttpd closes it.
     wake()
@@ -216,26 +211,9 @@ final class EventStreamChannel: ClientChannel, Sendable {
         if state.offset == state.current.count {
           state.current = []
           state.offset = 0
-          guard let entry = state.queue.popFirst() else { break }
-          switch entry {
-          case .bytes(let bytes, let counted):
-            if counted {
-              state.backlogBytes -= bytes.count
-              state.backlogMessages -= 1
-              state.current = frame(bytes, &state)
-            } else {
-              state.current = bytes
-            }
-          case .coalesced(let key):
-            guard let index = state.coalesced.firstIndex(where: { $0.key == key }) else { continue }
-            let pending = state.coalesced.remove(at: index)
-            let body =
-              pending.missed > 0
-              ? JSONValue.appending(
-                [JSONMember("missed", .int(Int64(pending.missed)))], toEncodedObject: pending.body)
-              : pending.body
-            state.current = frame(body, &state)
-          }
+          guard let head = state.queue.popFirst() else { break }
+          // Events are framed; comments and the `retry:` field go as they are.
+          state.current = head.kind == .uncounted ? head.bytes : frame(head.bytes, &state)
         }
         let take = min(maximum - chunk.count, state.current.count - state.offset)
         chunk.append(contentsOf: state.current[state.offset..<(state.offset + take)])

@@ -519,9 +519,11 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
   }
 
   private func authorizedReply(_ request: Request, _ client: ClientContext) async -> Reply {
-    let authorization = await service.handle(Request(command: .requestAuthorization), from: client)
-    if case .error = authorization { return authorization }
-    return await service.handle(request, from: client)
+    do throws(SessionRefusal) {
+      return try await service.open(peer: client.peer, channel: client.connection).handle(request)
+    } catch {
+      return error.reply
+    }
   }
 
   private func renderMap(_ format: MapFormat) async -> Response {
@@ -600,25 +602,27 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
     }
     let service = service
     let setup = Task {
-      let authorization = await service.handle(
-        Request(command: .requestAuthorization), from: client)
-      if case .error = authorization {
-        channel.send(Event(body: authorization.json(id: nil)))
+      let session: ClientSession
+      do throws(SessionRefusal) {
+        session = try await service.open(peer: client.peer, channel: channel)
+      } catch {
+        channel.send(Event(body: error.reply.json(id: nil)))
         channel.close()
         return
       }
-      let map = await service.handle(Request(command: .map(.json)), from: client)
+      let map = await session.handle(Request(command: .map(.json)))
       if case .object = map { channel.send(Event(body: map.json(id: nil), coalescingKey: "MAP")) }
-      let location = await service.handle(Request(command: .location), from: client)
+      let location = await session.handle(Request(command: .location))
       if case .object(_, let members) = location,
         let current = members.first(where: { $0.key == "current" })?.value,
         current != .null
       {
         channel.send(.location(current))
       }
-      let watch = await service.handle(Request(command: .watch(enable: true)), from: client)
-      if case .error = watch {
-        channel.send(Event(body: watch.json(id: nil)))
+      do throws(SessionRefusal) {
+        try await session.watch(coalescing: true)
+      } catch {
+        channel.send(Event(body: error.reply.json(id: nil)))
         channel.close()
       }
     }

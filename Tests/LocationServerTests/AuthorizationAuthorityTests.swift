@@ -24,6 +24,7 @@ private final class RecordingChannel: ClientChannel {
   @discardableResult func send(_ event: Event) -> Bool { deliver(EncodedEvent(event)) }
 
   @discardableResult func deliver(_ event: EncodedEvent) -> Bool {
+    if let location = event.location { locations.withLock { $0.append(location) } }
     if let value = try? JSONValue.parse(event.body) { write(value) }
     signal()
     return true
@@ -90,6 +91,13 @@ private final class RecordingChannel: ClientChannel {
 
   var isConnected: Bool { true }
   func close() {}
+
+  /// The typed fixes that came with the events (``EncodedEvent/location``), in order.
+  let locations = Mutex<[Location]>([])
+
+  /// What ``authorizationChanged(_:)`` was told, in order.
+  let statuses = Mutex<[AuthorizationStatus]>([])
+  func authorizationChanged(_ status: AuthorizationStatus) { statuses.withLock { $0.append(status) } }
 
   /// The classes of everything received, in order.
   var classes: [String] { received.withLock { $0.compactMap { $0["class"]?.stringValue } } }
@@ -272,6 +280,71 @@ struct AuthorizationAuthorityTests {
     harness.backend.send(fix: fix(3))
     #expect(try await harness.ask(#"{"cmd":"status"}"#, RecordingChannel())["authorization"] == "notDetermined")
     #expect(client.received.withLock { $0.count } == count, "no event after losing authorization")
+    await harness.stop()
+  }
+}
+
+@Suite("Client sessions: open, watch and the typed authorization change", .serialized)
+struct ClientSessionTests {
+  @Test("open refuses a peer the rule does not accept with the notAuthorized reply and no change call")
+  func openRefusesOutsider() async throws {
+    try #require(GroupDatabase.groupID(named: "nogroup") == 65534)
+    let harness = try await Harness(group: "nogroup")
+    let outsider = RecordingChannel()
+    var refusal: SessionRefusal?
+    do throws(SessionRefusal) {
+      _ = try await harness.service.open(peer: PeerCredentials(pid: 77, uid: 4321, gid: 4321), channel: outsider)
+    } catch {
+      refusal = error
+    }
+    guard case .error(let code, let message)? = refusal?.reply else {
+      Issue.record("the outsider's session was opened")
+      await harness.stop()
+      return
+    }
+    #expect(code == .notAuthorized)
+    #expect(message.contains("nogroup"), "the remedy names the group: \(message)")
+    #expect(outsider.statuses.withLock { $0 }.isEmpty)
+    #expect(!harness.backend.isRunning)
+    await harness.stop()
+  }
+
+  @Test("a session's watch starts tracking and gets fixes; reloads reach authorizationChanged once each")
+  func watchAndRevocation() async throws {
+    try #require(GroupDatabase.groupID(named: "nogroup") == 65534 && GroupDatabase.groupID(named: "daemon") != nil)
+    let harness = try await Harness(group: "nogroup")
+    let client = RecordingChannel()
+    let session = try await harness.service.open(peer: nobody, channel: client)
+    #expect(session.id == client.id)
+    #expect(!harness.backend.isRunning, "open alone does not track")
+    try await session.watch(coalescing: true)
+    #expect(harness.backend.isRunning)
+    harness.backend.send(fix: fix(1))
+    #expect(await eventually { client.classes.contains("TPV") })
+    // The hub's TPV carries the typed fix it was encoded from, and only the TPV does.
+    let typed = client.locations.withLock { $0 }
+    #expect(typed.map(\.fix) == [fix(1)])
+    #expect(client.classes.filter { $0 == "TPV" }.count == typed.count)
+
+    await harness.service.reloadAuthorization(Authorizer(groupName: "daemon"))
+    #expect(client.statuses.withLock { $0 } == [.denied])
+    #expect(client.received.withLock { $0.last?["authorization"] } == "denied")
+    #expect(!harness.backend.isRunning)
+    var refusal: SessionRefusal?
+    do throws(SessionRefusal) { try await session.watch(coalescing: true) } catch { refusal = error }
+    guard case .error(let code, _)? = refusal?.reply else {
+      Issue.record("a revoked session could watch again")
+      await harness.stop()
+      return
+    }
+    #expect(code == .notAuthorized)
+
+    // A reload that changes nothing for the client calls nothing; the one that grants calls once.
+    await harness.service.reloadAuthorization(Authorizer(groupName: "daemon"))
+    #expect(client.statuses.withLock { $0 } == [.denied])
+    await harness.service.reloadAuthorization(Authorizer(groupName: "nogroup"))
+    #expect(client.statuses.withLock { $0 } == [.denied, .authorized])
+    await session.close()
     await harness.stop()
   }
 }

@@ -211,7 +211,6 @@ struct FeedFixture {
   let manager: LocationManager
   let service: LocationService
   let feed: NMEAFeed
-  let forwarding: Task<Void, Never>
 
   var path: String { directory + "/nmea.sock" }
 
@@ -230,16 +229,12 @@ struct FeedFixture {
       path: directory + "/nmea.sock", group: group, handler: service, options: options)
     await service.attach(feed)
     await service.start()
-    let events = await manager.observe(coalescing: true)
-    let feed = self.feed
-    forwarding = Task { await feed.run(events: events) }
     try feed.start()
   }
 
   func tearDown() async {
     feed.stop()
     await feed.waitUntilStopped()
-    forwarding.cancel()
     await service.shutdown(reason: "test")
     try? FileManager.default.removeItem(atPath: directory)
   }
