@@ -1,9 +1,9 @@
 import Glibc
+import LocationDaemon
+import LocationModel
 import LocationProtocol
 import ServiceCore
 import SocketTransport
-import LocationDaemon
-import LocationModel
 
 // Configuration and wiring live in LocationDaemon.Daemon so that tests can reach them.
 //
