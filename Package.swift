@@ -5,6 +5,33 @@ let swiftSettings: [SwiftSetting] = [
   .enableUpcomingFeature("ExistentialAny"),
 ]
 
+// How the release locationd is linked (docs/benchmarks.md, "What the daemon's memory is made of";
+// scripts/rss-breakdown measures each step). Most of its resident memory is pages of its own
+// code, and a page is resident when any function on it ran (and the kernel maps the pages around
+// a fault too), so:
+//   - lld places the functions that run at start, at rest and per fix together, in the order of
+//     link/locationd.order (written by scripts/order-functions; a name it no longer finds is
+//     skipped, so a stale list costs memory, never correctness);
+//   - relative relocations packed (DT_RELR, glibc 2.36): the loader reads a few kB instead of
+//     about 1 MB of .rela.dyn, the executable stays position-independent;
+//   - the static Swift runtime's libstdc++ and libgcc linked statically (the -L directory holds a
+//     linker script that turns -lstdc++ into libstdc++.a): no libstdc++.so and libgcc_s.so mapped
+//     and relocated;
+//   - no export of every symbol (the runtime's .lnk asks for --export-dynamic): the loader then
+//     does not search the executable's 20,000 dynamic symbols for each symbol of libc.
+// Debug builds (and the tests) link as before.
+let locationdLinking: [LinkerSetting] = [
+  .unsafeFlags(
+    [
+      "-use-ld=lld",
+      "-Xlinker", "--symbol-ordering-file=\(Context.packageDirectory)/link/locationd.order",
+      "-Xlinker", "--no-warn-symbol-ordering",
+      "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
+      "-L\(Context.packageDirectory)/link/static-libstdc++", "-Xclang-linker", "-static-libgcc",
+      "-Xlinker", "--no-export-dynamic",
+    ], .when(configuration: .release)),
+]
+
 let package = Package(
   name: "locationd",
   platforms: [.macOS(.v15)],
@@ -140,7 +167,8 @@ let package = Package(
     // What the benchmarks that measure the daemons from outside share: clocks, child processes,
     // notify and client sockets, the epoll reader of many clients.
     .target(name: "BenchKit", dependencies: ["CLinux"], swiftSettings: swiftSettings),
-    .executableTarget(name: "locationd", dependencies: ["LocationDaemon"], swiftSettings: swiftSettings),
+    .executableTarget(
+      name: "locationd", dependencies: ["LocationDaemon"], swiftSettings: swiftSettings, linkerSettings: locationdLinking),
     .executableTarget(
       name: "locationctl",
       // The client (its connections through LocationClient) and the pty simulator: the wire

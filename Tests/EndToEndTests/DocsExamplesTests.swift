@@ -181,6 +181,11 @@ enum DocExamples {
     (".build/release/gpsd-bench", "a benchmark: prints figures"),
     (".build/release/relay-bench", "a benchmark: prints figures"),
     ("scripts/geoclue-bench", "a benchmark: prints figures"),
+    ("scripts/rss-breakdown", "a measurement of a release build: prints figures"),
+    (
+      "scripts/order-functions",
+      "profiles a release build under valgrind for a minute and rewrites link/locationd.order"
+    ),
     ("scripts/geoclue-memory", "a measurement of minutes: prints figures"),
     (".build/release/mqtt-bench", "a benchmark: prints figures"),
     ("locationd --mqtt", "needs a broker; MQTTEndToEndTests run locationd against a private mosquitto"),
