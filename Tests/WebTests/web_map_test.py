@@ -207,7 +207,11 @@ class PageTests:
         ActionChains(self.driver).release().perform()
         samples = self.js("clearInterval(window.__sampler); return window.__samples;")
         self.assertGreater(self.events(), before, "no event arrived during the drag")
-        started = next(i for i, sample in enumerate(samples) if sample[0] > 10)
+        # The drag starts when the page leaves follow (the gesture's start turns it off) and the
+        # view has moved off the user. A sample taken before, while following on a loaded
+        # machine, may show the marker off the middle for a moment (a fix drawn before the view
+        # re-centred on it): that is not the drag.
+        started = next(i for i, sample in enumerate(samples) if sample[1] == "none" and sample[0] > 10)
         during = [sample[0] for sample in samples[started:]]
         self.assertGreater(min(during), 10, "the view jumped back to the user mid-drag: %r" % during)
         self.assertEqual(mid_drag_mode, "none", "following was not turned off at the gesture's start")
