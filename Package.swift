@@ -152,7 +152,7 @@ let package = Package(
     // The NMEA feed front-end: each fix as RMC and GGA on a Unix socket (GeoClue's nmea-socket).
     .target(
       name: "NMEAFeed",
-      dependencies: ["ServiceCore", "SocketTransport", "LocationModel", "LocationProtocol", "NMEA", "SystemIO"],
+      dependencies: ["ServiceCore", "LocationModel", "LocationProtocol", "NMEA", "SystemIO"],
       swiftSettings: swiftSettings),
     // The daemon's wiring: configuration, backend factory, signals, systemd glue, exit codes.
     .target(

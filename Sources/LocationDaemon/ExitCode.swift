@@ -1,9 +1,10 @@
 import LocationCore
+import ServiceCore
 import SocketTransport
 import SystemIO
 
 extension ExitCode {
-  /// The table of the codes locationd uses, for its `--help` and the README, one line per code.
+  /// The table of the codes locationd uses, for its `--help` and docs/configuration.md, one line per code.
   public static let table = """
     exit status:
       0   clean shutdown (SIGTERM, SIGINT) or --help

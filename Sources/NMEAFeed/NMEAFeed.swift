@@ -3,7 +3,6 @@ import LocationModel
 import LocationProtocol
 import NMEA
 import ServiceCore
-import SocketTransport
 import Synchronization
 import SystemIO
 

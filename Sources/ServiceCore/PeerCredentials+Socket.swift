@@ -1,5 +1,4 @@
 import Glibc
-import ServiceCore
 
 extension PeerCredentials {
   /// Reads the peer credentials of a connected Unix stream socket: `SO_PEERCRED` (pid, effective

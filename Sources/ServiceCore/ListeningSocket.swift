@@ -1,5 +1,4 @@
 import LocationProtocol
-import ServiceCore
 import SystemIO
 import Glibc
 
@@ -248,7 +247,7 @@ public struct ListeningSocket: Sendable {
   /// another file) must not get another file's group changed. The mode stays the one it was
   /// bound with. Returns the `errno` of the failure (`ENOTSOCK` when `path` is no longer a
   /// socket), `nil` on success.
-  static func setGroup(_ path: String, _ gid: UInt32) -> Int32? {
+  package static func setGroup(_ path: String, _ gid: UInt32) -> Int32? {
     var info = stat()
     guard fstatat(AT_FDCWD, path, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return errno }
     guard info.st_mode & S_IFMT == S_IFSOCK else { return ENOTSOCK }
@@ -256,7 +255,7 @@ public struct ListeningSocket: Sendable {
     return nil
   }
 
-  static func setNonBlockingCloseOnExec(_ fd: Int32) {
+  package static func setNonBlockingCloseOnExec(_ fd: Int32) {
     let flags = fcntl(fd, F_GETFL)
     if flags >= 0 { _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK) }
     let fdFlags = fcntl(fd, F_GETFD)
