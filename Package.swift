@@ -184,35 +184,36 @@ let package = Package(
     .executableTarget(
       name: "location-map", dependencies: ["LocationClient", "SystemIO"], path: "Examples/LocationMap",
       swiftSettings: swiftSettings),
-    .executableTarget(name: "nmea-bench", dependencies: ["NMEA", "LocationModel", "LocationProtocol"], swiftSettings: swiftSettings),
+    .executableTarget(name: "nmea-bench", dependencies: ["NMEA", "LocationModel", "LocationProtocol", "SystemIO"], swiftSettings: swiftSettings),
     // JSONValue against Foundation's JSONEncoder/JSONDecoder and JSONSerialization.
     .executableTarget(
-      name: "json-bench", dependencies: ["JSON", "LocationProtocol", "LocationModel", "MapState"],
+      name: "json-bench", dependencies: ["JSON", "LocationProtocol", "LocationModel", "MapState", "SystemIO"],
       swiftSettings: swiftSettings),
     .executableTarget(
-      name: "core-bench", dependencies: ["LocationCore", "LocationModel", "LocationTestKit", "NMEA"],
+      name: "core-bench", dependencies: ["LocationCore", "LocationModel", "LocationTestKit", "NMEA", "SystemIO"],
       swiftSettings: swiftSettings),
     .executableTarget(
-      name: "gpsd-bench", dependencies: ["GPSDBackend", "LocationCore", "LocationModel", "LocationTestKit", "NMEA"],
+      name: "gpsd-bench", dependencies: ["GPSDBackend", "LocationCore", "LocationModel", "LocationTestKit", "NMEA", "SystemIO"],
       swiftSettings: swiftSettings),
     .executableTarget(
       name: "daemon-bench", dependencies: [
         "BenchKit", "LocationDaemon", "LocationProtocol", "LocationCore", "LocationModel", "LocationTestKit", "NMEA",
+        "SystemIO",
       ],
       swiftSettings: swiftSettings),
     // The MQTT front-end measured from outside: publish rate, the fleet view with 1,000 devices.
     .executableTarget(
-      name: "mqtt-bench", dependencies: ["BenchKit", "LocationTestKit", "MQTTTransport", "OwnTracks"],
+      name: "mqtt-bench", dependencies: ["BenchKit", "LocationTestKit", "MQTTTransport", "OwnTracks", "SystemIO"],
       swiftSettings: swiftSettings),
     // The track store's figures (fixes/s in and out, RSS during export) and the writer that the
     // crash test kills.
     .executableTarget(
       name: "track-bench", dependencies: ["TrackStore", "LocationModel", "SystemIO"], swiftSettings: swiftSettings),
     .executableTarget(
-      name: "relay-bench", dependencies: ["BenchKit", "LocationCore", "LocationTestKit"], swiftSettings: swiftSettings),
+      name: "relay-bench", dependencies: ["BenchKit", "LocationCore", "LocationTestKit", "SystemIO"], swiftSettings: swiftSettings),
     // Per-fix cost and memory of region monitoring at 10, 1,000 and 100,000 regions.
     .executableTarget(
-      name: "region-bench", dependencies: ["BenchKit", "Regions", "LocationModel"], swiftSettings: swiftSettings),
+      name: "region-bench", dependencies: ["BenchKit", "Regions", "LocationModel", "SystemIO"], swiftSettings: swiftSettings),
     .testTarget(name: "RegionsTests", dependencies: ["Regions", "LocationModel", "JSON"], swiftSettings: swiftSettings),
     // The client library on a scripted daemon and a virtual clock, and MapViewModel's rules.
     .testTarget(name: "LocationClientTests", dependencies: ["LocationClient"], swiftSettings: swiftSettings),

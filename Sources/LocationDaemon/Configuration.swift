@@ -158,36 +158,31 @@ public struct Configuration: Sendable, Hashable {
   ) throws(ConfigurationError) -> Configuration {
     var flags: [String: String] = [:]
     var configuration = Configuration()
-    var index = 0
-    while index < arguments.count {
-      let argument = arguments[index]
-      index += 1
-      if argument == "--help" || argument == "-h" {
+    var scanner = ArgumentScanner(arguments)
+    while let word = scanner.next() {
+      let name: String
+      switch word {
+      case .operand("-h"), .option("--help"):
+        do { try scanner.noValue() } catch { throw .unexpectedValue("--help") }
         configuration.showHelp = true
         continue
+      // No operands: a word that is not an option (and `--`) is named as an unknown flag.
+      case .operand(let operand): throw .unknownFlag(operand)
+      case .endOfOptions: throw .unknownFlag("--")
+      case .option(let option): name = String(option.dropFirst(2))
       }
-      guard argument.hasPrefix("--") else { throw .unknownFlag(argument) }
-      var name = String(argument.dropFirst(2))
-      let value: String
-      if let (joinedName, joinedValue) = OptionValue.joined(name) {
-        name = joinedName
-        value = joinedValue
-        if name == "help" { throw .unexpectedValue("--help") }
-        guard Self.knownKeys.contains(name) || name == "config" else { throw .unknownFlag("--" + name) }
-      } else {
-        // An unknown flag is named as such before its value is looked for.
-        guard Self.knownKeys.contains(name) || name == "config" else { throw .unknownFlag(argument) }
-        do {
-          value = try OptionValue.separate(argument, in: arguments, at: index)
-        } catch {
-          switch error {
-          case .missing: throw .missingValue(argument)
-          case .looksLikeOption(_, let next): throw .optionAsValue(flag: argument, next: next)
-          }
+      // An unknown flag is named as such before its value is looked for (`--bogus=1`: `--bogus`).
+      guard Self.knownKeys.contains(name) || name == "config" else {
+        throw .unknownFlag("--" + name)
+      }
+      do {
+        flags[name] = try scanner.value()
+      } catch {
+        switch error {
+        case .optionAsValue(let option, let next): throw .optionAsValue(flag: option, next: next)
+        default: throw .missingValue("--" + name)
         }
-        index += 1
       }
-      flags[name] = value
     }
     configuration.flags = flags
     try configuration.apply(flags: flags, readFile: readFile)

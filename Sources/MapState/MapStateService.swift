@@ -37,10 +37,10 @@ import Regions
 /// waits for the disk (the newest state is saved when the disk allows); a request's reply waits
 /// at most ``replyWait`` for its change's save (``unsavedChanges``).
 public actor MapStateService {
-  private var viewport: Viewport
-  private var mode: UserTrackingMode
-  private var annotationOrder: [String] = []
-  private var annotationsByID: [String: Annotation] = [:]
+  var viewport: Viewport
+  var mode: UserTrackingMode
+  var annotationOrder: [String] = []
+  var annotationsByID: [String: Annotation] = [:]
   private var location: Coordinate?
   private var course: Double?
   private var track: [Coordinate] = []
@@ -49,15 +49,15 @@ public actor MapStateService {
   private var awaitingInitialFix = false
   private var subscribers: [UUID: AsyncStream<MapEvent>.Continuation] = [:]
   private var renderers: [any MapRenderer] = []
-  private let store: MapStateStore?
-  private let saver: StateSaver<PersistedMapState>?
+  let store: MapStateStore?
+  let saver: StateSaver<PersistedMapState>?
   /// The state last handed to the saver (or loaded), and its ticket.
-  private var lastSubmitted: PersistedMapState?
-  private var lastTicket: UInt64 = 0
+  var lastSubmitted: PersistedMapState?
+  var lastTicket: UInt64 = 0
   /// How long a reply waits for its change's save (``unsavedChanges``).
   public nonisolated let replyWait: Duration
   /// UTF-8 bytes of all annotations' text (``Annotation/textByteCount``).
-  private var annotationBytes = 0
+  var annotationBytes = 0
 
   /// Most fixes kept in the recent track; older ones are dropped first.
   public nonisolated let trackCapacity: Int
@@ -416,123 +416,6 @@ public actor MapStateService {
     publish(changes)
   }
 
-  /// Adds an annotation, or replaces the one with the same identifier in place (same list
-  /// position, old values gone).
-  ///
-  /// - Throws: ``MapStateError/reservedIdentifier(_:)`` for `"location"`,
-  ///   ``MapStateError/limitExceeded(count:bytes:)`` when the map would exceed
-  ///   ``AnnotationLimits`` (nothing changes), or what ``Annotation/validate()`` throws.
-  public func addAnnotation(_ annotation: Annotation) throws(MapStateError) {
-    try annotation.validate()
-    guard annotation.id != Annotation.locationID else { throw .reservedIdentifier(annotation.id) }
-    let existing = annotationsByID[annotation.id]
-    if let existing { try Self.requireSameSpelling(existing.id, annotation.id) }
-    let count = annotationOrder.count + (existing == nil ? 1 : 0)
-    let bytes = annotationBytes - (existing?.textByteCount ?? 0) + annotation.textByteCount
-    guard count <= AnnotationLimits.maxCount, bytes <= AnnotationLimits.maxTotalBytes else {
-      throw .limitExceeded(count: count, bytes: bytes)
-    }
-    let change: MapChange
-    if let existing {
-      guard existing != annotation else { return }
-      change = .annotationReplaced(id: annotation.id)
-    } else {
-      annotationOrder.append(annotation.id)
-      change = .annotationAdded(id: annotation.id)
-    }
-    annotationsByID[annotation.id] = annotation
-    annotationBytes = bytes
-    publish([change])
-  }
-
-  /// Adds or replaces each annotation of `batch` as ``addAnnotation(_:)`` would, as one change of
-  /// the map: one event (every change listed) and one save, however many there are. For updates
-  /// that arrive many at a time (the fleet view's devices).
-  ///
-  /// - Returns: the annotations refused, each with its error (validation, the reserved
-  ///   identifier, ``AnnotationLimits``); the others are in effect.
-  public func addAnnotations(_ batch: [Annotation]) -> [(annotation: Annotation, error: MapStateError)] {
-    var refused: [(annotation: Annotation, error: MapStateError)] = []
-    var changes: [MapChange] = []
-    for annotation in batch {
-      do throws(MapStateError) {
-        try annotation.validate()
-        guard annotation.id != Annotation.locationID else { throw .reservedIdentifier(annotation.id) }
-        let existing = annotationsByID[annotation.id]
-        if let existing { try Self.requireSameSpelling(existing.id, annotation.id) }
-        let count = annotationOrder.count + (existing == nil ? 1 : 0)
-        let bytes = annotationBytes - (existing?.textByteCount ?? 0) + annotation.textByteCount
-        guard count <= AnnotationLimits.maxCount, bytes <= AnnotationLimits.maxTotalBytes else {
-          throw .limitExceeded(count: count, bytes: bytes)
-        }
-        if let existing {
-          guard existing != annotation else { continue }
-          changes.append(.annotationReplaced(id: annotation.id))
-        } else {
-          annotationOrder.append(annotation.id)
-          changes.append(.annotationAdded(id: annotation.id))
-        }
-        annotationsByID[annotation.id] = annotation
-        annotationBytes = bytes
-      } catch {
-        refused.append((annotation, error))
-      }
-    }
-    publish(changes)
-    return refused
-  }
-
-  /// Throws when `new` is canonically equivalent to the existing id `existing` (Swift's `==`
-  /// on strings) but written with other code points: ids are keys compared literally, as
-  /// MapKit's and CoreLocation's identifiers are, so neither silently replaces the other.
-  static func requireSameSpelling(_ existing: String, _ new: String) throws(MapStateError) {
-    guard !existing.unicodeScalars.elementsEqual(new.unicodeScalars) else { return }
-    throw .invalidIdentifier(
-      new,
-      reason:
-        "the same Unicode text as the existing annotation \"\(existing)\" written with other code points (canonically equivalent): use that spelling, or remove it first"
-    )
-  }
-
-  /// Removes every annotation of `ids` that exists, as one change of the map: one event (every
-  /// removal listed) and one save, however many there are (the fleet view clearing the devices
-  /// of a previous run). The reserved `"location"` and absent identifiers are skipped.
-  ///
-  /// - Returns: how many annotations were removed.
-  @discardableResult
-  public func removeAnnotations(_ ids: [String]) -> Int {
-    var changes: [MapChange] = []
-    var removedIDs = Set<String>()
-    for id in ids where id != Annotation.locationID {
-      guard let existing = annotationsByID[id], existing.id.unicodeScalars.elementsEqual(id.unicodeScalars),
-        let removed = annotationsByID.removeValue(forKey: id)
-      else { continue }
-      annotationBytes -= removed.textByteCount
-      removedIDs.insert(id)
-      changes.append(.annotationRemoved(id: id))
-    }
-    guard !changes.isEmpty else { return 0 }
-    annotationOrder.removeAll { removedIDs.contains($0) }
-    publish(changes)
-    return changes.count
-  }
-
-  /// Removes the annotation with `id`.
-  ///
-  /// - Throws: ``MapStateError/reservedIdentifier(_:)`` for `"location"`,
-  ///   ``MapStateError/noSuchAnnotation(id:)`` when absent.
-  public func removeAnnotation(id: String) throws(MapStateError) {
-    guard id != Annotation.locationID else { throw .reservedIdentifier(id) }
-    guard let existing = annotationsByID[id], existing.id.unicodeScalars.elementsEqual(id.unicodeScalars),
-      let removed = annotationsByID.removeValue(forKey: id)
-    else {
-      throw .noSuchAnnotation(id: id)
-    }
-    annotationBytes -= removed.textByteCount
-    annotationOrder.removeAll { $0 == id }
-    publish([.annotationRemoved(id: id)])
-  }
-
   // MARK: Internals
 
   private func moveCenter(
@@ -564,45 +447,12 @@ public actor MapStateService {
   }
 
   /// Sends an event for `changes` (if any) to subscribers and renderers, then saves.
-  private func publish(_ changes: [MapChange]) {
+  func publish(_ changes: [MapChange]) {
     guard !changes.isEmpty else { return }
     let state = renderState
     let event = MapEvent(changes: changes, map: state.snapshot)
     for continuation in subscribers.values { continuation.yield(event) }
     for renderer in renderers { renderer.render(state, changes: changes) }
     persistIfChanged()
-  }
-
-  /// Saves the state when it differs from what was last saved, or again after a failed save,
-  /// and waits up to `timeout` for the disk (at shutdown).
-  ///
-  /// - Returns: why the state is not on disk (``MapStoreError/stalled(path:seconds:)`` when the
-  ///   disk did not finish in time), or `nil` when it is (or there is no store).
-  @discardableResult public func saveIfNeeded(timeout: Duration = .seconds(10)) async -> MapStoreError? {
-    guard let saver, let store else { return nil }
-    if saver.failure != nil { lastSubmitted = nil }
-    persistIfChanged()
-    return await saver.outcome(of: lastTicket, timeout: timeout, path: store.path)
-  }
-
-  /// Waits until every save handed over so far has completed (or `timeout` passed), without
-  /// starting another: what is on disk then is the newest state (or the newest failure).
-  ///
-  /// - Returns: `false` when the disk did not finish in time.
-  @discardableResult public func savesSettled(timeout: Duration = .seconds(30)) async -> Bool {
-    guard let saver else { return true }
-    return await saver.flush(timeout: timeout)
-  }
-
-  /// Hands the state to the saver when it differs from what was last handed over, or when the
-  /// last save failed (every change retries).
-  private func persistIfChanged() {
-    guard let saver else { return }
-    let current = PersistedMapState(
-      viewport: viewport, mode: mode,
-      annotations: annotationOrder.compactMap { annotationsByID[$0] })
-    guard current != lastSubmitted || saver.failure != nil else { return }
-    lastSubmitted = current
-    lastTicket = saver.submit(current)
   }
 }

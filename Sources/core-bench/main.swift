@@ -23,6 +23,7 @@ import LocationModel
 import FoundationEssentials
 import LocationCore
 import NMEA
+import SystemIO
 
 func checksum(_ body: String) -> String {
   var sum: UInt8 = 0
@@ -143,7 +144,9 @@ extension Double {
   }
 }
 
-let arguments = CommandLine.arguments
+// Operands only: [sky ARGS | simulator [EPOCHS] | geodesic | EPOCHS [FILE]]; `--` may come first.
+let operands = (try? ArgumentScanner.parse(Array(CommandLine.arguments.dropFirst())).operands) ?? []
+let arguments = [CommandLine.arguments.first ?? "core-bench"] + operands
 if arguments.count > 1 && arguments[1] == "sky" {
   exit(skyBenchmark(arguments: Array(arguments.dropFirst(2))))
 }

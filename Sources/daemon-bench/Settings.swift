@@ -3,6 +3,7 @@
 import BenchKit
 import Foundation
 import Glibc
+import SystemIO
 
 struct Settings {
   var clientCounts = [100, 1000]
@@ -16,14 +17,23 @@ struct Settings {
   var locationd = executableBesideThisProgram("locationd")
 
   init(_ arguments: [String]) {
-    var index = 0
+    var scanner = ArgumentScanner(arguments)
     func value() -> String {
-      index += 1
-      guard index < arguments.count else { fail("\(arguments[index - 1]) needs a value") }
-      return arguments[index]
+      do { return try scanner.value() } catch {
+        switch error {
+        case .missingValue(let option): fail("\(option) needs a value")
+        default: fail(error.description)
+        }
+      }
     }
-    while index < arguments.count {
-      switch arguments[index] {
+    while let word = scanner.next() {
+      let argument: String
+      switch word {
+      case .option(let name) where !scanner.hasJoinedValue || !["--spin", "--help"].contains(name): argument = name
+      case .option, .endOfOptions: argument = scanner.lastWord ?? "--"
+      case .operand(let operand): argument = operand
+      }
+      switch argument {
       case "--clients":
         clientCounts = value().split(separator: ",").compactMap { Int($0) }.filter {
           $0 > 0 && $0 <= 4096
@@ -44,9 +54,8 @@ struct Settings {
           "usage: daemon-bench [--clients 100,1000] [--run S] [--idle S] [--gpsd-fixes N] [--spin] [--slowest N] [--locationd PATH]"
         )
         exit(0)
-      default: fail("unknown argument \(arguments[index])")
+      default: fail("unknown argument \(scanner.lastWord ?? argument)")
       }
-      index += 1
     }
   }
 

@@ -18,6 +18,7 @@ import LocationCore
 import LocationTestKit
 import NMEA
 import Synchronization
+import SystemIO
 import LocationModel
 
 struct Arguments {
@@ -27,9 +28,12 @@ struct Arguments {
   var warmup = 20
 
   init(_ arguments: [String]) throws {
-    var iterator = arguments.makeIterator()
-    while let argument = iterator.next() {
-      guard let value = iterator.next() else {
+    var scanner = ArgumentScanner(arguments)
+    while let word = scanner.next() {
+      guard case .option(let argument) = word else {
+        throw UsageError(message: "unknown argument \(scanner.lastWord ?? "")")
+      }
+      guard let value = try? scanner.value() else {
         throw UsageError(message: "\(argument) needs a value")
       }
       switch argument {

@@ -18,12 +18,15 @@ import JSON
 import LocationModel
 import LocationProtocol
 import MapState
+import SystemIO
 
 #if canImport(Glibc)
   import Glibc
 #endif
 
-let iterations = max(10, CommandLine.arguments.dropFirst().first.flatMap { Int($0) } ?? 20_000)
+// One optional operand, the iteration count; options are not taken.
+let operands = (try? ArgumentScanner.parse(Array(CommandLine.arguments.dropFirst())).operands) ?? []
+let iterations = max(10, operands.first.flatMap { Int($0) } ?? 20_000)
 let mapIterations = iterations / 10
 /// Median microseconds per operation of 5 timed runs (after one warm-up run).
 func measure(times count: Int = iterations, _ body: () throws -> Int) rethrows -> Double {

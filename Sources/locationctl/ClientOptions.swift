@@ -91,51 +91,42 @@ func dispatch(_ arguments: [String]) -> Int32 {
     socketPath: getenv("LOCATIOND_SOCKET").map { String(cString: $0) }
       ?? ServiceSocket.defaultPath)
   var rest: [String] = []
-  var index = 0
   var command: String?
-  var operandsOnly = false
+  var scanner = ArgumentScanner(arguments)
+  // The value of the global option just read (OptionValue's rule, its message on failure).
+  func value() throws -> String {
+    do { return try scanner.value() } catch { throw UsageError(error.description) }
+  }
   do {
     // Global options may come before or after the command name (not after `decode`); after the
-    // command, `--` ends the options (POSIX utility syntax guideline 10).
-    while index < arguments.count {
-      let argument = arguments[index]
-      index += 1
-      if command == "decode" || operandsOnly {
-        rest.append(argument)
-        continue
-      }
-      if argument == "--", command != nil {
-        operandsOnly = true
-        rest.append(argument)
-        continue
-      }
-      switch argument {
-      case "--json": options.json = true
-      case "--timeout":
-        options.timeout = try parseTimeout(try optionValue(argument, arguments, index))
-        index += 1
-      case "--socket":
-        options.socketPath = try optionValue(argument, arguments, index)
+    // command, `--` ends the options (POSIX utility syntax guideline 10). Every word the
+    // command takes is handed to it as written.
+    while let word = scanner.next() {
+      let written = scanner.lastWord ?? ""
+      switch word {
+      case .endOfOptions where command != nil:
+        rest.append(written)
+        rest += scanner.rest()
+      case .option("--json") where !scanner.hasJoinedValue: options.json = true
+      case .option("--timeout"): options.timeout = try parseTimeout(try value())
+      case .option("--socket"):
+        options.socketPath = try value()
         guard !options.socketPath.isEmpty else { throw UsageError("--socket needs a path") }
-        index += 1
-      case "-h", "--help", "help":
+      case .option("--help") where scanner.hasJoinedValue:
+        guard command != nil else { throw UsageError("unknown option \(written)") }
+        rest.append(written)
+      case .operand("-h"), .operand("help"), .option("--help"):
         if command == nil {
           print(usageText, terminator: "")
           return ExitCode.success.rawValue
         }
-        rest.append(argument)
-      default:
-        if argument.hasPrefix("--timeout=") {
-          options.timeout = try parseTimeout(String(argument.dropFirst("--timeout=".count)))
-        } else if argument.hasPrefix("--socket=") {
-          options.socketPath = String(argument.dropFirst("--socket=".count))
-          guard !options.socketPath.isEmpty else { throw UsageError("--socket needs a path") }
-        } else if command == nil {
-          guard !argument.hasPrefix("-") else { throw UsageError("unknown option \(argument)") }
-          command = argument
-        } else {
-          rest.append(argument)
-        }
+        rest.append(written)
+      case .operand(let operand) where command == nil && !operand.hasPrefix("-"):
+        command = operand
+        if operand == "decode" { rest = scanner.rest() }
+      case .operand, .option, .endOfOptions:
+        guard command != nil else { throw UsageError("unknown option \(written)") }
+        rest.append(written)
       }
     }
     guard let command else { throw UsageError("give a command, e.g. locationctl status") }
@@ -259,36 +250,20 @@ struct ArgumentList {
   /// - Throws: ``UsageError`` for unknown options or a missing value.
   init(_ arguments: [String], valued: Set<String> = [], flags allowedFlags: Set<String> = []) throws
   {
-    var index = 0
-    while index < arguments.count {
-      let argument = arguments[index]
-      index += 1
-      if argument == "--" {
-        positional.append(contentsOf: arguments[index...])
-        break
-      }
-      if argument.hasPrefix("--") {
-        var name = argument
-        var value: String?
-        if let equals = argument.firstIndex(of: "=") {
-          name = String(argument[..<equals])
-          value = String(argument[argument.index(after: equals)...])
-        }
-        if valued.contains(name) {
-          if value == nil {
-            value = try optionValue(name, arguments, index)
-            index += 1
-          }
-          values[name] = value
-        } else if allowedFlags.contains(name), value == nil {
-          flags.insert(name)
-        } else {
-          throw UsageError("unknown option \(argument)")
-        }
-      } else {
-        positional.append(argument)
+    let parsed: ArgumentScanner.Parsed
+    do {
+      parsed = try ArgumentScanner.parse(arguments, valued: valued, flags: allowedFlags)
+    } catch {
+      switch error {
+      case .unknownOption(let written), .unexpectedValue(_, let written):
+        throw UsageError("unknown option \(written)")
+      case .missingValue, .optionAsValue:
+        throw UsageError(error.description)
       }
     }
+    positional = parsed.operands
+    values = parsed.values
+    flags = parsed.flags
   }
 
   /// The value of a numeric option, or `nil` when absent.
@@ -300,18 +275,6 @@ struct ArgumentList {
       throw UsageError("\(name) needs a number, got \(text)")
     }
     return value
-  }
-}
-
-/// The value written after `option` at `arguments[index]` (``OptionValue``: never a word that
-/// starts with `--`; such a value is written `--option=--value`).
-///
-/// - Throws: ``UsageError`` saying what is missing and how to write it.
-func optionValue(_ option: String, _ arguments: [String], _ index: Int) throws -> String {
-  do {
-    return try OptionValue.separate(option, in: arguments, at: index)
-  } catch {
-    throw UsageError(error.description)
   }
 }
 

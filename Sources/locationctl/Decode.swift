@@ -26,28 +26,27 @@ func runDecode(arguments: [String]) -> Int32 {
   var sky = false
   var path: String?
   var floor: Int?
-  var index = 0
+  var scanner = ArgumentScanner(arguments)
   var operandsOnly = false
-  while index < arguments.count {
-    var argument = arguments[index]
-    index += 1
-    if operandsOnly {
+  while let word = scanner.next() {
+    let argument: String
+    switch word {
+    case .endOfOptions:
+      // POSIX utility syntax guideline 10: what follows is an operand, even "-" or "-x".
+      operandsOnly = true
+      continue
+    case .operand(let operand) where operandsOnly || operand == "-" || !operand.hasPrefix("-"):
       guard path == nil else {
         writeError("locationctl decode: give one FILE or - for standard input")
         return 64
       }
-      path = argument
+      path = operand
       continue
-    }
-    var inlineValue: String?
-    if argument.hasPrefix("--rollover-floor=") {
-      inlineValue = String(argument.dropFirst("--rollover-floor=".count))
-      argument = "--rollover-floor"
+    case .operand(let operand): argument = operand
+    case .option(let name) where name == "--rollover-floor" || !scanner.hasJoinedValue: argument = name
+    case .option: argument = scanner.lastWord ?? ""
     }
     switch argument {
-    case "--":
-      // POSIX utility syntax guideline 10: what follows is an operand, even "-" or "-x".
-      operandsOnly = true
     case "--sky": sky = true
     case "--rollover-floor":
       guard floor == nil else {
@@ -55,35 +54,23 @@ func runDecode(arguments: [String]) -> Int32 {
         return 64
       }
       let value: String
-      if let inlineValue {
-        value = inlineValue
-      } else {
-        do { value = try OptionValue.separate(argument, in: arguments, at: index) } catch {
-          writeError("locationctl decode: \(error), a date YYYY-MM-DD (1980 to 2079)")
-          return 64
-        }
+      do { value = try scanner.value() } catch {
+        writeError("locationctl decode: \(error), a date YYYY-MM-DD (1980 to 2079)")
+        return 64
       }
       guard let day = CivilDate.days(iso: value) else {
         writeError("locationctl decode: --rollover-floor needs a date YYYY-MM-DD (1980 to 2079)")
         return 64
       }
       floor = day
-      if inlineValue == nil { index += 1 }
     case "-h", "--help":
       print(
         "usage: locationctl decode [--sky] [--rollover-floor YYYY-MM-DD] [FILE|-]\n  Decodes NMEA 0183 into gpsd TPV JSON lines (and SKY with --sky, also for\n  satellite data without any time or fix sentence); -- ends the options;\n  dates before the rollover floor move forward by 1024 GPS weeks until they are not."
       )
       return 0
     default:
-      if argument.hasPrefix("-") && argument != "-" {
-        writeError("locationctl decode: unknown option \(argument) (try --help)")
-        return 64
-      }
-      guard path == nil else {
-        writeError("locationctl decode: give one FILE or - for standard input")
-        return 64
-      }
-      path = argument
+      writeError("locationctl decode: unknown option \(argument) (try --help)")
+      return 64
     }
   }
   let fd: Int32

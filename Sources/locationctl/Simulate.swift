@@ -55,32 +55,25 @@ func runSimulate(arguments: [String]) -> Int32 {
   var sentences = NMEAEncoder.SentenceSet.standard
   var deviceMode: mode_t?
   var skySettings: [(key: String, value: String)] = []
-  var index = 0
-  // `--name=VALUE`: the value given joined to its option (the only way to give one that starts
-  // with --); a separate word that starts with -- is never a value (OptionValue).
-  var joinedValue: String?
+  // `--name=VALUE` or `--name VALUE` (ArgumentScanner); a separate word that starts with -- is
+  // never a value (OptionValue).
+  var scanner = ArgumentScanner(arguments)
   func value(_ name: String) -> String? {
-    if let joined = joinedValue {
-      joinedValue = nil
-      return joined
-    }
     do {
-      let text = try OptionValue.separate(name, in: arguments, at: index)
-      index += 1
-      return text
+      return try scanner.value()
     } catch {
       writeError("locationctl simulate: \(error) (try --help)")
       return nil
     }
   }
-  while index < arguments.count {
-    var argument = arguments[index]
-    index += 1
-    if argument.hasPrefix("--"), let (name, text) = OptionValue.joined(argument) {
-      argument = name
-      joinedValue = text
+  while let word = scanner.next() {
+    let argument: String
+    switch word {
+    case .option(let name): argument = name
+    case .operand(let operand): argument = operand
+    case .endOfOptions: argument = "--"
     }
-    if joinedValue != nil, ["-h", "--help", "--zda"].contains(argument) {
+    if scanner.hasJoinedValue, ["--help", "--zda"].contains(argument) {
       writeError("locationctl simulate: \(argument) takes no value (try --help)")
       return ExitCode.usage.rawValue
     }

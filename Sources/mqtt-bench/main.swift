@@ -14,6 +14,7 @@
 // Usage: mqtt-bench [--fixes 20000] [--devices 1000] [--run 30] [--probes 20] [--locationd PATH]
 // The locationd used is the one beside this executable (swift build -c release).
 
+import SystemIO
 import BenchKit
 import Foundation
 import Glibc
@@ -26,18 +27,24 @@ var devices = 1000
 var runSeconds = 30.0
 var probes = 20
 var locationd = executableBesideThisProgram("locationd")
-var arguments = Array(CommandLine.arguments.dropFirst())
-while let flag = arguments.first {
-  arguments.removeFirst()
-  guard let value = arguments.first else { break }
-  arguments.removeFirst()
+func usage() -> Never {
+  print("usage: mqtt-bench [--fixes N] [--devices N] [--run SECONDS] [--probes N] [--locationd PATH]")
+  exit(64)
+}
+var arguments = ArgumentScanner(Array(CommandLine.arguments.dropFirst()))
+while let word = arguments.next() {
+  // An option without its value (the last word) is ignored, as before.
+  guard case .option(let flag) = word, let value = try? arguments.value() else {
+    if case .option = word { break }
+    usage()
+  }
   switch flag {
   case "--fixes": fixes = Int(value) ?? fixes
   case "--devices": devices = Int(value) ?? devices
   case "--run": runSeconds = Double(value) ?? runSeconds
   case "--probes": probes = Int(value) ?? probes
   case "--locationd": locationd = value
-  default: print("usage: mqtt-bench [--fixes N] [--devices N] [--run SECONDS] [--probes N] [--locationd PATH]"); exit(64)
+  default: usage()
   }
 }
 signal(SIGPIPE, SIG_IGN)

@@ -1,3 +1,4 @@
+import SystemIO
 import LocationModel
 import LocationProtocol
 // nmea-bench: decodes a generated NMEA 0183 log with `locationctl decode` and with gpsd's
@@ -24,14 +25,14 @@ func usage() -> Never {
 }
 
 var options = Options()
-var args = CommandLine.arguments.dropFirst()
-while let arg = args.popFirst() {
-  switch arg {
-  case "--sentences": options.sentences = args.popFirst().flatMap { Int($0) } ?? { usage() }()
-  case "--runs": options.runs = args.popFirst().flatMap { Int($0) } ?? { usage() }()
-  case "--file": options.file = args.popFirst() ?? { usage() }()
-  case "--long-factor": options.longFactor = args.popFirst().flatMap { Int($0) } ?? { usage() }()
-  case "--locationctl": options.locationctl = args.popFirst() ?? { usage() }()
+var args = ArgumentScanner(Array(CommandLine.arguments.dropFirst()))
+while let word = args.next() {
+  switch word {
+  case .option("--sentences"): options.sentences = (try? args.value()).flatMap { Int($0) } ?? { usage() }()
+  case .option("--runs"): options.runs = (try? args.value()).flatMap { Int($0) } ?? { usage() }()
+  case .option("--file"): options.file = (try? args.value()) ?? { usage() }()
+  case .option("--long-factor"): options.longFactor = (try? args.value()).flatMap { Int($0) } ?? { usage() }()
+  case .option("--locationctl"): options.locationctl = (try? args.value()) ?? { usage() }()
   default: usage()
   }
 }

@@ -20,6 +20,7 @@
 import BenchKit
 import LocationModel
 import Regions
+import SystemIO
 
 struct Options {
   var fixes = 20_000
@@ -33,15 +34,15 @@ func usage() -> Never {
 }
 
 var options = Options()
-var arguments = CommandLine.arguments.dropFirst()
-while let argument = arguments.popFirst() {
-  switch argument {
-  case "--fixes": options.fixes = arguments.popFirst().flatMap { Int($0) }.flatMap { $0 > 10 ? $0 : nil } ?? { usage() }()
-  case "--counts":
-    let counts = (arguments.popFirst() ?? "").split(separator: ",").compactMap { Int($0) }
+var arguments = ArgumentScanner(Array(CommandLine.arguments.dropFirst()))
+while let word = arguments.next() {
+  switch word {
+  case .option("--fixes"): options.fixes = (try? arguments.value()).flatMap { Int($0) }.flatMap { $0 > 10 ? $0 : nil } ?? { usage() }()
+  case .option("--counts"):
+    let counts = ((try? arguments.value()) ?? "").split(separator: ",").compactMap { Int($0) }
     guard !counts.isEmpty, counts.allSatisfy({ $0 > 0 }) else { usage() }
     options.counts = counts
-  case "--seed": options.seed = arguments.popFirst().flatMap { UInt64($0) } ?? { usage() }()
+  case .option("--seed"): options.seed = (try? arguments.value()).flatMap { UInt64($0) } ?? { usage() }()
   default: usage()
   }
 }

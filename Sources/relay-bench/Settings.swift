@@ -3,6 +3,7 @@
 import BenchKit
 import Foundation
 import LocationTestKit
+import SystemIO
 
 let usage = """
   usage: relay-bench [--clients 10,50,MAX] [--seconds S] [--warmup S] [--json] [--direct] [--locationd PATH]
@@ -25,13 +26,14 @@ struct Settings {
   var locationd = executableBesideThisProgram("locationd")
 
   init(_ arguments: [String]) {
-    var index = 0
+    var scanner = ArgumentScanner(arguments)
     func value() -> String {
-      index += 1
-      guard index < arguments.count else {
-        fail("\(arguments[index - 1]) needs a value\n\(usage)", status: 64)
+      do { return try scanner.value() } catch {
+        switch error {
+        case .missingValue(let option): fail("\(option) needs a value\n\(usage)", status: 64)
+        default: fail("\(error.description)\n\(usage)", status: 64)
+        }
       }
-      return arguments[index]
     }
     func seconds(_ name: String) -> Double {
       guard let number = Double(value()), number > 0, number.isFinite, number <= 3600 else {
@@ -39,8 +41,15 @@ struct Settings {
       }
       return number
     }
-    while index < arguments.count {
-      switch arguments[index] {
+    while let word = scanner.next() {
+      let argument: String
+      switch word {
+      case .option(let name) where !scanner.hasJoinedValue || !["--json", "--direct", "--help"].contains(name):
+        argument = name
+      case .option, .endOfOptions: argument = scanner.lastWord ?? "--"
+      case .operand(let operand): argument = operand
+      }
+      switch argument {
       case "--clients":
         do {
           clientCounts = try BenchmarkClientCount.parseList(value())
@@ -55,9 +64,8 @@ struct Settings {
       case "-h", "--help":
         print(usage)
         exit(0)
-      default: fail("unknown argument \(arguments[index])\n\(usage)", status: 64)
+      default: fail("unknown argument \(scanner.lastWord ?? argument)\n\(usage)", status: 64)
       }
-      index += 1
     }
   }
 }

@@ -192,7 +192,11 @@ func fixed(_ value: Double) -> String {
   return "\(hundredths / 100).\(hundredths % 100 < 10 ? "0" : "")\(hundredths % 100)"
 }
 
-let arguments = Array(CommandLine.arguments.dropFirst())
+let usage = "usage: track-bench [fill DB N | export DB gpx|geojson|csv | writer DB]"
+// Operands only (`--` allowed before them); any option is a usage error.
+guard let arguments = try? ArgumentScanner.parse(Array(CommandLine.arguments.dropFirst())).operands else {
+  fail(usage)
+}
 switch arguments.first {
 case "fill" where arguments.count == 3:
   guard let count = Int(arguments[2]), count > 0 else { fail("N must be a positive number") }
@@ -209,5 +213,5 @@ case nil:
   for format in TrackFormat.allCases { export(path, format.rawValue) }
   print("store file: \(path) (remove \(directory) when done)")
 default:
-  fail("usage: track-bench [fill DB N | export DB gpx|geojson|csv | writer DB]")
+  fail(usage)
 }
