@@ -150,6 +150,37 @@ final class FakeDaemon: Sendable {
     for target in targets { target.deliver(.message(event)) }
   }
 
+  /// Another client's change of the shared map: `annotation` added (or replacing the one with
+  /// its `id`) or, with `removing`, that identifier removed; then a `MAP` event with its
+  /// `changes` (and the centre at 1.5, 2.5) to every watching connection.
+  func changeMapElsewhere(adding annotation: JSONValue? = nil, removing: String? = nil) {
+    let event = state.withLock { state -> JSONValue in
+      var changes: [JSONValue] = []
+      if let annotation, let id = annotation["id"]?.stringValue {
+        if let index = state.annotations.firstIndex(where: { $0["id"]?.stringValue == id }) {
+          state.annotations[index] = annotation
+          changes.append(["id": .string(id), "what": "annotationReplaced"])
+        } else {
+          state.annotations.append(annotation)
+          changes.append(["id": .string(id), "what": "annotationAdded"])
+        }
+      }
+      if let removing {
+        state.annotations.removeAll { $0["id"]?.stringValue == removing }
+        changes.append(["id": .string(removing), "what": "annotationRemoved"])
+      }
+      changes.append(["reason": "user", "what": "center"])
+      return .object([
+        JSONMember("class", "MAP"),
+        JSONMember("center", ["lat": .number(1.5), "lon": .number(2.5)]), JSONMember("zoom", 15),
+        JSONMember("mode", "none"), JSONMember("annotations", .array(state.annotations)),
+        JSONMember("rotation", 0), JSONMember("tracking", true),
+        JSONMember("changes", .array(changes)),
+      ])
+    }
+    push(event)
+  }
+
   /// Sends `line` to every open connection, watching or not (an error about the connection).
   func sendToAll(_ line: JSONValue) {
     let targets = state.withLock { Array($0.connections.values) }
