@@ -1,0 +1,114 @@
+import Foundation
+import Glibc
+import LocationClient
+import LocationTestKit
+import Testing
+
+extension EndToEnd.LocationClientEndToEndTests {
+  /// Polls `body` on the main actor every 10 ms until it holds (true) or `seconds` pass (false).
+  @MainActor
+  static func waitOnMain(seconds: Double = 30, _ body: @MainActor () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while ContinuousClock.now < deadline {
+      if body() { return true }
+      try? await Task.sleep(for: .milliseconds(10))
+    }
+    return body()
+  }
+
+  @Test(
+    "two users' tracking is counted apart: the backend runs while root's client or uid 65534's locationctl tracks"
+  )
+  func startStopCountedAcrossUsers() async throws {
+    try requireNobodyClient(python: false)
+    let scratch = try Scratch(mode: 0o755)
+    defer { scratch.remove() }
+    let daemon = try DaemonProcess(scratch: scratch, backend: "simulate?rate=10", group: "nogroup")
+    defer { daemon.cleanUp() }
+    try await daemon.waitUntilReady()
+    chmod(daemon.socketPath, 0o666)
+    let socket = daemon.socketPath
+    let ctl = try Products.path("locationctl")
+    func nobody(_ command: String) async throws {
+      let run = try await runAsNobody([ctl, "--socket", socket, command])
+      #expect(run.status == 0, "locationctl \(command) as uid 65534: \(run)")
+    }
+    let root = LocationClient(socketPath: socket, timeout: .seconds(20))
+    #expect(try await root.requestAuthorization() == .authorized)
+    #expect(try await Self.backendActive(socket) == false)
+
+    try await nobody("start")
+    #expect(try await Self.backendActive(socket), "uid 65534's start did not start the backend")
+    try await root.startTracking()
+    // uid 65534 stops its own tracking only: root's goes on.
+    try await nobody("stop")
+    #expect(try await Self.backendActive(socket), "uid 65534's stop ended root's tracking")
+    try await nobody("start")
+    try await root.stopTracking()
+    #expect(try await Self.backendActive(socket), "root's stop ended uid 65534's tracking")
+    #expect(
+      try await waitUntil(timeout: 30) { try await root.currentLocation != nil },
+      "no fix while uid 65534 tracks")
+    try await nobody("stop")
+    #expect(
+      try await waitUntil(timeout: 30) { try await !Self.backendActive(socket) },
+      "the backend ran on after both users stopped")
+    #expect(daemon.log.contains("uid=65534"), "\(daemon.log)")
+    #expect(await daemon.stop() == 0, "\(daemon.log)")
+  }
+
+  @MainActor
+  @Test(
+    "a MapViewModel follows another client's annotations (added, replaced, removed) and its centre stays"
+  )
+  func mapViewModelFollowsAnotherClientsAnnotations() async throws {
+    let scratch = try Scratch()
+    defer { scratch.remove() }
+    let daemon = try DaemonProcess(scratch: scratch, backend: "simulate?rate=10")
+    defer { daemon.cleanUp() }
+    try await daemon.waitUntilReady()
+    let renderer = RecordingMapRenderer()
+    let model = MapViewModel(
+      client: LocationClient(socketPath: daemon.socketPath, timeout: .seconds(20)),
+      renderer: renderer)
+    #expect(await model.requestAuthorization() == .authorized)
+    await model.startTracking()
+    #expect(await Self.waitOnMain { model.currentCoordinate != nil }, "no fix")
+    let centre = try #require(model.mapCenter)
+    #expect(model.initialCoordinate == centre)
+
+    let other = LocationClient(socketPath: daemon.socketPath, timeout: .seconds(20))
+    #expect(try await other.requestAuthorization() == .authorized)
+    let cafe = Coordinate(latitude: 52.52, longitude: 13.405)
+    let moved = Coordinate(latitude: 52.53, longitude: 13.41)
+    try await other.addAnnotation(identifier: "cafe", coordinate: cafe, title: "Cafe")
+    #expect(
+      await Self.waitOnMain { model.annotations.map(\.id) == ["cafe"] },
+      "the other client's annotation did not arrive: \(model.annotations)")
+    try await other.addAnnotation(identifier: "cafe", coordinate: moved, title: "Café")
+    #expect(
+      await Self.waitOnMain { model.annotations.first?.coordinate == moved },
+      "the replacement did not arrive: \(model.annotations)")
+    #expect(model.annotations.count == 1 && model.annotations.first?.title == "Café")
+    // The other client moves the shared map's centre: this view's camera stays.
+    try await other.center(on: cafe)
+    try await other.removeAnnotation(identifier: "cafe")
+    #expect(
+      await Self.waitOnMain { model.annotations.isEmpty },
+      "the removal did not arrive: \(model.annotations)")
+    let annotationCalls = renderer.calls.filter {
+      if case .setCenter = $0 { return false }
+      return true
+    }
+    #expect(
+      annotationCalls == [
+        .addOrReplaceAnnotation(Annotation(id: "cafe", coordinate: cafe, title: "Cafe")),
+        .addOrReplaceAnnotation(Annotation(id: "cafe", coordinate: moved, title: "Café")),
+        .removeAnnotation(identifier: "cafe"),
+      ])
+    #expect(model.mapCenter == centre)
+    #expect(renderer.centers == [centre], "the centre moved: \(renderer.centers)")
+    model.stopTracking()
+    #expect(await daemon.stop() == 0, "\(daemon.log)")
+  }
+}
