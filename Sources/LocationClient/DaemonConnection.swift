@@ -77,8 +77,19 @@ enum DaemonSocket {
         "socket \(path) does not exist: is locationd running? (systemctl start locationd, or give --socket PATH)"
       )
     case ECONNREFUSED:
+      if let kind = notASocket(path) {
+        throw LocationClientError(
+          .noDaemon,
+          "\(path) is \(kind), not a socket: give locationd's socket (its --socket PATH, \(LocationClient.defaultSocketPath) unless told)"
+        )
+      }
       throw LocationClientError(
         .noDaemon, "nothing listens at \(path): is locationd running? (systemctl status locationd)")
+    case ENOTDIR:
+      throw LocationClientError(
+        .noDaemon,
+        "socket \(path) cannot exist: a part of the path before it is not a directory (give --socket PATH)"
+      )
     case EACCES, EPERM:
       throw LocationClientError(
         .permissionDenied, "permission denied on \(path): \(permissionHint(path))")
@@ -90,6 +101,21 @@ enum DaemonSocket {
     default:
       throw LocationClientError(
         .systemError, "cannot connect to \(path): \(String(cString: strerror(code)))")
+    }
+  }
+
+  /// What is at `path` when it is there but not a socket ("a regular file", "a directory"...);
+  /// `nil` for a socket or when it cannot be examined.
+  static func notASocket(_ path: String) -> String? {
+    var info = stat()
+    guard stat(path, &info) == 0 else { return nil }
+    switch info.st_mode & S_IFMT {
+    case S_IFSOCK: return nil
+    case S_IFREG: return "a regular file"
+    case S_IFDIR: return "a directory"
+    case S_IFIFO: return "a named pipe"
+    case S_IFCHR, S_IFBLK: return "a device"
+    default: return "not a socket"
     }
   }
 

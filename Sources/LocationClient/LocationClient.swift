@@ -24,6 +24,8 @@ public final class LocationClient: Sendable {
   private let state = Mutex(State())
   /// How long each request waits for its reply.
   public let timeout: Duration
+  /// The error every request throws when ``timeout`` is not more than zero.
+  let invalidTimeout: LocationClientError?
   let sleep: @Sendable (Duration) async throws -> Void
   /// The pause between attempts to reconnect an event sequence after the daemon went away.
   let reconnectDelay: Duration
@@ -36,7 +38,8 @@ public final class LocationClient: Sendable {
   ///   - socketPath: the daemon's socket (``defaultSocketPath``, or `--socket` of locationd).
   ///   - timeout: how long the daemon may take to accept a connection and to answer a request
   ///     (more than zero); a request without an answer by then throws
-  ///     ``LocationClientError/Code/timedOut``.
+  ///     ``LocationClientError/Code/timedOut``. With zero or less, every request and sequence
+  ///     throws ``LocationClientError/Code/invalidArgument`` and nothing is sent.
   public convenience init(
     socketPath: String = LocationClient.defaultSocketPath, timeout: Duration = .seconds(30)
   ) {
@@ -50,7 +53,8 @@ public final class LocationClient: Sendable {
   /// play the daemon, and for other carriers of the protocol.
   ///
   /// - Parameters:
-  ///   - timeout: how long a request waits for its reply, on `clock`.
+  ///   - timeout: how long a request waits for its reply, on `clock` (more than zero; otherwise
+  ///     every request throws ``LocationClientError/Code/invalidArgument``).
   ///   - clock: the clock of every wait: reply timeouts, ``requestLocation(timeout:)``,
   ///     reconnection pauses (a test passes a virtual clock).
   ///   - reconnectDelay: the pause between reconnection attempts of an event sequence.
@@ -62,6 +66,13 @@ public final class LocationClient: Sendable {
     makeTransport: @escaping @Sendable () -> any LocationTransport
   ) {
     self.timeout = timeout
+    self.invalidTimeout =
+      timeout > .zero
+      ? nil
+      : LocationClientError(
+        .invalidArgument,
+        "the client's timeout must be more than zero (got \(timeout)): give LocationClient a timeout such as .seconds(30)"
+      )
     self.makeTransport = makeTransport
     self.sleep = { try await clock.sleep(for: $0) }
     self.reconnectDelay = reconnectDelay
@@ -76,11 +87,13 @@ public final class LocationClient: Sendable {
 
   /// The open command connection, opening one (and asking for authorization again when it was
   /// asked before) when there is none or the last one ended.
-  private func commandChannel() async throws -> Channel {
+  /// `asking`: whether to ask for authorization on a new connection (not when the command to
+  /// send is the request itself).
+  private func commandChannel(asking: Bool) async throws -> Channel {
     if let channel = state.withLock({ $0.channel }), !channel.isClosed { return channel }
     let channel = Channel(transport: makeTransport(), timeout: timeout, sleep: sleep) { _ in }
     try await channel.open()
-    if state.withLock({ $0.authorizationRequested }) {
+    if asking, state.withLock({ $0.authorizationRequested }) {
       _ = try await channel.exchange("request")
     }
     return state.withLock { state in
@@ -98,12 +111,27 @@ public final class LocationClient: Sendable {
   ///
   /// - Throws: ``LocationClientError``: the daemon's error reply, or a connection failure.
   func call(_ command: String, _ members: [JSONMember] = []) async throws -> JSONValue {
+    if let invalid = invalidTimeout { throw invalid }
+    if let name = Self.nonFiniteMember(members) {
+      // JSON has no NaN or infinity: sent, it would arrive as null and read as "missing".
+      throw LocationClientError(
+        .invalidArgument,
+        "\(command): \"\(name)\" must be a finite number, not NaN or an infinity; nothing was sent")
+    }
     var attempt = 0
     while true {
       attempt += 1
-      let channel = try await commandChannel()
+      let channel = try await commandChannel(asking: command != "request")
       do {
         return try await channel.call(command, members)
+      } catch let error as LocationClientError
+        where error.code == .notAuthorized && command != "request"
+        && !state.withLock({ $0.authorizationRequested })
+      {
+        throw LocationClientError(
+          .notAuthorized,
+          "\(command) needs authorization: call requestAuthorization() first (locationd: \(error.message))",
+          reply: error.reply)
       } catch let closed as ClosedBeforeSending {
         if attempt >= 2 { throw closed.error }
       } catch let error as LocationClientError
@@ -113,6 +141,21 @@ public final class LocationClient: Sendable {
         if attempt >= 2 { throw error }
       }
     }
+  }
+
+  /// The name (`a.b` for a nested member) of the first number in `members` that is NaN or an
+  /// infinity; `nil` when every number is finite.
+  static func nonFiniteMember(_ members: [JSONMember], prefix: String = "") -> String? {
+    for member in members {
+      let name = prefix.isEmpty ? member.key : prefix + "." + member.key
+      switch member.value {
+      case .double(let value) where !value.isFinite: return name
+      case .object(let nested):
+        if let found = nonFiniteMember(nested, prefix: name) { return found }
+      default: continue
+      }
+    }
+    return nil
   }
 
   /// Asks the daemon for authorization (CoreLocation's `requestWhenInUseAuthorization()`): it
@@ -385,9 +428,14 @@ public final class LocationClient: Sendable {
   /// tracks.
   ///
   /// - Parameter timeout: how long to wait for the fix (more than zero).
-  /// - Throws: ``LocationClientError/Code/timedOut`` when no fix came in time; the connection's
+  /// - Throws: ``LocationClientError/Code/invalidArgument`` for a timeout of zero or less
+  ///   (nothing is sent); ``LocationClientError/Code/timedOut`` when no fix came in time; the connection's
   ///   errors (``LocationClientError/Code/notAuthorized``...).
   public func requestLocation(timeout: Duration) async throws -> Location {
+    guard timeout > .zero else {
+      throw LocationClientError(
+        .invalidArgument, "requestLocation's timeout must be more than zero (got \(timeout))")
+    }
     let updates = locationUpdates(everyFix: false)
     let sleep = sleep
     return try await withThrowingTaskGroup(of: Location?.self) { group in
@@ -415,6 +463,10 @@ public final class LocationClient: Sendable {
     coalesce: Bool, transform: @Sendable (JSONValue) -> Element?,
     into continuation: AsyncThrowingStream<Element, any Error>.Continuation
   ) async {
+    if let invalid = invalidTimeout {
+      continuation.finish(throwing: invalid)
+      return
+    }
     var connectedBefore = false
     var failures = 0
     while !Task.isCancelled {

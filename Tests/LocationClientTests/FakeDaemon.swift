@@ -95,6 +95,10 @@ final class VirtualClock: Clock, Sendable {
 final class FakeDaemon: Sendable {
   struct State {
     var authorizes = true
+    /// Whether commands other than `request` are refused on a connection that has not asked
+    /// (as the daemon does).
+    var requiresRequest = false
+    var requested: Set<ObjectIdentifier> = []
     var silent = false
     var down = false
     var connections: [ObjectIdentifier: FakeTransport] = [:]
@@ -275,9 +279,15 @@ final class FakeDaemon: Sendable {
           JSONMember("rotation", 0), JSONMember("tracking", true),
         ]
       }
+      if state.requiresRequest, command != "request",
+        !state.requested.contains(ObjectIdentifier(connection))
+      {
+        return error("notAuthorized", "send {\"cmd\":\"request\"} first to ask for authorization")
+      }
       switch command {
       case "request":
         guard state.authorizes else { return error("notAuthorized", "uid 65534 is not authorized") }
+        state.requested.insert(ObjectIdentifier(connection))
         return [JSONMember("class", "AUTHORIZATION"), JSONMember("authorization", "authorized")]
       case "watch":
         state.watching.insert(ObjectIdentifier(connection))
