@@ -20,8 +20,18 @@ public final class LocationClient: Sendable {
     var authorizationRequested = false
   }
 
+  /// The connection that overlapping ``requestLocation(timeout:)`` calls share.
+  private struct OneShot {
+    var task: Task<Void, Never>?
+    /// Bumped when a connection opens or is given up, so that an old one delivers nothing.
+    var generation = 0
+    var nextWaiter = 0
+    var waiters: [Int: CheckedContinuation<Location, any Error>] = [:]
+  }
+
   private let makeTransport: @Sendable () -> any LocationTransport
   private let state = Mutex(State())
+  private let oneShot = Mutex(OneShot())
   /// How long each request waits for its reply.
   public let timeout: Duration
   /// The error every request throws when ``timeout`` is not more than zero.
@@ -81,6 +91,7 @@ public final class LocationClient: Sendable {
 
   deinit {
     state.withLock { $0.channel?.close() }
+    oneShot.withLock { $0.task?.cancel() }
   }
 
   // MARK: Commands
@@ -422,38 +433,101 @@ public final class LocationClient: Sendable {
     ClientEvents(client: self, coalesce: true, keepsEvery: true) { Wire.regionEvent($0) }
   }
 
-  /// One location (CoreLocation's `requestLocation()`): watches on a connection of its own,
-  /// which starts the backend when nobody tracks, and returns the first location with a
-  /// position; the connection is closed then, so tracking ends with it unless someone else
-  /// tracks.
+  /// One location (CoreLocation's `requestLocation()`): watches on a connection, which starts
+  /// the backend when nobody tracks, and returns the first location with a position; the
+  /// connection is closed then, so tracking ends with it unless someone else tracks. Calls
+  /// that overlap share one connection and its first fix (a thousand concurrent calls cost
+  /// the daemon one client, not a thousand).
   ///
   /// - Parameter timeout: how long to wait for the fix (more than zero).
   /// - Throws: ``LocationClientError/Code/invalidArgument`` for a timeout of zero or less
-  ///   (nothing is sent); ``LocationClientError/Code/timedOut`` when no fix came in time; the connection's
-  ///   errors (``LocationClientError/Code/notAuthorized``...).
+  ///   (nothing is sent); ``LocationClientError/Code/timedOut`` when no fix came in time; the
+  ///   connection's errors (``LocationClientError/Code/notAuthorized``...); `CancellationError`
+  ///   when the calling task is cancelled.
   public func requestLocation(timeout: Duration) async throws -> Location {
     guard timeout > .zero else {
       throw LocationClientError(
         .invalidArgument, "requestLocation's timeout must be more than zero (got \(timeout))")
     }
-    let updates = locationUpdates(everyFix: false)
     let sleep = sleep
-    return try await withThrowingTaskGroup(of: Location?.self) { group in
-      group.addTask {
-        for try await location in updates { return location }
-        return nil
-      }
+    return try await withThrowingTaskGroup(of: Location.self) { group in
+      group.addTask { try await self.sharedFirstFix() }
       group.addTask {
         try await sleep(timeout)
         throw LocationClientError(
           .timedOut, "no fix within \(timeout) (locationd answered, the backend gave no position)")
       }
       defer { group.cancelAll() }
-      guard let first = try await group.next(), let location = first else {
+      guard let location = try await group.next() else {
         throw LocationClientError(.connectionClosed, "locationd ended the updates before a fix")
       }
       return location
     }
+  }
+
+  /// Waits for the first fix of the one-shot connection that overlapping
+  /// ``requestLocation(timeout:)`` calls share, opening it when none is open; the last waiter
+  /// to be cancelled closes it.
+  private func sharedFirstFix() async throws -> Location {
+    let id = oneShot.withLock { state -> Int in
+      state.nextWaiter += 1
+      return state.nextWaiter
+    }
+    return try await withTaskCancellationHandler {
+      try await withCheckedThrowingContinuation { continuation in
+        let cancelled = oneShot.withLock { state -> Bool in
+          if Task.isCancelled { return true }
+          state.waiters[id] = continuation
+          if state.task == nil {
+            state.generation += 1
+            let generation = state.generation
+            let updates = locationUpdates(everyFix: false)
+            state.task = Task { [weak self] in
+              var result: Result<Location, any Error> = .failure(
+                LocationClientError(.connectionClosed, "locationd ended the updates before a fix"))
+              do {
+                for try await location in updates {
+                  result = .success(location)
+                  break
+                }
+              } catch {
+                result = .failure(error)
+              }
+              self?.deliverFirstFix(result, generation: generation)
+            }
+          }
+          return false
+        }
+        if cancelled { continuation.resume(throwing: CancellationError()) }
+      }
+    } onCancel: {
+      let (waiter, task) = oneShot.withLock { state in
+        let waiter = state.waiters.removeValue(forKey: id)
+        guard state.waiters.isEmpty, let task = state.task else {
+          return (waiter, Task<Void, Never>?.none)
+        }
+        // Nobody waits any more: the connection closes, and the tracking it brought ends.
+        state.task = nil
+        state.generation += 1
+        return (waiter, task)
+      }
+      task?.cancel()
+      waiter?.resume(throwing: CancellationError())
+    }
+  }
+
+  /// How many ``requestLocation(timeout:)`` calls wait for the shared connection's fix (tests).
+  var oneShotWaiterCount: Int { oneShot.withLock { $0.waiters.count } }
+
+  /// Hands the shared one-shot connection's outcome to every call waiting for it.
+  private func deliverFirstFix(_ result: Result<Location, any Error>, generation: Int) {
+    let waiters = oneShot.withLock { state -> [CheckedContinuation<Location, any Error>] in
+      guard state.generation == generation else { return [] }
+      state.task = nil
+      defer { state.waiters.removeAll() }
+      return Array(state.waiters.values)
+    }
+    for waiter in waiters { waiter.resume(with: result) }
   }
 
   /// Runs one event sequence: opens a connection, asks for authorization, watches, and yields

@@ -111,4 +111,42 @@ extension EndToEnd.LocationClientEndToEndTests {
     model.stopTracking()
     #expect(await daemon.stop() == 0, "\(daemon.log)")
   }
+
+  @Test(
+    "200 concurrent requestLocation calls on a daemon of 64 clients all get a fix, over one connection"
+  )
+  func manyConcurrentRequestLocations() async throws {
+    let scratch = try Scratch()
+    defer { scratch.remove() }
+    let daemon = try DaemonProcess(scratch: scratch, backend: "simulate?rate=10")
+    defer { daemon.cleanUp() }
+    try await daemon.waitUntilReady()
+    let client = LocationClient(socketPath: daemon.socketPath, timeout: .seconds(20))
+    #expect(try await client.requestAuthorization() == .authorized)
+    let outcomes = await withTaskGroup(of: String.self) { group in
+      for _ in 0..<200 {
+        group.addTask {
+          do {
+            let location = try await client.requestLocation(timeout: .seconds(60))
+            return location.fix.coordinate == nil ? "no coordinate" : "fix"
+          } catch {
+            return "\(error)"
+          }
+        }
+      }
+      var counts: [String: Int] = [:]
+      for await outcome in group { counts[outcome, default: 0] += 1 }
+      return counts
+    }
+    #expect(outcomes == ["fix": 200], "\(outcomes)")
+    #expect(!daemon.log.contains("tooManyClients"), "\(daemon.log)")
+    // The command connection and the shared one-shot connection (and a few more if some calls
+    // came after the first fix): far fewer than one per call.
+    let connections = daemon.log.components(separatedBy: "clientConnected").count - 1
+    #expect((2...20).contains(connections), "\(connections) connections: \(daemon.log)")
+    #expect(
+      try await waitUntil(timeout: 30) { try await !Self.backendActive(daemon.socketPath) },
+      "the one-shot requests left the backend running")
+    #expect(await daemon.stop() == 0, "\(daemon.log)")
+  }
 }
