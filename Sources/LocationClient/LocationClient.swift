@@ -455,7 +455,7 @@ public final class LocationClient: Sendable {
       group.addTask {
         try await sleep(timeout)
         throw LocationClientError(
-          .timedOut, "no fix within \(timeout) (locationd answered, the backend gave no position)")
+          .timedOut, "no fix within \(timeout): the backend gave no position in that time")
       }
       defer { group.cancelAll() }
       guard let location = try await group.next() else {

@@ -152,15 +152,29 @@ public final class MapViewModel {
   }
 
   /// Centres the map where the user put it (a pan): `follow` and `followWithHeading` become `none`.
+  /// A coordinate that is not valid (NaN, infinite, beyond ±90° or ±180°) changes nothing and
+  /// sets ``lastError`` (`invalidArgument`).
   public func setCenter(_ coordinate: Coordinate) {
+    guard coordinate.isValid else {
+      lastError = LocationClientError(
+        .invalidArgument,
+        "map centre \(coordinate.latitude), \(coordinate.longitude) is not a coordinate: need finite degrees, latitude -90...90, longitude -180...180"
+      )
+      return
+    }
     if userTrackingMode.follows { userTrackingMode = .none }
     centerOnNextFix = false
     moveCenter(to: coordinate)
   }
 
-  /// Sets the zoom level (`0...22`, clamped); the centre stays.
+  /// Sets the zoom level (`0...22`, clamped); the centre stays. NaN or an infinity changes
+  /// nothing and sets ``lastError`` (`invalidArgument`).
   public func setZoomLevel(_ level: Double) {
-    guard level.isFinite else { return }
+    guard level.isFinite else {
+      lastError = LocationClientError(
+        .invalidArgument, "zoom level \(level) is not a number: need 0...22")
+      return
+    }
     let clamped = min(22, max(0, level))
     guard clamped != zoomLevel else { return }
     zoomLevel = clamped

@@ -202,6 +202,28 @@ import Testing
       ])
   }
 
+  @Test func anInvalidCentreOrZoomChangesNothing() async throws {
+    let (model, renderer) = try await trackingModel()
+    await fix(model, 48.1, 11.5)
+    model.setUserTrackingMode(.follow)
+    renderer.reset()
+    for bad in [
+      Coordinate(latitude: .nan, longitude: 0), Coordinate(latitude: 91, longitude: 0),
+      Coordinate(latitude: 0, longitude: .infinity), Coordinate(latitude: 0, longitude: -180.5),
+    ] {
+      model.setCenter(bad)
+      #expect(model.lastError?.code == .invalidArgument)
+    }
+    model.setZoomLevel(.nan)
+    #expect(model.lastError?.code == .invalidArgument)
+    model.setZoomLevel(-.infinity)
+    #expect(model.mapCenter == Coordinate(latitude: 48.1, longitude: 11.5))
+    #expect(model.zoomLevel == 16)
+    // Not a pan: the mode still follows.
+    #expect(model.userTrackingMode == .follow)
+    #expect(renderer.calls.isEmpty)
+  }
+
   @Test func refusedAuthorizationIsDenied() async throws {
     daemon.state.withLock { $0.authorizes = false }
     let model = MapViewModel(client: daemon.client(clock: clock))
