@@ -127,4 +127,23 @@ import Testing
       #expect(stream?.code == .noDaemon, "\(path)")
     }
   }
+
+  @Test(arguments: [FakeDaemon.State.Fullness.atOpen, .atSend])
+  func aFullDaemonSaysTooManyClientsNotConnectionClosed(
+    _ fullness: FakeDaemon.State.Fullness
+  ) async throws {
+    daemon.state.withLock { $0.full = fullness }
+    let client = daemon.client(clock: clock)
+    let command = await failure("status on a full daemon") { _ = try await client.status() }
+    #expect(command?.code == .tooManyClients, "\(command as Any)")
+    #expect(command?.message.contains("--max-clients") == true)
+    let stream = await failure("locationUpdates on a full daemon") {
+      for try await _ in client.locationUpdates {}
+    }
+    #expect(stream?.code == .tooManyClients, "\(stream as Any)")
+    let oneShot = await failure("requestLocation on a full daemon") {
+      _ = try await client.requestLocation(timeout: .seconds(5))
+    }
+    #expect(oneShot?.code == .tooManyClients, "\(oneShot as Any)")
+  }
 }

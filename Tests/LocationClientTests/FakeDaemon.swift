@@ -98,6 +98,10 @@ final class FakeDaemon: Sendable {
     /// Whether commands other than `request` are refused on a connection that has not asked
     /// (as the daemon does).
     var requiresRequest = false
+    /// Full (as at `--max-clients`): each new connection gets an `ERROR` tooManyClients without
+    /// an `id` and is closed, at once (`.atOpen`) or just after its first send failed (`.atSend`).
+    var full: Fullness = .no
+    enum Fullness { case no, atOpen, atSend }
     var requested: Set<ObjectIdentifier> = []
     var silent = false
     var down = false
@@ -357,11 +361,28 @@ final class FakeTransport: LocationTransport {
   {
     try daemon.register(self)
     state.withLock { $0.receive = receive }
+    if daemon.state.withLock({ $0.full }) == .atOpen { refuse() }
+  }
+
+  /// Sends the daemon's tooManyClients line and closes, as locationd does when it is full.
+  func refuse() {
+    deliver(
+      .message(
+        .object([
+          JSONMember("class", "ERROR"), JSONMember("code", "tooManyClients"),
+          JSONMember("message", "locationd already serves 64 clients (--max-clients)"),
+        ])))
+    close()
   }
 
   func send(_ line: [UInt8]) throws(LocationClientError) {
     guard state.withLock({ !$0.closed && $0.receive != nil }) else {
       throw LocationClientError(.connectionClosed, "closed")
+    }
+    if daemon.state.withLock({ $0.full }) == .atSend {
+      // The send fails on the closed socket before the reader has read the ERROR line.
+      Task { self.refuse() }
+      throw LocationClientError(.connectionClosed, "locationd closed the connection")
     }
     guard let request = try? JSONValue.parse(Array(line.dropLast())) else {
       throw LocationClientError(.badReply, "the client sent a line that is not JSON")
