@@ -147,6 +147,16 @@ enum DaemonSocket {
   }
 
   /// `{"cmd":COMMAND,"id":ID,MEMBERS...}` and its newline: one request line.
+  /// The error for a request line (with its newline) that the daemon would discard as longer
+  /// than the protocol allows (``LocationClientError/Code/lineTooLong``); `nil` when it fits.
+  static func tooLong(_ line: [UInt8], _ command: String) -> LocationClientError? {
+    guard line.count - 1 > Request.maximumLineLength else { return nil }
+    return LocationClientError(
+      .lineTooLong,
+      "\(command): the request is \(line.count - 1) bytes, more than the protocol's \(Request.maximumLineLength) per line (shorten identifiers and titles); nothing was sent"
+    )
+  }
+
   static func requestLine(_ command: String, id: Int, _ members: [JSONMember]) -> [UInt8] {
     var request: [JSONMember] = [
       JSONMember("cmd", .string(command)), JSONMember("id", .int(Int64(id))),
@@ -197,6 +207,9 @@ public final class DaemonConnection {
   private let fd: Int32
   private var lines = LineBuffer()
   private var nextID = 1
+  /// The last `ERROR` without an `id` (about the connection, e.g. tooManyClients before the
+  /// daemon closes it).
+  private var connectionError: Message?
   /// Events received while waiting for a reply, in order.
   public private(set) var pendingEvents: [Message] = []
   /// The socket path, e.g. `/run/locationd/locationd.sock`.
@@ -235,7 +248,9 @@ public final class DaemonConnection {
   {
     let id = nextID
     nextID += 1
-    try send(DaemonSocket.requestLine(command, id: id, members))
+    let line = DaemonSocket.requestLine(command, id: id, members)
+    if let tooLong = DaemonSocket.tooLong(line, command) { throw tooLong }
+    try send(line)
     let deadline = timeout.map {
       ContinuousClock.now + .milliseconds(Int64(($0 * 1000).rounded(.up)))
     }
@@ -250,7 +265,9 @@ public final class DaemonConnection {
         return reply
       }
       if message["id"] == nil && message["class"] == "ERROR" {
-        // An error about the connection itself (e.g. tooManyClients).
+        // An error about the connection itself (e.g. tooManyClients): kept, so that a later
+        // request that finds the connection closed says why.
+        connectionError = message
         return message
       }
       pendingEvents.append(message)
@@ -312,8 +329,26 @@ public final class DaemonConnection {
     }
   }
 
+  /// Sends `bytes`.
+  ///
+  /// - Throws: ``LocationClientError``: the daemon's `ERROR` without an `id` when it closed the
+  ///   connection after one (`tooManyClients` at `--max-clients`),
+  ///   ``LocationClientError/Code/connectionClosed`` when it closed it without,
+  ///   ``LocationClientError/Code/timedOut`` past ``timeout``, otherwise
+  ///   ``LocationClientError/Code/systemError``.
   private func send(_ bytes: [UInt8]) throws(LocationClientError) {
     do throws(SystemError) { try SystemIO.sendAll(fd, bytes, flags: Int32(MSG_NOSIGNAL)) } catch {
+      if error.code == EPIPE || error.code == ECONNRESET {
+        // The daemon has closed the connection: what it sent before closing says why.
+        while connectionError == nil, let message = try? readMessage(until: nil, answering: nil) {
+          if message["id"] == nil && message["class"] == "ERROR" {
+            throw LocationClientError(errorReply: message.value)
+          }
+          pendingEvents.append(message)
+        }
+        if let connectionError { throw LocationClientError(errorReply: connectionError.value) }
+        throw LocationClientError(.connectionClosed, "locationd closed the connection")
+      }
       throw LocationClientError(
         error.code == EAGAIN ? .timedOut : .systemError, "cannot send to locationd: \(error)")
     }

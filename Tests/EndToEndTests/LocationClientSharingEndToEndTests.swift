@@ -194,4 +194,36 @@ extension EndToEnd.LocationClientEndToEndTests {
     try await client.stopTracking()
     #expect(await daemon.stop() == 0, "\(daemon.log)")
   }
+
+  @Test(
+    "a daemon at --max-clients: locationctl and LocationClient say tooManyClients, not a broken pipe or a bare close"
+  )
+  func fullDaemonSaysTooManyClients() async throws {
+    let scratch = try Scratch()
+    defer { scratch.remove() }
+    let daemon = try DaemonProcess(
+      scratch: scratch, backend: "simulate?rate=10", extra: ["--max-clients", "1"])
+    defer { daemon.cleanUp() }
+    try await daemon.waitUntilReady()
+    let holder = LocationClient(socketPath: daemon.socketPath, timeout: .seconds(20))
+    #expect(try await holder.requestAuthorization() == .authorized)
+    let ctl = try Products.path("locationctl")
+    for _ in 0..<5 {
+      let run = try await runTool(ctl, ["--socket", daemon.socketPath, "status"], timeout: 60)
+      #expect(run.status != 0, "\(run)")
+      #expect(run.stderr.contains("already serves 1 clients"), "\(run)")
+      #expect(!run.stderr.contains("Broken pipe"), "\(run)")
+    }
+    for _ in 0..<5 {
+      let other = LocationClient(socketPath: daemon.socketPath, timeout: .seconds(20))
+      do {
+        _ = try await other.status()
+        Issue.record("a second client was served by a daemon of one")
+      } catch let error as LocationClientError {
+        #expect(error.code == .tooManyClients, "\(error)")
+      }
+    }
+    withExtendedLifetime(holder) {}
+    #expect(await daemon.stop() == 0, "\(daemon.log)")
+  }
 }
