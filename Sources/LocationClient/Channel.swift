@@ -125,6 +125,9 @@ final class Channel: Sendable {
       return state.nextID
     }
     let line = DaemonSocket.requestLine(command, id: id, members)
+    // The daemon would discard it with an ERROR without id, which fails every request waiting
+    // on the connection: refused here, it fails only its own.
+    if let tooLong = DaemonSocket.tooLong(line, command) { throw tooLong }
     let timeout = timeout
     let sleep = sleep
     return try await withTaskCancellationHandler {

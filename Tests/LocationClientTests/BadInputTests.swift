@@ -146,4 +146,26 @@ import Testing
     }
     #expect(oneShot?.code == .tooManyClients, "\(oneShot as Any)")
   }
+
+  @Test func aRequestOverTheProtocolsLineLengthIsRefusedAloneBeforeSending() async throws {
+    let client = daemon.client(clock: clock)
+    _ = try await client.requestAuthorization()
+    let huge = String(repeating: "a", count: Request.maximumLineLength)
+    let error = await failure("an annotation with a 64 KiB identifier") {
+      try await client.addAnnotation(
+        identifier: huge, coordinate: Coordinate(latitude: 1, longitude: 2))
+    }
+    #expect(error?.code == .lineTooLong)
+    #expect(error?.message.contains("nothing was sent") == true, "\(error as Any)")
+    let title = await failure("an annotation with a 64 KiB title") {
+      try await client.addAnnotation(
+        identifier: "t", coordinate: Coordinate(latitude: 1, longitude: 2), title: huge)
+    }
+    #expect(title?.code == .lineTooLong)
+    // Just under the limit goes out (the daemon then judges it).
+    let fitting = String(repeating: "b", count: 1000)
+    try await client.addAnnotation(
+      identifier: fitting, coordinate: Coordinate(latitude: 1, longitude: 2))
+    #expect(daemon.commands == ["request", "annotate"])
+  }
 }
