@@ -5,6 +5,14 @@ import LocationTestKit
 import Testing
 
 extension EndToEnd.LocationClientEndToEndTests {
+  /// Waits until the user's connections watch `count` times (status' `userTracking.watches`),
+  /// asking through `client`; false after 30 s.
+  static func waitForWatches(_ count: Int, asking client: LocationClient) async throws -> Bool {
+    try await waitUntil(timeout: 30) {
+      try await client.status().json["userTracking"]?["watches"]?.intValue == count
+    }
+  }
+
   /// Polls `body` on the main actor every 10 ms until it holds (true) or `seconds` pass (false).
   @MainActor
   static func waitOnMain(seconds: Double = 30, _ body: @MainActor () -> Bool) async -> Bool {
@@ -79,6 +87,9 @@ extension EndToEnd.LocationClientEndToEndTests {
 
     let other = LocationClient(socketPath: daemon.socketPath, timeout: .seconds(20))
     #expect(try await other.requestAuthorization() == .authorized)
+    // The model's two watching connections (locations, map changes) are in place.
+    #expect(
+      try await Self.waitForWatches(2, asking: other), "the model does not watch the map")
     let cafe = Coordinate(latitude: 52.52, longitude: 13.405)
     let moved = Coordinate(latitude: 52.53, longitude: 13.41)
     try await other.addAnnotation(identifier: "cafe", coordinate: cafe, title: "Cafe")
