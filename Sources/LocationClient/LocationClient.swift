@@ -422,9 +422,17 @@ public final class LocationClient: Sendable {
   /// ``MapStateSnapshot/changes``. The events come on a watching connection, so iterating
   /// tracks, as ``locationUpdates`` does.
   public var mapChanges: some AsyncSequence<MapStateSnapshot, any Error> {
-    ClientEvents(client: self, coalesce: true, keepsEvery: true) { event in
+    mapChanges(onWatching: nil)
+  }
+
+  /// ``mapChanges``, calling `onWatching` each time its connection starts watching (at first
+  /// and after each reconnection): changes made before then are not in the sequence.
+  func mapChanges(onWatching: (@Sendable () -> Void)?) -> ClientEvents<MapStateSnapshot> {
+    var events = ClientEvents(client: self, coalesce: true, keepsEvery: true) { event in
       event["class"] == "MAP" ? try? MapStateSnapshot(map: event) : nil
     }
+    events.onWatching = onWatching
+    return events
   }
 
   /// Region transitions (CoreLocation's `CLMonitor.events`): `enter`, `exit`, `dwell`. Iterating
@@ -534,7 +542,8 @@ public final class LocationClient: Sendable {
   /// what `transform` makes of each event; reconnects after the daemon went away; closes the
   /// connection when the consumer stops.
   func runEvents<Element: Sendable>(
-    coalesce: Bool, transform: @Sendable (JSONValue) -> Element?,
+    coalesce: Bool, onWatching: (@Sendable () -> Void)? = nil,
+    transform: @Sendable (JSONValue) -> Element?,
     into continuation: AsyncThrowingStream<Element, any Error>.Continuation
   ) async {
     if let invalid = invalidTimeout {
@@ -555,6 +564,7 @@ public final class LocationClient: Sendable {
         _ = try await channel.call("watch", coalesce ? [] : [JSONMember("coalesce", false)])
         connectedBefore = true
         failures = 0
+        onWatching?()
       } catch let error as LocationClientError
         where connectedBefore && error.code != .notAuthorized && error.code != .permissionDenied
       {
@@ -623,6 +633,8 @@ public struct ClientEvents<Element: Sendable>: AsyncSequence, Sendable {
   /// coalesces fixes for a slow client).
   let keepsEvery: Bool
   let transform: @Sendable (JSONValue) -> Element?
+  /// Called each time the iteration's connection starts watching.
+  var onWatching: (@Sendable () -> Void)? = nil
 
   /// Starts an iteration: connects, asks for authorization and watches.
   public func makeAsyncIterator() -> AsyncIterator {
@@ -631,8 +643,10 @@ public struct ClientEvents<Element: Sendable>: AsyncSequence, Sendable {
     let client = client
     let coalesce = coalesce
     let transform = transform
+    let onWatching = onWatching
     let task = Task {
-      await client.runEvents(coalesce: coalesce, transform: transform, into: continuation)
+      await client.runEvents(
+        coalesce: coalesce, onWatching: onWatching, transform: transform, into: continuation)
     }
     continuation.onTermination = { _ in task.cancel() }
     return stream.makeAsyncIterator()

@@ -50,6 +50,10 @@ public final class MapViewModel {
   @ObservationIgnored private(set) var locationsReceived = 0
   @ObservationIgnored private var waiters:
     [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+  /// Changes applied to ``annotations`` so far (events, replies, loads).
+  @ObservationIgnored private var annotationUpdates = 0
+  /// Full loads of the annotations after the map connection started watching (tests).
+  @ObservationIgnored private(set) var annotationReloads = 0
   /// Map changes handled so far, and tasks waiting for a count (tests).
   @ObservationIgnored private(set) var mapChangesReceived = 0
   @ObservationIgnored private var mapWaiters:
@@ -102,7 +106,11 @@ public final class MapViewModel {
       lastError = Self.clientError(error)
     }
     guard isTracking, session == current else { return }
-    let changes = client.mapChanges
+    // Each time the map connection starts watching (and after a daemon restart), the whole
+    // state is loaded again: changes made before the watch are in no event.
+    let changes = client.mapChanges(onWatching: { [weak self] in
+      Task { @MainActor in await self?.reloadAnnotations(session: current) }
+    })
     mapTask = Task { [weak self] in
       do {
         for try await change in changes {
@@ -228,10 +236,28 @@ public final class MapViewModel {
     for waiter in ready { waiter.continuation.resume() }
   }
 
+  /// Loads the daemon's annotations again (the map connection started watching), unless the
+  /// session ended meanwhile. A load during which the annotations changed (an event, this
+  /// model's own add or remove) may be older than that change, so it is not applied but asked
+  /// again (up to 5 times).
+  private func reloadAnnotations(session current: Int) async {
+    for _ in 0..<5 {
+      let updatesBefore = annotationUpdates
+      guard session == current, let map = try? await client.mapState, session == current else {
+        return
+      }
+      guard annotationUpdates == updatesBefore else { continue }
+      apply(annotations: map.annotations)
+      annotationReloads += 1
+      return
+    }
+  }
+
   /// Handles one change of the shared map: its annotation changes (another client's or this
   /// model's own) reach ``annotations`` and the renderers, by identifier. The centre, zoom and
   /// mode are this view's own camera and stay as they are.
   func receive(_ change: MapStateSnapshot) {
+    annotationUpdates += 1
     for annotationChange in change.annotationChanges {
       switch annotationChange {
       case .added(let id), .replaced(let id):
@@ -277,6 +303,7 @@ public final class MapViewModel {
   /// Takes the daemon's annotations (without the current location's) and tells the renderers
   /// what was added, replaced or removed.
   private func apply(annotations new: [Annotation]) {
+    annotationUpdates += 1
     let shown = new.filter { $0.id != Annotation.locationID }
     let old = Dictionary(annotations.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last })
     let kept = Set(shown.map(\.id))

@@ -185,6 +185,33 @@ import Testing
     #expect(model.mapChangesReceived == 4)
   }
 
+  @Test func annotationsChangedWhileNotWatchingAreLoadedAfterARestart() async throws {
+    let (model, renderer) = try await trackingModel()
+    let daemon = daemon
+    let clock = clock
+    try await withHangGuard { while await model.annotationReloads < 1 { await Task.yield() } }
+    #expect(model.annotations.isEmpty)
+    daemon.goDown()
+    // The map changed while the model could not watch: no event will tell.
+    daemon.state.withLock {
+      $0.annotations = [["id": "dock", "lat": .number(-5), "lon": .number(6), "title": "Dock"]]
+    }
+    try await withHangGuard { await clock.waitForSleepers(2) }
+    daemon.comeBack()
+    clock.advance(by: .milliseconds(500))
+    try await withHangGuard {
+      await daemon.waitForWatchers(2)
+      while await model.annotationReloads < 2 { await Task.yield() }
+    }
+    #expect(model.annotations.map(\.id) == ["dock"])
+    #expect(
+      renderer.calls.last
+        == .addOrReplaceAnnotation(
+          Annotation(id: "dock", coordinate: Coordinate(latitude: -5, longitude: 6), title: "Dock")
+        ))
+    #expect(renderer.centers.isEmpty)
+  }
+
   @Test func ownAnnotationChangesEchoedByTheDaemonDrawNothingTwice() async throws {
     let (model, renderer) = try await trackingModel()
     renderer.reset()
