@@ -13,6 +13,13 @@ final class Channel: Sendable {
     var nextID = 1
     var pending: [Int: Pending] = [:]
     var closed: LocationClientError?
+    /// The last line, when it was an `ERROR` without an `id` (about the connection): if the
+    /// connection ends right after it, it says why (`tooManyClients` is sent just before the
+    /// daemon closes a connection it cannot serve, often before any request waits for it).
+    var lastConnectionError: LocationClientError?
+    /// Requests whose send found the connection closed: they did nothing, and wait for the end
+    /// of the connection (and the reason the daemon gave, if any) to fail as such.
+    var unsent: Set<Int> = []
   }
 
   let transport: any LocationTransport
@@ -51,6 +58,10 @@ final class Channel: Sendable {
   private func receive(_ input: TransportInput) {
     switch input {
     case .message(let value):
+      let connectionError =
+        value["id"] == nil && value["class"] == "ERROR"
+        ? LocationClientError(errorReply: value) : nil
+      state.withLock { $0.lastConnectionError = connectionError }
       if let id = value["id"]?.intValue {
         let pending = state.withLock { $0.pending.removeValue(forKey: id) }
         if let pending {
@@ -71,22 +82,32 @@ final class Channel: Sendable {
         }
       }
       onInput(input)
-    case .closed(let error):
-      let waiting = state.withLock { state in
+    case .closed(let closeError):
+      let (waiting, error) = state.withLock { state in
+        let error = state.lastConnectionError ?? closeError
         state.closed = error
-        defer { state.pending = [:] }
-        return Array(state.pending.values)
+        let unsent = state.unsent
+        defer {
+          state.pending = [:]
+          state.unsent = []
+        }
+        return (state.pending.map { ($0.value, unsent.contains($0.key)) }, error)
       }
-      for pending in waiting {
+      for (pending, unsent) in waiting {
         pending.timer?.cancel()
-        pending.continuation.resume(throwing: error)
+        pending.continuation.resume(throwing: unsent ? ClosedBeforeSending(error: error) : error)
       }
-      onInput(input)
+      onInput(.closed(error))
     }
   }
 
   private func fail(_ id: Int, _ error: any Error) {
-    guard let pending = state.withLock({ $0.pending.removeValue(forKey: id) }) else { return }
+    guard
+      let pending = state.withLock({ state in
+        state.unsent.remove(id)
+        return state.pending.removeValue(forKey: id)
+      })
+    else { return }
     pending.timer?.cancel()
     pending.continuation.resume(throwing: error)
   }
@@ -104,6 +125,9 @@ final class Channel: Sendable {
       return state.nextID
     }
     let line = DaemonSocket.requestLine(command, id: id, members)
+    // The daemon would discard it with an ERROR without id, which fails every request waiting
+    // on the connection: refused here, it fails only its own.
+    if let tooLong = DaemonSocket.tooLong(line, command) { throw tooLong }
     let timeout = timeout
     let sleep = sleep
     return try await withTaskCancellationHandler {
@@ -141,7 +165,18 @@ final class Channel: Sendable {
           try transport.send(line)
         } catch {
           // A send that failed on a closed connection delivered nothing: it may be sent again.
-          fail(id, error.code == .connectionClosed ? ClosedBeforeSending(error: error) : error)
+          // It fails when the end of the connection is read, with the reason the daemon sent
+          // before closing (tooManyClients...) when it sent one.
+          guard error.code == .connectionClosed else {
+            fail(id, error)
+            return
+          }
+          let closed = state.withLock { state -> LocationClientError? in
+            if let closed = state.closed { return closed }
+            if state.pending[id] != nil { state.unsent.insert(id) }
+            return nil
+          }
+          if let closed { fail(id, ClosedBeforeSending(error: closed)) }
         }
       }
     } onCancel: {

@@ -77,8 +77,19 @@ enum DaemonSocket {
         "socket \(path) does not exist: is locationd running? (systemctl start locationd, or give --socket PATH)"
       )
     case ECONNREFUSED:
+      if let kind = notASocket(path) {
+        throw LocationClientError(
+          .noDaemon,
+          "\(path) is \(kind), not a socket: give locationd's socket (its --socket PATH, \(LocationClient.defaultSocketPath) unless told)"
+        )
+      }
       throw LocationClientError(
         .noDaemon, "nothing listens at \(path): is locationd running? (systemctl status locationd)")
+    case ENOTDIR:
+      throw LocationClientError(
+        .noDaemon,
+        "socket \(path) cannot exist: a part of the path before it is not a directory (give --socket PATH)"
+      )
     case EACCES, EPERM:
       throw LocationClientError(
         .permissionDenied, "permission denied on \(path): \(permissionHint(path))")
@@ -90,6 +101,21 @@ enum DaemonSocket {
     default:
       throw LocationClientError(
         .systemError, "cannot connect to \(path): \(String(cString: strerror(code)))")
+    }
+  }
+
+  /// What is at `path` when it is there but not a socket ("a regular file", "a directory"...);
+  /// `nil` for a socket or when it cannot be examined.
+  static func notASocket(_ path: String) -> String? {
+    var info = stat()
+    guard stat(path, &info) == 0 else { return nil }
+    switch info.st_mode & S_IFMT {
+    case S_IFSOCK: return nil
+    case S_IFREG: return "a regular file"
+    case S_IFDIR: return "a directory"
+    case S_IFIFO: return "a named pipe"
+    case S_IFCHR, S_IFBLK: return "a device"
+    default: return "not a socket"
     }
   }
 
@@ -121,6 +147,16 @@ enum DaemonSocket {
   }
 
   /// `{"cmd":COMMAND,"id":ID,MEMBERS...}` and its newline: one request line.
+  /// The error for a request line (with its newline) that the daemon would discard as longer
+  /// than the protocol allows (``LocationClientError/Code/lineTooLong``); `nil` when it fits.
+  static func tooLong(_ line: [UInt8], _ command: String) -> LocationClientError? {
+    guard line.count - 1 > Request.maximumLineLength else { return nil }
+    return LocationClientError(
+      .lineTooLong,
+      "\(command): the request is \(line.count - 1) bytes, more than the protocol's \(Request.maximumLineLength) per line (shorten identifiers and titles); nothing was sent"
+    )
+  }
+
   static func requestLine(_ command: String, id: Int, _ members: [JSONMember]) -> [UInt8] {
     var request: [JSONMember] = [
       JSONMember("cmd", .string(command)), JSONMember("id", .int(Int64(id))),
@@ -171,6 +207,9 @@ public final class DaemonConnection {
   private let fd: Int32
   private var lines = LineBuffer()
   private var nextID = 1
+  /// The last `ERROR` without an `id` (about the connection, e.g. tooManyClients before the
+  /// daemon closes it).
+  private var connectionError: Message?
   /// Events received while waiting for a reply, in order.
   public private(set) var pendingEvents: [Message] = []
   /// The socket path, e.g. `/run/locationd/locationd.sock`.
@@ -209,7 +248,9 @@ public final class DaemonConnection {
   {
     let id = nextID
     nextID += 1
-    try send(DaemonSocket.requestLine(command, id: id, members))
+    let line = DaemonSocket.requestLine(command, id: id, members)
+    if let tooLong = DaemonSocket.tooLong(line, command) { throw tooLong }
+    try send(line)
     let deadline = timeout.map {
       ContinuousClock.now + .milliseconds(Int64(($0 * 1000).rounded(.up)))
     }
@@ -224,7 +265,9 @@ public final class DaemonConnection {
         return reply
       }
       if message["id"] == nil && message["class"] == "ERROR" {
-        // An error about the connection itself (e.g. tooManyClients).
+        // An error about the connection itself (e.g. tooManyClients): kept, so that a later
+        // request that finds the connection closed says why.
+        connectionError = message
         return message
       }
       pendingEvents.append(message)
@@ -286,8 +329,26 @@ public final class DaemonConnection {
     }
   }
 
+  /// Sends `bytes`.
+  ///
+  /// - Throws: ``LocationClientError``: the daemon's `ERROR` without an `id` when it closed the
+  ///   connection after one (`tooManyClients` at `--max-clients`),
+  ///   ``LocationClientError/Code/connectionClosed`` when it closed it without,
+  ///   ``LocationClientError/Code/timedOut`` past ``timeout``, otherwise
+  ///   ``LocationClientError/Code/systemError``.
   private func send(_ bytes: [UInt8]) throws(LocationClientError) {
     do throws(SystemError) { try SystemIO.sendAll(fd, bytes, flags: Int32(MSG_NOSIGNAL)) } catch {
+      if error.code == EPIPE || error.code == ECONNRESET {
+        // The daemon has closed the connection: what it sent before closing says why.
+        while connectionError == nil, let message = try? readMessage(until: nil, answering: nil) {
+          if message["id"] == nil && message["class"] == "ERROR" {
+            throw LocationClientError(errorReply: message.value)
+          }
+          pendingEvents.append(message)
+        }
+        if let connectionError { throw LocationClientError(errorReply: connectionError.value) }
+        throw LocationClientError(.connectionClosed, "locationd closed the connection")
+      }
       throw LocationClientError(
         error.code == EAGAIN ? .timedOut : .systemError, "cannot send to locationd: \(error)")
     }

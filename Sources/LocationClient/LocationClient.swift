@@ -20,10 +20,22 @@ public final class LocationClient: Sendable {
     var authorizationRequested = false
   }
 
+  /// The connection that overlapping ``requestLocation(timeout:)`` calls share.
+  private struct OneShot {
+    var task: Task<Void, Never>?
+    /// Bumped when a connection opens or is given up, so that an old one delivers nothing.
+    var generation = 0
+    var nextWaiter = 0
+    var waiters: [Int: CheckedContinuation<Location, any Error>] = [:]
+  }
+
   private let makeTransport: @Sendable () -> any LocationTransport
   private let state = Mutex(State())
+  private let oneShot = Mutex(OneShot())
   /// How long each request waits for its reply.
   public let timeout: Duration
+  /// The error every request throws when ``timeout`` is not more than zero.
+  let invalidTimeout: LocationClientError?
   let sleep: @Sendable (Duration) async throws -> Void
   /// The pause between attempts to reconnect an event sequence after the daemon went away.
   let reconnectDelay: Duration
@@ -36,7 +48,8 @@ public final class LocationClient: Sendable {
   ///   - socketPath: the daemon's socket (``defaultSocketPath``, or `--socket` of locationd).
   ///   - timeout: how long the daemon may take to accept a connection and to answer a request
   ///     (more than zero); a request without an answer by then throws
-  ///     ``LocationClientError/Code/timedOut``.
+  ///     ``LocationClientError/Code/timedOut``. With zero or less, every request and sequence
+  ///     throws ``LocationClientError/Code/invalidArgument`` and nothing is sent.
   public convenience init(
     socketPath: String = LocationClient.defaultSocketPath, timeout: Duration = .seconds(30)
   ) {
@@ -50,7 +63,8 @@ public final class LocationClient: Sendable {
   /// play the daemon, and for other carriers of the protocol.
   ///
   /// - Parameters:
-  ///   - timeout: how long a request waits for its reply, on `clock`.
+  ///   - timeout: how long a request waits for its reply, on `clock` (more than zero; otherwise
+  ///     every request throws ``LocationClientError/Code/invalidArgument``).
   ///   - clock: the clock of every wait: reply timeouts, ``requestLocation(timeout:)``,
   ///     reconnection pauses (a test passes a virtual clock).
   ///   - reconnectDelay: the pause between reconnection attempts of an event sequence.
@@ -62,6 +76,13 @@ public final class LocationClient: Sendable {
     makeTransport: @escaping @Sendable () -> any LocationTransport
   ) {
     self.timeout = timeout
+    self.invalidTimeout =
+      timeout > .zero
+      ? nil
+      : LocationClientError(
+        .invalidArgument,
+        "the client's timeout must be more than zero (got \(timeout)): give LocationClient a timeout such as .seconds(30)"
+      )
     self.makeTransport = makeTransport
     self.sleep = { try await clock.sleep(for: $0) }
     self.reconnectDelay = reconnectDelay
@@ -70,17 +91,20 @@ public final class LocationClient: Sendable {
 
   deinit {
     state.withLock { $0.channel?.close() }
+    oneShot.withLock { $0.task?.cancel() }
   }
 
   // MARK: Commands
 
   /// The open command connection, opening one (and asking for authorization again when it was
   /// asked before) when there is none or the last one ended.
-  private func commandChannel() async throws -> Channel {
+  /// `asking`: whether to ask for authorization on a new connection (not when the command to
+  /// send is the request itself).
+  private func commandChannel(asking: Bool) async throws -> Channel {
     if let channel = state.withLock({ $0.channel }), !channel.isClosed { return channel }
     let channel = Channel(transport: makeTransport(), timeout: timeout, sleep: sleep) { _ in }
     try await channel.open()
-    if state.withLock({ $0.authorizationRequested }) {
+    if asking, state.withLock({ $0.authorizationRequested }) {
       _ = try await channel.exchange("request")
     }
     return state.withLock { state in
@@ -98,12 +122,27 @@ public final class LocationClient: Sendable {
   ///
   /// - Throws: ``LocationClientError``: the daemon's error reply, or a connection failure.
   func call(_ command: String, _ members: [JSONMember] = []) async throws -> JSONValue {
+    if let invalid = invalidTimeout { throw invalid }
+    if let name = Self.nonFiniteMember(members) {
+      // JSON has no NaN or infinity: sent, it would arrive as null and read as "missing".
+      throw LocationClientError(
+        .invalidArgument,
+        "\(command): \"\(name)\" must be a finite number, not NaN or an infinity; nothing was sent")
+    }
     var attempt = 0
     while true {
       attempt += 1
-      let channel = try await commandChannel()
+      let channel = try await commandChannel(asking: command != "request")
       do {
         return try await channel.call(command, members)
+      } catch let error as LocationClientError
+        where error.code == .notAuthorized && command != "request"
+        && !state.withLock({ $0.authorizationRequested })
+      {
+        throw LocationClientError(
+          .notAuthorized,
+          "\(command) needs authorization: call requestAuthorization() first (locationd: \(error.message))",
+          reply: error.reply)
       } catch let closed as ClosedBeforeSending {
         if attempt >= 2 { throw closed.error }
       } catch let error as LocationClientError
@@ -113,6 +152,21 @@ public final class LocationClient: Sendable {
         if attempt >= 2 { throw error }
       }
     }
+  }
+
+  /// The name (`a.b` for a nested member) of the first number in `members` that is NaN or an
+  /// infinity; `nil` when every number is finite.
+  static func nonFiniteMember(_ members: [JSONMember], prefix: String = "") -> String? {
+    for member in members {
+      let name = prefix.isEmpty ? member.key : prefix + "." + member.key
+      switch member.value {
+      case .double(let value) where !value.isFinite: return name
+      case .object(let nested):
+        if let found = nonFiniteMember(nested, prefix: name) { return found }
+      default: continue
+      }
+    }
+    return nil
   }
 
   /// Asks the daemon for authorization (CoreLocation's `requestWhenInUseAuthorization()`): it
@@ -368,9 +422,17 @@ public final class LocationClient: Sendable {
   /// ``MapStateSnapshot/changes``. The events come on a watching connection, so iterating
   /// tracks, as ``locationUpdates`` does.
   public var mapChanges: some AsyncSequence<MapStateSnapshot, any Error> {
-    ClientEvents(client: self, coalesce: true, keepsEvery: true) { event in
+    mapChanges(onWatching: nil)
+  }
+
+  /// ``mapChanges``, calling `onWatching` each time its connection starts watching (at first
+  /// and after each reconnection): changes made before then are not in the sequence.
+  func mapChanges(onWatching: (@Sendable () -> Void)?) -> ClientEvents<MapStateSnapshot> {
+    var events = ClientEvents(client: self, coalesce: true, keepsEvery: true) { event in
       event["class"] == "MAP" ? try? MapStateSnapshot(map: event) : nil
     }
+    events.onWatching = onWatching
+    return events
   }
 
   /// Region transitions (CoreLocation's `CLMonitor.events`): `enter`, `exit`, `dwell`. Iterating
@@ -379,42 +441,115 @@ public final class LocationClient: Sendable {
     ClientEvents(client: self, coalesce: true, keepsEvery: true) { Wire.regionEvent($0) }
   }
 
-  /// One location (CoreLocation's `requestLocation()`): watches on a connection of its own,
-  /// which starts the backend when nobody tracks, and returns the first location with a
-  /// position; the connection is closed then, so tracking ends with it unless someone else
-  /// tracks.
+  /// One location (CoreLocation's `requestLocation()`): watches on a connection, which starts
+  /// the backend when nobody tracks, and returns the first location with a position; the
+  /// connection is closed then, so tracking ends with it unless someone else tracks. Calls
+  /// that overlap share one connection and its first fix (a thousand concurrent calls cost
+  /// the daemon one client, not a thousand).
   ///
   /// - Parameter timeout: how long to wait for the fix (more than zero).
-  /// - Throws: ``LocationClientError/Code/timedOut`` when no fix came in time; the connection's
-  ///   errors (``LocationClientError/Code/notAuthorized``...).
+  /// - Throws: ``LocationClientError/Code/invalidArgument`` for a timeout of zero or less
+  ///   (nothing is sent); ``LocationClientError/Code/timedOut`` when no fix came in time; the
+  ///   connection's errors (``LocationClientError/Code/notAuthorized``...); `CancellationError`
+  ///   when the calling task is cancelled.
   public func requestLocation(timeout: Duration) async throws -> Location {
-    let updates = locationUpdates(everyFix: false)
+    guard timeout > .zero else {
+      throw LocationClientError(
+        .invalidArgument, "requestLocation's timeout must be more than zero (got \(timeout))")
+    }
     let sleep = sleep
-    return try await withThrowingTaskGroup(of: Location?.self) { group in
-      group.addTask {
-        for try await location in updates { return location }
-        return nil
-      }
+    return try await withThrowingTaskGroup(of: Location.self) { group in
+      group.addTask { try await self.sharedFirstFix() }
       group.addTask {
         try await sleep(timeout)
         throw LocationClientError(
-          .timedOut, "no fix within \(timeout) (locationd answered, the backend gave no position)")
+          .timedOut, "no fix within \(timeout): the backend gave no position in that time")
       }
       defer { group.cancelAll() }
-      guard let first = try await group.next(), let location = first else {
+      guard let location = try await group.next() else {
         throw LocationClientError(.connectionClosed, "locationd ended the updates before a fix")
       }
       return location
     }
   }
 
+  /// Waits for the first fix of the one-shot connection that overlapping
+  /// ``requestLocation(timeout:)`` calls share, opening it when none is open; the last waiter
+  /// to be cancelled closes it.
+  private func sharedFirstFix() async throws -> Location {
+    let id = oneShot.withLock { state -> Int in
+      state.nextWaiter += 1
+      return state.nextWaiter
+    }
+    return try await withTaskCancellationHandler {
+      try await withCheckedThrowingContinuation { continuation in
+        let cancelled = oneShot.withLock { state -> Bool in
+          if Task.isCancelled { return true }
+          state.waiters[id] = continuation
+          if state.task == nil {
+            state.generation += 1
+            let generation = state.generation
+            let updates = locationUpdates(everyFix: false)
+            state.task = Task { [weak self] in
+              var result: Result<Location, any Error> = .failure(
+                LocationClientError(.connectionClosed, "locationd ended the updates before a fix"))
+              do {
+                for try await location in updates {
+                  result = .success(location)
+                  break
+                }
+              } catch {
+                result = .failure(error)
+              }
+              self?.deliverFirstFix(result, generation: generation)
+            }
+          }
+          return false
+        }
+        if cancelled { continuation.resume(throwing: CancellationError()) }
+      }
+    } onCancel: {
+      let (waiter, task) = oneShot.withLock { state in
+        let waiter = state.waiters.removeValue(forKey: id)
+        guard state.waiters.isEmpty, let task = state.task else {
+          return (waiter, Task<Void, Never>?.none)
+        }
+        // Nobody waits any more: the connection closes, and the tracking it brought ends.
+        state.task = nil
+        state.generation += 1
+        return (waiter, task)
+      }
+      task?.cancel()
+      waiter?.resume(throwing: CancellationError())
+    }
+  }
+
+  /// How many ``requestLocation(timeout:)`` calls wait for the shared connection's fix (tests).
+  var oneShotWaiterCount: Int { oneShot.withLock { $0.waiters.count } }
+
+  /// Hands the shared one-shot connection's outcome to every call waiting for it.
+  private func deliverFirstFix(_ result: Result<Location, any Error>, generation: Int) {
+    let waiters = oneShot.withLock { state -> [CheckedContinuation<Location, any Error>] in
+      guard state.generation == generation else { return [] }
+      state.task = nil
+      defer { state.waiters.removeAll() }
+      return Array(state.waiters.values)
+    }
+    for waiter in waiters { waiter.resume(with: result) }
+  }
+
   /// Runs one event sequence: opens a connection, asks for authorization, watches, and yields
   /// what `transform` makes of each event; reconnects after the daemon went away; closes the
   /// connection when the consumer stops.
   func runEvents<Element: Sendable>(
-    coalesce: Bool, transform: @Sendable (JSONValue) -> Element?,
+    coalesce: Bool, onWatching: (@Sendable () -> Void)? = nil,
+    transform: @Sendable (JSONValue) -> Element?,
     into continuation: AsyncThrowingStream<Element, any Error>.Continuation
   ) async {
+    if let invalid = invalidTimeout {
+      continuation.finish(throwing: invalid)
+      return
+    }
     var connectedBefore = false
     var failures = 0
     while !Task.isCancelled {
@@ -429,6 +564,7 @@ public final class LocationClient: Sendable {
         _ = try await channel.call("watch", coalesce ? [] : [JSONMember("coalesce", false)])
         connectedBefore = true
         failures = 0
+        onWatching?()
       } catch let error as LocationClientError
         where connectedBefore && error.code != .notAuthorized && error.code != .permissionDenied
       {
@@ -497,6 +633,8 @@ public struct ClientEvents<Element: Sendable>: AsyncSequence, Sendable {
   /// coalesces fixes for a slow client).
   let keepsEvery: Bool
   let transform: @Sendable (JSONValue) -> Element?
+  /// Called each time the iteration's connection starts watching.
+  var onWatching: (@Sendable () -> Void)? = nil
 
   /// Starts an iteration: connects, asks for authorization and watches.
   public func makeAsyncIterator() -> AsyncIterator {
@@ -505,8 +643,10 @@ public struct ClientEvents<Element: Sendable>: AsyncSequence, Sendable {
     let client = client
     let coalesce = coalesce
     let transform = transform
+    let onWatching = onWatching
     let task = Task {
-      await client.runEvents(coalesce: coalesce, transform: transform, into: continuation)
+      await client.runEvents(
+        coalesce: coalesce, onWatching: onWatching, transform: transform, into: continuation)
     }
     continuation.onTermination = { _ in task.cancel() }
     return stream.makeAsyncIterator()

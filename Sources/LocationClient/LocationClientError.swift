@@ -36,6 +36,9 @@ public struct LocationClientError: Error, Sendable, Hashable, CustomStringConver
     public static let notFound = Code(.notFound)
     /// Daemon: the change is in effect but could not be saved.
     public static let notSaved = Code(.notSaved)
+    /// A request line longer than the protocol's 64 KiB (`Request.maximumLineLength`): the
+    /// daemon would discard it; the client refuses it before sending (nothing is sent).
+    public static let lineTooLong = Code(.lineTooLong)
     /// Daemon: it already serves its maximum number of clients.
     public static let tooManyClients = Code(.tooManyClients)
     /// Daemon: a bug in locationd.

@@ -12,8 +12,12 @@ import Observation
 /// The centre, zoom and mode are this view's own camera (as an `MKMapView`'s); the annotations
 /// are the daemon's shared map's (every client and the web page see them), without the one that
 /// mirrors the current location (``Annotation/locationID``), which ``currentCoordinate`` is.
+/// While tracking, the model follows the shared map's annotations through
+/// ``LocationClient/mapChanges``: another client's add, replacement (by identifier) or removal
+/// reaches ``annotations`` and the renderers; such a change never moves the centre.
 /// Tracking is this model's own: ``startTracking()`` iterates ``LocationClient/locationUpdates``
-/// (tracking while it runs); ``stopTracking()`` and releasing the model end it.
+/// and ``LocationClient/mapChanges`` (tracking while they run); ``stopTracking()`` and releasing
+/// the model end it.
 @MainActor
 @Observable
 public final class MapViewModel {
@@ -39,11 +43,20 @@ public final class MapViewModel {
   @ObservationIgnored private let client: LocationClient
   @ObservationIgnored private var renderers: [any MapRenderer] = []
   @ObservationIgnored private var updatesTask: Task<Void, Never>?
+  @ObservationIgnored private var mapTask: Task<Void, Never>?
   @ObservationIgnored private var centerOnNextFix = false
   @ObservationIgnored private var session = 0
   /// Locations handled so far, and tasks waiting for a count (tests).
   @ObservationIgnored private(set) var locationsReceived = 0
   @ObservationIgnored private var waiters:
+    [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+  /// Changes applied to ``annotations`` so far (events, replies, loads).
+  @ObservationIgnored private var annotationUpdates = 0
+  /// Full loads of the annotations after the map connection started watching (tests).
+  @ObservationIgnored private(set) var annotationReloads = 0
+  /// Map changes handled so far, and tasks waiting for a count (tests).
+  @ObservationIgnored private(set) var mapChangesReceived = 0
+  @ObservationIgnored private var mapWaiters:
     [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
 
   /// A model over `client`, zoomed to `zoomLevel` (`0...22`, clamped), drawing into `renderer`
@@ -56,6 +69,7 @@ public final class MapViewModel {
 
   isolated deinit {
     updatesTask?.cancel()
+    mapTask?.cancel()
   }
 
   /// Adds a renderer and shows it the current state (centre and zoom when centred, and every
@@ -78,8 +92,8 @@ public final class MapViewModel {
   }
 
   /// Starts tracking: a new session (the next fix is the initial one and centres the map),
-  /// the daemon's annotations loaded, then every location handled until ``stopTracking()``.
-  /// Does nothing while tracking.
+  /// the daemon's annotations loaded, then every location and every annotation change of the
+  /// shared map handled until ``stopTracking()``. Does nothing while tracking.
   public func startTracking() async {
     guard !isTracking else { return }
     isTracking = true
@@ -92,6 +106,22 @@ public final class MapViewModel {
       lastError = Self.clientError(error)
     }
     guard isTracking, session == current else { return }
+    // Each time the map connection starts watching (and after a daemon restart), the whole
+    // state is loaded again: changes made before the watch are in no event.
+    let changes = client.mapChanges(onWatching: { [weak self] in
+      Task { @MainActor in await self?.reloadAnnotations(session: current) }
+    })
+    mapTask = Task { [weak self] in
+      do {
+        for try await change in changes {
+          guard let self, self.session == current else { return }
+          self.receive(change)
+        }
+      } catch {
+        guard let self, self.session == current else { return }
+        self.lastError = Self.clientError(error)
+      }
+    }
     let updates = client.locationUpdates
     updatesTask = Task { [weak self] in
       do {
@@ -113,6 +143,8 @@ public final class MapViewModel {
     session += 1
     updatesTask?.cancel()
     updatesTask = nil
+    mapTask?.cancel()
+    mapTask = nil
     isTracking = false
     centerOnNextFix = false
   }
@@ -128,15 +160,29 @@ public final class MapViewModel {
   }
 
   /// Centres the map where the user put it (a pan): `follow` and `followWithHeading` become `none`.
+  /// A coordinate that is not valid (NaN, infinite, beyond ±90° or ±180°) changes nothing and
+  /// sets ``lastError`` (`invalidArgument`).
   public func setCenter(_ coordinate: Coordinate) {
+    guard coordinate.isValid else {
+      lastError = LocationClientError(
+        .invalidArgument,
+        "map centre \(coordinate.latitude), \(coordinate.longitude) is not a coordinate: need finite degrees, latitude -90...90, longitude -180...180"
+      )
+      return
+    }
     if userTrackingMode.follows { userTrackingMode = .none }
     centerOnNextFix = false
     moveCenter(to: coordinate)
   }
 
-  /// Sets the zoom level (`0...22`, clamped); the centre stays.
+  /// Sets the zoom level (`0...22`, clamped); the centre stays. NaN or an infinity changes
+  /// nothing and sets ``lastError`` (`invalidArgument`).
   public func setZoomLevel(_ level: Double) {
-    guard level.isFinite else { return }
+    guard level.isFinite else {
+      lastError = LocationClientError(
+        .invalidArgument, "zoom level \(level) is not a number: need 0...22")
+      return
+    }
     let clamped = min(22, max(0, level))
     guard clamped != zoomLevel else { return }
     zoomLevel = clamped
@@ -190,6 +236,59 @@ public final class MapViewModel {
     for waiter in ready { waiter.continuation.resume() }
   }
 
+  /// Loads the daemon's annotations again (the map connection started watching), unless the
+  /// session ended meanwhile. A load during which the annotations changed (an event, this
+  /// model's own add or remove) may be older than that change, so it is not applied but asked
+  /// again (up to 5 times).
+  private func reloadAnnotations(session current: Int) async {
+    for _ in 0..<5 {
+      let updatesBefore = annotationUpdates
+      guard session == current, let map = try? await client.mapState, session == current else {
+        return
+      }
+      guard annotationUpdates == updatesBefore else { continue }
+      apply(annotations: map.annotations)
+      annotationReloads += 1
+      return
+    }
+  }
+
+  /// Handles one change of the shared map: its annotation changes (another client's or this
+  /// model's own) reach ``annotations`` and the renderers, by identifier. The centre, zoom and
+  /// mode are this view's own camera and stay as they are.
+  func receive(_ change: MapStateSnapshot) {
+    annotationUpdates += 1
+    for annotationChange in change.annotationChanges {
+      switch annotationChange {
+      case .added(let id), .replaced(let id):
+        guard id != Annotation.locationID,
+          let annotation = change.annotations.last(where: { $0.id == id })
+        else { continue }
+        if let index = annotations.firstIndex(where: { $0.id == id }) {
+          guard annotations[index] != annotation else { continue }
+          annotations[index] = annotation
+        } else {
+          annotations.append(annotation)
+        }
+        for renderer in renderers { renderer.addOrReplaceAnnotation(annotation) }
+      case .removed(let id):
+        guard let index = annotations.firstIndex(where: { $0.id == id }) else { continue }
+        annotations.remove(at: index)
+        for renderer in renderers { renderer.removeAnnotation(identifier: id) }
+      }
+    }
+    mapChangesReceived += 1
+    let ready = mapWaiters.filter { $0.count <= mapChangesReceived }
+    mapWaiters.removeAll { $0.count <= mapChangesReceived }
+    for waiter in ready { waiter.continuation.resume() }
+  }
+
+  /// Returns once `count` map changes have been handled since the model was made.
+  func waitForMapChanges(_ count: Int) async {
+    guard mapChangesReceived < count else { return }
+    await withCheckedContinuation { mapWaiters.append((count, $0)) }
+  }
+
   /// Returns once `count` locations have been handled since the model was made.
   func waitForLocations(_ count: Int) async {
     guard locationsReceived < count else { return }
@@ -204,6 +303,7 @@ public final class MapViewModel {
   /// Takes the daemon's annotations (without the current location's) and tells the renderers
   /// what was added, replaced or removed.
   private func apply(annotations new: [Annotation]) {
+    annotationUpdates += 1
     let shown = new.filter { $0.id != Annotation.locationID }
     let old = Dictionary(annotations.map { ($0.id, $0) }, uniquingKeysWith: { _, last in last })
     let kept = Set(shown.map(\.id))

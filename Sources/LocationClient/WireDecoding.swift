@@ -25,12 +25,27 @@ public struct MapStateSnapshot: Sendable, Hashable {
   /// `annotationRemoved`, `location`, `trackingStarted`, `trackingStopped`, ...), in order;
   /// empty for a state that was asked for.
   public var changes: [String]
+  /// For a change: the annotations it added, replaced or removed, by identifier, in order (the
+  /// `annotationAdded`, `annotationReplaced` and `annotationRemoved` entries of ``changes``);
+  /// empty otherwise.
+  public var annotationChanges: [AnnotationChange]
+
+  /// One annotation change of a map change, by identifier; the added or replaced annotation
+  /// itself is in ``MapStateSnapshot/annotations``.
+  public enum AnnotationChange: Sendable, Hashable {
+    /// An annotation with a new identifier was added.
+    case added(id: String)
+    /// An annotation replaced the one with the same identifier.
+    case replaced(id: String)
+    /// The annotation with this identifier was removed.
+    case removed(id: String)
+  }
 
   /// Creates a snapshot.
   public init(
     center: Coordinate, zoom: Double, mode: UserTrackingMode, annotations: [Annotation],
     rotation: Double = 0,
-    tracking: Bool = false, changes: [String] = []
+    tracking: Bool = false, changes: [String] = [], annotationChanges: [AnnotationChange] = []
   ) {
     self.center = center
     self.zoom = zoom
@@ -39,6 +54,7 @@ public struct MapStateSnapshot: Sendable, Hashable {
     self.rotation = rotation
     self.tracking = tracking
     self.changes = changes
+    self.annotationChanges = annotationChanges
   }
 
   /// The snapshot of a `MAP` reply or event (docs/PROTOCOL.md, "map").
@@ -66,7 +82,16 @@ public struct MapStateSnapshot: Sendable, Hashable {
       center: center, zoom: zoom, mode: mode, annotations: annotations,
       rotation: object["rotation"]?.doubleValue ?? 0,
       tracking: object["tracking"]?.boolValue ?? false,
-      changes: object["changes"]?.arrayValue?.compactMap { $0["what"]?.stringValue } ?? [])
+      changes: object["changes"]?.arrayValue?.compactMap { $0["what"]?.stringValue } ?? [],
+      annotationChanges: object["changes"]?.arrayValue?.compactMap { change in
+        guard let id = change["id"]?.stringValue else { return nil }
+        switch change["what"]?.stringValue {
+        case "annotationAdded": return .added(id: id)
+        case "annotationReplaced": return .replaced(id: id)
+        case "annotationRemoved": return .removed(id: id)
+        default: return nil
+        }
+      } ?? [])
   }
 }
 

@@ -95,6 +95,14 @@ final class VirtualClock: Clock, Sendable {
 final class FakeDaemon: Sendable {
   struct State {
     var authorizes = true
+    /// Whether commands other than `request` are refused on a connection that has not asked
+    /// (as the daemon does).
+    var requiresRequest = false
+    /// Full (as at `--max-clients`): each new connection gets an `ERROR` tooManyClients without
+    /// an `id` and is closed, at once (`.atOpen`) or just after its first send failed (`.atSend`).
+    var full: Fullness = .no
+    enum Fullness { case no, atOpen, atSend }
+    var requested: Set<ObjectIdentifier> = []
     var silent = false
     var down = false
     var connections: [ObjectIdentifier: FakeTransport] = [:]
@@ -148,6 +156,37 @@ final class FakeDaemon: Sendable {
       return state.watching.compactMap { state.connections[$0] }
     }
     for target in targets { target.deliver(.message(event)) }
+  }
+
+  /// Another client's change of the shared map: `annotation` added (or replacing the one with
+  /// its `id`) or, with `removing`, that identifier removed; then a `MAP` event with its
+  /// `changes` (and the centre at 1.5, 2.5) to every watching connection.
+  func changeMapElsewhere(adding annotation: JSONValue? = nil, removing: String? = nil) {
+    let event = state.withLock { state -> JSONValue in
+      var changes: [JSONValue] = []
+      if let annotation, let id = annotation["id"]?.stringValue {
+        if let index = state.annotations.firstIndex(where: { $0["id"]?.stringValue == id }) {
+          state.annotations[index] = annotation
+          changes.append(["id": .string(id), "what": "annotationReplaced"])
+        } else {
+          state.annotations.append(annotation)
+          changes.append(["id": .string(id), "what": "annotationAdded"])
+        }
+      }
+      if let removing {
+        state.annotations.removeAll { $0["id"]?.stringValue == removing }
+        changes.append(["id": .string(removing), "what": "annotationRemoved"])
+      }
+      changes.append(["reason": "user", "what": "center"])
+      return .object([
+        JSONMember("class", "MAP"),
+        JSONMember("center", ["lat": .number(1.5), "lon": .number(2.5)]), JSONMember("zoom", 15),
+        JSONMember("mode", "none"), JSONMember("annotations", .array(state.annotations)),
+        JSONMember("rotation", 0), JSONMember("tracking", true),
+        JSONMember("changes", .array(changes)),
+      ])
+    }
+    push(event)
   }
 
   /// Sends `line` to every open connection, watching or not (an error about the connection).
@@ -244,9 +283,15 @@ final class FakeDaemon: Sendable {
           JSONMember("rotation", 0), JSONMember("tracking", true),
         ]
       }
+      if state.requiresRequest, command != "request",
+        !state.requested.contains(ObjectIdentifier(connection))
+      {
+        return error("notAuthorized", "send {\"cmd\":\"request\"} first to ask for authorization")
+      }
       switch command {
       case "request":
         guard state.authorizes else { return error("notAuthorized", "uid 65534 is not authorized") }
+        state.requested.insert(ObjectIdentifier(connection))
         return [JSONMember("class", "AUTHORIZATION"), JSONMember("authorization", "authorized")]
       case "watch":
         state.watching.insert(ObjectIdentifier(connection))
@@ -316,11 +361,28 @@ final class FakeTransport: LocationTransport {
   {
     try daemon.register(self)
     state.withLock { $0.receive = receive }
+    if daemon.state.withLock({ $0.full }) == .atOpen { refuse() }
+  }
+
+  /// Sends the daemon's tooManyClients line and closes, as locationd does when it is full.
+  func refuse() {
+    deliver(
+      .message(
+        .object([
+          JSONMember("class", "ERROR"), JSONMember("code", "tooManyClients"),
+          JSONMember("message", "locationd already serves 64 clients (--max-clients)"),
+        ])))
+    close()
   }
 
   func send(_ line: [UInt8]) throws(LocationClientError) {
     guard state.withLock({ !$0.closed && $0.receive != nil }) else {
       throw LocationClientError(.connectionClosed, "closed")
+    }
+    if daemon.state.withLock({ $0.full }) == .atSend {
+      // The send fails on the closed socket before the reader has read the ERROR line.
+      Task { self.refuse() }
+      throw LocationClientError(.connectionClosed, "locationd closed the connection")
     }
     guard let request = try? JSONValue.parse(Array(line.dropLast())) else {
       throw LocationClientError(.badReply, "the client sent a line that is not JSON")

@@ -111,6 +111,57 @@ import Testing
     try await withHangGuard { await daemon.waitForClosed(1) }
   }
 
+  @Test func overlappingRequestLocationCallsShareOneConnection() async throws {
+    let client = daemon.client(clock: clock)
+    let requests = (0..<200).map { _ in
+      Task { try await client.requestLocation(timeout: .seconds(5)) }
+    }
+    let daemon = daemon
+    try await withHangGuard {
+      await daemon.waitForWatchers(1)
+      while client.oneShotWaiterCount < 200 { await Task.yield() }
+    }
+    daemon.push(FakeDaemon.tpv(3.1386, 101.6044))
+    for request in requests {
+      #expect(
+        try await request.value.fix.coordinate == Coordinate(latitude: 3.1386, longitude: 101.6044))
+    }
+    try await withHangGuard { await daemon.waitForClosed(1) }
+    #expect(daemon.state.withLock { $0.opened } == 1)
+    #expect(daemon.watcherCount == 0)
+    #expect(client.oneShotWaiterCount == 0)
+  }
+
+  @Test func aCancelledRequestLocationLeavesTheOthersAndTheLastOneClosesTheConnection()
+    async throws
+  {
+    let client = daemon.client(clock: clock)
+    let daemon = daemon
+    let first = Task { try await client.requestLocation(timeout: .seconds(5)) }
+    let second = Task { try await client.requestLocation(timeout: .seconds(5)) }
+    try await withHangGuard {
+      await daemon.waitForWatchers(1)
+      while client.oneShotWaiterCount < 2 { await Task.yield() }
+    }
+    first.cancel()
+    await #expect(throws: CancellationError.self) { try await first.value }
+    #expect(daemon.watcherCount == 1)
+    daemon.push(FakeDaemon.tpv(10, 20))
+    #expect(try await second.value.fix.coordinate == Coordinate(latitude: 10, longitude: 20))
+    try await withHangGuard { await daemon.waitForClosed(1) }
+    // Alone and cancelled: its connection closes, so its tracking ends.
+    let third = Task { try await client.requestLocation(timeout: .seconds(5)) }
+    try await withHangGuard {
+      await daemon.waitForWatchers(1)
+      while client.oneShotWaiterCount < 1 { await Task.yield() }
+    }
+    third.cancel()
+    await #expect(throws: CancellationError.self) { try await third.value }
+    try await withHangGuard { await daemon.waitForClosed(2) }
+    #expect(daemon.watcherCount == 0)
+    #expect(client.oneShotWaiterCount == 0)
+  }
+
   @Test func breakingTheLoopClosesTheWatchingConnection() async throws {
     let client = daemon.client(clock: clock)
     let daemon = daemon
