@@ -153,6 +153,22 @@ enum StoreCheck {
       + "\(two(parts.tm_hour))\(two(parts.tm_min))\(two(parts.tm_sec))Z"
   }
 
+  /// What is at `path` when it exists and is not a regular file (`"a symbolic link, not
+  /// followed"`, `"a directory"`, `"a FIFO"`, `"a socket"`, `"a device"`); `nil` for a regular
+  /// file or nothing. Looked at with `lstat`: a link is never followed.
+  static func notRegularFile(_ path: String) -> String? {
+    var info = stat()
+    guard lstat(path, &info) == 0 else { return nil }
+    switch info.st_mode & S_IFMT {
+    case S_IFREG: return nil
+    case S_IFLNK: return "a symbolic link, not followed"
+    case S_IFDIR: return "a directory"
+    case S_IFIFO: return "a FIFO"
+    case S_IFSOCK: return "a socket"
+    default: return "a device"
+    }
+  }
+
   static func exists(_ path: String) -> Bool {
     var info = stat()
     return lstat(path, &info) == 0

@@ -95,12 +95,20 @@ func runTrack(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
     // store: both are counted).
     let storeFile = storePath(list)
     let directory = storeFile.lastIndex(of: "/").map { String(storeFile[..<$0]) } ?? "."
-    if let outbox = try? TrackStore(readingAt: directory + "/" + TrackStore.outboxFileName) {
-      if let queued = try? outbox.statistics(since: 0, until: 0) {
+    // No file is no queue (no --mqtt); one that cannot be read is said so, not counted as empty.
+    let outboxPath = directory + "/" + TrackStore.outboxFileName
+    if identity(outboxPath) != nil {
+      do {
+        let outbox = try TrackStore(readingAt: outboxPath)
+        defer { outbox.close() }
+        let queued = try outbox.statistics(since: 0, until: 0)
         statistics.outgoing += queued.outgoing
         statistics.outgoingDropped += queued.outgoingDropped
+      } catch {
+        writeError(
+          "locationctl: the MQTT queue's store cannot be read, its messages are not counted: "
+            + "\(error)")
       }
-      outbox.close()
     }
     reportInvalidRows(store, since: since, until: until)
     let first = statistics.firstTime.map(TrackTime.iso8601)

@@ -234,4 +234,43 @@ import Testing
     defer { kept.close() }
     #expect(try kept.integer("SELECT count(*) FROM t") == 0)
   }
+
+  /// A link, a directory or a FIFO at the store's path (a restore that mixed files, a planted
+  /// link) is set aside by rename, never followed, opened or deleted, and a fresh store records;
+  /// before, it kept the store (and the MQTT queue's) unavailable for the whole run.
+  @Test func somethingThatIsNotARegularFileIsSetAside() throws {
+    let directory = try temporaryDirectory()
+    let target = directory + "/operators-file"
+    try Data("operator's data".utf8).write(to: URL(fileURLWithPath: target))
+    let cases: [(name: String, make: (String) -> Int32, reason: String)] = [
+      ("link.sqlite", { symlink(target, $0) }, "not a regular file: a symbolic link, not followed"),
+      ("dir.sqlite", { mkdir($0, 0o755) }, "not a regular file: a directory"),
+      ("fifo.sqlite", { mkfifo($0, 0o600) }, "not a regular file: a FIFO"),
+    ]
+    for (name, make, reason) in cases {
+      let path = directory + "/" + name
+      try #require(make(path) == 0, "\(name)")
+      if name == "dir.sqlite" { try Data("kept".utf8).write(to: URL(fileURLWithPath: path + "/inside")) }
+      let store = try TrackStore(path: path)
+      defer { store.close() }
+      try #require(store.rejections.count == 1, "\(name): \(store.rejections)")
+      let rejection = try #require(store.rejections.first)
+      #expect(rejection.reason == reason, "\(name)")
+      #expect(rejection.keptAs.hasPrefix(path + ".rejected-2"), "\(name)")
+      var info = stat()
+      try #require(lstat(rejection.keptAs, &info) == 0, "\(name): nothing kept")
+      #expect(StoreCheck.notRegularFile(rejection.keptAs).map { reason.hasSuffix($0) } == true, "\(name)")
+      try store.append(syntheticTrack(count: 2, start: 7_000_000_000_000))
+      #expect(try allPoints(store).count == 2, "\(name)")
+      #expect(StoreCheck.notRegularFile(path) == nil, "\(name)")
+    }
+    // The link's target and the directory's contents are the operator's, untouched.
+    #expect(try String(contentsOfFile: target, encoding: .utf8) == "operator's data")
+    let keptDirectory = try FileManager.default.contentsOfDirectory(atPath: directory).filter {
+      $0.hasPrefix("dir.sqlite.rejected-")
+    }
+    #expect(keptDirectory.count == 1)
+    let inside = try keptDirectory.first.map { try String(contentsOfFile: directory + "/" + $0 + "/inside", encoding: .utf8) }
+    #expect(inside == "kept")
+  }
 }
