@@ -141,6 +141,12 @@ public final class TrackStore: Sendable {
       rejections.append(rejection)
     }
     try Self.prepareFile(path)
+    // A stray -wal file is set aside alone: the store beside it is sound and keeps its history.
+    if let reason = StoreCheck.strayWAL(path) {
+      let rejection = TrackStoreRejection(path: path, reason: reason, keptAs: try StoreCheck.setAsideCompanions(path))
+      onRejected(rejection)
+      rejections.append(rejection)
+    }
     if let reason = try StoreCheck.reasonToReject(path) {
       let rejection = TrackStoreRejection(path: path, reason: reason, keptAs: try StoreCheck.setAside(path))
       onRejected(rejection)
@@ -284,8 +290,20 @@ public final class TrackStore: Sendable {
   }
 
   /// Closes the connection; later calls throw ``TrackStoreError/closed``.
+  ///
+  /// A store opened for writing is first taken out of WAL mode (`PRAGMA journal_mode = DELETE`:
+  /// a checkpoint, then SQLite deletes the `-wal` file and marks the header rollback mode), so
+  /// that a `-wal` file found beside it at the next open cannot be its own (see
+  /// ``init(path:configuration:faults:onRejected:)``). While another connection reads it (a
+  /// `locationctl track export`) the switch is refused and the store stays in WAL mode, as before.
   public func close() {
-    state.withLock { $0.connection.close() }
+    state.withLock { state in
+      if !isReadOnly, state.connection.isOpen {
+        state.connection.clearCache()
+        _ = try? state.connection.text("PRAGMA journal_mode = DELETE")
+      }
+      state.connection.close()
+    }
   }
 
   private static func validate(_ configuration: TrackStoreConfiguration) throws(TrackStoreError) {
