@@ -305,8 +305,12 @@ public enum Daemon {
         ])
         last.value = queueReport
       } else {
-        // A write the disk has not finished holds the queue: its last report, never a wait.
-        queueReport = last.value ?? .object([JSONMember("state", .string("disk"))])
+        // A write the disk has not finished holds the queue: its last report, marked busy,
+        // never a wait.
+        var members: [JSONMember] = [JSONMember("state", .string("disk"))]
+        if case .object(let previous)? = last.value { members = previous }
+        queueReport = .object(
+          members.filter { $0.key != "busy" } + [JSONMember("busy", .bool(true))])
       }
     }
     return .object([JSONMember("track", track?.report ?? .null), JSONMember("queue", queueReport)])

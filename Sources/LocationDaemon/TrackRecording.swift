@@ -94,17 +94,19 @@ final class TrackRecording: Sendable {
   }
 
   /// The track store's part of `status`'s `storage`, from memory (never the disk):
-  /// `{"state":S,"path":P,"recorded":N,"failed":N,"dropped":N,"detail":TEXT|null,"rejected":[FILE...]}`
+  /// `{"state":S,"path":P,"recorded":N,"failed":N,"dropped":N,"waiting":N,"detail":TEXT|null,"rejected":[FILE...]}`
   /// where `state` is `notOpened` (no fix to record yet), `opening` (the disk has not finished
   /// opening it yet), `unavailable` (the store cannot be
   /// opened: `detail` says why, nothing is recorded this run), `failing` (commits fail now, a full
   /// or read-only disk: `detail` is the `trackStoreFailed` text) or `recording`; `rejected` names
-  /// the files set aside this run (`trackStoreRejected`).
+  /// the files set aside this run (`trackStoreRejected`); `waiting` counts the fixes queued for
+  /// the disk (``TrackRecorder/waiting``: it grows while a stalled disk holds a write).
   var report: JSONValue {
     // The open runs under `opening`'s lock: a disk that stalls it is reported, not waited for.
     let opened = opening.withLockIfAvailable { ($0.tried, $0.store, $0.failure) }
     let (tried, store, failure) = opened ?? (true, nil, nil)
     let counters = recorder.withLock { $0?.counters }
+    let waiting = Int64(recorder.withLock { $0?.waiting } ?? 0)
     let state: String
     var detail: String?
     if opened == nil {
@@ -127,7 +129,8 @@ final class TrackRecording: Sendable {
     let members: [JSONMember] = [
       JSONMember("state", JSONValue.string(state)), JSONMember("path", JSONValue.string(path)),
       JSONMember("recorded", JSONValue.int(recorded)), JSONMember("failed", JSONValue.int(failed)),
-      JSONMember("dropped", JSONValue.int(dropped)), JSONMember("detail", JSONValue.string(detail)),
+      JSONMember("dropped", JSONValue.int(dropped)), JSONMember("waiting", JSONValue.int(waiting)),
+      JSONMember("detail", JSONValue.string(detail)),
       JSONMember("rejected", JSONValue.array(files)),
     ]
     return JSONValue.object(members)

@@ -94,6 +94,9 @@ enum Format {
       if failed > 0 || dropped > 0 {
         line += ", \(failed) lost to failed writes, \(dropped) dropped"
       }
+      if let waiting = track["waiting"]?.intValue, waiting > 0 {
+        line += ", \(waiting) waiting for the disk"
+      }
       if let detail = track["detail"]?.stringValue { line += ": " + detail }
       if case .array(let rejected)? = track["rejected"] {
         for file in rejected.compactMap(\.stringValue) { line += "\n  set aside this run: " + file }
@@ -108,6 +111,9 @@ enum Format {
         line += " (\(memory) only in memory)"
       }
       if let dropped = queue["dropped"]?.intValue { line += ", \(dropped) dropped" }
+      if queue["busy"] == true {
+        line += " (busy: a write the disk has not finished; counts as last read)"
+      }
       if let detail = queue["detail"]?.stringValue { line += ": " + detail }
       text += line
     }
