@@ -147,6 +147,13 @@ public enum Daemon {
     let notifier = SystemdNotifier(environment: environment)
     let nmeaFeed = Shared<NMEAFeed?>(nil)
     let track = Shared<TrackRecording?>(nil)
+    let queue = Shared<FallbackOutbox?>(nil)
+    let trackEnabled = configuration.trackEnabled
+    let lastQueueReport = Shared<JSONValue?>(nil)
+    await service.setStorageReport {
+      Self.storageReport(
+        track: trackEnabled ? track.value : nil, queue: queue.value, last: lastQueueReport)
+    }
     var services: [any Service] = [
       DaemonServices.socketServer(server, socket: socket, state: state)
     ]
@@ -168,7 +175,8 @@ public enum Daemon {
     if let settings = configuration.mqtt {
       services.append(
         DaemonServices.mqtt(
-          settings, stateDirectory: configuration.stateDirectory, service: service, track: track))
+          settings, stateDirectory: configuration.stateDirectory, service: service, track: track,
+          queue: queue))
     }
     services.append(DaemonServices.accepting(server, nmeaFeed))
     let backendURI = backend.uri
@@ -274,6 +282,37 @@ public enum Daemon {
     await service.attach(frontEnd)
     try await frontEnd.start()
     return (frontEnd, queue)
+  }
+
+  /// `status`'s `storage`: `{"track":{..}|null,"queue":{..}|null}` (``TrackRecording/report``;
+  /// the queue's `{"state":"disk"|"memory","waiting":N,"inMemory":N,"dropped":N,"detail":TEXT|null}`,
+  /// `detail` the `mqttQueueInMemory` reason while in memory); `null` for what does not run
+  /// (`track off`, no `--mqtt`), the whole member left out when neither does.
+  static func storageReport(
+    track: TrackRecording?, queue: FallbackOutbox?, last: Shared<JSONValue?>
+  ) -> JSONValue? {
+    guard track != nil || queue != nil else { return nil }
+    var queueReport = JSONValue.null
+    if let queue {
+      if let status = queue.statusIfAvailable {
+        queueReport = .object([
+          JSONMember("state", .string(status.inMemory ? "memory" : "disk")),
+          JSONMember("waiting", .int(Int64(status.waiting))),
+          JSONMember("inMemory", .int(Int64(status.memoryCount))),
+          JSONMember("dropped", .int(Int64(status.dropped))),
+          JSONMember("detail", .string(status.reason)),
+        ])
+        last.value = queueReport
+      } else {
+        // A write the disk has not finished holds the queue: its last report, marked busy,
+        // never a wait.
+        var members: [JSONMember] = [JSONMember("state", .string("disk"))]
+        if case .object(let previous)? = last.value { members = previous }
+        queueReport = .object(
+          members.filter { $0.key != "busy" } + [JSONMember("busy", .bool(true))])
+      }
+    }
+    return .object([JSONMember("track", track?.report ?? .null), JSONMember("queue", queueReport)])
   }
 
   /// At shutdown, after the MQTT session stopped: one last try of a failing queue store, then

@@ -196,7 +196,7 @@ enum DaemonServices {
   /// report (``Daemon/closeQueue(_:)``).
   static func mqtt(
     _ settings: MQTTSettings, stateDirectory: String, service: LocationService,
-    track: Shared<TrackRecording?>
+    track: Shared<TrackRecording?>, queue: Shared<FallbackOutbox?>
   ) -> any Service {
     let started = Shared<(OwnTracksFrontEnd, FallbackOutbox?)?>(nil)
     return ServiceClosures(
@@ -206,6 +206,7 @@ enum DaemonServices {
           let pair = try await Daemon.startMQTT(
             settings, store: track.value?.store, stateDirectory: stateDirectory, service: service)
           started.value = pair
+          queue.value = pair.1
         } catch {
           throw DaemonStartError(message: "\(error)", exitCode: .configuration)
         }

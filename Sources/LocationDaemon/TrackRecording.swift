@@ -1,4 +1,5 @@
 import LocationCore
+import LocationProtocol
 import ServiceCore
 import Synchronization
 import TrackStore
@@ -19,6 +20,8 @@ final class TrackRecording: Sendable {
   private struct Opening {
     var store: TrackStore?
     var tried = false
+    /// Why the store could not be opened (the `trackStoreUnavailable` reason).
+    var failure: String?
   }
 
   private let path: String
@@ -26,6 +29,8 @@ final class TrackRecording: Sendable {
   private let opening = Mutex(Opening())
   private let recorder = Mutex<TrackRecorder?>(nil)
   private let task = Mutex<Task<Void, Never>?>(nil)
+  /// The files set aside this run (the store's own list is behind the lock its writes hold).
+  private let rejected = Mutex<[String]>([])
 
   private init(path: String, limits: TrackStoreConfiguration) {
     self.path = path
@@ -38,9 +43,13 @@ final class TrackRecording: Sendable {
       if opening.tried { return opening.store }
       opening.tried = true
       do throws(TrackStoreError) {
-        opening.store = try TrackStore(path: path, configuration: limits, onRejected: Self.logRejection)
+        opening.store = try TrackStore(path: path, configuration: limits) { rejection in
+          self.rejected.withLock { $0.append(rejection.keptAs) }
+          Self.logRejection(rejection)
+        }
         Log.event("trackStoreOpened", ["path": path])
       } catch {
+        opening.failure = error.description
         Log.event("trackStoreUnavailable", ["path": path, "reason": error.description])
       }
       return opening.store
@@ -82,6 +91,49 @@ final class TrackRecording: Sendable {
     }
     recording.task.withLock { $0 = task }
     return recording
+  }
+
+  /// The track store's part of `status`'s `storage`, from memory (never the disk):
+  /// `{"state":S,"path":P,"recorded":N,"failed":N,"dropped":N,"waiting":N,"detail":TEXT|null,"rejected":[FILE...]}`
+  /// where `state` is `notOpened` (no fix to record yet), `opening` (the disk has not finished
+  /// opening it yet), `unavailable` (the store cannot be
+  /// opened: `detail` says why, nothing is recorded this run), `failing` (commits fail now, a full
+  /// or read-only disk: `detail` is the `trackStoreFailed` text) or `recording`; `rejected` names
+  /// the files set aside this run (`trackStoreRejected`); `waiting` counts the fixes queued for
+  /// the disk (``TrackRecorder/waiting``: it grows while a stalled disk holds a write).
+  var report: JSONValue {
+    // The open runs under `opening`'s lock: a disk that stalls it is reported, not waited for.
+    let opened = opening.withLockIfAvailable { ($0.tried, $0.store, $0.failure) }
+    let (tried, store, failure) = opened ?? (true, nil, nil)
+    let counters = recorder.withLock { $0?.counters }
+    let waiting = Int64(recorder.withLock { $0?.waiting } ?? 0)
+    let state: String
+    var detail: String?
+    if opened == nil {
+      state = "opening"
+    } else if !tried {
+      state = "notOpened"
+    } else if store == nil {
+      state = "unavailable"
+      detail = failure
+    } else if let error = counters?.lastError {
+      state = "failing"
+      detail = error.description
+    } else {
+      state = "recording"
+    }
+    let recorded = Int64(counters?.recorded ?? 0)
+    let failed = Int64(counters?.failed ?? 0)
+    let dropped = Int64(counters?.dropped ?? 0)
+    let files: [JSONValue] = rejected.withLock { $0 }.map { JSONValue.string($0) }
+    let members: [JSONMember] = [
+      JSONMember("state", JSONValue.string(state)), JSONMember("path", JSONValue.string(path)),
+      JSONMember("recorded", JSONValue.int(recorded)), JSONMember("failed", JSONValue.int(failed)),
+      JSONMember("dropped", JSONValue.int(dropped)), JSONMember("waiting", JSONValue.int(waiting)),
+      JSONMember("detail", JSONValue.string(detail)),
+      JSONMember("rejected", JSONValue.array(files)),
+    ]
+    return JSONValue.object(members)
   }
 
   /// After the manager has shut down (which ends its observation): records the last fixes,

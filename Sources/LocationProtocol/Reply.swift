@@ -66,7 +66,7 @@ public enum Reply: Sendable, Hashable {
 
   /// `{"class":"STATUS","authorization":..,"tracking":..,"userTracking":..,"backendActive":..,
   /// "backend":{"uri":..,"state":..,"detail":..},"initial":TPV|null,"current":TPV|null,
-  /// "age":S|null,"stale":BOOL,"clients":N}`: the answer to `status`.
+  /// "age":S|null,"stale":BOOL,"clients":N,"http":{..}?,"storage":{..}?}`: the answer to `status`.
   ///
   /// - Parameters:
   ///   - authorization: the asking client's authorization status.
@@ -84,6 +84,9 @@ public enum Reply: Sendable, Hashable {
   ///   - current: the newest location with a position, as a TPV object, or `nil`.
   ///   - clients: the number of connected clients.
   ///   - http: `{"url":..,"tokenFile":..}` when the HTTP front-end runs (`--http`); left out otherwise.
+  ///   - storage: what the daemon's disk state is, `{"track":{..},"queue":{..}}` (docs/PROTOCOL.md:
+  ///     whether the track store records, why not, and whether the MQTT queue is on disk or in
+  ///     memory); left out when not authorized or when the daemon keeps nothing on disk.
   ///   - age: seconds since the current location arrived, on the daemon's monotonic clock (not
   ///     the fix's own time, which is on its source's timeline); `null` without one.
   ///   - stale: whether `age` exceeds ``StaleLimit/seconds``.
@@ -92,7 +95,7 @@ public enum Reply: Sendable, Hashable {
     backendURI: String,
     backendState: BackendStatus,
     detail: String? = nil, initial: JSONValue?, current: JSONValue?, clients: Int, http: JSONValue? = nil,
-    age: Double? = nil
+    storage: JSONValue? = nil, age: Double? = nil
   ) -> Reply {
     .object(
       class: "STATUS",
@@ -112,7 +115,8 @@ public enum Reply: Sendable, Hashable {
         JSONMember("age", .number(age.map { ($0 * 10).rounded() / 10 })),
         JSONMember("stale", .bool(age.map { $0 > StaleLimit.seconds } ?? false)),
         JSONMember("clients", .int(Int64(clients))),
-      ] + (http.map { [JSONMember("http", $0)] } ?? []))
+      ] + (http.map { [JSONMember("http", $0)] } ?? [])
+        + (storage.map { [JSONMember("storage", $0)] } ?? []))
   }
 
   /// `{"class":"LOCATION","initial":TPV|null,"current":TPV|null}`: the answer to `location`.

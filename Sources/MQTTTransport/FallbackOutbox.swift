@@ -28,6 +28,8 @@ public final class FallbackOutbox: MQTTOutbox {
   public struct Counters: Sendable, Hashable {
     /// Whether messages are queued in memory now.
     public var inMemory = false
+    /// Why they are, in the words of the `mqttQueueInMemory` line; `nil` while the queue is on disk.
+    public var reason: String?
     /// Times the store failed and the outbox moved to memory.
     public var fellBack = 0
     /// Times the store worked again and the messages in memory moved back to it.
@@ -126,6 +128,7 @@ public final class FallbackOutbox: MQTTOutbox {
     } catch {
       initial.inMemory = true
       initial.counters.fellBack = 1
+      initial.counters.reason = Self.reason(error)
       let final = Self.isFinal(error)
       initial.retryAt = final ? .infinity : clock() + initial.backoff.next()
       log(
@@ -266,6 +269,35 @@ public final class FallbackOutbox: MQTTOutbox {
     }
   }
 
+  /// Where the queue is now, for a status answered at once.
+  public struct Status: Sendable, Hashable {
+    /// Whether messages are queued in memory (the store fails or could not be opened).
+    public var inMemory: Bool
+    /// Why, in the words of the `mqttQueueInMemory` line; `nil` on disk.
+    public var reason: String?
+    /// Messages waiting, in the store and in memory.
+    public var waiting: Int
+    /// Messages only in memory (lost if the daemon stops now).
+    public var memoryCount: Int
+    /// Messages dropped at the bounds: the store's (kept across restarts) and the memory queue's.
+    public var dropped: Int
+  }
+
+  /// ``Status`` now, or `nil` while the queue or its store is busy with the disk (a write a
+  /// stalled disk has not finished): never waits.
+  public var statusIfAvailable: Status? {
+    state.withLockIfAvailable { state -> Status? in
+      var stored = (waiting: 0, dropped: 0)
+      if let store = state.store {
+        guard let counts = store.outgoingCountsIfAvailable else { return nil }
+        stored = counts
+      }
+      return Status(
+        inMemory: state.inMemory, reason: state.counters.reason,
+        waiting: stored.waiting + state.memoryCount, memoryCount: state.memoryCount, dropped: stored.dropped + state.counters.memoryDropped)
+    } ?? nil
+  }
+
   /// Messages only in memory (lost if the daemon stops now).
   public var memoryCount: Int { state.withLock { $0.memoryCount } }
 
@@ -293,6 +325,7 @@ public final class FallbackOutbox: MQTTOutbox {
     guard !state.inMemory else { return }
     state.inMemory = true
     state.counters.fellBack += 1
+    state.counters.reason = reason
     log("mqttQueueInMemory", "\(reason); publishing goes on from memory, the queue's store is tried again with backoff")
   }
 
@@ -328,6 +361,7 @@ public final class FallbackOutbox: MQTTOutbox {
       state.inMemory = false
       state.backoff.reset()
       state.counters.recovered += 1
+      state.counters.reason = nil
       state.counters.removedLate += removed
       log(
         "mqttQueueOnDisk",
@@ -367,6 +401,7 @@ public final class FallbackOutbox: MQTTOutbox {
       state.inMemory = false
       state.backoff.reset()
       state.counters.recovered += 1
+      state.counters.reason = nil
       log(
         "mqttQueueOnDisk",
         "the queue's store opened: \(moved) messages moved from memory, \(renumbered) left by an earlier run queued after them")

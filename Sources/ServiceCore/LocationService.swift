@@ -83,6 +83,8 @@ public actor LocationService: AnnotationBatchHandler {
   /// Whether the last `deviceRemoved` was logged and the device has not come back since.
   private var lastLoggedRemoval = false
   private var tasks: [Task<Void, Never>] = []
+  /// The daemon's disk state for `status` (``setStorageReport(_:)``); none by default.
+  private var storageReport: (@Sendable () -> JSONValue?)?
 
   /// Creates the service; call ``attach(_:)`` for each front-end and ``start()`` before serving.
   ///
@@ -100,6 +102,12 @@ public actor LocationService: AnnotationBatchHandler {
     self.regions = regions
     self.backend = backend
     self.authority = authority
+  }
+
+  /// Sets what `status` reports as `storage` to an authorized client: called for each `status`,
+  /// it must answer at once (from counters in memory, never from the disk); `nil` leaves it out.
+  public func setStorageReport(_ report: @escaping @Sendable () -> JSONValue?) {
+    storageReport = report
   }
 
   /// Registers a front-end whose clients the service serves (counted in `status`).
@@ -367,7 +375,7 @@ public actor LocationService: AnnotationBatchHandler {
       clients: frontEnds.reduce(0) { $0 + $1.clientCount },
       http: frontEnds.lazy.compactMap(\.endpoint).first.map {
         .object([JSONMember("url", .string($0.url)), JSONMember("tokenFile", .string($0.tokenFile))])
-      }, age: authorized ? age : nil)
+      }, storage: authorized ? storageReport?() : nil, age: authorized ? age : nil)
   }
 
   /// Starts (or ends) streaming events to the connection, with connection-scoped tracking.

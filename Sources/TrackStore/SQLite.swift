@@ -77,6 +77,12 @@ final class SQLiteConnection {
 
   var isOpen: Bool { handle != nil }
 
+  /// Finalizes the cached statements (a change of journal mode wants none pending).
+  func clearCache() {
+    for statement in cache.values { statement.finalize() }
+    cache.removeAll()
+  }
+
   private func database() throws(TrackStoreError) -> OpaquePointer {
     guard let handle else { throw .closed }
     return handle

@@ -115,6 +115,40 @@ enum StoreCheck {
     return nil
   }
 
+  /// Why the `-wal` file beside the store at `path` cannot be its own, or `nil`: the store's header
+  /// says rollback mode (read and write versions 1), which the daemon leaves a store in when it
+  /// closes it (``TrackStore/close()``), and SQLite deletes the `-wal` file before it writes
+  /// that header. A `-wal` file there was put there later (a restore that mixed an old one with
+  /// a newer store): switching the store to WAL mode would replay its pages over the newer ones.
+  static func strayWAL(_ path: String) -> String? {
+    let header = read(path, count: 100)
+    guard header.count == 100, header[18] == 1, header[19] == 1 else { return nil }
+    let walHeader = read(path + "-wal", count: 32)
+    let walMagic = walHeader.count == 32 ? bigEndian(walHeader, 0) : 0
+    guard walMagic == 0x377f_0682 || walMagic == 0x377f_0683 else { return nil }
+    return "its -wal file does not belong to it (the store was closed out of WAL mode, which removes its -wal file)"
+  }
+
+  /// Renames the `-wal` and `-shm` files of the store at `path` to `PATH-wal.rejected-TIME` and
+  /// `PATH-shm.rejected-TIME` (`.1`, `.2` ... when taken), leaving the store itself in place;
+  /// returns the `-wal` file's new name.
+  static func setAsideCompanions(_ path: String, now: Int64 = TrackStore.clockNow()) throws(TrackStoreError) -> String {
+    let stamp = ".rejected-\(timestamp(now))"
+    var suffix = stamp
+    var index = 0
+    while exists(path + "-wal" + suffix) || exists(path + "-shm" + suffix) {
+      index += 1
+      suffix = "\(stamp).\(index)"
+    }
+    guard rename(path + "-wal", path + "-wal" + suffix) == 0 else {
+      let code = errno
+      throw .openFailed(
+        path: path, code: code, message: "cannot set its -wal file aside: " + String(cString: strerror(code)))
+    }
+    if exists(path + "-shm") { _ = rename(path + "-shm", path + "-shm" + suffix) }
+    return path + "-wal" + suffix
+  }
+
   /// Whether a result code says the file is damaged or not a database (`SQLITE_CORRUPT`,
   /// `SQLITE_NOTADB`), as opposed to a failure of the disk or of access.
   static func isDamage(_ code: Int32) -> Bool {
@@ -151,6 +185,22 @@ enum StoreCheck {
     func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
     return "\(parts.tm_year + 1900)\(two(parts.tm_mon + 1))\(two(parts.tm_mday))T"
       + "\(two(parts.tm_hour))\(two(parts.tm_min))\(two(parts.tm_sec))Z"
+  }
+
+  /// What is at `path` when it exists and is not a regular file (`"a symbolic link, not
+  /// followed"`, `"a directory"`, `"a FIFO"`, `"a socket"`, `"a device"`); `nil` for a regular
+  /// file or nothing. Looked at with `lstat`: a link is never followed.
+  static func notRegularFile(_ path: String) -> String? {
+    var info = stat()
+    guard lstat(path, &info) == 0 else { return nil }
+    switch info.st_mode & S_IFMT {
+    case S_IFREG: return nil
+    case S_IFLNK: return "a symbolic link, not followed"
+    case S_IFDIR: return "a directory"
+    case S_IFIFO: return "a FIFO"
+    case S_IFSOCK: return "a socket"
+    default: return "a device"
+    }
   }
 
   static func exists(_ path: String) -> Bool {

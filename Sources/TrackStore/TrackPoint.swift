@@ -118,6 +118,11 @@ public struct TrackStatistics: Sendable, Hashable {
   /// (``TrackStore/outgoingDropped``).
   public var outgoingDropped: Int = 0
 
+  /// No point, no byte, no message: what `track stats` counts from when there is no track store
+  /// (`track off`) and only the MQTT queue's file is there.
+  public static let empty = TrackStatistics(
+    points: 0, distance: 0, firstTime: nil, lastTime: nil, bytes: 0, outgoing: 0)
+
   /// `lastTime - firstTime` in milliseconds (0 when empty or a single point).
   public var duration: Int64 {
     guard let firstTime, let lastTime else { return 0 }

@@ -81,6 +81,11 @@ public final class TrackRecorder: Sendable {
   /// The counters now.
   public var counters: Counters { state.withLock { $0.counters } }
 
+  /// Fixes queued and not yet taken into a transaction: near 0 while the disk keeps up; it grows
+  /// (up to ``capacity``, then fixes are dropped) while a write the disk has not finished holds
+  /// the store. Never waits for the store.
+  public var waiting: Int { state.withLock { $0.pending.count } }
+
   /// Queues `location` for the store. Returns `false` when it was not queued: nothing to record
   /// (counted as skipped) or the queue is full (counted as dropped). Never blocks.
   @discardableResult

@@ -109,7 +109,8 @@ public final class TrackStore: Sendable {
   /// or damaged one (`PRAGMA quick_check`), or one whose `-wal` file belongs to another database
   /// (its page size differs), is renamed aside with its `-wal` and `-shm` files
   /// (``TrackStoreRejection``), `onRejected` is called once with the reason, and a fresh store is
-  /// created. A store of an earlier version without the application id is adopted when its tables
+  /// created. So is something that is not a regular file at `path` (a symbolic link, which is
+  /// never followed, a directory, a FIFO, a socket or a device): renamed, never deleted or opened. A store of an earlier version without the application id is adopted when its tables
   /// are ours. The same happens while running when SQLite reports the store damaged
   /// (`SQLITE_CORRUPT`, `SQLITE_NOTADB`): the operation is retried once on the fresh store.
   ///
@@ -130,7 +131,22 @@ public final class TrackStore: Sendable {
     try Self.validate(configuration)
     try faults.check()
     var rejections: [TrackStoreRejection] = []
+    // Something that is not a regular file where the store belongs (a link planted there, a
+    // directory or a FIFO left by a restore) would otherwise keep the store unavailable for the
+    // whole run, retried in vain: it is set aside like a foreign database and a fresh store starts.
+    if let kind = StoreCheck.notRegularFile(path) {
+      let rejection = TrackStoreRejection(
+        path: path, reason: "not a regular file: \(kind)", keptAs: try StoreCheck.setAside(path))
+      onRejected(rejection)
+      rejections.append(rejection)
+    }
     try Self.prepareFile(path)
+    // A stray -wal file is set aside alone: the store beside it is sound and keeps its history.
+    if let reason = StoreCheck.strayWAL(path) {
+      let rejection = TrackStoreRejection(path: path, reason: reason, keptAs: try StoreCheck.setAsideCompanions(path))
+      onRejected(rejection)
+      rejections.append(rejection)
+    }
     if let reason = try StoreCheck.reasonToReject(path) {
       let rejection = TrackStoreRejection(path: path, reason: reason, keptAs: try StoreCheck.setAside(path))
       onRejected(rejection)
@@ -274,8 +290,20 @@ public final class TrackStore: Sendable {
   }
 
   /// Closes the connection; later calls throw ``TrackStoreError/closed``.
+  ///
+  /// A store opened for writing is first taken out of WAL mode (`PRAGMA journal_mode = DELETE`:
+  /// a checkpoint, then SQLite deletes the `-wal` file and marks the header rollback mode), so
+  /// that a `-wal` file found beside it at the next open cannot be its own (see
+  /// ``init(path:configuration:faults:onRejected:)``). While another connection reads it (a
+  /// `locationctl track export`) the switch is refused and the store stays in WAL mode, as before.
   public func close() {
-    state.withLock { $0.connection.close() }
+    state.withLock { state in
+      if !isReadOnly, state.connection.isOpen {
+        state.connection.clearCache()
+        _ = try? state.connection.text("PRAGMA journal_mode = DELETE")
+      }
+      state.connection.close()
+    }
   }
 
   private static func validate(_ configuration: TrackStoreConfiguration) throws(TrackStoreError) {
@@ -717,6 +745,12 @@ public final class TrackStore: Sendable {
 
   /// Messages waiting in the outbox.
   public var outgoingCount: Int { state.withLock { $0.outgoingCount } }
+
+  /// ``outgoingCount`` and ``outgoingDropped`` when no operation holds the store now, `nil` while
+  /// one does (a write the disk has not finished): never waits, for a status answered at once.
+  public var outgoingCountsIfAvailable: (waiting: Int, dropped: Int)? {
+    state.withLockIfAvailable { ($0.outgoingCount, $0.outgoingDropped) }
+  }
 
   /// Bytes of the waiting messages' topics and payloads (bounded by
   /// ``TrackStoreConfiguration/outboxMaxBytes``).

@@ -65,7 +65,7 @@ enum Format {
     var backendText =
       (backend?["uri"]?.stringValue ?? "?") + " (" + stateText(backend?["state"]?.stringValue) + ")"
     if let detail = backend?["detail"]?.stringValue { backendText += ": " + detail }
-    return """
+    let text = """
       authorization: \(reply["authorization"]?.stringValue ?? "?")
       tracking: \(userTracking(reply))
       backend active: \(reply["backendActive"] == true ? "yes" : "no") (for any client)
@@ -76,6 +76,48 @@ enum Format {
       """ + (reply["age"]?.doubleValue.map {
         "\nage: \($0) s since the current fix arrived" + (reply["stale"] == true ? " (stale)" : "")
       } ?? "")
+    return text + storage(reply["storage"])
+  }
+
+  /// `status`'s `storage` as lines: "track store: failing, 0 fixes recorded this run, 12 lost to
+  /// failed writes, 0 dropped: DETAIL", "MQTT queue: in memory, 40 waiting (40 only in memory),
+  /// 0 dropped: DETAIL"; nothing when absent.
+  static func storage(_ storage: JSONValue?) -> String {
+    guard let storage, storage != .null else { return "" }
+    var text = ""
+    if let track = storage["track"], track != .null {
+      let state = track["state"]?.stringValue ?? "?"
+      let recorded = track["recorded"]?.intValue ?? 0
+      let failed = track["failed"]?.intValue ?? 0
+      let dropped = track["dropped"]?.intValue ?? 0
+      var line = "\ntrack store: \(state), \(recorded) fixes recorded this run"
+      if failed > 0 || dropped > 0 {
+        line += ", \(failed) lost to failed writes, \(dropped) dropped"
+      }
+      if let waiting = track["waiting"]?.intValue, waiting > 0 {
+        line += ", \(waiting) waiting for the disk"
+      }
+      if let detail = track["detail"]?.stringValue { line += ": " + detail }
+      if case .array(let rejected)? = track["rejected"] {
+        for file in rejected.compactMap(\.stringValue) { line += "\n  set aside this run: " + file }
+      }
+      text += line
+    }
+    if let queue = storage["queue"], queue != .null {
+      let inMemory = queue["state"]?.stringValue == "memory"
+      var line = "\nMQTT queue: " + (inMemory ? "in memory" : "on disk")
+      if let waiting = queue["waiting"]?.intValue { line += ", \(waiting) waiting" }
+      if let memory = queue["inMemory"]?.intValue, memory > 0 {
+        line += " (\(memory) only in memory)"
+      }
+      if let dropped = queue["dropped"]?.intValue { line += ", \(dropped) dropped" }
+      if queue["busy"] == true {
+        line += " (busy: a write the disk has not finished; counts as last read)"
+      }
+      if let detail = queue["detail"]?.stringValue { line += ": " + detail }
+      text += line
+    }
+    return text
   }
 
   /// What tracks for the caller's user and why: "on for uid 1000: 1 watch on another

@@ -86,23 +86,39 @@ func runTrack(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
     let since = try time(list, "--since")
     let until = try time(list, "--until")
     if let since, let until, until <= since { throw UsageError("--until must be later than --since") }
-    let store = try openForReading(storePath(list))
-    var statistics: TrackStatistics
-    do { statistics = try store.statistics(since: since, until: until, sources: sources) } catch {
-      throw ClientError(error.description)
-    }
     // The MQTT outbox has its own file beside the store (an earlier version kept it in the
     // store: both are counted).
     let storeFile = storePath(list)
     let directory = storeFile.lastIndex(of: "/").map { String(storeFile[..<$0]) } ?? "."
-    if let outbox = try? TrackStore(readingAt: directory + "/" + TrackStore.outboxFileName) {
-      if let queued = try? outbox.statistics(since: 0, until: 0) {
+    let outboxPath = directory + "/" + TrackStore.outboxFileName
+    var statistics = TrackStatistics.empty
+    var store: TrackStore?
+    if identity(storeFile) == nil, list.values["--store"] == nil, identity(outboxPath) != nil {
+      // `track off` with --mqtt: no history, but the queue is on disk and is counted.
+      writeError(
+        "locationctl: no track store at \(storeFile) (track off?): only the MQTT queue is counted")
+    } else {
+      let opened = try openForReading(storeFile)
+      store = opened
+      do { statistics = try opened.statistics(since: since, until: until, sources: sources) } catch {
+        throw ClientError(error.description)
+      }
+    }
+    // No file is no queue (no --mqtt); one that cannot be read is said so, not counted as empty.
+    if identity(outboxPath) != nil {
+      do {
+        let outbox = try TrackStore(readingAt: outboxPath)
+        defer { outbox.close() }
+        let queued = try outbox.statistics(since: 0, until: 0)
         statistics.outgoing += queued.outgoing
         statistics.outgoingDropped += queued.outgoingDropped
+      } catch {
+        writeError(
+          "locationctl: the MQTT queue's store cannot be read, its messages are not counted: "
+            + "\(error)")
       }
-      outbox.close()
     }
-    reportInvalidRows(store, since: since, until: until)
+    if let store { reportInvalidRows(store, since: since, until: until) }
     let first = statistics.firstTime.map(TrackTime.iso8601)
     let last = statistics.lastTime.map(TrackTime.iso8601)
     if options.json {

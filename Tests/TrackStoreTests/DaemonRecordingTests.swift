@@ -69,6 +69,68 @@ import Testing
     #expect(rows.first?.contains("replay:") == true)
   }
 
+  /// A restore that mixed files: a link planted as the track store and a directory in place of
+  /// the MQTT queue's file. Both are set aside (the link's target and the directory's contents
+  /// untouched), recording and queueing go on on disk, and `status` says so.
+  @Test(.timeLimit(.minutes(2))) func mixedStateFilesAreSetAsideAndStatusSaysWhatHappened() throws {
+    try #require(FileManager.default.fileExists(atPath: Self.log), "the NMEA corpus (../shared/nmea) is missing")
+    let directory = try temporaryDirectory()
+    let state = directory + "/state"
+    #expect(mkdir(state, 0o700) == 0)
+    let operators = directory + "/operators-file"
+    try Data("operator's data".utf8).write(to: URL(fileURLWithPath: operators))
+    #expect(symlink(operators, state + "/track.sqlite") == 0)
+    #expect(mkdir(state + "/" + TrackStore.outboxFileName, 0o700) == 0)
+    try Data("kept".utf8).write(to: URL(fileURLWithPath: state + "/" + TrackStore.outboxFileName + "/inside"))
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: Self.locationd)
+    // A broker port where nothing listens: every message waits in the queue.
+    process.arguments = [
+      "--backend", "replay:\(Self.log)?speed=0", "--socket", directory + "/s.sock", "--state-dir", state,
+      "--group", "", "--track", "all", "--mqtt", "mqtt://127.0.0.1:9",
+    ]
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    defer {
+      process.terminate()
+      process.waitUntilExit()
+    }
+    for _ in 0..<500 where access(directory + "/s.sock", F_OK) != 0 { usleep(10_000) }
+    #expect(try run([Self.locationctl, "--socket", directory + "/s.sock", "start"]).status == 0)
+    var storage: [String: Any] = [:]
+    for _ in 0..<3000 {
+      let status = try run([Self.locationctl, "--json", "--socket", directory + "/s.sock", "status"])
+      if let object = try? JSONSerialization.jsonObject(with: Data(status.output.utf8)) as? [String: Any],
+        let found = object["storage"] as? [String: Any], let track = found["track"] as? [String: Any],
+        let queue = found["queue"] as? [String: Any], (track["recorded"] as? Int ?? 0) > 0,
+        (queue["waiting"] as? Int ?? 0) > 0
+      {
+        storage = found
+        break
+      }
+      usleep(10_000)
+    }
+    let track = try #require(storage["track"] as? [String: Any], "\(storage)")
+    let queue = try #require(storage["queue"] as? [String: Any], "\(storage)")
+    #expect(track["state"] as? String == "recording")
+    #expect(track["failed"] as? Int == 0)
+    let rejected = try #require(track["rejected"] as? [String])
+    #expect(rejected.count == 1)
+    #expect(rejected.first?.hasPrefix(state + "/track.sqlite.rejected-2") == true, "\(rejected)")
+    #expect(queue["state"] as? String == "disk")
+    #expect(queue["detail"] is NSNull)
+    let text = try run([Self.locationctl, "--socket", directory + "/s.sock", "status"])
+    #expect(text.output.contains("\ntrack store: recording, "), "\(text.output)")
+    #expect(text.output.contains("\n  set aside this run: \(state)/track.sqlite.rejected-"), "\(text.output)")
+    #expect(text.output.contains("\nMQTT queue: on disk, "), "\(text.output)")
+    // Nothing of the operator's was followed, written or deleted.
+    #expect(try String(contentsOfFile: operators, encoding: .utf8) == "operator's data")
+    let names = try FileManager.default.contentsOfDirectory(atPath: state)
+    let keptDirectory = try #require(names.first { $0.hasPrefix(TrackStore.outboxFileName + ".rejected-") }, "\(names)")
+    #expect(try String(contentsOfFile: state + "/" + keptDirectory + "/inside", encoding: .utf8) == "kept")
+  }
+
   /// A file in the state directory that is not a track store: set aside with one log line, the
   /// operator's bytes kept, and recording goes on in a fresh store.
   @Test(.timeLimit(.minutes(2))) func aForeignStoreIsSetAsideAndRecordingGoesOn() throws {

@@ -79,6 +79,10 @@ import Testing
   @Test(arguments: [4096, 8192]) func aForeignWALIsSetAsideWithTheStore(pageSize: Int) throws {
     let directory = try temporaryDirectory()
     let path = try makeStore(directory, count: 100)
+    // Left in WAL mode, as an earlier version closed its stores: judged by what the WAL holds.
+    let raw = try SQLiteConnection(path: path, readOnly: false)
+    #expect(try raw.text("PRAGMA journal_mode = WAL") == "wal")
+    raw.close()
     #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
     let other = try SQLiteConnection(path: directory + "/other.sqlite", readOnly: false)
     try other.execute(
@@ -89,6 +93,33 @@ import Testing
     try FileManager.default.copyItem(atPath: directory + "/other.sqlite-wal", toPath: path + "-wal")
     other.close()
     try expectSetAside(path, reason: pageSize == 4096 ? "not a track store's: notes" : "-wal file does not belong to it (page size 8192")
+  }
+
+  /// An old copy of the store's own -wal restored beside the store the daemon closed later: SQLite
+  /// would replay the old pages over the newer ones (seen: 62 fixes became 37). The store's
+  /// header says it was closed out of WAL mode, so the -wal file is set aside alone and the
+  /// history stays whole and in use.
+  @Test func anOldWALBesideACleanlyClosedStoreIsSetAsideAlone() throws {
+    let path = try temporaryDirectory() + "/track.sqlite"
+    let store = try TrackStore(path: path)
+    try store.append(syntheticTrack(count: 50))
+    let old = try Data(contentsOf: URL(fileURLWithPath: path + "-wal"))
+    try #require(old.count > 32)
+    try store.append(syntheticTrack(count: 50, start: 8_000_000_000_000))
+    store.close()
+    #expect(!FileManager.default.fileExists(atPath: path + "-wal"), "the daemon's close leaves no -wal file")
+    try old.write(to: URL(fileURLWithPath: path + "-wal"))
+    let reopened = try TrackStore(path: path)
+    defer { reopened.close() }
+    try #require(reopened.rejections.count == 1, "\(reopened.rejections)")
+    let rejection = try #require(reopened.rejections.first)
+    #expect(rejection.reason.contains("its -wal file does not belong to it (the store was closed out of WAL mode"))
+    #expect(rejection.keptAs.hasPrefix(path + "-wal.rejected-2"), "\(rejection.keptAs)")
+    #expect(try Data(contentsOf: URL(fileURLWithPath: rejection.keptAs)) == old)
+    #expect(try allPoints(reopened).count == 100)
+    #expect(try reopened.integrityCheck() == "ok")
+    try reopened.append(syntheticTrack(count: 1, start: 9_000_000_000_000))
+    #expect(try allPoints(reopened).count == 101)
   }
 
   @Test func garbageInTheMiddleIsSetAside() throws {
@@ -233,5 +264,44 @@ import Testing
     let kept = try SQLiteConnection(path: try #require(store.rejections.first?.keptAs), readOnly: true)
     defer { kept.close() }
     #expect(try kept.integer("SELECT count(*) FROM t") == 0)
+  }
+
+  /// A link, a directory or a FIFO at the store's path (a restore that mixed files, a planted
+  /// link) is set aside by rename, never followed, opened or deleted, and a fresh store records;
+  /// before, it kept the store (and the MQTT queue's) unavailable for the whole run.
+  @Test func somethingThatIsNotARegularFileIsSetAside() throws {
+    let directory = try temporaryDirectory()
+    let target = directory + "/operators-file"
+    try Data("operator's data".utf8).write(to: URL(fileURLWithPath: target))
+    let cases: [(name: String, make: (String) -> Int32, reason: String)] = [
+      ("link.sqlite", { symlink(target, $0) }, "not a regular file: a symbolic link, not followed"),
+      ("dir.sqlite", { mkdir($0, 0o755) }, "not a regular file: a directory"),
+      ("fifo.sqlite", { mkfifo($0, 0o600) }, "not a regular file: a FIFO"),
+    ]
+    for (name, make, reason) in cases {
+      let path = directory + "/" + name
+      try #require(make(path) == 0, "\(name)")
+      if name == "dir.sqlite" { try Data("kept".utf8).write(to: URL(fileURLWithPath: path + "/inside")) }
+      let store = try TrackStore(path: path)
+      defer { store.close() }
+      try #require(store.rejections.count == 1, "\(name): \(store.rejections)")
+      let rejection = try #require(store.rejections.first)
+      #expect(rejection.reason == reason, "\(name)")
+      #expect(rejection.keptAs.hasPrefix(path + ".rejected-2"), "\(name)")
+      var info = stat()
+      try #require(lstat(rejection.keptAs, &info) == 0, "\(name): nothing kept")
+      #expect(StoreCheck.notRegularFile(rejection.keptAs).map { reason.hasSuffix($0) } == true, "\(name)")
+      try store.append(syntheticTrack(count: 2, start: 7_000_000_000_000))
+      #expect(try allPoints(store).count == 2, "\(name)")
+      #expect(StoreCheck.notRegularFile(path) == nil, "\(name)")
+    }
+    // The link's target and the directory's contents are the operator's, untouched.
+    #expect(try String(contentsOfFile: target, encoding: .utf8) == "operator's data")
+    let keptDirectory = try FileManager.default.contentsOfDirectory(atPath: directory).filter {
+      $0.hasPrefix("dir.sqlite.rejected-")
+    }
+    #expect(keptDirectory.count == 1)
+    let inside = try keptDirectory.first.map { try String(contentsOfFile: directory + "/" + $0 + "/inside", encoding: .utf8) }
+    #expect(inside == "kept")
   }
 }

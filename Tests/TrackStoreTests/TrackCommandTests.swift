@@ -196,6 +196,43 @@ import LocationModel
     #expect(object["outgoing"] as? Int == 3)
   }
 
+  /// A queue file that cannot be read (a directory left by a restore, another application's
+  /// file) is said so on standard error, not shown as an empty queue; no file is no queue.
+  @Test func statsSaysWhenTheQueuesFileCannotBeRead() throws {
+    let directory = try storeDirectory()
+    let quiet = try run([Self.locationctl, "track", "stats", "--state-dir", directory])
+    #expect(quiet.status == 0, "\(quiet.error)")
+    #expect(quiet.error.isEmpty, "\(quiet.error)")
+    #expect(mkdir(directory + "/" + TrackStore.outboxFileName, 0o755) == 0)
+    let stats = try run([Self.locationctl, "track", "stats", "--state-dir", directory])
+    #expect(stats.status == 0, "\(stats.error)")
+    #expect(stats.output.contains("points:   60"), "\(stats.output)")
+    #expect(stats.error.contains("the MQTT queue's store cannot be read"), "\(stats.error)")
+    #expect(stats.error.contains("not a regular file"), "\(stats.error)")
+  }
+
+  /// `track off` with --mqtt: no track store, but the queue's file is there and is counted
+  /// (docs/mqtt.md); with neither, the store is missing (exit 1).
+  @Test func statsWithoutATrackStoreCountsTheQueue() throws {
+    let directory = try temporaryDirectory()
+    let missing = try run([Self.locationctl, "track", "stats", "--state-dir", directory])
+    #expect(missing.status == 1)
+    #expect(missing.error.contains("no track store"), "\(missing.error)")
+    let queue = try TrackStore(path: directory + "/" + TrackStore.outboxFileName)
+    for index in 0..<4 { try queue.enqueueOutgoing(topic: "owntracks/a/b", payload: Array("\(index)".utf8)) }
+    queue.close()
+    let stats = try run([Self.locationctl, "--json", "track", "stats", "--state-dir", directory])
+    #expect(stats.status == 0, "\(stats.error)")
+    #expect(stats.error.contains("only the MQTT queue is counted"), "\(stats.error)")
+    let object = try #require(try JSONSerialization.jsonObject(with: Data(stats.output.utf8)) as? [String: Any])
+    #expect(object["points"] as? Int == 0)
+    #expect(object["outgoing"] as? Int == 4)
+    #expect(object["first"] == nil)
+    // --store names the history itself: a missing one stays an error.
+    let named = try run([Self.locationctl, "track", "stats", "--store", directory + "/" + TrackStore.fileName])
+    #expect(named.status == 1)
+  }
+
   /// A store the user may not read: the kernel's reason, not SQLite's "unable to open".
   @Test func statsOnAnUnreadableStoreSaysPermissionDenied() throws {
     guard geteuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else { return }
@@ -295,7 +332,12 @@ import LocationModel
       #expect(result.status == 1, "\(arguments): \(result)")
       #expect(result.error.contains("not a regular file"), "\(arguments): \(result.error)")
     }
-    #expect(throws: TrackStoreError.self) { try TrackStore(path: path) }
+    // The daemon's open sets it aside by rename (still a FIFO, never opened) and starts fresh.
+    let store = try TrackStore(path: path)
+    defer { store.close() }
+    #expect(store.rejections.map(\.reason) == ["not a regular file: a FIFO"])
+    var info = stat()
+    #expect(lstat(try #require(store.rejections.first?.keptAs), &info) == 0 && info.st_mode & S_IFMT == S_IFIFO)
   }
 
   @Test func clearRefusesAFileThatIsNotAStoreAndLeavesItAlone() throws {
