@@ -22,17 +22,24 @@ public enum TrackStoreError: Error, Hashable, Sendable, CustomStringConvertible 
   /// The store was closed.
   case closed
 
+  /// What the file at `path` is to the operator: the MQTT queue (`mqtt-outbox.sqlite`) or the
+  /// track store (any other file).
+  static func role(of path: String) -> String {
+    path.hasSuffix("mqtt-outbox.sqlite") ? "MQTT queue" : "track store"
+  }
+
   /// One line for logs and `locationctl`: what failed and SQLite's words for it.
   public var description: String {
     switch self {
     case .libraryUnavailable(let reason): return "track store unavailable: \(reason)"
     case .openFailed(let path, let code, let message):
-      return "cannot open track store \(path): \(message)"
+      return "cannot open \(Self.role(of: path)) \(path): \(message)"
     case .diskFull(let path, let message):
-      return "track store \(path) is full (disk or size cap): \(message); fixes are not being recorded"
+      return "\(Self.role(of: path)) \(path) is full (disk or size cap): \(message)"
+        + (Self.role(of: path) == "track store" ? "; fixes are not being recorded" : "")
     case .sqlite(let code, let message, let operation):
       return "track store error while \(operation): \(message) (SQLite code \(code))"
-    case .incompatible(let path, let reason): return "\(path) is not a usable track store: \(reason)"
+    case .incompatible(let path, let reason): return "\(path) is not a usable \(Self.role(of: path)): \(reason)"
     case .invalidArgument(let name, let reason): return "invalid \(name): \(reason)"
     case .closed: return "track store is closed"
     }
