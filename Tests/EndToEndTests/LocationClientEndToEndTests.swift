@@ -171,8 +171,10 @@ extension EndToEnd {
       #expect(await daemon.stop() == 0, "\(daemon.log)")
     }
 
-    @Test("a daemon restart mid-stream: the sequence resumes, initialLocation is the new run's")
-    func restartMidStream() async throws {
+    @Test(
+      "a daemon restart mid-stream (a clean stop, or SIGKILL: no SHUTDOWN and a stale socket file): the sequence resumes, initialLocation is the new run's",
+      arguments: [false, true])
+    func restartMidStream(killed: Bool) async throws {
       let scratch = try Scratch()
       defer { scratch.remove() }
       let log = scratch.file("drive.nmea")
@@ -198,7 +200,12 @@ extension EndToEnd {
       var fixes = firstFix.makeAsyncIterator()
       _ = await fixes.next()
       #expect(try await client.initialLocation?.provenance.backend.hasPrefix("simulate") == true)
-      #expect(await daemon.stop() == 0, "\(daemon.log)")
+      if killed {
+        daemon.signal(SIGKILL)
+        #expect(await daemon.waitForExit() != nil)
+      } else {
+        #expect(await daemon.stop() == 0, "\(daemon.log)")
+      }
       daemon = try DaemonProcess(
         scratch: scratch, backend: "replay:\(log)?speed=10&loop=true", name: "second",
         socketPath: socket)

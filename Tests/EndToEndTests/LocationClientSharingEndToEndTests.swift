@@ -162,51 +162,6 @@ extension EndToEnd.LocationClientEndToEndTests {
   }
 
   @Test(
-    "a daemon killed with SIGKILL (no SHUTDOWN, a stale socket file) and started again: the loop goes on with the new run's fixes"
-  )
-  func killedDaemonMidStream() async throws {
-    let scratch = try Scratch()
-    defer { scratch.remove() }
-    let log = scratch.file("drive.nmea")
-    try EndToEnd.CommandLineEndToEndTests.writeLog(log)
-    var daemon = try DaemonProcess(scratch: scratch, backend: "simulate?rate=10", name: "first")
-    defer { daemon.cleanUp() }
-    try await daemon.waitUntilReady()
-    let socket = daemon.socketPath
-    let client = LocationClient(socketPath: socket, timeout: .seconds(20))
-    #expect(try await client.requestAuthorization() == .authorized)
-    let (firstFix, signal) = AsyncStream<Void>.makeStream()
-    let consumer = Task {
-      var backends: [String] = []
-      for try await location in client.locationUpdates {
-        if backends.isEmpty { signal.yield() }
-        if backends.last != location.provenance.backend {
-          backends.append(location.provenance.backend)
-        }
-        if location.provenance.backend.hasPrefix("replay:") { break }
-      }
-      return backends
-    }
-    var fixes = firstFix.makeAsyncIterator()
-    _ = await fixes.next()
-    daemon.signal(SIGKILL)
-    #expect(await daemon.waitForExit() != nil)
-    daemon = try DaemonProcess(
-      scratch: scratch, backend: "replay:\(log)?speed=10&loop=true", name: "second",
-      socketPath: socket)
-    try await daemon.waitUntilReady()
-    let backends = try await consumer.value
-    #expect(backends.count == 2 && backends.last?.hasPrefix("replay:") == true, "\(backends)")
-    try await client.startTracking()
-    #expect(
-      try await waitUntil(timeout: 30) { try await client.initialLocation != nil },
-      "no initial location")
-    #expect(try await client.initialLocation?.provenance.backend.hasPrefix("replay:") == true)
-    try await client.stopTracking()
-    #expect(await daemon.stop() == 0, "\(daemon.log)")
-  }
-
-  @Test(
     "a daemon at --max-clients: locationctl and LocationClient say tooManyClients, not a broken pipe or a bare close"
   )
   func fullDaemonSaysTooManyClients() async throws {
