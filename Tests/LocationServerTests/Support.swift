@@ -84,7 +84,7 @@ final class TestClient {
   }
 
   /// The next line, or `nil` at end of stream or after `timeout`.
-  func readLine(timeout: Duration = .seconds(10)) async -> String? {
+  func readLine(timeout: Duration = .seconds(60)) async -> String? {
     let deadline = ContinuousClock.now + timeout
     while true {
       if let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
@@ -109,7 +109,7 @@ final class TestClient {
   }
 
   /// The next line parsed as JSON, or `nil`.
-  func readJSON(timeout: Duration = .seconds(10)) async -> JSONValue? {
+  func readJSON(timeout: Duration = .seconds(60)) async -> JSONValue? {
     guard let line = await readLine(timeout: timeout) else { return nil }
     return try? JSONValue.parse(Array(line.utf8))
   }
@@ -121,7 +121,7 @@ final class TestClient {
   }
 
   /// Whether the server closed the connection (waits up to `timeout`; consumes pending lines).
-  func waitForClose(timeout: Duration = .seconds(10)) async -> Bool {
+  func waitForClose(timeout: Duration = .seconds(60)) async -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
       if await readLine(timeout: .milliseconds(50)) == nil && closedByPeer { return true }

@@ -18,10 +18,11 @@ private func openPipes() -> Int {
 struct WorkerThreadTests {
   @Test("a stopped and released worker closes both ends of its wake pipe")
   func wakePipeIsClosed() async throws {
-    // Other suites open and close pipes in parallel in this process, so the check is on the
-    // growth after many workers: a leak of two descriptors each would add 128.
+    // Other suites open and close pipes in parallel in this process (dozens at a time on a
+    // loaded machine), so the check is on the growth after many workers: a leak of two
+    // descriptors each would add 512.
     let before = openPipes()
-    for _ in 0..<64 {
+    for _ in 0..<256 {
       let worker = try WorkerThread { worker in
         while !worker.isStopping { _ = worker.wait(for: [], timeoutNanoseconds: 1_000_000_000) }
       }
@@ -29,6 +30,6 @@ struct WorkerThreadTests {
       await worker.waitUntilFinished()
     }
     let after = openPipes()
-    #expect(after - before < 32, "\(after - before) more pipes after 64 workers")
+    #expect(after - before < 256, "\(after - before) more pipes after 256 workers")
   }
 }

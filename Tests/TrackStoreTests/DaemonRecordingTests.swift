@@ -17,7 +17,7 @@ import Testing
     var store: String { directory + "/state/track.sqlite" }
   }
 
-  func startDaemon(_ backend: String, track: String = "all") throws -> Daemon {
+  func startDaemon(_ backend: String, track: String = "all") async throws -> Daemon {
     let directory = try temporaryDirectory()
     let process = Process()
     process.executableURL = URL(fileURLWithPath: Self.locationd)
@@ -27,7 +27,7 @@ import Testing
     try process.run()
     let daemon = Daemon(process: process, directory: directory)
     // Wait for the socket (polling, not a timing assertion: the limit only ends a hung start).
-    for _ in 0..<500 where access(daemon.socket, F_OK) != 0 { usleep(10_000) }
+    for _ in 0..<500 where access(daemon.socket, F_OK) != 0 { try await Task.sleep(nanoseconds: 10_000_000) }
     let start = try run([Self.locationctl, "--socket", daemon.socket, "start"])
     #expect(start.status == 0, "\(start.error)")
     return daemon
@@ -41,7 +41,7 @@ import Testing
     }
   }
 
-  @Test(.timeLimit(.minutes(2))) func recordsEveryFixWithATimeAndAPosition() throws {
+  @Test(.timeLimit(.minutes(2))) func recordsEveryFixWithATimeAndAPosition() async throws {
     try #require(FileManager.default.fileExists(atPath: Self.log), "the NMEA corpus (../shared/nmea) is missing")
     // The oracle: the TPVs locationctl decode assembles from the same log, with a fix mode of 2D
     // or 3D, a time and a position.
@@ -50,17 +50,17 @@ import Testing
       ($0.contains(#""mode":2"#) || $0.contains(#""mode":3"#)) && $0.contains(#""time":"#) && $0.contains(#""lat":"#)
     }.count
     #expect(expected > 900)
-    let daemon = try startDaemon("replay:\(Self.log)?speed=0")
+    let daemon = try await startDaemon("replay:\(Self.log)?speed=0")
     var count: Int64 = 0
     for _ in 0..<3000 {
       if access(daemon.store, F_OK) == 0, let stored = try? storedCount(daemon.store) {
         count = stored
         if count >= Int64(expected) { break }
       }
-      usleep(10_000)
+      try await Task.sleep(nanoseconds: 10_000_000)
     }
     daemon.process.terminate()
-    daemon.process.waitUntilExit()
+    await exited(daemon.process)
     #expect(count == Int64(expected))
     let csv = try run([Self.locationctl, "track", "export", "--format", "csv", "--store", daemon.store])
     let rows = csv.output.split(separator: "\n").dropFirst()
@@ -72,7 +72,7 @@ import Testing
   /// A restore that mixed files: a link planted as the track store and a directory in place of
   /// the MQTT queue's file. Both are set aside (the link's target and the directory's contents
   /// untouched), recording and queueing go on on disk, and `status` says so.
-  @Test(.timeLimit(.minutes(2))) func mixedStateFilesAreSetAsideAndStatusSaysWhatHappened() throws {
+  @Test(.timeLimit(.minutes(2))) func mixedStateFilesAreSetAsideAndStatusSaysWhatHappened() async throws {
     try #require(FileManager.default.fileExists(atPath: Self.log), "the NMEA corpus (../shared/nmea) is missing")
     let directory = try temporaryDirectory()
     let state = directory + "/state"
@@ -94,9 +94,9 @@ import Testing
     try process.run()
     defer {
       process.terminate()
-      process.waitUntilExit()
+      process.waitUntilExit()  // after SIGTERM: a moment
     }
-    for _ in 0..<500 where access(directory + "/s.sock", F_OK) != 0 { usleep(10_000) }
+    for _ in 0..<500 where access(directory + "/s.sock", F_OK) != 0 { try await Task.sleep(nanoseconds: 10_000_000) }
     #expect(try run([Self.locationctl, "--socket", directory + "/s.sock", "start"]).status == 0)
     var storage: [String: Any] = [:]
     for _ in 0..<3000 {
@@ -109,7 +109,7 @@ import Testing
         storage = found
         break
       }
-      usleep(10_000)
+      try await Task.sleep(nanoseconds: 10_000_000)
     }
     let track = try #require(storage["track"] as? [String: Any], "\(storage)")
     let queue = try #require(storage["queue"] as? [String: Any], "\(storage)")
@@ -133,7 +133,7 @@ import Testing
 
   /// A file in the state directory that is not a track store: set aside with one log line, the
   /// operator's bytes kept, and recording goes on in a fresh store.
-  @Test(.timeLimit(.minutes(2))) func aForeignStoreIsSetAsideAndRecordingGoesOn() throws {
+  @Test(.timeLimit(.minutes(2))) func aForeignStoreIsSetAsideAndRecordingGoesOn() async throws {
     try #require(FileManager.default.fileExists(atPath: Self.log), "the NMEA corpus (../shared/nmea) is missing")
     let directory = try temporaryDirectory()
     #expect(mkdir(directory + "/state", 0o700) == 0)
@@ -150,7 +150,7 @@ import Testing
     process.standardOutput = FileHandle.nullDevice
     process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errors))
     try process.run()
-    for _ in 0..<500 where access(directory + "/s.sock", F_OK) != 0 { usleep(10_000) }
+    for _ in 0..<500 where access(directory + "/s.sock", F_OK) != 0 { try await Task.sleep(nanoseconds: 10_000_000) }
     #expect(try run([Self.locationctl, "--socket", directory + "/s.sock", "start"]).status == 0)
     var count: Int64 = 0
     for _ in 0..<3000 {
@@ -158,10 +158,10 @@ import Testing
         count = stored
         break
       }
-      usleep(10_000)
+      try await Task.sleep(nanoseconds: 10_000_000)
     }
     process.terminate()
-    process.waitUntilExit()
+    await exited(process)
     #expect(count > 0)
     let log = try String(contentsOfFile: errors, encoding: .utf8)
     let lines = log.split(separator: "\n").filter { $0.contains("trackStoreRejected") }
@@ -176,10 +176,10 @@ import Testing
     }
   }
 
-  @Test(.timeLimit(.minutes(2))) func aReplayIsNotHistoryByDefault() throws {
+  @Test(.timeLimit(.minutes(2))) func aReplayIsNotHistoryByDefault() async throws {
     try #require(FileManager.default.fileExists(atPath: Self.log), "the NMEA corpus (../shared/nmea) is missing")
     // --track live (the default): the replay's fixes reach the client but never the store.
-    let daemon = try startDaemon("replay:\(Self.log)?speed=0", track: "live")
+    let daemon = try await startDaemon("replay:\(Self.log)?speed=0", track: "live")
     var ended = false
     for _ in 0..<3000 {
       let status = try run([Self.locationctl, "--socket", daemon.socket, "--json", "status"])
@@ -188,22 +188,22 @@ import Testing
         #expect(status.output.contains(#""current":{"class":"TPV""#))
         break
       }
-      usleep(10_000)
+      try await Task.sleep(nanoseconds: 10_000_000)
     }
     daemon.process.terminate()
-    daemon.process.waitUntilExit()
+    await exited(daemon.process)
     #expect(ended)
     #expect(access(daemon.store, F_OK) != 0, "a store was created for a replay with --track live")
   }
 
-  @Test(.timeLimit(.minutes(3))) func killNineWhileRecordingNeverCorrupts() throws {
+  @Test(.timeLimit(.minutes(3))) func killNineWhileRecordingNeverCorrupts() async throws {
     try #require(FileManager.default.fileExists(atPath: Self.log), "the NMEA corpus (../shared/nmea) is missing")
     var generator = SplitMix(seed: 9)
     for round in 0..<10 {
-      let daemon = try startDaemon("replay:\(Self.log)?speed=0&loop=true")
-      usleep(UInt32(50_000 + generator.next() % 400_000))
+      let daemon = try await startDaemon("replay:\(Self.log)?speed=0&loop=true")
+      try await Task.sleep(nanoseconds: UInt64(UInt32(50_000 + generator.next() % 400_000)) * 1000)
       kill(daemon.process.processIdentifier, SIGKILL)
-      daemon.process.waitUntilExit()
+      await exited(daemon.process)
       guard access(daemon.store, F_OK) == 0 else { continue }
       let store = try TrackStore(path: daemon.store)
       #expect(try store.integrityCheck() == "ok", "round \(round)")
@@ -211,4 +211,11 @@ import Testing
       try? FileManager.default.removeItem(atPath: daemon.directory)
     }
   }
+}
+
+/// Waits for `process` to exit without holding a thread of the concurrency pool (two threads on a
+/// 2-core machine: a test that blocks one for a minute starves the in-process servers of the
+/// suites that run beside it).
+private func exited(_ process: Process) async {
+  while process.isRunning { try? await Task.sleep(nanoseconds: 10_000_000) }
 }
