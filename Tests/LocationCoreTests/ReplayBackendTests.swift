@@ -263,11 +263,12 @@ struct ReplayBackendTests {
     #expect(await clock.nextDeadline() == .seconds(1))
     clock.advance(to: .milliseconds(500))
     try replay.setSpeed(10)
-    // 500 ms of log time remain; at 10x they take 50 ms.
-    #expect(await clock.nextDeadline() == .milliseconds(550))
+    // 500 ms of log time remain; at 10x they take 50 ms. The replay's task re-sleeps after the
+    // change on its own schedule: until it has, the next deadline may still be the old one.
+    #expect(await settledDeadline(clock, expecting: .milliseconds(550)) == .milliseconds(550))
     await clock.advanceToNextDeadline()
     #expect(await nextLocation(&events)?.provenance.line == fixes[1].line)
-    #expect(await clock.nextDeadline() == .milliseconds(650))
+    #expect(await settledDeadline(clock, expecting: .milliseconds(650)) == .milliseconds(650))
     await replay.stop()
   }
 
@@ -896,4 +897,18 @@ struct ReplayEmptyPassTests {
     #expect(again.fix == fixes[0].fix)
     await replay.stop()
   }
+}
+
+/// The clock's next deadline once it is `expected`, or the one it still has after many turns of
+/// the scheduler (no wall-clock wait): a deadline that never becomes `expected` is returned and
+/// fails the test.
+private func settledDeadline(_ clock: VirtualClock, expecting expected: Duration) async -> Duration {
+  var deadline = await clock.nextDeadline()
+  var turns = 0
+  while deadline != expected && turns < 10_000 {
+    await Task.yield()
+    deadline = await clock.nextDeadline()
+    turns += 1
+  }
+  return deadline
 }
