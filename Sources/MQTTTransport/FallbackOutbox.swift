@@ -354,14 +354,7 @@ public final class FallbackOutbox: MQTTOutbox {
       // Sequences handed out from memory and already delivered are never reused on disk.
       try store.reserveOutgoingIDs(through: state.nextMemory - 1)
       state.lastDurable = max(state.lastDurable, state.nextMemory - 1)
-      state.memory.removeAll()
-      state.head = 0
-      state.memoryBytes = 0
-      state.deliveredThrough = nil
-      state.inMemory = false
-      state.backoff.reset()
-      state.counters.recovered += 1
-      state.counters.reason = nil
+      Self.leaveMemory(&state)
       state.counters.removedLate += removed
       log(
         "mqttQueueOnDisk",
@@ -369,6 +362,19 @@ public final class FallbackOutbox: MQTTOutbox {
     } catch {
       state.retryAt = now() + state.backoff.next()
     }
+  }
+
+  /// The queue is on disk again: the memory queue emptied (its messages were moved), no pending
+  /// acknowledgement of memory messages, the backoff reset, and the recovery counted.
+  private static func leaveMemory(_ state: inout State) {
+    state.memory.removeAll()
+    state.head = 0
+    state.memoryBytes = 0
+    state.deliveredThrough = nil
+    state.inMemory = false
+    state.backoff.reset()
+    state.counters.recovered += 1
+    state.counters.reason = nil
   }
 
   /// Opens the store that could not be opened at start and moves the memory queue to it, ahead
@@ -393,15 +399,8 @@ public final class FallbackOutbox: MQTTOutbox {
       state.store = store
       state.lastDurable = max(through, (try? store.lastOutgoingID()) ?? through)
       state.nextMemory = state.lastDurable + 1
-      state.memory.removeAll()
-      state.head = 0
-      state.memoryBytes = 0
       // Acknowledgements given meanwhile were of memory messages, removed already.
-      state.deliveredThrough = nil
-      state.inMemory = false
-      state.backoff.reset()
-      state.counters.recovered += 1
-      state.counters.reason = nil
+      Self.leaveMemory(&state)
       log(
         "mqttQueueOnDisk",
         "the queue's store opened: \(moved) messages moved from memory, \(renumbered) left by an earlier run queued after them")
