@@ -372,7 +372,10 @@ enum WebPage {
       }
 
       function showMap(event) {
-        if (typeof event.mode === 'string') showMode(event.mode);
+        // During the user's own pan or zoom, and until the service has taken its mode change, the
+        // page's mode is the user's: an event sent before the service took it (still "follow")
+        // does not turn following back on under the hand.
+        if (typeof event.mode === 'string' && !gesture && userMoves === 0) showMode(event.mode);
         if (Array.isArray(event.annotations)) showAnnotations(event.annotations);
         // A MAP event that replaced unread ones in the stream's queue ("missed") may hide a
         // "regions" change among theirs: read the regions again then too.
