@@ -255,6 +255,63 @@ struct ServerTests {
     #expect(access(fixture.path, F_OK) != 0)
     fixture.directory.remove()
   }
+
+  @Test(
+    "every way a client leaves (it closes, half-closes, is dropped as slow, is closed by the service, the server stops) is reported to the service exactly once"
+  )
+  func everyDepartureReportedOnce() async throws {
+    var options = ServerOptions()
+    options.maxBacklogBytes = 64 * 1024
+    let fixture = try ServerFixture(options: options)
+    var clients: [TestClient] = []
+    for _ in 0..<6 {
+      let client = try fixture.connect()
+      _ = try await client.roundTrip(#"{"cmd":"request"}"#)
+      #expect(try await client.roundTrip(#"{"cmd":"watch"}"#)?["class"] == "WATCH")
+      clients.append(client)
+    }
+    let ids = fixture.handler.watchers.withLock { $0.map(\.id) }
+    #expect(Set(ids).count == 6)
+    func reported() -> [UInt64] { fixture.handler.disconnected.withLock { $0 } }
+
+    // It closes.
+    clients.removeFirst()
+    #expect(await eventually { reported().count == 1 })
+    // It half-closes with a request pending: answered, then closed by the server.
+    let halfClosed = clients.removeFirst()
+    try await halfClosed.send(#"{"cmd":"status","id":"last"}"# + "\n")
+    Glibc.shutdown(halfClosed.fd, Int32(SHUT_WR))
+    #expect(await halfClosed.readJSON()?["id"] == "last")
+    #expect(await halfClosed.waitForClose())
+    #expect(await eventually { reported().count == 2 })
+    // It stops reading and is dropped as slow; then it closes too.
+    let stalled = clients.removeFirst()
+    let padding = String(repeating: "x", count: 1000)
+    for sequence in 0..<600 {
+      fixture.server.broadcast(Event(body: ["class": "NOTE", "seq": .int(Int64(sequence)), "pad": .string(padding)]))
+      for client in clients { _ = await client.readJSON(timeout: .seconds(5)) }
+    }
+    #expect(await stalled.waitForClose())
+    withExtendedLifetime(stalled) {}
+    #expect(await eventually { reported().count == 3 })
+    // The service closes it (a revoked authorization), twice, while it sends a request.
+    let revoked = clients.removeFirst()
+    let channel = fixture.handler.watchers.withLock { watchers in watchers.first { !reported().contains($0.id) } }
+    try await revoked.send(#"{"cmd":"status"}"# + "\n")
+    channel?.close()
+    channel?.close()
+    #expect(await revoked.waitForClose())
+    #expect(await eventually { reported().count == 4 })
+    // The two left are connected when the server stops.
+    fixture.server.stop()
+    await fixture.server.waitUntilStopped()
+    for client in clients { #expect(await client.waitForClose()) }
+    #expect(await eventually { reported().count == 6 })
+    // Nothing more arrives late, and each client was reported once.
+    for _ in 0..<100 { await Task.yield() }
+    #expect(reported().sorted() == ids.sorted(), "\(reported()) for \(ids)")
+    fixture.directory.remove()
+  }
 }
 
 /// Answers `location` after giving the connection an event "after the reply", as a reload that

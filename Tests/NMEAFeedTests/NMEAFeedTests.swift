@@ -8,6 +8,7 @@ import MapState
 import NMEA
 import NMEAFeed
 import ServiceCore
+import Synchronization
 import SystemIO
 import Testing
 
@@ -214,7 +215,11 @@ struct FeedFixture {
 
   var path: String { directory + "/nmea.sock" }
 
-  init(group: String? = nil, options: NMEAFeedOptions = NMEAFeedOptions()) async throws {
+  /// `handler` is what the feed calls: the service itself, or something in front of it.
+  init(
+    group: String? = nil, options: NMEAFeedOptions = NMEAFeedOptions(),
+    handler: (LocationService) -> any RequestHandler = { $0 }
+  ) async throws {
     var template = Array("/tmp/locationd-nmea-XXXXXX".utf8CString)
     guard let made = mkdtemp(&template) else { throw FeedTestError("mkdtemp failed") }
     directory = String(cString: made)
@@ -226,7 +231,7 @@ struct FeedFixture {
       manager: manager, map: map, backend: backend,
       authority: AuthorizationAuthority(Authorizer(groupName: group)))
     feed = try NMEAFeed(
-      path: directory + "/nmea.sock", group: group, handler: service, options: options)
+      path: directory + "/nmea.sock", group: group, handler: handler(service), options: options)
     await service.attach(feed)
     await service.start()
     try feed.start()
@@ -383,7 +388,89 @@ struct NMEAFeedServiceTests {
   }
 }
 
+/// The service behind a record of the clients that asked for authorization and of every
+/// `clientDisconnected` the front-end reported.
+final class DepartureLog: RequestHandler {
+  let service: LocationService
+  let opened = Mutex<[any ClientChannel]>([])
+  let gone = Mutex<[UInt64]>([])
+
+  init(_ service: LocationService) { self.service = service }
+
+  func handle(_ request: Request, from client: ClientContext) async -> Reply {
+    if request.command == .requestAuthorization {
+      opened.withLock { opened in
+        if !opened.contains(where: { $0.id == client.id }) { opened.append(client.connection) }
+      }
+    }
+    return await service.handle(request, from: client)
+  }
+
+  func clientDisconnected(_ client: ClientContext) async {
+    gone.withLock { $0.append(client.id) }
+    await service.clientDisconnected(client)
+  }
+}
+
 extension NMEAFeedServiceTests {
+  /// Every way a reader leaves (it hangs up, the service closes it, it is dropped as slow, the
+  /// feed stops) reaches the service exactly once, and tracking ends with the last.
+  @Test func everyDepartureReportedOnce() async throws {
+    var made: DepartureLog?
+    let fixture = try await FeedFixture(options: NMEAFeedOptions(bufferLimit: 1024)) { service in
+      let log = DepartureLog(service)
+      made = log
+      return log
+    }
+    let log = try #require(made)
+    var readers = try (0..<5).map { _ in try FeedReader(path: fixture.path) }
+    let manager = fixture.manager
+    #expect(await eventually { await manager.trackingClientCount == 5 })
+    let ids = log.opened.withLock { $0.map(\.id) }
+    #expect(Set(ids).count == 5)
+    @Sendable func gone() -> [UInt64] { log.gone.withLock { $0 } }
+
+    // It hangs up.
+    Glibc.shutdown(readers.removeFirst().fd, Int32(SHUT_RDWR))
+    #expect(await eventually { gone().count == 1 })
+    // The service closes one (a revoked authorization), twice.
+    let channel = log.opened.withLock { $0.first { !gone().contains($0.id) } }
+    channel?.close()
+    channel?.close()
+    #expect(await eventually { gone().count == 2 })
+    let deadline = ContinuousClock.now + .seconds(30)
+    while !readers.contains(where: \.closedByPeer) && ContinuousClock.now < deadline {
+      for reader in readers { reader.pump() }
+      try? await Task.sleep(for: .milliseconds(2))
+    }
+    #expect(readers.filter(\.closedByPeer).count == 1)
+    readers.removeAll { $0.closedByPeer }
+    // One stops reading and is dropped as slow; the others read on.
+    let stalled = readers.removeFirst()
+    var expected: [UInt8] = []
+    for round in 0..<40 {
+      for index in 0..<100 {
+        let fix = TestRoute.fix(round * 100 + index)
+        expected += NMEAFeed.sentences(for: fix)
+        fixture.feed.publish(fix)
+      }
+      for reader in readers { await reader.read(bytes: expected.count) }
+    }
+    await stalled.readUntilClosed()
+    #expect(stalled.closedByPeer)
+    #expect(await eventually { gone().count == 3 })
+    // The last two are connected when the feed stops.
+    fixture.feed.stop()
+    await fixture.feed.waitUntilStopped()
+    for reader in readers { await reader.readUntilClosed() }
+    #expect(readers.filter(\.closedByPeer).count == 2)
+    #expect(await eventually { gone().count == 5 })
+    for _ in 0..<100 { await Task.yield() }
+    #expect(gone().sorted() == ids.sorted(), "\(gone()) for \(ids)")
+    #expect(await eventually { await manager.trackingClientCount == 0 })
+    await fixture.tearDown()
+  }
+
   /// A reader authorized through the group loses the feed when a reload takes the group away:
   /// it is disconnected and tracking stops.
   @Test func readerARevocationRemovesIsClosed() async throws {
