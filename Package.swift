@@ -163,7 +163,9 @@ let package = Package(
         "TrackStore",
       ],
       swiftSettings: swiftSettings),
-    .target(name: "LocationTestKit", dependencies: ["LocationCore", "LocationModel", "NMEA"], swiftSettings: swiftSettings),
+    .target(
+      name: "LocationTestKit", dependencies: ["LocationCore", "LocationModel", "LocationProtocol", "NMEA", "ServiceCore"],
+      swiftSettings: swiftSettings),
     // What the benchmarks that measure the daemons from outside share: clocks, child processes,
     // notify and client sockets, the epoll reader of many clients.
     .target(name: "BenchKit", dependencies: ["CLinux"], swiftSettings: swiftSettings),

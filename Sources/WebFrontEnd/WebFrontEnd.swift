@@ -22,7 +22,7 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
     var setup: Task<Void, Never>?
   }
 
-  private let service: LocationService
+  private let service: any RequestHandler
   private let options: WebOptions
   private let token: String
   /// Names this run in event ids (`RUN-N`), so a `Last-Event-ID` from an earlier run is known as such.
@@ -56,7 +56,7 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
   ///
   /// - Throws: ``WebStartError`` when the token file cannot be written, the address cannot be
   ///   bound or libmicrohttpd is missing.
-  public init(options: WebOptions, service: LocationService) throws(WebStartError) {
+  public init(options: WebOptions, service: any RequestHandler) throws(WebStartError) {
     self.options = options
     self.service = service
     token = WebToken.generate()

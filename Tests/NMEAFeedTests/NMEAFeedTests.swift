@@ -388,30 +388,6 @@ struct NMEAFeedServiceTests {
   }
 }
 
-/// The service behind a record of the clients that asked for authorization and of every
-/// `clientDisconnected` the front-end reported.
-final class DepartureLog: RequestHandler {
-  let service: LocationService
-  let opened = Mutex<[any ClientChannel]>([])
-  let gone = Mutex<[UInt64]>([])
-
-  init(_ service: LocationService) { self.service = service }
-
-  func handle(_ request: Request, from client: ClientContext) async -> Reply {
-    if request.command == .requestAuthorization {
-      opened.withLock { opened in
-        if !opened.contains(where: { $0.id == client.id }) { opened.append(client.connection) }
-      }
-    }
-    return await service.handle(request, from: client)
-  }
-
-  func clientDisconnected(_ client: ClientContext) async {
-    gone.withLock { $0.append(client.id) }
-    await service.clientDisconnected(client)
-  }
-}
-
 extension NMEAFeedServiceTests {
   /// Every way a reader leaves (it hangs up, the service closes it, it is dropped as slow, the
   /// feed stops) reaches the service exactly once, and tracking ends with the last.
