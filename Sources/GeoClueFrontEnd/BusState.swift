@@ -96,7 +96,7 @@ final class BusState {
 
   /// Whether the `count`th event of a uid is logged: the 1st, 2nd, 4th, 8th... so a caller
   /// repeating CreateClient and DeleteClient (or connecting and leaving) cannot flood the log.
-  static func logged(_ count: Int) -> Bool { count > 0 && count & (count - 1) == 0 }
+  static func logged(_ count: Int) -> Bool { LogThrottle.powersOfTwo.logs(count) }
   var locations: [UInt64: LocationObject] = [:]
   var credentials: [String: PeerCredentials] = [:]
   /// Calls answered later (`Start` waits for the service), by token: a reference on the message.

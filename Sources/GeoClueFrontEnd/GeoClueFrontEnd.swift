@@ -139,7 +139,7 @@ public final class GeoClueFrontEnd: FrontEnd {
   public let kind: GeoClueBusKind
   /// The bounds applied.
   public let limits: GeoClueLimits
-  let service: LocationService
+  let service: any RequestHandler
   /// Decides whether a caller may take the room of a refused user's client at the global limit
   /// (nil: nobody may).
   let authority: AuthorizationAuthority?
@@ -163,7 +163,7 @@ public final class GeoClueFrontEnd: FrontEnd {
   /// Creates the front-end; nothing touches the bus before ``start()``. `authority` is the
   /// service's (see ``GeoClueLimits/clients``).
   public init(
-    kind: GeoClueBusKind, service: LocationService,
+    kind: GeoClueBusKind, service: any RequestHandler,
     limits: GeoClueLimits = GeoClueLimits(), authority: AuthorizationAuthority? = nil
   ) {
     self.authority = authority
@@ -386,7 +386,7 @@ enum ServiceCommand: Sendable {
   /// The client is gone (deleted, its connection left the bus, or shutdown).
   case gone(ClientContext)
 
-  func run(on service: LocationService, frontEnd: GeoClueFrontEnd) async {
+  func run(on service: any RequestHandler, frontEnd: GeoClueFrontEnd) async {
     switch self {
     case .start(let context, let client, let token):
       var failure: (name: String, message: String)?

@@ -54,7 +54,7 @@ public final class OutboxWriter: MQTTOutbox {
       state.running = true
       return (start, dropped)
     }
-    if let dropped, dropped & (dropped - 1) == 0 {
+    if let dropped, LogThrottle.powersOfTwo.logs(dropped) {
       Log.event("mqttQueueBehind", ["dropped": String(dropped), "reason": "the outbox's disk is slower than the fixes"])
     }
     if start { queue.async { self.drain() } }

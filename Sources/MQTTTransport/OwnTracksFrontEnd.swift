@@ -95,7 +95,7 @@ public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
         count += 1
         return count
       }
-      if count == 1 || count % 1000 == 0 {
+      if LogThrottle.firstThenEvery(first: 1, every: 1000).logs(count) {
         Log.event("mqttQueueFailed", ["reason": error.description, "lost": String(count)])
       }
     }
@@ -261,7 +261,7 @@ public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
         state.counters.queueFailures += 1
         return state.counters.queueFailures
       }
-      if failures == 1 || failures % 1000 == 0 {
+      if LogThrottle.firstThenEvery(first: 1, every: 1000).logs(failures) {
         Log.event("mqttQueueFailed", ["reason": error.description, "lost": String(failures)])
       }
       return false
@@ -291,6 +291,9 @@ public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
     }
   }
 
+  /// Ignored and rejected messages: the first ten lines, then every thousandth (docs/mqtt.md).
+  static let messageThrottle = LogThrottle.firstThenEvery(first: 10, every: 1000)
+
   /// Whether started.
   public var isConnected: Bool { state.withLock { $0.running } }
 
@@ -310,7 +313,7 @@ public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
         if case .oversized = error { state.counters.oversized += 1 } else { state.counters.malformed += 1 }
         return state.counters.malformed + state.counters.oversized
       }
-      if count <= 10 || count % 1000 == 0 {
+      if Self.messageThrottle.logs(count) {
         Log.event("mqttMessageIgnored", ["topic": topic, "reason": error.description, "ignored": String(count)])
       }
       return
@@ -335,7 +338,7 @@ public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
       state.pending[annotation.id] = annotation
       return (true, nil)
     }
-    if let (reason, count) = refusal, count <= 10 || count % 1000 == 0 {
+    if let (reason, count) = refusal, Self.messageThrottle.logs(count) {
       Log.event("mqttMessageIgnored", ["topic": String(topic.prefix(160)), "reason": reason, "ignored": String(count)])
     }
     if changed { wake.yield() }
@@ -395,7 +398,7 @@ public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
       }
       for (offset, refusal) in refused.enumerated() {
         let count = rejected + offset + 1
-        if count <= 10 || count % 1000 == 0 {
+        if Self.messageThrottle.logs(count) {
           Log.event("mqttFleetRejected", ["id": refusal.id, "reason": refusal.reason, "rejected": String(count)])
         }
       }
@@ -411,7 +414,7 @@ public final class OwnTracksFrontEnd: ClientChannel, FrontEnd {
         state.counters.applied += 1
         return nil
       }
-      if let rejected, case .error(let code, let message) = reply, rejected <= 10 || rejected % 1000 == 0 {
+      if let rejected, case .error(let code, let message) = reply, Self.messageThrottle.logs(rejected) {
         Log.event("mqttFleetRejected", ["id": annotation.id, "code": "\(code)", "reason": message, "rejected": String(rejected)])
       }
     }

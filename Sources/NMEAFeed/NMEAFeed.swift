@@ -363,7 +363,7 @@ public final class NMEAFeed: FrontEnd, Sendable {
           return count
         }
         // Logged at the 1st, 2nd, 4th, 8th... refusal: a connect loop cannot flood the log.
-        if refusedFull & (refusedFull - 1) == 0 {
+        if LogThrottle.powersOfTwo.logs(refusedFull) {
           Log.event(
             "nmeaReaderRefused",
             ["client": String(reader.id), "uid": String(peer.uid), "reason": "full", "refusals": String(refusedFull)])

@@ -42,7 +42,7 @@ extension LocationService {
     if refusals[uid] == nil, refusals.count >= 1024 { refusals.removeAll() }
     let count = (refusals[uid] ?? 0) + 1
     refusals[uid] = count
-    return count & (count - 1) == 0 ? count : nil
+    return LogThrottle.powersOfTwo.logs(count) ? count : nil
   }
 
   /// The connection's authorization as decided by its last `request` or the last reload.

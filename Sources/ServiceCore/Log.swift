@@ -12,6 +12,7 @@ import Synchronization
 public enum Log {
   private static let lock = Mutex(())
   private static let prefix = Mutex("locationd")
+  private static let observers = Mutex<(next: UInt64, all: [UInt64: @Sendable (String) -> Void])>((1, [:]))
 
   /// Sets the program name written before every event (default `locationd`).
   public static func setProgramName(_ name: String) {
@@ -24,10 +25,32 @@ public enum Log {
     for (key, value) in metadata {
       line += " " + key + "=" + quote(bounded(value))
     }
+    let observing = observers.withLock { $0.all.isEmpty ? [] : Array($0.all.values) }
+    for observer in observing { observer(line) }
     line += "\n"
     lock.withLock { _ in
       try? SystemIO.writeAll(2, line)
     }
+  }
+
+  /// Also gives every event line written from now on (as written, without the program name's
+  /// prefix removed and without the newline) to `observer`, on the thread that logs it, until
+  /// ``removeObserver(_:)``: for checking log lines in-process. Lines of every part of the
+  /// process arrive, so an observer filters what it looks for.
+  ///
+  /// - Returns: the number that removes it.
+  public static func addObserver(_ observer: @escaping @Sendable (String) -> Void) -> UInt64 {
+    observers.withLock { observers in
+      let id = observers.next
+      observers.next += 1
+      observers.all[id] = observer
+      return id
+    }
+  }
+
+  /// Stops giving lines to the observer ``addObserver(_:)`` returned `id` for.
+  public static func removeObserver(_ id: UInt64) {
+    _ = observers.withLock { $0.all.removeValue(forKey: id) }
   }
 
   /// Most bytes of UTF-8 of one value in a log line (a topic or id from outside can be 64 KiB):

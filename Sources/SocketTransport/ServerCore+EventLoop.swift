@@ -163,7 +163,10 @@ extension ServerCore {
         return connection
       }
       guard let connection = admitted else {
-        let max = registry.withLock { $0.maxClients }
+        let (max, refusals) = registry.withLock { registry -> (Int, Int) in
+          registry.refusedFull += 1
+          return (registry.maxClients, registry.refusedFull)
+        }
         let reply = Reply.error(
           .tooManyClients,
           message:
@@ -173,8 +176,12 @@ extension ServerCore {
         bytes.append(UInt8(ascii: "\n"))
         _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         Glibc.close(fd)
-        Log.event(
-          "tooManyClients", ["pid": String(peer.pid), "uid": String(peer.uid), "max": String(max)])
+        // A connect loop against a full server costs a few lines, not one per attempt.
+        if LogThrottle.powersOfTwo.logs(refusals) {
+          Log.event(
+            "tooManyClients",
+            ["pid": String(peer.pid), "uid": String(peer.uid), "max": String(max), "refusals": String(refusals)])
+        }
         continue
       }
       var event = epoll_event()

@@ -14,6 +14,8 @@ import SystemIO
 struct Registry {
   var clients: [UInt64: ClientConnection] = [:]
   var maxClients: Int
+  /// Connections refused with `tooManyClients` since start (their log line is throttled).
+  var refusedFull = 0
   /// Clients to close, with the reason (set by threads other than the I/O thread).
   var closing: [(UInt64, String)] = []
   var started = false
