@@ -99,8 +99,12 @@ final class BusState {
   static func logged(_ count: Int) -> Bool { LogThrottle.powersOfTwo.logs(count) }
   var locations: [UInt64: LocationObject] = [:]
   var credentials: [String: PeerCredentials] = [:]
-  /// Calls answered later (`Start` waits for the service), by token: a reference on the message.
+  /// Calls answered later (`Start` and a `CreateClient` beyond a quota wait for the service), by
+  /// token: a reference on the message.
   var pending: [UInt64: OpaquePointer] = [:]
+  /// `CreateClient` calls of each connection waiting for the service (they count against its
+  /// per-connection limit).
+  var creating: [String: Int] = [:]
   var nextObject: UInt64 = 1
   var nextToken: UInt64 = 1
   var lastClientNumber: UInt32 = 0
@@ -140,7 +144,7 @@ final class BusState {
       if member == "GetClient", let id = clientsByPeer[sender]?.last, let client = clients[id] {
         return csdbus_reply_object_path(message, client.path)
       }
-      let client = try createClient(sender: sender, message: message)
+      guard let client = try createClient(sender: sender, message: message) else { return 1 }
       return csdbus_reply_object_path(message, client.path)
     case "DeleteClient":
       // A path too long to be one of ours is not the caller's client: nothing to do, no error.
@@ -162,50 +166,89 @@ final class BusState {
     }
   }
 
-  func createClient(sender: String, message: OpaquePointer) throws(BusError) -> ClientObject
-  {
+  /// `CreateClient` (and `GetClient` without a client): the caller's client object, made at once
+  /// when the caller's user is under its quota and room is left; otherwise the service decides
+  /// (``ServiceCommand/admit(_:others:sender:token:)``) and ``finishCreate(sender:peer:token:verdicts:)``
+  /// answers. Returns the reply's result, or `nil` when the answer comes later.
+  func createClient(sender: String, message: OpaquePointer) throws(BusError) -> ClientObject? {
     let limits = frontEnd.limits
-    let own = clientsByPeer[sender]?.count ?? 0
+    let own = (clientsByPeer[sender]?.count ?? 0) + (creating[sender] ?? 0)
     guard own < limits.clientsPerConnection else {
       throw .limitsExceeded(
         "at most \(limits.clientsPerConnection) clients per connection: delete one first (DeleteClient)"
       )
     }
     let peer = try credentials(of: sender, message: message)
-    // Users the authority accepts are bounded by the global limit only (they may locate anyway,
-    // and one application may well want many clients); the others per uid.
-    let users = clientsByUser[peer.uid] ?? 0
-    guard
-      users < limits.clientsPerUser
-        || frontEnd.authority.map({ $0.decide(for: peer).status == .authorized }) == true
-    else {
+    if (clientsByUser[peer.uid] ?? 0) < limits.clientsPerUser, clients.count < limits.clients {
+      return try makeClient(sender: sender, peer: peer)
+    }
+    // Beyond the user's quota, or full: whether the caller's user (and the users it could
+    // displace) are authorized is the service's decision, asked off this thread.
+    var others: [UInt32: PeerCredentials] = [:]
+    if clients.count >= limits.clients {
+      for client in clients.values where others[client.context.peer.uid] == nil {
+        others[client.context.peer.uid] = client.context.peer
+      }
+    }
+    let token = nextToken
+    nextToken += 1
+    pending[token] = csdbus_message_ref(message)
+    creating[sender, default: 0] += 1
+    frontEnd.commands.yield(.admit(peer, others: Array(others.values), sender: sender, token: token))
+    return nil
+  }
+
+  /// The service's verdicts for a `CreateClient` that waited for them (uid: authorized); the
+  /// quotas are applied to the clients there are now.
+  func finishCreate(sender: String, peer: PeerCredentials, token: UInt64, verdicts: [UInt32: Bool]) {
+    guard let message = pending.removeValue(forKey: token) else { return }
+    defer { csdbus_message_unref(message) }
+    if let count = creating[sender] { creating[sender] = count > 1 ? count - 1 : nil }
+    guard credentials[sender] != nil else {
+      _ = csdbus_reply_error(message, "org.freedesktop.DBus.Error.Failed", "the caller left the bus")
+      return
+    }
+    do throws(BusError) {
+      try admit(peer, verdicts: verdicts)
+      let client = try makeClient(sender: sender, peer: peer)
+      _ = csdbus_reply_object_path(message, client.path)
+    } catch {
+      _ = csdbus_reply_error(message, error.name, error.message)
+    }
+  }
+
+  /// The quotas with the service's verdicts: users it authorizes are bounded by the global limit
+  /// only (they may locate anyway, and one application may well want many clients), the others
+  /// per uid; when all clients are taken, an authorized caller takes the room of the oldest
+  /// client of a refused user. A user without a verdict is not displaced.
+  private func admit(_ peer: PeerCredentials, verdicts: [UInt32: Bool]) throws(BusError) {
+    let limits = frontEnd.limits
+    let authorized = verdicts[peer.uid] == true
+    guard (clientsByUser[peer.uid] ?? 0) < limits.clientsPerUser || authorized else {
       throw .limitsExceeded(
         "at most \(limits.clientsPerUser) clients per user (uid \(peer.uid)): delete one first (DeleteClient)"
       )
     }
-    if clients.count >= limits.clients {
-      // Full: an authorized caller takes the room of the oldest client of a refused user.
-      // One decision per connection (a decision may ask NSS for the group).
-      var refused: [String: Bool] = [:]
-      guard let authority = frontEnd.authority, authority.decide(for: peer).status == .authorized,
-        let victim = clients.keys.sorted().first(where: { id in
-          guard let client = clients[id] else { return false }
-          if let known = refused[client.peer] { return known }
-          let verdict = authority.decide(for: client.context.peer).status != .authorized
-          refused[client.peer] = verdict
-          return verdict
-        })
-      else {
-        throw .limitsExceeded("at most \(limits.clients) clients in all")
-      }
-      Log.event(
-        "dbusClientEvicted",
-        [
-          "client": String(clients[victim]?.context.id ?? 0), "path": clients[victim]?.path ?? "",
-          "uid": String(clients[victim]?.context.peer.uid ?? 0), "for": String(peer.uid),
-        ])
-      deleteClient(victim)
+    guard clients.count >= limits.clients else { return }
+    guard authorized,
+      let victim = clients.keys.sorted().first(where: { id in
+        guard let client = clients[id] else { return false }
+        return verdicts[client.context.peer.uid] == false
+      })
+    else {
+      throw .limitsExceeded("at most \(limits.clients) clients in all")
     }
+    Log.event(
+      "dbusClientEvicted",
+      [
+        "client": String(clients[victim]?.context.id ?? 0), "path": clients[victim]?.path ?? "",
+        "uid": String(clients[victim]?.context.peer.uid ?? 0), "for": String(peer.uid),
+      ])
+    deleteClient(victim)
+  }
+
+  /// Exports a new client object for `sender`.
+  private func makeClient(sender: String, peer: PeerCredentials) throws(BusError) -> ClientObject {
     lastClientNumber &+= 1
     let id = nextObject
     nextObject += 1

@@ -20,11 +20,11 @@ public enum GeoClueBusKind: String, Sendable, CaseIterable {
 public struct GeoClueLimits: Sendable, Hashable {
   /// Clients (`CreateClient`/`GetClient` objects) one bus connection may hold at once, `1...`.
   public let clientsPerConnection: Int
-  /// Clients of all connections of one user (uid) together, `1...`, for users the
-  /// authorization authority refuses (all users when the front-end has no authority).
+  /// Clients of all connections of one user (uid) together, `1...`, for users the service does
+  /// not authorize.
   public let clientsPerUser: Int
   /// Clients of all connections together, `1...`. When they are all taken, a caller the
-  /// authorization authority accepts still gets a client: the oldest client of a user it refuses
+  /// service authorizes still gets a client: the oldest client of a user it does not authorize
   /// is deleted to make room.
   public let clients: Int
   /// How long a replaced Location object stays on the bus, seconds, `0...3600` (GeoClue: 5).
@@ -140,9 +140,6 @@ public final class GeoClueFrontEnd: FrontEnd {
   /// The bounds applied.
   public let limits: GeoClueLimits
   let service: any RequestHandler
-  /// Decides whether a caller may take the room of a refused user's client at the global limit
-  /// (nil: nobody may).
-  let authority: AuthorizationAuthority?
   let wakeFD: Int32
   let jobs = Mutex<[@Sendable (BusState) -> Void]>([])
   /// The newest fix not yet taken by the bus thread: one slot, overwritten by each new fix, so
@@ -160,13 +157,12 @@ public final class GeoClueFrontEnd: FrontEnd {
   private let threadDone = Mutex<(done: Bool, waiter: CheckedContinuation<Void, Never>?)>(
     (false, nil))
 
-  /// Creates the front-end; nothing touches the bus before ``start()``. `authority` is the
-  /// service's (see ``GeoClueLimits/clients``).
+  /// Creates the front-end; nothing touches the bus before ``start()``. Whether a user is
+  /// authorized (for the quotas of ``GeoClueLimits``) is the service's decision
+  /// (``RequestHandler/wouldAuthorize(_:)``).
   public init(
-    kind: GeoClueBusKind, service: any RequestHandler,
-    limits: GeoClueLimits = GeoClueLimits(), authority: AuthorizationAuthority? = nil
+    kind: GeoClueBusKind, service: any RequestHandler, limits: GeoClueLimits = GeoClueLimits()
   ) {
-    self.authority = authority
     self.kind = kind
     self.limits = limits
     self.service = service
@@ -381,6 +377,9 @@ struct PendingFix: Sendable {
 enum ServiceCommand: Sendable {
   /// `Start`: authorize, then track for the client; the reply goes back by `token`.
   case start(ClientContext, client: UInt64, token: UInt64)
+  /// `CreateClient` beyond a quota: the service's verdict on the caller's user and on the users
+  /// of `others` (the clients it could displace); the reply goes back by `token`.
+  case admit(PeerCredentials, others: [PeerCredentials], sender: String, token: UInt64)
   /// `Stop`: end the client's tracking.
   case stop(ClientContext)
   /// The client is gone (deleted, its connection left the bus, or shutdown).
@@ -403,6 +402,13 @@ enum ServiceCommand: Sendable {
       }
       let result = failure
       frontEnd.post { $0.finishStart(client: client, token: token, failure: result) }
+    case .admit(let peer, let others, let sender, let token):
+      var verdicts: [UInt32: Bool] = [:]
+      for candidate in [peer] + others where verdicts[candidate.uid] == nil {
+        verdicts[candidate.uid] = await service.wouldAuthorize(candidate)
+      }
+      let decided = verdicts
+      frontEnd.post { $0.finishCreate(sender: sender, peer: peer, token: token, verdicts: decided) }
     case .stop(let context):
       _ = await service.handle(Request(command: .watch(enable: false)), from: context)
     case .gone(let context):

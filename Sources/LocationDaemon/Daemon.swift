@@ -170,7 +170,7 @@ public enum Daemon {
     services.append(DaemonServices.core(service, state: state))
     if let name = configuration.dbus, let kind = GeoClueBusKind(rawValue: name) {
       services.append(
-        DaemonServices.geoClue(kind, service: service, authority: authority))
+        DaemonServices.geoClue(kind, service: service))
     }
     if let settings = configuration.mqtt {
       services.append(

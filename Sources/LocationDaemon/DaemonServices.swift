@@ -177,9 +177,9 @@ enum DaemonServices {
   /// The GeoClue2 D-Bus front-end (`--dbus`): owns `org.freedesktop.GeoClue2` on the bus; a bus
   /// that cannot be reached, or a name owned by another, exits 69. Stop: the name released.
   static func geoClue(
-    _ kind: GeoClueBusKind, service: LocationService, authority: AuthorizationAuthority
+    _ kind: GeoClueBusKind, service: LocationService
   ) -> any Service {
-    let frontEnd = GeoClueFrontEnd(kind: kind, service: service, authority: authority)
+    let frontEnd = GeoClueFrontEnd(kind: kind, service: service)
     return ServiceClosures(
       "geoclue",
       start: {

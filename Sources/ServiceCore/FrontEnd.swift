@@ -18,6 +18,11 @@ public protocol RequestHandler: Sendable {
   /// Called once when `client` has gone (closed, dropped as too slow, or server shutdown), after
   /// its last request was handled. Stop pushing events to it. The default does nothing.
   func clientDisconnected(_ client: ClientContext) async
+
+  /// Whether a `request` from `peer` would be authorized now, without deciding for any client
+  /// (nothing recorded, nothing logged): for a front-end's quotas that let authorized users hold
+  /// more (GeoClue's clients per user) and pick whom to displace. The default is `false`.
+  func wouldAuthorize(_ peer: PeerCredentials) async -> Bool
 }
 
 /// A ``RequestHandler`` that also takes many annotations at once, as one map change (one `MAP`
@@ -53,6 +58,9 @@ extension ClientChannel {
 extension RequestHandler {
   /// Does nothing.
   public func clientDisconnected(_ client: ClientContext) async {}
+
+  /// `false`: a handler without an authority authorizes nobody beyond a quota.
+  public func wouldAuthorize(_ peer: PeerCredentials) async -> Bool { false }
 }
 
 /// One connected client of a front-end, as the service pushes events to it. Safe to use from any

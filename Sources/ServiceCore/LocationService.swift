@@ -239,6 +239,11 @@ public actor LocationService: AnnotationBatchHandler {
     await trackingChanged()
   }
 
+  /// The authority's verdict on `peer` now, recorded nowhere (a front-end's quota).
+  public func wouldAuthorize(_ peer: PeerCredentials) async -> Bool {
+    authority.decide(for: peer).status == .authorized
+  }
+
   /// Forgets the connection: its watch and its connection-scoped tracking end.
   public func clientDisconnected(_ client: ClientContext) async {
     watchers[client.id] = nil
