@@ -9,6 +9,7 @@ public enum NMEACorpus {
   /// The package's root directory, derived from this file's path.
   public static let packageRoot: URL = URL(fileURLWithPath: #filePath)
     .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
 
   /// `../shared/nmea` relative to the package root.
   public static let directory: URL = packageRoot.deletingLastPathComponent()
