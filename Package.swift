@@ -124,7 +124,7 @@ let package = Package(
       path: "Sources/Model/LocationProtocol", swiftSettings: swiftSettings),
     // The Swift API applications import: LocationClient (CoreLocation's manager and MapKit's map
     // state over the socket protocol), MapViewModel and its renderer protocol. Only the pure
-    // modules and SystemIO; never the server's (ServiceCore, SocketTransport, LocationDaemon).
+    // modules and SystemIO; never the server's (ServiceCore, SocketFrontEnd, LocationDaemon).
     .target(
       name: "LocationClient", dependencies: ["JSON", "LocationModel", "LocationProtocol", "Regions", "SystemIO"],
       path: "Sources/Apps/LocationClient",
@@ -139,9 +139,9 @@ let package = Package(
       swiftSettings: swiftSettings),
     // The Unix-socket front-end: epoll event loop, listening socket, line framing.
     .target(
-      name: "SocketTransport",
+      name: "SocketFrontEnd",
       dependencies: ["CLinux", "ServiceCore", "LocationProtocol", "LocationModel", "Queues", "SystemIO"],
-      path: "Sources/FrontEnds/SocketTransport",
+      path: "Sources/FrontEnds/SocketFrontEnd",
       swiftSettings: swiftSettings),
     // The GeoClue2 D-Bus front-end (org.freedesktop.GeoClue2 over sd-bus).
     .target(
@@ -164,25 +164,25 @@ let package = Package(
       path: "Sources/Model/OwnTracks", swiftSettings: swiftSettings),
     // The MQTT front-end: OwnTracks publishing with store-and-forward, the fleet view.
     .target(
-      name: "MQTTTransport",
+      name: "MQTTFrontEnd",
       dependencies: [
         "CMosquitto", "OwnTracks", "ServiceCore", "LocationProtocol", "LocationModel", "JSON", "Regions", "SystemIO",
         "TrackStore",
       ],
-      path: "Sources/FrontEnds/MQTTTransport",
+      path: "Sources/FrontEnds/MQTTFrontEnd",
       swiftSettings: swiftSettings),
     // The NMEA feed front-end: each fix as RMC and GGA on a Unix socket (GeoClue's nmea-socket).
     .target(
-      name: "NMEAFeed",
+      name: "NMEAFeedFrontEnd",
       dependencies: ["ServiceCore", "LocationModel", "LocationProtocol", "NMEA", "SystemIO"],
-      path: "Sources/FrontEnds/NMEAFeed",
+      path: "Sources/FrontEnds/NMEAFeedFrontEnd",
       swiftSettings: swiftSettings),
     // The daemon's wiring: configuration, backend factory, signals, systemd glue, exit codes.
     .target(
       name: "LocationDaemon",
       dependencies: [
-        "SocketTransport", "WebFrontEnd", "ServiceCore", "LocationProtocol", "LocationCore", "LocationModel",
-        "MapState", "GPSDBackend", "Regions", "SystemIO", "GeoClueFrontEnd", "NMEAFeed", "MQTTTransport",
+        "SocketFrontEnd", "WebFrontEnd", "ServiceCore", "LocationProtocol", "LocationCore", "LocationModel",
+        "MapState", "GPSDBackend", "Regions", "SystemIO", "GeoClueFrontEnd", "NMEAFeedFrontEnd", "MQTTFrontEnd",
         "TrackStore",
       ],
       path: "Sources/Apps/LocationDaemon",
@@ -200,7 +200,7 @@ let package = Package(
       name: "locationctl",
       // The client (its connections through LocationClient) and the pty simulator: the wire
       // types, NMEA, the local backends and SystemIO; never the server (ServiceCore,
-      // SocketTransport, LocationDaemon).
+      // SocketFrontEnd, LocationDaemon).
       dependencies: [
         "LocationClient", "NMEA", "LocationModel", "LocationProtocol", "LocationCore", "Regions", "SystemIO",
         "TrackStore",
@@ -237,7 +237,7 @@ let package = Package(
       swiftSettings: swiftSettings),
     // The MQTT front-end measured from outside: publish rate, the fleet view with 1,000 devices.
     .executableTarget(
-      name: "mqtt-bench", dependencies: ["BenchKit", "LocationTestKit", "MQTTTransport", "OwnTracks", "SystemIO"],
+      name: "mqtt-bench", dependencies: ["BenchKit", "LocationTestKit", "MQTTFrontEnd", "OwnTracks", "SystemIO"],
       path: "Benchmarks/mqtt-bench",
       swiftSettings: swiftSettings),
     // The track store's figures (fixes/s in and out, RSS during export) and the writer that the
@@ -265,7 +265,7 @@ let package = Package(
     .testTarget(
       name: "NMEAFeedTests",
       dependencies: [
-        "NMEAFeed", "ServiceCore", "LocationDaemon", "LocationCore", "LocationModel", "LocationProtocol", "MapState",
+        "NMEAFeedFrontEnd", "ServiceCore", "LocationDaemon", "LocationCore", "LocationModel", "LocationProtocol", "MapState",
         "NMEA", "LocationTestKit", "SystemIO",
       ],
       path: "Tests/NMEAFeedTests",
@@ -286,8 +286,8 @@ let package = Package(
     .testTarget(
       name: "LocationServerTests",
       dependencies: [
-        "LocationProtocol", "ServiceCore", "SocketTransport", "LocationDaemon", "LocationCore", "LocationModel",
-        "MapState", "LocationTestKit", "Regions", "SystemIO", "WebFrontEnd", "MQTTTransport",
+        "LocationProtocol", "ServiceCore", "SocketFrontEnd", "LocationDaemon", "LocationCore", "LocationModel",
+        "MapState", "LocationTestKit", "Regions", "SystemIO", "WebFrontEnd", "MQTTFrontEnd",
       ],
       path: "Tests/LocationServerTests",
       swiftSettings: swiftSettings),
@@ -298,7 +298,7 @@ let package = Package(
     .testTarget(
       name: "OwnTracksTests",
       dependencies: [
-        "OwnTracks", "MQTTTransport", "ServiceCore", "LocationProtocol", "LocationModel", "JSON", "LocationTestKit",
+        "OwnTracks", "MQTTFrontEnd", "ServiceCore", "LocationProtocol", "LocationModel", "JSON", "LocationTestKit",
         "TrackStore", "Regions", "MapState",
       ],
       path: "Tests/OwnTracksTests",
@@ -312,7 +312,7 @@ let package = Package(
     .target(
       name: "FuzzTargets", dependencies: [
         "NMEA", "LocationModel", "LocationProtocol", "LocationCore", "LocationDaemon", "MapState", "GPSDBackend",
-        "Regions", "ServiceCore", "SystemIO", "OwnTracks", "MQTTTransport",
+        "Regions", "ServiceCore", "SystemIO", "OwnTracks", "MQTTFrontEnd",
       ],
       path: "Sources/Testing/FuzzTargets",
       swiftSettings: swiftSettings),

@@ -19,7 +19,7 @@ import BenchKit
 import Foundation
 import Glibc
 import LocationTestKit
-import MQTTTransport
+import MQTTFrontEnd
 import OwnTracks
 
 var fixes = 20_000

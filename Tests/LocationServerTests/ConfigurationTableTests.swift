@@ -1,5 +1,5 @@
 import Foundation
-import MQTTTransport
+import MQTTFrontEnd
 import Testing
 
 @testable import LocationDaemon
@@ -38,7 +38,7 @@ struct ConfigurationTableTests {
   }
 
   @Test(
-    "every key is declared once; --help shows every one; MQTTTransport's keys are the mqtt rows")
+    "every key is declared once; --help shows every one; MQTTFrontEnd's keys are the mqtt rows")
   func declaredOnce() {
     let keys = Configuration.settings.map(\.key)
     #expect(Set(keys).count == keys.count)

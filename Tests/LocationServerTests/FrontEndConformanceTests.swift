@@ -5,7 +5,7 @@ import Synchronization
 import Testing
 
 @testable import ServiceCore
-@testable import SocketTransport
+@testable import SocketFrontEnd
 @testable import WebFrontEnd
 
 /// One front-end's per-client queue under test: the in-memory reference channel, a socket

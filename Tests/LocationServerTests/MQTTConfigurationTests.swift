@@ -1,4 +1,4 @@
-import MQTTTransport
+import MQTTFrontEnd
 import Testing
 
 @testable import LocationDaemon

@@ -4,7 +4,7 @@ import Testing
 
 @testable import LocationProtocol
 @testable import ServiceCore
-@testable import SocketTransport
+@testable import SocketFrontEnd
 @testable import LocationDaemon
 import LocationModel
 import SystemIO

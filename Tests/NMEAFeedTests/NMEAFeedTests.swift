@@ -6,7 +6,7 @@ import LocationProtocol
 import LocationTestKit
 import MapState
 import NMEA
-import NMEAFeed
+import NMEAFeedFrontEnd
 import ServiceCore
 import SystemIO
 import Testing
@@ -61,7 +61,7 @@ struct NMEAFeedSentenceTests {
   @Test(arguments: [0, 1, 17, 99])
   func rmcAndGGACarryTheFix(_ index: Int) throws {
     let fix = TestRoute.fix(index)
-    let lines = try checkedLines(NMEAFeed.sentences(for: fix))
+    let lines = try checkedLines(NMEAFeedFrontEnd.sentences(for: fix))
     try #require(lines.count == 2)
     #expect(lines[0].hasPrefix("$GPRMC,"))
     #expect(lines[1].hasPrefix("$GPGGA,"))
@@ -100,7 +100,7 @@ struct NMEAFeedSentenceTests {
     var decoder = NMEADecoder()
     var decoded: [Fix] = []
     for fix in fixes {
-      decoder.feed(NMEAFeed.sentences(for: fix)) { decoded.append($0.fix) }
+      decoder.feed(NMEAFeedFrontEnd.sentences(for: fix)) { decoded.append($0.fix) }
     }
     decoder.finish { decoded.append($0.fix) }
     try #require(decoded.count == fixes.count)
@@ -123,7 +123,7 @@ struct NMEAFeedSentenceTests {
   /// `A`, GGA quality above 0, and the decimal point of each coordinate within its first 6 bytes.
   @Test(arguments: [widestFix(), TestRoute.fix(3)])
   func linesFitWhatGeoClueParses(_ fix: Fix) throws {
-    let lines = try checkedLines(NMEAFeed.sentences(for: fix))
+    let lines = try checkedLines(NMEAFeedFrontEnd.sentences(for: fix))
     try #require(lines.count == 2)
     for line in lines { #expect(line.utf8.count <= 127, "\(line.utf8.count) bytes: \(line)") }
     let rmc = lines[0].components(separatedBy: ",")
@@ -145,7 +145,7 @@ struct NMEAFeedSentenceTests {
     var fix = Fix(mode: .noFix)
     fix.time = TestRoute.start
     fix.timeOfDay = 43_200_000
-    let lines = try checkedLines(NMEAFeed.sentences(for: fix))
+    let lines = try checkedLines(NMEAFeedFrontEnd.sentences(for: fix))
     try #require(lines.count == 2)
     #expect(lines[0].components(separatedBy: ",")[2] == "V")
     #expect(lines[1].components(separatedBy: ",")[6] == "0")
@@ -210,7 +210,7 @@ struct FeedFixture {
   let backend: FakeBackend
   let manager: LocationManager
   let service: LocationService
-  let feed: NMEAFeed
+  let feed: NMEAFeedFrontEnd
 
   var path: String { directory + "/nmea.sock" }
 
@@ -225,7 +225,7 @@ struct FeedFixture {
     service = LocationService(
       manager: manager, map: map, backend: backend,
       authority: AuthorizationAuthority(Authorizer(groupName: group)))
-    feed = try NMEAFeed(
+    feed = try NMEAFeedFrontEnd(
       path: directory + "/nmea.sock", group: group, handler: service, options: options)
     await service.attach(feed)
     await service.start()
@@ -255,7 +255,7 @@ struct NMEAFeedServiceTests {
     var expected: [UInt8] = []
     for index in 0..<3 {
       let fix = TestRoute.fix(index, periodMilliseconds: 1000)
-      expected += NMEAFeed.sentences(for: fix)
+      expected += NMEAFeedFrontEnd.sentences(for: fix)
       fixture.backend.send(fix: fix)
       await reader.read(bytes: expected.count)
     }
@@ -298,8 +298,8 @@ struct NMEAFeedServiceTests {
     #expect(await eventually { fixture.feed.clientCount == 1 })
     let fix = TestRoute.fix(7)
     fixture.backend.send(fix: fix)
-    await second.read(bytes: NMEAFeed.sentences(for: fix).count)
-    #expect(second.received == NMEAFeed.sentences(for: fix))
+    await second.read(bytes: NMEAFeedFrontEnd.sentences(for: fix).count)
+    #expect(second.received == NMEAFeedFrontEnd.sentences(for: fix))
     #expect(fixture.backend.isRunning)
     Glibc.shutdown(second.fd, Int32(SHUT_RDWR))
     #expect(await eventually { !fixture.backend.isRunning })
@@ -318,7 +318,7 @@ struct NMEAFeedServiceTests {
     for round in 0..<40 {
       for index in 0..<100 {
         let fix = TestRoute.fix(round * 100 + index)
-        expected += NMEAFeed.sentences(for: fix)
+        expected += NMEAFeedFrontEnd.sentences(for: fix)
         fixture.feed.publish(fix)
       }
       await fast.read(bytes: expected.count)
@@ -442,12 +442,12 @@ struct NMEAFeedPathTests {
     let directory = try makeDirectory(mode: 0o777)
     defer { try? FileManager.default.removeItem(atPath: directory) }
     #expect(chmod(directory, 0o1777) == 0)
-    #expect(throws: NMEAFeed.Failure.self) {
-      _ = try NMEAFeed(path: directory + "/nmea.sock", group: nil, handler: NoHandler())
+    #expect(throws: NMEAFeedFrontEnd.Failure.self) {
+      _ = try NMEAFeedFrontEnd(path: directory + "/nmea.sock", group: nil, handler: NoHandler())
     }
     #expect(!FileManager.default.fileExists(atPath: directory + "/nmea.sock"))
     do {
-      _ = try NMEAFeed(path: directory + "/nmea.sock", group: nil, handler: NoHandler())
+      _ = try NMEAFeedFrontEnd(path: directory + "/nmea.sock", group: nil, handler: NoHandler())
     } catch {
       guard case .unsafeDirectory(let path, _) = error else {
         Issue.record("expected unsafeDirectory, got \(error)")
@@ -464,7 +464,7 @@ struct NMEAFeedPathTests {
     let path = directory + "/nmea.sock"
     try "keep me".write(toFile: path, atomically: false, encoding: .utf8)
     do {
-      _ = try NMEAFeed(path: path, group: nil, handler: NoHandler())
+      _ = try NMEAFeedFrontEnd(path: path, group: nil, handler: NoHandler())
       Issue.record("a regular file at the path was accepted")
     } catch {
       #expect(error == .listen(.notASocket(path)))

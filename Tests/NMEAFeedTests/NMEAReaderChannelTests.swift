@@ -5,7 +5,7 @@ import ServiceCore
 import Synchronization
 import Testing
 
-@testable import NMEAFeed
+@testable import NMEAFeedFrontEnd
 
 /// An NMEA reader as the service sees it (its ``ClientChannel``), on a socket pair: fixes come
 /// typed from the hub's TPV event, a revocation closes the reader, and its queue follows the kit's
@@ -32,7 +32,7 @@ struct NMEAReaderChannelTests {
       let wakes = self.wakes
       reader = NMEAReader(
         id: ConnectionNumber.next(), fd: fds[0], peer: PeerCredentials(pid: 1, uid: 0, gid: 0),
-        bufferLimit: bufferLimit, encode: { NMEAFeed.sentences(for: $0) }
+        bufferLimit: bufferLimit, encode: { NMEAFeedFrontEnd.sentences(for: $0) }
       ) { wakes.count.withLock { $0 += 1 } }
     }
 
@@ -76,7 +76,7 @@ struct NMEAReaderChannelTests {
       pair.reader.deliver(EncodedEvent(.backend(uri: "simulate:", state: .connected, detail: nil))))
     #expect(pair.reader.send(.backend(uri: "simulate:", state: .connected, detail: nil)))
     let written = pair.received()
-    #expect(written == NMEAFeed.sentences(for: fix))
+    #expect(written == NMEAFeedFrontEnd.sentences(for: fix))
     #expect(String(decoding: written, as: UTF8.self).hasPrefix("$GPRMC,"))
   }
 
@@ -104,7 +104,7 @@ struct NMEAReaderChannelTests {
     while block.withUnsafeBytes({
       send(pair.reader.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
     }) > 0 {}
-    let perFix = NMEAFeed.sentences(for: Self.hubEvent(48.1).1).count
+    let perFix = NMEAFeedFrontEnd.sentences(for: Self.hubEvent(48.1).1).count
     let fitting = 1024 / perFix
     for n in 0..<fitting {
       #expect(pair.reader.deliver(Self.hubEvent(48.1 + Double(n) * 1e-4).0))

@@ -1,5 +1,5 @@
 import Glibc
-import MQTTTransport
+import MQTTFrontEnd
 import Synchronization
 import Testing
 import TrackStore

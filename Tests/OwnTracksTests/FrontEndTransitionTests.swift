@@ -1,7 +1,7 @@
 import JSON
 import LocationModel
 import LocationProtocol
-import MQTTTransport
+import MQTTFrontEnd
 import OwnTracks
 import Regions
 import ServiceCore

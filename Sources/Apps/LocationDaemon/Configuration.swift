@@ -1,5 +1,5 @@
 import LocationModel
-import MQTTTransport
+import MQTTFrontEnd
 import LocationProtocol
 import ServiceCore
 import Regions

@@ -6,11 +6,11 @@ import MapState
 import LocationProtocol
 import ServiceCore
 import GeoClueFrontEnd
-import SocketTransport
+import SocketFrontEnd
 import WebFrontEnd
 import LocationModel
-import MQTTTransport
-import NMEAFeed
+import MQTTFrontEnd
+import NMEAFeedFrontEnd
 import Regions
 import TrackStore
 import Synchronization
@@ -145,7 +145,7 @@ public enum Daemon {
     // "Lifecycle").
     let state = DaemonState(configuration)
     let notifier = SystemdNotifier(environment: environment)
-    let nmeaFeed = Shared<NMEAFeed?>(nil)
+    let nmeaFeed = Shared<NMEAFeedFrontEnd?>(nil)
     let track = Shared<TrackRecording?>(nil)
     let queue = Shared<FallbackOutbox?>(nil)
     let trackEnabled = configuration.trackEnabled
@@ -375,7 +375,7 @@ public enum Daemon {
   }
 
   /// The exit code for an NMEA socket that could not be set up: as for the main socket.
-  static func nmeaExitCode(_ error: NMEAFeed.Failure) -> ExitCode {
+  static func nmeaExitCode(_ error: NMEAFeedFrontEnd.Failure) -> ExitCode {
     switch error {
     case .listen(let listen): return listen.exitCode
     case .unsafeDirectory: return .configuration

@@ -1,10 +1,10 @@
 import GeoClueFrontEnd
 import Glibc
 import LocationCore
-import MQTTTransport
-import NMEAFeed
+import MQTTFrontEnd
+import NMEAFeedFrontEnd
 import ServiceCore
-import SocketTransport
+import SocketFrontEnd
 import Synchronization
 import SystemIO
 import WebFrontEnd
@@ -89,16 +89,16 @@ enum DaemonServices {
   /// The NMEA feed's socket (`--nmea-socket`), bound and attached to `service`; `feed` receives
   /// the front-end for the services after it. Reload: the socket file's group.
   static func nmeaFeed(
-    path: String, service: LocationService, state: DaemonState, feed: Shared<NMEAFeed?>
+    path: String, service: LocationService, state: DaemonState, feed: Shared<NMEAFeedFrontEnd?>
   )
     -> any Service
   {
     ServiceClosures(
       "nmea-feed",
       start: {
-        let created: NMEAFeed
-        do throws(NMEAFeed.Failure) {
-          created = try NMEAFeed(path: path, group: state.configuration.group, handler: service)
+        let created: NMEAFeedFrontEnd
+        do throws(NMEAFeedFrontEnd.Failure) {
+          created = try NMEAFeedFrontEnd(path: path, group: state.configuration.group, handler: service)
         } catch {
           throw DaemonStartError(message: "\(error)", exitCode: Daemon.nmeaExitCode(error))
         }
@@ -223,7 +223,7 @@ enum DaemonServices {
   /// listen backlog, so its first `status` already names the HTTP page and the MQTT broker,
   /// and `locationctl web` right after a start never hears that the page is not served.
   /// A failure exits 71; stopping is the socket server's and the NMEA feed's own.
-  static func accepting(_ server: SocketServer, _ feed: Shared<NMEAFeed?>) -> any Service {
+  static func accepting(_ server: SocketServer, _ feed: Shared<NMEAFeedFrontEnd?>) -> any Service {
     ServiceClosures(
       "accepting",
       start: {

@@ -1,6 +1,6 @@
 import LocationCore
 import ServiceCore
-import SocketTransport
+import SocketFrontEnd
 import SystemIO
 
 extension ExitCode {

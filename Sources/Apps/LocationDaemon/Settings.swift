@@ -1,6 +1,6 @@
 import LocationCore
-import MQTTTransport
-import SocketTransport
+import MQTTFrontEnd
+import SocketFrontEnd
 import SystemIO
 import WebFrontEnd
 
@@ -258,7 +258,7 @@ extension Configuration {
         }, differs: { $0.configFile != $1.configFile }),
     ] + mqttSettings + regionSettings
 
-  /// `mqtt` and the `mqtt-*` keys (MQTTTransport checks each value: ``MQTTSettings/apply(_:_:to:)``);
+  /// `mqtt` and the `mqtt-*` keys (MQTTFrontEnd checks each value: ``MQTTSettings/apply(_:_:to:)``);
   /// `--help` names each flag in `--mqtt`'s lines.
   static var mqttSettings: [Setting] {
     let flags = MQTTSettings.orderedKeys.dropFirst().map { key in

@@ -3,7 +3,7 @@ import LocationDaemon
 import LocationModel
 import LocationProtocol
 import ServiceCore
-import SocketTransport
+import SocketFrontEnd
 
 // Configuration and wiring live in LocationDaemon.Daemon so that tests can reach them.
 //

@@ -2,7 +2,7 @@ import GPSDBackend
 import LocationCore
 import LocationProtocol
 import ServiceCore
-import SocketTransport
+import SocketFrontEnd
 import LocationDaemon
 import LocationModel
 

@@ -1,5 +1,5 @@
 import LocationModel
-import MQTTTransport
+import MQTTFrontEnd
 import OwnTracks
 
 /// Another device's MQTT payload, as the fleet view reads it: strict OwnTracks parsing and the

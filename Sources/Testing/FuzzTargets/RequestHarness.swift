@@ -1,6 +1,6 @@
 import LocationProtocol
 import ServiceCore
-import SocketTransport
+import SocketFrontEnd
 import LocationDaemon
 import NMEA
 import LocationModel

@@ -4,7 +4,7 @@
  * first starts rather than linked, like libgps and libxml2: libmosquitto brings OpenSSL
  * (libssl, libcrypto), about 1.5 MB of resident memory in a daemon that mostly runs without
  * --mqtt. The header comes from libmosquitto-dev; the library loaded is libmosquitto.so (the
- * -dev package's link) or libmosquitto.so.1. Only MQTTTransport's MQTTSession imports this module.
+ * -dev package's link) or libmosquitto.so.1. Only MQTTFrontEnd's MQTTSession imports this module.
  *
  * Every call below runs on one thread per client (the session's own): libmosquitto is not
  * thread-safe per client. Callbacks from libmosquitto arrive on that thread, inside

@@ -1,13 +1,13 @@
 import Glibc
 import LocationModel
-import MQTTTransport
+import MQTTFrontEnd
 import MapState
 import OwnTracks
 import Testing
 import TrackStore
 
 @Suite("MQTT front-end parts")
-struct MQTTTransportTests {
+struct MQTTFrontEndTests {
   @Test("broker URIs: scheme, default ports, IPv6, and no credentials on the command line")
   func brokerAddress() throws {
     #expect(try MQTTBrokerAddress(uri: "mqtt://broker.example").description == "mqtt://broker.example:1883")

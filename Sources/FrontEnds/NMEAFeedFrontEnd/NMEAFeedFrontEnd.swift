@@ -50,7 +50,7 @@ public struct NMEAFeedOptions: Sendable, Hashable {
 /// accepts and closes descriptors. The hub's task writes to each reader without blocking; what a
 /// reader's socket does not take is queued (``NMEAFeedOptions/bufferLimit``) and written by the
 /// thread when the socket becomes writable, so a slow reader never holds up fixes for the others.
-public final class NMEAFeed: FrontEnd, Sendable {
+public final class NMEAFeedFrontEnd: FrontEnd, Sendable {
   /// The listening socket.
   public let socket: ListeningSocket
   /// The bounds in force.
