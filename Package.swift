@@ -187,8 +187,10 @@ let package = Package(
       ],
       path: "Sources/Apps/LocationDaemon",
       swiftSettings: swiftSettings),
+    // What tests share: fakes, the corpus, private gpsd, bus and broker, temporary directories,
+    // the real service over a fake backend (ServiceParts).
     .target(
-      name: "LocationTestKit", dependencies: ["LocationCore", "LocationModel", "NMEA"],
+      name: "LocationTestKit", dependencies: ["LocationCore", "LocationModel", "MapState", "NMEA", "ServiceCore"],
       path: "Sources/Testing/LocationTestKit", swiftSettings: swiftSettings),
     // What the benchmarks that measure the daemons from outside share: clocks, child processes,
     // notify and client sockets, the epoll reader of many clients.
@@ -263,12 +265,12 @@ let package = Package(
       name: "SystemIOTests", dependencies: ["SystemIO"],
       path: "Tests/SystemIOTests", swiftSettings: swiftSettings),
     .testTarget(
-      name: "NMEAFeedTests",
+      name: "NMEAFeedFrontEndTests",
       dependencies: [
-        "NMEAFeedFrontEnd", "ServiceCore", "LocationDaemon", "LocationCore", "LocationModel", "LocationProtocol", "MapState",
-        "NMEA", "LocationTestKit", "SystemIO",
+        "NMEAFeedFrontEnd", "ServiceCore", "LocationDaemon", "LocationCore", "LocationModel", "LocationProtocol",
+        "MapState", "NMEA", "LocationTestKit", "SystemIO",
       ],
-      path: "Tests/NMEAFeedTests",
+      path: "Tests/NMEAFeedFrontEndTests",
       swiftSettings: swiftSettings),
     .testTarget(
       name: "NMEATests", dependencies: ["NMEA", "LocationModel", "LocationProtocol", "LocationTestKit"],
@@ -283,25 +285,61 @@ let package = Package(
       name: "MapStateTests", dependencies: ["MapState", "LocationModel", "JSON", "Regions"],
       path: "Tests/MapStateTests", exclude: ["Golden"],
       swiftSettings: swiftSettings),
+    // The service core: authorization, sessions, the outbound queue every front-end uses (held to
+    // one behaviour across the socket and web front-ends), the service group, region monitoring.
     .testTarget(
-      name: "LocationServerTests",
+      name: "ServiceCoreTests",
       dependencies: [
-        "LocationProtocol", "ServiceCore", "SocketFrontEnd", "LocationDaemon", "LocationCore", "LocationModel",
-        "MapState", "LocationTestKit", "Regions", "SystemIO", "WebFrontEnd", "MQTTFrontEnd",
+        "ServiceCore", "LocationProtocol", "LocationCore", "LocationModel", "LocationTestKit", "MapState", "NMEA",
+        "Regions", "SystemIO", "JSON", "SocketFrontEnd", "WebFrontEnd",
       ],
-      path: "Tests/LocationServerTests",
+      path: "Tests/ServiceCoreTests",
+      swiftSettings: swiftSettings),
+    // The socket server, peer credentials, hostile clients, and locationctl against a server.
+    .testTarget(
+      name: "SocketFrontEndTests",
+      dependencies: [
+        "SocketFrontEnd", "ServiceCore", "LocationProtocol", "LocationDaemon", "LocationCore", "LocationModel",
+        "LocationTestKit", "MapState", "NMEA", "SystemIO",
+      ],
+      path: "Tests/SocketFrontEndTests",
+      swiftSettings: swiftSettings),
+    // The daemon's wiring: the configuration table and file, sd_notify and signals, the units.
+    .testTarget(
+      name: "LocationDaemonTests",
+      dependencies: [
+        "LocationDaemon", "LocationModel", "LocationProtocol", "LocationTestKit", "MQTTFrontEnd", "Regions",
+        "ServiceCore", "SocketFrontEnd", "SystemIO",
+      ],
+      path: "Tests/LocationDaemonTests",
+      swiftSettings: swiftSettings),
+    .testTarget(
+      name: "LocationProtocolTests",
+      dependencies: [
+        "LocationProtocol", "LocationDaemon", "LocationModel", "NMEA", "Regions", "ServiceCore", "SocketFrontEnd",
+      ],
+      path: "Tests/LocationProtocolTests",
+      swiftSettings: swiftSettings),
+    .testTarget(
+      name: "WebFrontEndTests", dependencies: ["WebFrontEnd", "LocationDaemon", "LocationProtocol"],
+      path: "Tests/WebFrontEndTests",
       swiftSettings: swiftSettings),
     .testTarget(
       name: "GeoClueFrontEndTests", dependencies: ["GeoClueFrontEnd", "LocationModel", "LocationProtocol", "ServiceCore"],
       path: "Tests/GeoClueFrontEndTests",
       swiftSettings: swiftSettings),
     .testTarget(
-      name: "OwnTracksTests",
-      dependencies: [
-        "OwnTracks", "MQTTFrontEnd", "ServiceCore", "LocationProtocol", "LocationModel", "JSON", "LocationTestKit",
-        "TrackStore", "Regions", "MapState",
-      ],
+      name: "OwnTracksTests", dependencies: ["OwnTracks", "LocationProtocol", "LocationModel", "JSON", "Regions"],
       path: "Tests/OwnTracksTests",
+      swiftSettings: swiftSettings),
+    // The MQTT front-end: settings, the outbox and its fallback, queue status, transitions.
+    .testTarget(
+      name: "MQTTFrontEndTests",
+      dependencies: [
+        "MQTTFrontEnd", "OwnTracks", "ServiceCore", "LocationProtocol", "LocationModel", "JSON", "TrackStore",
+        "Regions", "MapState",
+      ],
+      path: "Tests/MQTTFrontEndTests",
       swiftSettings: swiftSettings),
     .testTarget(
       name: "GPSDBackendTests", dependencies: ["GPSDBackend", "LocationCore", "LocationModel", "LocationTestKit"],

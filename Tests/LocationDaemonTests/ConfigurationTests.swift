@@ -1,3 +1,4 @@
+import LocationTestKit
 import Testing
 
 @testable import LocationProtocol

@@ -13,27 +13,6 @@ import Testing
 @testable import LocationDaemon
 import LocationModel
 
-/// A temporary directory removed by `remove()`; mode 0755 so an unprivileged peer can reach sockets in it.
-struct TemporaryDirectory {
-  let path: String
-
-  init() throws {
-    var template = Array("/tmp/locationd-test-XXXXXX".utf8CString)
-    guard let result = mkdtemp(&template) else { throw TestError("mkdtemp failed") }
-    path = String(cString: result)
-    chmod(path, 0o755)
-  }
-
-  func remove() {
-    try? FileManager.default.removeItem(atPath: path)
-  }
-}
-
-struct TestError: Error, CustomStringConvertible {
-  var description: String
-  init(_ description: String) { self.description = description }
-}
-
 /// A blocking-free client for tests: non-blocking socket, async reads that sleep while idle.
 final class TestClient {
   let fd: Int32
@@ -197,24 +176,6 @@ struct ServerFixture {
   }
 }
 
-/// The real service (``LocationService`` over a ``FakeBackend``, its ``AuthorizationAuthority``
-/// deciding by `group`, its map state under a temporary directory), built but not started.
-struct ServiceParts {
-  let directory: TemporaryDirectory
-  let backend: FakeBackend
-  let authority: AuthorizationAuthority
-  let service: LocationService
-
-  init(group: String?) throws {
-    directory = try TemporaryDirectory()
-    backend = FakeBackend()
-    authority = AuthorizationAuthority(Authorizer(groupName: group))
-    let map = MapStateService(store: MapStateStore(directory: directory.path + "/state") { _ in })
-    service = LocationService(
-      manager: LocationManager(backend: backend), map: map, backend: backend, authority: authority)
-  }
-}
-
 /// The real service (``ServiceParts``) behind a socket server on a temporary socket, whose directory and socket file anyone may reach (the
 /// tests run clients as uid 65534).
 struct ServiceFixture {
@@ -249,23 +210,4 @@ struct ServiceFixture {
     await service.shutdown(reason: "test")
     directory.remove()
   }
-}
-
-/// Waits until `condition` holds or `timeout` passes (a guard against a hang, long because a
-/// test task on a loaded 2-core machine may not run for seconds); returns whether it held.
-func eventually(timeout: Duration = .seconds(30), _ condition: () -> Bool) async -> Bool {
-  let deadline = ContinuousClock.now + timeout
-  while ContinuousClock.now < deadline {
-    if condition() { return true }
-    try? await Task.sleep(for: .milliseconds(5))
-  }
-  return condition()
-}
-
-/// Runs `process` and waits for it to exit without blocking a thread (its output must fit a pipe).
-func runToExit(_ process: Process) async throws {
-  let (exited, continuation) = AsyncStream.makeStream(of: Void.self)
-  process.terminationHandler = { _ in continuation.finish() }
-  try process.run()
-  for await _ in exited {}
 }

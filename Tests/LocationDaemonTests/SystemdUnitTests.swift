@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import LocationTestKit
 import Testing
 
 private let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()

@@ -1,3 +1,4 @@
+import LocationTestKit
 import MQTTFrontEnd
 import Testing
 

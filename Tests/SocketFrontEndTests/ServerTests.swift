@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import LocationTestKit
 import Synchronization
 import Testing
 

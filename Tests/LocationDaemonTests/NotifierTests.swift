@@ -1,6 +1,7 @@
 import SystemIO
 import Foundation
 import Glibc
+import LocationTestKit
 import Testing
 
 @testable import LocationProtocol
