@@ -1,7 +1,7 @@
 import Foundation
 import LocationProtocol
 import ServiceCore
-import SocketTransport
+import SocketFrontEnd
 import LocationDaemon
 @testable import FuzzTargets
 import Testing

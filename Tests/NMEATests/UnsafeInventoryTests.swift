@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 
-/// docs/unsafe-code.md lists every site in Sources/ that uses an unsafe pointer or buffer, with
-/// the invariant that keeps it in bounds. A site added without a row (or a row left for a site
-/// removed) fails here, so that the list cannot silently go stale.
+/// docs/unsafe-code.md lists every site in Sources/ and Benchmarks/ that uses an unsafe pointer or
+/// buffer, with the invariant that keeps it in bounds. A site added without a row (or a row left
+/// for a site removed) fails here, so that the list cannot silently go stale.
 @Suite("Unsafe-code inventory")
 struct UnsafeInventoryTests {
   static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
@@ -13,21 +13,23 @@ struct UnsafeInventoryTests {
   static let pattern = try? NSRegularExpression(
     pattern: #"Unsafe[A-Za-z]*Pointer|withUnsafe|assumingMemoryBound|bindMemory|loadUnaligned|\.pointee|fromOpaque|OpaquePointer"#)
 
-  /// Number of sites per file, keyed by the path below Sources/ ("NMEA/Parser.swift").
+  /// Number of sites per file, keyed by the path below Sources/ ("Model/NMEA/Parser.swift") or
+  /// Benchmarks/ ("BenchKit/Sockets.swift").
   static func sites() throws -> [String: Int] {
-    let sources = root.appendingPathComponent("Sources")
     let pattern = try #require(pattern)
     var counts: [String: Int] = [:]
-    let files = FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil)
-    while let url = files?.nextObject() as? URL {
-      guard url.pathExtension == "swift" else { continue }
-      let text = try String(contentsOf: url, encoding: .utf8)
-      let relative = String(url.path.dropFirst(sources.path.count + 1))
-      for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
-        if line.drop(while: { $0 == " " || $0 == "\t" }).hasPrefix("//") { continue }
-        let string = String(line)
-        if pattern.firstMatch(in: string, range: NSRange(string.startIndex..., in: string)) != nil {
-          counts[relative, default: 0] += 1
+    for sources in ["Sources", "Benchmarks"].map({ root.appendingPathComponent($0) }) {
+      let files = FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil)
+      while let url = files?.nextObject() as? URL {
+        guard url.pathExtension == "swift" else { continue }
+        let text = try String(contentsOf: url, encoding: .utf8)
+        let relative = String(url.path.dropFirst(sources.path.count + 1))
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+          if line.drop(while: { $0 == " " || $0 == "\t" }).hasPrefix("//") { continue }
+          let string = String(line)
+          if pattern.firstMatch(in: string, range: NSRange(string.startIndex..., in: string)) != nil {
+            counts[relative, default: 0] += 1
+          }
         }
       }
     }
@@ -53,7 +55,8 @@ struct UnsafeInventoryTests {
     let sites = try Self.sites()
     let listed = try Self.listed()
     #expect(sites.values.reduce(0, +) > 50, "the scan found too few sites: \(sites)")
-    // A row names a file by its path below Sources/ or, inside a module's section, by its name.
+    // A row names a file by its path below Sources/ or Benchmarks/ or, inside a module's section,
+    // by its name.
     var unmatched = listed
     for (path, count) in sites.sorted(by: { $0.key < $1.key }) {
       let name = String(path.split(separator: "/").last ?? "")

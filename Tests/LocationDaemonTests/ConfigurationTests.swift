@@ -1,0 +1,227 @@
+import LocationTestKit
+import Testing
+
+@testable import LocationProtocol
+@testable import ServiceCore
+@testable import SocketFrontEnd
+@testable import LocationDaemon
+import LocationModel
+
+@Suite("Configuration")
+struct ConfigurationTests {
+  private func files(_ contents: [String: String]) -> (String) throws -> String {
+    { path in
+      guard let text = contents[path] else { throw TestError("no such file") }
+      return text
+    }
+  }
+
+  @Test("a control character in a config line is refused, not cut short at the C library")
+  func controlCharacters() {
+    for (text, line) in [
+      ("socket = /tmp/a\u{0}b\n", 1), ("backend = simulate\ngroup = users\u{0}junk\n", 2),
+      ("state-dir = /tmp/st\u{1B}x\n", 1),
+    ] {
+      #expect(throws: ConfigurationError.self, "\(text.debugDescription)") {
+        try Configuration.parseFile(text, path: "c.conf")
+      }
+      do {
+        _ = try Configuration.parseFile(text, path: "c.conf")
+      } catch {
+        #expect(error.description.contains("c.conf:\(line)"), "\(error)")
+        #expect(error.description.contains("control character U+00"), "\(error)")
+      }
+    }
+    // Tabs are blanks, and a byte-order mark before the first key is not part of it.
+    let parsed = try? Configuration.parseFile("\u{FEFF}socket\t=\t/tmp/s.sock\n", path: "c.conf")
+    #expect(parsed?.first?.0 == "socket")
+    #expect(parsed?.first?.1 == "/tmp/s.sock")
+  }
+
+  @Test("defaults")
+  func defaults() throws {
+    let configuration = try Configuration.parse(arguments: [])
+    #expect(configuration.backendURI == "simulate")
+    #expect(configuration.socketPath == "/run/locationd/locationd.sock")
+    #expect(configuration.stateDirectory == "/var/lib/locationd")
+    #expect(configuration.group == "locationd")
+    #expect(configuration.maxClients == 64)
+    #expect(configuration.configFile == nil)
+    #expect(configuration.trackEnabled)
+    #expect(configuration.trackRecording == .live)
+    #expect(configuration.trackMaxAge == 90 * 86_400_000)
+    #expect(configuration.trackMaxSize == 256 * 1024 * 1024)
+  }
+
+  @Test("track keys: on/off, ages with units, sizes with binary multiples")
+  func trackKeys() throws {
+    let configuration = try Configuration.parse(
+      arguments: ["--config", "/c", "--track-max-size", "2G"],
+      readFile: files(["/c": "track = off\ntrack-max-age = 12h\ntrack-max-size = 5M\n"]))
+    #expect(!configuration.trackEnabled)
+    #expect(configuration.trackMaxAge == 12 * 3_600_000)
+    #expect(try Configuration.parse(arguments: ["--track", "all"]).trackRecording == .all)
+    #expect(try Configuration.parse(arguments: ["--track", "on"]).trackRecording == .live)
+    #expect(throws: ConfigurationError.self) { try Configuration.parse(arguments: ["--track", "sometimes"]) }
+    #expect(configuration.trackMaxSize == 2 << 30)
+    #expect(try Configuration.parse(arguments: ["--track-max-age", "3600"]).trackMaxAge == 3_600_000)
+    #expect(try Configuration.parse(arguments: ["--track-max-age", "0"]).trackMaxAge == 0)
+    #expect(try Configuration.parse(arguments: ["--track-max-size", "500k"]).trackMaxSize == 500 * 1024)
+  }
+
+  @Test("flags win over the config file; --key=value works")
+  func precedence() throws {
+    let file = """
+      # locationd settings
+      backend = simulate
+      socket = "/tmp/from-file.sock"
+      max-clients = 8\r
+      group =
+
+      """
+    let configuration = try Configuration.parse(
+      arguments: [
+        "--config", "/etc/locationd.conf", "--socket=/tmp/flag.sock", "--state-dir", "/tmp/state",
+      ],
+      readFile: files(["/etc/locationd.conf": file]))
+    #expect(configuration.backendURI == "simulate")
+    #expect(configuration.socketPath == "/tmp/flag.sock")
+    #expect(configuration.stateDirectory == "/tmp/state")
+    #expect(configuration.maxClients == 8)
+    #expect(configuration.group == nil)
+    #expect(configuration.configFile == "/etc/locationd.conf")
+  }
+
+  @Test("reload re-reads the file and keeps the flags")
+  func reload() throws {
+    let first = try Configuration.parse(
+      arguments: ["--config", "/c", "--group", "gps"],
+      readFile: files(["/c": "max-clients = 4\ngroup = other\n"]))
+    #expect(first.maxClients == 4)
+    #expect(first.group == "gps")
+    let second = try first.reloaded(readFile: files(["/c": "max-clients = 9\n"]))
+    #expect(second.maxClients == 9)
+    #expect(second.group == "gps")
+    #expect(throws: ConfigurationError.self) { try first.reloaded(readFile: files([:])) }
+  }
+
+  @Test(
+    "errors say what is wrong",
+    arguments: [
+      (["--bogus", "1"], "unknown option --bogus"),
+      (["--socket"], "needs a value"),
+      (["--socket", "relative.sock"], "absolute path"),
+      (["--max-clients", "0"], "1...4096"),
+      (["--max-clients", "many"], "1...4096"),
+      (["--backend", "bluetooth:/dev/rfcomm0"], "unknown backend: use serial:PATH"),
+      (["--backend", "replay:/x.nmea?speed=-1"], "speed"),
+      (["--backend", "replay:/x.nmea?fast=1"], "unknown parameter 'fast'"),
+      (["--backend", "gpsd://localhost:99999"], "not a number in 1...65535"),
+      (["--backend", "simulate:/no/such/route.gpx"], "/no/such/route.gpx"),
+      (["--backend", "replay:/no/such/log.nmea"], "cannot open /no/such/log.nmea: No such file or directory"),
+      (["--backend", "replay:/tmp"], "/tmp is a directory"),
+      (["--config", "/missing"], "cannot read config file /missing"),
+      (["--config", "/bad"], "/bad:2: unknown key \"colour\""),
+      (["--config", "/noequals"], "/noequals:1: expected key = value"),
+    (["--backend", "replay:/dev/null"], "/dev/null is not a regular file"),
+      (["--track", "maybe"], "use live, all or off"),
+      (["--track-max-age", "3 weeks"], "90d, 12h, 30m or 3600s"),
+      (["--track-max-age", "-1d"], "90d, 12h, 30m or 3600s"),
+      (["--track-max-size", "huge"], "256M, 2G or 500K"),
+      (["--track-max-size", "2P"], "256M, 2G or 500K"),
+    ])
+  func errors(arguments: [String], fragment: String) {
+    do {
+      _ = try Configuration.parse(
+        arguments: arguments,
+        readFile: files(["/bad": "backend = simulate\ncolour = red\n", "/noequals": "backend\n"]))
+      Issue.record("accepted \(arguments)")
+    } catch {
+      #expect(error.description.contains(fragment), "\(error.description)")
+    }
+  }
+
+  @Test(
+    "backend URIs are validated by the backend factory and kept as given",
+    arguments: [
+      "simulate", "simulate?rate=5&seed=7", "replay:/etc/passwd", "replay:/etc/passwd?speed=0",
+      "replay:/etc/passwd?speed=10&loop=true", "gpsd", "gpsd://127.0.0.1:2950",
+      "gpsd://gps.local:2947/dev/ttyACM0", "gpsd://[::1]:2947",
+    ])
+  func backends(text: String) throws {
+    let configuration = try Configuration.parse(arguments: ["--backend", text])
+    #expect(configuration.backendURI == text)
+  }
+
+  @Test("a config file that cannot be read is reported with the system's message")
+  func unreadableConfigFile() {
+    do {
+      _ = try Configuration.parse(arguments: ["--config", "/no/such/file.conf"])
+      Issue.record("accepted a missing config file")
+    } catch {
+      #expect(
+        error.description
+          == "cannot read config file /no/such/file.conf: No such file or directory; fix the path given to --config")
+    }
+  }
+
+  @Test("log values with spaces are quoted")
+  func logQuoting() {
+    #expect(Log.quote("simple") == "simple")
+    #expect(Log.quote("two words") == "\"two words\"")
+    #expect(Log.quote("a\"b\nc") == "\"a\\\"b\\nc\"")
+    #expect(Log.quote("") == "\"\"")
+  }
+
+  @Test("numbers are digits only: a sign in a port, age or size is refused; so is an IPv4-mapped --http address")
+  func signsAndMappedAddresses() {
+    for arguments in [
+      ["--http", "127.0.0.1:+80"], ["--http", "+8080"], ["--http", "[::ffff:127.0.0.1]:8080"],
+      ["--http", "[::ffff:7f00:1]:8080"], ["--track-max-age", "+5d"], ["--track-max-size", "+5M"],
+    ] {
+      #expect(throws: ConfigurationError.self, "\(arguments)") { try Configuration.parse(arguments: arguments) }
+    }
+    #expect((try? Configuration.parse(arguments: ["--http", "[::1]:8080"]))?.http?.address == "::1")
+  }
+
+  @Test("a flag's value may not start with --: --group --backend X names the missing value, --group=--x sets it")
+  func optionAsValue() throws {
+    do {
+      _ = try Configuration.parse(arguments: ["--group", "--backend", "simulate"])
+      Issue.record("--group --backend simulate was accepted")
+    } catch {
+      #expect(error == .optionAsValue(flag: "--group", next: "--backend"))
+      #expect(error.exitCode == .usage)
+      #expect(error.description.contains("--group=--backend"), "\(error)")
+    }
+    // `--` (the end of options elsewhere) is not a value either.
+    #expect(throws: ConfigurationError.optionAsValue(flag: "--socket", next: "--")) {
+      try Configuration.parse(arguments: ["--socket", "--"])
+    }
+    // Joined, a value may start with -- (group names allow it), and one - stays a value.
+    let joined = try Configuration.parse(arguments: ["--group=--x", "--backend", "simulate"])
+    #expect(joined.group == "--x")
+    #expect(joined.backendURI == "simulate")
+    let dash = try Configuration.parse(arguments: ["--group", "-staff"])
+    #expect(dash.group == "-staff")
+    // An unknown flag is still named as unknown, whatever follows it.
+    #expect(throws: ConfigurationError.unknownFlag("--bogus")) {
+      try Configuration.parse(arguments: ["--bogus", "--group", "x"])
+    }
+    #expect(throws: ConfigurationError.missingValue("--group")) { try Configuration.parse(arguments: ["--group"]) }
+  }
+
+  @Test("--help names every flag: --mqtt and each --mqtt-* and region flag, as flags, not keys")
+  func helpNamesEveryFlag() {
+    let usage = Configuration.usage
+    let synopsis = usage.split(separator: "\n").prefix(6).joined(separator: "\n")
+    #expect(synopsis.contains("[--mqtt URI]"), "\(synopsis)")
+    for key in Configuration.knownKeys.union(["config"]) where !key.hasPrefix("region-") {
+      #expect(usage.contains("--\(key) ") || usage.contains("--\(key),") || usage.contains("--\(key)\n"), "--help lacks --\(key)")
+    }
+    for key in Configuration.knownKeys where key.hasPrefix("region-") {
+      #expect(usage.contains("--\(key) "), "--help lacks --\(key)")
+    }
+    #expect(!usage.contains(" keys"), "--help calls flags keys")
+  }
+}
