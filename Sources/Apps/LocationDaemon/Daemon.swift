@@ -165,7 +165,7 @@ public enum Daemon {
       services.append(DaemonServices.web(http, configuration: configuration, service: service))
     }
     if configuration.trackEnabled {
-      services.append(DaemonServices.trackRecorder(configuration, manager: manager, track: track))
+      services.append(DaemonServices.trackRecorder(configuration, service: service, track: track))
     }
     services.append(DaemonServices.core(service, state: state))
     if let name = configuration.dbus, let kind = GeoClueBusKind(rawValue: name) {

@@ -144,17 +144,18 @@ enum DaemonServices {
       stop: { frontEnd.value?.stop() })
   }
 
-  /// The track recorder (`--track`), observing the manager before the service core starts it,
-  /// so that its stop (after the core's, which shuts the manager down) records the last fixes.
+  /// The track recorder (`--track`), taking the service's fixes before the service core starts,
+  /// so that its stop (after the core's, which ends the fixes once the last is dispatched)
+  /// records the last fixes.
   static func trackRecorder(
-    _ configuration: Configuration, manager: LocationManager, track: Shared<TrackRecording?>
+    _ configuration: Configuration, service: LocationService, track: Shared<TrackRecording?>
   )
     -> any Service
   {
     ServiceClosures(
       "track",
       start: {
-        let recording = await TrackRecording.start(configuration, manager: manager)
+        let recording = await TrackRecording.start(configuration, service: service)
         track.value = recording
       },
       stop: { await track.value?.stop() })

@@ -4,9 +4,9 @@ import ServiceCore
 import Synchronization
 import TrackStore
 
-/// The daemon's track recording: a ``TrackRecorder`` fed by its own lossless observation of the
-/// manager, so every fix the manager accepts while tracking reaches the store's queue without
-/// waiting for the socket hub or the map state, and the store's writes never delay either.
+/// The daemon's track recording: a ``TrackRecorder`` fed by the service's hub
+/// (``LocationService/recordedFixes()``, lossless and in order), the one path every fix takes to
+/// the watchers; the store's writes happen on the recorder's own queue and never delay the hub.
 ///
 /// The store is opened on first use (the first location, or a caller of ``store``), not at start:
 /// a daemon that never tracks does not load libsqlite3 (1.4 MB of RSS). It is opened once and
@@ -61,20 +61,20 @@ final class TrackRecording: Sendable {
     Log.event("trackStoreRejected", ["path": rejection.path, "reason": rejection.reason, "keptAs": rejection.keptAs])
   }
 
-  /// Starts observing `manager` for `STATE-DIR/track.sqlite`; `nil` when recording is off.
-  static func start(_ configuration: Configuration, manager: LocationManager) async -> TrackRecording? {
+  /// Starts recording the fixes `service` dispatches in `STATE-DIR/track.sqlite`; `nil` when
+  /// recording is off.
+  static func start(_ configuration: Configuration, service: LocationService) async -> TrackRecording? {
     guard configuration.trackEnabled else { return nil }
     var limits = TrackStoreConfiguration()
     limits.maxAge = configuration.trackMaxAge
     limits.maxBytes = configuration.trackMaxSize
     let recording = TrackRecording(path: configuration.stateDirectory + "/" + TrackStore.fileName, limits: limits)
-    let events = await manager.observe(coalescing: false)
+    let fixes = await service.recordedFixes()
     let liveOnly = configuration.trackRecording == .live
     let task = Task {
       var recorder: TrackRecorder?
       var unavailable = false
-      for await event in events {
-        guard case .location(let location, _) = event else { continue }
+      for await location in fixes {
         // A replay or simulation is not history (--track all records it, marked as such).
         if liveOnly && location.provenance.isSimulated { continue }
         if recorder == nil && !unavailable {
@@ -136,7 +136,7 @@ final class TrackRecording: Sendable {
     return JSONValue.object(members)
   }
 
-  /// After the manager has shut down (which ends its observation): records the last fixes,
+  /// After the service core has shut down (which ends its fixes): records the last fixes,
   /// commits what is queued and closes the store; logs the counters.
   func stop() async {
     if let task = task.withLock({ $0 }) { await task.value }

@@ -83,6 +83,10 @@ public actor LocationService: AnnotationBatchHandler {
   /// Whether the last `deviceRemoved` was logged and the device has not come back since.
   private var lastLoggedRemoval = false
   private var tasks: [Task<Void, Never>] = []
+  /// The task that dispatches the manager's events (one of ``tasks``): shutdown lets it finish.
+  private var hub: Task<Void, Never>?
+  /// Where ``recordedFixes()`` streams go.
+  private var fixRecorders: [AsyncStream<Location>.Continuation] = []
   /// The daemon's disk state for `status` (``setStorageReport(_:)``); none by default.
   private var storageReport: (@Sendable () -> JSONValue?)?
 
@@ -108,6 +112,16 @@ public actor LocationService: AnnotationBatchHandler {
   /// it must answer at once (from counters in memory, never from the disk); `nil` leaves it out.
   public func setStorageReport(_ report: @escaping @Sendable () -> JSONValue?) {
     storageReport = report
+  }
+
+  /// Every location the hub dispatches, typed, in order and none left out (an unbounded stream):
+  /// what the track recorder stores, so that it records the fixes the watchers get, from the
+  /// same path. Call before ``start()`` to get the first; the stream ends at ``shutdown(reason:)``
+  /// after the last location the manager produced.
+  public func recordedFixes() -> AsyncStream<Location> {
+    let (stream, continuation) = AsyncStream.makeStream(of: Location.self, bufferingPolicy: .unbounded)
+    fixRecorders.append(continuation)
+    return stream
   }
 
   /// Registers a front-end whose clients the service serves (counted in `status`).
@@ -138,13 +152,14 @@ public actor LocationService: AnnotationBatchHandler {
           await self.checkStaleness()
         }
       })
-    tasks.append(
-      Task { [weak self] in
-        for await event in events {
-          guard let self else { return }
-          await self.dispatch(event)
-        }
-      })
+    let hub = Task { [weak self] in
+      for await event in events {
+        guard let self else { return }
+        await self.dispatch(event)
+      }
+    }
+    self.hub = hub
+    tasks.append(hub)
     tasks.append(
       Task { [weak self] in
         for await change in mapEvents {
@@ -160,6 +175,11 @@ public actor LocationService: AnnotationBatchHandler {
     let event = Event(body: ["class": "SHUTDOWN", "reason": .string(reason)])
     for watcher in watchers.values { watcher.connection.send(event) }
     await manager.shutdown()
+    // The manager has finished its events: the hub dispatches what is left of them (the last
+    // fixes reach the recorders), then the recorders' streams end.
+    await hub?.value
+    for recorder in fixRecorders { recorder.finish() }
+    fixRecorders.removeAll()
     if wasTracking {
       wasTracking = false
       await map.trackingStopped()
@@ -440,6 +460,7 @@ public actor LocationService: AnnotationBatchHandler {
   private func dispatch(_ event: ManagerEvent) async {
     switch event {
     case .location(let location, _):
+      for recorder in fixRecorders { recorder.yield(location) }
       // The fix goes to the watchers before the map state hears of it: awaiting the map first
       // let the MAP event of the previous fix (a write per watcher, about 2 ms for 1000) slip in
       // ahead of this TPV. The next manager event is dispatched only after the map has this
