@@ -25,6 +25,14 @@ public enum CivilDate {
     return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
   }
 
+  /// The Gregorian (year, month 1-12, day 1-31) of the UTC day that holds `milliseconds` since
+  /// 1970-01-01T00:00:00Z (any value: times before 1970 fall on the day they are in, not the one
+  /// after).
+  public static func civil(milliseconds: Int64) -> (year: Int, month: Int, day: Int) {
+    let (quotient, remainder) = milliseconds.quotientAndRemainder(dividingBy: 86_400_000)
+    return civil(days: Int(remainder < 0 ? quotient - 1 : quotient))
+  }
+
   /// Number of days in `month` (1-12) of `year`, Gregorian leap years included.
   public static func daysIn(month: Int, year: Int) -> Int {
     switch month {
