@@ -30,8 +30,9 @@ public enum MonotonicClock {
 
   /// Whole nanoseconds of a non-negative `duration`, at most `UInt64.max`; a negative one is 0.
   public static func nanoseconds(of duration: Duration) -> UInt64 {
+    // Both components carry the sign: -5 ns is (0 s, -5e9 as).
     let (seconds, attoseconds) = duration.components
-    guard seconds >= 0 else { return 0 }
+    guard seconds >= 0, attoseconds >= 0 else { return 0 }
     let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)
     guard !overflow else { return .max }
     let (total, carry) = whole.addingReportingOverflow(UInt64(attoseconds / 1_000_000_000))
