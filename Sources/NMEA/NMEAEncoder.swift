@@ -362,16 +362,11 @@ public struct NMEAEncoder: Sendable, Hashable {
     return padded2(day) + padded2(month) + padded2(((year % 100) + 100) % 100)
   }
 
-  /// A non-negative or negative number with exactly `places` decimals, rounded half away from zero.
+  /// A non-negative or negative number with exactly `places` (0...9) decimals, rounded half away
+  /// from zero by adding 0.5 (``DecimalText/Rounding/addHalf``); empty (an empty NMEA field) when
+  /// the value is not finite or its scaled magnitude reaches 10^15.
   public static func decimal(_ value: Double, places: Int) -> String {
-    guard value.isFinite else { return "" }
-    var scale: Int64 = 1
-    for _ in 0..<places { scale *= 10 }
-    guard let scaled = roundedInteger(abs(value) * Double(scale)) else { return "" }
-    let sign = value < 0 && scaled != 0 ? "-" : ""
-    let whole = String(scaled / scale)
-    guard places > 0 else { return sign + whole }
-    return sign + whole + "." + padded(Int(scaled % scale), width: places)
+    DecimalText.fixed(value, places: places, rounding: .addHalf, limit: 1e15) ?? ""
   }
 
   /// `value` in decimal, left-padded with zeros to `width` digits (negative values keep their sign).

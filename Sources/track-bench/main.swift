@@ -183,10 +183,7 @@ func say(_ line: String) {
   try? SystemIO.writeAll(1, line + "\n")
 }
 
-func fixed(_ value: Double) -> String {
-  let hundredths = Int((value * 100).rounded())
-  return "\(hundredths / 100).\(hundredths % 100 < 10 ? "0" : "")\(hundredths % 100)"
-}
+func fixed(_ value: Double) -> String { DecimalText.fixed(value, places: 2) ?? String(value) }
 
 let usage = "usage: track-bench [fill DB N | export DB gpx|geojson|csv | writer DB]"
 // Operands only (`--` allowed before them); any option is a usage error.
