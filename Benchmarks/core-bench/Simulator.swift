@@ -2,6 +2,7 @@ import LocationCore
 import LocationModel
 import LocationTestKit
 import NMEA
+import SystemIO
 
 #if canImport(Glibc)
   import Glibc
@@ -17,12 +18,6 @@ func simulatorFix(_ index: Int) -> Fix {
   SampleFixes.multiGNSS(
     time: 1_773_489_600_000 + Int64(index) * 100,
     coordinate: Coordinate(latitude: 48.137_154 + Double(index % 1000) * 1e-6, longitude: 11.575_382), glonass: 8)
-}
-
-func monotonicSeconds() -> Double {
-  var now = timespec()
-  clock_gettime(CLOCK_MONOTONIC, &now)
-  return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
 }
 
 func cpuSeconds() -> Double {
@@ -53,11 +48,11 @@ func simulatorBenchmark(epochs: Int) async -> Int32 {
   let fixes = (0..<1000).map(simulatorFix)
   let encoder = NMEAEncoder(version: .v4_11)
   var bytes = 0
-  var start = monotonicSeconds()
+  var start = MonotonicClock.seconds()
   for index in 0..<epochs {
     bytes += encoder.encode(fixes[index % 1000]).reduce(0) { $0 + $1.utf8.count }
   }
-  let encodeRate = Double(epochs) / (monotonicSeconds() - start)
+  let encodeRate = Double(epochs) / (MonotonicClock.seconds() - start)
   print(
     "encode NMEA 4.11 (30 satellites): \(Int(encodeRate)) epochs/s, \(bytes / epochs) bytes/epoch")
 
@@ -68,7 +63,7 @@ func simulatorBenchmark(epochs: Int) async -> Int32 {
   else { return 1 }
   var injector = NMEAFaultInjector(schedule: schedule)
   var kept = 0
-  start = monotonicSeconds()
+  start = MonotonicClock.seconds()
   for index in 0..<epochs {
     let lines = encoder.encode(fixes[index % 1000]).map { injector.apply(Array($0.utf8)) }.filter {
       !$0.isEmpty
@@ -76,7 +71,7 @@ func simulatorBenchmark(epochs: Int) async -> Int32 {
     let fitted = pacer.fit(lines, interval: .milliseconds(100))
     kept += pacer.schedule(byteCount: fitted.kept.reduce(0) { $0 + $1.count }).count
   }
-  let stageRate = Double(epochs) / (monotonicSeconds() - start)
+  let stageRate = Double(epochs) / (MonotonicClock.seconds() - start)
   print(
     "encode + faults + 38400-baud cut and schedule: \(Int(stageRate)) epochs/s (\(kept / epochs) writes/epoch)"
   )
@@ -86,12 +81,12 @@ func simulatorBenchmark(epochs: Int) async -> Int32 {
       transport: .udp(host: "127.0.0.1", port: sink.port), encoder: encoder,
       output: try SimulatedOutput(faults: schedule), clock: VirtualClock(autoAdvance: true))
   else { return 1 }
-  start = monotonicSeconds()
+  start = MonotonicClock.seconds()
   let sendEpochs = min(epochs, 100_000)
   for index in 0..<sendEpochs {
     try? await receiver.send(fixes[index % 1000], epoch: index, rate: 10)
   }
-  let sendRate = Double(sendEpochs) / (monotonicSeconds() - start)
+  let sendRate = Double(sendEpochs) / (MonotonicClock.seconds() - start)
   print(
     "send path (encode, output stage, UDP datagram per sentence), virtual time: \(Int(sendRate)) epochs/s, "
       + "\(Int(sendRate / 10))x real time at 10 Hz")
@@ -103,13 +98,13 @@ func simulatorBenchmark(epochs: Int) async -> Int32 {
       output: try SimulatedOutput(baud: 115_200))
   else { return 1 }
   let cpuBefore = cpuSeconds()
-  let wallBefore = monotonicSeconds()
+  let wallBefore = MonotonicClock.seconds()
   let origin = paced.clock.now
   for index in 0..<50 {
     try? await paced.send(fixes[index % 1000], epoch: index, rate: 10, start: origin)
   }
   let cpu = cpuSeconds() - cpuBefore
-  let wall = monotonicSeconds() - wallBefore
+  let wall = MonotonicClock.seconds() - wallBefore
   print(
     "one receiver at 10 Hz, 115200 baud, real time: \(Int(cpu / wall * 10_000)) per 10,000 of a core "
       + "(\(Int(cpu * 1000)) ms CPU in \(Int(wall * 1000)) ms)")

@@ -6,6 +6,7 @@ import LocationModel
 import NMEA
 import Foundation
 import Synchronization
+import SystemIO
 
 // `core-bench sky [SECONDS] [RECEIVERS]`: the simulated receiver's cost.
 //   1. Epochs per second the fix generator (orbits, look angles, DOPs, noise) plus the NMEA
@@ -17,12 +18,6 @@ import Synchronization
 // Build with -c release.
 
 // cpuSeconds() is in Simulator.swift.
-
-private func wallSeconds() -> Double {
-  var now = timespec()
-  clock_gettime(CLOCK_MONOTONIC, &now)
-  return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-}
 
 /// Runs the sky benchmark; returns the exit status.
 func skyBenchmark(arguments: [String]) -> Int32 {
@@ -37,8 +32,8 @@ func skyBenchmark(arguments: [String]) -> Int32 {
     bytes.reserveCapacity(4096)
     var epochs = 0
     var total = 0
-    let began = wallSeconds()
-    while wallSeconds() - began < 3 {
+    let began = MonotonicClock.seconds()
+    while MonotonicClock.seconds() - began < 3 {
       for _ in 0..<100 {
         guard let epoch = generator.next() else { return 1 }
         bytes.removeAll(keepingCapacity: true)
@@ -47,7 +42,7 @@ func skyBenchmark(arguments: [String]) -> Int32 {
       }
       epochs += 100
     }
-    let rate = Double(epochs) / (wallSeconds() - began)
+    let rate = Double(epochs) / (MonotonicClock.seconds() - began)
     print(
       "generator+encoder \(label): \(Int(rate)) epochs/s (\(Int(rate / 10))x real time at 10 Hz), "
         + "\(total / max(1, epochs)) bytes/epoch")
@@ -93,10 +88,10 @@ func skyBenchmark(arguments: [String]) -> Int32 {
     }
     reader.start()
     let cpuBefore = cpuSeconds()
-    let wallBefore = wallSeconds()
+    let wallBefore = MonotonicClock.seconds()
     usleep(UInt32(duration * 1_000_000))
     let cpu = cpuSeconds() - cpuBefore
-    let wall = wallSeconds() - wallBefore
+    let wall = MonotonicClock.seconds() - wallBefore
     stop.store(true, ordering: .relaxed)
     for receiver in receivers { receiver.stop() }
     usleep(200_000)

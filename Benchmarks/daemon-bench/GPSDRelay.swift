@@ -8,6 +8,7 @@ import LocationCore
 import LocationModel
 import LocationTestKit
 import Synchronization
+import SystemIO
 
 /// Runs `settings.gpsdFixes` fixes at 10 Hz through a private gpsd and a fresh locationd to one
 /// client; prints the latencies and returns the round's lines of the table. Throws when the
@@ -63,7 +64,7 @@ func measureGPSDRelay(daemons: Daemons, settings: Settings) throws -> [Figure] {
     }
     let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
     guard count > 0 else { break }
-    let at = SimulatedReceiver.monotonicNanoseconds()
+    let at = MonotonicClock.nanoseconds()
     buffer.append(contentsOf: chunk[0..<count])
     while let newline = buffer.firstIndex(of: 0x0A) {
       let line = buffer[..<newline]

@@ -130,7 +130,7 @@ func runLatency(_ arguments: Arguments) async throws {
   )
   for await event in backend.events {
     guard case .location(let location) = event else { continue }
-    let receivedAt = SimulatedReceiver.monotonicNanoseconds()
+    let receivedAt = MonotonicClock.nanoseconds()
     seen += 1
     if seen <= arguments.warmup { continue }
     modes[location.fix.mode, default: 0] += 1
@@ -197,9 +197,9 @@ func runIdle(_ arguments: Arguments) async throws {
   try await Task.sleep(for: .milliseconds(500))
   let cpuBefore = processCPUSeconds()
   let gpsdBefore = gpsd.pid.flatMap(otherProcessCPUSeconds)
-  let wallBefore = SimulatedReceiver.monotonicNanoseconds()
+  let wallBefore = MonotonicClock.nanoseconds()
   try await Task.sleep(for: .milliseconds(Int(arguments.idleSeconds * 1000)))
-  let wall = Double(SimulatedReceiver.monotonicNanoseconds() - wallBefore) / 1e9
+  let wall = Double(MonotonicClock.nanoseconds() - wallBefore) / 1e9
   let cpu = processCPUSeconds() - cpuBefore
   var gpsdCPU: Double?
   if let before = gpsdBefore, let after = gpsd.pid.flatMap(otherProcessCPUSeconds) {

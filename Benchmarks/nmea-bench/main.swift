@@ -107,11 +107,7 @@ struct Measurement {
   var status: Int32
 }
 
-func now() -> Double {
-  var ts = timespec()
-  clock_gettime(CLOCK_MONOTONIC, &ts)
-  return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-}
+func now() -> Double { MonotonicClock.seconds() }
 
 /// Runs `argv` with standard input from `inputPath` repeated `repeats` times (through a pipe when
 /// more than once), standard output to /dev/null.

@@ -14,11 +14,7 @@ import TrackStore
 //                                    "committed COUNT" whenever the committed count grows
 //   track-bench                      fill 1,000,000 into a temporary store, then export each format
 
-func now() -> Double {
-  var spec = timespec()
-  clock_gettime(CLOCK_MONOTONIC, &spec)
-  return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
-}
+func now() -> Double { MonotonicClock.seconds() }
 
 /// CPU time (user plus system) of this process so far, seconds: on a loaded machine the wall
 /// clock also counts other processes' turns, so rates are given per CPU second too.
@@ -187,10 +183,7 @@ func say(_ line: String) {
   try? SystemIO.writeAll(1, line + "\n")
 }
 
-func fixed(_ value: Double) -> String {
-  let hundredths = Int((value * 100).rounded())
-  return "\(hundredths / 100).\(hundredths % 100 < 10 ? "0" : "")\(hundredths % 100)"
-}
+func fixed(_ value: Double) -> String { DecimalText.fixed(value, places: 2) ?? String(value) }
 
 let usage = "usage: track-bench [fill DB N | export DB gpx|geojson|csv | writer DB]"
 // Operands only (`--` allowed before them); any option is a usage error.

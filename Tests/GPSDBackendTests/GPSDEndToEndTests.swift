@@ -4,6 +4,7 @@ import Glibc
 import LocationCore
 import LocationTestKit
 import NMEA
+import SystemIO
 import Testing
 import LocationModel
 
@@ -96,7 +97,7 @@ struct GPSDEndToEndTests {
     #expect(await collector.wait(timeout: 10) { _ in collector.locations.count >= 5 })
 
     // Crash gpsd while the client watches.
-    let killedAt = SimulatedReceiver.monotonicNanoseconds()
+    let killedAt = MonotonicClock.nanoseconds()
     gpsd.kill()
     #expect(
       await collector.wait(timeout: 30) { _ in
@@ -114,9 +115,9 @@ struct GPSDEndToEndTests {
       "connection thread used \(cpuDuring) of CPU during a 1.5 s outage")
     let locationsBeforeRestart = collector.locations.count
 
-    let restartingAt = SimulatedReceiver.monotonicNanoseconds()
+    let restartingAt = MonotonicClock.nanoseconds()
     try await gpsd.start()
-    let restartedAt = SimulatedReceiver.monotonicNanoseconds()
+    let restartedAt = MonotonicClock.nanoseconds()
     // The backend reconnects on its own (how soon depends on the backoff and on the machine's
     // load: only a backend that never comes back fails the generous wait).
     let resumed = await collector.wait(timeout: 30) { _ in
@@ -384,8 +385,8 @@ func parseISO8601Milliseconds(_ text: String) -> Int64? {
 
 /// Polls `condition` every 10 ms for at most `timeout` seconds.
 func waitUntil(timeout: Double, _ condition: () -> Bool) async -> Bool {
-  let deadline = SimulatedReceiver.monotonicNanoseconds() + UInt64(timeout * 1e9)
-  while SimulatedReceiver.monotonicNanoseconds() < deadline {
+  let deadline = MonotonicClock.nanoseconds() + UInt64(timeout * 1e9)
+  while MonotonicClock.nanoseconds() < deadline {
     if condition() { return true }
     try? await Task.sleep(for: .milliseconds(10))
   }

@@ -5,6 +5,7 @@ import LocationCore
 import LocationTestKit
 import NMEA
 import Synchronization
+import SystemIO
 import LocationModel
 
 /// 2026-03-14T12:00:00Z, the first epoch of the test route, in milliseconds since 1970.
@@ -27,7 +28,7 @@ final class EventCollector: Sendable {
     let store = self.store
     task = Task {
       for await event in backend.events {
-        let at = SimulatedReceiver.monotonicNanoseconds()
+        let at = MonotonicClock.nanoseconds()
         store.events.withLock { $0.append(TimedEvent(event: event, at: at)) }
       }
     }
@@ -53,8 +54,8 @@ final class EventCollector: Sendable {
 
   /// Polls every 10 ms until `condition` holds or `timeout` seconds pass; returns whether it held.
   func wait(timeout: Double, _ condition: ([TimedEvent]) -> Bool) async -> Bool {
-    let deadline = SimulatedReceiver.monotonicNanoseconds() + UInt64(timeout * 1e9)
-    while SimulatedReceiver.monotonicNanoseconds() < deadline {
+    let deadline = MonotonicClock.nanoseconds() + UInt64(timeout * 1e9)
+    while MonotonicClock.nanoseconds() < deadline {
       if condition(all) { return true }
       try? await Task.sleep(for: .milliseconds(10))
     }
@@ -77,8 +78,8 @@ final class WriteLog: Sendable {
   /// after write() returns, and gpsd can report it before that. The 10 s limit only ends the
   /// wait for an epoch that was never written.
   func epoch(_ time: Int64) async -> SimulatedReceiver.WrittenEpoch? {
-    let deadline = SimulatedReceiver.monotonicNanoseconds() + 10_000_000_000
-    while SimulatedReceiver.monotonicNanoseconds() < deadline {
+    let deadline = MonotonicClock.nanoseconds() + 10_000_000_000
+    while MonotonicClock.nanoseconds() < deadline {
       if let epoch = self[time] { return epoch }
       try? await Task.sleep(for: .milliseconds(10))
     }

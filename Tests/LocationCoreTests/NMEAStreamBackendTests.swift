@@ -21,7 +21,7 @@ private final class StreamEvents: Sendable {
     let store = self.store
     task = Task {
       for await event in backend.events {
-        let at = WorkerThread.now()
+        let at = MonotonicClock.nanoseconds()
         store.events.withLock { $0.append((event, at)) }
       }
     }
@@ -50,8 +50,8 @@ private final class StreamEvents: Sendable {
 
   /// Polls every 10 ms until `condition` holds; `timeout` only ends a hang.
   func wait(_ timeout: Double = 60, _ condition: (StreamEvents) -> Bool) async -> Bool {
-    let deadline = WorkerThread.now() + UInt64(timeout * 1e9)
-    while WorkerThread.now() < deadline {
+    let deadline = MonotonicClock.nanoseconds() + UInt64(timeout * 1e9)
+    while MonotonicClock.nanoseconds() < deadline {
       if condition(self) { return true }
       try? await Task.sleep(for: .milliseconds(10))
     }

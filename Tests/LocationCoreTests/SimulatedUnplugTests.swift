@@ -3,6 +3,7 @@ import Glibc
 import LocationModel
 import LocationTestKit
 import NMEA
+import SystemIO
 import Testing
 
 @testable import LocationCore
@@ -10,8 +11,8 @@ import Testing
 /// Polls every 10 ms until `condition` holds or `timeout` seconds pass (a bound on a hang, not
 /// a timing assertion).
 private func eventually(_ timeout: Double, _ condition: () -> Bool) async -> Bool {
-  let deadline = SimulatedReceiver.monotonicNanoseconds() + UInt64(timeout * 1e9)
-  while SimulatedReceiver.monotonicNanoseconds() < deadline {
+  let deadline = MonotonicClock.nanoseconds() + UInt64(timeout * 1e9)
+  while MonotonicClock.nanoseconds() < deadline {
     if condition() { return true }
     try? await Task.sleep(for: .milliseconds(10))
   }

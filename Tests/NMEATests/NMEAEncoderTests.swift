@@ -195,10 +195,10 @@ private func sampleFix() -> Fix {
 
   @Test(arguments: [
     (Int64(0), 1970, 1, 1), (951_782_400_000, 2000, 2, 29), (4_107_542_399_000, 2100, 2, 28),
-    (-86_400_000, 1969, 12, 31), (1_773_491_719_250, 2026, 3, 14),
+    (-86_400_000, 1969, 12, 31), (-1, 1969, 12, 31), (1_773_491_719_250, 2026, 3, 14),
   ])
   func civilDates(_ milliseconds: Int64, _ year: Int, _ month: Int, _ day: Int) {
-    let date = NMEAEncoder.civilDate(milliseconds: milliseconds)
+    let date = CivilDate.civil(milliseconds: milliseconds)
     #expect(date.year == year && date.month == month && date.day == day)
   }
 

@@ -224,42 +224,10 @@ enum Wire {
   }
 
   /// Milliseconds since 1970-01-01T00:00:00Z of an ISO 8601 UTC time as TPVs write it,
-  /// `YYYY-MM-DDTHH:MM:SS[.fff]Z` (1 to 9 fraction digits); `nil` for anything else.
+  /// `YYYY-MM-DDTHH:MM:SS[.fff]Z` (1 to 9 fraction digits: ``UTCTime/Syntax/tpv``); `nil` for
+  /// anything else.
   static func milliseconds(iso8601 text: String) -> Int64? {
-    let bytes = Array(text.utf8)
-    guard bytes.count >= 20, bytes.last == UInt8(ascii: "Z") else { return nil }
-    func number(_ range: Range<Int>) -> Int? {
-      var value = 0
-      for index in range {
-        guard index < bytes.count, (0x30...0x39).contains(bytes[index]) else { return nil }
-        value = value * 10 + Int(bytes[index] - 0x30)
-      }
-      return value
-    }
-    guard bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
-      bytes[10] == UInt8(ascii: "T"),
-      bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"),
-      let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
-      let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
-      (1...12).contains(month), (1...CivilDate.daysIn(month: month, year: year)).contains(day),
-      hour < 24, minute < 60, second <= 60
-    else { return nil }
-    var milliseconds = 0
-    if bytes.count > 20 {
-      let digits = bytes.count - 21
-      guard bytes[19] == UInt8(ascii: "."), (1...9).contains(digits),
-        let fraction = number(20..<(bytes.count - 1))
-      else { return nil }
-      var scaled = fraction
-      for _ in 0..<max(0, digits - 3) { scaled /= 10 }
-      for _ in 0..<max(0, 3 - digits) { scaled *= 10 }
-      milliseconds = scaled
-    } else if bytes.count != 20 {
-      return nil
-    }
-    let days = Int64(CivilDate.days(year: year, month: month, day: day))
-    return ((days * 24 + Int64(hour)) * 60 + Int64(minute)) * 60_000 + Int64(second) * 1000
-      + Int64(milliseconds)
+    UTCTime(iso8601: text, syntax: .tpv)?.milliseconds
   }
 
   /// The region transition of a `REGION` event; `nil` for a malformed one.

@@ -62,10 +62,7 @@ public struct SystemdNotifier: Sendable {
   /// `RELOADING=1` plus `MONOTONIC_USEC` (required by `Type=notify-reload`): reload began; send
   /// ``ready(status:)`` when it finished.
   @discardableResult public func reloading() -> Bool {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    let usec = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1_000
-    return notify(["RELOADING=1", "MONOTONIC_USEC=\(usec)"])
+    notify(["RELOADING=1", "MONOTONIC_USEC=\(MonotonicClock.microseconds())"])
   }
 
   /// Sends `WATCHDOG=1` every ``watchdogInterval`` until the task is cancelled; returns at once

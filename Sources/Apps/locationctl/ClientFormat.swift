@@ -4,18 +4,10 @@ import NMEA
 
 /// Human-readable text for replies and events.
 enum Format {
+  /// `value` with exactly `digits` decimals, halves away from zero; a value too large for fixed
+  /// decimals (JSON carries no NaN or infinity) in Swift's shortest form, such as `1e+300`.
   private static func fixed(_ value: Double, _ digits: Int) -> String {
-    var scale = 1.0
-    for _ in 0..<digits { scale *= 10 }
-    let rounded = (abs(value) * scale).rounded()
-    let whole = Int(rounded / scale)
-    let fraction = Int(rounded.truncatingRemainder(dividingBy: scale))
-    var text = (value < 0 && rounded != 0 ? "-" : "") + String(whole)
-    if digits > 0 {
-      let digitsText = String(fraction)
-      text += "." + String(repeating: "0", count: max(0, digits - digitsText.count)) + digitsText
-    }
-    return text
+    DecimalText.fixed(value, places: digits) ?? String(value)
   }
 
   /// One line for a gpsd TPV object: time, position, altitude, speed, course, mode, error.

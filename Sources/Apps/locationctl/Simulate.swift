@@ -220,11 +220,7 @@ func runSimulate(arguments: [String]) -> Int32 {
   let status = Atomic<Int32>(ExitCode.success.rawValue)
   let done = DispatchSemaphore(value: 0)
   let task = Task {
-    do {
-      try await backend.start()
-    } catch {
-      writeError("locationctl simulate: cannot start \(uri): \(error)")
-      status.store(ExitCode.failure.rawValue, ordering: .relaxed)
+    guard await startSimulatedBackend(backend, uri: uri, status: status) else {
       receiver.stop()
       done.signal()
       return

@@ -29,6 +29,19 @@ func simulatedFixes(_ backend: any LocationBackend) -> some AsyncSequence<Fix, N
   }
 }
 
+/// Starts `backend` (named `uri` in messages) for `locationctl simulate`; when it cannot start,
+/// writes why to standard error, stores the failure exit status in `status` and returns false.
+func startSimulatedBackend(_ backend: any LocationBackend, uri: String, status: borrowing Atomic<Int32>) async -> Bool {
+  do {
+    try await backend.start()
+    return true
+  } catch {
+    writeError("locationctl simulate: cannot start \(uri): \(error)")
+    status.store(ExitCode.failure.rawValue, ordering: .relaxed)
+    return false
+  }
+}
+
 /// `locationctl simulate --output tcp://HOST:PORT|udp://HOST:PORT`: the simulated receiver on a
 /// network transport until interrupted or the backend ends. Exit status as ``runSimulate(arguments:)``.
 func runNetworkSimulate(
@@ -48,11 +61,7 @@ func runNetworkSimulate(
   let status = Atomic<Int32>(ExitCode.success.rawValue)
   let done = DispatchSemaphore(value: 0)
   let task = Task {
-    do {
-      try await backend.start()
-    } catch {
-      writeError("locationctl simulate: cannot start \(uri): \(error)")
-      status.store(ExitCode.failure.rawValue, ordering: .relaxed)
+    guard await startSimulatedBackend(backend, uri: uri, status: status) else {
       done.signal()
       return
     }

@@ -161,11 +161,7 @@ final class GPSDWorker: @unchecked Sendable {
     queue.post(.status(status, detail: detail))
   }
 
-  static func now() -> UInt64 { WorkerThread.now() }
+  static func now() -> UInt64 { MonotonicClock.nanoseconds() }
 
-  static func nanoseconds(_ duration: Duration) -> UInt64 {
-    let (seconds, attoseconds) = duration.components
-    guard seconds >= 0 else { return 0 }
-    return UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
-  }
+  static func nanoseconds(_ duration: Duration) -> UInt64 { MonotonicClock.nanoseconds(of: duration) }
 }

@@ -40,11 +40,7 @@ final class NMEAStreamReader: @unchecked Sendable {
     self.counters = counters
   }
 
-  static func nanoseconds(_ duration: Duration) -> UInt64 {
-    let (seconds, attoseconds) = duration.components
-    guard seconds >= 0 else { return 0 }
-    return UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
-  }
+  static func nanoseconds(_ duration: Duration) -> UInt64 { MonotonicClock.nanoseconds(of: duration) }
 
   func run(_ thread: WorkerThread) {
     report(.connecting, "opening \(endpoint.sourceName)")
@@ -164,10 +160,10 @@ final class NMEAStreamReader: @unchecked Sendable {
         }
         var probe = NMEADecoder()
         var bytes: [UInt8] = []
-        let deadline = WorkerThread.now() + Self.nanoseconds(options.baudProbeWindow)
+        let deadline = MonotonicClock.nanoseconds() + Self.nanoseconds(options.baudProbeWindow)
         while true {
           if thread.isStopping { return .stopped }
-          let now = WorkerThread.now()
+          let now = MonotonicClock.nanoseconds()
           if now >= deadline { break }
           let interests: [WorkerThread.Interest] =
             [.init(fd)] + (watch.map { [.init($0.fileDescriptor)] } ?? [])
@@ -343,11 +339,11 @@ final class NMEAStreamReader: @unchecked Sendable {
   )
     -> String?
   {
-    var lastData = WorkerThread.now()
+    var lastData = MonotonicClock.nanoseconds()
     while !thread.isStopping {
       var wait = timerWait()
       if let idle {
-        let now = WorkerThread.now()
+        let now = MonotonicClock.nanoseconds()
         let left = lastData + idle > now ? lastData + idle - now : 0
         wait = min(wait ?? left, left)
       }
@@ -368,13 +364,13 @@ final class NMEAStreamReader: @unchecked Sendable {
         }
         if count == 0 { return path == nil ? "closed by the peer" : "hang-up" }
         if count > 0 {
-          lastData = WorkerThread.now()
+          lastData = MonotonicClock.nanoseconds()
           consume(Array(buffer.prefix(count)))
         } else if first.isHangUp {
           return "hang-up"
         }
       }
-      if let idle, WorkerThread.now() >= lastData + idle {
+      if let idle, MonotonicClock.nanoseconds() >= lastData + idle {
         return "no data for \(idle / 1_000_000_000) s"
       }
       handleTimers()
@@ -384,7 +380,7 @@ final class NMEAStreamReader: @unchecked Sendable {
 
   /// Nanoseconds until the next timer (the no-fix deadline, the next rejection report).
   private func timerWait() -> UInt64? {
-    let now = WorkerThread.now()
+    let now = MonotonicClock.nanoseconds()
     guard let deadline = noFixDeadline else { return nil }
     return deadline > now ? deadline - now : 0
   }
@@ -396,7 +392,7 @@ final class NMEAStreamReader: @unchecked Sendable {
     connectionBytes = 0
     firstBytes = []
     toldNoNMEA = false
-    noFixDeadline = WorkerThread.now() + Self.nanoseconds(options.noFixTimeout)
+    noFixDeadline = MonotonicClock.nanoseconds() + Self.nanoseconds(options.noFixTimeout)
   }
 
   /// Adds the connection's decoder counters to the totals; its partial epoch is dropped (a
@@ -459,7 +455,7 @@ final class NMEAStreamReader: @unchecked Sendable {
       backend: uri, source: endpoint.sourceName, isSimulated: false,
       rolloverWeeks: decoded.rolloverWeeks == 0 ? nil : decoded.rolloverWeeks)
     if decoded.fix.mode.hasPosition {
-      noFixDeadline = WorkerThread.now() + Self.nanoseconds(options.noFixTimeout)
+      noFixDeadline = MonotonicClock.nanoseconds() + Self.nanoseconds(options.noFixTimeout)
       if lastStatus != .connected {
         report(.connected, "receiving fixes from \(endpoint.sourceName)")
       }
@@ -470,7 +466,7 @@ final class NMEAStreamReader: @unchecked Sendable {
   }
 
   private func handleTimers() {
-    if let deadline = noFixDeadline, WorkerThread.now() >= deadline {
+    if let deadline = noFixDeadline, MonotonicClock.nanoseconds() >= deadline {
       noFixDeadline = nil
       if lastStatus != .noFix {
         report(
@@ -484,7 +480,7 @@ final class NMEAStreamReader: @unchecked Sendable {
 
   /// At most one warning every 10 s with the sentences rejected since the last one.
   private func reportRejections(force: Bool) {
-    let now = WorkerThread.now()
+    let now = MonotonicClock.nanoseconds()
     guard force || now >= nextRejectionReport else { return }
     let rejected = decoder.statistics.rejected
     var parts: [String] = []

@@ -171,15 +171,10 @@ public final class SimulatedBackend: LocationBackend {
           }
         case "time":
           let expected = "UTC as YYYY-MM-DDTHH:MM:SSZ, years 1980-2079"
-          let pieces = value.split(separator: "T", omittingEmptySubsequences: false)
-          guard pieces.count == 2, let days = CivilDate.days(iso: String(pieces[0])), pieces[1].hasSuffix("Z")
+          guard let time = UTCTime(iso8601: value, syntax: UTCTime.Syntax(acceptsLeapSecond: false)),
+            (1980...2079).contains(time.date.year)
           else { throw .invalidValue(key: key, value: value, expected: expected) }
-          let clock = pieces[1].dropLast().split(separator: ":", omittingEmptySubsequences: false)
-          guard clock.count == 3, clock.allSatisfy({ $0.count == 2 && $0.utf8.allSatisfy { (0x30...0x39).contains($0) } }),
-            let hour = Int(clock[0]), let minute = Int(clock[1]), let second = Int(clock[2]),
-            hour < 24, minute < 60, second < 60
-          else { throw .invalidValue(key: key, value: value, expected: expected) }
-          options.startTime = (Int64(days) * 86_400 + Int64(hour * 3600 + minute * 60 + second)) * 1000
+          options.startTime = time.milliseconds
         case "nmea":
           guard let version = NMEAVersion(rawValue: value) else {
             throw .invalidValue(key: key, value: value, expected: "2.3, 4.10 or 4.11")

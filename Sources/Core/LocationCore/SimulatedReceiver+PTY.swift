@@ -205,11 +205,4 @@ extension SimulatedReceiver {
   static let unlockPTY = UInt(0x4004_5431)
   /// `TIOCGPTN` (`_IOR('T', 0x30, unsigned int)`): the pty's number N in `/dev/pts/N`.
   static let ptyNumber = UInt(0x8004_5430)
-
-  /// `CLOCK_MONOTONIC` now, in nanoseconds.
-  public static func monotonicNanoseconds() -> UInt64 {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
-  }
 }

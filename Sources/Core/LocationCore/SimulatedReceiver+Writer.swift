@@ -31,14 +31,14 @@ extension SimulatedReceiver {
   }
 
   func run(period: UInt64, source: Source) {
-    let origin = Self.monotonicNanoseconds()
+    let origin = MonotonicClock.nanoseconds()
     var epoch: UInt64 = 0
     while true {
       let deadline = origin + epoch * period
       // Sleep until the epoch's deadline, discarding what the reader writes meanwhile.
       while true {
         if state.withLock({ $0.stopped }) { return finish() }
-        let now = Self.monotonicNanoseconds()
+        let now = MonotonicClock.nanoseconds()
         if now >= deadline { break }
         waitForInput(timeoutNanoseconds: deadline - now)
       }
@@ -87,7 +87,7 @@ extension SimulatedReceiver {
       return
     }
     drainInput()
-    let startedAt = Self.monotonicNanoseconds()
+    let startedAt = MonotonicClock.nanoseconds()
     var offset = 0
     var dropped = false
     // At a baud rate: each 10 ms tick releases what the line carries by then (SerialLinePacer).
@@ -99,7 +99,7 @@ extension SimulatedReceiver {
       let due = startedAt + UInt64(tick) * 10_000_000
       while true {
         if state.withLock({ $0.stopped }) { break }
-        let now = Self.monotonicNanoseconds()
+        let now = MonotonicClock.nanoseconds()
         if now >= due { break }
         waitForInput(timeoutNanoseconds: due - now)
       }
@@ -116,7 +116,7 @@ extension SimulatedReceiver {
         offset += written
       }
     }
-    let finishedAt = Self.monotonicNanoseconds()
+    let finishedAt = MonotonicClock.nanoseconds()
     state.withLock { state in
       state.statistics.bytesWritten += offset
       if dropped {

@@ -1,3 +1,4 @@
+import LocationModel
 import Synchronization
 
 /// Something that draws the map: fed the state after every change, in order.
@@ -77,21 +78,11 @@ public final class SVGRenderer: MapRenderer {
 
 /// Deterministic text helpers shared by the renderers.
 enum TextFormat {
-  /// `value` with exactly `digits` decimals, no exponent, no negative zero; non-finite gives "0".
+  /// `value` with exactly `digits` decimals, no exponent, no negative zero (``DecimalText``,
+  /// halves away from zero); non-finite gives "0", a magnitude of 9e15 units or more Swift's
+  /// shortest form.
   static func fixed(_ value: Double, _ digits: Int) -> String {
-    guard value.isFinite else { return "0" }
-    var scale: Int64 = 1
-    for _ in 0..<digits { scale *= 10 }
-    let scaled = (abs(value) * Double(scale)).rounded()
-    guard scaled < 9.0e15 else { return String(value) }
-    let units = Int64(scaled)
-    let whole = units / scale
-    var result = (value < 0 && units != 0 ? "-" : "") + String(whole)
-    if digits > 0 {
-      let fraction = String(units % scale)
-      result += "." + String(repeating: "0", count: digits - fraction.count) + fraction
-    }
-    return result
+    DecimalText.fixed(value, places: digits) ?? (value.isFinite ? String(value) : "0")
   }
 
   /// Text escaped for XML 1.0 content and attribute values: `& < > " '` become entities and

@@ -442,57 +442,18 @@ struct ByteOutput {
     if let value { fixed(value, digits) }
   }
 
-  private mutating func two(_ value: Int) {
-    bytes.append(UInt8(ascii: "0") + UInt8(value / 10 % 10))
-    bytes.append(UInt8(ascii: "0") + UInt8(value % 10))
-  }
-
   /// ISO 8601 UTC (`2019-05-01T12:00:00Z`, with `.sss` when the milliseconds are not zero).
   mutating func time(_ milliseconds: Int64) {
-    let (seconds, ms) = milliseconds.quotientAndRemainder(dividingBy: 1000)
-    var days = seconds / 86_400
-    var secondOfDay = seconds % 86_400
-    var millisecond = ms
-    if millisecond < 0 {
-      millisecond += 1000
-      secondOfDay -= 1
-    }
-    if secondOfDay < 0 {
-      secondOfDay += 86_400
-      days -= 1
-    }
+    let time = UTCTime(milliseconds: milliseconds)
     // Consecutive fixes share their date: "YYYY-MM-DDT" is made once per day and copied.
-    if days != cachedDay {
-      let start = bytes.count
-      let date = CivilDate.civil(days: Int(days))
-      let year = date.year
-      if year < 0 || year > 9999 {
-        integer(Int64(year))
-      } else {
-        two(year / 100)
-        two(year % 100)
-      }
-      bytes.append(UInt8(ascii: "-"))
-      two(date.month)
-      bytes.append(UInt8(ascii: "-"))
-      two(date.day)
-      bytes.append(UInt8(ascii: "T"))
-      cachedDay = days
-      cachedDate = Array(bytes[start...])
-    } else {
-      bytes.append(contentsOf: cachedDate)
+    let day = time.day
+    if day != cachedDay {
+      cachedDate.removeAll(keepingCapacity: true)
+      time.writeDate { cachedDate.append($0) }
+      cachedDay = day
     }
-    two(Int(secondOfDay / 3600))
-    bytes.append(UInt8(ascii: ":"))
-    two(Int(secondOfDay / 60 % 60))
-    bytes.append(UInt8(ascii: ":"))
-    two(Int(secondOfDay % 60))
-    if millisecond != 0 {
-      bytes.append(UInt8(ascii: "."))
-      bytes.append(UInt8(ascii: "0") + UInt8(millisecond / 100))
-      two(Int(millisecond % 100))
-    }
-    bytes.append(UInt8(ascii: "Z"))
+    bytes.append(contentsOf: cachedDate)
+    time.writeClock(fraction: .millisecondsUnlessZero) { bytes.append($0) }
   }
 
   /// A CSV field (RFC 4180): quoted, with inner quotes doubled, when it holds a comma, a quote or

@@ -6,6 +6,7 @@ import Dispatch
 #endif
 import LocationModel
 import Synchronization
+import SystemIO
 
 /// Records accepted fixes into a ``TrackStore`` off the caller's path.
 ///
@@ -143,9 +144,7 @@ public final class TrackRecorder: Sendable {
           return (previous, state.counters.failed)
         }
         if expired > 0 {
-          var clock = timespec()
-          clock_gettime(CLOCK_MONOTONIC, &clock)
-          let seconds = Int64(clock.tv_sec)
+          let seconds = Int64(MonotonicClock.nanoseconds() / 1_000_000_000)
           let due = state.withLock { state -> Int? in
             state.retentionUnlogged += expired
             if let last = state.retentionLoggedAt, seconds - last < Self.retentionLogInterval { return nil }

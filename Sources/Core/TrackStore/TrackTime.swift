@@ -11,7 +11,7 @@ public enum TrackTime {
     let bytes = Array(text.utf8)
     guard !bytes.isEmpty, bytes.count <= 64 else { return nil }
     if let seconds = unixSeconds(bytes) { return seconds }
-    return iso8601(bytes)
+    return UTCTime(iso8601: text, syntax: .rfc3339)?.milliseconds
   }
 
   private static func digit(_ byte: UInt8) -> Int? {
@@ -51,74 +51,12 @@ public enum TrackTime {
     let value = whole * 1000 + fraction
     return negative ? -value : value
   }
-
-  private static func iso8601(_ bytes: [UInt8]) -> Int64? {
-    var index = 0
-    func number(_ width: Int) -> Int? {
-      guard index + width <= bytes.count else { return nil }
-      var value = 0
-      for k in index..<(index + width) {
-        guard let d = digit(bytes[k]) else { return nil }
-        value = value * 10 + d
-      }
-      index += width
-      return value
-    }
-    func expect(_ character: Character) -> Bool {
-      guard index < bytes.count, let ascii = character.asciiValue, bytes[index] == ascii else { return false }
-      index += 1
-      return true
-    }
-    guard let year = number(4), expect("-"), let month = number(2), expect("-"), let day = number(2),
-      (1...12).contains(month), (1...CivilDate.daysIn(month: month, year: year)).contains(day)
-    else { return nil }
-    var milliseconds = Int64(CivilDate.days(year: year, month: month, day: day)) * 86_400_000
-    if index == bytes.count { return milliseconds }
-    guard expect("T") || expect("t") || expect(" ") else { return nil }
-    guard let hour = number(2), hour < 24, expect(":"), let minute = number(2), minute < 60 else { return nil }
-    var second = 0
-    var fraction: Int64 = 0
-    if expect(":") {
-      guard let s = number(2), s <= 60 else { return nil }
-      second = s
-      if expect(".") || expect(",") {
-        var scale: Int64 = 100
-        var count = 0
-        while index < bytes.count, let d = digit(bytes[index]) {
-          fraction += Int64(d) * scale
-          scale /= 10
-          count += 1
-          index += 1
-        }
-        guard count > 0 else { return nil }
-      }
-    }
-    milliseconds += Int64(hour * 3600 + minute * 60 + second) * 1000 + fraction
-    guard index < bytes.count else { return nil }  // a time needs its zone: Z or an offset
-    if expect("Z") || expect("z") {
-      return index == bytes.count ? milliseconds : nil
-    }
-    let sign: Int64
-    if expect("+") {
-      sign = 1
-    } else if expect("-") {
-      sign = -1
-    } else {
-      return nil
-    }
-    guard let offsetHours = number(2), offsetHours < 24 else { return nil }
-    _ = expect(":")
-    guard let offsetMinutes = number(2), offsetMinutes < 60, index == bytes.count else { return nil }
-    return milliseconds - sign * Int64(offsetHours * 3600 + offsetMinutes * 60) * 1000
-  }
 }
 
 extension TrackTime {
   /// `milliseconds` since the Unix epoch as ISO 8601 UTC (`2019-05-01T12:00:00Z`, with `.sss`
   /// when the milliseconds are not zero), as the exports write it.
   public static func iso8601(_ milliseconds: Int64) -> String {
-    var out = ByteOutput { (_: [UInt8]) throws(TrackExportError) in }
-    out.time(milliseconds)
-    return String(decoding: out.bytes, as: UTF8.self)
+    UTCTime(milliseconds: milliseconds).iso8601(fraction: .millisecondsUnlessZero)
   }
 }

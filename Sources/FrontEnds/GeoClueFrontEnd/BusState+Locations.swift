@@ -3,6 +3,7 @@ import Glibc
 import LocationModel
 import Queues
 import ServiceCore
+import SystemIO
 
 /// Fixes to the clients' Location objects, their lifetimes, and the helpers for messages.
 extension BusState {
@@ -19,14 +20,14 @@ extension BusState {
     mostJobs = max(mostJobs, count)
   }
 
-  func deliver(_ values: GeoClueLocationValues, entered: UInt64 = monotonicMicroseconds()) {
+  func deliver(_ values: GeoClueLocationValues, entered: UInt64 = MonotonicClock.microseconds()) {
     var changes: [(client: ClientObject, object: UInt64, interface: String, names: String)] = []
     defer {
       for change in changes {
         emitChanged(change.client, change.object, change.interface, change.names)
       }
     }
-    let now = Self.monotonicMicroseconds()
+    let now = MonotonicClock.microseconds()
     let lifetime = UInt64(frontEnd.limits.previousLocationLifetime * 1_000_000)
     var signalled = 0
     defer { recordDelivery(entered: entered, signalled: signalled) }
@@ -84,7 +85,7 @@ extension BusState {
 
   func recordDelivery(entered: UInt64, signalled: Int) {
     guard signalled > 0 else { return }
-    let now = Self.monotonicMicroseconds()
+    let now = MonotonicClock.microseconds()
     if deliveries.count == 4096 { deliveries.removeFirst(2048) }
     deliveries.append(Double(now >= entered ? now - entered : 0) / 1000)
     deliveryCount += 1
@@ -111,7 +112,7 @@ extension BusState {
   /// Removes Location objects whose lifetime ended; returns microseconds until the next one ends
   /// (`UInt64.max`: none waiting). Objects already removed with their client are skipped.
   func sweepLocations() -> UInt64 {
-    let now = Self.monotonicMicroseconds()
+    let now = MonotonicClock.microseconds()
     var removed = false
     while let (expires, id) = expiring.first, expires <= now {
       _ = expiring.popFirst()
@@ -215,11 +216,5 @@ extension BusState {
   /// The text before the first NUL of a buffer a C helper filled.
   static func string(_ buffer: [CChar]) -> String {
     String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-  }
-
-  static func monotonicMicroseconds() -> UInt64 {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec / 1000)
   }
 }

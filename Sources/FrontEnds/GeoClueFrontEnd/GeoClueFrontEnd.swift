@@ -269,7 +269,7 @@ public final class GeoClueFrontEnd: FrontEnd {
   /// Hands a fix to the bus thread through ``newestFix``; wakes the thread only when the slot
   /// was empty (a full slot means the thread has a wake-up coming).
   func offer(_ values: GeoClueLocationValues) {
-    let entered = BusState.monotonicMicroseconds()
+    let entered = MonotonicClock.microseconds()
     let wake = newestFix.withLock { slot in
       let wasEmpty = slot.values == nil
       if !wasEmpty { slot.missed += 1 }

@@ -1,4 +1,5 @@
 import Synchronization
+import SystemIO
 import TrackStore
 
 /// The daemon's ``MQTTOutbox``: the durable queue (`mqtt-outbox.sqlite`) while its store works,
@@ -86,7 +87,7 @@ public final class FallbackOutbox: MQTTOutbox {
     self.qos = qos
     self.memoryLimit = max(1, memoryLimit)
     self.memoryMaxBytes = max(1, memoryMaxBytes)
-    self.now = now ?? { monotonicSeconds() }
+    self.now = now ?? { MonotonicClock.seconds() }
     self.log = log
     var initial = State()
     initial.store = store
@@ -116,7 +117,7 @@ public final class FallbackOutbox: MQTTOutbox {
     self.qos = qos
     self.memoryLimit = max(1, memoryLimit)
     self.memoryMaxBytes = max(1, memoryMaxBytes)
-    let clock = now ?? { monotonicSeconds() }
+    let clock = now ?? { MonotonicClock.seconds() }
     self.now = clock
     self.log = log
     var initial = State()

@@ -188,11 +188,5 @@ public struct FleetRoster: Sendable {
   }
 
   /// `YYYY-MM-DDTHH:MM:SSZ` for UNIX seconds.
-  static func iso(_ seconds: Int64) -> String {
-    let days = Int(seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400)
-    let rest = Int(seconds - Int64(days) * 86_400)
-    let date = CivilDate.civil(days: days)
-    func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
-    return "\(date.year)-\(two(date.month))-\(two(date.day))T\(two(rest / 3600)):\(two(rest / 60 % 60)):\(two(rest % 60))Z"
-  }
+  static func iso(_ seconds: Int64) -> String { UTCTime(seconds: seconds).iso8601(fraction: .none) }
 }

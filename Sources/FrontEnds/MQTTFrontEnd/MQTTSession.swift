@@ -114,13 +114,6 @@ final class MQTTControl: Sendable {
   let finished = Atomic<Bool>(false)
 }
 
-/// Seconds on `CLOCK_MONOTONIC`.
-func monotonicSeconds() -> Double {
-  var now = timespec()
-  clock_gettime(CLOCK_MONOTONIC, &now)
-  return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-}
-
 /// The session thread's state; used only on that thread (libmosquitto's callbacks run there
 /// too, inside `locationd_mqtt_connect` and `locationd_mqtt_loop`).
 final class MQTTWorker {
@@ -196,7 +189,7 @@ final class MQTTWorker {
     self.client = client
     defer { if let client = self.client { locationd_mqtt_destroy(client) } }
     while !control.stopping.load(ordering: .acquiring) {
-      let now = monotonicSeconds()
+      let now = MonotonicClock.seconds()
       if !connected && !connecting {
         if now < nextAttempt {
           usleep(UInt32(min(50_000, max(1_000, (nextAttempt - now) * 1e6))))
@@ -261,7 +254,7 @@ final class MQTTWorker {
     pending.removeAll()
     lastSent = nil
     let delay = backoff.next()
-    nextAttempt = monotonicSeconds() + delay
+    nextAttempt = MonotonicClock.seconds() + delay
     let resend = again > 0 ? "; \(again) messages sent but not all confirmed are published again (receivers may get them twice)" : ""
     report(.failed(detail: detail + resend, retryIn: delay))
   }
@@ -328,7 +321,7 @@ final class MQTTWorker {
   func pump(_ client: OpaquePointer) {
     let room = MQTTSession.window - pending.count
     guard room > 0 else { return }
-    let allowed = min(room, limiter.available(now: monotonicSeconds()))
+    let allowed = min(room, limiter.available(now: MonotonicClock.seconds()))
     guard allowed > 0 else { return }
     let messages: [OutboxMessage]
     do { messages = try outbox.oldest(after: lastSent, limit: allowed) } catch {

@@ -25,6 +25,13 @@ public enum CivilDate {
     return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
   }
 
+  /// The Gregorian (year, month 1-12, day 1-31) of the UTC day that holds `milliseconds` since
+  /// 1970-01-01T00:00:00Z (any value: times before 1970 fall on the day they are in, not the one
+  /// after).
+  public static func civil(milliseconds: Int64) -> (year: Int, month: Int, day: Int) {
+    UTCTime(milliseconds: milliseconds).date
+  }
+
   /// Number of days in `month` (1-12) of `year`, Gregorian leap years included.
   public static func daysIn(month: Int, year: Int) -> Int {
     switch month {
@@ -41,12 +48,7 @@ extension CivilDate {
   /// 1024 weeks passes year 9999); `nil` for anything else. Reads the week-rollover floor of the
   /// CLI and URIs.
   public static func days(iso text: String) -> Int? {
-    let parts = text.split(separator: "-", omittingEmptySubsequences: false)
-    guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
-      parts.allSatisfy({ $0.utf8.allSatisfy { (0x30...0x39).contains($0) } }),
-      let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
-      (1980...2079).contains(year), (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day)
-    else { return nil }
-    return days(year: year, month: month, day: day)
+    guard let time = UTCTime(iso8601: text, syntax: .date), (1980...2079).contains(time.date.year) else { return nil }
+    return Int(time.day)
   }
 }

@@ -102,9 +102,7 @@ public enum GPSDJSON {
 
   /// The ISO 8601 UTC text (`2015-04-13T20:26:40.000Z`) of milliseconds since 1970.
   public static func iso8601(milliseconds: Int64) -> String {
-    var buffer: [UInt8] = []
-    appendISO8601(milliseconds: milliseconds, to: &buffer)
-    return String(decoding: buffer, as: UTF8.self)
+    UTCTime(milliseconds: milliseconds).iso8601(fraction: .milliseconds)
   }
 
   /// Appends `value` with exactly `decimals` (0-9) digits after the point, rounded half away from
@@ -172,18 +170,6 @@ struct ByteWriter {
     count += digits
   }
 
-  mutating func padded(_ value: Int, _ width: Int) {
-    var v = max(0, value)
-    guard count + width <= capacity else { return }
-    var i = count + width - 1
-    while i >= count {
-      base[i] = 0x30 + UInt8(v % 10)
-      v /= 10
-      i -= 1
-    }
-    count += width
-  }
-
   /// 10^0 ... 10^9, exact in a Double.
   private static let powersOfTen: [Double] = [1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9]
 
@@ -223,28 +209,8 @@ struct ByteWriter {
     fixed(value, decimals)
   }
 
-  mutating func iso8601(milliseconds: Int64) {
-    var days = milliseconds / 86_400_000
-    var ms = milliseconds % 86_400_000
-    if ms < 0 {
-      ms += 86_400_000
-      days -= 1
-    }
-    let (year, month, day) = CivilDate.civil(days: Int(days))
-    if (0...9999).contains(year) { padded(year, 4) } else { integer(year) }
-    byte(0x2D)
-    padded(month, 2)
-    byte(0x2D)
-    padded(day, 2)
-    byte(0x54)
-    let total = Int(ms)
-    padded(total / 3_600_000, 2)
-    byte(0x3A)
-    padded(total / 60_000 % 60, 2)
-    byte(0x3A)
-    padded(total / 1000 % 60, 2)
-    byte(0x2E)
-    padded(total % 1000, 3)
-    byte(0x5A)
+  /// The TPV/SKY `time`: ISO 8601 UTC with milliseconds (``UTCTime/Fraction/milliseconds``).
+  @inline(__always) mutating func iso8601(milliseconds: Int64) {
+    UTCTime(milliseconds: milliseconds).write(fraction: .milliseconds) { byte($0) }
   }
 }

@@ -296,7 +296,7 @@ public struct NMEAEncoder: Sendable, Hashable {
   /// The ZDA body: `xxZDA,hhmmss.ss,dd,mm,yyyy,00,00`; `nil` when the fix has no date.
   public func zdaBody(_ fix: Fix) -> String? {
     guard let time = fix.time else { return nil }
-    let (year, month, day) = Self.civilDate(milliseconds: time)
+    let (year, month, day) = CivilDate.civil(milliseconds: time)
     return [
       talker.letters + "ZDA", Self.timeField(fix), padded2(day), padded2(month),
       Self.padded(year, width: 4), "00", "00",
@@ -358,37 +358,15 @@ public struct NMEAEncoder: Sendable, Hashable {
   /// UTC date as `ddmmyy` from ``Fix/time``; empty when `nil`.
   public static func dateField(_ fix: Fix) -> String {
     guard let time = fix.time else { return "" }
-    let (year, month, day) = civilDate(milliseconds: time)
+    let (year, month, day) = CivilDate.civil(milliseconds: time)
     return padded2(day) + padded2(month) + padded2(((year % 100) + 100) % 100)
   }
 
-  /// Year, month (1-12) and day (1-31) of a UTC time in milliseconds since 1970 (proleptic
-  /// Gregorian calendar; Howard Hinnant's `civil_from_days`).
-  public static func civilDate(milliseconds: Int64) -> (year: Int, month: Int, day: Int) {
-    let days =
-      milliseconds >= 0 ? milliseconds / 86_400_000 : (milliseconds - 86_399_999) / 86_400_000
-    let z = days + 719_468
-    let era = (z >= 0 ? z : z - 146_096) / 146_097
-    let doe = z - era * 146_097
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-    let mp = (5 * doy + 2) / 153
-    let day = doy - (153 * mp + 2) / 5 + 1
-    let month = mp < 10 ? mp + 3 : mp - 9
-    let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
-    return (Int(year), Int(month), Int(day))
-  }
-
-  /// A non-negative or negative number with exactly `places` decimals, rounded half away from zero.
+  /// A non-negative or negative number with exactly `places` (0...9) decimals, rounded half away
+  /// from zero by adding 0.5 (``DecimalText/Rounding/addHalf``); empty (an empty NMEA field) when
+  /// the value is not finite or its scaled magnitude reaches 10^15.
   public static func decimal(_ value: Double, places: Int) -> String {
-    guard value.isFinite else { return "" }
-    var scale: Int64 = 1
-    for _ in 0..<places { scale *= 10 }
-    guard let scaled = roundedInteger(abs(value) * Double(scale)) else { return "" }
-    let sign = value < 0 && scaled != 0 ? "-" : ""
-    let whole = String(scaled / scale)
-    guard places > 0 else { return sign + whole }
-    return sign + whole + "." + padded(Int(scaled % scale), width: places)
+    DecimalText.fixed(value, places: places, rounding: .addHalf, limit: 1e15) ?? ""
   }
 
   /// `value` in decimal, left-padded with zeros to `width` digits (negative values keep their sign).

@@ -192,28 +192,6 @@ public enum OwnTracksTime {
   /// Whole seconds since 1970-01-01T00:00:00Z for `YYYY-MM-DDTHH:MM:SS[.fff]Z` (the fraction is
   /// dropped); `nil` for anything else or an impossible date or time.
   public static func epochSeconds(iso8601 text: String) -> Int64? {
-    let bytes = Array(text.utf8)
-    guard bytes.count >= 20, bytes.count <= 40, bytes.last == UInt8(ascii: "Z") else { return nil }
-    func number(_ start: Int, _ count: Int) -> Int? {
-      var value = 0
-      for index in start..<(start + count) {
-        let digit = Int(bytes[index]) - 48
-        guard (0...9).contains(digit) else { return nil }
-        value = value * 10 + digit
-      }
-      return value
-    }
-    guard bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"), bytes[10] == UInt8(ascii: "T"),
-      bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"),
-      let year = number(0, 4), let month = number(5, 2), let day = number(8, 2),
-      let hour = number(11, 2), let minute = number(14, 2), let second = number(17, 2),
-      (1...12).contains(month), day >= 1, day <= CivilDate.daysIn(month: month, year: year),
-      hour < 24, minute < 60, second < 61
-    else { return nil }
-    if bytes.count > 20 {
-      guard bytes[19] == UInt8(ascii: "."), bytes.count > 21, number(20, bytes.count - 21) != nil else { return nil }
-    }
-    let days = CivilDate.days(year: year, month: month, day: day)
-    return Int64(days) * 86_400 + Int64(hour * 3600 + minute * 60 + second)
+    UTCTime(iso8601: text, syntax: .tpvLongFraction)?.seconds
   }
 }

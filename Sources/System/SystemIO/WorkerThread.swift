@@ -144,11 +144,4 @@ public final class WorkerThread: Sendable {
   public func sleep(nanoseconds: UInt64) {
     _ = wait(for: [], timeoutNanoseconds: nanoseconds)
   }
-
-  /// `CLOCK_MONOTONIC` now, in nanoseconds.
-  public static func now() -> UInt64 {
-    var time = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &time)
-    return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
-  }
 }

@@ -37,14 +37,8 @@ public enum TestRoute {
   }
 
   /// Parses a TPV `time` such as `2026-03-14T12:00:00.100Z` into milliseconds since 1970 (UTC);
-  /// `nil` when it is not in that form.
+  /// `nil` when it is not in that form (``UTCTime/Syntax/tpv``).
   public static func milliseconds(iso8601 text: String) -> Int64? {
-    let parts = text.split(whereSeparator: { "-T:Z".contains($0) })
-    guard parts.count == 6, let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
-      let hour = Int(parts[3]), let minute = Int(parts[4]), let seconds = Double(parts[5]),
-      (1...12).contains(month), (1...31).contains(day)
-    else { return nil }
-    let days = Int64(CivilDate.days(year: year, month: month, day: day))
-    return days * 86_400_000 + Int64(hour * 3_600_000 + minute * 60_000) + Int64((seconds * 1000).rounded())
+    UTCTime(iso8601: text, syntax: .tpv)?.milliseconds
   }
 }

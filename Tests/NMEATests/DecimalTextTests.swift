@@ -1,0 +1,92 @@
+import LocationModel
+import LocationProtocol
+import NMEA
+import Testing
+
+@Suite("DecimalText: fixed decimals")
+struct DecimalTextTests {
+  @Test(arguments: [
+    (1.5, 0, "2"), (2.5, 0, "3"), (-2.5, 0, "-3"), (0.125, 2, "0.13"), (-0.125, 2, "-0.13"),
+    (48.137154, 6, "48.137154"), (-0.0, 3, "0.000"), (-0.0004, 3, "0.000"), (-0.0005, 3, "-0.001"),
+    (0, 0, "0"), (0.000000001, 9, "0.000000001"), (123.456, 1, "123.5"), (7, 9, "7.000000000"),
+  ])
+  func writes(_ value: Double, _ places: Int, _ text: String) {
+    #expect(DecimalText.fixed(value, places: places) == text)
+    #expect(DecimalText.fixed(value, places: places, rounding: .addHalf) == text)
+  }
+
+  @Test func placesFromZeroToNine() {
+    let expected = [
+      "3", "3.1", "3.14", "3.142", "3.1416", "3.14159", "3.141593", "3.1415927", "3.14159265",
+      "3.141592654",
+    ]
+    for places in 0...9 {
+      #expect(DecimalText.fixed(Double.pi, places: places) == expected[places])
+    }
+    #expect(DecimalText.fixed(Double.pi, places: 12) == expected[9])
+    #expect(DecimalText.fixed(Double.pi, places: -1) == expected[0])
+  }
+
+  @Test func theTwoRulesDifferOnlyHalfAnUlpBelowAHalf() {
+    let justBelowHalf = 0.5.nextDown  // 0.49999999999999994
+    #expect(DecimalText.fixed(justBelowHalf, places: 0) == "0")
+    #expect(DecimalText.fixed(justBelowHalf, places: 0, rounding: .addHalf) == "1")
+    #expect(DecimalText.fixed(-justBelowHalf, places: 0) == "0")
+    #expect(DecimalText.fixed(-justBelowHalf, places: 0, rounding: .addHalf) == "-1")
+    #expect(DecimalText.fixed(0.5, places: 0) == "1")
+    #expect(DecimalText.fixed(0.5, places: 0, rounding: .addHalf) == "1")
+  }
+
+  @Test func nonFiniteAndHugeValuesHaveNoText() {
+    for value in [
+      Double.nan, -.nan, .infinity, -.infinity, 1e300, -1e300, 9e15, .greatestFiniteMagnitude,
+    ] {
+      #expect(DecimalText.fixed(value, places: 2) == nil)
+      #expect(DecimalText.fixed(value, places: 2, rounding: .addHalf) == nil)
+    }
+    #expect(DecimalText.fixed(8_999_999_999_999_999, places: 0) == "8999999999999999")
+    #expect(DecimalText.fixed(999_999_999_999_999.9, places: 0, limit: 1e15) == "1000000000000000")
+    #expect(DecimalText.fixed(1e15, places: 0, limit: 1e15) == nil)
+    #expect(DecimalText.fixed(1e14, places: 2, limit: 1e15) == nil)
+  }
+
+  @Test func callersKeepTheirPolicies() {
+    #expect(NMEAEncoder.decimal(.nan, places: 1) == "")
+    #expect(NMEAEncoder.decimal(1e300, places: 1) == "")
+    #expect(NMEAEncoder.decimal(0.5.nextDown, places: 0) == "1")
+    #expect(NMEAEncoder.decimal(-12.25, places: 1) == "-12.3")
+  }
+
+  /// The gpsd TPV writer rounds by adding a half too: both texts agree on every finite value.
+  @Test func addHalfAgreesWithTheTPVWriter() {
+    var generator = SplitMix(seed: 24)
+    for _ in 0..<20_000 {
+      let places = Int(generator.next() % 10)
+      let exponent = Double(Int(generator.next() % 15) - 8)  // 1e-8 ... 1e6: below 9e15 units at 9 places
+      let value = (Double(generator.next() % 2_000_001) - 1_000_000) / 1_000_000 * pow10(exponent)
+      var tpv: [UInt8] = []
+      GPSDJSON.appendFixed(value, decimals: places, to: &tpv)
+      let text = DecimalText.fixed(value, places: places, rounding: .addHalf)
+      #expect(text == String(decoding: tpv, as: UTF8.self), "\(value) at \(places) places")
+    }
+  }
+
+  private func pow10(_ exponent: Double) -> Double {
+    var result = 1.0
+    for _ in 0..<Int(abs(exponent)) { result *= 10 }
+    return exponent < 0 ? 1 / result : result
+  }
+}
+
+/// SplitMix64: a small seeded generator, so that a failure repeats.
+private struct SplitMix {
+  var state: UInt64
+  init(seed: UInt64) { state = seed }
+  mutating func next() -> UInt64 {
+    state &+= 0x9E37_79B9_7F4A_7C15
+    var z = state
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    return z ^ (z >> 31)
+  }
+}
