@@ -87,6 +87,8 @@ public actor LocationService: AnnotationBatchHandler {
   private var hub: Task<Void, Never>?
   /// Where ``recordedFixes()`` streams go.
   private var fixRecorders: [AsyncStream<Location>.Continuation] = []
+  /// Shutting down, the manager stopped: what the hub still dispatches goes to the recorders only.
+  private var draining = false
   /// The daemon's disk state for `status` (``setStorageReport(_:)``); none by default.
   private var storageReport: (@Sendable () -> JSONValue?)?
 
@@ -177,6 +179,7 @@ public actor LocationService: AnnotationBatchHandler {
     await manager.shutdown()
     // The manager has finished its events: the hub dispatches what is left of them (the last
     // fixes reach the recorders), then the recorders' streams end.
+    draining = true
     await hub?.value
     for recorder in fixRecorders { recorder.finish() }
     fixRecorders.removeAll()
@@ -458,9 +461,13 @@ public actor LocationService: AnnotationBatchHandler {
   // MARK: - Hub
 
   private func dispatch(_ event: ManagerEvent) async {
+    if case .location(let location, _) = event {
+      for recorder in fixRecorders { recorder.yield(location) }
+    }
+    // After SHUTDOWN the watchers, the map and the regions hear nothing more.
+    if draining { return }
     switch event {
     case .location(let location, _):
-      for recorder in fixRecorders { recorder.yield(location) }
       // The fix goes to the watchers before the map state hears of it: awaiting the map first
       // let the MAP event of the previous fix (a write per watcher, about 2 ms for 1000) slip in
       // ahead of this TPV. The next manager event is dispatched only after the map has this
