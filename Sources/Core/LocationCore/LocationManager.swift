@@ -227,19 +227,21 @@ public actor LocationManager {
   /// With `coalescing` (the default) a slow reader gets only the newest location; without it every
   /// event is queued (memory grows with the backlog: for recording and tests only).
   public func subscribe(client: ClientID, coalescing: Bool = true) -> ManagerEventStream {
-    let mailbox = EventMailbox(coalesces: coalescing)
-    nextSubscriptionID += 1
-    let id = nextSubscriptionID
-    if isShutDown {
-      mailbox.finish()
-    } else {
-      record(for: client).subscriptions[id] = mailbox
-    }
+    let (mailbox, id) = newMailbox(coalescing: coalescing)
+    if !isShutDown { record(for: client).subscriptions[id] = mailbox }
     return ManagerEventStream(
       handle: SubscriptionHandle(mailbox: mailbox) { [weak self] in
         guard let self else { return }
         Task { await self.removeSubscription(id, client: client) }
       })
+  }
+
+  /// A mailbox and its subscription number; finished at once after shutdown.
+  private func newMailbox(coalescing: Bool) -> (EventMailbox, UInt64) {
+    let mailbox = EventMailbox(coalesces: coalescing)
+    nextSubscriptionID += 1
+    if isShutDown { mailbox.finish() }
+    return (mailbox, nextSubscriptionID)
   }
 
   /// A new stream of every backend event, unfiltered and without authorization (for the
@@ -248,14 +250,8 @@ public actor LocationManager {
   /// newest location; without it every event is kept, and while ``losslessBacklog`` of them wait
   /// unread the manager stops reading the backend (which then waits too, for a replay).
   public func observe(coalescing: Bool = true) -> ManagerEventStream {
-    let mailbox = EventMailbox(coalesces: coalescing)
-    nextSubscriptionID += 1
-    let id = nextSubscriptionID
-    if isShutDown {
-      mailbox.finish()
-    } else {
-      observers[id] = mailbox
-    }
+    let (mailbox, id) = newMailbox(coalescing: coalescing)
+    if !isShutDown { observers[id] = mailbox }
     ensureConsumer()
     return ManagerEventStream(
       handle: SubscriptionHandle(mailbox: mailbox) { [weak self] in

@@ -18,6 +18,13 @@ extension MapStateService {
   ///   ``MapStateError/limitExceeded(count:bytes:)`` when the map would exceed
   ///   ``AnnotationLimits`` (nothing changes), or what ``Annotation/validate()`` throws.
   public func addAnnotation(_ annotation: Annotation) throws(MapStateError) {
+    if let change = try put(annotation) { publish([change]) }
+  }
+
+  /// Checks `annotation` against the identifier rules and ``AnnotationLimits`` and puts it in
+  /// the map (nothing changes when it throws); returns the change, `nil` when it equals the one
+  /// there.
+  private func put(_ annotation: Annotation) throws(MapStateError) -> MapChange? {
     try annotation.validate()
     guard annotation.id != Annotation.locationID else { throw .reservedIdentifier(annotation.id) }
     let existing = annotationsByID[annotation.id]
@@ -29,7 +36,7 @@ extension MapStateService {
     }
     let change: MapChange
     if let existing {
-      guard existing != annotation else { return }
+      guard existing != annotation else { return nil }
       change = .annotationReplaced(id: annotation.id)
     } else {
       annotationOrder.append(annotation.id)
@@ -37,7 +44,7 @@ extension MapStateService {
     }
     annotationsByID[annotation.id] = annotation
     annotationBytes = bytes
-    publish([change])
+    return change
   }
 
   /// Adds or replaces each annotation of `batch` as ``addAnnotation(_:)`` would, as one change of
@@ -51,24 +58,7 @@ extension MapStateService {
     var changes: [MapChange] = []
     for annotation in batch {
       do throws(MapStateError) {
-        try annotation.validate()
-        guard annotation.id != Annotation.locationID else { throw .reservedIdentifier(annotation.id) }
-        let existing = annotationsByID[annotation.id]
-        if let existing { try Self.requireSameSpelling(existing.id, annotation.id) }
-        let count = annotationOrder.count + (existing == nil ? 1 : 0)
-        let bytes = annotationBytes - (existing?.textByteCount ?? 0) + annotation.textByteCount
-        guard count <= AnnotationLimits.maxCount, bytes <= AnnotationLimits.maxTotalBytes else {
-          throw .limitExceeded(count: count, bytes: bytes)
-        }
-        if let existing {
-          guard existing != annotation else { continue }
-          changes.append(.annotationReplaced(id: annotation.id))
-        } else {
-          annotationOrder.append(annotation.id)
-          changes.append(.annotationAdded(id: annotation.id))
-        }
-        annotationsByID[annotation.id] = annotation
-        annotationBytes = bytes
+        if let change = try put(annotation) { changes.append(change) }
       } catch {
         refused.append((annotation, error))
       }
