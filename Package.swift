@@ -190,7 +190,7 @@ let package = Package(
     // What tests share: fakes, the corpus, private gpsd, bus and broker, temporary directories,
     // the real service over a fake backend (ServiceParts).
     .target(
-      name: "LocationTestKit", dependencies: ["LocationCore", "LocationModel", "LocationProtocol", "MapState", "NMEA", "ServiceCore"],
+      name: "LocationTestKit", dependencies: ["LocationCore", "LocationModel", "LocationProtocol", "MapState", "NMEA", "ServiceCore", "SystemIO"],
       path: "Sources/Testing/LocationTestKit", swiftSettings: swiftSettings),
     // What the benchmarks that measure the daemons from outside share: clocks, child processes,
     // notify and client sockets, the epoll reader of many clients.

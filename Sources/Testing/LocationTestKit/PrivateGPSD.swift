@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import SystemIO
 
 /// A gpsd of its own for tests: private TCP port, private control socket, private shared-memory
 /// key, never the system gpsd on 2947.
@@ -223,7 +224,7 @@ public final class PrivateGPSD: @unchecked Sendable {
   }
 
   /// The whole text of a file under `/proc`, read with read(2) until end of file; `nil` when it
-  /// cannot be opened.
+  /// cannot be opened or read (or is over 64 MiB).
   ///
   /// `String(contentsOfFile:)` is not enough here: procfs reports a size of 0 and Foundation then
   /// returns only the first 4 KiB, about 27 lines of `/proc/net/tcp`. With the sockets of a
@@ -232,18 +233,7 @@ public final class PrivateGPSD: @unchecked Sendable {
     let fd = open(path, O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { return nil }
     defer { close(fd) }
-    var bytes: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 65_536)
-    while true {
-      let count = read(fd, &chunk, chunk.count)
-      if count > 0 {
-        bytes += chunk[0..<count]
-      } else if count < 0 && errno == EINTR {
-        continue
-      } else {
-        break
-      }
-    }
+    guard let bytes = try? SystemIO.readToEnd(fd, limit: 64 << 20) else { return nil }
     return String(decoding: bytes, as: UTF8.self)
   }
 
