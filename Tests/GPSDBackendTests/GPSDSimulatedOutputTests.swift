@@ -128,7 +128,7 @@ struct GPSDNetworkSourceTests {
     defer { receiver.stop() }
     let sender = Task {
       let fixes = AsyncStream<Fix> { continuation in
-        for index in 0..<600 { continuation.yield(multiGNSSRouteFix(index)) }
+        for index in 0..<1200 { continuation.yield(multiGNSSRouteFix(index)) }
         continuation.finish()
       }
       await receiver.run(rate: 10, fixes: fixes)
@@ -140,12 +140,14 @@ struct GPSDNetworkSourceTests {
     let backend = try GPSDBackend(uri: "gpsd://127.0.0.1:\(gpsd.port)")
     let collector = EventCollector(backend)
     try await backend.start()
-    _ = await collector.wait(timeout: 20) { _ in collector.locations.count >= 10 }
+    // A hang guard, not a speed check: on a loaded machine gpsd may take long to open the
+    // source (the simulator writes 120 s of fixes at 10 Hz, so some are left to read).
+    _ = await collector.wait(timeout: 60) { _ in collector.locations.count >= 10 }
     await backend.stop()
     let locations = collector.locations.map(\.location)
     try #require(locations.count >= 10, "gpsd gave \(locations.count) fixes from \(transport)")
     let written = Dictionary(
-      uniqueKeysWithValues: (0..<600).map {
+      uniqueKeysWithValues: (0..<1200).map {
         (multiGNSSRouteFix($0).time ?? 0, multiGNSSRouteFix($0))
       })
     for location in locations {
