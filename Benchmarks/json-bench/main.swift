@@ -12,6 +12,7 @@
 //   MAP      a map state with 100 annotations (about 9 KB): encode = the MAP reply;
 //            decode = back into typed values (centre, zoom, mode, annotations...).
 //   status   a STATUS reply with two TPVs: encode = the reply object; decode = typed values.
+//   TPV      (after the table) one TPV written by the per-fix byte writer, GPSDJSON.appendTPV.
 // Every way produces and reads the same JSON text; each decode checks a value it read.
 import Foundation
 import JSON
@@ -421,6 +422,16 @@ do {
     let padded = name + String(repeating: " ", count: max(0, 28 - name.count))
     print("| \(padded) | \(cell(value)) | \(cell(codable))           | \(cell(serialization))         |")
   }
+  // The per-fix fast path: gpsd's TPV object written straight into bytes (its numbers through
+  // DecimalText's digits), the one writer that bypasses JSONValue.
+  var tpv: [UInt8] = []
+  tpv.reserveCapacity(512)
+  let tpvMicroseconds = measure(times: iterations * 10) {
+    tpv.removeAll(keepingCapacity: true)
+    GPSDJSON.appendTPV(current.fix, to: &tpv)
+    return tpv.count
+  }
+  print("TPV fast path (GPSDJSON.appendTPV, \(tpv.count) bytes): \(cell(tpvMicroseconds)) microseconds per TPV")
 } catch {
   FileHandle.standardError.write(Data("json-bench: \(error)\n".utf8))
   exit(1)

@@ -71,6 +71,53 @@ struct DecimalTextTests {
     }
   }
 
+  /// The TPV writer and the track exports now write through ``DecimalText/digits``; their texts
+  /// are those of the writers it replaced (kept here as references) for every value, huge and
+  /// non-finite ones included.
+  @Test func digitsWriteWhatTheReplacedWritersWrote() {
+    var generator = SplitMix(seed: 2412)
+    var values: [Double] = [
+      .nan, .infinity, -.infinity, 0, -0.0, 0.5.nextDown, -0.5.nextDown, 0.5, 9e15, 8.9e18, 9e18, 9.1e18,
+      -9e18, 1e19, 1e300, -1e300, 999_999_999.9999, 1e9, -1e9, 0.000_000_000_5, 123_456_789.987_654_321,
+    ]
+    for _ in 0..<20_000 {
+      let exponent = Double(Int(generator.next() % 30) - 11)  // 1e-11 ... 1e18
+      values.append((Double(generator.next() % 2_000_001) - 1_000_000) / 1_000_000 * pow10(exponent))
+    }
+    for value in values {
+      for places in 0...9 {
+        var tpv: [UInt8] = []
+        GPSDJSON.appendFixed(value, decimals: places, to: &tpv)
+        #expect(String(decoding: tpv, as: UTF8.self) == Reference.tpv(value, places), "\(value) at \(places) places")
+        var export: [UInt8] = []
+        if abs(value) < 1e9, let digits = DecimalText.digits(value, places: places, rounding: .addHalf) {
+          digits.write(trimmingZeros: true) { export.append($0) }
+        } else {
+          export = Array("0".utf8)
+        }
+        #expect(String(decoding: export, as: UTF8.self) == Reference.export(value, places), "\(value) at \(places) places")
+      }
+    }
+  }
+
+  @Test func digitsHoldTheRoundedValue() {
+    #expect(DecimalText.digits(-12.345, places: 2) == .init(negative: true, units: 1235, places: 2))
+    #expect(DecimalText.digits(-0.004, places: 2) == .init(negative: false, units: 0, places: 2))
+    #expect(DecimalText.digits(1e17, places: 0)?.units == 100_000_000_000_000_000)
+    #expect(DecimalText.digits(9e18, places: 0) == nil)
+    #expect(DecimalText.digits(.nan, places: 0) == nil)
+    #expect(DecimalText.digits(5, places: 1, limit: 50) == nil)
+    var text: [UInt8] = []
+    DecimalText.Digits(negative: true, units: 1_200, places: 3).write(trimmingZeros: true) { text.append($0) }
+    #expect(String(decoding: text, as: UTF8.self) == "-1.2")
+    text = []
+    DecimalText.Digits(negative: false, units: 7_000, places: 3).write(trimmingZeros: true) { text.append($0) }
+    #expect(String(decoding: text, as: UTF8.self) == "7")
+    text = []
+    DecimalText.Digits(negative: false, units: 7, places: 3).write { text.append($0) }
+    #expect(String(decoding: text, as: UTF8.self) == "0.007")
+  }
+
   private func pow10(_ exponent: Double) -> Double {
     var result = 1.0
     for _ in 0..<Int(abs(exponent)) { result *= 10 }
@@ -88,5 +135,48 @@ private struct SplitMix {
     z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
     z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
     return z ^ (z >> 31)
+  }
+}
+
+/// The fixed-decimal writers of the TPV writer and the track exports before they wrote through
+/// ``DecimalText/digits`` (as they were, on strings): the references their output is held to.
+private enum Reference {
+  static func tpv(_ value: Double, _ decimals: Int) -> String {
+    guard value.isFinite else { return "null" }
+    let d = min(max(decimals, 0), 9)
+    var scale = 1.0
+    for _ in 0..<d { scale *= 10 }
+    let scaled = abs(value) * scale + 0.5
+    guard scaled < 9.0e18 else { return value.description }
+    let n = UInt64(scaled)
+    let divisor = UInt64(scale)
+    var text = value < 0 && n != 0 ? "-" : ""
+    text += String(n / divisor)
+    if d > 0 {
+      let fraction = String(n % divisor)
+      text += "." + String(repeating: "0", count: d - fraction.count) + fraction
+    }
+    return text
+  }
+
+  static func export(_ value: Double, _ digits: Int) -> String {
+    let digits = min(max(digits, 0), 9)
+    var divisor: UInt64 = 1
+    for _ in 0..<digits { divisor *= 10 }
+    guard value.isFinite, abs(value) < 1e9 else { return "0" }
+    let scaled = abs(value) * Double(divisor) + 0.5
+    guard scaled < 9.2e18 else { return "0" }
+    var units = UInt64(scaled.rounded(.towardZero))
+    var text = value < 0 && units != 0 ? "-" : ""
+    text += String(units / divisor)
+    units %= divisor
+    guard units != 0 else { return text }
+    var width = digits
+    while units % 10 == 0 {
+      units /= 10
+      width -= 1
+    }
+    let fraction = String(units)
+    return text + "." + String(repeating: "0", count: width - fraction.count) + fraction
   }
 }

@@ -381,59 +381,17 @@ struct ByteOutput {
     bytes[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: rest)
   }
 
-  /// 10^exponent for `0...9` (1 outside): a switch, so that an inlined call with a constant
-  /// exponent folds to a constant.
-  @inline(__always)
-  private static func power(_ exponent: Int) -> UInt64 {
-    switch exponent {
-    case 1: return 10
-    case 2: return 100
-    case 3: return 1000
-    case 4: return 10_000
-    case 5: return 100_000
-    case 6: return 1_000_000
-    case 7: return 10_000_000
-    case 8: return 100_000_000
-    case 9: return 1_000_000_000
-    default: return 1
-    }
-  }
-
   /// `value` in fixed notation with at most `digits` (0...9) decimals, trailing zeros trimmed
-  /// (xsd:decimal and JSON number alike: never an exponent). Non-finite values and magnitudes of
-  /// 1e9 or more write as they fit: the store keeps only finite values, and no field reaches 1e9.
+  /// (xsd:decimal and JSON number alike: never an exponent; ``DecimalText``, halves away from
+  /// zero as `+ 0.5`). Non-finite values and magnitudes of 1e9 or more write `0`: the store keeps
+  /// only finite values, and no field reaches 1e9.
   @inline(__always)
   mutating func fixed(_ value: Double, _ digits: Int) {
-    let digits = min(max(digits, 0), 9)
-    let divisor = Self.power(digits)
-    let scale = Double(divisor)
-    guard value.isFinite, abs(value) < 1e9 else {
+    guard abs(value) < 1e9, let text = DecimalText.digits(value, places: digits, rounding: .addHalf) else {
       bytes.append(UInt8(ascii: "0"))
       return
     }
-    // Half away from zero (the magnitude is rounded): +0.5 then truncation, no libm call.
-    let scaled = abs(value) * scale + 0.5
-    guard scaled < 9.2e18 else {
-      bytes.append(UInt8(ascii: "0"))
-      return
-    }
-    var units = UInt64(scaled.rounded(.towardZero))
-    if value < 0 && units != 0 { bytes.append(UInt8(ascii: "-")) }
-    unsigned(units / divisor)
-    units %= divisor
-    guard units != 0 else { return }
-    var width = digits
-    while units % 10 == 0 {
-      units /= 10
-      width -= 1
-    }
-    bytes.append(UInt8(ascii: "."))
-    var pad = Self.power(width - 1)
-    while pad > units && pad > 1 {
-      bytes.append(UInt8(ascii: "0"))
-      pad /= 10
-    }
-    unsigned(units)
+    text.write(trimmingZeros: true) { bytes.append($0) }
   }
 
   /// A comma, then `value` when present (a CSV column).

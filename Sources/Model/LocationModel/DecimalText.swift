@@ -1,10 +1,12 @@
 /// Numbers as fixed-point decimal text: exactly `places` digits after the point, never an
 /// exponent, no negative zero (a value that rounds to zero is written without its sign). The one
-/// writer of fixed decimals for NMEA fields, the CLI's lines and the map renderers.
+/// writer of fixed decimals: gpsd's TPV and SKY, NMEA fields, the track exports, the CLI's lines
+/// and the map renderers.
 ///
 /// Non-finite values (NaN, ±infinity) and magnitudes whose scaled value reaches `limit` have no
 /// such text: the writer returns `nil` and each caller says what they become (NMEA writes an
-/// empty field, the renderers `0` or Swift's shortest form), so that policy is always explicit.
+/// empty field, TPV `null`, the track exports `0`, the renderers `0` or Swift's shortest form), so
+/// that policy is always explicit.
 public enum DecimalText {
   /// How the magnitude scaled by 10^places becomes an integer.
   public enum Rounding: Sendable, Hashable {
@@ -17,9 +19,72 @@ public enum DecimalText {
     case addHalf
   }
 
-  /// The largest `limit`: below 9 × 10^15 every rounded scaled value is an exact integer in a
-  /// `Double` (the spacing of doubles there is 1) and fits an `Int64`.
+  /// The largest `limit` of the text form: below 9 × 10^15 every rounded scaled value is an
+  /// exact integer in a `Double` (the spacing of doubles there is 1) and fits an `Int64`.
   public static let exactLimit = 9.0e15
+
+  /// The largest `limit` of ``digits(_:places:rounding:limit:)``: below 9 × 10^18 every rounded
+  /// scaled value fits a `UInt64`. Between ``exactLimit`` and it, a `Double` holds only some
+  /// integers, and the digits are those of the `Double` the scaled value rounds to.
+  public static let integerLimit = 9.0e18
+
+  /// A value as fixed-point digits: `units` / 10^`places`, with its sign.
+  public struct Digits: Sendable, Hashable {
+    /// The value is below zero and does not round to zero (so no negative zero is written).
+    public var negative: Bool
+    /// The magnitude times 10^``places``, rounded.
+    public var units: UInt64
+    /// Digits after the point, 0...9.
+    public var places: Int
+
+    /// The digits `units` / 10^`places` (`places` 0...9), negative when `negative`.
+    @inlinable public init(negative: Bool, units: UInt64, places: Int) {
+      self.negative = negative
+      self.units = units
+      self.places = places
+    }
+
+    /// Hands `emit` the ASCII text: the sign, the whole part, then the point and exactly
+    /// ``places`` digits (none, and no point, when ``places`` is 0). With `trimmingZeros`, the
+    /// fraction's trailing zeros are dropped, and the point with them when nothing is left
+    /// (`12.5`, `12`: xsd:decimal's and JSON's shortest fixed form). Allocates nothing.
+    @inlinable public func write(trimmingZeros: Bool = false, _ emit: (UInt8) -> Void) {
+      if negative { emit(UInt8(ascii: "-")) }
+      let scale = DecimalText.powerOfTen(places)
+      DecimalText.writeUnsigned(units / scale, emit)
+      var fraction = units % scale
+      var width = places
+      if trimmingZeros {
+        guard fraction != 0 else { return }
+        while fraction % 10 == 0 {
+          fraction /= 10
+          width -= 1
+        }
+      }
+      guard width > 0 else { return }
+      emit(UInt8(ascii: "."))
+      DecimalText.writeUnsigned(fraction, width: width, emit)
+    }
+  }
+
+  /// `value` as fixed-point digits with `places` (clamped to 0...9) decimals, rounded by
+  /// `rounding`; `nil` when `value` is not finite or its magnitude times 10^places (before
+  /// rounding) is `limit` or more; a `limit` above ``integerLimit`` counts as ``integerLimit``.
+  /// The allocation-free form, for writers that fill a buffer (gpsd's TPV, the track exports).
+  @inlinable public static func digits(
+    _ value: Double, places: Int, rounding: Rounding = .halfAwayFromZero, limit: Double = integerLimit
+  ) -> Digits? {
+    let places = min(max(places, 0), 9)
+    guard value.isFinite else { return nil }
+    let magnitude = abs(value) * Double(powerOfTen(places))
+    guard magnitude < min(limit, integerLimit) else { return nil }
+    let units: UInt64
+    switch rounding {
+    case .halfAwayFromZero: units = UInt64(magnitude.rounded())
+    case .addHalf: units = UInt64(magnitude + 0.5)
+    }
+    return Digits(negative: value < 0 && units != 0, units: units, places: places)
+  }
 
   /// `value` with exactly `places` (clamped to 0...9) decimals, rounded by `rounding`; `nil` when
   /// `value` is not finite or its magnitude times 10^places (before rounding) is `limit` or more;
@@ -27,21 +92,50 @@ public enum DecimalText {
   public static func fixed(
     _ value: Double, places: Int, rounding: Rounding = .halfAwayFromZero, limit: Double = exactLimit
   ) -> String? {
-    let places = min(max(places, 0), 9)
-    var scale: Int64 = 1
-    for _ in 0..<places { scale *= 10 }
-    guard value.isFinite else { return nil }
-    let magnitude = abs(value) * Double(scale)
-    guard magnitude < min(limit, exactLimit) else { return nil }
-    let units: Int64
-    switch rounding {
-    case .halfAwayFromZero: units = Int64(magnitude.rounded())
-    case .addHalf: units = Int64(magnitude + 0.5)
+    guard let digits = digits(value, places: places, rounding: rounding, limit: min(limit, exactLimit))
+    else { return nil }
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(28)
+    digits.write { bytes.append($0) }
+    return String(decoding: bytes, as: UTF8.self)
+  }
+
+  /// 10^`exponent` for 0...9 (1 otherwise): a switch, so that an inlined call with a constant
+  /// exponent folds to a constant.
+  @inlinable static func powerOfTen(_ exponent: Int) -> UInt64 {
+    switch exponent {
+    case 1: return 10
+    case 2: return 100
+    case 3: return 1000
+    case 4: return 10_000
+    case 5: return 100_000
+    case 6: return 1_000_000
+    case 7: return 10_000_000
+    case 8: return 100_000_000
+    case 9: return 1_000_000_000
+    default: return 1
     }
-    let sign = value < 0 && units != 0 ? "-" : ""
-    let whole = String(units / scale)
-    guard places > 0 else { return sign + whole }
-    let fraction = String(units % scale)
-    return sign + whole + "." + String(repeating: "0", count: places - fraction.count) + fraction
+  }
+
+  /// Hands `emit` the decimal digits of `value`, most significant first, with leading zeros up
+  /// to `width` digits (at most 20 digits in all, `UInt64.max`'s count). The digits are taken
+  /// from the right by division by the constant 10 and held four bits each in two words, so
+  /// that neither an array nor a division by a variable is needed.
+  @inlinable static func writeUnsigned(_ value: UInt64, width: Int = 1, _ emit: (UInt8) -> Void) {
+    var low: UInt64 = 0
+    var high: UInt64 = 0
+    var count = 0
+    var rest = value
+    repeat {
+      high = high << 4 | low >> 60
+      low = low << 4 | rest % 10
+      rest /= 10
+      count += 1
+    } while (rest > 0 || count < width) && count < 20
+    for _ in 0..<count {
+      emit(UInt8(ascii: "0") | UInt8(truncatingIfNeeded: low & 0xF))
+      low = low >> 4 | high << 60
+      high >>= 4
+    }
   }
 }

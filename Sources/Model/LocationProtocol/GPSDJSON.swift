@@ -170,38 +170,19 @@ struct ByteWriter {
     count += digits
   }
 
-  /// 10^0 ... 10^9, exact in a Double.
-  private static let powersOfTen: [Double] = [1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9]
-
-  /// `value` with exactly `decimals` digits after the point, rounded half away from zero.
+  /// `value` with exactly `decimals` (0-9) digits after the point (``DecimalText``, rounded as
+  /// gpsd's `%.Nf` after `+ 0.5`: ``DecimalText/Rounding/addHalf``); `null` for a non-finite
+  /// value, Swift's shortest form for a magnitude of 9 × 10^18 or more once scaled.
   mutating func fixed(_ value: Double, _ decimals: Int) {
     guard value.isFinite else {
       write("null")
       return
     }
-    let d = min(max(decimals, 0), 9)
-    let scale = Self.powersOfTen[d]
-    let scaled = abs(value) * scale + 0.5
-    guard scaled < 9.0e18 else {
+    guard let digits = DecimalText.digits(value, places: decimals, rounding: .addHalf) else {
       for b in value.description.utf8 { byte(b) }
       return
     }
-    let n = UInt64(scaled)
-    if value < 0 && n != 0 { byte(0x2D) }
-    let divisor = UInt64(scale)
-    integer(Int(n / divisor))
-    if d > 0 {
-      byte(0x2E)
-      var fraction = n % divisor
-      guard count + d <= capacity else { return }
-      var i = count + d - 1
-      while i >= count {
-        base[i] = 0x30 + UInt8(fraction % 10)
-        fraction /= 10
-        i -= 1
-      }
-      count += d
-    }
+    digits.write { byte($0) }
   }
 
   @inline(__always) mutating func field(_ name: StaticString, _ value: Double, _ decimals: Int) {
