@@ -1,3 +1,5 @@
+import Foundation
+import Glibc
 import LocationModel
 import Testing
 
@@ -22,6 +24,25 @@ struct UTCTimeTests {
     var buffer: [UInt8] = [0x22]
     time.append(to: &buffer, fraction: fraction)
     #expect(buffer == [0x22] + Array(text.utf8))
+  }
+
+  /// The basic format names files (the store's `.rejected-` copies): gmtime_r's fields agree.
+  @Test func basicFormatAgreesWithGmtime() {
+    #expect(UTCTime(milliseconds: 1_795_985_710_250).iso8601Basic() == "20261129T205510Z")
+    #expect(UTCTime(milliseconds: -1).iso8601Basic() == "19691231T235959Z")
+    #expect(UTCTime(milliseconds: 253_402_300_800_000).iso8601Basic() == "100000101T000000Z")
+    var generator: UInt64 = 0x5EED
+    for _ in 0..<2_000 {
+      generator = generator &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+      let seconds = Int64(generator >> 31 % 8_000_000_000) - 2_000_000_000  // 1906 ... 2159
+      var clock = time_t(seconds)
+      var parts = tm()
+      gmtime_r(&clock, &parts)
+      let expected = String(
+        format: "%04d%02d%02dT%02d%02d%02dZ", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
+        parts.tm_hour, parts.tm_min, parts.tm_sec)
+      #expect(UTCTime(milliseconds: seconds * 1000 + 999).iso8601Basic() == expected, "\(seconds)")
+    }
   }
 
   @Test func extremesWriteWithoutTrapping() {

@@ -203,7 +203,7 @@ enum Wire {
     fix.coordinate = coordinate
     if let text = tpv["time"]?.stringValue, let time = milliseconds(iso8601: text) {
       fix.time = time
-      fix.timeOfDay = Int32(clamping: ((time % 86_400_000) + 86_400_000) % 86_400_000)
+      fix.timeOfDay = Int32(UTCTime(milliseconds: time).millisecondOfDay)
     }
     fix.altitudeMSL = tpv["altMSL"]?.doubleValue
     if let hae = tpv["altHAE"]?.doubleValue, let msl = fix.altitudeMSL {

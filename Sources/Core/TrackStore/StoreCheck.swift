@@ -4,6 +4,7 @@
   import Darwin
 #endif
 import CSQLite
+import LocationModel
 import SystemIO
 
 /// A store file that was not locationd's, or was damaged, and was renamed aside so that a fresh
@@ -177,14 +178,10 @@ enum StoreCheck {
     return target
   }
 
-  /// `YYYYMMDDTHHMMSSZ` (UTC) for milliseconds since the Unix epoch.
+  /// `YYYYMMDDTHHMMSSZ` (UTC, ISO 8601's basic format: ``UTCTime/iso8601Basic()``) for
+  /// milliseconds since the Unix epoch.
   static func timestamp(_ milliseconds: Int64) -> String {
-    var seconds = time_t(milliseconds / 1000)
-    var parts = tm()
-    gmtime_r(&seconds, &parts)
-    func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-    return "\(parts.tm_year + 1900)\(two(parts.tm_mon + 1))\(two(parts.tm_mday))T"
-      + "\(two(parts.tm_hour))\(two(parts.tm_min))\(two(parts.tm_sec))Z"
+    UTCTime(milliseconds: milliseconds).iso8601Basic()
   }
 
   /// What is at `path` when it exists and is not a regular file (`"a symbolic link, not

@@ -75,30 +75,35 @@ extension UTCTime {
   /// included, so that no time is written wrong.
   @inlinable public func writeDate(_ emit: (UInt8) -> Void) {
     let (year, month, day) = date
-    if (0...9999).contains(year) {
-      Self.writeDigits(year, width: 4, emit)
-    } else {
-      if year < 0 { emit(0x2D) }
-      var digits = 1
-      var probe = year.magnitude
-      while probe >= 10 {
-        probe /= 10
-        digits += 1
-      }
-      var divisor: UInt = 1
-      for _ in 1..<digits { divisor *= 10 }
-      var rest = year.magnitude
-      while divisor > 0 {
-        emit(0x30 + UInt8(rest / divisor))
-        rest %= divisor
-        divisor /= 10
-      }
-    }
+    Self.writeYear(year, emit)
     emit(0x2D)
     Self.writeDigits(month, width: 2, emit)
     emit(0x2D)
     Self.writeDigits(day, width: 2, emit)
     emit(0x54)
+  }
+
+  /// `year` as four digits for 0000-9999, otherwise as a plain decimal integer, sign included.
+  @inlinable static func writeYear(_ year: Int, _ emit: (UInt8) -> Void) {
+    guard !(0...9999).contains(year) else {
+      writeDigits(year, width: 4, emit)
+      return
+    }
+    if year < 0 { emit(0x2D) }
+    var digits = 1
+    var probe = year.magnitude
+    while probe >= 10 {
+      probe /= 10
+      digits += 1
+    }
+    var divisor: UInt = 1
+    for _ in 1..<digits { divisor *= 10 }
+    var rest = year.magnitude
+    while divisor > 0 {
+      emit(0x30 + UInt8(rest / divisor))
+      rest %= divisor
+      divisor /= 10
+    }
   }
 
   /// Hands `emit` the time of day and the zone, `hh:mm:ss[.sss]Z`, with the fraction as asked.
@@ -134,6 +139,24 @@ extension UTCTime {
     var buffer: [UInt8] = []
     buffer.reserveCapacity(32)
     append(to: &buffer, fraction: fraction)
+    return String(decoding: buffer, as: UTF8.self)
+  }
+
+  /// The ISO 8601 basic format to the second, `YYYYMMDDThhmmssZ` (`20190501T120000Z`: no
+  /// separators, so that it can stand in a file name); the milliseconds are dropped (rounded
+  /// toward the past). Years outside 0000-9999 as in ``writeDate(_:)``.
+  public func iso8601Basic() -> String {
+    var buffer: [UInt8] = []
+    buffer.reserveCapacity(24)
+    let (year, month, day) = date
+    let total = millisecondOfDay
+    Self.writeYear(year, { buffer.append($0) })
+    for (value, width) in [(month, 2), (day, 2)] { Self.writeDigits(value, width: width) { buffer.append($0) } }
+    buffer.append(0x54)
+    for value in [total / 3_600_000, total / 60_000 % 60, total / 1000 % 60] {
+      Self.writeDigits(value, width: 2) { buffer.append($0) }
+    }
+    buffer.append(0x5A)
     return String(decoding: buffer, as: UTF8.self)
   }
 
