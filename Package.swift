@@ -194,7 +194,7 @@ let package = Package(
       path: "Sources/Testing/LocationTestKit", swiftSettings: swiftSettings),
     // What the benchmarks that measure the daemons from outside share: clocks, child processes,
     // notify and client sockets, the epoll reader of many clients.
-    .target(name: "BenchKit", dependencies: ["CLinux"], path: "Benchmarks/BenchKit", swiftSettings: swiftSettings),
+    .target(name: "BenchKit", dependencies: ["CLinux", "SystemIO"], path: "Benchmarks/BenchKit", swiftSettings: swiftSettings),
     .executableTarget(
       name: "locationd", dependencies: ["LocationDaemon"],
       path: "Sources/Apps/locationd", swiftSettings: swiftSettings, linkerSettings: locationdLinking),

@@ -7,15 +7,16 @@
 
 import CLinux
 import Glibc
+import SystemIO
 
 /// Reads many client sockets on the calling thread and keeps every byte with the time of the
 /// recv(2) that brought it, for benchmarks that time fixes from a daemon to its clients.
 public final class ClientReader {
   /// The clock of the receive times.
   public enum Clock: Sendable {
-    /// CLOCK_MONOTONIC, ns (``monotonicNanoseconds()``).
+    /// CLOCK_MONOTONIC, ns (``MonotonicClock/nanoseconds()``).
     case monotonic
-    /// CLOCK_REALTIME, ns since 1970 (``wallNanoseconds()``).
+    /// CLOCK_REALTIME, ns since 1970 (``WallClock/nanoseconds()``).
     case realtime
   }
 
@@ -90,17 +91,17 @@ public final class ClientReader {
 
   private func now() -> UInt64 {
     switch clock {
-    case .monotonic: return monotonicNanoseconds()
-    case .realtime: return wallNanoseconds()
+    case .monotonic: return MonotonicClock.nanoseconds()
+    case .realtime: return UInt64(clamping: WallClock.nanoseconds())
     }
   }
 
   /// Reads whatever arrives until the monotonic clock passes `deadline` (ns,
-  /// ``monotonicNanoseconds()``); returns at once after ``closeConnections()``.
+  /// ``MonotonicClock/nanoseconds()``); returns at once after ``closeConnections()``.
   public func pump(until deadline: UInt64) {
     guard !closed else { return }
     receiptsByClient = nil
-    while monotonicNanoseconds() < deadline {
+    while MonotonicClock.nanoseconds() < deadline {
       let ready = epoll_wait(epoll, &events, Int32(events.count), spin ? 0 : 20)
       guard ready > 0 else { continue }
       for event in events[0..<Int(ready)] {

@@ -2,6 +2,7 @@
 
 import Foundation
 import Glibc
+import SystemIO
 
 /// Why a benchmark's process or socket helper could not do its work; `description` is a
 /// one-line message for the benchmark to print before it exits.
@@ -11,24 +12,6 @@ public struct BenchError: Error, CustomStringConvertible {
 
   /// Creates an error with its message.
   public init(_ description: String) { self.description = description }
-}
-
-/// CLOCK_MONOTONIC, nanoseconds (the clock of `SimulatedReceiver`'s write times).
-public func monotonicNanoseconds() -> UInt64 {
-  var spec = timespec()
-  clock_gettime(CLOCK_MONOTONIC, &spec)
-  return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
-}
-
-/// CLOCK_MONOTONIC, seconds with a fraction.
-public func monotonicSeconds() -> Double { Double(monotonicNanoseconds()) / 1e9 }
-
-/// CLOCK_REALTIME, nanoseconds since 1970 (the clock of a TPV's `time` when the replay shifts
-/// timestamps to the wall time of emission).
-public func wallNanoseconds() -> UInt64 {
-  var spec = timespec()
-  clock_gettime(CLOCK_REALTIME, &spec)
-  return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
 }
 
 /// Sleeps `seconds` (>= 0), resuming after signals until the whole time has passed.
@@ -92,9 +75,9 @@ public func spawn(_ path: String, _ arguments: [String], environment: [String: S
 /// `Process`) counts as gone.
 public func terminate(_ pid: pid_t) {
   kill(pid, SIGTERM)
-  let deadline = monotonicSeconds() + 5
+  let deadline = MonotonicClock.seconds() + 5
   var status: Int32 = 0
-  while monotonicSeconds() < deadline {
+  while MonotonicClock.seconds() < deadline {
     // -1 (ECHILD): reaped already, by Foundation's child reaper (PrivateGPSD runs a Process).
     let reaped = waitpid(pid, &status, WNOHANG)
     if reaped == pid || (reaped == -1 && errno == ECHILD) { return }

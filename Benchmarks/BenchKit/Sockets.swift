@@ -2,6 +2,7 @@
 // stream socket) and of gpsd (TCP).
 
 import Glibc
+import SystemIO
 
 /// A `sockaddr_un` (AF_UNIX) for `path`, cut to fit `sun_path` (107 bytes and the NUL).
 public func unixAddress(_ path: String) -> sockaddr_un {
@@ -29,16 +30,16 @@ public func notifySocket(_ path: String) throws(BenchError) -> Int32 {
 }
 
 /// Waits on notify socket `fd` for a datagram with a `READY=1` line; the monotonic time it
-/// arrived (seconds, ``monotonicSeconds()``), or nil after `timeout` seconds.
+/// arrived (seconds, ``MonotonicClock.seconds()``), or nil after `timeout` seconds.
 public func waitForReady(_ fd: Int32, timeout: Double) -> Double? {
-  let deadline = monotonicSeconds() + timeout
+  let deadline = MonotonicClock.seconds() + timeout
   var buffer = [UInt8](repeating: 0, count: 4096)
-  while monotonicSeconds() < deadline {
+  while MonotonicClock.seconds() < deadline {
     var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-    let milliseconds = Int32(max(1, (deadline - monotonicSeconds()) * 1000))
+    let milliseconds = Int32(max(1, (deadline - MonotonicClock.seconds()) * 1000))
     guard poll(&descriptor, 1, milliseconds) > 0 else { continue }
     let count = recv(fd, &buffer, buffer.count, 0)
-    let at = monotonicSeconds()
+    let at = MonotonicClock.seconds()
     if count > 0,
       String(decoding: buffer[0..<count], as: UTF8.self).split(separator: "\n").contains("READY=1")
     {
@@ -97,11 +98,11 @@ public func sendLine(_ fd: Int32, _ text: String) -> Bool {
 /// it), leaving the bytes for whoever reads the socket next; at most `timeout` seconds. nil on
 /// end of file, error, timeout, or a first line over 4 KiB.
 public func readFirstLine(_ fd: Int32, timeout: Double) -> String? {
-  let deadline = monotonicSeconds() + timeout
+  let deadline = MonotonicClock.seconds() + timeout
   var chunk = [UInt8](repeating: 0, count: 4096)
-  while monotonicSeconds() < deadline {
+  while MonotonicClock.seconds() < deadline {
     var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-    let milliseconds = Int32(max(1, (deadline - monotonicSeconds()) * 1000))
+    let milliseconds = Int32(max(1, (deadline - MonotonicClock.seconds()) * 1000))
     guard poll(&descriptor, 1, milliseconds) > 0 else { continue }
     // MSG_PEEK: leave the bytes for the reader that takes the socket over.
     let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_PEEK)) }

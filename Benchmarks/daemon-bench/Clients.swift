@@ -5,6 +5,7 @@ import BenchKit
 import Foundation
 import Glibc
 import LocationTestKit
+import SystemIO
 
 /// Runs the round of `count` clients (each sends `request` and `watch`) against a fresh
 /// locationd replaying `replayURI`; prints its progress and returns its lines of the table.
@@ -65,15 +66,15 @@ func measureClients(
   }
 
   // Warm-up: authorizations, first fixes.
-  reader.pump(until: monotonicNanoseconds() + 2_000_000_000)
+  reader.pump(until: MonotonicClock.nanoseconds() + 2_000_000_000)
   reader.forget()
   let cpuBefore = cpuSeconds(pid)
   let clientsBefore = cpuSeconds(getpid())
-  let started = monotonicNanoseconds()
+  let started = MonotonicClock.nanoseconds()
   reader.pump(until: started + UInt64(settings.runSeconds * 1e9))
   let cpuUsed = cpuSeconds(pid) - cpuBefore
   let clientsUsed = cpuSeconds(getpid()) - clientsBefore
-  let elapsed = Double(monotonicNanoseconds() - started) / 1e9
+  let elapsed = Double(MonotonicClock.nanoseconds() - started) / 1e9
   let loaded = memory(pid)
   reader.closeConnections()
   analyse()

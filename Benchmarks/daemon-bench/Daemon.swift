@@ -5,6 +5,7 @@ import Foundation
 import Glibc
 import LocationTestKit
 import NMEA
+import SystemIO
 
 /// Where locationd runs: its executable, socket, state directory, log and the notify socket
 /// that stands in for systemd's.
@@ -23,7 +24,7 @@ struct Daemons {
       "--socket", socketPath, "--state-dir", work + "/state", "--group", "", "--backend", backend,
       "--max-clients", String(maxClients),
     ]
-    let started = monotonicSeconds()
+    let started = MonotonicClock.seconds()
     let pid = orFail { () throws(BenchError) in
       try spawn(
         locationd, arguments,
@@ -65,7 +66,7 @@ func memory(_ pid: pid_t) -> (rss: Double, hwm: Double, anonymous: Double) {
   return (megabytes("VmRSS"), megabytes("VmHWM"), megabytes("RssAnon"))
 }
 
-/// Wall time of a receive (ns since 1970, ``wallNanoseconds()``) in milliseconds, with a
+/// Wall time of a receive (ns since 1970, ``WallClock/nanoseconds()``) in milliseconds, with a
 /// fraction.
 func milliseconds(_ nanoseconds: UInt64) -> Double {
   Double(nanoseconds / 1_000_000) + Double(nanoseconds % 1_000_000) / 1e6

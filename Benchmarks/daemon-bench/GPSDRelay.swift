@@ -54,12 +54,12 @@ func measureGPSDRelay(daemons: Daemons, settings: Settings) throws -> [Figure] {
   var buffer: [UInt8] = []
   var chunk = [UInt8](repeating: 0, count: 65_536)
   var received = 0
-  let deadline = monotonicSeconds() + Double(settings.gpsdFixes + 40) / 10 + 10
-  var lastFixAt = monotonicSeconds()
-  while monotonicSeconds() < deadline {
+  let deadline = MonotonicClock.seconds() + Double(settings.gpsdFixes + 40) / 10 + 10
+  var lastFixAt = MonotonicClock.seconds()
+  while MonotonicClock.seconds() < deadline {
     var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
     if poll(&descriptor, 1, 100) <= 0 {
-      if received > 0 && monotonicSeconds() - lastFixAt > 2 { break }  // the receiver went silent
+      if received > 0 && MonotonicClock.seconds() - lastFixAt > 2 { break }  // the receiver went silent
       continue
     }
     let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
@@ -70,7 +70,7 @@ func measureGPSDRelay(daemons: Daemons, settings: Settings) throws -> [Figure] {
       let line = buffer[..<newline]
       if TPVLine.isTPV(line), let time = TPVLine.time(line) {
         received += 1
-        lastFixAt = monotonicSeconds()
+        lastFixAt = MonotonicClock.seconds()
         // Skip the first 20 (gpsd learning the receiver's cycle); then 1000 fixes.
         if received > 20, latencies.count < settings.gpsdFixes,
           let written = writes.byTime.withLock({ $0[time] })

@@ -88,8 +88,8 @@ func writeLog(_ path: String, count: Int) throws {
 }
 
 func waitFor(_ seconds: Double, _ condition: () -> Bool) -> Bool {
-  let deadline = monotonicSeconds() + seconds
-  while monotonicSeconds() < deadline {
+  let deadline = MonotonicClock.seconds() + seconds
+  while MonotonicClock.seconds() < deadline {
     if condition() { return true }
     usleep(2_000)
   }
@@ -131,10 +131,10 @@ let (ratePID, _, _) = try startDaemon(
     // Not retained: the fleet round's subscription would otherwise see this device too.
     "--mqtt-retain", "off"])
 _ = waitFor(600) { lineCount(counted) >= 1 }
-let first = monotonicSeconds()
+let first = MonotonicClock.seconds()
 let rateCPU0 = cpuSeconds(ratePID)
 _ = waitFor(600) { lineCount(counted) >= fixes }
-let last = monotonicSeconds()
+let last = MonotonicClock.seconds()
 let received = lineCount(counted)
 let rateCPU = cpuSeconds(ratePID) - rateCPU0
 terminate(ratePID)
@@ -166,7 +166,7 @@ Thread.detachNewThread {
   var tick = 0
   let slice = max(1, deviceCount / 100)
   var device = 0
-  let startTime = monotonicSeconds()
+  let startTime = MonotonicClock.seconds()
   // The probe reports first, so that it is among the devices the fleet's cap admits.
   let first = OwnTracksLocation(latitude: -40, longitude: 0, timestamp: Int64(time(nil)), trackerID: "PR")
   try? generatorQueue.append(topic: "owntracks/bench/probe", payload: first.encoded, retain: false)
@@ -181,12 +181,12 @@ Thread.detachNewThread {
     }
     if let latitude = probeSent.takeRequest() {
       let location = OwnTracksLocation(latitude: latitude, longitude: 0, timestamp: now, trackerID: "PR")
-      probeSent.markSent(at: monotonicSeconds())
+      probeSent.markSent(at: MonotonicClock.seconds())
       try? generatorQueue.append(topic: "owntracks/bench/probe", payload: location.encoded, retain: false)
     }
     tick += 1
     let next = startTime + Double(tick) * 0.01
-    let wait = next - monotonicSeconds()
+    let wait = next - MonotonicClock.seconds()
     if wait > 0 { usleep(UInt32(wait * 1e6)) }
   }
 }
@@ -228,10 +228,10 @@ probeSent.request(-40)
 _ = waitFor(120) { mapAnnotations(client).count >= devices + 1 }  // and the current location
 let shown = mapAnnotations(client).count
 let cpu0 = cpuSeconds(fleetPID)
-let window0 = monotonicSeconds()
+let window0 = MonotonicClock.seconds()
 sleepSeconds(runSeconds)
 let cpu = cpuSeconds(fleetPID) - cpu0
-let window = monotonicSeconds() - window0
+let window = MonotonicClock.seconds() - window0
 let rss = rssMiB(fleetPID)
 var latencies: [Double] = []
 for index in 0..<probes {
@@ -240,7 +240,7 @@ for index in 0..<probes {
   let seen = waitFor(10) {
     mapAnnotations(client).contains { ($0["id"] as? String) == FleetRoster.identifier(topic: "owntracks/bench/probe") && abs(($0["lat"] as? Double ?? 0) - latitude) < 1e-9 }
   }
-  if seen, let sent = probeSent.sentAt { latencies.append((monotonicSeconds() - sent) * 1000) }
+  if seen, let sent = probeSent.sentAt { latencies.append((MonotonicClock.seconds() - sent) * 1000) }
   usleep(200_000)
 }
 stopGenerating.set()

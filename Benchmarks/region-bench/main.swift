@@ -159,22 +159,22 @@ for count in options.counts {
   var generator = Generator(state: options.seed &+ UInt64(count))
   let rssBefore = residentBytes()
   var monitor = RegionMonitor()
-  let addStart = monotonicNanoseconds()
+  let addStart = MonotonicClock.nanoseconds()
   var index = 0
   while monitor.count < count {
     if let region = makeRegion(index, using: &generator) { monitor.add(region) }
     index += 1
   }
-  let addSeconds = Double(monotonicNanoseconds() - addStart) / 1e9
+  let addSeconds = Double(MonotonicClock.nanoseconds() - addStart) / 1e9
   let rssAfter = residentBytes()
   var transitions = 0
   var durations: [Double] = []
   durations.reserveCapacity(fixes.count)
   var warmup = 0.0
   for (k, fix) in fixes.enumerated() {
-    let start = monotonicNanoseconds()
+    let start = MonotonicClock.nanoseconds()
     let events = monitor.update(with: fix, now: fix.fix.time ?? 0)
-    let elapsed = Double(monotonicNanoseconds() - start) / 1e3
+    let elapsed = Double(MonotonicClock.nanoseconds() - start) / 1e3
     transitions += events.count
     if k < 10 { warmup += elapsed } else { durations.append(elapsed) }
   }
@@ -198,9 +198,9 @@ do {
   let vertices = (0..<RegionShape.maxVertexCount).map { k in
     Geodesic.direct(from: center, azimuth: -Double(k) * 360 / Double(RegionShape.maxVertexCount), distance: 100_000).coordinate
   }
-  let start = monotonicNanoseconds()
+  let start = MonotonicClock.nanoseconds()
   let region = try? Region(id: "fine", shape: .polygon(exterior: vertices, holes: []))
-  let validation = Double(monotonicNanoseconds() - start) / 1e9
+  let validation = Double(MonotonicClock.nanoseconds() - start) / 1e9
   if let region {
     var generator = Generator(state: options.seed)
     var near = 0.0
@@ -210,12 +210,12 @@ do {
       let azimuth = Double.random(in: 0..<360, using: &generator)
       let edgePoint = Geodesic.direct(from: center, azimuth: azimuth, distance: 100_000 + Double.random(in: -50...50, using: &generator)).coordinate
       let inner = Geodesic.direct(from: center, azimuth: azimuth, distance: Double.random(in: 0...90_000, using: &generator)).coordinate
-      var t = monotonicNanoseconds()
+      var t = MonotonicClock.nanoseconds()
       _ = region.signedDistance(to: edgePoint)
-      near += Double(monotonicNanoseconds() - t) / 1e3
-      t = monotonicNanoseconds()
+      near += Double(MonotonicClock.nanoseconds() - t) / 1e3
+      t = MonotonicClock.nanoseconds()
       _ = region.signedDistance(to: inner)
-      deep += Double(monotonicNanoseconds() - t) / 1e3
+      deep += Double(MonotonicClock.nanoseconds() - t) / 1e3
     }
     print(
       "100,000-vertex polygon: validated in \(format(validation, 3)) s; signedDistance \(format(near / Double(samples), 1)) us within 50 m of the edge, \(format(deep / Double(samples), 1)) us deep inside"

@@ -5,6 +5,7 @@ import Foundation
 import Glibc
 import LocationTestKit
 import Synchronization
+import SystemIO
 
 /// Pty write times (CLOCK_MONOTONIC ns, just before the epoch's write() call) by fix time (ms
 /// since 1970), filled by the simulated receiver's writer thread. Every epoch carries a distinct
@@ -45,8 +46,8 @@ func backendEvents(_ fd: Int32) -> String {
 /// Waits until the data waiting on locationd client `fd` holds a BACKEND event in state
 /// `connected` (peeked: left for the reader); false after `timeout` seconds.
 func waitForBackendConnected(_ fd: Int32, timeout: Double) -> Bool {
-  let deadline = monotonicSeconds() + timeout
-  while monotonicSeconds() < deadline {
+  let deadline = MonotonicClock.seconds() + timeout
+  while MonotonicClock.seconds() < deadline {
     if backendEvents(fd).contains(#""state":"connected""#) { return true }
     usleep(10_000)
   }
@@ -122,14 +123,14 @@ func runRound(_ bench: Bench, n: Int, gpsdClients: Int) -> [Row] {
   let reader = orFail { () throws(BenchError) in
     try ClientReader(fds: gpsdFDs + locationdFDs, capacity: capacity)
   }
-  reader.pump(until: monotonicNanoseconds() + UInt64(settings.warmup * 1e9))
+  reader.pump(until: MonotonicClock.nanoseconds() + UInt64(settings.warmup * 1e9))
   reader.forget()
   guard let gpsdPID = gpsd.pid else { fail("gpsd exited during the warm-up") }
   let gpsdBefore = ProcessSample.read(pid: gpsdPID)
   let locationdBefore = ProcessSample.read(pid: pid)
-  let start = monotonicNanoseconds()
+  let start = MonotonicClock.nanoseconds()
   reader.pump(until: start + UInt64(settings.seconds * 1e9))
-  let end = monotonicNanoseconds()
+  let end = MonotonicClock.nanoseconds()
   let gpsdAfter = ProcessSample.read(pid: gpsdPID)
   let locationdAfter = ProcessSample.read(pid: pid)
   if reader.overflowed > 0 {

@@ -1,5 +1,6 @@
 import Synchronization
 import LocationModel
+import SystemIO
 
 #if canImport(Glibc)
   import Glibc
@@ -44,18 +45,10 @@ public struct SystemClock: LocationClock {
   public var now: Duration { ContinuousClock.now - origin }
 
   /// UTC wall time from `clock_gettime(CLOCK_REALTIME)`, milliseconds since 1970.
-  public var wallTimeMilliseconds: Int64 {
-    var spec = timespec()
-    clock_gettime(CLOCK_REALTIME, &spec)
-    return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
-  }
+  public var wallTimeMilliseconds: Int64 { WallClock.milliseconds() }
 
   /// UTC wall time from `clock_gettime(CLOCK_REALTIME)`, nanoseconds since 1970.
-  public var wallTimeNanoseconds: Int64 {
-    var spec = timespec()
-    clock_gettime(CLOCK_REALTIME, &spec)
-    return Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec)
-  }
+  public var wallTimeNanoseconds: Int64 { WallClock.nanoseconds() }
 
   /// Sleeps on `ContinuousClock` until `deadline` (relative to this clock's origin).
   public func sleep(until deadline: Duration) async throws {

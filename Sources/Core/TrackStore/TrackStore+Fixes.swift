@@ -6,6 +6,7 @@
 import CSQLite
 import LocationModel
 import Synchronization
+import SystemIO
 
 /// The recorded fixes: appending, retention, reading back by time and source, statistics.
 extension TrackStore {
@@ -143,11 +144,7 @@ extension TrackStore {
   public static let futureTolerance: Int64 = 300_000
 
   /// The system's clock, milliseconds since the Unix epoch.
-  static func clockNow() -> Int64 {
-    var now = timespec()
-    clock_gettime(CLOCK_REALTIME, &now)
-    return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
-  }
+  static func clockNow() -> Int64 { WallClock.milliseconds() }
 
   /// What a fix costs in the database with its index entry, bytes (measured: 133 for 1,000,000
   /// fixes; a little under, so retention deletes a little more than the excess rather than less).

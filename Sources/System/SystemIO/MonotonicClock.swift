@@ -39,3 +39,25 @@ public enum MonotonicClock {
     return carry ? .max : total
   }
 }
+
+/// `CLOCK_REALTIME` (POSIX `clock_gettime(2)`): UTC wall time since 1970-01-01T00:00:00Z, leap
+/// seconds not counted (POSIX time). It can be set back or jump; intervals are measured on
+/// ``MonotonicClock``. The one reading of the wall clock for timestamps: a fix's reception time
+/// (D-Bus `Timestamp`), the track store's retention reference, the daemon's `LocationClock`, the
+/// benchmarks' emission times.
+public enum WallClock {
+  /// Now, in nanoseconds since 1970 (negative only on a clock set before 1970).
+  @inline(__always)
+  public static func nanoseconds() -> Int64 {
+    var time = timespec()
+    clock_gettime(CLOCK_REALTIME, &time)
+    return Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec)
+  }
+
+  /// Now, in whole milliseconds since 1970 (rounded toward the past), the unit of fix times.
+  public static func milliseconds() -> Int64 {
+    var time = timespec()
+    clock_gettime(CLOCK_REALTIME, &time)
+    return Int64(time.tv_sec) &* 1000 &+ Int64(time.tv_nsec / 1_000_000)
+  }
+}
