@@ -326,7 +326,8 @@ let package = Package(
       path: "Tests/WebFrontEndTests",
       swiftSettings: swiftSettings),
     .testTarget(
-      name: "GeoClueFrontEndTests", dependencies: ["GeoClueFrontEnd", "LocationModel", "LocationProtocol", "ServiceCore"],
+      name: "GeoClueFrontEndTests",
+      dependencies: ["GeoClueFrontEnd", "LocationModel", "LocationProtocol", "LocationTestKit", "ServiceCore"],
       path: "Tests/GeoClueFrontEndTests",
       swiftSettings: swiftSettings),
     .testTarget(

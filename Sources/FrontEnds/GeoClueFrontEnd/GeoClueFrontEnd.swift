@@ -139,6 +139,8 @@ public final class GeoClueFrontEnd: FrontEnd {
   public let kind: GeoClueBusKind
   /// The bounds applied.
   public let limits: GeoClueLimits
+  /// The bus's address when it is not the one ``kind`` names by default (see ``init(kind:service:limits:address:)``).
+  public let address: String?
   let service: any RequestHandler
   let wakeFD: Int32
   let jobs = Mutex<[@Sendable (BusState) -> Void]>([])
@@ -160,11 +162,18 @@ public final class GeoClueFrontEnd: FrontEnd {
   /// Creates the front-end; nothing touches the bus before ``start()``. Whether a user is
   /// authorized (for the quotas of ``GeoClueLimits``) is the service's decision
   /// (``RequestHandler/wouldAuthorize(_:)``).
+  ///
+  /// `address` (a D-Bus address such as `unix:path=/run/bus`) serves the bus there instead of
+  /// ``kind``'s usual one (`DBUS_SYSTEM_BUS_ADDRESS` or `/run/dbus/system_bus_socket`;
+  /// `DBUS_SESSION_BUS_ADDRESS`); ``kind`` still names it in log lines and errors. `nil` (the
+  /// default) or an empty string: the usual bus.
   public init(
-    kind: GeoClueBusKind, service: any RequestHandler, limits: GeoClueLimits = GeoClueLimits()
+    kind: GeoClueBusKind, service: any RequestHandler, limits: GeoClueLimits = GeoClueLimits(),
+    address: String? = nil
   ) {
     self.kind = kind
     self.limits = limits
+    self.address = address?.isEmpty == false ? address : nil
     self.service = service
     wakeFD = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
     (commandStream, commands) = AsyncStream.makeStream(of: ServiceCommand.self)
@@ -233,10 +242,7 @@ public final class GeoClueFrontEnd: FrontEnd {
       return true
     }
     guard fresh else { return }
-    var now = timespec()
-    clock_gettime(CLOCK_REALTIME, &now)
-    let received = Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec / 1_000_000)
-    guard let values = GeoClueLocationValues(location, receivedAt: received) else { return }
+    guard let values = GeoClueLocationValues(location, receivedAt: WallClock.milliseconds()) else { return }
     offer(values)
   }
 
@@ -295,7 +301,7 @@ public final class GeoClueFrontEnd: FrontEnd {
       return
     }
     var bus: OpaquePointer?
-    var r = csdbus_open(kind == .system ? 0 : 1, &bus)
+    var r = address.map { csdbus_open_address($0, &bus) } ?? csdbus_open(kind == .system ? 0 : 1, &bus)
     guard r >= 0, let bus else {
       report(.failure(.busUnavailable(kind, reason: Self.errorText(r))))
       return
@@ -452,5 +458,10 @@ final class DBusClientChannel: ClientChannel {
 
   var isConnected: Bool { connected.load(ordering: .relaxed) }
 
-  func close() { connected.store(false, ordering: .relaxed) }
+  /// The service ends this client's session (a revocation, shutdown): the client becomes
+  /// inactive (its `Active` property turns false), as on ``authorizationChanged(_:)``; it
+  /// departs when it is deleted or its connection leaves the bus.
+  func close() {
+    if connected.exchange(false, ordering: .relaxed) { revoked() }
+  }
 }

@@ -38,6 +38,7 @@
   X(sd_bus_message_set_destination) \
   X(sd_bus_message_skip) \
   X(sd_bus_message_unref) \
+  X(sd_bus_new) \
   X(sd_bus_open_system) \
   X(sd_bus_open_user) \
   X(sd_bus_process) \
@@ -45,6 +46,10 @@
   X(sd_bus_reply_method_return) \
   X(sd_bus_request_name) \
   X(sd_bus_send) \
+  X(sd_bus_set_address) \
+  X(sd_bus_set_bus_client) \
+  X(sd_bus_start) \
+  X(sd_bus_unref) \
   X(sd_bus_slot_unref) \
 
 static struct {
@@ -205,6 +210,24 @@ int csdbus_open(int which, sd_bus **bus) {
   if (which == 0) return api.sd_bus_open_system(bus);
   if (which == 1) return api.sd_bus_open_user(bus);
   return -EINVAL;
+}
+
+int csdbus_open_address(const char *address, sd_bus **bus) {
+  if (bus == NULL || address == NULL || address[0] == '\0') return -EINVAL;
+  *bus = NULL;
+  if (csdbus_load() != NULL) return -ENOSYS;
+  sd_bus *opened = NULL;
+  int r = api.sd_bus_new(&opened);
+  if (r < 0) return r;
+  r = api.sd_bus_set_address(opened, address);
+  if (r >= 0) r = api.sd_bus_set_bus_client(opened, 1);
+  if (r >= 0) r = api.sd_bus_start(opened);
+  if (r < 0) {
+    api.sd_bus_unref(opened);
+    return r;
+  }
+  *bus = opened;
+  return 0;
 }
 
 void csdbus_close(sd_bus *bus) {

@@ -51,6 +51,9 @@ void csdbus_set_handlers(void *context, csdbus_method_fn method, csdbus_get_fn g
 /* Opens the system (which = 0) or session (which = 1) bus; honours DBUS_SYSTEM_BUS_ADDRESS and
  * DBUS_SESSION_BUS_ADDRESS. 0 or a negative errno. */
 int csdbus_open(int which, sd_bus **bus);
+/* Opens the message bus at `address` (a D-Bus address, `unix:path=/run/x`), as a bus client
+ * (Hello sent). 0 or a negative errno (-EINVAL for an empty address). */
+int csdbus_open_address(const char *address, sd_bus **bus);
 /* Flushes and closes the bus (NULL does nothing). */
 void csdbus_close(sd_bus *bus);
 /* Requests `name` without queueing: -EEXIST when another connection owns it, -EACCES when the
