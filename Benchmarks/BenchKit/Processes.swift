@@ -22,10 +22,11 @@ public func sleepSeconds(_ seconds: Double) {
 }
 
 /// The path of the executable `name` in the directory of this program (argv[0]): where
-/// `swift build` puts locationd beside the benchmarks.
+/// `swift build` puts locationd beside the benchmarks. Without an argv[0] (a caller may pass
+/// none), the path Foundation finds for this program (`Bundle.main.executablePath`).
 public func executableBesideThisProgram(_ name: String) -> String {
-  URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    .appendingPathComponent(name).path
+  let program = CommandLine.arguments.first ?? Bundle.main.executablePath ?? "./\(name)"
+  return URL(fileURLWithPath: program).deletingLastPathComponent().appendingPathComponent(name).path
 }
 
 /// Raises the soft limit of open descriptors (RLIMIT_NOFILE) to `wanted`, or as far as the hard

@@ -167,7 +167,7 @@ func median(_ values: [Double]) -> Double {
   return sorted.isEmpty ? 0 : sorted[sorted.count / 2]
 }
 
-let selfPath = CommandLine.arguments[0]
+let selfPath = CommandLine.arguments.first ?? "./nmea-bench"
 let directory = selfPath.contains("/") ? String(selfPath[..<(selfPath.lastIndex(of: "/") ?? selfPath.endIndex)]) : "."
 let locationctl = options.locationctl ?? directory + "/locationctl"
 guard access(locationctl, X_OK) == 0 else {
