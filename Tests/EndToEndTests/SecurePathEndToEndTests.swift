@@ -37,5 +37,23 @@ struct SecurePathEndToEndTests {
       timeout: 30)
     #expect(linked.status == 78, "\(linked)")
     #expect(linked.stderr.contains("symbolic link owned by uid 65534"), "\(linked.stderr)")
+    // The state directory itself a link that another user owns: refused too.
+    #expect(mkdir(ours + "/real", 0o755) == 0)
+    let stateLink = scratch.file("state-link")
+    #expect(symlink(ours + "/real", stateLink) == 0)
+    #expect(lchown(stateLink, 65534, 65534) == 0)
+    let linkedState = try await runTool(
+      try Products.path("locationd"), base + ["--socket", ours + "/s5.sock", "--state-dir", stateLink], timeout: 30)
+    #expect(linkedState.status == 78, "\(linkedState)")
+    #expect(linkedState.stderr.contains("symbolic link owned by uid 65534"), "\(linkedState.stderr)")
+    // A state directory below a directory others may write is refused before it is created,
+    // with what to do.
+    let open = scratch.file("open")
+    #expect(mkdir(open, 0o755) == 0 && chmod(open, 0o777) == 0)
+    let refused = try await runTool(
+      try Products.path("locationd"), base + ["--socket", ours + "/s6.sock", "--state-dir", open + "/child"], timeout: 30)
+    #expect(refused.status == 78, "\(refused)")
+    #expect(refused.stderr.contains("chmod go-w \(open)"), "\(refused.stderr)")
+    #expect(access(open + "/child", F_OK) != 0, "the refused state directory was created")
   }
 }

@@ -72,7 +72,10 @@ public enum Daemon {
     let createHint = "give a directory whose parent exists, which locationd may create or write"
     var stateProblem: (reason: String, code: ExitCode, hint: String?)?
     var info = stat()
-    if mkdir(configuration.stateDirectory, 0o750) != 0 && errno != EEXIST {
+    // Its parents first: a directory that is refused is not created either.
+    if let (ancestor, reason) = SecurePath.unsafeAncestor(of: configuration.stateDirectory) {
+      stateProblem = ("\(ancestor), above it, is \(reason)", .configuration, nil)
+    } else if mkdir(configuration.stateDirectory, 0o750) != 0 && errno != EEXIST {
       stateProblem = (String(cString: strerror(errno)), .cannotCreate, createHint)
     } else if stat(configuration.stateDirectory, &info) != 0 {
       stateProblem = (String(cString: strerror(errno)), .cannotCreate, createHint)

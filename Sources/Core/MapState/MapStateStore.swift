@@ -100,7 +100,7 @@ public enum MapStoreError: Error, Hashable, Sendable, CustomStringConvertible {
     case .encoding(let message):
       return "cannot encode map state: \(message)"
     case .unsafeDirectory(let path, let reason):
-      return "map state directory \(path) is not safe: \(reason)"
+      return "state directory \(path) is not safe: \(reason)"
     case .stalled(let path, let seconds):
       return "saving \(path) did not finish within \(seconds) s (the disk is stalled)"
     }

@@ -11,8 +11,10 @@ public enum SecurePath {
   /// An ancestor is safe when it is owned by root or this process's effective user, and is not
   /// writable by group or others unless its sticky bit is set (`/tmp`: others cannot rename or
   /// remove what they do not own there). A symbolic link on the way must be owned by root or
-  /// this user too, and the directories it leads to are checked by the same rule. Ancestors that
-  /// do not exist yet end the check (they will be created by this process).
+  /// this user too, and the directories it leads to are checked by the same rule; so must
+  /// `directory` itself when it is a symbolic link (in a sticky directory its owner could point
+  /// it elsewhere). Ancestors that do not exist yet end the check (they will be created by this
+  /// process). Each reason ends with what to do.
   ///
   /// - Returns: `(path, reason)` of the first unsafe ancestor.
   public static func unsafeAncestor(of directory: String) -> (path: String, reason: String)? {
@@ -40,20 +42,32 @@ public enum SecurePath {
       var link = stat()
       guard lstat(ancestor, &link) == 0 else { return nil }
       if link.st_mode & S_IFMT == S_IFLNK, link.st_uid != 0, link.st_uid != me {
-        return (ancestor, "a symbolic link owned by uid \(link.st_uid)")
+        return (
+          ancestor,
+          "a symbolic link owned by uid \(link.st_uid): give the real path, or a link owned by root or uid \(me)"
+        )
       }
       var info = stat()
       guard stat(ancestor, &info) == 0 else { return nil }
       if info.st_uid != 0 && info.st_uid != me {
-        return (ancestor, "owned by uid \(info.st_uid), who could replace what is below it")
+        return (
+          ancestor,
+          "owned by uid \(info.st_uid), who could replace what is below it: give a directory whose parents belong to root or uid \(me)"
+        )
       }
       if info.st_mode & 0o022 != 0 && info.st_mode & S_ISVTX == 0 {
         return (
           ancestor,
-          "writable by group or others without the sticky bit (mode \(String(info.st_mode & 0o7777, radix: 8)))"
+          "writable by group or others without the sticky bit (mode \(String(info.st_mode & 0o7777, radix: 8))): chmod go-w \(ancestor), or give another directory"
         )
       }
       prefix += "/" + components[index]
+    }
+    var link = stat()
+    if !components.isEmpty, lstat(path, &link) == 0, link.st_mode & S_IFMT == S_IFLNK, link.st_uid != 0,
+      link.st_uid != me
+    {
+      return (path, "a symbolic link owned by uid \(link.st_uid): give the real path, or a link owned by root or uid \(me)")
     }
     return nil
   }
