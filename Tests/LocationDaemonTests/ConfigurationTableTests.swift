@@ -49,6 +49,16 @@ struct ConfigurationTableTests {
     for key in keys {
       #expect(Configuration.usage.contains("--\(key)"), "--help lacks --\(key)")
     }
+    // Every setting has help lines of its own that start with its flag; a setting with a range
+    // states it and its default.
+    for setting in Configuration.settings {
+      #expect(setting.help.hasPrefix("  --\(setting.key) "), "\(setting.key): \(setting.help)")
+    }
+    for row in MQTTSettings.help where row.text.contains("...") {
+      let help = Configuration.settingsByKey[row.key]?.help ?? ""
+      #expect(help.contains("(default"), "\(row.key): \(help)")
+    }
+    #expect(MQTTSettings.help.map(\.key) == Array(MQTTSettings.orderedKeys.dropFirst()))
     let synopsis = Configuration.usage.split(separator: "\n").prefix(5)
     #expect(
       synopsis.first

@@ -173,6 +173,57 @@ struct ConfigurationTests {
     #expect(Log.quote("") == "\"\"")
   }
 
+  @Test("flags follow the file's rule: a control character in a value is refused, and shown escaped")
+  func controlCharactersInFlags() {
+    for arguments in [
+      ["--state-dir", "/tmp/st\nnl"], ["--socket", "/tmp/a\u{0}b.sock"], ["--group", "a\nb"],
+      ["--mqtt", "mqtt://broker", "--mqtt-topic", "a\u{1B}b"],
+    ] {
+      do {
+        _ = try Configuration.parse(arguments: arguments)
+        Issue.record("\(arguments) was accepted")
+      } catch {
+        #expect(error.description.contains("control character U+00"), "\(error)")
+        #expect(!error.description.contains("\n") && !error.description.contains("\u{1B}"), "\(error)")
+      }
+    }
+    #expect((try? Configuration.parse(arguments: ["--group", "a\tb"]))?.group == "a\tb")
+  }
+
+  @Test("a key set twice in a file is refused, naming both lines")
+  func duplicateKeys() {
+    do {
+      _ = try Configuration.parseFile("group = \"\"\n# later\ngroup = root\n", path: "c.conf")
+      Issue.record("a duplicate key was accepted")
+    } catch {
+      #expect(error.description == "c.conf:3: group is set again (first on line 1): give each key once")
+    }
+    #expect((try? Configuration.parseFile("group = a\nsocket = /tmp/s\n", path: "c.conf"))?.count == 2)
+  }
+
+  @Test("numbers are plain decimals: hexadecimal, inf and nan are refused; counts and whole seconds take no fraction")
+  func decimalNumbersOnly() {
+    for arguments in [
+      ["--region-error-fraction", "0x1p3"], ["--region-minimum-margin", "inf"], ["--region-minimum-margin", "nan"],
+      ["--mqtt", "mqtt://broker", "--mqtt-keepalive", "0x10"], ["--mqtt", "mqtt://broker", "--mqtt-keepalive", "5.5"],
+      ["--mqtt", "mqtt://broker", "--mqtt-queue-limit", "1.5"], ["--mqtt", "mqtt://broker", "--mqtt-stale", "1e400"],
+      ["--mqtt", "mqtt://broker", "--mqtt-min-distance", " 5"],
+    ] {
+      #expect(throws: ConfigurationError.self, "\(arguments)") { try Configuration.parse(arguments: arguments) }
+    }
+    do {
+      _ = try Configuration.parse(arguments: ["--mqtt", "mqtt://broker", "--mqtt-min-interval", "-1"])
+    } catch {
+      #expect(error.description.hasSuffix("use a number within 0...86400"), "\(error)")
+    }
+    let parsed = try? Configuration.parse(arguments: [
+      "--region-error-fraction", "2.5e-1", "--mqtt", "mqtt://broker", "--mqtt-keepalive", "30", "--mqtt-min-distance", ".5",
+    ])
+    #expect(parsed?.regionErrorFraction == 0.25)
+    #expect(parsed?.mqtt?.keepalive == 30)
+    #expect(parsed?.mqtt?.minimumDistance == 0.5)
+  }
+
   @Test("numbers are digits only: a sign in a port, age or size is refused; so is an IPv4-mapped --http address")
   func signsAndMappedAddresses() {
     for arguments in [

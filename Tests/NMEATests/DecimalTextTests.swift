@@ -118,6 +118,22 @@ struct DecimalTextTests {
     #expect(String(decoding: text, as: UTF8.self) == "0.007")
   }
 
+  @Test func numbersAreReadInDecimalNotationOnly() {
+    let accepted: [(String, Double)] = [
+      ("12", 12), ("-0.5", -0.5), ("+3", 3), (".5", 0.5), ("5.", 5), ("1e3", 1000), ("2.5E-2", 0.025), ("0", 0),
+      ("-0", 0), ("1.7976931348623157e308", .greatestFiniteMagnitude),
+    ]
+    for (text, value) in accepted {
+      #expect(DecimalText.number(text) == value, "\(text)")
+    }
+    for text in [
+      "", " 1", "1 ", "0x10", "0x1p3", "inf", "-infinity", "nan", "NaN", "1e", "e3", ".", "-", "+.", "1e+",
+      "1.2.3", "1e400", "-1e400", "١٢", "5abc", String(repeating: "1", count: 65),
+    ] {
+      #expect(DecimalText.number(text) == nil, "\(text.debugDescription)")
+    }
+  }
+
   private func pow10(_ exponent: Double) -> Double {
     var result = 1.0
     for _ in 0..<Int(abs(exponent)) { result *= 10 }

@@ -33,9 +33,10 @@ public enum ConfigurationError: Error, Sendable, Hashable, CustomStringConvertib
   /// The backend needs a library that cannot be loaded.
   case unavailable(String, reason: String)
 
-  /// A message that says what to do.
+  /// A message that says what to do; control characters in what the user gave are shown as
+  /// `\u{A}`, so that a value cannot break the message's line or the journal's.
   public var description: String {
-    switch self {
+    switch self.shown {
     case .unknownFlag(let flag):
       return "unknown option \(flag): see locationd --help"
     case .missingValue(let flag):
@@ -56,6 +57,35 @@ public enum ConfigurationError: Error, Sendable, Hashable, CustomStringConvertib
       return "backend \"\(uri)\": \(reason)"
     case .unavailable(let uri, let reason):
       return "backend \"\(uri)\": \(reason)"
+    }
+  }
+
+  /// This error with every control character in its texts written as `\u{X}`.
+  private var shown: ConfigurationError {
+    func shown(_ text: String) -> String {
+      guard text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return text }
+      var result = ""
+      for scalar in text.unicodeScalars {
+        if scalar.properties.generalCategory == .control {
+          result += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+        } else {
+          result.unicodeScalars.append(scalar)
+        }
+      }
+      return result
+    }
+    switch self {
+    case .unknownFlag(let flag): return .unknownFlag(shown(flag))
+    case .missingValue(let flag): return .missingValue(shown(flag))
+    case .unexpectedValue(let flag): return .unexpectedValue(shown(flag))
+    case .optionAsValue(let flag, let next): return .optionAsValue(flag: shown(flag), next: shown(next))
+    case .invalidValue(let key, let value, let reason):
+      return .invalidValue(key: shown(key), value: shown(value), reason: shown(reason))
+    case .invalidBackend(let uri, let reason): return .invalidBackend(shown(uri), reason: shown(reason))
+    case .unreadableFile(let path, let reason): return .unreadableFile(shown(path), reason: shown(reason))
+    case .invalidLine(let file, let line, let reason): return .invalidLine(file: shown(file), line: line, reason: shown(reason))
+    case .missingInput(let uri, let reason): return .missingInput(shown(uri), reason: shown(reason))
+    case .unavailable(let uri, let reason): return .unavailable(shown(uri), reason: shown(reason))
     }
   }
 }
@@ -244,16 +274,24 @@ public struct Configuration: Sendable, Hashable {
     guard let setting = Self.settingsByKey[key], setting.isFileKey else {
       throw .invalidValue(key: key, value: value, reason: "unknown setting: use one of \(Self.knownKeys.sorted().joined(separator: ", "))")
     }
+    // The config file's rule for flags too: a NUL or other control character would cut a path
+    // or group name short where it reaches the C library, or make a name no one can type.
+    if let control = value.unicodeScalars.first(where: { $0.properties.generalCategory == .control && $0 != "\t" }) {
+      throw .invalidValue(
+        key: key, value: value,
+        reason: "control character U+\(String(control.value, radix: 16, uppercase: true).leftPadded(4)) in the value")
+    }
     try setting.apply(&self, value)
   }
 
-  /// A finite decimal number within `range`.
+  /// A finite number in decimal notation (``DecimalText/number(_:)``: no hexadecimal, `inf` or
+  /// `nan`) within `range`.
   ///
   /// - Throws: ``ConfigurationError/invalidValue(key:value:reason:)`` naming the range and unit.
   static func number(_ key: String, _ value: String, in range: ClosedRange<Double>, unit: String)
     throws(ConfigurationError) -> Double
   {
-    guard let number = Double(value), number.isFinite, range.contains(number) else {
+    guard let number = DecimalText.number(value), range.contains(number) else {
       throw .invalidValue(
         key: key, value: value,
         reason: "use a number within \(TextNumber.plain(range.lowerBound))...\(TextNumber.plain(range.upperBound)) (\(unit))")
@@ -330,8 +368,11 @@ public struct Configuration: Sendable, Hashable {
   /// Parses `key = value` lines.
   ///
   /// - Throws: ``ConfigurationError/invalidLine(file:line:reason:)``.
+  /// A key given twice is refused (naming both lines): with "the last one wins", a stale line
+  /// left above a new one would silently decide nothing, or decide what the reader did not see.
   public static func parseFile(_ text: String, path: String) throws(ConfigurationError) -> [(String, String)] {
     var result: [(String, String)] = []
+    var lineOfKey: [String: Int] = [:]
     // A byte-order mark some editors write is not part of the first key.
     let text = text.hasPrefix("\u{FEFF}") ? String(text.dropFirst()) : text
     // "\r\n" is one Character: split on every newline Character, so CRLF files work.
@@ -358,6 +399,11 @@ public struct Configuration: Sendable, Hashable {
           file: path, line: number + 1,
           reason: "unknown key \"\(key)\": use one of \(knownKeys.sorted().joined(separator: ", "))")
       }
+      if let first = lineOfKey[key] {
+        throw .invalidLine(
+          file: path, line: number + 1, reason: "\(key) is set again (first on line \(first)): give each key once")
+      }
+      lineOfKey[key] = number + 1
       result.append((key, value))
     }
     return result

@@ -25,7 +25,9 @@ public struct Setting: Sendable {
   public enum Section: Sendable, Hashable {
     /// The options list.
     case options
-    /// "Region monitoring", after the options.
+    /// "MQTT", after the options: the `mqtt-*` flags.
+    case mqtt
+    /// "Region monitoring", after MQTT.
     case regions
   }
 
@@ -34,8 +36,7 @@ public struct Setting: Sendable {
   /// The flag with its value in the usage synopsis (`[--max-clients N]`); `nil` when a family
   /// item stands for it (`[--mqtt-... VALUE]`).
   public let synopsis: String?
-  /// Its lines in `--help` (each starting with two spaces, ending with a newline); empty when
-  /// another setting's help names it (each `mqtt-*` flag is named in `--mqtt`'s).
+  /// Its lines in `--help` (each starting with two spaces, ending with a newline).
   public let help: String
   /// The part of `--help` it is listed in.
   public let section: Section
@@ -258,31 +259,37 @@ extension Configuration {
         }, differs: { $0.configFile != $1.configFile }),
     ] + mqttSettings + regionSettings
 
-  /// `mqtt` and the `mqtt-*` keys (MQTTFrontEnd checks each value: ``MQTTSettings/apply(_:_:to:)``);
-  /// `--help` names each flag in `--mqtt`'s lines.
+  /// `mqtt` and the `mqtt-*` keys (MQTTFrontEnd checks each value: ``MQTTSettings/apply(_:_:to:)``
+  /// and gives each flag's help: ``MQTTSettings/help``).
   static var mqttSettings: [Setting] {
-    let flags = MQTTSettings.orderedKeys.dropFirst().map { key in
-      "--" + key + (key == "mqtt-credentials" ? " FILE" : "")
-    }
-    var lines = [
-      "  --mqtt URI        mqtt[s]://HOST[:PORT]: publish OwnTracks locations (docs/mqtt.md); with"
-    ]
-    var line = "                    the flags"
-    for (index, flag) in flags.enumerated() {
-      let word = " " + flag + (index == flags.count - 1 ? "" : ",")
-      if line.count + word.count > 91 {
-        lines.append(line)
-        line = "                   "
+    let mqttHelp = """
+        --mqtt URI        mqtt[s]://HOST[:PORT]: publish OwnTracks locations (docs/mqtt.md);
+                          the --mqtt-* flags below need it
+
+      """
+    let help = Dictionary(MQTTSettings.help.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
+    /// `  --KEY VALUE  TEXT`, the text wrapped at 91 columns under column 29.
+    func lines(_ key: String) -> String {
+      guard let row = help[key] else { return "" }
+      var flag = "  --\(key) \(row.value)"
+      flag += String(repeating: " ", count: max(1, 29 - flag.count))
+      var out: [String] = []
+      var line = flag
+      for word in row.text.split(separator: " ") {
+        if line.count + 1 + word.count > 91, line.count > 29 {
+          out.append(line)
+          line = String(repeating: " ", count: 29)
+        }
+        line += (line.hasSuffix(" ") ? "" : " ") + word
       }
-      line += word
+      out.append(line)
+      return out.joined(separator: "\n") + "\n"
     }
-    lines.append(line)
-    let mqttHelp = lines.joined(separator: "\n") + "\n"
     return MQTTSettings.orderedKeys.map { key in
       Setting(
         key,
         synopsis: key == "mqtt" ? "[--mqtt URI]" : key == "mqtt-topic" ? "[--mqtt-... VALUE]" : nil,
-        help: key == "mqtt" ? mqttHelp : "", reload: .restart("mqtt"),
+        help: key == "mqtt" ? mqttHelp : lines(key), section: key == "mqtt" ? .options : .mqtt, reload: .restart("mqtt"),
         apply: { configuration, value throws(ConfigurationError) in
           do throws(MQTTSettingError) {
             try MQTTSettings.apply(key, value, to: &configuration.mqtt)
@@ -376,8 +383,10 @@ extension Configuration {
     }
     synopsis.append(line)
     let options = settings.filter { $0.section == .options }.map(\.help).joined()
+    let mqtt = settings.filter { $0.section == .mqtt }.map(\.help).joined()
     let regions = settings.filter { $0.section == .regions }.map(\.help).joined()
     return synopsis.joined(separator: "\n") + "\n\n" + options + "\n"
+      + "MQTT (docs/mqtt.md; a change needs a restart):\n" + mqtt + "\n"
       + "Region monitoring (docs/regions.md; a change needs a restart):\n" + regions + "\n"
         + """
         A value that starts with -- is written joined to its flag: --group=--x (a separate word

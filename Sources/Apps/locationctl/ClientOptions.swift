@@ -165,7 +165,7 @@ func dispatch(_ arguments: [String]) -> Int32 {
 ///
 /// - Throws: ``UsageError`` for anything else.
 func parseTimeout(_ text: String) throws -> Double? {
-  guard let seconds = Double(text), seconds.isFinite, (0...86_400).contains(seconds) else {
+  guard let seconds = DecimalText.number(text), (0...86_400).contains(seconds) else {
     throw UsageError("--timeout must be seconds within 0...86400 (0 waits for ever), got \(text)")
   }
   return seconds == 0 ? nil : seconds
@@ -271,7 +271,7 @@ struct ArgumentList {
   /// - Throws: ``UsageError`` when the value is not a finite number.
   func number(_ name: String) throws -> Double? {
     guard let text = values[name] else { return nil }
-    guard let value = Double(text), value.isFinite else {
+    guard let value = DecimalText.number(text) else {
       throw UsageError("\(name) needs a number, got \(text)")
     }
     return value
@@ -282,7 +282,7 @@ struct ArgumentList {
 ///
 /// - Throws: ``UsageError`` naming the argument.
 func parseNumber(_ text: String, _ name: String) throws -> Double {
-  guard let value = Double(text), value.isFinite else {
+  guard let value = DecimalText.number(text) else {
     throw UsageError("\(name) must be a number, got \(text)")
   }
   return value

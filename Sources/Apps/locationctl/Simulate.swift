@@ -96,7 +96,7 @@ func runSimulate(arguments: [String]) -> Int32 {
       backendURI = text
     case "--rate":
       guard let text = value(argument) else { return ExitCode.usage.rawValue }
-      guard let number = Double(text), (1...10).contains(number) else {
+      guard let number = DecimalText.number(text), (1...10).contains(number) else {
         writeError("locationctl simulate: --rate must be a number of epochs per second in 1...10")
         return ExitCode.usage.rawValue
       }

@@ -85,7 +85,7 @@ struct BackendURIParts {
     throws(BackendURIError)
     -> Double
   {
-    guard let number = Double(value), number.isFinite, range.contains(number) else {
+    guard let number = DecimalText.number(value), range.contains(number) else {
       throw .invalidValue(key: key, value: value, expected: expected)
     }
     return number

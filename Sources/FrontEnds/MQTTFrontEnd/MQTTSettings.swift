@@ -151,6 +151,28 @@ public struct MQTTSettings: Sendable, Hashable {
     "mqtt-catch-up-rate", "mqtt-queue-limit", "mqtt-queue-size", "mqtt-reconnect-max",
   ]
 
+  /// Each `mqtt-*` key's value placeholder and one-line help with its range and default, in
+  /// ``orderedKeys`` order (`mqtt` aside), for locationd's `--help` (docs/mqtt.md has the same
+  /// rows at length).
+  public static let help: [(key: String, value: String, text: String)] = [
+    ("mqtt-topic", "TOPIC", "locations and the Last Will (transitions: TOPIC/event); no + or #, not $... (default owntracks/USER/HOST)"),
+    ("mqtt-client-id", "ID", "1...128 printable ASCII characters (default locationd-USER-HOST, or hashed)"),
+    ("mqtt-keepalive", "S", "whole seconds, 5...65535 (default 60)"),
+    ("mqtt-qos", "0|1", "QoS of every message (default 1)"),
+    ("mqtt-retain", "on|off", "the broker keeps the last location for new subscribers (default on)"),
+    ("mqtt-ca-file", "FILE", "PEM CA certificates of the broker, absolute path; needed for mqtts"),
+    ("mqtt-credentials", "FILE", "absolute path of a file whose first line is USER:PASSWORD (default anonymous)"),
+    ("mqtt-tid", "TID", "OwnTracks tracker ID, 1...8 bytes (default: 2 characters of the topic)"),
+    ("mqtt-min-interval", "S", "seconds between published fixes, 0...86400 (default 0)"),
+    ("mqtt-min-distance", "M", "metres between published fixes, 0...1000000 (default 0)"),
+    ("mqtt-subscribe", "FILTER", "topic filter of the fleet view, such as owntracks/+/+ (default none)"),
+    ("mqtt-stale", "S", "seconds without a report before a fleet device is stale, 1...604800 (default 900)"),
+    ("mqtt-catch-up-rate", "N", "messages per second at most, 1...100000 (default 50)"),
+    ("mqtt-queue-limit", "N", "messages the queue holds at most, 1...10000000 (default 100000)"),
+    ("mqtt-queue-size", "SIZE", "bytes the queue holds at most, 64K...64G, such as 32M or 1G (default 32M)"),
+    ("mqtt-reconnect-max", "S", "longest wait between connection attempts, seconds, 1...3600 (default 5)"),
+  ]
+
   /// The keys ``apply(_:_:)`` understands, as a set.
   public static let keys: Set<String> = Set(orderedKeys)
 
@@ -165,12 +187,21 @@ public struct MQTTSettings: Sendable, Hashable {
       return
     }
     guard var current = settings else { throw fail("give the broker with mqtt = mqtt[s]://HOST[:PORT] first") }
+    // Decimal notation only (no hexadecimal, inf or nan), as every number locationd reads.
     func number(_ range: ClosedRange<Double>) throws(MQTTSettingError) -> Double {
-      guard let number = Double(value), number.isFinite, range.contains(number) else {
-        throw fail("use a number within \(range.lowerBound)...\(range.upperBound)")
+      guard let number = DecimalText.number(value), range.contains(number) else {
+        throw fail("use a number within \(plain(range.lowerBound))...\(plain(range.upperBound))")
       }
       return number
     }
+    // Counts and whole seconds: digits only.
+    func whole(_ range: ClosedRange<Int>) throws(MQTTSettingError) -> Int {
+      guard value.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }), let number = Int(value),
+        range.contains(number)
+      else { throw fail("use a whole number within \(range.lowerBound)...\(range.upperBound)") }
+      return number
+    }
+    func plain(_ bound: Double) -> String { bound == bound.rounded() ? String(Int64(bound)) : String(bound) }
     switch key {
     case "mqtt-topic":
       guard MQTTTopic.isValidName(value) else {
@@ -184,7 +215,7 @@ public struct MQTTSettings: Sendable, Hashable {
         throw fail("use 1...128 printable ASCII characters")
       }
       current.clientID = value
-    case "mqtt-keepalive": current.keepalive = Int(try number(5...65535))
+    case "mqtt-keepalive": current.keepalive = try whole(5...65535)
     case "mqtt-qos":
       guard value == "0" || value == "1" else { throw fail("use 0 or 1") }
       current.qos = value == "0" ? 0 : 1
@@ -218,7 +249,7 @@ public struct MQTTSettings: Sendable, Hashable {
       current.subscribe = value
     case "mqtt-stale": current.staleAfter = try number(1...604_800)
     case "mqtt-catch-up-rate": current.catchUpRate = try number(1...100_000)
-    case "mqtt-queue-limit": current.queueLimit = Int(try number(1...10_000_000))
+    case "mqtt-queue-limit": current.queueLimit = try whole(1...10_000_000)
     case "mqtt-reconnect-max": current.reconnectMaximum = try number(1...3600)
     case "mqtt-queue-size":
       let units: [Character: Int64] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30]

@@ -138,4 +138,37 @@ public enum DecimalText {
       high >>= 4
     }
   }
+
+  /// The value of `text` written in plain decimal notation, the one form numbers take in flags,
+  /// config files and URI parameters: an optional sign, digits with an optional point and
+  /// fraction (`12`, `-0.5`, `.5`, `5.`), an optional exponent (`1e3`, `2.5E-2`). `nil` for
+  /// anything else (hexadecimal `0x10` and `0x1p3`, `inf`, `nan`, spaces, an empty text, more
+  /// than 64 characters) and for a value beyond a `Double`'s range (`1e400`), so a caller's range
+  /// check sees only finite numbers.
+  public static func number(_ text: some StringProtocol) -> Double? {
+    let bytes = Array(text.utf8)
+    guard (1...64).contains(bytes.count) else { return nil }
+    var index = 0
+    func digits() -> Int {
+      let start = index
+      while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) { index += 1 }
+      return index - start
+    }
+    if bytes[index] == UInt8(ascii: "-") || bytes[index] == UInt8(ascii: "+") { index += 1 }
+    var mantissa = digits()
+    if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+      index += 1
+      mantissa += digits()
+    }
+    guard mantissa > 0 else { return nil }
+    if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+      index += 1
+      if index < bytes.count, bytes[index] == UInt8(ascii: "-") || bytes[index] == UInt8(ascii: "+") { index += 1 }
+      guard digits() > 0 else { return nil }
+    }
+    guard index == bytes.count, let value = Double(String(decoding: bytes, as: UTF8.self)), value.isFinite else {
+      return nil
+    }
+    return value
+  }
 }
