@@ -203,7 +203,8 @@ extension Configuration {
         help: """
             --track live|all|off  record accepted fixes in STATE-DIR/track.sqlite: live
                               sources only (gpsd), all (replays and simulations too, marked
-                              as such), or off; on means live     (default live)
+                              as such), or off; on, yes, true, 1 mean live, and no, false,
+                              0 mean off                          (default live)
 
           """, reload: .restart("track"),
         apply: { configuration, value throws(ConfigurationError) in
@@ -218,29 +219,29 @@ extension Configuration {
         "track-max-age", synopsis: "[--track-max-age AGE]",
         help: """
             --track-max-age AGE   drop fixes older than AGE before the newest: 90d, 12h, 30m,
-                              3600s or 3600; 0 keeps all           (default 90d)
+                              3600s or 3600, at most 100 years; 0 keeps all (default 90d)
 
           """, reload: .restart("track"),
         apply: { configuration, value throws(ConfigurationError) in
           guard let milliseconds = duration(value) else {
             throw .invalidValue(
               key: "track-max-age", value: value,
-              reason: "use a duration such as 90d, 12h, 30m or 3600s; 0 keeps all")
+              reason: "use a duration such as 90d, 12h, 30m or 3600s, at most 100 years (36500d); 0 keeps all")
           }
           configuration.trackMaxAge = milliseconds
         }, differs: { $0.trackMaxAge != $1.trackMaxAge }),
       Setting(
         "track-max-size", synopsis: "[--track-max-size SIZE]",
         help: """
-            --track-max-size SIZE keep the track under SIZE: 256M, 2G, 500K or bytes; 0 for no
-                              cap                                  (default 256M)
+            --track-max-size SIZE keep the track under SIZE: 256M, 2G, 500K, 1T or bytes, at
+                              most 1T; 0 for no cap                (default 256M)
 
           """, reload: .restart("track"),
         apply: { configuration, value throws(ConfigurationError) in
           guard let bytes = size(value) else {
             throw .invalidValue(
               key: "track-max-size", value: value,
-              reason: "use a size such as 256M, 2G or 500K; 0 for no cap")
+              reason: "use a size such as 256M, 2G or 500K, at most 1T; 0 for no cap")
           }
           configuration.trackMaxSize = bytes
         }, differs: { $0.trackMaxSize != $1.trackMaxSize }),

@@ -22,7 +22,7 @@ struct UsageError: Error {
 }
 
 let usageText = """
-  usage: locationctl [--socket PATH] [--json] COMMAND [ARGUMENTS]
+  usage: locationctl [--socket PATH] [--json] [--timeout S] COMMAND [ARGUMENTS]
 
   commands:
     request                       ask for authorization (root or the locationd group)
@@ -50,7 +50,8 @@ let usageText = """
     map [--geojson|--svg]         print the map state (JSON by default)
     replay pause|resume|seek SECONDS|speed FACTOR|step [EPOCHS]
                                   control a replay backend
-    region add ID circle LAT LON RADIUS|add ID polygon FILE.geojson|-|remove ID|list|state ID
+    region add ID circle LAT LON RADIUS|add ID polygon FILE.geojson|-|remove ID|
+           list [--after ID] [--limit N]|state ID
                                   monitor regions: add (or replace) a circle (metres) or a
                                   GeoJSON polygon (- reads standard input), with [--dwell S]
                                   [--title T] [--no-entry] [--no-exit]; watch prints REGION
@@ -194,10 +195,10 @@ func commandUsage(_ command: String) -> String {
   for (number, line) in entry.enumerated() {
     let text = line.drop { $0 == " " }
     if number == 0, let gap = text.firstRange(of: "   ") {
-      lines.append("usage: locationctl [--socket PATH] [--json] " + text[..<gap.lowerBound])
+      lines.append("usage: locationctl [--socket PATH] [--json] [--timeout S] " + text[..<gap.lowerBound])
       lines.append("  " + text[gap.upperBound...].drop { $0 == " " })
     } else if number == 0 {
-      lines.append("usage: locationctl [--socket PATH] [--json] " + text)
+      lines.append("usage: locationctl [--socket PATH] [--json] [--timeout S] " + text)
     } else {
       lines.append("  " + text)
     }

@@ -27,10 +27,25 @@ private func time(_ list: ArgumentList, _ name: String) throws -> Int64? {
   return milliseconds
 }
 
+/// Why the store at `path` cannot be reached, or `nil` when it exists: "no track store" only
+/// when there is none (`ENOENT`); a directory this user may not search is named as such.
+private func unreachableStore(_ path: String, whenMissing advice: String) -> ClientError? {
+  guard access(path, F_OK) != 0 else { return nil }
+  let code = errno
+  guard code == ENOENT || code == ENOTDIR else {
+    return ClientError(
+      "cannot reach the track store at \(path): \(String(cString: strerror(code))) (run as root or as locationd's user, or give --store with a copy you may read)")
+  }
+  return ClientError("no track store at \(path)" + advice)
+}
+
 private func openForReading(_ path: String) throws -> TrackStore {
-  guard access(path, F_OK) == 0 else {
-    throw ClientError(
-      "no track store at \(path) (the daemon records live sources only, a replay or simulation with track = all; give --state-dir or --store)")
+  if let error = unreachableStore(
+    path,
+    whenMissing:
+      " (the daemon records live sources only, a replay or simulation with track = all; give --state-dir or --store)")
+  {
+    throw error
   }
   do { return try TrackStore(readingAt: path) } catch { throw ClientError(error.description) }
 }
@@ -144,7 +159,7 @@ func runTrack(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
     let list = try ArgumentList(rest, valued: ["--state-dir", "--store"])
     try expectNoArguments(list.positional, "track clear")
     let path = storePath(list)
-    guard access(path, F_OK) == 0 else { throw ClientError("no track store at \(path)") }
+    if let error = unreachableStore(path, whenMissing: "") { throw error }
     do {
       // Only an existing store is cleared: opened read-only first, so that an empty or foreign
       // file is refused rather than given the track schema.
