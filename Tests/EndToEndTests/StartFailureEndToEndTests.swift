@@ -124,8 +124,12 @@ extension EndToEnd {
         #expect(gone(socket) && gone(nmea), "a socket file was left behind")
         #expect(!Self.accepts(port: freePort), "the web page still answers")
       case .mqtt:
-        // Its credentials file is missing; everything before it stops (GeoClue on a private
-        // bus when dbus-daemon is installed: its name is released).
+        // Its credentials file may be read by others (mode 644), which its start refuses;
+        // everything before it stops (GeoClue on a private bus when dbus-daemon is installed:
+        // its name is released).
+        let credentials = scratch.file("open-credentials")
+        #expect(FileManager.default.createFile(atPath: credentials, contents: Data("u:p\n".utf8)))
+        #expect(chmod(credentials, 0o644) == 0)
         var bus: PrivateBus?
         var environment = noBus
         var dbus: [String] = []
@@ -139,10 +143,18 @@ extension EndToEnd {
         let run = try await run(
           base + ["--socket", socket, "--nmea-socket", nmea, "--http", "127.0.0.1:\(freePort)"]
             + dbus + [
-              "--mqtt", "mqtt://127.0.0.1:1", "--mqtt-credentials", scratch.file("no-credentials"),
+              "--mqtt", "mqtt://127.0.0.1:1", "--mqtt-credentials", credentials,
             ], environment: environment)
         #expect(run.status == 78, "\(run.stderr)")
-        #expect(run.stderr.contains("no-credentials"), "\(run.stderr)")
+        #expect(run.stderr.contains("chmod 600 \(credentials)"), "\(run.stderr)")
+        // A missing one is missing input, found before anything starts.
+        let missing = try await self.run(
+          base + ["--socket", socket, "--mqtt", "mqtt://127.0.0.1:1", "--mqtt-credentials", scratch.file("none")],
+          environment: noBus)
+        #expect(missing.status == 66, "\(missing.stderr)")
+        #expect(
+          missing.stderr.contains("mqtt-credentials") && !missing.stderr.contains("trackStoreOpened"),
+          "\(missing.stderr)")
         #expect(run.stderr.contains("trackStoreOpened"), "\(run.stderr)")
         #expect(gone(socket) && gone(nmea), "a socket file was left behind")
         #expect(!Self.accepts(port: freePort), "the web page still answers")

@@ -54,6 +54,15 @@ public enum Daemon {
       return 0
     }
 
+    // An MQTT credentials file that is missing or that the daemon may not read is missing input
+    // (66), as a --config file is, found before anything is opened; its owner, mode and form are
+    // checked when the MQTT front-end starts (78).
+    if let path = configuration.mqtt?.credentialsFile, access(path, R_OK) != 0 {
+      writeStandardError(
+        "locationd: invalid mqtt-credentials \"\(path)\": cannot read it: \(String(cString: strerror(errno)))\n")
+      return ExitCode.noInput.rawValue
+    }
+
     let backend: any LocationBackend
     do {
       backend = try BackendFactory.make(uri: configuration.backendURI)

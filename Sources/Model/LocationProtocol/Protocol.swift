@@ -373,10 +373,12 @@ struct ArgumentReader {
     -> Double?
   {
     guard let value = take(key), value != .null else { return nil }
-    guard let number = value.doubleValue, number.isFinite else {
+    guard let number = value.doubleValue else {
       throw error("\"\(context)\(key)\" must be a number (\(unit))")
     }
-    guard range.contains(number) else {
+    // A magnitude beyond a Double's range (1e400) reads as infinity: out of range, not "not a
+    // number".
+    guard number.isFinite, range.contains(number) else {
       throw error(
         "\"\(context)\(key)\" must be within \(range.lowerBound)...\(range.upperBound) \(unit) (got \(number))"
       )
