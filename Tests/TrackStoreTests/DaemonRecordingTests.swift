@@ -69,6 +69,48 @@ import Testing
     #expect(rows.first?.contains("replay:") == true)
   }
 
+  /// A looping replay recorded with `--track all`: each fix time once, however many passes; the
+  /// passes after the first are skipped and logged (`trackRepeatSkipped`).
+  @Test(.timeLimit(.minutes(2))) func aLoopingReplayIsRecordedOnce() async throws {
+    try #require(FileManager.default.fileExists(atPath: Self.log), "the NMEA corpus (../shared/nmea) is missing")
+    let decoded = try run([Self.locationctl, "decode", Self.log])
+    let expected = decoded.output.split(separator: "\n").filter {
+      ($0.contains(#""mode":2"#) || $0.contains(#""mode":3"#)) && $0.contains(#""time":"#) && $0.contains(#""lat":"#)
+    }.count
+    #expect((513...1024).contains(expected), "a log of \(expected) fixes: a skip count of 1024 is then past one pass")
+    let directory = try temporaryDirectory()
+    let logFile = directory + "/locationd.log"
+    #expect(FileManager.default.createFile(atPath: logFile, contents: nil))
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: Self.locationd)
+    process.arguments = [
+      "--backend", "replay:\(Self.log)?speed=0&loop=true", "--socket", directory + "/s.sock", "--state-dir",
+      directory + "/state", "--group", "", "--track", "all",
+    ]
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle(forWritingAtPath: logFile)
+    try process.run()
+    for _ in 0..<500 where access(directory + "/s.sock", F_OK) != 0 { try await Task.sleep(nanoseconds: 10_000_000) }
+    let start = try run([Self.locationctl, "--socket", directory + "/s.sock", "start"])
+    #expect(start.status == 0, "\(start.error)")
+    // Wait (a guard against a hang, not a timing assertion) until more than a whole pass was skipped.
+    var log = ""
+    for _ in 0..<6000 {
+      log = (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? ""
+      if log.contains("trackRepeatSkipped count=1024 ") { break }
+      try await Task.sleep(nanoseconds: 10_000_000)
+    }
+    #expect(log.contains("trackRepeatSkipped count=1024 "), "\(log.suffix(2000))")
+    process.terminate()
+    await exited(process)
+    let store = directory + "/state/track.sqlite"
+    #expect(try storedCount(store) == Int64(expected))
+    let csv = try run([Self.locationctl, "track", "export", "--format", "csv", "--store", store])
+    let times = csv.output.split(separator: "\n").dropFirst().map { $0.prefix { $0 != "," } }
+    #expect(times.count == expected)
+    #expect(Set(times).count == times.count, "a fix time was recorded twice")
+  }
+
   /// A restore that mixed files: a link planted as the track store and a directory in place of
   /// the MQTT queue's file. Both are set aside (the link's target and the directory's contents
   /// untouched), recording and queueing go on on disk, and `status` says so.

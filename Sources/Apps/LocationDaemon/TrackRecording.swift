@@ -74,9 +74,28 @@ final class TrackRecording: Sendable {
     let task = Task {
       var recorder: TrackRecorder?
       var unavailable = false
+      // Per replayed or simulated source, the newest fix time recorded this run.
+      var newest: [String: Int64] = [:]
+      var repeated = 0
       for await location in fixes {
         // A replay or simulation is not history (--track all records it, marked as such).
         if liveOnly && location.provenance.isSimulated { continue }
+        // Another pass of a looping replay, or a seek back, gives times already recorded: they
+        // are not new history, and interleaved with the first pass they would draw a track that
+        // jumps back and forth. A live receiver's times are kept whatever they do (a clock that
+        // steps back must not stop the history).
+        if location.provenance.isSimulated, let time = location.fix.time {
+          let key = location.provenance.backend + "\u{0}" + (location.provenance.source ?? "")
+          if let last = newest[key], time <= last {
+            repeated += 1
+            if LogThrottle.powersOfTwo.logs(repeated) {
+              Log.event("trackRepeatSkipped", ["count": String(repeated), "source": location.provenance.backend])
+            }
+            continue
+          }
+          if newest[key] == nil, newest.count >= 64 { newest.removeAll() }
+          newest[key] = time
+        }
         if recorder == nil && !unavailable {
           if let store = recording.store {
             let created = TrackRecorder(store: store) { event, detail in Log.event(event, ["detail": detail]) }
