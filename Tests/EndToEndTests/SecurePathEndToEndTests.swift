@@ -46,6 +46,21 @@ struct SecurePathEndToEndTests {
       try Products.path("locationd"), base + ["--socket", ours + "/s5.sock", "--state-dir", stateLink], timeout: 30)
     #expect(linkedState.status == 78, "\(linkedState)")
     #expect(linkedState.stderr.contains("symbolic link owned by uid 65534"), "\(linkedState.stderr)")
+    // Neither a trailing slash (lstat then follows the link) nor a root-owned link to it hides it.
+    let chain = scratch.file("chain")
+    #expect(symlink(stateLink, chain) == 0)
+    for (index, arguments) in [
+      ["--state-dir", stateLink + "/"], ["--state-dir", stateLink + "//"], ["--state-dir", chain],
+      ["--state-dir", chain + "/sub"], ["--socket", chain + "/s.sock"], ["--nmea-socket", chain + "/n.sock"],
+    ].enumerated() {
+      let socketArguments = arguments.first == "--socket" ? [] : ["--socket", ours + "/c\(index).sock"]
+      let stateArguments = arguments.first == "--state-dir" ? [] : ["--state-dir", ours + "/c\(index)"]
+      let refused = try await runTool(
+        try Products.path("locationd"), base + socketArguments + stateArguments + arguments, timeout: 30)
+      #expect(refused.status == 78, "\(arguments): \(refused)")
+      #expect(refused.stderr.contains("symbolic link owned by uid 65534"), "\(arguments): \(refused.stderr)")
+    }
+    #expect(access(ours + "/real/sub", F_OK) != 0, "a directory was created through another user's link")
     // A state directory below a directory others may write is refused before it is created,
     // with what to do.
     let open = scratch.file("open")

@@ -234,8 +234,15 @@ struct SkyModelTests {
       "simulate?obstruction=1:canyon:95", "simulate?time=2025-04-16", "simulate?time=2025-04-16T25:00:00Z",
       "simulate?almanac=", "simulate?obstruction=", "simulate?obstruction=0:tunnel,0:open",
       "simulate?obstruction=1:tunnel,",
+      // Numbers are plain decimals, counts digits only, as everywhere.
+      "simulate?ttff=0x10", "simulate?ttff=0x1p3", "simulate?ttff=0x1-0x10", "simulate?reacquire=0x10",
+      "simulate?obstruction=0:canyon:0x1p4", "simulate?obstruction=+1:tunnel", "simulate?seed=+5",
+      "simulate?baud=+9600", "simulate?ttff=inf", "simulate?mode=0x10:2d", "simulate?outage=0x10-0x20",
     ] {
       #expect(throws: BackendURIError.self, "\(bad)") { try SimulatedBackend.Options.parse(bad) }
+    }
+    for bad in ["checksum:0x1p-3", "stuck@0x10-0x20", "seed=+5", "checksum:nan"] {
+      #expect(throws: NMEAFaultScheduleError.self, "\(bad)") { try NMEAFaultSchedule.parse(bad) }
     }
   }
 }

@@ -134,6 +134,15 @@ struct DecimalTextTests {
     }
   }
 
+  @Test func wholeNumbersAreDigitsOnly() {
+    #expect(DecimalText.wholeNumber("0") == 0)
+    #expect(DecimalText.wholeNumber("9600") == 9600)
+    #expect(DecimalText.wholeNumber("18446744073709551615") == .max)
+    for text in ["", "+10", "-1", "1.0", "1e3", " 1", "0x10", "18446744073709551616", "٣"] {
+      #expect(DecimalText.wholeNumber(text) == nil, "\(text)")
+    }
+  }
+
   private func pow10(_ exponent: Double) -> Double {
     var result = 1.0
     for _ in 0..<Int(abs(exponent)) { result *= 10 }

@@ -69,9 +69,11 @@ import Testing
     #expect(rows.first?.contains("replay:") == true)
   }
 
-  /// A looping replay recorded with `--track all`: each fix time once, however many passes; the
-  /// passes after the first are skipped and logged (`trackRepeatSkipped`).
-  @Test(.timeLimit(.minutes(2))) func aLoopingReplayIsRecordedOnce() async throws {
+  /// A looping replay recorded with `--track all`: each fix once, however many passes, with the
+  /// log's times or with times shifted to now at each pass; the passes after the first are
+  /// skipped and logged (`trackRepeatSkipped`).
+  @Test(.timeLimit(.minutes(2)), arguments: ["original", "shifted"])
+  func aLoopingReplayIsRecordedOnce(_ timestamps: String) async throws {
     try #require(FileManager.default.fileExists(atPath: Self.log), "the NMEA corpus (../shared/nmea) is missing")
     let decoded = try run([Self.locationctl, "decode", Self.log])
     let expected = decoded.output.split(separator: "\n").filter {
@@ -84,7 +86,7 @@ import Testing
     let process = Process()
     process.executableURL = URL(fileURLWithPath: Self.locationd)
     process.arguments = [
-      "--backend", "replay:\(Self.log)?speed=0&loop=true", "--socket", directory + "/s.sock", "--state-dir",
+      "--backend", "replay:\(Self.log)?speed=0&loop=true&timestamps=\(timestamps)", "--socket", directory + "/s.sock", "--state-dir",
       directory + "/state", "--group", "", "--track", "all",
     ]
     process.standardOutput = FileHandle.nullDevice

@@ -83,7 +83,9 @@ public enum Daemon {
     var info = stat()
     // Its parents first: a directory that is refused is not created either.
     if let (ancestor, reason) = SecurePath.unsafeAncestor(of: configuration.stateDirectory) {
-      stateProblem = ("\(ancestor), above it, is \(reason)", .configuration, nil)
+      let named = ancestor.hasSuffix("/") ? String(ancestor.dropLast()) : ancestor
+      let given = String(configuration.stateDirectory.reversed().drop { $0 == "/" }.reversed())
+      stateProblem = (named == given ? "\(ancestor) is \(reason)" : "\(ancestor), above it, is \(reason)", .configuration, nil)
     } else if mkdir(configuration.stateDirectory, 0o750) != 0 && errno != EEXIST {
       stateProblem = (String(cString: strerror(errno)), .cannotCreate, createHint)
     } else if stat(configuration.stateDirectory, &info) != 0 {

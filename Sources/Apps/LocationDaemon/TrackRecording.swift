@@ -74,19 +74,24 @@ final class TrackRecording: Sendable {
     let task = Task {
       var recorder: TrackRecorder?
       var unavailable = false
-      // Per replayed or simulated source, the newest fix time recorded this run.
+      // Per replayed or simulated source, how far it was recorded this run: a replay's log line
+      // (it names the fix whatever its time, shifted or not), a simulation's fix time.
       var newest: [String: Int64] = [:]
       var repeated = 0
       for await location in fixes {
         // A replay or simulation is not history (--track all records it, marked as such).
         if liveOnly && location.provenance.isSimulated { continue }
-        // Another pass of a looping replay, or a seek back, gives times already recorded: they
-        // are not new history, and interleaved with the first pass they would draw a track that
-        // jumps back and forth. A live receiver's times are kept whatever they do (a clock that
-        // steps back must not stop the history).
-        if location.provenance.isSimulated, let time = location.fix.time {
+        // Another pass of a looping replay, or a seek back, gives fixes already recorded (with
+        // the same times, or with times shifted again to now): they are not new history, and
+        // interleaved with the first pass they would draw a track that jumps back and forth. A
+        // replay's fix is recorded once per log line, a simulation's once per time. A live
+        // receiver's fixes are kept whatever their times do (a clock that steps back must not
+        // stop the history).
+        if location.provenance.isSimulated,
+          let position = location.provenance.line.map(Int64.init) ?? location.fix.time
+        {
           let key = location.provenance.backend + "\u{0}" + (location.provenance.source ?? "")
-          if let last = newest[key], time <= last {
+          if let last = newest[key], position <= last {
             repeated += 1
             if LogThrottle.powersOfTwo.logs(repeated) {
               Log.event("trackRepeatSkipped", ["count": String(repeated), "source": location.provenance.backend])
@@ -94,7 +99,7 @@ final class TrackRecording: Sendable {
             continue
           }
           if newest[key] == nil, newest.count >= 64 { newest.removeAll() }
-          newest[key] = time
+          newest[key] = position
         }
         if recorder == nil && !unavailable {
           if let store = recording.store {

@@ -137,7 +137,7 @@ public final class SimulatedBackend: LocationBackend {
           options.start = start
         case "ttff", "reacquire":
           let bounds = value.split(separator: "-", omittingEmptySubsequences: false)
-          guard (1...2).contains(bounds.count), let low = Double(bounds[0]), let high = Double(bounds[bounds.count - 1]),
+          guard (1...2).contains(bounds.count), let low = DecimalText.number(bounds[0]), let high = DecimalText.number(bounds[bounds.count - 1]),
             low.isFinite, high.isFinite, low >= 0, high >= low, high <= 3600
           else {
             throw .invalidValue(key: key, value: value, expected: "SECONDS or MIN-MAX seconds within 0...3600")
@@ -147,7 +147,7 @@ public final class SimulatedBackend: LocationBackend {
           let expected = "LEG:open|tunnel|canyon[:DEG] with LEG a waypoint index 0-99999 and DEG within 0...89"
           for item in value.split(separator: ",", omittingEmptySubsequences: false) {
             let pieces = item.split(separator: ":", omittingEmptySubsequences: false)
-            guard pieces.count >= 2, let leg = Int(pieces[0]), (0...99_999).contains(leg) else {
+            guard pieces.count >= 2, let leg = DecimalText.wholeNumber(pieces[0]).map(Int.init), (0...99_999).contains(leg) else {
               throw .invalidValue(key: key, value: String(item), expected: expected)
             }
             guard options.obstructions[leg] == nil else {
@@ -159,7 +159,7 @@ public final class SimulatedBackend: LocationBackend {
             case ("canyon", 2), ("canyon", 3):
               var wall = 30.0
               if pieces.count == 3 {
-                guard let degrees = Double(pieces[2]), degrees.isFinite, (0...89).contains(degrees) else {
+                guard let degrees = DecimalText.number(pieces[2]), (0...89).contains(degrees) else {
                   throw .invalidValue(key: key, value: String(item), expected: expected)
                 }
                 wall = degrees
@@ -181,7 +181,7 @@ public final class SimulatedBackend: LocationBackend {
           }
           options.nmea = version
         case "baud":
-          guard let baud = Int(value), SerialLinePacer.baudRates.contains(baud) else {
+          guard let baud = DecimalText.wholeNumber(value).flatMap({ Int(exactly: $0) }), SerialLinePacer.baudRates.contains(baud) else {
             throw .invalidValue(key: key, value: value, expected: "4800, 9600, 38400 or 115200")
           }
           options.baud = baud
@@ -192,14 +192,14 @@ public final class SimulatedBackend: LocationBackend {
             throw .invalidValue(key: key, value: value, expected: error.description)
           }
         case "seed":
-          guard let seed = UInt64(value) else {
+          guard let seed = DecimalText.wholeNumber(value) else {
             throw .invalidValue(key: key, value: value, expected: "an unsigned 64-bit integer")
           }
           options.seed = seed
         case "outage":
           for range in value.split(separator: ",") {
             let bounds = range.split(separator: "-", omittingEmptySubsequences: false)
-            guard bounds.count == 2, let start = Double(bounds[0]), let end = Double(bounds[1]),
+            guard bounds.count == 2, let start = DecimalText.number(bounds[0]), let end = DecimalText.number(bounds[1]),
               start.isFinite, end.isFinite, start >= 0, end > start, end <= maximumScheduleSeconds
             else {
               throw .invalidValue(
@@ -212,7 +212,7 @@ public final class SimulatedBackend: LocationBackend {
           for change in value.split(separator: ",") {
             let pieces = change.split(separator: ":", omittingEmptySubsequences: false)
             let modes: [String: FixMode] = ["3d": .fix3D, "2d": .fix2D, "nofix": .noFix]
-            guard pieces.count == 2, let at = Double(pieces[0]), at.isFinite, at >= 0, at <= maximumScheduleSeconds,
+            guard pieces.count == 2, let at = DecimalText.number(pieces[0]), at >= 0, at <= maximumScheduleSeconds,
               let mode = modes[pieces[1].lowercased()]
             else {
               throw .invalidValue(

@@ -1,3 +1,5 @@
+import LocationModel
+
 /// Faults a simulated receiver injects into its output, seeded and scheduled over time.
 ///
 /// A schedule is a comma-separated list of terms (``parse(_:)``):
@@ -70,7 +72,7 @@ public struct NMEAFaultSchedule: Sendable, Hashable {
         let kind = String(term[..<at])
         let bounds = term[term.index(after: at)...].split(
           separator: "-", omittingEmptySubsequences: false)
-        guard bounds.count == 2, let start = Double(bounds[0]), let end = Double(bounds[1]),
+        guard bounds.count == 2, let start = DecimalText.number(bounds[0]), let end = DecimalText.number(bounds[1]),
           start.isFinite, end.isFinite,
           start >= 0, end > start, end <= maximumWindowSeconds
         else { throw .invalidWindow(term: String(term)) }
@@ -88,13 +90,13 @@ public struct NMEAFaultSchedule: Sendable, Hashable {
         default: throw .unknownKind(term: String(term))
         }
       } else if term.hasPrefix("seed=") {
-        guard let seed = UInt64(term.dropFirst(5)) else { throw .invalidSeed(term: String(term)) }
+        guard let seed = DecimalText.wholeNumber(term.dropFirst(5)) else { throw .invalidSeed(term: String(term)) }
         guard seen.insert("seed").inserted else { throw .repeatedKind(term: String(term)) }
         schedule.seed = seed
       } else {
         let parts = term.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count == 2 else { throw .unknownKind(term: String(term)) }
-        guard let p = Double(parts[1]), p >= 0, p <= 1 else {
+        guard let p = DecimalText.number(parts[1]), p >= 0, p <= 1 else {
           throw .invalidProbability(term: String(term))
         }
         switch parts[0] {

@@ -171,4 +171,15 @@ public enum DecimalText {
     }
     return value
   }
+
+  /// The value of `text` written as an unsigned decimal integer, digits only (`0`, `9600`): the
+  /// form of counts, ports, rates and seeds in flags, config files and URI parameters. `nil` for
+  /// anything else (a sign, `+10` included, a point, an exponent, spaces, an empty text) and for
+  /// a value beyond `UInt64`.
+  public static func wholeNumber(_ text: some StringProtocol) -> UInt64? {
+    guard !text.isEmpty, text.utf8.count <= 20,
+      text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) })
+    else { return nil }
+    return UInt64(text)
+  }
 }

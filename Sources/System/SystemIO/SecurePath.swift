@@ -13,8 +13,10 @@ public enum SecurePath {
   /// remove what they do not own there). A symbolic link on the way must be owned by root or
   /// this user too, and the directories it leads to are checked by the same rule; so must
   /// `directory` itself when it is a symbolic link (in a sticky directory its owner could point
-  /// it elsewhere). Ancestors that do not exist yet end the check (they will be created by this
-  /// process). Each reason ends with what to do.
+  /// it elsewhere), and every link a link leads through: the path is walked component by
+  /// component as the kernel resolves it (``untrustedLink(in:)``), so a trailing `/` or a chain
+  /// of links hides none. Ancestors that do not exist yet end the check (they will be created by
+  /// this process). Each reason ends with what to do.
   ///
   /// - Returns: `(path, reason)` of the first unsafe ancestor.
   public static func unsafeAncestor(of directory: String) -> (path: String, reason: String)? {
@@ -25,6 +27,7 @@ public enum SecurePath {
       let cwd = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
       absolute = cwd + "/" + absolute
     }
+    if let problem = untrustedLink(in: absolute) { return problem }
     if let problem = check(ancestorsOf: absolute) { return problem }
     // Through the links: the directories the path really goes through.
     guard let resolved = realpath(absolute, nil) else { return nil }
@@ -44,7 +47,7 @@ public enum SecurePath {
       if link.st_mode & S_IFMT == S_IFLNK, link.st_uid != 0, link.st_uid != me {
         return (
           ancestor,
-          "a symbolic link owned by uid \(link.st_uid): give the real path, or a link owned by root or uid \(me)"
+          "a symbolic link owned by uid \(link.st_uid): give the real path, or a link owned by \(owners(me))"
         )
       }
       var info = stat()
@@ -52,7 +55,7 @@ public enum SecurePath {
       if info.st_uid != 0 && info.st_uid != me {
         return (
           ancestor,
-          "owned by uid \(info.st_uid), who could replace what is below it: give a directory whose parents belong to root or uid \(me)"
+          "owned by uid \(info.st_uid), who could replace what is below it: give a directory whose parents belong to \(owners(me))"
         )
       }
       if info.st_mode & 0o022 != 0 && info.st_mode & S_ISVTX == 0 {
@@ -63,12 +66,50 @@ public enum SecurePath {
       }
       prefix += "/" + components[index]
     }
-    var link = stat()
-    if !components.isEmpty, lstat(path, &link) == 0, link.st_mode & S_IFMT == S_IFLNK, link.st_uid != 0,
-      link.st_uid != me
-    {
-      return (path, "a symbolic link owned by uid \(link.st_uid): give the real path, or a link owned by root or uid \(me)")
+    return nil
+  }
+
+  /// The first symbolic link met while `path` (absolute) is resolved as the kernel resolves it
+  /// (component by component, each link's target put in its place, `..` taken on the resolved
+  /// path) that is owned by neither root nor this process's effective user; `nil` when there is
+  /// none. A component that does not exist ends the walk (it will be created), and so do more
+  /// than 40 links (the kernel's limit: opening the path then fails with `ELOOP`).
+  static func untrustedLink(in path: String) -> (path: String, reason: String)? {
+    let me = geteuid()
+    var pending = path.split(separator: "/").map(String.init)
+    var resolved = ""
+    var links = 0
+    var target = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+    while !pending.isEmpty {
+      let name = pending.removeFirst()
+      if name == "." { continue }
+      if name == ".." {
+        resolved = resolved.lastIndex(of: "/").map { String(resolved[..<$0]) } ?? ""
+        continue
+      }
+      let candidate = resolved + "/" + name
+      var info = stat()
+      guard lstat(candidate, &info) == 0 else { return nil }
+      guard info.st_mode & S_IFMT == S_IFLNK else {
+        resolved = candidate
+        continue
+      }
+      if info.st_uid != 0 && info.st_uid != me {
+        return (
+          candidate,
+          "a symbolic link owned by uid \(info.st_uid): give the real path, or a link owned by \(owners(me))"
+        )
+      }
+      links += 1
+      let count = readlink(candidate, &target, target.count - 1)
+      guard links <= 40, count > 0 else { return nil }
+      let text = String(decoding: target.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+      if text.hasPrefix("/") { resolved = "" }
+      pending = text.split(separator: "/").map(String.init) + pending
     }
     return nil
   }
+
+  /// Who may own what is on the way: `root`, or `root or uid N` for a daemon that is not root.
+  static func owners(_ me: uid_t) -> String { me == 0 ? "root" : "root or uid \(me)" }
 }
