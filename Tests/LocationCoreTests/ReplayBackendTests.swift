@@ -393,7 +393,7 @@ struct ReplayBackendTests {
     }
     #expect(
       throws: BackendURIError.invalidValue(
-        key: "speed", value: "-1", expected: "a number >= 0 (0 = as fast as possible)")
+        key: "speed", value: "-1", expected: "a number within 0...1000000 (0 = as fast as possible)")
     ) {
       try ReplayBackend.Options.parse("replay:log.nmea?speed=-1")
     }

@@ -21,6 +21,11 @@ struct ConfigurationTests {
     for (text, line) in [
       ("socket = /tmp/a\u{0}b\n", 1), ("backend = simulate\ngroup = users\u{0}junk\n", 2),
       ("state-dir = /tmp/st\u{1B}x\n", 1),
+      // Only LF ends a line: other breaks are refused where they stand, so line numbers are an
+      // editor's.
+      ("max-clients = 10\u{0B}max-clients = 11\n", 1), ("max-clients = 10\u{0C}x = 1\n", 1),
+      ("group = \"\"\nmax-clients = 10\r\r\nmax-clients = 11\n", 2), ("group = a\u{85}b\n", 1),
+      ("group = a\u{2028}b\n", 1), ("backend = simulate\r\ngroup = a\u{2029}\r\n", 2),
     ] {
       #expect(throws: ConfigurationError.self, "\(text.debugDescription)") {
         try Configuration.parseFile(text, path: "c.conf")
@@ -29,7 +34,8 @@ struct ConfigurationTests {
         _ = try Configuration.parseFile(text, path: "c.conf")
       } catch {
         #expect(error.description.contains("c.conf:\(line)"), "\(error)")
-        #expect(error.description.contains("control character U+00"), "\(error)")
+        #expect(
+          error.description.contains("control character U+") || error.description.contains("line break U+"), "\(error)")
       }
     }
     // Tabs are blanks, and a byte-order mark before the first key is not part of it.
@@ -188,6 +194,19 @@ struct ConfigurationTests {
       }
     }
     #expect((try? Configuration.parse(arguments: ["--group", "a\tb"]))?.group == "a\tb")
+  }
+
+  @Test("the NMEA feed may not share the control socket's path")
+  func nmeaSocketOfItsOwn() {
+    for nmea in ["/tmp/l.sock", "/tmp//l.sock", "/tmp/./l.sock"] {
+      do {
+        _ = try Configuration.parse(arguments: ["--socket", "/tmp/l.sock", "--nmea-socket", nmea])
+        Issue.record("\(nmea) was accepted")
+      } catch {
+        #expect(error.description.contains("it is the --socket path too"), "\(error)")
+      }
+    }
+    #expect((try? Configuration.parse(arguments: ["--socket", "/tmp/l.sock", "--nmea-socket", "/tmp/n.sock"])) != nil)
   }
 
   @Test("a key set twice in a file is refused, naming both lines")

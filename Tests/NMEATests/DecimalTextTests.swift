@@ -121,14 +121,14 @@ struct DecimalTextTests {
   @Test func numbersAreReadInDecimalNotationOnly() {
     let accepted: [(String, Double)] = [
       ("12", 12), ("-0.5", -0.5), ("+3", 3), (".5", 0.5), ("5.", 5), ("1e3", 1000), ("2.5E-2", 0.025), ("0", 0),
-      ("-0", 0), ("1.7976931348623157e308", .greatestFiniteMagnitude),
+      ("-0", 0), ("1.7976931348623157e308", .greatestFiniteMagnitude), ("0e-400", 0), ("0.000", 0),
     ]
     for (text, value) in accepted {
       #expect(DecimalText.number(text) == value, "\(text)")
     }
     for text in [
       "", " 1", "1 ", "0x10", "0x1p3", "inf", "-infinity", "nan", "NaN", "1e", "e3", ".", "-", "+.", "1e+",
-      "1.2.3", "1e400", "-1e400", "١٢", "5abc", String(repeating: "1", count: 65),
+      "1.2.3", "1e400", "-1e400", "1e-400", "-2.5e-330", "١٢", "5abc", String(repeating: "1", count: 65),
     ] {
       #expect(DecimalText.number(text) == nil, "\(text.debugDescription)")
     }

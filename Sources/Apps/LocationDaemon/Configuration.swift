@@ -265,6 +265,18 @@ public struct Configuration: Sendable, Hashable {
         key: "mqtt", value: mqtt.broker.description,
         reason: "mqtts needs the CA certificates of the broker: give mqtt-ca-file = PATH (--mqtt-ca-file PATH)")
     }
+    // One socket path for two servers: the second would find the first listening there.
+    if let nmea = nmeaSocketPath, Self.samePath(nmea, socketPath) {
+      throw .invalidValue(
+        key: "nmea-socket", value: nmea, reason: "it is the --socket path too: give the NMEA feed a socket of its own")
+    }
+  }
+
+  /// Whether two paths name the same place as written (repeated and trailing slashes and `./`
+  /// aside); the file system is not asked.
+  static func samePath(_ a: String, _ b: String) -> Bool {
+    func parts(_ path: String) -> [Substring] { path.split(separator: "/").filter { $0 != "." } }
+    return a.hasPrefix("/") == b.hasPrefix("/") && parts(a) == parts(b)
   }
 
   /// Applies one setting through its row of ``settings``.
@@ -375,14 +387,23 @@ public struct Configuration: Sendable, Hashable {
     var lineOfKey: [String: Int] = [:]
     // A byte-order mark some editors write is not part of the first key.
     let text = text.hasPrefix("\u{FEFF}") ? String(text.dropFirst()) : text
-    // "\r\n" is one Character: split on every newline Character, so CRLF files work.
-    for (number, rawLine) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
+    // Lines end at LF alone (a CR before it belongs to the line end: CRLF files work), as `wc -l`,
+    // `grep -n` and editors count them; any other line or paragraph break (VT, FF, a lone CR,
+    // NEL, U+2028, U+2029) is refused below rather than taken as one.
+    let lines = text.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false).map { scalars in
+      Substring(String(String.UnicodeScalarView(scalars.last == "\r" ? scalars.dropLast() : scalars[...])))
+    }
+    for (number, rawLine) in lines.enumerated() {
       // A NUL or other control character would silently cut a path or group name short where
       // it reaches the C library: refuse the line instead.
-      if let control = rawLine.unicodeScalars.first(where: { $0.properties.generalCategory == .control && $0 != "\t" }) {
+      if let control = rawLine.unicodeScalars.first(where: {
+        ($0.properties.generalCategory == .control && $0 != "\t")
+          || $0.properties.generalCategory == .lineSeparator || $0.properties.generalCategory == .paragraphSeparator
+      }) {
         throw .invalidLine(
           file: path, line: number + 1,
-          reason: "control character U+\(String(control.value, radix: 16, uppercase: true).leftPadded(4)) in the line")
+          reason: (control.properties.generalCategory == .control ? "control character" : "line break")
+            + " U+\(String(control.value, radix: 16, uppercase: true).leftPadded(4)) in the line (only LF ends a line)")
       }
       let line = trim(rawLine)
       if line.isEmpty || line.hasPrefix("#") { continue }

@@ -205,7 +205,7 @@ enum DaemonServices {
       start: {
         do {
           let pair = try await Daemon.startMQTT(
-            settings, store: track.value?.store, stateDirectory: stateDirectory, service: service)
+            settings, store: track.value?.existingStore, stateDirectory: stateDirectory, service: service)
           started.value = pair
           queue.value = pair.1
         } catch {

@@ -1,3 +1,4 @@
+import Glibc
 import LocationCore
 import LocationProtocol
 import ServiceCore
@@ -35,6 +36,15 @@ final class TrackRecording: Sendable {
   private init(path: String, limits: TrackStoreConfiguration) {
     self.path = path
     self.limits = limits
+  }
+
+  /// The store when it is open or its file exists (then opened as ``store`` opens it); `nil`
+  /// otherwise, without creating it: a daemon that records nothing (a simulation with
+  /// `track = live`) leaves no `track.sqlite` behind.
+  var existingStore: TrackStore? {
+    if opening.withLock({ $0.tried }) { return store }
+    var info = stat()
+    return lstat(path, &info) == 0 ? store : nil
   }
 
   /// The shared store, opened on the first call; `nil` when it cannot be opened (logged once).

@@ -48,7 +48,7 @@ extension ReplayBackend {
         case "speed":
           options.speed = try BackendURIParts.double(
             value, key: key, range: 0...1_000_000,
-            expected: "a number >= 0 (0 = as fast as possible)")
+            expected: "a number within 0...1000000 (0 = as fast as possible)")
         case "loop":
           options.loop = try BackendURIParts.bool(value, key: key)
         case "paused":

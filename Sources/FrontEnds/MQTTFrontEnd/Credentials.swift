@@ -27,13 +27,18 @@ public struct MQTTCredentials: Sendable, Hashable {
   public static func read(path: String) throws(MQTTSettingError) -> MQTTCredentials {
     func fail(_ reason: String) -> MQTTSettingError { MQTTSettingError(key: "mqtt-credentials", value: path, reason: reason) }
     let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
-    guard descriptor >= 0 else { throw fail("cannot open it: \(String(cString: strerror(errno)))") }
+    guard descriptor >= 0 else {
+      // O_NOFOLLOW on a link fails with ELOOP, whose text ("too many levels") misleads.
+      guard errno != ELOOP else { throw fail("a symbolic link, not followed: give the file itself") }
+      throw fail("cannot open it: \(String(cString: strerror(errno)))")
+    }
     defer { close(descriptor) }
     var info = stat()
     guard fstat(descriptor, &info) == 0 else { throw fail("cannot stat it: \(String(cString: strerror(errno)))") }
     guard (info.st_mode & S_IFMT) == S_IFREG else { throw fail("not a regular file") }
     guard info.st_uid == geteuid() || info.st_uid == 0 else {
-      throw fail("owned by uid \(info.st_uid): it must belong to the daemon's user (uid \(geteuid())) or root")
+      throw fail(
+        "owned by uid \(info.st_uid): it must belong to the daemon's user (uid \(geteuid())) or root: chown \(geteuid()) \(path)")
     }
     guard info.st_mode & 0o077 == 0 else {
       throw fail(
@@ -42,7 +47,9 @@ public struct MQTTCredentials: Sendable, Hashable {
     guard info.st_size <= 4096 else { throw fail("larger than 4 KiB: it holds one USER:PASSWORD line") }
     let bytes: [UInt8]
     do { bytes = try SystemIO.readToEnd(descriptor, limit: 4096) } catch { throw fail("cannot read it: \(error)") }
-    var line = bytes[...].prefix { $0 != UInt8(ascii: "\n") }
+    // A byte-order mark some editors write is not part of the user name (as in the config file).
+    let text = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? bytes.dropFirst(3) : bytes[...]
+    var line = text.prefix { $0 != UInt8(ascii: "\n") }
     if line.last == UInt8(ascii: "\r") { line = line.dropLast() }
     guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > line.startIndex else {
       throw fail("the first line must be USER:PASSWORD")

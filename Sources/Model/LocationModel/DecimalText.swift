@@ -143,8 +143,9 @@ public enum DecimalText {
   /// config files and URI parameters: an optional sign, digits with an optional point and
   /// fraction (`12`, `-0.5`, `.5`, `5.`), an optional exponent (`1e3`, `2.5E-2`). `nil` for
   /// anything else (hexadecimal `0x10` and `0x1p3`, `inf`, `nan`, spaces, an empty text, more
-  /// than 64 characters) and for a value beyond a `Double`'s range (`1e400`), so a caller's range
-  /// check sees only finite numbers.
+  /// than 64 characters), for a value beyond a `Double`'s range (`1e400`), so a caller's range
+  /// check sees only finite numbers, and for one too small for it (`1e-400`): a value that is
+  /// not zero must not read as 0, which often means "none" or "for ever".
   public static func number(_ text: some StringProtocol) -> Double? {
     let bytes = Array(text.utf8)
     guard (1...64).contains(bytes.count) else { return nil }
@@ -155,20 +156,22 @@ public enum DecimalText {
       return index - start
     }
     if bytes[index] == UInt8(ascii: "-") || bytes[index] == UInt8(ascii: "+") { index += 1 }
+    let mantissaStart = index
     var mantissa = digits()
     if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
       index += 1
       mantissa += digits()
     }
     guard mantissa > 0 else { return nil }
+    let nonZero = bytes[mantissaStart..<index].contains { (UInt8(ascii: "1")...UInt8(ascii: "9")).contains($0) }
     if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
       index += 1
       if index < bytes.count, bytes[index] == UInt8(ascii: "-") || bytes[index] == UInt8(ascii: "+") { index += 1 }
       guard digits() > 0 else { return nil }
     }
-    guard index == bytes.count, let value = Double(String(decoding: bytes, as: UTF8.self)), value.isFinite else {
-      return nil
-    }
+    guard index == bytes.count, let value = Double(String(decoding: bytes, as: UTF8.self)), value.isFinite,
+      value != 0 || !nonZero
+    else { return nil }
     return value
   }
 
