@@ -153,9 +153,8 @@ extension EndToEnd {
           environment: noBus)
         #expect(missing.status == 66, "\(missing.stderr)")
         #expect(
-          missing.stderr.contains("mqtt-credentials") && !missing.stderr.contains("trackStoreOpened"),
+          missing.stderr.contains("mqtt-credentials") && !missing.stderr.contains("mapState"),
           "\(missing.stderr)")
-        #expect(run.stderr.contains("trackStoreOpened"), "\(run.stderr)")
         #expect(gone(socket) && gone(nmea), "a socket file was left behind")
         #expect(!Self.accepts(port: freePort), "the web page still answers")
         if let bus, let address = bus.address {

@@ -331,7 +331,8 @@ public enum Daemon {
 
   /// At shutdown, after the MQTT session stopped: one last try of a failing queue store, then
   /// what could not be written (`mqttQueueLost`: messages only in memory) and what will be sent
-  /// twice (`mqttQueueDuplicates`: delivered while the store could not remove them).
+  /// twice (`mqttQueueDuplicates`: delivered while the store could not remove them); then the
+  /// store is closed (out of WAL mode).
   static func closeQueue(_ queue: FallbackOutbox) {
     queue.retryNow()
     let inMemory = queue.memoryCount
@@ -344,6 +345,7 @@ public enum Daemon {
         "mqttQueueDuplicates",
         ["messages": String(duplicates), "reason": "delivered while the store could not remove them; published again at the next start"])
     }
+    queue.close()
   }
 
   /// Moves the messages an earlier version queued in `track.sqlite`'s outbox to `store`, once;

@@ -302,6 +302,18 @@ public final class FallbackOutbox: MQTTOutbox {
   /// Messages only in memory (lost if the daemon stops now).
   public var memoryCount: Int { state.withLock { $0.memoryCount } }
 
+  /// Closes the store at shutdown, once the front-end has stopped: taken out of WAL mode as
+  /// every store closed cleanly is (``TrackStore/close()``), so no `-wal` or `-shm` file stays
+  /// beside it. What the queue holds afterwards stays in memory; nothing is opened again.
+  public func close() {
+    state.withLock { state in
+      state.store?.close()
+      state.store = nil
+      state.inMemory = true
+      state.retryAt = .infinity
+    }
+  }
+
   /// Tries the store again now, whatever the backoff says (at shutdown).
   public func retryNow() {
     state.withLock { state in
