@@ -210,6 +210,20 @@ static enum MHD_Result queue_ready(locationd_http_exchange *x) {
   return result;
 }
 
+/* On the MHD thread, under x->lock, which it releases: queues the answer when it has come,
+ * otherwise suspends the connection until the answer resumes it. */
+static enum MHD_Result queue_or_suspend(locationd_http_exchange *x, struct MHD_Connection *connection) {
+  enum MHD_Result result = MHD_YES;
+  if (x->response) {
+    result = queue_ready(x);
+  } else {
+    x->suspended = 1;
+    p_suspend(connection);
+  }
+  pthread_mutex_unlock(&x->lock);
+  return result;
+}
+
 static struct timespec monotonic_now(void) {
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
@@ -460,11 +474,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *connection, cons
     return MHD_YES;
   }
   pthread_mutex_lock(&x->lock);
-  if (x->response) {
-    enum MHD_Result result = queue_ready(x);
-    pthread_mutex_unlock(&x->lock);
-    return result;
-  }
+  if (x->response) return queue_or_suspend(x, connection);
   if (x->dispatched) {
     if (__atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE)) {
       struct MHD_Response *response = plain_response("locationd is stopping\n");
@@ -474,10 +484,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *connection, cons
       return result;
     }
     /* Resumed before the answer came (a stray wake): wait again. */
-    x->suspended = 1;
-    p_suspend(connection);
-    pthread_mutex_unlock(&x->lock);
-    return MHD_YES;
+    return queue_or_suspend(x, connection);
   }
   x->dispatched = 1;
   x->references++; /* the caller's, until it answers */
@@ -518,15 +525,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *connection, cons
   s->on_request(s->context, x, &request);
 
   pthread_mutex_lock(&x->lock);
-  if (x->response) {
-    enum MHD_Result result = queue_ready(x);
-    pthread_mutex_unlock(&x->lock);
-    return result;
-  }
-  x->suspended = 1;
-  p_suspend(connection);
-  pthread_mutex_unlock(&x->lock);
-  return MHD_YES;
+  return queue_or_suspend(x, connection);
 }
 
 static void completed(void *cls, struct MHD_Connection *connection, void **con_cls,

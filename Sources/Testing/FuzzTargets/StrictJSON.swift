@@ -54,54 +54,43 @@ public enum StrictJSON {
       }
     }
 
-    mutating func value(depth: Int) throws(Invalid) {
-      guard depth < 512 else { throw fail("nested too deeply") }
-      guard let b = current else { throw fail("value expected") }
-      switch b {
-      case 0x7B:  // {
+    /// An object's members (`members`: a name and ':' before each value) or an array's elements,
+    /// from its opening bracket through `close`.
+    mutating func container(closingWith close: UInt8, members: Bool, depth: Int) throws(Invalid) {
+      index += 1
+      skipWhitespace()
+      if current == close {
         index += 1
+        return
+      }
+      while true {
         skipWhitespace()
-        if current == 0x7D {
-          index += 1
-          return
-        }
-        while true {
-          skipWhitespace()
+        if members {
           guard current == 0x22 else { throw fail("member name expected") }
           try string()
           skipWhitespace()
           guard current == 0x3A else { throw fail("':' expected") }
           index += 1
           skipWhitespace()
-          try value(depth: depth + 1)
-          skipWhitespace()
-          if current == 0x2C {
-            index += 1
-            continue
-          }
-          guard current == 0x7D else { throw fail("',' or '}' expected") }
-          index += 1
-          return
         }
-      case 0x5B:  // [
-        index += 1
+        try value(depth: depth + 1)
         skipWhitespace()
-        if current == 0x5D {
+        if current == 0x2C {
           index += 1
-          return
+          continue
         }
-        while true {
-          skipWhitespace()
-          try value(depth: depth + 1)
-          skipWhitespace()
-          if current == 0x2C {
-            index += 1
-            continue
-          }
-          guard current == 0x5D else { throw fail("',' or ']' expected") }
-          index += 1
-          return
-        }
+        guard current == close else { throw fail(members ? "',' or '}' expected" : "',' or ']' expected") }
+        index += 1
+        return
+      }
+    }
+
+    mutating func value(depth: Int) throws(Invalid) {
+      guard depth < 512 else { throw fail("nested too deeply") }
+      guard let b = current else { throw fail("value expected") }
+      switch b {
+      case 0x7B: try container(closingWith: 0x7D, members: true, depth: depth)  // {
+      case 0x5B: try container(closingWith: 0x5D, members: false, depth: depth)  // [
       case 0x22: try string()
       case 0x74: try literal("true")
       case 0x66: try literal("false")
