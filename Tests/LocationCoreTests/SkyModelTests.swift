@@ -236,7 +236,7 @@ struct SkyModelTests {
       "simulate?obstruction=1:tunnel,",
       // Numbers are plain decimals, counts digits only, as everywhere.
       "simulate?ttff=0x10", "simulate?ttff=0x1p3", "simulate?ttff=0x1-0x10", "simulate?reacquire=0x10",
-      "simulate?obstruction=0:canyon:0x1p4", "simulate?obstruction=+1:tunnel", "simulate?seed=+5",
+      "simulate?obstruction=0:canyon:0x1p4", "simulate?obstruction=+1:tunnel", "simulate?obstruction=18446744073709551615:tunnel", "simulate?seed=+5",
       "simulate?baud=+9600", "simulate?ttff=inf", "simulate?mode=0x10:2d", "simulate?outage=0x10-0x20",
     ] {
       #expect(throws: BackendURIError.self, "\(bad)") { try SimulatedBackend.Options.parse(bad) }

@@ -138,6 +138,9 @@ struct DecimalTextTests {
     #expect(DecimalText.wholeNumber("0") == 0)
     #expect(DecimalText.wholeNumber("9600") == 9600)
     #expect(DecimalText.wholeNumber("18446744073709551615") == .max)
+    #expect(DecimalText.wholeNumber("18446744073709551615", as: Int.self) == nil)
+    #expect(DecimalText.wholeNumber("65535", as: UInt16.self) == 65535)
+    #expect(DecimalText.wholeNumber("65536", as: UInt16.self) == nil)
     for text in ["", "+10", "-1", "1.0", "1e3", " 1", "0x10", "18446744073709551616", "٣"] {
       #expect(DecimalText.wholeNumber(text) == nil, "\(text)")
     }

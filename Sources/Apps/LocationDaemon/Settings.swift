@@ -131,7 +131,7 @@ extension Configuration {
 
           """, reload: .live,
         apply: { configuration, value throws(ConfigurationError) in
-          guard let number = DecimalText.wholeNumber(value).flatMap({ Int(exactly: $0) }), (1...4096).contains(number) else {
+          guard let number = DecimalText.wholeNumber(value, as: Int.self), (1...4096).contains(number) else {
             throw .invalidValue(
               key: "max-clients", value: value, reason: "use a whole number within 1...4096")
           }
@@ -332,7 +332,7 @@ extension Configuration {
 
         """, section: .regions, reload: .restart("region-thresholds"),
       apply: { configuration, value throws(ConfigurationError) in
-        guard let number = DecimalText.wholeNumber(value).flatMap({ Int(exactly: $0) }), (1...100).contains(number) else {
+        guard let number = DecimalText.wholeNumber(value, as: Int.self), (1...100).contains(number) else {
           throw .invalidValue(
             key: "region-confirmations", value: value,
             reason: "use a whole number of fixes within 1...100")

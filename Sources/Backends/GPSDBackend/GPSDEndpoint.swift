@@ -118,7 +118,7 @@ public struct GPSDEndpoint: Sendable, Hashable {
     if host.isEmpty { host = "localhost" }
     var port = Self.defaultPort
     if let portText {
-      guard let value = DecimalText.wholeNumber(portText).flatMap({ Int(exactly: $0) }), (1...65535).contains(value) else {
+      guard let value = DecimalText.wholeNumber(portText, as: Int.self), (1...65535).contains(value) else {
         throw .invalidPort(String(portText))
       }
       port = UInt16(value)

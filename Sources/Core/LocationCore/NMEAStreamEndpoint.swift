@@ -75,7 +75,7 @@ public struct NMEAStreamEndpoint: Sendable, Hashable {
       switch key {
       case "baud":
         if value == "auto" { continue }
-        guard let rate = DecimalText.wholeNumber(value).flatMap({ Int(exactly: $0) }), SerialPort.standardRates.contains(rate) else {
+        guard let rate = DecimalText.wholeNumber(value, as: Int.self), SerialPort.standardRates.contains(rate) else {
           throw .invalidValue(
             key: key, value: value,
             expected: "auto or one of "
@@ -104,7 +104,7 @@ public struct NMEAStreamEndpoint: Sendable, Hashable {
     }
     var host = String(path[..<colon])
     if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-    guard !host.isEmpty, let port = DecimalText.wholeNumber(path[path.index(after: colon)...]).flatMap({ UInt16(exactly: $0) }), port > 0 else {
+    guard !host.isEmpty, let port = DecimalText.wholeNumber(path[path.index(after: colon)...], as: UInt16.self), port > 0 else {
       throw .invalidValue(
         key: "address", value: path, expected: "HOST:PORT with a port in 1...65535")
     }

@@ -147,7 +147,7 @@ public final class SimulatedBackend: LocationBackend {
           let expected = "LEG:open|tunnel|canyon[:DEG] with LEG a waypoint index 0-99999 and DEG within 0...89"
           for item in value.split(separator: ",", omittingEmptySubsequences: false) {
             let pieces = item.split(separator: ":", omittingEmptySubsequences: false)
-            guard pieces.count >= 2, let leg = DecimalText.wholeNumber(pieces[0]).map(Int.init), (0...99_999).contains(leg) else {
+            guard pieces.count >= 2, let leg = DecimalText.wholeNumber(pieces[0], as: Int.self), (0...99_999).contains(leg) else {
               throw .invalidValue(key: key, value: String(item), expected: expected)
             }
             guard options.obstructions[leg] == nil else {
@@ -181,7 +181,7 @@ public final class SimulatedBackend: LocationBackend {
           }
           options.nmea = version
         case "baud":
-          guard let baud = DecimalText.wholeNumber(value).flatMap({ Int(exactly: $0) }), SerialLinePacer.baudRates.contains(baud) else {
+          guard let baud = DecimalText.wholeNumber(value, as: Int.self), SerialLinePacer.baudRates.contains(baud) else {
             throw .invalidValue(key: key, value: value, expected: "4800, 9600, 38400 or 115200")
           }
           options.baud = baud

@@ -185,4 +185,12 @@ public enum DecimalText {
     else { return nil }
     return UInt64(text)
   }
+
+  /// ``wholeNumber(_:)`` as an `Integer` (`Int`, `UInt16`...): `nil` too when the value does not
+  /// fit it, so that no caller converts with a trap.
+  public static func wholeNumber<Integer: FixedWidthInteger>(_ text: some StringProtocol, as type: Integer.Type)
+    -> Integer?
+  {
+    wholeNumber(text).flatMap { Integer(exactly: $0) }
+  }
 }
