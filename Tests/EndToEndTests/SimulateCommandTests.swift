@@ -21,8 +21,20 @@ struct SimulateCommandTests {
     return url
   }
 
+  /// The GPS PRN that gpsd 3.22 also counts as used after a GNGSA that carries NMEA 4.10's
+  /// system ID (field 18): `processGSA` reads `count - 6` satellite fields from field 3 on, 13 when
+  /// the system ID is there, so the PDOP in field 15 is read as a satellite number with `atoi`
+  /// (1.28 is satellite 1, a GPS PRN for the GN talker). `nil` when the SKY has no PDOP or its
+  /// whole part is not a GPS PRN (1-32).
+  static func gpsdPDOPSatellite(sky: [String: Any]) -> Int? {
+    guard let pdop = sky["pdop"] as? Double, pdop.isFinite, pdop >= 1, pdop < 33 else { return nil }
+    return Int(pdop.rounded(.towardZero))
+  }
+
   /// Whether gpsd's SKY (satellites, used flags, uSat, HDOP) is the sky model's for the TPV's
-  /// time, position and height, or for the next 10 Hz epoch's time.
+  /// time, position and height, or for the next 10 Hz epoch's time. A visible satellite is used
+  /// when the model uses it, or when it is `gpsdPDOPSatellite` and has a signal (gpsd marks a
+  /// satellite used only with a non-zero SNR).
   static func skyMatchesTheModel(sky: [String: Any], satellites: [[String: Any]], tpv: [String: Any]) -> Bool {
     guard let latitude = tpv["lat"] as? Double, let longitude = tpv["lon"] as? Double,
       let height = tpv["altHAE"] as? Double, let time = tpv["time"] as? String,
@@ -36,19 +48,74 @@ struct SimulateCommandTests {
       satellites.map {
         "\($0["PRN"] as? Int ?? -1)/\($0["el"] as? Double ?? .nan)/\($0["az"] as? Double ?? .nan)/\($0["used"] as? Bool ?? false)"
       })
+    let ghost = gpsdPDOPSatellite(sky: sky)
+    var signal: [Int: Double] = [:]
+    for satellite in satellites {
+      if let prn = satellite["PRN"] as? Int { signal[prn] = satellite["ss"] as? Double ?? 0 }
+    }
     for candidate in [utc, utc + 100] {
       let model = SkyModel(systems: [.gps, .glonass]).satellites(
         latitude: latitude, longitude: longitude, height: height, utcMilliseconds: candidate)
+      var used = 0
       let expected = Set(
         model.filter(\.visible).map { satellite -> String in
           let prn = satellite.system == .glonass ? 64 + satellite.number : satellite.number
           var azimuth = satellite.azimuth.rounded()
           if azimuth >= 360 { azimuth = 0 }
-          return "\(prn)/\(satellite.elevation.rounded())/\(azimuth)/\(satellite.used)"
+          let isUsed = satellite.used || (prn == ghost && signal[prn] ?? 0 > 0)
+          if isUsed { used += 1 }
+          return "\(prn)/\(satellite.elevation.rounded())/\(azimuth)/\(isUsed)"
         })
-      if expected == reported && sky["uSat"] as? Int == model.filter(\.used).count { return true }
+      if expected == reported && sky["uSat"] as? Int == used { return true }
     }
     return false
+  }
+
+  /// A SKY built as gpsd 3.22 reports it at a time when a GPS satellite whose number is the
+  /// PDOP's whole part is in view but under the mask: it is reported used.
+  @Test func theSkyOracleCountsGPSDsPDOPSatellite() throws {
+    let place = Coordinate(latitude: 3.1406, longitude: 101.6024)
+    let height = 20.0
+    let start: Int64 = 1_796_083_200_000  // 2026-12-01T00:00:00Z
+    var found: (utc: Int64, number: Int)?
+    for minute in 0..<(24 * 60) where found == nil {
+      let utc = start + Int64(minute) * 60_000
+      let sky = SkyModel(systems: [.gps, .glonass]).satellites(
+        latitude: place.latitude, longitude: place.longitude, height: height, utcMilliseconds: utc)
+      if let ghost = sky.first(where: { $0.system == .gps && $0.visible && !$0.used && (1...9).contains($0.number) }) {
+        found = (utc, ghost.number)
+      }
+    }
+    let (utc, number) = try #require(found, "a GPS satellite 1-9 in view but unused within a day")
+    let model = SkyModel(systems: [.gps, .glonass]).satellites(
+      latitude: place.latitude, longitude: place.longitude, height: height, utcMilliseconds: utc)
+    let (year, month, day) = CivilDate.civil(milliseconds: utc)
+    let secondOfDay = Int(utc % 86_400_000) / 1000
+    let time = String(
+      format: "%04d-%02d-%02dT%02d:%02d:%02d.000Z", year, month, day, secondOfDay / 3600,
+      secondOfDay / 60 % 60, secondOfDay % 60)
+    let tpv: [String: Any] = ["lat": place.latitude, "lon": place.longitude, "altHAE": height, "time": time]
+    func reported(markingUsed ghostUsed: Bool) -> [[String: Any]] {
+      model.filter(\.visible).map { satellite in
+        let prn = satellite.system == .glonass ? 64 + satellite.number : satellite.number
+        var azimuth = satellite.azimuth.rounded()
+        if azimuth >= 360 { azimuth = 0 }
+        let ghost = satellite.system == .gps && satellite.number == number
+        return [
+          "PRN": prn, "el": satellite.elevation.rounded(), "az": azimuth, "ss": 30.0,
+          "used": satellite.used || (ghost && ghostUsed),
+        ]
+      }
+    }
+    let usedCount = model.filter(\.used).count
+    let pdop = Double(number) + 0.28
+    let asGPSD = reported(markingUsed: true)
+    #expect(Self.skyMatchesTheModel(sky: ["pdop": pdop, "uSat": usedCount + 1], satellites: asGPSD, tpv: tpv))
+    // Reported unused, the satellite gpsd marks is missing; with a PDOP whose whole part is
+    // another number, the satellite marked is not the one gpsd would mark.
+    let asModel = reported(markingUsed: false)
+    #expect(Self.skyMatchesTheModel(sky: ["pdop": pdop, "uSat": usedCount], satellites: asModel, tpv: tpv) == false)
+    #expect(Self.skyMatchesTheModel(sky: ["pdop": pdop + 1, "uSat": usedCount + 1], satellites: asGPSD, tpv: tpv) == false)
   }
 
   @Test func gpsdDecodesTheSimulatedHardwareLikeAReceiver() async throws {
