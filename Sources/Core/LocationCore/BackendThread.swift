@@ -10,7 +10,8 @@ import SystemIO
 /// `bufferedLocations` unread locations the oldest is dropped (``droppedLocations``); statuses
 /// and errors are always queued.
 ///
-/// The thread is a ``SystemIO/WorkerThread``: its body waits with
+/// The thread is a ``SystemIO/WorkerThread``, inside ``ServiceExecutor/runningJobsInline(_:)``:
+/// it runs the jobs its posts resume on an idle ``ServiceExecutor`` itself. Its body waits with
 /// ``SystemIO/WorkerThread/wait(for:timeoutNanoseconds:)`` (no CPU while waiting) and returns
 /// soon after ``SystemIO/WorkerThread/isStopping`` becomes true.
 package final class BackendThread: Sendable {
@@ -42,7 +43,10 @@ package final class BackendThread: Sendable {
   package func start(_ makeBody: () -> @Sendable (WorkerThread) -> Void) throws(SystemError) {
     try running.withLock { current throws(SystemError) in
       guard current == nil else { return }
-      current = try WorkerThread(makeBody())
+      // The body posts with no lock held, so it may run the manager's delivery of what it posts
+      // itself (ServiceExecutor): a fix reaches the watchers without waking another thread.
+      let body = makeBody()
+      current = try WorkerThread { thread in ServiceExecutor.runningJobsInline { body(thread) } }
     }
   }
 

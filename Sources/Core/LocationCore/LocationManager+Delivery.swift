@@ -12,7 +12,9 @@ extension LocationManager {
   func ensureConsumer() {
     guard consumer == nil, !isShutDown else { return }
     let events = backend.events
-    consumer = Task { await self.consume(events) }
+    // The task prefers the manager's executor, so that the backend queue's wait (nonisolated)
+    // resumes there too, and a backend's thread can run the delivery itself (ServiceExecutor).
+    consumer = Task(executorPreference: executor) { await self.consume(events) }
   }
 
   /// The one delivery path from the backend: whatever its queue holds, up to 256 events at a

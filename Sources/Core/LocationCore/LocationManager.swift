@@ -83,6 +83,11 @@ public actor LocationManager {
   }
 
   let backend: any LocationBackend
+  /// The serial executor the manager runs on; the daemon's service shares it (see
+  /// ``ServiceExecutor``).
+  public nonisolated let executor: ServiceExecutor
+  /// The manager's jobs run on ``executor``.
+  public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
   var clients: [ClientID: ClientRecord] = [:]
   var trackingClients: [ClientRecord] = []
   var observers: [UInt64: EventMailbox] = [:]
@@ -109,10 +114,14 @@ public actor LocationManager {
   /// Counters.
   public internal(set) var statistics = LocationManagerStatistics()
 
-  /// Creates a manager over `backend`. Every client starts `notDetermined`: its owner sets its
-  /// authorization with ``setAuthorization(_:for:)``.
-  public init(backend: any LocationBackend) {
+  /// Creates a manager over `backend`, running on `executor` (a new one by default; pass the
+  /// same one to the service built over it). Every client starts `notDetermined`: its owner sets
+  /// its authorization with ``setAuthorization(_:for:)``.
+  public init(
+    backend: any LocationBackend, executor: ServiceExecutor = ServiceExecutor(label: "locationd.manager")
+  ) {
     self.backend = backend
+    self.executor = executor
   }
 
   /// The backend's URI.

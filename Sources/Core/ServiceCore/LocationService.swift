@@ -27,6 +27,10 @@ import Regions
 /// Locations reach watchers through one hub: each fix is encoded once (gpsd TPV plus provenance)
 /// and queued for every watching connection whose filter accepts it; the server coalesces
 /// location events for a slow client (`"missed":N`) unless it asked for every fix.
+///
+/// The service runs on its manager's ``ServiceExecutor``, and the hub's task prefers it: a fix
+/// goes from the manager's delivery to the watchers' sockets on the thread that took it from the
+/// backend's queue.
 public actor LocationService: AnnotationBatchHandler {
   struct Watcher {
     var connection: any ClientChannel
@@ -52,6 +56,8 @@ public actor LocationService: AnnotationBatchHandler {
   }
 
   let manager: LocationManager
+  /// The service's jobs run on its manager's executor.
+  public nonisolated var unownedExecutor: UnownedSerialExecutor { manager.executor.asUnownedSerialExecutor() }
   let map: MapStateService
   /// Region monitoring: fed every fix the map gets, advanced once a second of its clock.
   let regions: RegionService
@@ -138,8 +144,11 @@ public actor LocationService: AnnotationBatchHandler {
     let events = await manager.observe(coalescing: false)
     let mapEvents = await map.events()
     let regions = regions
+    // The service's tasks resume on the service's executor: a manager event, a map change or a
+    // tick reaches the service without waking another thread of the pool.
+    let executor = manager.executor
     tasks.append(
-      Task { [weak self] in
+      Task(executorPreference: executor) { [weak self] in
         let clock = regions.clock
         var deadline = clock.now
         while !Task.isCancelled {
@@ -154,7 +163,7 @@ public actor LocationService: AnnotationBatchHandler {
           await self.checkStaleness()
         }
       })
-    let hub = Task { [weak self] in
+    let hub = Task(executorPreference: executor) { [weak self] in
       for await event in events {
         guard let self else { return }
         await self.dispatch(event)
@@ -163,7 +172,7 @@ public actor LocationService: AnnotationBatchHandler {
     self.hub = hub
     tasks.append(hub)
     tasks.append(
-      Task { [weak self] in
+      Task(executorPreference: executor) { [weak self] in
         for await change in mapEvents {
           guard let self else { return }
           await self.dispatch(change)
@@ -461,11 +470,13 @@ public actor LocationService: AnnotationBatchHandler {
   // MARK: - Hub
 
   private func dispatch(_ event: ManagerEvent) async {
-    if case .location(let location, _) = event {
-      for recorder in fixRecorders { recorder.yield(location) }
-    }
     // After SHUTDOWN the watchers, the map and the regions hear nothing more.
-    if draining { return }
+    if draining {
+      if case .location(let location, _) = event {
+        for recorder in fixRecorders { recorder.yield(location) }
+      }
+      return
+    }
     switch event {
     case .location(let location, _):
       // The fix goes to the watchers before the map state hears of it: awaiting the map first
@@ -480,6 +491,8 @@ public actor LocationService: AnnotationBatchHandler {
         }
       }
       if !watchers.isEmpty { broadcast(location) }
+      // The recorders' tasks are woken after the watchers' sockets are written.
+      for recorder in fixRecorders { recorder.yield(location) }
       // Its REGION events follow the fix's TPV.
       let outcome = await regions.update(with: location)
       if outcome.statesChanged || !outcome.transitions.isEmpty { await regionsChanged(outcome.transitions) }
