@@ -101,7 +101,7 @@ struct ServiceExecutorTests {
     let recorded = Recorded()
     // As the manager's consumer: the task prefers the executor, so the gate's nonisolated wait
     // resumes on it.
-    let waiting = Task(executorPreference: executor) {
+    let waiting = Task(executorPreference: executor.taskExecutor) {
       let thread = await probe.threadAfter(gate)
       recorded.thread.withLock { $0 = thread }
       return thread
@@ -118,7 +118,7 @@ struct ServiceExecutorTests {
     let probe = Probe(executor)
     let gate = Gate()
     let recorded = Recorded()
-    let waiting = Task(executorPreference: executor) { await probe.threadAfter(gate) }
+    let waiting = Task(executorPreference: executor.taskExecutor) { await probe.threadAfter(gate) }
     await waitForWaiter(gate)
     let opener = try await openFromThread(gate, inline: false, recorded: recorded)
     let ranOn = await waiting.value

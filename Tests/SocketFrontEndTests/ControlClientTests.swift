@@ -113,6 +113,12 @@ struct ControlClientTests {
     #expect(usage.stderr.contains("annotate takes ID LAT LON [TITLE]"))
     let unknown = try await locationctl(["frobnicate"])
     #expect(unknown.status == 64)
+    // A page size is digits only, 1...100000, as the protocol says: nothing rounded or passed on.
+    for limit in ["+3", "2.5", "0", "1e2", "100001", "-1", " 3", "٣"] {
+      let list = try await locationctl(["--socket", fixture.path, "region", "list", "--limit", limit])
+      #expect(list.status == 64, "--limit \(limit)")
+      #expect(list.stderr.contains("--limit needs a whole number of regions from 1 to 100000"), "\(list.stderr)")
+    }
     let annotate = try await locationctl([
       "--socket", fixture.path, "annotate", "home", "49.5", "-123.25", "Home",
     ])

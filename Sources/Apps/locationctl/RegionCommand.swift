@@ -32,7 +32,14 @@ func runRegion(_ arguments: [String], _ options: ClientOptions) throws -> Int32 
     }
     var members = [JSONMember("action", "list")]
     if let after = list.values["--after"] { members.append(JSONMember("after", .string(after))) }
-    if let limit = try list.number("--limit") { members.append(JSONMember("limit", .number(limit))) }
+    if let text = list.values["--limit"] {
+      // As the protocol spells it: digits only, 1...100000 (a sign, a fraction or an exponent is
+      // refused here rather than rounded or passed on).
+      guard let limit = DecimalText.wholeNumber(text, as: Int.self), (1...100_000).contains(limit) else {
+        throw UsageError("--limit needs a whole number of regions from 1 to 100000, got \(text)")
+      }
+      members.append(JSONMember("limit", .number(Double(limit))))
+    }
     guard members.count > 1 else { return try listAllRegions(options) }
     return try regionCall(options, members, text: Format.regions)
   case ("state", 2), ("remove", 2):

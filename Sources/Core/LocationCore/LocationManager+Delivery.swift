@@ -14,7 +14,7 @@ extension LocationManager {
     let events = backend.events
     // The task prefers the manager's executor, so that the backend queue's wait (nonisolated)
     // resumes there too, and a backend's thread can run the delivery itself (ServiceExecutor).
-    consumer = Task(executorPreference: executor) { await self.consume(events) }
+    consumer = Task(executorPreference: executor.taskExecutor) { await self.consume(events) }
   }
 
   /// The one delivery path from the backend: whatever its queue holds, up to 256 events at a

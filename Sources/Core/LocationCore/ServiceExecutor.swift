@@ -18,36 +18,39 @@ import Synchronization
 ///   ``roundSize`` jobs, so the receiver's thread is never kept from its source for longer than
 ///   its own fix's work. On the default executors each of those hops woke another thread of the
 ///   pool, tens of microseconds each.
-/// - It is also a task executor, so that a task that prefers it (`Task(executorPreference:)`)
-///   resumes here rather than on the pool.
-public final class ServiceExecutor: SerialExecutor, TaskExecutor, Sendable {
-  private struct Queued {
-    var job: UnownedJob
-    /// The thread that enqueued it, when that thread is inside
-    /// ``ServiceExecutor/runningJobsInline(_:)``.
-    var inlineThread: pthread_t?
-  }
+/// - Its ``taskExecutor`` shares the queue and the one-at-a-time rule: a task that prefers it
+///   (`Task(executorPreference:)`) resumes here rather than on the pool. Those jobs run as the
+///   runtime enqueued them (nonisolated code, or a default actor's), not as this executor's
+///   actors'.
+public final class ServiceExecutor: SerialExecutor, Sendable {
+  /// The task executor of a ``ServiceExecutor``: its jobs go to the same queue.
+  public final class Preferred: TaskExecutor, Sendable {
+    fileprivate let core: Core
+    fileprivate init(_ core: Core) { self.core = core }
 
-  private struct State {
-    var jobs = FIFO<Queued>(retainedCapacity: 64)
-    /// A thread is running this executor's jobs (the queue's drain or an inline thread).
-    var running = false
+    /// Runs `job` after the jobs enqueued before it on the executor's queue, as a task job.
+    public func enqueue(_ job: consuming ExecutorJob) {
+      core.enqueue(UnownedJob(job), as: .task(UnownedTaskExecutor(ordinary: self)))
+    }
+
+    /// This executor, unowned, as a task's preferred executor.
+    public func asUnownedTaskExecutor() -> UnownedTaskExecutor {
+      UnownedTaskExecutor(ordinary: self)
+    }
   }
 
   /// Most jobs one thread runs before the rest is handed on (to the queue, for a new round).
   public static let roundSize = 256
 
-  private let queue: DispatchQueue
-  private let state = Mutex(State())
-
-  /// Threads inside ``runningJobsInline(_:)``, by `pthread_self()`: `true` while that thread is
-  /// running jobs (a job it runs that enqueues another only queues it).
-  private static let inlineThreads = Mutex<[pthread_t: Bool]>([:])
+  private let core: Core
+  /// The task executor that shares this executor's queue; pass it to `Task(executorPreference:)`.
+  public let taskExecutor: Preferred
 
   /// Creates an executor whose rounds run on a serial dispatch queue named `label` (shown by
   /// debuggers and in crash reports).
   public init(label: String) {
-    queue = DispatchQueue(label: label)
+    core = Core(label: label)
+    taskExecutor = Preferred(core)
   }
 
   /// Runs `body` on the calling thread with the right to run, at once and on this thread, the
@@ -56,19 +59,61 @@ public final class ServiceExecutor: SerialExecutor, TaskExecutor, Sendable {
   /// thread); not for threads of the concurrency pool.
   public static func runningJobsInline<T>(_ body: () throws -> T) rethrows -> T {
     let thread = pthread_self()
-    inlineThreads.withLock { $0[thread] = false }
-    defer { _ = inlineThreads.withLock { $0.removeValue(forKey: thread) } }
+    Core.inlineThreads.withLock { $0[thread] = false }
+    defer { _ = Core.inlineThreads.withLock { $0.removeValue(forKey: thread) } }
     return try body()
   }
 
-  /// Runs `job` after the jobs enqueued before it.
+  /// Runs `job` after the jobs enqueued before it, isolated to this executor.
   public func enqueue(_ job: consuming ExecutorJob) {
-    let job = UnownedJob(job)
+    core.enqueue(UnownedJob(job), as: .serial(asUnownedSerialExecutor()))
+  }
+
+  /// This executor, unowned, for an actor's `unownedExecutor`.
+  public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+    UnownedSerialExecutor(ordinary: self)
+  }
+}
+
+/// The queue and the one-at-a-time rule that a ``ServiceExecutor`` and its task executor share.
+private final class Core: Sendable {
+  /// How a job runs: isolated to the serial executor, or as a job of the task executor.
+  enum Kind {
+    case serial(UnownedSerialExecutor)
+    case task(UnownedTaskExecutor)
+  }
+
+  struct Queued {
+    var job: UnownedJob
+    var kind: Kind
+    /// The thread that enqueued it, when that thread is inside
+    /// ``ServiceExecutor/runningJobsInline(_:)``.
+    var inlineThread: pthread_t?
+  }
+
+  struct State {
+    var jobs = FIFO<Queued>(retainedCapacity: 64)
+    /// A thread is running the jobs (the queue's round or an inline thread).
+    var running = false
+  }
+
+  /// Threads inside ``ServiceExecutor/runningJobsInline(_:)``, by `pthread_self()`: `true` while
+  /// that thread is running jobs (a job it runs that enqueues another only queues it).
+  static let inlineThreads = Mutex<[pthread_t: Bool]>([:])
+
+  private let queue: DispatchQueue
+  private let state = Mutex(State())
+
+  init(label: String) {
+    queue = DispatchQueue(label: label)
+  }
+
+  func enqueue(_ job: UnownedJob, as kind: Kind) {
     let thread = pthread_self()
     // nil: an ordinary thread; false: an inline thread not running jobs; true: one running them.
     let inline = Self.inlineThreads.withLock { $0[thread] }
     let startsRunning = state.withLock { state -> Bool in
-      state.jobs.append(Queued(job: job, inlineThread: inline == nil ? nil : thread))
+      state.jobs.append(Queued(job: job, kind: kind, inlineThread: inline == nil ? nil : thread))
       if state.running { return false }
       state.running = true
       return true
@@ -77,25 +122,26 @@ public final class ServiceExecutor: SerialExecutor, TaskExecutor, Sendable {
     if inline == false {
       runInline(on: thread)
     } else {
-      queue.async { self.runRound() }
+      handOn()
     }
   }
 
-  /// A round on the dispatch queue: up to ``roundSize`` jobs, then a new round for the rest.
+  /// A round on the dispatch queue: up to ``ServiceExecutor/roundSize`` jobs, then a new round
+  /// for the rest.
   private func runRound() {
-    for _ in 0..<Self.roundSize {
+    for _ in 0..<ServiceExecutor.roundSize {
       guard let next = take(onlyFrom: nil) else { return }
       run(next)
     }
     handOn()
   }
 
-  /// The inline thread's run: its own jobs, in order, up to ``roundSize``; the first job that
-  /// another thread enqueued, or the rest after the round, go to the queue.
+  /// The inline thread's run: its own jobs, in order, up to ``ServiceExecutor/roundSize``; the
+  /// first job that another thread enqueued, or the rest after the round, go to the queue.
   private func runInline(on thread: pthread_t) {
     Self.inlineThreads.withLock { $0[thread] = true }
     defer { Self.inlineThreads.withLock { $0[thread] = false } }
-    for _ in 0..<Self.roundSize {
+    for _ in 0..<ServiceExecutor.roundSize {
       guard let next = take(onlyFrom: thread) else { return }
       run(next)
     }
@@ -104,8 +150,8 @@ public final class ServiceExecutor: SerialExecutor, TaskExecutor, Sendable {
 
   /// The next job, or `nil` after marking the executor idle (nothing queued) or handing the
   /// queued jobs to the queue (the next job was not enqueued by `inlineThread`, when given).
-  private func take(onlyFrom inlineThread: pthread_t?) -> UnownedJob? {
-    enum Next { case job(UnownedJob), idle, handOn }
+  private func take(onlyFrom inlineThread: pthread_t?) -> Queued? {
+    enum Next { case job(Queued), idle, handOn }
     let next = state.withLock { state -> Next in
       guard let head = state.jobs.first else {
         state.running = false
@@ -113,10 +159,10 @@ public final class ServiceExecutor: SerialExecutor, TaskExecutor, Sendable {
       }
       if let inlineThread, head.inlineThread != inlineThread { return .handOn }
       _ = state.jobs.popFirst()
-      return .job(head.job)
+      return .job(head)
     }
     switch next {
-    case .job(let job): return job
+    case .job(let queued): return queued
     case .idle: return nil
     case .handOn:
       handOn()
@@ -129,17 +175,10 @@ public final class ServiceExecutor: SerialExecutor, TaskExecutor, Sendable {
     queue.async { self.runRound() }
   }
 
-  private func run(_ job: UnownedJob) {
-    job.runSynchronously(isolatedTo: asUnownedSerialExecutor(), taskExecutor: asUnownedTaskExecutor())
-  }
-
-  /// This executor, unowned, for an actor's `unownedExecutor`.
-  public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
-    UnownedSerialExecutor(ordinary: self)
-  }
-
-  /// This executor, unowned, as a task's preferred executor.
-  public func asUnownedTaskExecutor() -> UnownedTaskExecutor {
-    UnownedTaskExecutor(ordinary: self)
+  private func run(_ queued: Queued) {
+    switch queued.kind {
+    case .serial(let executor): queued.job.runSynchronously(on: executor)
+    case .task(let executor): queued.job.runSynchronously(on: executor)
+    }
   }
 }

@@ -148,7 +148,7 @@ public actor LocationService: AnnotationBatchHandler {
     // tick reaches the service without waking another thread of the pool.
     let executor = manager.executor
     tasks.append(
-      Task(executorPreference: executor) { [weak self] in
+      Task(executorPreference: executor.taskExecutor) { [weak self] in
         let clock = regions.clock
         var deadline = clock.now
         while !Task.isCancelled {
@@ -163,7 +163,7 @@ public actor LocationService: AnnotationBatchHandler {
           await self.checkStaleness()
         }
       })
-    let hub = Task(executorPreference: executor) { [weak self] in
+    let hub = Task(executorPreference: executor.taskExecutor) { [weak self] in
       for await event in events {
         guard let self else { return }
         await self.dispatch(event)
@@ -172,7 +172,7 @@ public actor LocationService: AnnotationBatchHandler {
     self.hub = hub
     tasks.append(hub)
     tasks.append(
-      Task(executorPreference: executor) { [weak self] in
+      Task(executorPreference: executor.taskExecutor) { [weak self] in
         for await change in mapEvents {
           guard let self else { return }
           await self.dispatch(change)
