@@ -17,6 +17,16 @@ private actor Probe {
     return pthread_self()
   }
 
+  /// Waits for `gate`, records the thread, ends the inline run, yields, and returns both threads:
+  /// the one before and the one that runs the rest.
+  func threadsAroundEnd(_ gate: Gate) async -> (before: pthread_t, after: pthread_t) {
+    await gate.wait()
+    let before = pthread_self()
+    ServiceExecutor.endInlineRun()
+    await Task.yield()
+    return (before, pthread_self())
+  }
+
   /// Counts the jobs inside this method at once (an atomic, so that a broken executor running
   /// two at a time is seen, not raced on) while doing some work; returns the most seen.
   func overlapping(_ counter: Inside) -> Int {
@@ -111,6 +121,19 @@ struct ServiceExecutorTests {
     let ranOn = await waiting.value
     #expect(ranOn == opener.thread, "the actor's job ran on the thread that resumed it")
     #expect(opener.ranBeforeReturn, "and had run when the resume returned")
+  }
+
+  @Test func endingTheInlineRunLeavesTheRestToTheQueue() async throws {
+    let executor = ServiceExecutor(label: "test.end")
+    let probe = Probe(executor)
+    let gate = Gate()
+    let recorded = Recorded()
+    let waiting = Task(executorPreference: executor.taskExecutor) { await probe.threadsAroundEnd(gate) }
+    await waitForWaiter(gate)
+    let opener = try await openFromThread(gate, inline: true, recorded: recorded)
+    let threads = await waiting.value
+    #expect(threads.before == opener.thread, "the job before the end ran on the receiver's thread")
+    #expect(threads.after != opener.thread, "what followed ran on a thread of the queue")
   }
 
   @Test func anOrdinaryThreadLeavesTheJobToTheQueue() async throws {

@@ -251,6 +251,13 @@ struct ListeningSocketTests {
     }
   }
 
+  @Test("a group name's control characters are escaped in the message, never written raw")
+  func groupNameIsShownEscaped() {
+    let message = ListenError.noSuchGroup("staff\tx\u{1B}[2J").description
+    #expect(message == #"group staff\u{9}x\u{1B}[2J does not exist: create it (groupadd staff\u{9}x\u{1B}[2J) or change --group"#)
+    #expect(!message.unicodeScalars.contains { $0.properties.generalCategory == .control })
+  }
+
   @Test("adopts a passed listening socket and serves on it; rejects a non-listening one")
   func adopt() async throws {
     let directory = try TemporaryDirectory()

@@ -62,18 +62,7 @@ public enum ConfigurationError: Error, Sendable, Hashable, CustomStringConvertib
 
   /// This error with every control character in its texts written as `\u{X}`.
   private var shown: ConfigurationError {
-    func shown(_ text: String) -> String {
-      guard text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return text }
-      var result = ""
-      for scalar in text.unicodeScalars {
-        if scalar.properties.generalCategory == .control {
-          result += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
-        } else {
-          result.unicodeScalars.append(scalar)
-        }
-      }
-      return result
-    }
+    func shown(_ text: String) -> String { TextRules.escapingControls(text) }
     switch self {
     case .unknownFlag(let flag): return .unknownFlag(shown(flag))
     case .missingValue(let flag): return .missingValue(shown(flag))

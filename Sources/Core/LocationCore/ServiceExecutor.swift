@@ -59,9 +59,21 @@ public final class ServiceExecutor: SerialExecutor, Sendable {
   /// thread); not for threads of the concurrency pool.
   public static func runningJobsInline<T>(_ body: () throws -> T) rethrows -> T {
     let thread = pthread_self()
-    Core.inlineThreads.withLock { $0[thread] = false }
+    Core.inlineThreads.withLock { $0[thread] = .idle }
     defer { _ = Core.inlineThreads.withLock { $0.removeValue(forKey: thread) } }
     return try body()
+  }
+
+  /// Ends the calling thread's inline run after the job that calls this: what that job and the
+  /// jobs after it enqueue is run by a round on the queue. The hub calls it once a fix's events
+  /// are written, so that the receiver's thread goes back to its source (and leaves the CPU to
+  /// the clients it just woke) while a thread of the pool takes the fix on to the regions and the
+  /// map. Does nothing on other threads.
+  public static func endInlineRun() {
+    let thread = pthread_self()
+    Core.inlineThreads.withLock { threads in
+      if threads[thread] == .running { threads[thread] = .ending }
+    }
   }
 
   /// Runs `job` after the jobs enqueued before it, isolated to this executor.
@@ -97,9 +109,18 @@ private final class Core: Sendable {
     var running = false
   }
 
-  /// Threads inside ``ServiceExecutor/runningJobsInline(_:)``, by `pthread_self()`: `true` while
-  /// that thread is running jobs (a job it runs that enqueues another only queues it).
-  static let inlineThreads = Mutex<[pthread_t: Bool]>([:])
+  /// What a thread inside ``ServiceExecutor/runningJobsInline(_:)`` is doing.
+  enum InlineState {
+    /// Not running jobs: a job it enqueues on an idle executor runs at once, on it.
+    case idle
+    /// Running jobs: a job it enqueues is queued, and run by it next.
+    case running
+    /// Running its last job (``ServiceExecutor/endInlineRun()``): what follows goes to the queue.
+    case ending
+  }
+
+  /// Threads inside ``ServiceExecutor/runningJobsInline(_:)``, by `pthread_self()`.
+  static let inlineThreads = Mutex<[pthread_t: InlineState]>([:])
 
   private let queue: DispatchQueue
   private let state = Mutex(State())
@@ -110,7 +131,6 @@ private final class Core: Sendable {
 
   func enqueue(_ job: UnownedJob, as kind: Kind) {
     let thread = pthread_self()
-    // nil: an ordinary thread; false: an inline thread not running jobs; true: one running them.
     let inline = Self.inlineThreads.withLock { $0[thread] }
     let startsRunning = state.withLock { state -> Bool in
       state.jobs.append(Queued(job: job, kind: kind, inlineThread: inline == nil ? nil : thread))
@@ -119,7 +139,7 @@ private final class Core: Sendable {
       return true
     }
     guard startsRunning else { return }
-    if inline == false {
+    if inline == .idle {
       runInline(on: thread)
     } else {
       handOn()
@@ -136,14 +156,16 @@ private final class Core: Sendable {
     handOn()
   }
 
-  /// The inline thread's run: its own jobs, in order, up to ``ServiceExecutor/roundSize``; the
-  /// first job that another thread enqueued, or the rest after the round, go to the queue.
+  /// The inline thread's run: its own jobs, in order, up to ``ServiceExecutor/roundSize`` or
+  /// until a job ends the run (``ServiceExecutor/endInlineRun()``); the first job that another
+  /// thread enqueued, or the rest, go to the queue.
   private func runInline(on thread: pthread_t) {
-    Self.inlineThreads.withLock { $0[thread] = true }
-    defer { Self.inlineThreads.withLock { $0[thread] = false } }
+    Self.inlineThreads.withLock { $0[thread] = .running }
+    defer { Self.inlineThreads.withLock { $0[thread] = .idle } }
     for _ in 0..<ServiceExecutor.roundSize {
       guard let next = take(onlyFrom: thread) else { return }
       run(next)
+      if Self.inlineThreads.withLock({ $0[thread] }) == .ending { break }
     }
     handOn()
   }

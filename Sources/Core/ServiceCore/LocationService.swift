@@ -491,8 +491,11 @@ public actor LocationService: AnnotationBatchHandler {
         }
       }
       if !watchers.isEmpty { broadcast(location) }
-      // The recorders' tasks are woken after the watchers' sockets are written.
+      // The recorders' tasks are woken after the watchers' sockets are written, and a receiver's
+      // thread that wrote them goes back to its source: the regions and the map take the fix on a
+      // thread of the pool.
       for recorder in fixRecorders { recorder.yield(location) }
+      ServiceExecutor.endInlineRun()
       // Its REGION events follow the fix's TPV.
       let outcome = await regions.update(with: location)
       if outcome.statesChanged || !outcome.transitions.isEmpty { await regionsChanged(outcome.transitions) }

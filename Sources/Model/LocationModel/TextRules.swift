@@ -23,6 +23,23 @@ public enum TextRules {
   /// signs, jamo or skin-tone modifiers, which draws one arbitrarily wide character, is refused.
   public static let maxScalarsPerCharacter = 10
 
+  /// `text` with every control character (Unicode general category Cc: tab, newline, escape,
+  /// DEL, C1) written as `\u{X}` (hexadecimal), for a message that quotes what a user gave: a
+  /// value can then neither break the message's line or the journal's, nor hide in it as a raw
+  /// tab.
+  public static func escapingControls(_ text: String) -> String {
+    guard text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return text }
+    var result = ""
+    for scalar in text.unicodeScalars {
+      if scalar.properties.generalCategory == .control {
+        result += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+      } else {
+        result.unicodeScalars.append(scalar)
+      }
+    }
+    return result
+  }
+
   /// Whether `scalar` is a combining mark that draws over or around its base (Unicode general
   /// category Mn or Me); spacing marks (Mc) take their own room and are not counted.
   public static func isCombiningMark(_ scalar: Unicode.Scalar) -> Bool {
