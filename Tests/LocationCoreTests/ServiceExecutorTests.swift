@@ -104,47 +104,45 @@ struct ServiceExecutorTests {
     while !gate.hasWaiter { await Task.yield() }
   }
 
-  @Test func aReceiverThreadRunsTheJobItResumesItself() async throws {
-    let executor = ServiceExecutor(label: "test.inline")
+  /// Starts `job` on a probe of a new executor, in a task that prefers the executor (as the
+  /// manager's consumer does, so that the gate's nonisolated wait resumes on it), opens the gate
+  /// from a new thread, inside `runningJobsInline` when `inline`, and returns the job's result
+  /// with what ``openFromThread(_:inline:recorded:)`` saw.
+  private func resumeFromThread<T: Sendable>(
+    inline: Bool, _ job: @escaping @Sendable (Probe, Gate, Recorded) async -> T
+  ) async throws -> (result: T, opener: (thread: pthread_t, ranBeforeReturn: Bool)) {
+    let executor = ServiceExecutor(label: "test.executor")
     let probe = Probe(executor)
     let gate = Gate()
     let recorded = Recorded()
-    // As the manager's consumer: the task prefers the executor, so the gate's nonisolated wait
-    // resumes on it.
-    let waiting = Task(executorPreference: executor.taskExecutor) {
+    let waiting = Task(executorPreference: executor.taskExecutor) { await job(probe, gate, recorded) }
+    await waitForWaiter(gate)
+    let opener = try await openFromThread(gate, inline: inline, recorded: recorded)
+    return (await waiting.value, opener)
+  }
+
+  @Test func aReceiverThreadRunsTheJobItResumesItself() async throws {
+    let (ranOn, opener) = try await resumeFromThread(inline: true) { probe, gate, recorded in
       let thread = await probe.threadAfter(gate)
       recorded.thread.withLock { $0 = thread }
       return thread
     }
-    await waitForWaiter(gate)
-    let opener = try await openFromThread(gate, inline: true, recorded: recorded)
-    let ranOn = await waiting.value
     #expect(ranOn == opener.thread, "the actor's job ran on the thread that resumed it")
     #expect(opener.ranBeforeReturn, "and had run when the resume returned")
   }
 
   @Test func endingTheInlineRunLeavesTheRestToTheQueue() async throws {
-    let executor = ServiceExecutor(label: "test.end")
-    let probe = Probe(executor)
-    let gate = Gate()
-    let recorded = Recorded()
-    let waiting = Task(executorPreference: executor.taskExecutor) { await probe.threadsAroundEnd(gate) }
-    await waitForWaiter(gate)
-    let opener = try await openFromThread(gate, inline: true, recorded: recorded)
-    let threads = await waiting.value
+    let (threads, opener) = try await resumeFromThread(inline: true) { probe, gate, _ in
+      await probe.threadsAroundEnd(gate)
+    }
     #expect(threads.before == opener.thread, "the job before the end ran on the receiver's thread")
     #expect(threads.after != opener.thread, "what followed ran on a thread of the queue")
   }
 
   @Test func anOrdinaryThreadLeavesTheJobToTheQueue() async throws {
-    let executor = ServiceExecutor(label: "test.queue")
-    let probe = Probe(executor)
-    let gate = Gate()
-    let recorded = Recorded()
-    let waiting = Task(executorPreference: executor.taskExecutor) { await probe.threadAfter(gate) }
-    await waitForWaiter(gate)
-    let opener = try await openFromThread(gate, inline: false, recorded: recorded)
-    let ranOn = await waiting.value
+    let (ranOn, opener) = try await resumeFromThread(inline: false) { probe, gate, _ in
+      await probe.threadAfter(gate)
+    }
     #expect(ranOn != opener.thread, "the actor's job ran on a thread of the queue")
   }
 
