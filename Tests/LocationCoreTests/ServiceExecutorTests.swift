@@ -100,8 +100,10 @@ struct ServiceExecutorTests {
     }
   }
 
-  private func waitForWaiter(_ gate: Gate) async {
-    while !gate.hasWaiter { await Task.yield() }
+  /// Waits until the probe's job waits at the gate and its executor has gone idle (the job that
+  /// stored the waiter may still be returning when the waiter is seen).
+  private func waitForWaiter(_ gate: Gate, _ executor: ServiceExecutor) async {
+    while !gate.hasWaiter || executor.isRunningJobs { await Task.yield() }
   }
 
   /// Starts `job` on a probe of a new executor, in a task that prefers the executor (as the
@@ -116,7 +118,7 @@ struct ServiceExecutorTests {
     let gate = Gate()
     let recorded = Recorded()
     let waiting = Task(executorPreference: executor.taskExecutor) { await job(probe, gate, recorded) }
-    await waitForWaiter(gate)
+    await waitForWaiter(gate, executor)
     let opener = try await openFromThread(gate, inline: inline, recorded: recorded)
     return (await waiting.value, opener)
   }

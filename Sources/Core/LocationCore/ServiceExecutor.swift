@@ -76,6 +76,10 @@ public final class ServiceExecutor: SerialExecutor, Sendable {
     }
   }
 
+  /// Whether a thread is running this executor's jobs now (for diagnostics and tests: a job
+  /// enqueued meanwhile waits for that thread rather than running inline).
+  public var isRunningJobs: Bool { core.isRunning }
+
   /// Runs `job` after the jobs enqueued before it, isolated to this executor.
   public func enqueue(_ job: consuming ExecutorJob) {
     core.enqueue(UnownedJob(job), as: .serial(asUnownedSerialExecutor()))
@@ -128,6 +132,8 @@ private final class Core: Sendable {
   init(label: String) {
     queue = DispatchQueue(label: label)
   }
+
+  var isRunning: Bool { state.withLock { $0.running } }
 
   func enqueue(_ job: UnownedJob, as kind: Kind) {
     let thread = pthread_self()
