@@ -316,6 +316,39 @@ struct NMEAStreamBackendTests {
     #expect(!after.contains { $0.hasPrefix("/dev/pts/") || $0 == "anon_inode:inotify" }, "\(after)")
   }
 
+  /// The device's link replaced in one step by a link to another receiver (a new link renamed
+  /// over the old one, as udev does): the rename is the only change in the directory, and the
+  /// backend opens the new device at once rather than waiting for another change.
+  @Test func aLinkReplacedInOneStepIsOpenedAtOnce() async throws {
+    let directory = try privateDirectory()
+    let first = try SimulatedReceiver(linkPath: directory + "/first", encoder: NMEAEncoder(version: .v4_11))
+    defer { first.stop() }
+    let second = try SimulatedReceiver(linkPath: directory + "/second", encoder: NMEAEncoder(version: .v4_11))
+    defer { second.stop() }
+    let link = directory + "/gps0"
+    let firstDevice = try FileManager.default.destinationOfSymbolicLink(atPath: directory + "/first")
+    let secondDevice = try FileManager.default.destinationOfSymbolicLink(atPath: directory + "/second")
+    try #require(symlink(firstDevice, link) == 0)
+    try first.start(rate: 10) { elapsed in TestRoute.fix(Int((elapsed * 10).rounded())) }
+    try second.start(rate: 10) { elapsed in TestRoute.fix(1000 + Int((elapsed * 10).rounded())) }
+    let backend = try NMEAStreamBackend(uri: "serial:" + link + "?baud=4800")
+    let events = StreamEvents(backend)
+    try await backend.start()
+    #expect(await events.wait { !$0.locations.isEmpty })
+    let before = events.all.count
+    try #require(symlink(secondDevice, link + ".new") == 0)
+    try #require(rename(link + ".new", link) == 0)
+    #expect(
+      await events.wait { events in
+        let after = events.all.dropFirst(before)
+        return after.contains { if case .status(.deviceRemoved, let detail) = $0.event { detail?.contains("node replaced by another device") == true } else { false } }
+          && after.contains { if case .status(.connected, _) = $0.event { true } else { false } }
+          && after.last.map { if case .location = $0.event { true } else { false } } == true
+      })
+    await backend.stop()
+    #expect(backend.statistics.opens == 2 && backend.statistics.losses == 1)
+  }
+
   /// A stream of binary data: reported with what was seen, not as silence.
   @Test func aStreamWithoutNMEAIsReportedWithWhatWasSeen() async throws {
     let peer = try TCPPeer()

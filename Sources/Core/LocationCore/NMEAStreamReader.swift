@@ -93,9 +93,10 @@ final class NMEAStreamReader: @unchecked Sendable {
           rate = found
           initial = bytes
         case .lost(let reason):
+          let replaced = Self.isReplaced(fd: fd, path: path)
           close(fd)
           lose(path: path, reason: reason)
-          waitForPath(thread, watch)
+          if !replaced { waitForPath(thread, watch) }
           continue
         case .stopped:
           close(fd)
@@ -112,11 +113,23 @@ final class NMEAStreamReader: @unchecked Sendable {
       )
       if !initial.isEmpty { consume(initial) }
       let reason = readStream(thread, fd: fd, watch: watch, path: path, idle: nil)
+      let replaced = Self.isReplaced(fd: fd, path: path)
       close(fd)
       guard let reason else { return }
       lose(path: path, reason: reason)
-      waitForPath(thread, watch)
+      if !replaced { waitForPath(thread, watch) }
     }
+  }
+
+  /// Whether `path` now names another device than the open `fd`: the link or node was replaced
+  /// in one step (a new link renamed over the old one, as udev and `ln -sfT` do), so there is
+  /// nothing to wait for and the path is opened at once. A path that is gone, or that still names
+  /// the same device (a hang-up), is waited for.
+  static func isReplaced(fd: Int32, path: String) -> Bool {
+    var open = stat()
+    var named = stat()
+    guard fstat(fd, &open) == 0, stat(path, &named) == 0 else { return false }
+    return open.st_rdev != named.st_rdev || open.st_ino != named.st_ino || open.st_dev != named.st_dev
   }
 
   private func lose(path: String, reason: String) {
@@ -171,7 +184,7 @@ final class NMEAStreamReader: @unchecked Sendable {
           if ready.count > 1, ready[1].any, let watch, watch.takeChanges(),
             !Self.stillPresent(fd: fd, path: path)
           {
-            return .lost("node removed")
+            return .lost(Self.lossOfNode(path))
           }
           guard let first = ready.first, first.any else { continue }
           let count: Int
@@ -201,6 +214,12 @@ final class NMEAStreamReader: @unchecked Sendable {
   }
 
   /// Whether `path` still names the device open on `fd`.
+  /// Why the open device no longer is `path`'s: its node was removed, or replaced by another.
+  static func lossOfNode(_ path: String) -> String {
+    var named = stat()
+    return stat(path, &named) == 0 ? "node replaced by another device" : "node removed"
+  }
+
   static func stillPresent(fd: Int32, path: String) -> Bool {
     var open = stat()
     var named = stat()
@@ -354,7 +373,7 @@ final class NMEAStreamReader: @unchecked Sendable {
       if ready.count > 1, ready[1].any, let watch, watch.takeChanges(), let path,
         !Self.stillPresent(fd: fd, path: path)
       {
-        return "node removed"
+        return Self.lossOfNode(path)
       }
       if let first = ready.first, first.any {
         let count: Int
