@@ -126,10 +126,13 @@ final class NMEAStreamReader: @unchecked Sendable {
   /// nothing to wait for and the path is opened at once. A path that is gone, or that still names
   /// the same device (a hang-up), is waited for.
   static func isReplaced(fd: Int32, path: String) -> Bool {
-    var open = stat()
+    namesANode(path) && !stillPresent(fd: fd, path: path)
+  }
+
+  /// Whether `path` names a node now (following links).
+  static func namesANode(_ path: String) -> Bool {
     var named = stat()
-    guard fstat(fd, &open) == 0, stat(path, &named) == 0 else { return false }
-    return open.st_rdev != named.st_rdev || open.st_ino != named.st_ino || open.st_dev != named.st_dev
+    return stat(path, &named) == 0
   }
 
   private func lose(path: String, reason: String) {
@@ -216,8 +219,7 @@ final class NMEAStreamReader: @unchecked Sendable {
   /// Whether `path` still names the device open on `fd`.
   /// Why the open device no longer is `path`'s: its node was removed, or replaced by another.
   static func lossOfNode(_ path: String) -> String {
-    var named = stat()
-    return stat(path, &named) == 0 ? "node replaced by another device" : "node removed"
+    namesANode(path) ? "node replaced by another device" : "node removed"
   }
 
   static func stillPresent(fd: Int32, path: String) -> Bool {
