@@ -118,7 +118,13 @@ struct SimulateCommandTests {
     #expect(Self.skyMatchesTheModel(sky: ["pdop": pdop + 1, "uSat": usedCount + 1], satellites: asGPSD, tpv: tpv) == false)
   }
 
-  @Test func gpsdDecodesTheSimulatedHardwareLikeAReceiver() async throws {
+  /// Times of day for the simulated sky, fixed so that a run never depends on the hour it starts:
+  /// the first is in a window where gpsd's PDOP satellite (`gpsdPDOPSatellite`) is in view and
+  /// unused.
+  static let skyTimes = ["2026-12-01T03:00:00Z", "2026-12-01T11:20:00Z", "2026-12-01T19:40:00Z"]
+
+  @Test(arguments: skyTimes)
+  func gpsdDecodesTheSimulatedHardwareLikeAReceiver(time: String) async throws {
     let link =
       NSTemporaryDirectory() + "locationd-simulate-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
     let simulator = Process()
@@ -128,7 +134,7 @@ struct SimulateCommandTests {
     // unused): what gpsd reports can then be compared with the sky model exactly.
     simulator.arguments = [
       "simulate", "--pty", link, "--rate", "10", "--talker", "GN", "--zda", "--backend",
-      "simulate?rate=10&noise=0&systems=gps,glonass",
+      "simulate?rate=10&noise=0&systems=gps,glonass&time=\(time)",
     ]
     let errors = Pipe()
     simulator.standardError = errors
