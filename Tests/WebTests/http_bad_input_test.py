@@ -118,6 +118,12 @@ class BadInputTests(unittest.TestCase):
         self.assertError(self.request("GET", "/leaflet/../../../etc/passwd"), 404, "notFound")
         self.assertError(self.request("GET", "/leaflet/.hidden"), 404, "notFound")
         self.assertError(self.request("GET", "/leaflet/images/../../../../etc/passwd"), 404, "notFound")
+        # A percent-encoded NUL is not decoded (it would end the path early: "/%00" read as "/");
+        # other escapes are, so "/%69ndex.html" is the page.
+        for path in ("/%00", "/%00index.html", "/map.js%00", "/leaflet/leaflet.js%00.png", "/events%00"):
+            self.assertError(self.request("GET", path), 404, "notFound")
+        status, _ = self.request("GET", "/%69ndex.html")
+        self.assertEqual(status, 200)
         for method in ("PUT", "DELETE", "PATCH", "OPTIONS", "BREW"):
             result = self.request(method, "/api", b"{}")
             self.assertError(result, 405, "methodNotAllowed")

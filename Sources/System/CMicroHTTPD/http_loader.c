@@ -427,6 +427,35 @@ static int early_refusal(locationd_http_server *s, struct MHD_Connection *connec
   return result == MHD_YES ? 1 : -1;
 }
 
+static int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/* Percent-decoding of the path and of query values (RFC 3986 2.1), in place, as microhttpd's own
+ * except that "%00" stays as written: a decoded NUL would end the C string the handler reads, so
+ * "/%00anything" would be taken for "/". Returns the new length. */
+static size_t unescape_keeping_nul(void *cls, struct MHD_Connection *connection, char *text) {
+  (void)cls;
+  (void)connection;
+  size_t read = 0, written = 0;
+  while (text[read] != 0) {
+    if (text[read] == '%' && text[read + 1] != 0 && text[read + 2] != 0) {
+      int high = hex_value(text[read + 1]), low = hex_value(text[read + 2]);
+      if (high >= 0 && low >= 0 && (high | low) != 0) {
+        text[written++] = (char)(high * 16 + low);
+        read += 3;
+        continue;
+      }
+    }
+    text[written++] = text[read++];
+  }
+  text[written] = 0;
+  return written;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *connection, const char *url, const char *method,
                               const char *version, const char *upload_data, size_t *upload_data_size,
                               void **con_cls) {
@@ -636,7 +665,8 @@ locationd_http_server *locationd_http_start(const char *address, uint16_t port, 
   s->daemon = p_start_daemon(flags, 0, NULL, NULL, handle, s, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
                              MHD_OPTION_CONNECTION_LIMIT, connection_limit, MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds,
                              MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024), MHD_OPTION_NOTIFY_COMPLETED,
-                             completed, s, MHD_OPTION_NOTIFY_CONNECTION, notify_connection, s, MHD_OPTION_END);
+                             completed, s, MHD_OPTION_NOTIFY_CONNECTION, notify_connection, s,
+                             MHD_OPTION_UNESCAPE_CALLBACK, unescape_keeping_nul, NULL, MHD_OPTION_END);
   if (s->daemon == NULL) {
     close(fd);
     pthread_mutex_destroy(&s->lock);
