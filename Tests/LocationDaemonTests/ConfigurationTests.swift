@@ -6,6 +6,7 @@ import Testing
 @testable import SocketFrontEnd
 @testable import LocationDaemon
 import LocationModel
+import SystemIO
 
 @Suite("Configuration")
 struct ConfigurationTests {
@@ -207,6 +208,38 @@ struct ConfigurationTests {
       }
     }
     #expect((try? Configuration.parse(arguments: ["--socket", "/tmp/l.sock", "--nmea-socket", "/tmp/n.sock"])) != nil)
+  }
+
+  @Test("a value from the config file that cannot be used is reported at its file and line, with the flag's exit status")
+  func fileValueErrorsNameTheLine() {
+    let readFile = files([
+      "/values": "# locationd\nbackend = simulate\nmax-clients = many\n",
+      "/broker": "group = \"\"\nmqtt-qos = 1\n",
+      "/qos": "mqtt = mqtt://broker\n\nmqtt-qos = 7\n",
+      "/log": "backend = replay:/no/such/drive.nmea\n",
+    ])
+    let cases: [(String, String, ExitCode)] = [
+      ("/values", "/values:3: invalid max-clients \"many\"", .configuration),
+      ("/broker", "/broker:2: invalid mqtt-qos \"1\": needs a broker", .configuration),
+      ("/qos", "/qos:3: invalid mqtt-qos \"7\"", .configuration),
+      ("/log", "/log:1: backend \"replay:/no/such/drive.nmea\"", .noInput),
+    ]
+    for (path, prefix, status) in cases {
+      do {
+        _ = try Configuration.parse(arguments: ["--config", path], readFile: readFile)
+        Issue.record("accepted \(path)")
+      } catch {
+        #expect(error.description.hasPrefix(prefix), "\(error.description)")
+        #expect(error.exitCode == status, "\(path): \(error.exitCode)")
+      }
+    }
+    // The same value given as a flag is reported without a place.
+    do {
+      _ = try Configuration.parse(arguments: ["--max-clients", "many"])
+      Issue.record("accepted --max-clients many")
+    } catch {
+      #expect(error.description.hasPrefix("invalid max-clients \"many\""), "\(error.description)")
+    }
   }
 
   @Test("a key set twice in a file is refused, naming both lines")

@@ -32,6 +32,9 @@ public enum ConfigurationError: Error, Sendable, Hashable, CustomStringConvertib
   case missingInput(String, reason: String)
   /// The backend needs a library that cannot be loaded.
   case unavailable(String, reason: String)
+  /// A value given in a config file could not be used: `error` is what the same value given as
+  /// a flag would be, `line` (from 1) the line of `file` that set it.
+  indirect case inFile(file: String, line: Int, ConfigurationError)
 
   /// A message that says what to do; control characters in what the user gave are shown as
   /// `\u{A}`, so that a value cannot break the message's line or the journal's.
@@ -57,6 +60,8 @@ public enum ConfigurationError: Error, Sendable, Hashable, CustomStringConvertib
       return "backend \"\(uri)\": \(reason)"
     case .unavailable(let uri, let reason):
       return "backend \"\(uri)\": \(reason)"
+    case .inFile(let file, let line, let error):
+      return "\(file):\(line): \(error.description)"
     }
   }
 
@@ -75,6 +80,8 @@ public enum ConfigurationError: Error, Sendable, Hashable, CustomStringConvertib
     case .invalidLine(let file, let line, let reason): return .invalidLine(file: shown(file), line: line, reason: shown(reason))
     case .missingInput(let uri, let reason): return .missingInput(shown(uri), reason: shown(reason))
     case .unavailable(let uri, let reason): return .unavailable(shown(uri), reason: shown(reason))
+    // The inner error escapes its own texts when it is described.
+    case .inFile(let file, let line, let error): return .inFile(file: shown(file), line: line, error)
     }
   }
 }
@@ -221,31 +228,44 @@ public struct Configuration: Sendable, Hashable {
   }
 
   private mutating func apply(flags: [String: String], readFile: (String) throws -> String) throws(ConfigurationError) {
-    var mqttEntries: [(String, String)] = []
+    // Each entry with where it was given: a value from the config file that cannot be used is
+    // reported at its file and line.
+    var mqttEntries: [(key: String, value: String, line: Int?)] = []
+    var configPath = ""
     if let path = flags["config"] {
       try Self.settingsByKey["config"]?.apply(&self, path)
+      configPath = path
       let text: String
       do { text = try readFile(path) } catch { throw .unreadableFile(path, reason: "\(error)") }
-      for (key, value) in try Self.parseFile(text, path: path) {
-        if MQTTSettings.keys.contains(key) { mqttEntries.append((key, value)) } else { try set(key, value) }
+      for entry in try Self.parseFileLines(text, path: path) {
+        if MQTTSettings.keys.contains(entry.key) {
+          mqttEntries.append((entry.key, entry.value, entry.line))
+        } else {
+          do { try set(entry.key, entry.value) } catch { throw .inFile(file: path, line: entry.line, error) }
+        }
       }
     }
     for (key, value) in flags where key != "config" {
-      if MQTTSettings.keys.contains(key) { mqttEntries.append((key, value)) } else { try set(key, value) }
+      if MQTTSettings.keys.contains(key) { mqttEntries.append((key, value, nil)) } else { try set(key, value) }
+    }
+    func setting(_ entry: (key: String, value: String, line: Int?)) throws(ConfigurationError) {
+      guard let line = entry.line else { return try set(entry.key, entry.value) }
+      do { try set(entry.key, entry.value) } catch { throw .inFile(file: configPath, line: line, error) }
     }
     // Without a broker every other mqtt-* key is an error: name the first one given (file order,
     // then the flags by name, so the message does not depend on dictionary order) and the key
     // that is missing.
-    if mqtt == nil, !mqttEntries.isEmpty, !mqttEntries.contains(where: { $0.0 == "mqtt" }) {
-      let fileEntries = mqttEntries.count - flags.keys.filter { MQTTSettings.keys.contains($0) }.count
-      let first = fileEntries > 0 ? mqttEntries[0] : mqttEntries.min { $0.0 < $1.0 } ?? mqttEntries[0]
-      throw .invalidValue(
-        key: first.0, value: first.1,
+    if mqtt == nil, !mqttEntries.isEmpty, !mqttEntries.contains(where: { $0.key == "mqtt" }) {
+      let first = mqttEntries.first { $0.line != nil } ?? mqttEntries.min { $0.key < $1.key } ?? mqttEntries[0]
+      let error = ConfigurationError.invalidValue(
+        key: first.key, value: first.value,
         reason: "needs a broker: give --mqtt mqtt[s]://HOST[:PORT] (mqtt = ... in a config file)")
+      if let line = first.line { throw .inFile(file: configPath, line: line, error) }
+      throw error
     }
     // The broker first (it creates the MQTT settings), then the rest in file-then-flag order.
-    for (key, value) in mqttEntries.filter({ $0.0 == "mqtt" }) + mqttEntries.filter({ $0.0 != "mqtt" }) {
-      try set(key, value)
+    for entry in mqttEntries.filter({ $0.key == "mqtt" }) + mqttEntries.filter({ $0.key != "mqtt" }) {
+      try setting(entry)
     }
     // libmosquitto has no default CA store: an mqtts broker without a CA file can never connect,
     // a configuration error at start rather than a failure logged after it.
@@ -372,7 +392,14 @@ public struct Configuration: Sendable, Hashable {
   /// A key given twice is refused (naming both lines): with "the last one wins", a stale line
   /// left above a new one would silently decide nothing, or decide what the reader did not see.
   public static func parseFile(_ text: String, path: String) throws(ConfigurationError) -> [(String, String)] {
-    var result: [(String, String)] = []
+    try parseFileLines(text, path: path).map { ($0.key, $0.value) }
+  }
+
+  /// ``parseFile(_:path:)`` with the line (from 1) of each entry.
+  static func parseFileLines(_ text: String, path: String) throws(ConfigurationError)
+    -> [(key: String, value: String, line: Int)]
+  {
+    var result: [(key: String, value: String, line: Int)] = []
     var lineOfKey: [String: Int] = [:]
     // A byte-order mark some editors write is not part of the first key.
     let text = text.hasPrefix("\u{FEFF}") ? String(text.dropFirst()) : text
@@ -414,7 +441,7 @@ public struct Configuration: Sendable, Hashable {
           file: path, line: number + 1, reason: "\(key) is set again (first on line \(first)): give each key once")
       }
       lineOfKey[key] = number + 1
-      result.append((key, value))
+      result.append((key, value, number + 1))
     }
     return result
   }

@@ -30,6 +30,7 @@ extension ConfigurationError {
     case .unreadableFile, .missingInput: return .noInput
     case .unavailable: return .unavailable
     case .invalidValue, .invalidBackend, .invalidLine: return .configuration
+    case .inFile(_, _, let error): return error.exitCode
     }
   }
 }
