@@ -469,12 +469,15 @@ public actor LocationService: AnnotationBatchHandler {
 
   // MARK: - Hub
 
+  /// Hands `location` to every fix recorder (the track store), shutting down or not.
+  private func record(_ location: Location) {
+    for recorder in fixRecorders { recorder.yield(location) }
+  }
+
   private func dispatch(_ event: ManagerEvent) async {
     // After SHUTDOWN the watchers, the map and the regions hear nothing more.
     if draining {
-      if case .location(let location, _) = event {
-        for recorder in fixRecorders { recorder.yield(location) }
-      }
+      if case .location(let location, _) = event { record(location) }
       return
     }
     switch event {
@@ -494,7 +497,7 @@ public actor LocationService: AnnotationBatchHandler {
       // The recorders' tasks are woken after the watchers' sockets are written, and a receiver's
       // thread that wrote them goes back to its source: the regions and the map take the fix on a
       // thread of the pool.
-      for recorder in fixRecorders { recorder.yield(location) }
+      record(location)
       ServiceExecutor.endInlineRun()
       // Its REGION events follow the fix's TPV.
       let outcome = await regions.update(with: location)
@@ -521,21 +524,6 @@ public actor LocationService: AnnotationBatchHandler {
     case .error(let message):
       broadcastToWatchers(.warning(message))
     }
-  }
-
-  /// Seconds since the current location arrived (monotonic), `nil` without a current location.
-  func currentAge() async -> Double? {
-    guard let instant = lastFixInstant, await manager.currentLocation != nil else { return nil }
-    let elapsed = regions.clock.now - instant
-    return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-  }
-
-  /// Tells the watchers once when the current location becomes stale (``StaleLimit``).
-  func checkStaleness() async {
-    guard !staleReported, let age = await currentAge(), age > StaleLimit.seconds else { return }
-    staleReported = true
-    Log.event("fixStale", ["ageSeconds": String((age * 10).rounded() / 10)])
-    broadcastToWatchers(.stale(true, age: age))
   }
 
   /// Sends a location to every watcher whose filter accepts it, encoded once, with the typed
