@@ -145,6 +145,22 @@ class BadInputTests(unittest.TestCase):
         self.assertIn(status, (None, 400, 505))
         self.assertStillServing()
 
+    def test_a_client_that_shuts_down_its_sending_side_is_still_answered(self):
+        # exchange() half-closes once the request is sent (legal in HTTP/1.1). Requests answered
+        # later (/api, /map.geojson) were closed unanswered when another connection was open: on
+        # resuming, libmicrohttpd read the client's end before it wrote the answer.
+        idle = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+        try:
+            time.sleep(0.2)
+            for _ in range(10):
+                status, response = self.api(b'{"cmd":"map"}')
+                self.assertEqual(status, 200, response[:300])
+                status, response = self.request("GET", "/map.geojson")
+                self.assertEqual(status, 200, response[:300])
+        finally:
+            idle.close()
+        self.assertStillServing()
+
     def stream_ids(self, headers, count=3):
         """Opens /events with extra header lines and returns the first `count` event ids."""
         lines = ["GET /events HTTP/1.1", "Host: 127.0.0.1:%d" % self.port, "Authorization: Bearer " + self.token]

@@ -554,7 +554,15 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *connection, cons
   s->on_request(s->context, x, &request);
 
   pthread_mutex_lock(&x->lock);
-  return queue_or_suspend(x, connection);
+  if (x->response) return queue_or_suspend(x, connection);
+  /* The answer comes later. Not suspended yet: MHD does not record a suspended connection's
+   * state, so it would still be marked as reading the request, and on resuming MHD reads before
+   * it writes; a client that has shut down its sending side (legal once the request is sent)
+   * then reads as gone and the connection is closed unanswered. Returned without an answer, MHD
+   * marks the connection as waiting for the application and calls again on its next turn, where
+   * the branch above for `dispatched` suspends it (or queues the answer if it came meanwhile). */
+  pthread_mutex_unlock(&x->lock);
+  return MHD_YES;
 }
 
 static void completed(void *cls, struct MHD_Connection *connection, void **con_cls,
