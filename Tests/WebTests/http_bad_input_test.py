@@ -249,6 +249,20 @@ class BadInputTests(unittest.TestCase):
         status, _ = exchange(self.port, ("GET /map.geojson HTTP/1.1\r\nHost: %s\r\n%s\r\n" % (host, auth)).encode())
         self.assertEqual(status, 200)
 
+    def test_content_length_with_transfer_encoding_is_refused_and_the_connection_closed(self):
+        # A request hidden in a chunked body that a proxy in front would have measured by its
+        # Content-Length (request smuggling): one answer, 400, and the connection is closed.
+        hidden = b"GET /map.geojson HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % self.port
+        body = b"0\r\n\r\n" + hidden
+        data = (b"POST /api HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAuthorization: Bearer %s\r\n"
+                b"Content-Type: application/json\r\nContent-Length: %d\r\nTransfer-Encoding: chunked\r\n\r\n"
+                % (self.port, self.token.encode(), len(body))) + body
+        status, response = exchange(self.port, data)
+        self.assertEqual(status, 400, response[:300])
+        self.assertIn(b"Content-Length and Transfer-Encoding", response)
+        self.assertEqual(response.count(b"HTTP/1.1 "), 1, response[:600])
+        self.assertStillServing()
+
     def test_expect_continue_with_a_large_body_is_refused_before_continue(self):
         with socket.create_connection(("127.0.0.1", self.port), timeout=10) as connection:
             connection.sendall(("POST /api HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"

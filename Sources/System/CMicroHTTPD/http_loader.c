@@ -395,12 +395,36 @@ static void *reap(void *cls) {
   return NULL;
 }
 
-/* A client that waits for "100 Continue" before sending a body larger than the limit is
- * answered 413 at once, from the headers alone: MHD sends no 100 Continue once a response is
- * queued, so the body is never asked for. Returns 1 when answered, 0 to go on, -1 on failure. */
+/* Queues a JSON error answer from the headers alone, and closes the connection after it.
+ * Returns 1 when queued, -1 on failure. */
+static int refuse_early(struct MHD_Connection *connection, unsigned status, const char *body, size_t length) {
+  struct MHD_Response *response = p_from_buffer(length, (void *)body, MHD_RESPMEM_MUST_COPY);
+  if (response == NULL) return -1;
+  p_add_header(response, "Content-Type", "application/json");
+  p_add_header(response, "Cache-Control", "no-store");
+  p_add_header(response, "X-Content-Type-Options", "nosniff");
+  p_add_header(response, "Connection", "close");
+  enum MHD_Result result = p_queue(connection, status, response);
+  p_destroy(response);
+  return result == MHD_YES ? 1 : -1;
+}
+
+/* Refusals decided from the headers alone, before any body is read. Returns 1 when answered, 0
+ * to go on, -1 on failure.
+ * - Both Content-Length and Transfer-Encoding: which one a proxy in front used to find the end of
+ *   the body is unknown, so what follows could be a request smuggled inside it; refused, and the
+ *   connection closed after the answer (RFC 9112 6.1: it must be closed either way).
+ * - A client that waits for "100 Continue" before sending a body larger than the limit is
+ *   answered 413 at once: MHD sends no 100 Continue once a response is queued, so the body is
+ *   never asked for. */
 static int early_refusal(locationd_http_server *s, struct MHD_Connection *connection) {
-  const char *expect = p_lookup(connection, MHD_HEADER_KIND, "Expect");
   const char *length = p_lookup(connection, MHD_HEADER_KIND, "Content-Length");
+  if (length != NULL && p_lookup(connection, MHD_HEADER_KIND, "Transfer-Encoding") != NULL) {
+    static const char body[] = "{\"class\":\"ERROR\",\"code\":\"badRequest\",\"message\":\"the request has both "
+                               "Content-Length and Transfer-Encoding: send one of them\"}";
+    return refuse_early(connection, 400, body, sizeof body - 1);
+  }
+  const char *expect = p_lookup(connection, MHD_HEADER_KIND, "Expect");
   if (expect == NULL || strcasecmp(expect, "100-continue") != 0 || length == NULL) return 0;
   unsigned long long declared = 0;
   int digits = 0;
@@ -416,15 +440,7 @@ static int early_refusal(locationd_http_server *s, struct MHD_Connection *connec
                          "larger than %zu bytes\"}",
                          s->max_body);
   if (written < 0 || (size_t)written >= sizeof body) return -1;
-  struct MHD_Response *response = p_from_buffer((size_t)written, body, MHD_RESPMEM_MUST_COPY);
-  if (response == NULL) return -1;
-  p_add_header(response, "Content-Type", "application/json");
-  p_add_header(response, "Cache-Control", "no-store");
-  p_add_header(response, "X-Content-Type-Options", "nosniff");
-  p_add_header(response, "Connection", "close");
-  enum MHD_Result result = p_queue(connection, 413, response);
-  p_destroy(response);
-  return result == MHD_YES ? 1 : -1;
+  return refuse_early(connection, 413, body, (size_t)written);
 }
 
 static int hex_value(char c) {
