@@ -453,6 +453,38 @@ extension EndToEnd {
       #expect(help.stdout.contains("must exist).\n\nexit status:"), "\(help.stdout)")
       for code in ExitCodeTable.codes { #expect(help.stdout.contains("\n  \(code)  "), "\(code)") }
     }
+
+    @Test("a setting from the config file that stops locationd at start is named at its file and line; a flag wins")
+    func startFailuresNameTheConfigLine() async throws {
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      let file = scratch.file("regular")
+      #expect(FileManager.default.createFile(atPath: file, contents: Data("x".utf8)))
+      let config = scratch.file("locationd.conf")
+      let socket = "socket = \(scratch.file("l.sock"))\n"
+      let state = "state-dir = \(scratch.file("state"))\n"
+      let cases: [(file: String, status: Int32, says: String)] = [
+        ("# start\n" + socket + "state-dir = \(file)\n", 78, "\(config):3: state-dir \(file) cannot be used"),
+        (socket + state + "group = no-such-group-xyz\n", 78, "\(config):3: group no-such-group-xyz does not exist"),
+        (state + "group = \"\"\nsocket = \(file)\n", 78, "\(config):3: \(file) exists and is not a socket"),
+        (socket + state + "group = \"\"\nnmea-socket = \(scratch.file("l.sock"))\n", 78, "\(config):4: invalid nmea-socket"),
+        (socket + state + "group = \"\"\nmqtt = mqtts://127.0.0.1\n", 78, "\(config):4: invalid mqtt"),
+        (
+          socket + state + "group = \"\"\nmqtt = mqtt://127.0.0.1\nmqtt-credentials = /nonexistent/mqtt\n", 66,
+          "\(config):5: invalid mqtt-credentials"
+        ),
+      ]
+      for (text, status, says) in cases {
+        #expect(FileManager.default.createFile(atPath: config, contents: Data(text.utf8)))
+        let run = try await run(["--config", config, "--backend", "simulate"])
+        #expect(run.status == status, "\(text): \(run.status) \(run.stderr)")
+        #expect(run.stderr.contains(says), "\(text): \(run.stderr)")
+      }
+      // The flag's value is the one in effect, and the message names the flag.
+      #expect(FileManager.default.createFile(atPath: config, contents: Data((socket + "state-dir = /tmp\n").utf8)))
+      let flagged = try await run(["--config", config, "--state-dir", file, "--group", ""])
+      #expect(flagged.status == 78 && flagged.stderr.contains("--state-dir \(file) cannot be used"), "\(flagged.stderr)")
+    }
   }
 }
 

@@ -173,6 +173,24 @@ public struct Configuration: Sendable, Hashable {
   /// The command-line flags seen by ``parse(arguments:readFile:)``, kept for ``reloaded(readFile:)``.
   public private(set) var flags: [String: String] = [:]
 
+  /// The line (from 1) of the config file that set each key whose value is in effect (a flag for
+  /// the same key wins and takes it out).
+  private var fileLines: [String: Int] = [:]
+
+  /// How a message names the setting `key` (`"state-dir"`): `--state-dir` when a flag or the
+  /// default gave its value, `FILE:LINE: state-dir` when the config file did, so that the user
+  /// knows where to change it.
+  public func named(_ key: String) -> String {
+    place(of: key).map { "\($0): \(key)" } ?? "--" + key
+  }
+
+  /// `FILE:LINE` of the config file line that set `key`, or `nil` when a flag or the default gave
+  /// its value.
+  public func place(of key: String) -> String? {
+    guard let line = fileLines[key], let path = flags["config"] else { return nil }
+    return "\(TextRules.escapingControls(path)):\(line)"
+  }
+
   /// Parses command-line arguments (without the program name), reading `--config` when given.
   ///
   /// - Parameters:
@@ -232,12 +250,14 @@ public struct Configuration: Sendable, Hashable {
     // reported at its file and line.
     var mqttEntries: [(key: String, value: String, line: Int?)] = []
     var configPath = ""
+    var fileLines: [String: Int] = [:]
     if let path = flags["config"] {
       try Self.settingsByKey["config"]?.apply(&self, path)
       configPath = path
       let text: String
       do { text = try readFile(path) } catch { throw .unreadableFile(path, reason: "\(error)") }
       for entry in try Self.parseFileLines(text, path: path) {
+        fileLines[entry.key] = entry.line
         if MQTTSettings.keys.contains(entry.key) {
           mqttEntries.append((entry.key, entry.value, entry.line))
         } else {
@@ -247,6 +267,12 @@ public struct Configuration: Sendable, Hashable {
     }
     for (key, value) in flags where key != "config" {
       if MQTTSettings.keys.contains(key) { mqttEntries.append((key, value, nil)) } else { try set(key, value) }
+    }
+    self.fileLines = fileLines.filter { flags[$0.key] == nil }
+    // An error about the value in effect for `key`: at its line when the file gave it (a flag wins).
+    func placed(_ error: ConfigurationError, key: String) -> ConfigurationError {
+      guard flags[key] == nil, let line = fileLines[key] else { return error }
+      return .inFile(file: configPath, line: line, error)
     }
     func setting(_ entry: (key: String, value: String, line: Int?)) throws(ConfigurationError) {
       guard let line = entry.line else { return try set(entry.key, entry.value) }
@@ -270,14 +296,18 @@ public struct Configuration: Sendable, Hashable {
     // libmosquitto has no default CA store: an mqtts broker without a CA file can never connect,
     // a configuration error at start rather than a failure logged after it.
     if let mqtt, mqtt.broker.tls, mqtt.caFile == nil {
-      throw .invalidValue(
-        key: "mqtt", value: mqtt.broker.description,
-        reason: "mqtts needs the CA certificates of the broker: give mqtt-ca-file = PATH (--mqtt-ca-file PATH)")
+      throw placed(
+        .invalidValue(
+          key: "mqtt", value: mqtt.broker.description,
+          reason: "mqtts needs the CA certificates of the broker: give mqtt-ca-file = PATH (--mqtt-ca-file PATH)"),
+        key: "mqtt")
     }
     // One socket path for two servers: the second would find the first listening there.
     if let nmea = nmeaSocketPath, Self.samePath(nmea, socketPath) {
-      throw .invalidValue(
-        key: "nmea-socket", value: nmea, reason: "it is the --socket path too: give the NMEA feed a socket of its own")
+      throw placed(
+        .invalidValue(
+          key: "nmea-socket", value: nmea, reason: "it is the --socket path too: give the NMEA feed a socket of its own"),
+        key: "nmea-socket")
     }
   }
 

@@ -59,7 +59,8 @@ public enum Daemon {
     // checked when the MQTT front-end starts (78).
     if let path = configuration.mqtt?.credentialsFile, access(path, R_OK) != 0 {
       writeStandardError(
-        "locationd: invalid mqtt-credentials \"\(path)\": cannot read it: \(String(cString: strerror(errno)))\n")
+        "locationd: " + (configuration.place(of: "mqtt-credentials").map { "\($0): " } ?? "")
+          + "invalid mqtt-credentials \"\(path)\": cannot read it: \(String(cString: strerror(errno)))\n")
       return ExitCode.noInput.rawValue
     }
 
@@ -107,7 +108,7 @@ public enum Daemon {
     }
     if let (reason, code, hint) = stateProblem {
       writeStandardError(
-        "locationd: --state-dir \(configuration.stateDirectory) cannot be used (\(reason))"
+        "locationd: \(configuration.named("state-dir")) \(configuration.stateDirectory) cannot be used (\(reason))"
           + (hint.map { ": " + $0 } ?? "") + "\n")
       return code.rawValue
     }
@@ -118,7 +119,8 @@ public enum Daemon {
     do {
       stateLock = try DirectoryLock(directory: configuration.stateDirectory)
     } catch {
-      writeStandardError("locationd: --state-dir \(configuration.stateDirectory) cannot be used: \(error)\n")
+      writeStandardError(
+        "locationd: \(configuration.named("state-dir")) \(configuration.stateDirectory) cannot be used: \(error)\n")
       return ExitCode.cannotCreate.rawValue
     }
     // Saves run on their own threads: a reply waits at most 50 ms for its change's save, so a
@@ -139,7 +141,7 @@ public enum Daemon {
       let (ancestor, reason) = SecurePath.unsafeAncestor(of: String(configuration.socketPath[..<slash]))
     {
       writeStandardError(
-        "locationd: --socket \(configuration.socketPath) cannot be used: \(ancestor) is \(reason)\n")
+        "locationd: \(configuration.named("socket")) \(configuration.socketPath) cannot be used: \(ancestor) is \(reason)\n")
       return ExitCode.configuration.rawValue
     }
     let socket: ListeningSocket
@@ -147,7 +149,10 @@ public enum Daemon {
       socket = try ListeningSocket.open(
         path: configuration.socketPath, group: configuration.group, environment: environment)
     } catch {
-      writeStandardError("locationd: \(error)\n")
+      // At the config file line of the setting it is about, when the file gave it.
+      let key: String
+      if case .noSuchGroup = error { key = "group" } else { key = "socket" }
+      writeStandardError("locationd: " + (configuration.place(of: key).map { "\($0): " } ?? "") + "\(error)\n")
       return error.exitCode.rawValue
     }
     let server = SocketServer(
@@ -228,7 +233,8 @@ public enum Daemon {
         let reloaded = try state.configuration.reloaded()
         // Refused as at start: a group that does not exist would shut every member out.
         if let group = reloaded.group, !group.isEmpty, GroupDatabase.groupID(named: group) == nil {
-          throw ListenError.noSuchGroup(group)
+          throw ReloadError(
+            message: (reloaded.place(of: "group").map { "\($0): " } ?? "") + "\(ListenError.noSuchGroup(group))")
         }
         state.configuration = reloaded
         // Each part applies what it can at once: the service core decides every client again
@@ -421,4 +427,10 @@ public enum ProcessInfoEnvironment {
     }
     return result
   }
+}
+
+/// Why a reload is refused, said as in the log's `reloadFailed` line.
+struct ReloadError: Error, CustomStringConvertible {
+  var message: String
+  var description: String { message }
 }

@@ -134,7 +134,7 @@ enum DaemonServices {
           created = try WebFrontEnd(options: options, service: service)
         } catch {
           throw DaemonStartError(
-            message: "--http \(http.address):\(http.port): \(error.description)",
+            message: "\(configuration.named("http")) \(http.address):\(http.port): \(error.description)",
             exitCode: error.libraryMissing ? .unavailable : .osError)
         }
         await service.attach(created)
