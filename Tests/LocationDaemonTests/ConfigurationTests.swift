@@ -7,6 +7,7 @@ import Testing
 @testable import LocationDaemon
 import LocationModel
 import SystemIO
+import Foundation
 
 @Suite("Configuration")
 struct ConfigurationTests {
@@ -239,6 +240,31 @@ struct ConfigurationTests {
       Issue.record("accepted --max-clients many")
     } catch {
       #expect(error.description.hasPrefix("invalid max-clients \"many\""), "\(error.description)")
+    }
+  }
+
+  @Test("bytes that are not UTF-8 are refused at their line in the file, and in a flag's value, never read as U+FFFD")
+  func notUTF8Text() throws {
+    let path = NSTemporaryDirectory() + "locationd-utf8-\(getpid()).conf"
+    defer { unlink(path) }
+    let bytes: [UInt8] = Array("group = \"\"\nsocket = /tmp/s".utf8) + [0xFF] + Array(".sock\n".utf8)
+    #expect(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
+    #expect(throws: Configuration.NotUTF8Text.self) { try Configuration.readTextFile(path) }
+    do {
+      _ = try Configuration.parse(arguments: ["--config", path])
+      Issue.record("a file that is not UTF-8 was accepted")
+    } catch {
+      #expect(error.description == "\(path):2: not UTF-8 text: save the file as UTF-8", "\(error)")
+      #expect(error.exitCode == .configuration)
+    }
+    // The command line's decoding turns such bytes into U+FFFD: refused with the flag's name.
+    for arguments in [["--socket", "/tmp/\u{FFFD}.sock"], ["--group", "gr\u{FFFD}ppe"]] {
+      do {
+        _ = try Configuration.parse(arguments: arguments)
+        Issue.record("accepted \(arguments)")
+      } catch {
+        #expect(error.description.contains("not UTF-8 text"), "\(error)")
+      }
     }
   }
 

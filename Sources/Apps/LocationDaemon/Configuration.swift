@@ -255,7 +255,9 @@ public struct Configuration: Sendable, Hashable {
       try Self.settingsByKey["config"]?.apply(&self, path)
       configPath = path
       let text: String
-      do { text = try readFile(path) } catch { throw .unreadableFile(path, reason: "\(error)") }
+      do { text = try readFile(path) } catch let error as NotUTF8Text {
+        throw .invalidLine(file: path, line: error.line, reason: "not UTF-8 text: save the file as UTF-8")
+      } catch { throw .unreadableFile(path, reason: "\(error)") }
       for entry in try Self.parseFileLines(text, path: path) {
         fileLines[entry.key] = entry.line
         if MQTTSettings.keys.contains(entry.key) {
@@ -331,6 +333,13 @@ public struct Configuration: Sendable, Hashable {
       throw .invalidValue(
         key: key, value: value,
         reason: "control character U+\(String(control.value, radix: 16, uppercase: true).leftPadded(4)) in the value")
+    }
+    // Bytes that are not UTF-8 reach here as U+FFFD (the command line's decoding and this file
+    // reader's both replace them): taken as written, a path or group name would silently change.
+    if value.unicodeScalars.contains("\u{FFFD}") {
+      throw .invalidValue(
+        key: key, value: value,
+        reason: "not UTF-8 text (U+FFFD stands for bytes that are not): give the value in UTF-8")
     }
     try setting.apply(&self, value)
   }
@@ -483,7 +492,7 @@ public struct Configuration: Sendable, Hashable {
   /// Reads a UTF-8 text file of at most 1 MiB. Opened with `O_NONBLOCK` and read only when it
   /// is a regular file, so a FIFO or device at the path cannot hang a reload.
   ///
-  /// - Throws: the file system error, or "not a regular file".
+  /// - Throws: the file system error, "not a regular file", or ``NotUTF8Text``.
   public static func readTextFile(_ path: String) throws -> String {
     let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
     guard fd >= 0 else { throw FileError(message: String(cString: strerror(errno))) }
@@ -491,8 +500,9 @@ public struct Configuration: Sendable, Hashable {
     var info = stat()
     guard fstat(fd, &info) == 0 else { throw FileError(message: String(cString: strerror(errno))) }
     guard info.st_mode & S_IFMT == S_IFREG else { throw FileError(message: "not a regular file") }
+    let bytes: [UInt8]
     do {
-      return String(decoding: try SystemIO.readToEnd(fd, limit: 1 << 20), as: UTF8.self)
+      bytes = try SystemIO.readToEnd(fd, limit: 1 << 20)
     } catch {
       switch error {
       case .system(let error):
@@ -501,6 +511,21 @@ public struct Configuration: Sendable, Hashable {
         throw FileError(message: "larger than 1 MiB")
       }
     }
+    if let text = String(validating: bytes, as: UTF8.self) { return text }
+    // The first line (LF-separated, from 1) that is not UTF-8.
+    var line = 1
+    for part in bytes.split(separator: 0x0A, omittingEmptySubsequences: false) {
+      if String(validating: part, as: UTF8.self) == nil { break }
+      line += 1
+    }
+    throw NotUTF8Text(line: line)
+  }
+
+  /// A config file whose bytes are not UTF-8 from `line` (from 1) on.
+  public struct NotUTF8Text: Error, CustomStringConvertible {
+    /// The first line that is not UTF-8.
+    public var line: Int
+    public var description: String { "line \(line) is not UTF-8 text" }
   }
 
   /// A file error with the system's message (`No such file or directory`).

@@ -16,7 +16,7 @@ import LocationModel
 /// block). The route reader has its own target (`gpx`).
 ///
 /// Invariants: a parse either throws its documented error with a non-empty description or
-/// returns values within the documented ranges; a gpsd endpoint written back as a URI parses
+/// returns values within the documented ranges and free of U+FFFD; a gpsd endpoint written back as a URI parses
 /// to the same endpoint.
 enum ConfigHarness {
   static func check(_ input: [UInt8]) throws(FuzzFailure) {
@@ -59,6 +59,10 @@ enum ConfigHarness {
   }
 
   static func checkConfiguration(_ c: Configuration) throws(FuzzFailure) {
+    // Bytes that are not UTF-8 (read as U+FFFD) never reach a path or a group name.
+    for value in [c.socketPath, c.stateDirectory, c.group ?? "", c.backendURI, c.nmeaSocketPath ?? ""] {
+      try require(!value.unicodeScalars.contains("\u{FFFD}"), "a value with U+FFFD accepted: \(value)")
+    }
     try require((1...4096).contains(c.maxClients), "max-clients \(c.maxClients)")
     try require(c.socketPath.hasPrefix("/") && c.socketPath.utf8.count <= 107, "socket \(c.socketPath)")
     try require(c.stateDirectory.hasPrefix("/"), "state-dir \(c.stateDirectory)")
