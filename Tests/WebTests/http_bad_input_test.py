@@ -134,6 +134,18 @@ class BadInputTests(unittest.TestCase):
         self.assertEqual(status, 200)
         result = exchange(self.port, b"GET / HTTP/1.1\r\nHost: attacker.example:%d\r\nConnection: close\r\n\r\n" % self.port)
         self.assertError(result, 421, "misdirectedRequest")
+        # The Host header is required (RFC 9112 3.2); its port is digits only.
+        result = exchange(self.port, b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
+        self.assertError(result, 400, "badRequest")
+        result = exchange(self.port, b"GET / HTTP/1.1\r\nHost: 127.0.0.1:+%d\r\nConnection: close\r\n\r\n" % self.port)
+        self.assertError(result, 421, "misdirectedRequest")
+        # The absolute form of the target names the server in place of Host (RFC 9112 3.2.2).
+        status, _ = exchange(self.port, b"GET http://127.0.0.1:%d/map.js HTTP/1.1\r\nHost: attacker.example\r\n"
+                             b"Connection: close\r\n\r\n" % self.port)
+        self.assertEqual(status, 200)
+        result = exchange(self.port, b"GET http://attacker.example/map.js HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                          b"Connection: close\r\n\r\n" % self.port)
+        self.assertError(result, 421, "misdirectedRequest")
         self.assertError(self.request("GET", "/events", headers={"Authorization": "Basic abc"}, token=False),
                          401, "notAuthorized")
         # Headers larger than the connection's memory: libmicrohttpd answers 431 and closes; the

@@ -76,8 +76,10 @@ struct WebAssets: Sendable {
     let path = Self.leafletDirectory + "/" + relative
     let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
     guard fd >= 0 else {
+      // The hint only when the whole directory is missing, not for one file it does not have.
+      let installed = access(Self.leafletDirectory, F_OK) == 0
       return WebFrontEnd.error(
-        404, "notFound", "no such file under /leaflet/ (is libjs-leaflet installed?)")
+        404, "notFound", "no such file under /leaflet/" + (installed ? "" : " (is libjs-leaflet installed?)"))
     }
     defer { close(fd) }
     var info = stat()

@@ -36,9 +36,12 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
   private let keepAlive = Mutex<Task<Void, Never>?>(nil)
   private let assets: WebAssets
 
-  /// The page's address without the token, e.g. `http://127.0.0.1:8080/`.
+  /// The page's address without the token, e.g. `http://127.0.0.1:8080/`. Bound to every
+  /// address (`0.0.0.0`, `::`), it names the loopback address of that family, which a browser
+  /// on this machine can open.
   public var url: String {
-    let host = options.address.contains(":") ? "[\(options.address)]" : options.address
+    let address = options.address == "0.0.0.0" ? "127.0.0.1" : options.address == "::" ? "::1" : options.address
+    let host = address.contains(":") ? "[\(address)]" : address
     return "http://\(host):\(boundPort.load(ordering: .relaxed))/"
   }
 
@@ -152,12 +155,24 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
 
   /// The response for `request`, or `nil` when it is answered later (API calls, streams).
   func route(_ request: HTTPRequest, exchange: HTTPExchange) -> Response? {
+    var request = request
+    // The absolute form of the target (`GET http://HOST:PORT/map.js`): its authority stands for
+    // the Host header, which is then ignored (RFC 9112 3.2.2).
+    if request.path.utf8.count > 7, request.path.prefix(7).lowercased() == "http://" {
+      let rest = request.path.dropFirst(7)
+      let slash = rest.firstIndex(of: "/") ?? rest.endIndex
+      request.host = String(rest[..<slash])
+      request.path = slash == rest.endIndex ? "/" : String(rest[slash...])
+    }
     if let repeated = request.repeatedHeader {
       // Two values of a header the server decides on: which one a proxy in front used is
       // unknown (request smuggling), so neither is trusted (RFC 9112 3.2, 6.3).
       return Self.error(400, "badRequest", "the \(repeated) header is sent more than once")
     }
-    guard isAllowedHost(request.host) else {
+    guard let host = request.host, !host.isEmpty else {
+      return Self.error(400, "badRequest", "send a Host header that names this server (RFC 9112 3.2)")
+    }
+    guard isAllowedHost(host) else {
       return Self.error(
         421, "misdirectedRequest",
         "the Host header must name this server by address or as localhost")
@@ -269,7 +284,11 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
         return false
       }
     }
-    if let port { return UInt16(port) == boundPort.load(ordering: .relaxed) }
+    // Digits only: `UInt16("+8080")` would take a sign.
+    if let port {
+      return !port.isEmpty && port.utf8.allSatisfy { (0x30...0x39).contains($0) }
+        && UInt16(port) == boundPort.load(ordering: .relaxed)
+    }
     return true
   }
 
