@@ -36,9 +36,32 @@ struct ConfigurationTests {
         _ = try Configuration.parseFile(text, path: "c.conf")
       } catch {
         #expect(error.description.contains("c.conf:\(line)"), "\(error)")
-        #expect(
-          error.description.contains("control character U+") || error.description.contains("line break U+"), "\(error)")
+        // A NUL suggests UTF-16; only a line break says that LF alone ends a line.
+        let says =
+          text.contains("\u{0}")
+          ? "NUL (U+0000) in the line: if the file is UTF-16, save it as UTF-8"
+          : text.contains("\u{1B}") ? "control character U+001B in the line" : "(only LF ends a line)"
+        #expect(error.description.contains(says), "\(error)")
       }
+    }
+    // Invisible characters in a message are shown escaped, and a long value is cut.
+    do {
+      _ = try Configuration.parseFile("\u{FEFF}max-clients = 1\n\u{FEFF}max-clients = 2\n", path: "c.conf")
+      Issue.record("a key after a second byte-order mark was accepted")
+    } catch {
+      #expect(error.description.contains("unknown key \"\\u{FEFF}max-clients\""), "\(error)")
+    }
+    do {
+      _ = try Configuration.parse(arguments: ["--max-clients", String(repeating: "9", count: 100_000)])
+      Issue.record("a 100,000-digit max-clients was accepted")
+    } catch {
+      #expect(error.description.utf8.count < 400 && error.description.contains("(100000 bytes in all)"), "\(error)")
+    }
+    do {
+      _ = try Configuration.parseFile("config = /etc/other.conf\n", path: "c.conf")
+      Issue.record("config in a config file was accepted")
+    } catch {
+      #expect(error.description == "c.conf:1: a config file cannot name another: give --config on the command line")
     }
     // Tabs are blanks, and a byte-order mark before the first key is not part of it.
     let parsed = try? Configuration.parseFile("\u{FEFF}socket\t=\t/tmp/s.sock\n", path: "c.conf")

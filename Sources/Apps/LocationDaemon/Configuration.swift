@@ -36,8 +36,9 @@ public enum ConfigurationError: Error, Sendable, Hashable, CustomStringConvertib
   /// a flag would be, `line` (from 1) the line of `file` that set it.
   indirect case inFile(file: String, line: Int, ConfigurationError)
 
-  /// A message that says what to do; control characters in what the user gave are shown as
-  /// `\u{A}`, so that a value cannot break the message's line or the journal's.
+  /// A message that says what to do; control and other invisible characters in what the user
+  /// gave are shown as `\u{A}` (``TextRules/escapingInvisibles(_:)``), so that a value cannot break
+  /// the message's line or the journal's, and a text longer than 200 characters is cut.
   public var description: String {
     switch self.shown {
     case .unknownFlag(let flag):
@@ -67,7 +68,7 @@ public enum ConfigurationError: Error, Sendable, Hashable, CustomStringConvertib
 
   /// This error with every control character in its texts written as `\u{X}`.
   private var shown: ConfigurationError {
-    func shown(_ text: String) -> String { TextRules.escapingControls(text) }
+    func shown(_ text: String) -> String { TextRules.escapingInvisibles(TextRules.shortened(text)) }
     switch self {
     case .unknownFlag(let flag): return .unknownFlag(shown(flag))
     case .missingValue(let flag): return .missingValue(shown(flag))
@@ -188,7 +189,7 @@ public struct Configuration: Sendable, Hashable {
   /// its value.
   public func place(of key: String) -> String? {
     guard let line = fileLines[key], let path = flags["config"] else { return nil }
-    return "\(TextRules.escapingControls(path)):\(line)"
+    return "\(TextRules.escapingInvisibles(path)):\(line)"
   }
 
   /// Parses command-line arguments (without the program name), reading `--config` when given.
@@ -455,10 +456,14 @@ public struct Configuration: Sendable, Hashable {
         ($0.properties.generalCategory == .control && $0 != "\t")
           || $0.properties.generalCategory == .lineSeparator || $0.properties.generalCategory == .paragraphSeparator
       }) {
+        let code = "U+\(String(control.value, radix: 16, uppercase: true).leftPadded(4))"
+        let lineBreaks: Set<Unicode.Scalar> = ["\r", "\u{0B}", "\u{0C}", "\u{85}", "\u{2028}", "\u{2029}"]
         throw .invalidLine(
           file: path, line: number + 1,
-          reason: (control.properties.generalCategory == .control ? "control character" : "line break")
-            + " U+\(String(control.value, radix: 16, uppercase: true).leftPadded(4)) in the line (only LF ends a line)")
+          reason: control == "\0"
+            ? "NUL (U+0000) in the line: if the file is UTF-16, save it as UTF-8"
+            : lineBreaks.contains(control)
+              ? "line break \(code) in the line (only LF ends a line)" : "control character \(code) in the line")
       }
       let line = trim(rawLine)
       if line.isEmpty || line.hasPrefix("#") { continue }
@@ -469,6 +474,10 @@ public struct Configuration: Sendable, Hashable {
       var value = trim(line[line.index(after: equals)...])
       if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
         value = String(value.dropFirst().dropLast())
+      }
+      if key == "config" {
+        throw .invalidLine(
+          file: path, line: number + 1, reason: "a config file cannot name another: give --config on the command line")
       }
       guard knownKeys.contains(key) else {
         throw .invalidLine(

@@ -36,7 +36,7 @@ public enum ListenError: Error, Sendable, Hashable, CustomStringConvertible {
     case .systemCall(let call, let path, let code):
       return "\(call) failed for \(path): \(String(cString: strerror(code)))"
     case .noSuchGroup(let name):
-      let name = TextRules.escapingControls(name)
+      let name = TextRules.escapingInvisibles(name)
       return "group \(name) does not exist: create it (groupadd \(name)) or change --group"
     case .invalidActivatedSocket(let fd):
       return

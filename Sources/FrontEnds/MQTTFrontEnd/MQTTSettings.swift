@@ -220,10 +220,11 @@ public struct MQTTSettings: Sendable, Hashable {
       guard value == "0" || value == "1" else { throw fail("use 0 or 1") }
       current.qos = value == "0" ? 0 : 1
     case "mqtt-retain":
-      switch value {
-      case "on", "true", "yes": current.retain = true
-      case "off", "false", "no": current.retain = false
-      default: throw fail("use on or off")
+      // As --track reads its words: any case, and 1 and 0.
+      switch value.lowercased() {
+      case "on", "true", "yes", "1": current.retain = true
+      case "off", "false", "no", "0": current.retain = false
+      default: throw fail("use on or off (yes or no, true or false, 1 or 0)")
       }
     case "mqtt-ca-file":
       guard value.hasPrefix("/") else { throw fail("use an absolute path") }

@@ -23,21 +23,39 @@ public enum TextRules {
   /// signs, jamo or skin-tone modifiers, which draws one arbitrarily wide character, is refused.
   public static let maxScalarsPerCharacter = 10
 
-  /// `text` with every control character (Unicode general category Cc: tab, newline, escape,
-  /// DEL, C1) written as `\u{X}` (hexadecimal), for a message that quotes what a user gave: a
-  /// value can then neither break the message's line or the journal's, nor hide in it as a raw
-  /// tab.
-  public static func escapingControls(_ text: String) -> String {
-    guard text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return text }
+  /// `text` with every character that a reader cannot see for what it is written as `\u{X}`
+  /// (hexadecimal), for a message that quotes what a user gave: control characters (Unicode
+  /// general category Cc: tab, newline, escape, DEL, C1), format characters (Cf: a byte-order
+  /// mark, a zero-width space, bidirectional controls), line and paragraph separators (Zl, Zp) and
+  /// every space but U+0020 (Zs: a no-break space). A value can then neither break the message's
+  /// line or the journal's, nor pass for another (`\u{FEFF}max-clients` is not `max-clients`).
+  public static func escapingInvisibles(_ text: String) -> String {
+    func hidden(_ scalar: Unicode.Scalar) -> Bool {
+      switch scalar.properties.generalCategory {
+      case .control, .format, .lineSeparator, .paragraphSeparator: return true
+      case .spaceSeparator: return scalar != " "
+      default: return false
+      }
+    }
+    guard text.unicodeScalars.contains(where: hidden) else { return text }
     var result = ""
     for scalar in text.unicodeScalars {
-      if scalar.properties.generalCategory == .control {
+      if hidden(scalar) {
         result += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
       } else {
         result.unicodeScalars.append(scalar)
       }
     }
     return result
+  }
+
+  /// `text` cut to its first `limit` characters (extended grapheme clusters), with how much was
+  /// left out, for a message that quotes what a user gave: a 100 kB value does not make a 100 kB
+  /// log line. `limit` is at least 1.
+  public static func shortened(_ text: String, limit: Int = 200) -> String {
+    let limit = max(1, limit)
+    guard text.count > limit else { return text }
+    return String(text.prefix(limit)) + "... (\(text.utf8.count) bytes in all)"
   }
 
   /// Whether `scalar` is a combining mark that draws over or around its base (Unicode general
