@@ -275,6 +275,35 @@ class BadInputTests(unittest.TestCase):
         self.assertEqual(response.count(b"HTTP/1.1 "), 1, response[:600])
         self.assertStillServing()
 
+    def test_two_lengths_or_a_spaced_header_name_are_refused_and_the_connection_closed(self):
+        hidden = b"GET /map.geojson HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAuthorization: Bearer %s\r\n\r\n" % (
+            self.port, self.token.encode())
+        head = b"POST /api HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\n" % (
+            self.port, self.token.encode())
+        for headers, says in ((b"Content-Length: 0\r\nContent-Length: %d\r\n" % len(hidden), b"more than once"),
+                              (b"Content-Length: %d\r\nTransfer-Encoding :chunked\r\n" % len(hidden), b"whitespace")):
+            status, response = exchange(self.port, head + headers + b"\r\n" + hidden)
+            self.assertEqual(status, 400, response[:300])
+            self.assertIn(says, response)
+            self.assertEqual(response.count(b"HTTP/1.1 "), 1, response[:600])
+        self.assertStillServing()
+
+    def test_finished_token_holders_do_not_keep_others_out(self):
+        # A kept-alive client that shut down its sending side after its request can send no other;
+        # its connection must not hold one of the address's 64 slots until its timeout.
+        body = b'{x'  # answered 400 and kept alive, as any answer to a token holder
+        request = (b"POST /api HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAuthorization: Bearer %s\r\n"
+                   b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % (
+                       self.port, self.token.encode(), len(body))) + body
+        for _ in range(90):
+            with socket.create_connection(("127.0.0.1", self.port), timeout=5) as connection:
+                connection.sendall(request)
+                connection.shutdown(socket.SHUT_WR)
+                self.assertTrue(connection.recv(65536).startswith(b"HTTP/1.1 400"))
+        status, response = self.request("GET", "/map.geojson")
+        self.assertEqual(status, 200, response[:300])
+        self.assertStillServing()
+
     def test_expect_continue_with_a_large_body_is_refused_before_continue(self):
         with socket.create_connection(("127.0.0.1", self.port), timeout=10) as connection:
             connection.sendall(("POST /api HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"

@@ -236,6 +236,7 @@ static struct timespec monotonic_now(void) {
 static const char *const counted_headers[COUNTED_HEADERS] = {"Host", "Content-Length", "Authorization", "Origin"};
 struct header_counts {
   int seen[COUNTED_HEADERS];
+  int malformed_name; /* empty, or with a space or tab (before the colon) */
 };
 
 static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
@@ -243,6 +244,7 @@ static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const ch
   (void)value;
   struct header_counts *counts = cls;
   if (key == NULL) return MHD_YES;
+  if (key[0] == 0 || strpbrk(key, " \t") != NULL) counts->malformed_name = 1;
   for (int i = 0; i < COUNTED_HEADERS; i++) {
     if (strcasecmp(key, counted_headers[i]) == 0 && counts->seen[i] < 2) counts->seen[i]++;
   }
@@ -320,16 +322,26 @@ static void cut(tracked_connection *t) {
   t->counted = 0;
 }
 
-/* Makes room for the newcomer t under its address's limit (under track_lock). When the limit is
- * reached, the oldest connection of that address that never carried the valid token and is idle
- * or still receiving its request is cut; only when every slot holds a token holder's connection
- * or a request being answered is the newcomer itself cut. So a client without the token cannot
- * keep a token holder out by holding connections: whatever it holds is what gets cut. */
+/* Whether the peer of an idle kept-alive connection has shut down its sending side: nothing but
+ * its end is left to read, so no next request can come. MHD met that end while the last request
+ * waited for its answer, and would only find it again at the connection's timeout. */
+static int peer_has_finished(const tracked_connection *t) {
+  char byte;
+  return t->fd >= 0 && recv(t->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
+/* Makes room for the newcomer t under its address's limit (under track_lock, on MHD's thread,
+ * between requests of every connection). When the limit is reached, a connection of that address
+ * that waits for a request its client can no longer send (peer_has_finished) is cut; else the
+ * oldest that never carried the valid token and is idle or still receiving its request; only when
+ * every slot holds a live token holder's connection or a request being answered is the newcomer
+ * itself cut. So a client without the token cannot keep a token holder out by holding
+ * connections, and finished clients do not hold slots until their timeout. */
 static void admit(locationd_http_server *s, tracked_connection *t) {
   t->counted = 1;
   if (s->per_ip_limit == 0) return;
   unsigned count = 0;
-  tracked_connection *victim = NULL;
+  tracked_connection *victim = NULL, *finished = NULL;
   for (tracked_connection *other = s->tracked; other; other = other->next) {
     if (!other->counted || !same_address(other, t)) continue;
     count++;
@@ -337,7 +349,12 @@ static void admit(locationd_http_server *s, tracked_connection *t) {
     if (!other->trusted && other->awaiting) victim = other;
   }
   if (count < s->per_ip_limit) return;
-  if (victim) cut(victim);
+  /* Looked for only once the limit is reached: a peek per waiting connection of the address. */
+  for (tracked_connection *other = s->tracked; other && finished == NULL; other = other->next) {
+    if (other->counted && same_address(other, t) && other->awaiting && peer_has_finished(other)) finished = other;
+  }
+  if (finished) cut(finished);
+  else if (victim) cut(victim);
   else if (t->fd >= 0) cut(t);
 }
 
@@ -422,6 +439,19 @@ static int early_refusal(locationd_http_server *s, struct MHD_Connection *connec
   if (length != NULL && p_lookup(connection, MHD_HEADER_KIND, "Transfer-Encoding") != NULL) {
     static const char body[] = "{\"class\":\"ERROR\",\"code\":\"badRequest\",\"message\":\"the request has both "
                                "Content-Length and Transfer-Encoding: send one of them\"}";
+    return refuse_early(connection, 400, body, sizeof body - 1);
+  }
+  struct header_counts counts;
+  memset(&counts, 0, sizeof counts);
+  p_values(connection, MHD_HEADER_KIND, count_header, &counts);
+  if (counts.seen[1] > 1) { /* counted_headers[1]: two lengths, one of them hiding a request */
+    static const char body[] = "{\"class\":\"ERROR\",\"code\":\"badRequest\",\"message\":\"the Content-Length "
+                               "header is sent more than once\"}";
+    return refuse_early(connection, 400, body, sizeof body - 1);
+  }
+  if (counts.malformed_name) { /* RFC 9112 5.1: "Transfer-Encoding :" is not Transfer-Encoding */
+    static const char body[] = "{\"class\":\"ERROR\",\"code\":\"badRequest\",\"message\":\"a header name holds "
+                               "whitespace or is empty (RFC 9112 5.1)\"}";
     return refuse_early(connection, 400, body, sizeof body - 1);
   }
   const char *expect = p_lookup(connection, MHD_HEADER_KIND, "Expect");
