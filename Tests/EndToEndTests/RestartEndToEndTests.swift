@@ -463,7 +463,15 @@ extension EndToEnd {
       let config = scratch.file("locationd.conf")
       let socket = "socket = \(scratch.file("l.sock"))\n"
       let state = "state-dir = \(scratch.file("state"))\n"
+      let credentials = scratch.file("credentials")
+      #expect(FileManager.default.createFile(atPath: credentials, contents: Data("u:p\n".utf8)))
+      #expect(chmod(credentials, 0o644) == 0)
       let cases: [(file: String, status: Int32, says: String)] = [
+        (
+          socket + state + "group = \"\"\nmqtt = mqtt://127.0.0.1:1\nmqtt-credentials = \(credentials)\n", 78,
+          "\(config):5: invalid mqtt-credentials"
+        ),
+        (socket + state + "group = \"\"\nnmea-socket = \(file)\n", 78, "\(config):4: "),
         ("# start\n" + socket + "state-dir = \(file)\n", 78, "\(config):3: state-dir \(file) cannot be used"),
         (socket + state + "group = no-such-group-xyz\n", 78, "\(config):3: group no-such-group-xyz does not exist"),
         (state + "group = \"\"\nsocket = \(file)\n", 78, "\(config):3: \(file) exists and is not a socket"),

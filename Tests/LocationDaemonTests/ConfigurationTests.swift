@@ -57,6 +57,12 @@ struct ConfigurationTests {
     } catch {
       #expect(error.description.utf8.count < 400 && error.description.contains("(100000 bytes in all)"), "\(error)")
     }
+    // What to use is never cut: the list of keys is whole.
+    do {
+      _ = try Configuration.parseFile("bogus = 1\n", path: "c.conf")
+    } catch {
+      #expect(error.description.hasSuffix(Configuration.knownKeys.sorted().joined(separator: ", ")), "\(error)")
+    }
     do {
       _ = try Configuration.parseFile("config = /etc/other.conf\n", path: "c.conf")
       Issue.record("config in a config file was accepted")
@@ -281,7 +287,7 @@ struct ConfigurationTests {
       #expect(error.exitCode == .configuration)
     }
     // The command line's decoding turns such bytes into U+FFFD: refused with the flag's name.
-    for arguments in [["--socket", "/tmp/\u{FFFD}.sock"], ["--group", "gr\u{FFFD}ppe"]] {
+    for arguments in [["--socket", "/tmp/\u{FFFD}.sock"], ["--group", "gr\u{FFFD}ppe"], ["--config", "/tmp/\u{FFFD}.conf"]] {
       do {
         _ = try Configuration.parse(arguments: arguments)
         Issue.record("accepted \(arguments)")

@@ -66,21 +66,23 @@ public enum ConfigurationError: Error, Sendable, Hashable, CustomStringConvertib
     }
   }
 
-  /// This error with every control character in its texts written as `\u{X}`.
+  /// This error with every invisible character in its texts written as `\u{X}`, and the values
+  /// the user gave cut to 200 characters (not the reasons, which may list what to use).
   private var shown: ConfigurationError {
-    func shown(_ text: String) -> String { TextRules.escapingInvisibles(TextRules.shortened(text)) }
+    func shown(_ text: String) -> String { TextRules.escapingInvisibles(text) }
+    func value(_ text: String) -> String { TextRules.escapingInvisibles(TextRules.shortened(text)) }
     switch self {
-    case .unknownFlag(let flag): return .unknownFlag(shown(flag))
-    case .missingValue(let flag): return .missingValue(shown(flag))
-    case .unexpectedValue(let flag): return .unexpectedValue(shown(flag))
-    case .optionAsValue(let flag, let next): return .optionAsValue(flag: shown(flag), next: shown(next))
-    case .invalidValue(let key, let value, let reason):
-      return .invalidValue(key: shown(key), value: shown(value), reason: shown(reason))
-    case .invalidBackend(let uri, let reason): return .invalidBackend(shown(uri), reason: shown(reason))
-    case .unreadableFile(let path, let reason): return .unreadableFile(shown(path), reason: shown(reason))
-    case .invalidLine(let file, let line, let reason): return .invalidLine(file: shown(file), line: line, reason: shown(reason))
-    case .missingInput(let uri, let reason): return .missingInput(shown(uri), reason: shown(reason))
-    case .unavailable(let uri, let reason): return .unavailable(shown(uri), reason: shown(reason))
+    case .unknownFlag(let flag): return .unknownFlag(value(flag))
+    case .missingValue(let flag): return .missingValue(value(flag))
+    case .unexpectedValue(let flag): return .unexpectedValue(value(flag))
+    case .optionAsValue(let flag, let next): return .optionAsValue(flag: value(flag), next: value(next))
+    case .invalidValue(let key, let text, let reason):
+      return .invalidValue(key: value(key), value: value(text), reason: shown(reason))
+    case .invalidBackend(let uri, let reason): return .invalidBackend(value(uri), reason: shown(reason))
+    case .unreadableFile(let path, let reason): return .unreadableFile(value(path), reason: shown(reason))
+    case .invalidLine(let file, let line, let reason): return .invalidLine(file: value(file), line: line, reason: shown(reason))
+    case .missingInput(let uri, let reason): return .missingInput(value(uri), reason: shown(reason))
+    case .unavailable(let uri, let reason): return .unavailable(value(uri), reason: shown(reason))
     // The inner error escapes its own texts when it is described.
     case .inFile(let file, let line, let error): return .inFile(file: shown(file), line: line, error)
     }
@@ -253,6 +255,10 @@ public struct Configuration: Sendable, Hashable {
     var configPath = ""
     var fileLines: [String: Int] = [:]
     if let path = flags["config"] {
+      if path.unicodeScalars.contains("\u{FFFD}") {
+        throw .invalidValue(
+          key: "config", value: path, reason: "not UTF-8 text (U+FFFD stands for bytes that are not): give the path in UTF-8")
+      }
       try Self.settingsByKey["config"]?.apply(&self, path)
       configPath = path
       let text: String

@@ -60,7 +60,7 @@ public enum Daemon {
     if let path = configuration.mqtt?.credentialsFile, access(path, R_OK) != 0 {
       writeStandardError(
         "locationd: " + (configuration.place(of: "mqtt-credentials").map { "\($0): " } ?? "")
-          + "invalid mqtt-credentials \"\(path)\": cannot read it: \(String(cString: strerror(errno)))\n")
+          + "invalid mqtt-credentials \"\(Self.shown(path))\": cannot read it: \(String(cString: strerror(errno)))\n")
       return ExitCode.noInput.rawValue
     }
 
@@ -108,7 +108,7 @@ public enum Daemon {
     }
     if let (reason, code, hint) = stateProblem {
       writeStandardError(
-        "locationd: \(configuration.named("state-dir")) \(configuration.stateDirectory) cannot be used (\(reason))"
+        "locationd: \(configuration.named("state-dir")) \(Self.shown(configuration.stateDirectory)) cannot be used (\(reason))"
           + (hint.map { ": " + $0 } ?? "") + "\n")
       return code.rawValue
     }
@@ -120,7 +120,7 @@ public enum Daemon {
       stateLock = try DirectoryLock(directory: configuration.stateDirectory)
     } catch {
       writeStandardError(
-        "locationd: \(configuration.named("state-dir")) \(configuration.stateDirectory) cannot be used: \(error)\n")
+        "locationd: \(configuration.named("state-dir")) \(Self.shown(configuration.stateDirectory)) cannot be used: \(error)\n")
       return ExitCode.cannotCreate.rawValue
     }
     // Saves run on their own threads: a reply waits at most 50 ms for its change's save, so a
@@ -141,7 +141,8 @@ public enum Daemon {
       let (ancestor, reason) = SecurePath.unsafeAncestor(of: String(configuration.socketPath[..<slash]))
     {
       writeStandardError(
-        "locationd: \(configuration.named("socket")) \(configuration.socketPath) cannot be used: \(ancestor) is \(reason)\n")
+        "locationd: \(configuration.named("socket")) \(Self.shown(configuration.socketPath)) cannot be used: "
+          + "\(Self.shown(ancestor)) is \(reason)\n")
       return ExitCode.configuration.rawValue
     }
     let socket: ListeningSocket
@@ -152,7 +153,9 @@ public enum Daemon {
       // At the config file line of the setting it is about, when the file gave it.
       let key: String
       if case .noSuchGroup = error { key = "group" } else { key = "socket" }
-      writeStandardError("locationd: " + (configuration.place(of: key).map { "\($0): " } ?? "") + "\(error)\n")
+      writeStandardError(
+        "locationd: " + (configuration.place(of: key).map { "\($0): " } ?? "")
+          + TextRules.escapingInvisibles("\(error)") + "\n")
       return error.exitCode.rawValue
     }
     let server = SocketServer(
@@ -178,7 +181,8 @@ public enum Daemon {
     ]
     if let path = configuration.nmeaSocketPath {
       services.append(
-        DaemonServices.nmeaFeed(path: path, service: service, state: state, feed: nmeaFeed))
+        DaemonServices.nmeaFeed(
+          path: path, place: configuration.place(of: "nmea-socket"), service: service, state: state, feed: nmeaFeed))
     }
     if let http = configuration.http {
       services.append(DaemonServices.web(http, configuration: configuration, service: service))
@@ -193,9 +197,7 @@ public enum Daemon {
     }
     if let settings = configuration.mqtt {
       services.append(
-        DaemonServices.mqtt(
-          settings, stateDirectory: configuration.stateDirectory, service: service, track: track,
-          queue: queue))
+        DaemonServices.mqtt(settings, configuration: configuration, service: service, track: track, queue: queue))
     }
     services.append(DaemonServices.accepting(server, nmeaFeed))
     let backendURI = backend.uri
@@ -433,4 +435,10 @@ public enum ProcessInfoEnvironment {
 struct ReloadError: Error, CustomStringConvertible {
   var message: String
   var description: String { message }
+}
+
+extension Daemon {
+  /// A path or name the user gave, as a start-time message shows it: invisible characters
+  /// escaped, cut to 200 characters (as ``ConfigurationError`` shows its values).
+  static func shown(_ text: String) -> String { TextRules.escapingInvisibles(TextRules.shortened(text)) }
 }

@@ -89,7 +89,7 @@ enum DaemonServices {
   /// The NMEA feed's socket (`--nmea-socket`), bound and attached to `service`; `feed` receives
   /// the front-end for the services after it. Reload: the socket file's group.
   static func nmeaFeed(
-    path: String, service: LocationService, state: DaemonState, feed: Shared<NMEAFeedFrontEnd?>
+    path: String, place: String?, service: LocationService, state: DaemonState, feed: Shared<NMEAFeedFrontEnd?>
   )
     -> any Service
   {
@@ -100,7 +100,8 @@ enum DaemonServices {
         do throws(NMEAFeedFrontEnd.Failure) {
           created = try NMEAFeedFrontEnd(path: path, group: state.configuration.group, handler: service)
         } catch {
-          throw DaemonStartError(message: "\(error)", exitCode: Daemon.nmeaExitCode(error))
+          throw DaemonStartError(
+            message: (place.map { "\($0): " } ?? "") + "\(error)", exitCode: Daemon.nmeaExitCode(error))
         }
         await service.attach(created)
         feed.value = created
@@ -196,7 +197,7 @@ enum DaemonServices {
   /// started; a failure exits 78. Stop: the session disconnected cleanly, then the queue's last
   /// report (``Daemon/closeQueue(_:)``).
   static func mqtt(
-    _ settings: MQTTSettings, stateDirectory: String, service: LocationService,
+    _ settings: MQTTSettings, configuration: Configuration, service: LocationService,
     track: Shared<TrackRecording?>, queue: Shared<FallbackOutbox?>
   ) -> any Service {
     let started = Shared<(OwnTracksFrontEnd, FallbackOutbox?)?>(nil)
@@ -205,11 +206,16 @@ enum DaemonServices {
       start: {
         do {
           let pair = try await Daemon.startMQTT(
-            settings, store: track.value?.existingStore, stateDirectory: stateDirectory, service: service)
+            settings, store: track.value?.existingStore, stateDirectory: configuration.stateDirectory,
+            service: service)
           started.value = pair
           queue.value = pair.1
         } catch {
-          throw DaemonStartError(message: "\(error)", exitCode: .configuration)
+          // At the config file line of the setting it is about, when the file gave it.
+          throw DaemonStartError(
+            message: ((error as? MQTTSettingError).flatMap { configuration.place(of: $0.key) }.map { "\($0): " } ?? "")
+              + "\(error)",
+            exitCode: .configuration)
         }
       },
       stop: {
