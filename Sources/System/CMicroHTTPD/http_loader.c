@@ -428,9 +428,10 @@ static int refuse_early(struct MHD_Connection *connection, unsigned status, cons
 
 /* Refusals decided from the headers alone, before any body is read. Returns 1 when answered, 0
  * to go on, -1 on failure.
- * - Both Content-Length and Transfer-Encoding: which one a proxy in front used to find the end of
+ * - Both Content-Length and Transfer-Encoding, two Content-Lengths, or a header name with
+ *   whitespace (`Transfer-Encoding :`): which framing a proxy in front used to find the end of
  *   the body is unknown, so what follows could be a request smuggled inside it; refused, and the
- *   connection closed after the answer (RFC 9112 6.1: it must be closed either way).
+ *   connection closed after the answer (RFC 9112 5.1, 6.1, 6.3).
  * - A client that waits for "100 Continue" before sending a body larger than the limit is
  *   answered 413 at once: MHD sends no 100 Continue once a response is queued, so the body is
  *   never asked for. */
