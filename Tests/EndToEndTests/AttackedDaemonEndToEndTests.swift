@@ -191,7 +191,14 @@ extension EndToEnd {
       defer { daemon.cleanUp() }
       try await daemon.waitUntilReady()
       let first = try LineClient(path: socket)
-      #expect(try await first.call("request")["class"] as? String == "AUTHORIZATION")
+      // A generous wait (a parallel run beside the corpus replays has kept a reply from this
+      // daemon for over 10 s once); the daemon's log comes with a failure.
+      do {
+        #expect(try await first.call("request", timeout: 60)["class"] as? String == "AUTHORIZATION")
+      } catch {
+        Issue.record("\(error)\n\(daemon.log)")
+        return
+      }
       // Take every descriptor the daemon has left.
       var others: [LineClient] = []
       while others.count < 60 {
