@@ -43,13 +43,16 @@ struct SimulatedSkyTests {
       if fd < 0 { await pause(0.01) }
     }
     try #require(fd >= 0, "the simulator linked \(link) to a pty")
-    defer { close(fd) }
+    // Closed once the reader has returned; after a timeout its thread may still read `fd`, so it
+    // stays open rather than let that thread read a reused number.
+    var readerReturned = false
+    defer { if readerReturned { close(fd) } }
     // `seconds` of simulated output at 10 Hz, counted in epochs (each ends with its ZDA), not in
     // wall time: a loaded machine may run the simulator or this reader late. Read on a thread of
     // its own so that a busy concurrency pool cannot starve the reader; 60 s bounds a hang.
     let wanted = max(1, Int((seconds * 10).rounded(.up)))
     let reader = fd
-    let bytes =
+    let result =
       await resultOnItsOwnThread(within: 60) { () -> [UInt8] in
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -64,9 +67,10 @@ struct SimulatedSkyTests {
             usleep(10_000)
           }
         }
-      } ?? []
+      }
+    readerReturned = result != nil
     simulator.interrupt()
-    return bytes
+    return result ?? []
   }
 
   /// How many epochs `bytes` holds whole: the ZDA sentences that end them.

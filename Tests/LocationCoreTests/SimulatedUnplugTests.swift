@@ -41,7 +41,10 @@ struct SimulatedUnplugTests {
     // seconds, and what the slave holds unread is lost at the hang-up.
     let reader = open(link, O_RDONLY | O_NOCTTY)
     try #require(reader >= 0)
-    defer { close(reader) }
+    // Closed once the reading thread has returned; after a timeout it may still block in read(2)
+    // on `reader`, so the number stays open rather than be reused under it.
+    var readerReturned = false
+    defer { if readerReturned { close(reader) } }
     try receiver.start(rate: 10) { elapsed in
       var fix = Fix(mode: .fix3D)
       fix.time = 1_773_489_600_000 + Int64((elapsed * 1000).rounded())
@@ -63,6 +66,7 @@ struct SimulatedUnplugTests {
         }
       }
     }
+    readerReturned = outcome != nil
     let bytes = outcome?.bytes ?? []
     #expect(outcome?.hungUp == true, "the reader sees the device go")
     var decoder = NMEADecoder()

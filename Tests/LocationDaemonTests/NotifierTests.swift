@@ -17,15 +17,16 @@ final class DatagramListener {
 
   /// Binds at `path`, or in the abstract namespace when it starts with `@`.
   init(path: String) throws {
+    // Every stored property set before the first throw: deinit then closes `fd`.
+    name = path
     fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
     guard fd >= 0, var address = UnixAddress(path: path) else { throw TestError("socket") }
-    name = path
     guard address.withSockaddr({ bind(fd, $0, $1) }) == 0 else {
       throw TestError("bind \(path): \(String(cString: strerror(errno)))")
     }
   }
 
-  deinit { Glibc.close(fd) }
+  deinit { if fd >= 0 { Glibc.close(fd) } }
 
   /// The next datagram, waiting up to 30 s without blocking a thread. The socket is looked at
   /// once more after the deadline: on a loaded machine this task may first run again after it.

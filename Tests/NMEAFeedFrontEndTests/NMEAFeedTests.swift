@@ -163,15 +163,14 @@ final class FeedReader {
     fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw FeedTestError("socket failed") }
     guard var address = UnixAddress(path: path) else { throw FeedTestError("bad path") }
+    // No close before a throw: every stored property is set, so deinit runs and closes `fd`.
     guard address.withSockaddr({ connect(fd, $0, $1) }) == 0 else {
-      let code = errno
-      Glibc.close(fd)
-      throw FeedTestError("connect failed: \(String(cString: strerror(code)))")
+      throw FeedTestError("connect failed: \(String(cString: strerror(errno)))")
     }
     _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
   }
 
-  deinit { Glibc.close(fd) }
+  deinit { if fd >= 0 { Glibc.close(fd) } }
 
   /// Reads what is there now; `false` once the feed has closed the connection.
   @discardableResult func pump() -> Bool {

@@ -24,16 +24,15 @@ final class TestClient {
     guard fd >= 0 else { throw TestError("socket failed") }
     guard var address = UnixAddress(path: path) else { throw TestError("bad path") }
     let result = address.withSockaddr { connect(fd, $0, $1) }
+    // No close before a throw: every stored property is set, so deinit runs and closes `fd`.
     guard result == 0 else {
-      let code = errno
-      Glibc.close(fd)
-      throw TestError("connect failed: \(String(cString: strerror(code)))")
+      throw TestError("connect failed: \(String(cString: strerror(errno)))")
     }
     let flags = fcntl(fd, F_GETFL)
     _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
   }
 
-  deinit { Glibc.close(fd) }
+  deinit { if fd >= 0 { Glibc.close(fd) } }
 
   /// Writes all bytes, waiting while the socket is full.
   func send(_ text: String) async throws {

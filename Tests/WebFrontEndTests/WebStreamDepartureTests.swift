@@ -38,21 +38,16 @@ private final class StreamClient {
         connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
       }
     }
-    guard connected == 0 else {
-      Glibc.close(fd)
-      throw StreamClientError()
-    }
+    // No close before a throw: every stored property is set, so deinit runs and closes `fd`.
+    guard connected == 0 else { throw StreamClientError() }
     let request = Array(
       "GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\n\r\n".utf8)
     guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count
-    else {
-      Glibc.close(fd)
-      throw StreamClientError()
-    }
+    else { throw StreamClientError() }
     _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
   }
 
-  deinit { Glibc.close(fd) }
+  deinit { if fd >= 0 { Glibc.close(fd) } }
 
   /// Reads what is there now; `false` once the front-end has closed the connection.
   @discardableResult func pump() -> Bool {

@@ -262,11 +262,15 @@ private func exportToFile(_ store: TrackStore, _ options: TrackExportOptions, ta
   guard fd >= 0 else { throw ClientError("cannot write \(partial): \(String(cString: strerror(errno)))") }
   let interruption = removeOnSignal(partial)
   defer { for source in interruption { source.cancel() } }
+  // close(2) releases the descriptor even when it fails: it is called once, whatever happens.
+  var open = true
   do {
     try TrackExporter.export(from: store, options: options, to: fd)
-    guard fsync(fd) == 0, close(fd) == 0 else { throw TrackExportError.output(SystemError(errno)) }
+    guard fsync(fd) == 0 else { throw TrackExportError.output(SystemError(errno)) }
+    open = false
+    guard close(fd) == 0 else { throw TrackExportError.output(SystemError(errno)) }
   } catch {
-    _ = close(fd)
+    if open { _ = close(fd) }
     unlink(partial)
     throw ClientError("\(error)")
   }

@@ -242,6 +242,9 @@ extension SimulatedReceiver {
     for waiter in waiters { waiter.resume() }
   }
 
+  /// Removes the link and closes the pty. The wake pipe stays open until deinit: `wake()` may be
+  /// called at any time (a second `stop()`, a late `enqueue`), and must never write to a number
+  /// that has been closed and reused.
   func closeDescriptors() {
     // Remove the link only if it still points to our slave (someone may have replaced it).
     var buffer = [CChar](repeating: 0, count: 256)
@@ -251,7 +254,5 @@ extension SimulatedReceiver {
       if target == slavePath { unlink(linkPath) }
     }
     close(master)
-    close(wakeRead)
-    close(wakeWrite)
   }
 }

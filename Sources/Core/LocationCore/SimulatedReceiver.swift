@@ -170,6 +170,8 @@ public final class SimulatedReceiver: Sendable {
       return !state.closed
     }
     if closeNow { closeDescriptors() }
+    close(wakeRead)
+    close(wakeWrite)
   }
 
   /// What has been written so far.

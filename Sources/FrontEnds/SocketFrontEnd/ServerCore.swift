@@ -57,26 +57,35 @@ final class ServerCore: Sendable {
     for fd in [epollFD, wakeFD] where fd >= 0 { Glibc.close(fd) }
   }
 
+  /// Starts the I/O thread. Does nothing when already started, or once stopped (the listening
+  /// socket is closed then). A failure leaves it not started, so that ``stop()`` closes the socket
+  /// and ends at once.
   func start() throws(ListenError) {
-    let alreadyStarted = registry.withLock { registry in
-      defer { registry.started = true }
-      return registry.started
+    let proceed = registry.withLock { registry -> Bool in
+      guard !registry.started, !registry.stopping else { return false }
+      registry.started = true
+      return true
     }
-    if alreadyStarted { return }
-    guard epollFD >= 0 else { throw .systemCall("epoll_create1", path: socket.path, errno: epollErrno) }
-    guard wakeFD >= 0 else { throw .systemCall("eventfd", path: socket.path, errno: wakeErrno) }
-    for (fd, token) in [(socket.fd, listenToken), (wakeFD, wakeToken)] {
-      var event = epoll_event()
-      event.events = EPOLLIN.rawValue
-      event.data.u64 = token
-      guard epoll_ctl(epollFD, EPOLL_CTL_ADD, fd, &event) == 0 else {
-        throw .systemCall("epoll_ctl", path: socket.path, errno: errno)
+    guard proceed else { return }
+    do throws(ListenError) {
+      guard epollFD >= 0 else { throw .systemCall("epoll_create1", path: socket.path, errno: epollErrno) }
+      guard wakeFD >= 0 else { throw .systemCall("eventfd", path: socket.path, errno: wakeErrno) }
+      for (fd, token) in [(socket.fd, listenToken), (wakeFD, wakeToken)] {
+        var event = epoll_event()
+        event.events = EPOLLIN.rawValue
+        event.data.u64 = token
+        guard epoll_ctl(epollFD, EPOLL_CTL_ADD, fd, &event) == 0 else {
+          throw .systemCall("epoll_ctl", path: socket.path, errno: errno)
+        }
       }
-    }
-    do {
-      try SystemIO.startThread { [self] in self.loop() }
+      do {
+        try SystemIO.startThread { [self] in self.loop() }
+      } catch {
+        throw .systemCall("pthread_create", path: socket.path, errno: error.code)
+      }
     } catch {
-      throw .systemCall("pthread_create", path: socket.path, errno: error.code)
+      registry.withLock { $0.started = false }
+      throw error
     }
     Log.event(
       "listening", ["path": socket.path, "activated": socket.isActivated ? "true" : "false"])

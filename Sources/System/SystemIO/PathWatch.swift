@@ -26,12 +26,8 @@ public final class PathWatch {
     let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
     guard fd >= 0 else { throw SystemError(errno) }
     fileDescriptor = fd
-    do {
-      try rewatch()
-    } catch {
-      close(fd)
-      throw error
-    }
+    // Every stored property is set: a throw runs deinit, which closes `fd` (once).
+    try rewatch()
   }
 
   deinit { close(fileDescriptor) }

@@ -58,23 +58,19 @@ public final class WorkerThread: Sendable {
     }
     wakeFD = pair[0]
     wakeWriteFD = pair[1]
-    do {
-      try SystemIO.startThread { [self] in
-        var clock = clockid_t()
-        if pthread_getcpuclockid(pthread_self(), &clock) == 0 { cpuClock.withLock { $0 = clock } }
-        body(self)
-        cpuClock.withLock { $0 = nil }
-        let waiters = finished.withLock { state -> [CheckedContinuation<Void, Never>] in
-          state.done = true
-          defer { state.waiters = [] }
-          return state.waiters
-        }
-        for waiter in waiters { waiter.resume() }
+    // Every stored property is set: should the thread not start, the throw runs deinit, which
+    // closes the pipe (closing it here too would close numbers another thread may have reused).
+    try SystemIO.startThread { [self] in
+      var clock = clockid_t()
+      if pthread_getcpuclockid(pthread_self(), &clock) == 0 { cpuClock.withLock { $0 = clock } }
+      body(self)
+      cpuClock.withLock { $0 = nil }
+      let waiters = finished.withLock { state -> [CheckedContinuation<Void, Never>] in
+        state.done = true
+        defer { state.waiters = [] }
+        return state.waiters
       }
-    } catch {
-      close(pair[0])
-      close(pair[1])
-      throw error
+      for waiter in waiters { waiter.resume() }
     }
   }
 
