@@ -368,7 +368,7 @@ let package = Package(
       swiftSettings: swiftSettings),
     .testTarget(
       name: "EndToEndTests",
-      dependencies: ["LocationClient", "LocationCore", "LocationModel", "LocationTestKit", "NMEA", "GNSSSky"],
+      dependencies: ["LocationClient", "LocationCore", "LocationModel", "LocationTestKit", "NMEA", "GNSSSky", "SystemIO", "CLinux"],
       path: "Tests/EndToEndTests",
       swiftSettings: swiftSettings),
   ]

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import SystemIO
 import Testing
 
 extension EndToEnd {
@@ -173,18 +174,19 @@ extension EndToEnd {
     }
 
     @Test(
-      "out of file descriptors a change is answered notSaved; a clean stop saves it",
+      "clients cannot take the daemon's last descriptors: beyond its reserve they are refused, changes are still saved, tracking goes on",
       .timeLimit(.minutes(3)))
     func outOfDescriptors() async throws {
       let scratch = try Scratch()
       defer { scratch.remove() }
       let socket = scratch.file("l.sock")
       let state = scratch.file("state")
+      let limit = 56
       let daemon = try DaemonProcess(
         executable: "/usr/bin/prlimit",
         arguments: [
-          "--nofile=40:40", try Products.path("locationd"), "--socket", socket, "--state-dir", state,
-          "--group", "", "--backend", "simulate",
+          "--nofile=\(limit):\(limit)", try Products.path("locationd"), "--socket", socket, "--state-dir",
+          state, "--group", "", "--backend", "simulate",
         ],
         environment: nil, logPath: scratch.file("locationd.log"), socketPath: socket,
         stateDirectory: state)
@@ -199,33 +201,55 @@ extension EndToEnd {
         Issue.record("\(error)\n\(daemon.log)")
         return
       }
-      // Take every descriptor the daemon has left.
+      // Connect until the daemon refuses: every one beyond its reserve is told so and closed.
       var others: [LineClient] = []
-      while others.count < 60 {
-        guard let client = try? LineClient(path: socket) else { break }
-        others.append(client)
-        if daemon.log.contains("acceptFailed") { break }
+      while others.count < limit {
+        let client = try LineClient(path: socket)
+        // Each connection is either admitted (logged clientConnected) or refused.
+        let connected = others.count + 2
+        #expect(
+          await waitUntil(timeout: 30) {
+            daemon.log.contains("acceptFailed")
+              || daemon.log.components(separatedBy: "clientConnected").count > connected
+          }, "\(daemon.log)")
+        if !daemon.log.contains("acceptFailed") {
+          others.append(client)
+          continue
+        }
+        let refusal = try await client.readObject()
+        #expect(refusal?["code"] as? String == "unavailable", "\(refusal.map(encodeLine) ?? "no reply")")
+        break
       }
-      #expect(await waitUntil(timeout: 30) { daemon.log.contains("acceptFailed") }, "\(daemon.log)")
-      // A client beyond the last descriptor is told so and closed, not left waiting unanswered;
-      // the shortage is logged once, not once per attempt.
+      #expect(daemon.log.contains("keeping \(Int(DescriptorReserve.count)) descriptors free below the limit of \(limit)"), "\(daemon.log)")
+      let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(daemon.pid)/fd").count) ?? limit
+      #expect(open <= limit - Int(DescriptorReserve.count), "\(open) descriptors open, limit \(limit)")
+      // A client beyond the reserve is answered, not left waiting; the shortage is logged once.
       let late = try LineClient(path: socket)
       let refusal = try await late.readObject()
       #expect(refusal?["code"] as? String == "unavailable", "\(refusal.map(encodeLine) ?? "no reply")")
       #expect(daemon.log.components(separatedBy: "acceptFailed").count == 2, "\(daemon.log)")
-      let reply = try await first.call(
-        "annotate", ["annotation": ["id": "kept", "lat": 1.0, "lon": 2.0, "title": "Kept"]])
-      #expect(reply["code"] as? String == "notSaved", "\(encodeLine(reply))")
-      #expect((reply["message"] as? String)?.contains("Too many open files") == true)
-      // SIGTERM with the descriptors back: shutdown saves what the failed save left. The daemon
-      // closes its side of each connection when it reads the end of it: wait until only the first
-      // client is left, or the signal may come while the descriptors are still taken.
+      // The reserve is the daemon's own: a change is saved, and fixes flow for longer than the
+      // one second after which Dispatch's thread-pool monitor opens /proc files.
+      _ = try await first.require(
+        "annotate", ["annotation": ["id": "kept", "lat": 1.0, "lon": 2.0, "title": "Kept"]], class: "MAP")
+      _ = try await first.call("start")
+      var fixTimes: Set<String> = []
+      #expect(
+        try await waitUntil(timeout: 30) {
+          let current = try await first.call("status")["current"] as? JSONObject
+          if let time = current?["time"] as? String { fixTimes.insert(time) }
+          return fixTimes.count >= 3
+        }, "\(fixTimes) \(daemon.log)")
+      // With the descriptors back, a new client is served again.
       for client in others { client.close() }
       others.removeAll()
       #expect(
         try await waitUntil(timeout: 30) {
           try await first.call("status")["clients"] as? Int == 1
         }, "\(daemon.log)")
+      let again = try LineClient(path: socket)
+      #expect(try await again.call("request", timeout: 60)["class"] as? String == "AUTHORIZATION", "\(daemon.log)")
+      #expect(daemon.log.contains("acceptRecovered"), "\(daemon.log)")
       #expect(await daemon.stop() == 0, "\(daemon.log)")
       let restarted = try DaemonProcess(
         scratch: scratch, backend: "simulate", name: "restarted", socketPath: scratch.file("r.sock"),
@@ -235,6 +259,21 @@ extension EndToEnd {
       let map = try await locationctl(restarted.socketPath, ["map"])
       #expect(map.stdout.contains("\"id\":\"kept\""), "\(map.stdout)")
       #expect(await restarted.stop() == 0)
+    }
+
+    @Test("a descriptor limit that leaves no room for the reserve is refused at start, with what to do")
+    func descriptorLimitTooLow() async throws {
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      let run = try await runTool(
+        "/usr/bin/prlimit",
+        [
+          "--nofile=24:24", try Products.path("locationd"), "--socket", scratch.file("l.sock"), "--state-dir",
+          scratch.file("state"), "--group", "", "--backend", "simulate",
+        ])
+      #expect(run.status == 71, "\(run.stderr)")
+      #expect(run.stderr.contains("the limit is 24: locationd needs 32 free; raise the limit"), "\(run.stderr)")
+      #expect(!FileManager.default.fileExists(atPath: scratch.file("state")), "nothing created")
     }
 
     @Test("SIGHUP with a group that does not exist is refused and the old group stays", .timeLimit(.minutes(3)))

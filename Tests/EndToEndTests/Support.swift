@@ -1,3 +1,4 @@
+import CLinux
 import Foundation
 import Glibc
 import LocationTestKit
@@ -111,8 +112,8 @@ final class Child: @unchecked Sendable {
   private var exitStatus: Int32?
 
   /// Starts `executable` with `arguments`, standard input from /dev/null, standard output to
-  /// `stdout` and standard error to `stderr` (files, created or truncated), signal mask empty
-  /// and SIGPIPE, SIGTERM, SIGINT, SIGHUP at their defaults.
+  /// `stdout` and standard error to `stderr` (files, created or truncated), no other descriptor
+  /// of this process, signal mask empty and SIGPIPE, SIGTERM, SIGINT, SIGHUP at their defaults.
   init(
     _ executable: String, _ arguments: [String], environment: [String: String]? = nil,
     stdout: String, stderr: String
@@ -127,6 +128,9 @@ final class Child: @unchecked Sendable {
     } else {
       posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_APPEND, 0o644)
     }
+    // Nothing else of this test process: descriptors other suites hold open without
+    // close-on-exec would count against a daemon's descriptor limit.
+    _ = locationd_spawn_close_from(&actions, 3)
     var attributes = posix_spawnattr_t()
     posix_spawnattr_init(&attributes)
     defer { posix_spawnattr_destroy(&attributes) }
@@ -458,8 +462,9 @@ final class LineClient: @unchecked Sendable {
     var address = sockaddr_un()
     address.sun_family = sa_family_t(AF_UNIX)
     let bytes = Array(path.utf8)
+    // No close before a throw below: every stored property is set, so a throwing init still runs
+    // deinit, which closes `fd`; a second close would hit a number another thread reopened.
     guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-      Glibc.close(fd)
       throw E2EError("socket path too long: \(path)")
     }
     withUnsafeMutableBytes(of: &address.sun_path) { raw in
@@ -471,13 +476,11 @@ final class LineClient: @unchecked Sendable {
       }
     }
     guard result == 0 else {
-      let code = errno
-      Glibc.close(fd)
-      throw E2EError("connect \(path) failed: \(String(cString: strerror(code)))")
+      throw E2EError("connect \(path) failed: \(String(cString: strerror(errno)))")
     }
   }
 
-  deinit { Glibc.close(fd) }
+  deinit { if fd >= 0 { Glibc.close(fd) } }
 
   /// Closes the connection (both directions).
   func close() { shutdown(fd, Int32(SHUT_RDWR)) }

@@ -64,6 +64,12 @@ public enum Daemon {
       return ExitCode.noInput.rawValue
     }
 
+    // Its own files, sockets and threads take about as many descriptors as it keeps in reserve:
+    // without both free, a state file could not be read and the map would start empty.
+    if let shortage = DescriptorReserve.shortage(needing: 2 * DescriptorReserve.count) {
+      writeStandardError("locationd: \(shortage)\n")
+      return ExitCode.osError.rawValue
+    }
     let backend: any LocationBackend
     do {
       backend = try BackendFactory.make(uri: configuration.backendURI)

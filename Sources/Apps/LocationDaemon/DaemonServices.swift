@@ -234,6 +234,11 @@ enum DaemonServices {
     ServiceClosures(
       "accepting",
       start: {
+        // Every other part has taken its descriptors: the reserve must be left for clients to
+        // be admitted at all.
+        if let shortage = DescriptorReserve.shortage(needing: DescriptorReserve.count) {
+          throw DaemonStartError(message: shortage, exitCode: .osError)
+        }
         do {
           try server.start()
           try feed.value?.start()

@@ -78,7 +78,10 @@ func runNetworkSimulate(
   let injected = receiver.outputStatistics
   writeError(
     "locationctl simulate: \(statistics.epochsSent) epochs sent, \(statistics.bytesSent) bytes, "
-      + "\(statistics.connectionsAccepted) connections, \(statistics.datagramsSent) datagrams, "
+      + "\(statistics.connectionsAccepted) connections"
+      + (statistics.connectionsRefused > 0
+        ? " (\(statistics.connectionsRefused) refused: no descriptor to spare)" : "")
+      + ", \(statistics.datagramsSent) datagrams, "
       + "\(injected.sentencesCut) sentences cut by the baud rate"
       + (faults.isEmpty ? "" : "; \(injected.faults.summary)"))
   return status.load(ordering: .relaxed)

@@ -69,6 +69,9 @@ public final class SimulatedNetworkReceiver: Sendable {
     public var connectionsAccepted = 0
     /// TCP connections closed (by an unplug, a send error or the client).
     public var connectionsClosed = 0
+    /// TCP connections refused at once because they would leave fewer than
+    /// ``DescriptorReserve/count`` descriptors free.
+    public var connectionsRefused = 0
   }
 
   /// The transport, with the port actually bound for TCP.
@@ -278,6 +281,11 @@ public final class SimulatedNetworkReceiver: Sendable {
       while true {
         let fd = accept(state.listener, nil, nil)
         if fd < 0 { break }
+        guard DescriptorReserve.leavesReserve(after: fd) else {
+          close(fd)
+          state.statistics.connectionsRefused += 1
+          continue
+        }
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         state.clients.append(fd)
@@ -325,7 +333,13 @@ public final class SimulatedNetworkReceiver: Sendable {
     guard wasUnplugged, case .tcp = transport else { return }
     var address = self.address
     if let fd = try? Self.listen(&address, transport: transport) {
-      sockets.withLock { $0.listener = fd }
+      // stop() may have run while the socket was being opened: then it is closed here.
+      let kept = sockets.withLock { state -> Bool in
+        guard !state.closed else { return false }
+        state.listener = fd
+        return true
+      }
+      if !kept { close(fd) }
     }
   }
 

@@ -184,19 +184,22 @@ public final class NMEAFeedFrontEnd: FrontEnd, Sendable {
   /// The number of readers connected now (authorized or still being decided).
   public var clientCount: Int { readers.withLock { $0.count } }
 
-  /// Starts the I/O thread (accepting readers). Call once.
+  /// Starts the I/O thread (accepting readers). Does nothing when already started, or once
+  /// stopped (the socket is closed then).
   ///
-  /// - Throws: ``Failure/system(_:errno:)`` when the thread cannot be created.
+  /// - Throws: ``Failure/system(_:errno:)`` when the thread cannot be created; it is then not
+  ///   started, and ``stop()`` closes the socket.
   public func start() throws(Failure) {
     let first = control.withLock { state -> Bool in
-      defer { state.started = true }
-      return !state.started
+      guard !state.started, !state.stopping else { return false }
+      state.started = true
+      return true
     }
     guard first else { return }
     do {
       try SystemIO.startThread { [self] in loop() }
     } catch {
-      control.withLock { $0.stopped = true }
+      control.withLock { $0.started = false }
       throw .system("pthread_create", errno: error.code)
     }
   }
@@ -326,6 +329,20 @@ public final class NMEAFeedFrontEnd: FrontEnd, Sendable {
     }
   }
 
+  /// Counts a refused reader; logged at the 1st, 2nd, 4th, 8th... refusal, so that a connect
+  /// loop cannot flood the log. `reason`: `full` (`maxReaders` reached) or `descriptors` (the
+  /// daemon's descriptor reserve reached).
+  private func logRefusal(uid: UInt32, reason: String) {
+    let refused = refusals.withLock { count -> Int in
+      count += 1
+      return count
+    }
+    if LogThrottle.powersOfTwo.logs(refused) {
+      Log.event(
+        "nmeaReaderRefused", ["uid": String(uid), "reason": reason, "refusals": String(refused)])
+    }
+  }
+
   private func acceptReaders() {
     while true {
       let fd = accept(socket.fd, nil, nil)
@@ -335,6 +352,12 @@ public final class NMEAFeedFrontEnd: FrontEnd, Sendable {
       }
       Self.setNonBlockingCloseOnExec(fd)
       guard let peer = PeerCredentials.read(socket: fd) else {
+        _ = Glibc.close(fd)
+        continue
+      }
+      // The descriptors the daemon needs for its own work stay free (see DescriptorReserve).
+      guard DescriptorReserve.leavesReserve(after: fd) else {
+        logRefusal(uid: peer.uid, reason: "descriptors")
         _ = Glibc.close(fd)
         continue
       }
@@ -358,16 +381,7 @@ public final class NMEAFeedFrontEnd: FrontEnd, Sendable {
         admitted = admit()
       }
       guard admitted else {
-        let refusedFull = refusals.withLock { count -> Int in
-          count += 1
-          return count
-        }
-        // Logged at the 1st, 2nd, 4th, 8th... refusal: a connect loop cannot flood the log.
-        if LogThrottle.powersOfTwo.logs(refusedFull) {
-          Log.event(
-            "nmeaReaderRefused",
-            ["client": String(reader.id), "uid": String(peer.uid), "reason": "full", "refusals": String(refusedFull)])
-        }
+        logRefusal(uid: peer.uid, reason: "full")
         _ = Glibc.close(fd)
         continue
       }

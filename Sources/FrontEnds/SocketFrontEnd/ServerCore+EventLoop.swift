@@ -103,6 +103,17 @@ extension ServerCore {
     return true
   }
 
+  /// Tells a client accepted on `fd` that no descriptor is left for it (`unavailable`) and
+  /// closes it, so that it does not wait unanswered.
+  private func refuseForShortage(_ fd: Int32) {
+    var bytes = Reply.error(
+      .unavailable, message: "locationd has no file descriptor left for a new client: retry later"
+    ).json(id: nil).encoded
+    bytes.append(UInt8(ascii: "\n"))
+    try? SystemIO.sendAll(fd, bytes, flags: Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+    Glibc.close(fd)
+  }
+
   private func setListening(_ on: Bool) {
     var event = epoll_event()
     event.events = on ? EPOLLIN.rawValue : 0
@@ -112,9 +123,11 @@ extension ServerCore {
 
   /// Accepts every pending connection; `false` when out of descriptors (pause accepting).
   ///
-  /// Out of descriptors, each waiting client is accepted on the reserved `spareFD`, told
-  /// `unavailable` and closed, so that it does not hang; the shortage is logged once, and its end
-  /// once (`shortage` says whether it is going on).
+  /// A client whose descriptor would leave fewer than ``DescriptorReserve/count`` free is told
+  /// `unavailable` and closed, so that it does not hang. Out of descriptors all the same (the
+  /// limit lowered from outside), each waiting client is accepted on the reserved `spareFD` and
+  /// refused alike. The shortage is logged once, and its end once (`shortage` says whether it is
+  /// going on).
   private func acceptClients(
     _ clients: inout [UInt64: (connection: ClientConnection, reader: LineReader)],
     spareFD: inout Int32, shortage: inout Bool
@@ -132,19 +145,26 @@ extension ServerCore {
         if code == EMFILE || code == ENFILE, spareFD >= 0 {
           Glibc.close(spareFD)
           let refused = accept(socket.fd, nil, nil)
-          if refused >= 0 {
-            var bytes = Reply.error(
-              .unavailable,
-              message: "locationd has no file descriptor left for a new client: retry later"
-            ).json(id: nil).encoded
-            bytes.append(UInt8(ascii: "\n"))
-            try? SystemIO.sendAll(refused, bytes, flags: Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
-            Glibc.close(refused)
-          }
+          if refused >= 0 { refuseForShortage(refused) }
           spareFD = Glibc.open("/dev/null", O_RDONLY | O_CLOEXEC)
           if refused >= 0 { continue }
         }
         return !(code == EMFILE || code == ENFILE || code == ENOBUFS || code == ENOMEM)
+      }
+      // The descriptors the daemon needs for its own work stay free (see DescriptorReserve).
+      guard DescriptorReserve.leavesReserve(after: fd) else {
+        if !shortage {
+          Log.event(
+            "acceptFailed",
+            [
+              "error": String(cString: strerror(EMFILE)),
+              "detail": "keeping \(DescriptorReserve.count) descriptors free below the limit of "
+                + "\(DescriptorReserve.softLimit().map(String.init) ?? "?")",
+            ])
+          shortage = true
+        }
+        refuseForShortage(fd)
+        continue
       }
       if shortage {
         shortage = false
