@@ -282,7 +282,7 @@ let package = Package(
       swiftSettings: swiftSettings),
     // Golden/ holds expected renderer output, read by path (not a resource bundle).
     .testTarget(
-      name: "MapStateTests", dependencies: ["MapState", "LocationModel", "JSON", "Regions"],
+      name: "MapStateTests", dependencies: ["MapState", "LocationModel", "JSON", "Regions", "SystemIO"],
       path: "Tests/MapStateTests", exclude: ["Golden"],
       swiftSettings: swiftSettings),
     // The service core: authorization, sessions, the outbound queue every front-end uses (held to

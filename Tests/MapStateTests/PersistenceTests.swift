@@ -1,5 +1,6 @@
 import Foundation
 import MapState
+import SystemIO
 import Testing
 import LocationModel
 
@@ -129,6 +130,25 @@ struct PersistenceTests {
     #expect(log.all.first?.hasPrefix("map state file holds invalid values, starting with an empty map") == true)
   }
 
+  /// A file that exists but cannot be opened (here a Unix socket: ENXIO; in the field a mode or
+  /// an I/O error) is set aside, so that the next save does not replace what it holds.
+  @Test func aFileThatCannotBeOpenedIsSetAsideNotReplaced() throws {
+    let directory = try temporaryDirectory()
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let store = MapStateStore(directory: directory, log: { _ in })
+    let listener = try #require(bindUnixSocket(at: store.path))
+    defer { close(listener) }
+    let log = LogCollector()
+    #expect(MapStateStore(directory: directory, log: log.sink).load() == nil)
+    #expect(log.all.count == 1, "\(log.all)")
+    #expect(log.all.first?.hasPrefix("map state file unreadable, starting with an empty map") == true, "\(log.all)")
+    #expect(log.all.first?.hasSuffix("keptAs=\(MapStateStore.rejectedFileName)") == true, "\(log.all)")
+    try store.save(PersistedMapState(viewport: .default, mode: .none, annotations: []))
+    var info = stat()
+    #expect(lstat(directory + "/" + MapStateStore.rejectedFileName, &info) == 0)
+    #expect(info.st_mode & S_IFMT == S_IFSOCK)
+  }
+
   /// Found by fuzzing the loader: the corrupt-file message quoted the file's bad value verbatim,
   /// so a newline in it split the message into two log lines (a forged second line).
   @Test func valuesFromACorruptFileStayOnOneLogLine() throws {
@@ -249,4 +269,16 @@ struct PersistenceTests {
     #expect(viewport.rotation == 330)
     #expect(viewport.size == ViewportSize(width: 300, height: 200))
   }
+}
+
+/// A Unix stream socket bound at `path` (its descriptor), or `nil`.
+func bindUnixSocket(at path: String) -> Int32? {
+  guard var address = UnixAddress(path: path) else { return nil }
+  let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+  guard fd >= 0 else { return nil }
+  guard address.withSockaddr({ bind(fd, $0, $1) }) == 0 else {
+    close(fd)
+    return nil
+  }
+  return fd
 }

@@ -228,16 +228,17 @@ public struct MapStateStore: Sendable {
         return nil
       }
       let reason = code == ELOOP ? "a symbolic link" : String(cString: strerror(code))
-      let kept = code == ELOOP ? setAside(directoryFD) : nil
+      // Set aside whatever the reason (a link, a mode, an I/O error): a save would replace it.
+      let kept = setAside(directoryFD)
       report("map state file unreadable, starting with an empty map path=\(path) error=\(reason)\(keptAs(kept))")
       return nil
     }
     defer { close(fd) }
     var info = stat()
     guard fstat(fd, &info) == 0 else {
-      report(
-        "map state file unreadable, starting with an empty map path=\(path) error=\(String(cString: strerror(errno)))"
-      )
+      let reason = String(cString: strerror(errno))
+      let kept = setAside(directoryFD)
+      report("map state file unreadable, starting with an empty map path=\(path) error=\(reason)\(keptAs(kept))")
       return nil
     }
     guard info.st_mode & S_IFMT == S_IFREG else {
@@ -258,7 +259,8 @@ public struct MapStateStore: Sendable {
     } catch {
       switch error {
       case .system(let error):
-        report("map state file unreadable, starting with an empty map path=\(path) error=\(error)")
+        let kept = setAside(directoryFD)
+        report("map state file unreadable, starting with an empty map path=\(path) error=\(error)\(keptAs(kept))")
         return nil
       case .tooLarge:
         let kept = setAside(directoryFD)

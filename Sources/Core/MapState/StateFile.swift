@@ -141,16 +141,17 @@ public struct StateFile: Sendable {
       let code = errno
       if code == ENOENT { return .missing }
       let reason = code == ELOOP ? "a symbolic link" : String(cString: strerror(code))
-      let kept = code == ELOOP ? setAside(directoryFD) : nil
+      // Set aside whatever the reason (a link, a mode, an I/O error): a save would replace it.
+      let kept = setAside(directoryFD)
       report("\(subject) file unreadable, \(fallback) path=\(path) error=\(reason)\(keptAs(kept))")
       return .unusable
     }
     defer { close(fd) }
     var info = stat()
     guard fstat(fd, &info) == 0 else {
-      report(
-        "\(subject) file unreadable, \(fallback) path=\(path) error=\(String(cString: strerror(errno)))"
-      )
+      let reason = String(cString: strerror(errno))
+      let kept = setAside(directoryFD)
+      report("\(subject) file unreadable, \(fallback) path=\(path) error=\(reason)\(keptAs(kept))")
       return .unusable
     }
     guard info.st_mode & S_IFMT == S_IFREG else {
@@ -170,7 +171,8 @@ public struct StateFile: Sendable {
     } catch {
       switch error {
       case .system(let error):
-        report("\(subject) file unreadable, \(fallback) path=\(path) error=\(error)")
+        let kept = setAside(directoryFD)
+        report("\(subject) file unreadable, \(fallback) path=\(path) error=\(error)\(keptAs(kept))")
       case .tooLarge:
         let kept = setAside(directoryFD)
         report(
