@@ -56,16 +56,14 @@ public enum DescriptorReserve {
       + "close the descriptors the program that starts locationd leaves open"
   }
 
-  /// The number of open descriptors (entries of `/proc/self/fd`, less the one reading it).
+  /// The number of open descriptors: the entries of `/proc/self/fd`, less `.`, `..` (procfs
+  /// lists both) and the one reading it.
   private static func openDescriptorCount() -> Int64? {
     guard let directory = opendir("/proc/self/fd") else { return nil }
     defer { closedir(directory) }
-    var count: Int64 = 0
-    while let entry = readdir(directory) {
-      let isDot = withUnsafeBytes(of: entry.pointee.d_name) { $0.first == UInt8(ascii: ".") }
-      if !isDot { count += 1 }
-    }
-    return count - 1
+    var entries: Int64 = 0
+    while readdir(directory) != nil { entries += 1 }
+    return max(0, entries - 3)
   }
 
   /// The soft `RLIMIT_NOFILE` limit, or `nil` when it is unlimited or cannot be read.
