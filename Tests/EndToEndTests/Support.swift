@@ -422,10 +422,13 @@ final class DaemonProcess {
   }
 
   /// SIGTERM and wait; SIGKILL when it does not stop. Returns the exit status after SIGTERM.
+  /// A daemon that does not stop is an issue of the test, recorded with its descriptors, its
+  /// threads' kernel waits and its log.
   @discardableResult func stop() async -> Int32? {
     guard process.isRunning else { return process.terminationStatus }
     signal(SIGTERM)
     if let status = await waitForExit(timeout: 10) { return status }
+    Issue.record("locationd (pid \(process.pid)) did not stop within 10 s of SIGTERM\n\(processDiagnosis(process.pid))\n\(log)")
     signal(SIGKILL)
     _ = await waitForExit(timeout: 10)
     return nil
@@ -440,6 +443,27 @@ final class DaemonProcess {
     signal(SIGKILL)
     _ = process.waitForExitBlocking(timeout: 5)
   }
+}
+
+/// What `/proc` tells of a process that does not respond: each descriptor's target and each
+/// thread's name, state and kernel wait (`wchan`).
+func processDiagnosis(_ pid: pid_t) -> String {
+  let files = FileManager.default
+  func read(_ path: String) -> String {
+    ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "?").trimmingCharacters(in: .whitespacesAndNewlines)
+  }
+  var lines: [String] = []
+  let descriptors = (try? files.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+  for fd in descriptors.sorted(by: { (Int($0) ?? 0) < (Int($1) ?? 0) }) {
+    lines.append("fd \(fd) -> " + ((try? files.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)")) ?? "?"))
+  }
+  for task in ((try? files.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []).sorted() {
+    let stat = read("/proc/\(pid)/task/\(task)/stat")
+    let state = stat.split(separator: ")").last?.split(separator: " ").first.map(String.init) ?? "?"
+    lines.append(
+      "thread \(task) \(read("/proc/\(pid)/task/\(task)/comm")) state \(state) wchan \(read("/proc/\(pid)/task/\(task)/wchan"))")
+  }
+  return lines.joined(separator: "\n")
 }
 
 /// A blocking client of the daemon's socket, one JSON object per line; reads wait with poll(2).
