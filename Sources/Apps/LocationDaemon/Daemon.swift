@@ -1,3 +1,4 @@
+import Dispatch
 import FoundationEssentials
 import Glibc
 import SystemIO
@@ -59,8 +60,8 @@ public enum Daemon {
     // checked when the MQTT front-end starts (78).
     if let path = configuration.mqtt?.credentialsFile, access(path, R_OK) != 0 {
       writeStandardError(
-        "locationd: " + (configuration.place(of: "mqtt-credentials").map { "\($0): " } ?? "")
-          + "invalid mqtt-credentials \"\(Self.shown(path))\": cannot read it: \(String(cString: strerror(errno)))\n")
+        "locationd: " + configuration.prefix(for: "mqtt-credentials")
+          + "invalid mqtt-credentials \"\(TextRules.quoted(path))\": cannot read it: \(String(cString: strerror(errno)))\n")
       return ExitCode.noInput.rawValue
     }
 
@@ -114,7 +115,7 @@ public enum Daemon {
     }
     if let (reason, code, hint) = stateProblem {
       writeStandardError(
-        "locationd: \(configuration.named("state-dir")) \(Self.shown(configuration.stateDirectory)) cannot be used (\(reason))"
+        "locationd: \(configuration.named("state-dir")) \(TextRules.quoted(configuration.stateDirectory)) cannot be used (\(reason))"
           + (hint.map { ": " + $0 } ?? "") + "\n")
       return code.rawValue
     }
@@ -126,7 +127,7 @@ public enum Daemon {
       stateLock = try DirectoryLock(directory: configuration.stateDirectory)
     } catch {
       writeStandardError(
-        "locationd: \(configuration.named("state-dir")) \(Self.shown(configuration.stateDirectory)) cannot be used: \(error)\n")
+        "locationd: \(configuration.named("state-dir")) \(TextRules.quoted(configuration.stateDirectory)) cannot be used: \(error)\n")
       return ExitCode.cannotCreate.rawValue
     }
     // Saves run on their own threads: a reply waits at most 50 ms for its change's save, so a
@@ -147,8 +148,8 @@ public enum Daemon {
       let (ancestor, reason) = SecurePath.unsafeAncestor(of: String(configuration.socketPath[..<slash]))
     {
       writeStandardError(
-        "locationd: \(configuration.named("socket")) \(Self.shown(configuration.socketPath)) cannot be used: "
-          + "\(Self.shown(ancestor)) is \(reason)\n")
+        "locationd: \(configuration.named("socket")) \(TextRules.quoted(configuration.socketPath)) cannot be used: "
+          + "\(TextRules.quoted(ancestor)) is \(reason)\n")
       return ExitCode.configuration.rawValue
     }
     let socket: ListeningSocket
@@ -160,7 +161,7 @@ public enum Daemon {
       let key: String
       if case .noSuchGroup = error { key = "group" } else { key = "socket" }
       writeStandardError(
-        "locationd: " + (configuration.place(of: key).map { "\($0): " } ?? "")
+        "locationd: " + configuration.prefix(for: key)
           + TextRules.escapingInvisibles("\(error)") + "\n")
       return error.exitCode.rawValue
     }
@@ -222,7 +223,12 @@ public enum Daemon {
         notifier.ready(status: "serving on \(socket.path), backend \(backendURI)")
       })
 
-    let group = ServiceGroup()
+    // The service whose stop is running, for the stopSlow line below.
+    let stoppingService = Mutex<String?>(nil)
+    let group = ServiceGroup { event, name in
+      if event == "stopping" { stoppingService.withLock { $0 = name } }
+      if event == "stopped" { stoppingService.withLock { $0 = nil } }
+    }
     do {
       try await group.start(services)
     } catch {
@@ -242,7 +248,7 @@ public enum Daemon {
         // Refused as at start: a group that does not exist would shut every member out.
         if let group = reloaded.group, !group.isEmpty, GroupDatabase.groupID(named: group) == nil {
           throw ReloadError(
-            message: (reloaded.place(of: "group").map { "\($0): " } ?? "") + "\(ListenError.noSuchGroup(group))")
+            message: reloaded.prefix(for: "group") + "\(ListenError.noSuchGroup(group))")
         }
         state.configuration = reloaded
         // Each part applies what it can at once: the service core decides every client again
@@ -267,7 +273,20 @@ public enum Daemon {
     state.shutdownReason = reason
     Log.event("stopping", ["reason": reason])
     notifier.stopping()
+    // A stop that takes longer than 10 s names the service it waits for (once every 10 s), so
+    // that a shutdown systemd has to kill says where it stood. Off the concurrency pool: it
+    // must run even if every task is waiting.
+    let slowStopCheck = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "locationd.stop-check"))
+    slowStopCheck.schedule(deadline: .now() + 10, repeating: 10)
+    let stopStarted = ContinuousClock.now
+    slowStopCheck.setEventHandler {
+      guard let service = stoppingService.withLock({ $0 }) else { return }
+      let seconds = (ContinuousClock.now - stopStarted).components.seconds
+      Log.event("stopSlow", ["service": service, "seconds": String(seconds)])
+    }
+    slowStopCheck.resume()
     await group.stop()
+    slowStopCheck.cancel()
     Log.event("stopped", [:])
     withExtendedLifetime(stateLock) {}
     return 0
@@ -441,10 +460,4 @@ public enum ProcessInfoEnvironment {
 struct ReloadError: Error, CustomStringConvertible {
   var message: String
   var description: String { message }
-}
-
-extension Daemon {
-  /// A path or name the user gave, as a start-time message shows it: invisible characters
-  /// escaped, cut to 200 characters (as ``ConfigurationError`` shows its values).
-  static func shown(_ text: String) -> String { TextRules.escapingInvisibles(TextRules.shortened(text)) }
 }
