@@ -70,7 +70,7 @@ public enum ConfigurationError: Error, Sendable, Hashable, CustomStringConvertib
   /// the user gave cut to 200 characters (not the reasons, which may list what to use).
   private var shown: ConfigurationError {
     func shown(_ text: String) -> String { TextRules.escapingInvisibles(text) }
-    func value(_ text: String) -> String { TextRules.escapingInvisibles(TextRules.shortened(text)) }
+    let value = TextRules.quoted
     switch self {
     case .unknownFlag(let flag): return .unknownFlag(value(flag))
     case .missingValue(let flag): return .missingValue(value(flag))
@@ -186,6 +186,9 @@ public struct Configuration: Sendable, Hashable {
   public func named(_ key: String) -> String {
     place(of: key).map { "\($0): \(key)" } ?? "--" + key
   }
+
+  /// `FILE:LINE: ` to begin a message about `key` when the config file set it, else nothing.
+  public func prefix(for key: String) -> String { place(of: key).map { "\($0): " } ?? "" }
 
   /// `FILE:LINE` of the config file line that set `key`, or `nil` when a flag or the default gave
   /// its value.

@@ -135,7 +135,7 @@ enum DaemonServices {
           created = try WebFrontEnd(options: options, service: service)
         } catch {
           throw DaemonStartError(
-            message: "\(configuration.named("http")) \(http.address):\(http.port): \(error.description)",
+            message: "\(configuration.named("http")) \(http.address.contains(":") ? "[\(http.address)]" : http.address):\(http.port): \(error.description)",
             exitCode: error.libraryMissing ? .unavailable : .osError)
         }
         await service.attach(created)
@@ -213,7 +213,7 @@ enum DaemonServices {
         } catch {
           // At the config file line of the setting it is about, when the file gave it.
           throw DaemonStartError(
-            message: ((error as? MQTTSettingError).flatMap { configuration.place(of: $0.key) }.map { "\($0): " } ?? "")
+            message: ((error as? MQTTSettingError).map { configuration.prefix(for: $0.key) } ?? "")
               + "\(error)",
             exitCode: .configuration)
         }

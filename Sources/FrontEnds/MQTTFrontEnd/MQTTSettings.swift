@@ -159,7 +159,7 @@ public struct MQTTSettings: Sendable, Hashable {
     ("mqtt-client-id", "ID", "1...128 printable ASCII characters (default locationd-USER-HOST, or hashed)"),
     ("mqtt-keepalive", "S", "whole seconds, 5...65535 (default 60)"),
     ("mqtt-qos", "0|1", "QoS of every message (default 1)"),
-    ("mqtt-retain", "on|off", "the broker keeps the last location for new subscribers; yes/no, true/false too (default on)"),
+    ("mqtt-retain", "on|off", "the broker keeps the last location for new subscribers; yes/no, true/false, 1/0 too, any case (default on)"),
     ("mqtt-ca-file", "FILE", "PEM CA certificates of the broker, absolute path; needed for mqtts (default none)"),
     ("mqtt-credentials", "FILE", "absolute path of a file whose first line is USER:PASSWORD (default anonymous)"),
     ("mqtt-tid", "TID", "OwnTracks tracker ID, 1...8 bytes (default: 2 characters of the topic)"),

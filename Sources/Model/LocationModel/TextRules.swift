@@ -49,6 +49,10 @@ public enum TextRules {
     return result
   }
 
+  /// A value a user gave, as a message quotes it: ``shortened(_:limit:)`` (200 characters), then
+  /// ``escapingInvisibles(_:)``.
+  public static func quoted(_ text: String) -> String { escapingInvisibles(shortened(text)) }
+
   /// `text` cut to its first `limit` characters (extended grapheme clusters), with how much was
   /// left out, for a message that quotes what a user gave: a 100 kB value does not make a 100 kB
   /// log line. `limit` is at least 1.

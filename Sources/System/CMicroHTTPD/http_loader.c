@@ -687,7 +687,8 @@ static int bind_socket(const char *address, uint16_t port, int *error_number, ch
   if (family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
   if (bind(fd, (struct sockaddr *)&storage, length) != 0 || listen(fd, 128) != 0) {
     *error_number = errno;
-    snprintf(message, capacity, "cannot listen on %s port %u: %s", address, (unsigned)port, strerror(errno));
+    snprintf(message, capacity, strchr(address, ':') ? "cannot listen on [%s] port %u: %s" : "cannot listen on %s port %u: %s",
+             address, (unsigned)port, strerror(errno));
     close(fd);
     return -1;
   }
