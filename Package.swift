@@ -196,7 +196,7 @@ let package = Package(
     // notify and client sockets, the epoll reader of many clients.
     .target(name: "BenchKit", dependencies: ["CLinux", "SystemIO"], path: "Benchmarks/BenchKit", swiftSettings: swiftSettings),
     .executableTarget(
-      name: "locationd", dependencies: ["LocationDaemon"],
+      name: "locationd", dependencies: ["LocationDaemon", "SystemIO"],
       path: "Sources/Apps/locationd", swiftSettings: swiftSettings, linkerSettings: locationdLinking),
     .executableTarget(
       name: "locationctl",

@@ -198,6 +198,41 @@ extension EndToEnd {
     }
 
     @Test(
+      "started with SIGTERM, SIGINT and SIGHUP blocked (as Foundation's Process from a task starts it), the main thread takes them and SIGTERM stops it",
+      .timeLimit(.minutes(3)))
+    func inheritedSignalMask() async throws {
+      try #require(access("/usr/bin/python3", X_OK) == 0)
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      let socket = scratch.file("l.sock")
+      // A parent whose thread blocks the three signals, as a Dispatch thread does; exec keeps the
+      // mask. Before, only the pool thread that installed the handlers had them unblocked, and
+      // once Dispatch ended that idle thread no thread took SIGTERM.
+      let blockAndExec = """
+        import os, signal, sys
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
+        os.execv(sys.argv[1], sys.argv[1:])
+        """
+      let daemon = try DaemonProcess(
+        executable: "/usr/bin/python3",
+        arguments: [
+          "-c", blockAndExec, try Products.path("locationd"), "--socket", socket, "--state-dir",
+          scratch.file("state"), "--group", "", "--backend", "simulate",
+        ],
+        environment: nil, logPath: scratch.file("locationd.log"), socketPath: socket,
+        stateDirectory: scratch.file("state"))
+      defer { daemon.cleanUp() }
+      try await daemon.waitUntilReady()
+      let status = try String(contentsOfFile: "/proc/\(daemon.pid)/task/\(daemon.pid)/status", encoding: .utf8)
+      let blocked = status.split(separator: "\n").first { $0.hasPrefix("SigBlk:") }
+        .flatMap { UInt64($0.dropFirst("SigBlk:".count).trimmingCharacters(in: .whitespaces), radix: 16) }
+      let handled = [SIGTERM, SIGINT, SIGHUP].reduce(UInt64(0)) { $0 | (UInt64(1) << UInt64($1 - 1)) }
+      #expect(blocked.map { $0 & handled } == 0, "main thread's SigBlk: \(blocked.map { String($0, radix: 16) } ?? "?")")
+      #expect(await daemon.stop() == 0, "\(daemon.log)")
+      #expect(daemon.log.contains("stopping reason=SIGTERM"), "\(daemon.log)")
+    }
+
+    @Test(
       "SIGHUP re-reads max-clients from --config: the next client over the new cap gets tooManyClients",
       .timeLimit(.minutes(3)))
     func reloadChangesMaxClients() async throws {

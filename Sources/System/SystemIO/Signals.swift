@@ -16,6 +16,22 @@ public enum SignalSequence {
     signal(SIGPIPE, SIG_IGN)
   }
 
+  /// Empties the calling thread's signal mask, as daemon(7) asks of a daemon at start. Call it
+  /// first thing on the main thread, before any other thread exists: threads inherit the mask
+  /// of the thread that creates them.
+  ///
+  /// A process inherits its parent's mask, and a parent that starts it from a Dispatch thread
+  /// (Foundation's `Process` inside a Swift task does) passes SIGTERM, SIGINT and SIGHUP blocked.
+  /// ``stream(_:)`` unblocks them only on the thread that calls it, a thread of the concurrency
+  /// pool that Dispatch ends once it has been idle for a while; Dispatch's other threads block
+  /// every signal. With the main thread's mask left as inherited, no thread then took SIGTERM,
+  /// and the process could no longer be stopped.
+  public static func resetSignalMask() {
+    var empty = sigset_t()
+    sigemptyset(&empty)
+    pthread_sigmask(SIG_SETMASK, &empty, nil)
+  }
+
   /// The signals in `signals` (e.g. `[SIGTERM, SIGINT, SIGHUP]`), in arrival order. While any
   /// stream is being iterated the signals are caught; when the consumer stops, they are ignored.
   ///
