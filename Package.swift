@@ -61,7 +61,7 @@ let package = Package(
     // libmicrohttpd (headers from libmicrohttpd-dev) for the HTTP front-end; loaded on first use
     // like libgps, so a daemon without --http maps none of it.
     .target(
-      name: "CMicroHTTPD",
+      name: "CMicroHTTPD", dependencies: ["CLinux"],
       path: "Sources/System/CMicroHTTPD", linkerSettings: [.linkedLibrary("dl"), .linkedLibrary("pthread")]),
     // libmosquitto for the MQTT front-end; loaded on first use like libgps (it brings OpenSSL).
     .target(name: "CMosquitto", path: "Sources/System/CMosquitto", linkerSettings: [.linkedLibrary("dl")]),
@@ -77,7 +77,7 @@ let package = Package(
     .target(name: "CSDBus", path: "Sources/System/CSDBus", linkerSettings: [.linkedLibrary("dl")]),
     // read(2), write(2) and send(2) on Swift buffers with every index checked: the one place
     // outside the socket server's event loop where buffers meet the kernel.
-    .target(name: "SystemIO", path: "Sources/System/SystemIO", swiftSettings: swiftSettings),
+    .target(name: "SystemIO", dependencies: ["CLinux"], path: "Sources/System/SystemIO", swiftSettings: swiftSettings),
     // Single-threaded queues shared by the backends' event queues and the socket server.
     .target(name: "Queues", path: "Sources/Core/Queues", swiftSettings: swiftSettings),
     // The domain model: fix, coordinate, satellite, location, provenance, backend status, calendar

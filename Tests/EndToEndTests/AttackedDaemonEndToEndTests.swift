@@ -261,6 +261,50 @@ extension EndToEnd {
       #expect(await restarted.stop() == 0)
     }
 
+    @Test(
+      "descriptors a parent left open at high numbers count too: clients cannot take the reserve from under them",
+      .timeLimit(.minutes(3)))
+    func inheritedHighDescriptors() async throws {
+      try #require(access("/usr/bin/python3", X_OK) == 0)
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      let socket = scratch.file("l.sock")
+      let limit = 100
+      // 40 descriptors at 60...99, then the limit, then the daemon: the numbers clients get stay
+      // low, so only a count of what is open shows how few are free.
+      let inheritAndExec = """
+        import os, resource, sys
+        fd = os.open("/dev/null", os.O_RDONLY)
+        for n in range(60, 100): os.dup2(fd, n, inheritable=True)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (\(limit), \(limit)))
+        os.execv(sys.argv[1], sys.argv[1:])
+        """
+      let daemon = try DaemonProcess(
+        executable: "/usr/bin/python3",
+        arguments: [
+          "-c", inheritAndExec, try Products.path("locationd"), "--socket", socket, "--state-dir",
+          scratch.file("state"), "--group", "", "--backend", "simulate",
+        ],
+        environment: nil, logPath: scratch.file("locationd.log"), socketPath: socket,
+        stateDirectory: scratch.file("state"))
+      defer { daemon.cleanUp() }
+      try await daemon.waitUntilReady()
+      var held: [LineClient] = []
+      var refused = 0
+      for _ in 0..<limit {
+        let client = try LineClient(path: socket)
+        let reply = try await client.call("request", timeout: 60)
+        if reply["code"] as? String == "unavailable" { refused += 1 } else { held.append(client) }
+        if refused == 3 { break }
+      }
+      #expect(refused == 3, "\(held.count) clients held")
+      let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(daemon.pid)/fd").count) ?? limit
+      #expect(open <= limit - Int(DescriptorReserve.count), "\(open) descriptors open, limit \(limit)")
+      _ = try await held[0].require(
+        "annotate", ["annotation": ["id": "kept", "lat": 1.0, "lon": 2.0, "title": "Kept"]], class: "MAP")
+      #expect(await daemon.stop() == 0, "\(daemon.log)")
+    }
+
     @Test("a descriptor limit that leaves no room for the reserve is refused at start, with what to do")
     func descriptorLimitTooLow() async throws {
       let scratch = try Scratch()
@@ -272,7 +316,7 @@ extension EndToEnd {
           scratch.file("state"), "--group", "", "--backend", "simulate",
         ])
       #expect(run.status == 71, "\(run.stderr)")
-      #expect(run.stderr.contains("the limit is 24: locationd needs 32 free; raise the limit"), "\(run.stderr)")
+      #expect(run.stderr.contains("under the limit of 24); locationd needs 32 free: raise the limit"), "\(run.stderr)")
       #expect(!FileManager.default.fileExists(atPath: scratch.file("state")), "nothing created")
     }
 

@@ -54,7 +54,10 @@ public enum ConfigurationError: Error, Sendable, Hashable, CustomStringConvertib
     case .invalidBackend(let uri, let reason):
       return "invalid backend \"\(uri)\": \(reason)"
     case .unreadableFile(let path, let reason):
-      return "cannot read config file \(path): \(reason); fix the path given to --config"
+      // Out of descriptors or memory, the path is not what to fix.
+      let resources = [EMFILE, ENFILE, ENOMEM].map { String(cString: strerror($0)) }
+      let hint = resources.contains { reason.contains($0) } ? "" : "; fix the path given to --config"
+      return "cannot read config file \(path): \(reason)\(hint)"
     case .invalidLine(let file, let line, let reason):
       return "\(file):\(line): \(reason)"
     case .missingInput(let uri, let reason):

@@ -236,7 +236,7 @@ enum DaemonServices {
       start: {
         // Every other part has taken its descriptors: the reserve must be left for clients to
         // be admitted at all.
-        if let shortage = DescriptorReserve.shortage(needing: DescriptorReserve.count) {
+        if let shortage = DescriptorReserve.shortage(needing: 2 * DescriptorReserve.count) {
           throw DaemonStartError(message: shortage, exitCode: .osError)
         }
         do {

@@ -281,7 +281,7 @@ public final class SimulatedNetworkReceiver: Sendable {
       while true {
         let fd = accept(state.listener, nil, nil)
         if fd < 0 { break }
-        guard DescriptorReserve.leavesReserve(after: fd) else {
+        guard DescriptorReserve.isKept() else {
           close(fd)
           state.statistics.connectionsRefused += 1
           continue

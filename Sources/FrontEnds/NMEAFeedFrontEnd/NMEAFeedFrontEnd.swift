@@ -249,11 +249,15 @@ public final class NMEAFeedFrontEnd: FrontEnd, Sendable {
   // MARK: - I/O thread
 
   private func loop() {
+    // Out of descriptors, accept(2) fails while the listening socket stays readable: it is left
+    // out of the poll for 100 ms at a time instead of spinning.
+    var acceptPausedUntil: ContinuousClock.Instant?
     while true {
+      if let until = acceptPausedUntil, ContinuousClock.now >= until { acceptPausedUntil = nil }
       let current = readers.withLock { $0.values.sorted { $0.id < $1.id } }
       var descriptors = [
         pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
-        pollfd(fd: socket.fd, events: Int16(POLLIN), revents: 0),
+        pollfd(fd: socket.fd, events: acceptPausedUntil == nil ? Int16(POLLIN) : 0, revents: 0),
       ]
       for reader in current {
         let events = Int16(POLLIN) | (reader.hasQueued ? Int16(POLLOUT) : 0)
@@ -261,12 +265,14 @@ public final class NMEAFeedFrontEnd: FrontEnd, Sendable {
       }
       let ready = descriptors.withUnsafeMutableBufferPointer { buffer -> Int32 in
         guard let base = buffer.baseAddress else { return 0 }
-        return poll(base, nfds_t(buffer.count), -1)
+        return poll(base, nfds_t(buffer.count), acceptPausedUntil == nil ? -1 : 100)
       }
       if ready < 0 && errno != EINTR { break }
       if control.withLock({ $0.stopping }) { break }
       if descriptors[0].revents != 0 { drainWakePipe() }
-      if descriptors[1].revents & Int16(POLLIN) != 0 { acceptReaders() }
+      if descriptors[1].revents & Int16(POLLIN) != 0, !acceptReaders() {
+        acceptPausedUntil = ContinuousClock.now + .milliseconds(100)
+      }
       for (index, reader) in current.enumerated() {
         // Closed while accepting (its descriptor number may now be a new reader's).
         guard !reader.isClosed else { continue }
@@ -343,12 +349,23 @@ public final class NMEAFeedFrontEnd: FrontEnd, Sendable {
     }
   }
 
-  private func acceptReaders() {
+  /// Accepts every waiting reader; `false` when out of descriptors or memory (logged at the 1st,
+  /// 2nd, 4th... such failure): the loop then stops accepting for a moment.
+  private func acceptReaders() -> Bool {
     while true {
       let fd = accept(socket.fd, nil, nil)
       if fd < 0 {
-        if errno == EINTR { continue }
-        return
+        let code = errno
+        if code == EINTR { continue }
+        guard code == EMFILE || code == ENFILE || code == ENOBUFS || code == ENOMEM else { return true }
+        let failures = refusals.withLock { count -> Int in
+          count += 1
+          return count
+        }
+        if LogThrottle.powersOfTwo.logs(failures) {
+          Log.event("nmeaReaderRefused", ["reason": String(cString: strerror(code)), "refusals": String(failures)])
+        }
+        return false
       }
       Self.setNonBlockingCloseOnExec(fd)
       guard let peer = PeerCredentials.read(socket: fd) else {
@@ -356,7 +373,7 @@ public final class NMEAFeedFrontEnd: FrontEnd, Sendable {
         continue
       }
       // The descriptors the daemon needs for its own work stay free (see DescriptorReserve).
-      guard DescriptorReserve.leavesReserve(after: fd) else {
+      guard DescriptorReserve.isKept() else {
         logRefusal(uid: peer.uid, reason: "descriptors")
         _ = Glibc.close(fd)
         continue

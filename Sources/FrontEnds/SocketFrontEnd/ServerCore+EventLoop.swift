@@ -22,7 +22,7 @@ extension ServerCore {
     // One descriptor held in reserve: when none is left, it is freed to take each waiting client
     // off the queue with an error reply instead of leaving it hanging (the accept4(2) advice).
     var spareFD = Glibc.open("/dev/null", O_RDONLY | O_CLOEXEC)
-    var shortage = false
+    var shortage = AcceptShortage()
     defer { if spareFD >= 0 { Glibc.close(spareFD) } }
     while true {
       let (closing, stopping) = registry.withLock { registry in
@@ -123,14 +123,13 @@ extension ServerCore {
 
   /// Accepts every pending connection; `false` when out of descriptors (pause accepting).
   ///
-  /// A client whose descriptor would leave fewer than ``DescriptorReserve/count`` free is told
-  /// `unavailable` and closed, so that it does not hang. Out of descriptors all the same (the
-  /// limit lowered from outside), each waiting client is accepted on the reserved `spareFD` and
-  /// refused alike. The shortage is logged once, and its end once (`shortage` says whether it is
-  /// going on).
+  /// A client accepted while fewer than ``DescriptorReserve/count`` descriptors are free is
+  /// told `unavailable` and closed, so that it does not hang. Out of descriptors all the same
+  /// (the limit lowered from outside), each waiting client is accepted on the reserved `spareFD`
+  /// and refused alike. `shortage` logs each shortage's start and end (throttled).
   private func acceptClients(
     _ clients: inout [UInt64: (connection: ClientConnection, reader: LineReader)],
-    spareFD: inout Int32, shortage: inout Bool
+    spareFD: inout Int32, shortage: inout AcceptShortage
   ) -> Bool {
     while true {
       let fd = accept(socket.fd, nil, nil)
@@ -138,10 +137,7 @@ extension ServerCore {
         let code = errno
         if code == EINTR { continue }
         if code == EAGAIN || code == EWOULDBLOCK { return true }
-        if !shortage {
-          Log.event("acceptFailed", ["error": String(cString: strerror(code))])
-          shortage = true
-        }
+        shortage.begin(error: String(cString: strerror(code)))
         if code == EMFILE || code == ENFILE, spareFD >= 0 {
           Glibc.close(spareFD)
           let refused = accept(socket.fd, nil, nil)
@@ -152,24 +148,15 @@ extension ServerCore {
         return !(code == EMFILE || code == ENFILE || code == ENOBUFS || code == ENOMEM)
       }
       // The descriptors the daemon needs for its own work stay free (see DescriptorReserve).
-      guard DescriptorReserve.leavesReserve(after: fd) else {
-        if !shortage {
-          Log.event(
-            "acceptFailed",
-            [
-              "error": String(cString: strerror(EMFILE)),
-              "detail": "keeping \(DescriptorReserve.count) descriptors free below the limit of "
-                + "\(DescriptorReserve.softLimit().map(String.init) ?? "?")",
-            ])
-          shortage = true
-        }
+      guard DescriptorReserve.isKept() else {
+        shortage.begin(
+          error: String(cString: strerror(EMFILE)),
+          detail: "keeping \(DescriptorReserve.count) descriptors free below the limit of "
+            + "\(DescriptorReserve.softLimit().map(String.init) ?? "?")")
         refuseForShortage(fd)
         continue
       }
-      if shortage {
-        shortage = false
-        Log.event("acceptRecovered")
-      }
+      shortage.end()
       ListeningSocket.setNonBlockingCloseOnExec(fd)
       let peer =
         PeerCredentials.read(socket: fd)
@@ -304,5 +291,36 @@ extension ServerCore {
       let context = ClientContext(connection: connection, peer: slot.peer)
       Task { [handler] in await handler.clientDisconnected(context) }
     }
+  }
+}
+
+/// The accept loop's shortages of descriptors, for the log: `acceptFailed` when one begins and
+/// `acceptRecovered` when it ends, for the 1st, 2nd, 4th, 8th... shortage only (with the count),
+/// so that clients coming and going at the limit cannot flood the log.
+struct AcceptShortage {
+  /// A shortage is going on.
+  private(set) var isOn = false
+  private var count = 0
+  private var logged = false
+
+  /// A connection could not be served for want of descriptors: `error` and `detail` say why.
+  mutating func begin(error: String, detail: String? = nil) {
+    guard !isOn else { return }
+    isOn = true
+    count += 1
+    logged = LogThrottle.powersOfTwo.logs(count)
+    guard logged else { return }
+    if let detail {
+      Log.event("acceptFailed", ["error": error, "detail": detail, "shortages": String(count)])
+    } else {
+      Log.event("acceptFailed", ["error": error, "shortages": String(count)])
+    }
+  }
+
+  /// A connection was served again.
+  mutating func end() {
+    guard isOn else { return }
+    isOn = false
+    if logged { Log.event("acceptRecovered", ["shortages": String(count)]) }
   }
 }

@@ -1,6 +1,8 @@
 /* libmicrohttpd loaded on first use; see CMicroHTTPD.h. */
 #include "CMicroHTTPD.h"
 
+#include "CLinux.h"
+
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -13,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -335,24 +336,16 @@ static int peer_has_finished(const tracked_connection *t) {
  * whose comment says why. */
 enum { DESCRIPTOR_RESERVE = 16 };
 
-/* Whether connection descriptor fd, just accepted (the lowest free number, so every lower one is
- * in use), leaves DESCRIPTOR_RESERVE descriptors free; 1 when the limit is unknown or unlimited. */
-static int leaves_reserve(int fd) {
-  struct rlimit limit;
-  if (fd < 0 || getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 1;
-  return (rlim_t)fd + 1 + DESCRIPTOR_RESERVE <= limit.rlim_cur;
-}
-
 /* Makes room for the newcomer t under its address's limit (under track_lock, on MHD's thread,
  * between requests of every connection). When the limit is reached, a connection of that address
  * that waits for a request its client can no longer send (peer_has_finished) is cut; else the
  * oldest that never carried the valid token and is idle or still receiving its request; only when
  * every slot holds a live token holder's connection or a request being answered is the newcomer
  * itself cut. So a client without the token cannot keep a token holder out by holding
- * connections, and finished clients do not hold slots until their timeout. A newcomer whose
- * descriptor leaves fewer than DESCRIPTOR_RESERVE free is cut before any of that. */
+ * connections, and finished clients do not hold slots until their timeout. A newcomer that
+ * leaves fewer than DESCRIPTOR_RESERVE descriptors free is cut before any of that. */
 static void admit(locationd_http_server *s, tracked_connection *t) {
-  if (!leaves_reserve(t->fd)) {
+  if (locationd_free_descriptors(DESCRIPTOR_RESERVE) < DESCRIPTOR_RESERVE) {
     cut(t);
     return;
   }

@@ -1,3 +1,5 @@
+import CLinux
+
 #if canImport(Glibc)
   import Glibc
 #elseif canImport(Darwin)
@@ -10,60 +12,36 @@
 /// A process that runs out of descriptors fails in places no error reply reaches: a state file
 /// cannot be saved, a log line cannot be backtraced, and Dispatch's thread-pool monitor, which
 /// opens `/proc/<tid>/stat` once a second while work is queued, stops the whole process when that
-/// `open(2)` fails. So every front-end that accepts connections checks each new one here and
-/// refuses it, with an error reply where its protocol has one, when it would leave fewer than
-/// ``count`` descriptors below the soft `RLIMIT_NOFILE`.
+/// `open(2)` fails. So every front-end that accepts connections checks here after each accept
+/// and refuses the new connection, with an error reply where its protocol has one, when fewer
+/// than ``count`` descriptors are left free below the soft `RLIMIT_NOFILE` limit.
 ///
-/// The check reads the new descriptor's number: `accept(2)` and `open(2)` return the lowest free
-/// number (POSIX), so every number below it is in use.
+/// The count is exact: the entries of `/proc/self/fd` (about 6 µs with 10 descriptors open,
+/// 27 µs with 100), so descriptors a parent left open at high numbers, or ones the process opened
+/// after its clients took the low numbers, count as much as any. When too few are free and the
+/// soft limit is below the hard one, the soft limit is raised first, at most to `FD_SETSIZE`
+/// (1024: libraries that wait with `select(2)` cannot watch a higher number).
 public enum DescriptorReserve {
   /// Descriptors kept free below the soft `RLIMIT_NOFILE` limit: 16 (a state save takes two, the
   /// track database up to four, Dispatch's monitor one, a backtrace a few).
   public static let count: Int32 = 16
 
-  /// `true` when descriptor `fd`, just returned by `accept(2)` or `open(2)`, still leaves
-  /// ``count`` descriptors free below the soft `RLIMIT_NOFILE` limit (read at each call, so a
-  /// limit raised with `prlimit(1)` counts at once); `true` when the limit is unlimited or cannot
-  /// be read; `false` for a negative `fd`.
-  public static func leavesReserve(after fd: Int32) -> Bool {
-    guard fd >= 0 else { return false }
-    guard let soft = softLimit() else { return true }
-    return Int64(fd) + 1 + Int64(count) <= soft
-  }
+  /// `true` when at least ``count`` descriptors are free below the soft `RLIMIT_NOFILE` limit
+  /// (after raising it toward the hard limit when that is needed and allowed); `true` when the
+  /// limit is unlimited or the count cannot be read. Call it after an `accept(2)`: the new
+  /// descriptor is then counted.
+  public static func isKept() -> Bool { locationd_free_descriptors(count) >= Int(count) }
 
   /// Why this process has fewer than `needed` descriptors free below the soft `RLIMIT_NOFILE`
-  /// limit, as a sentence for the start-up error; `nil` when it has them, or when the limit is
-  /// unlimited or cannot be read.
-  ///
-  /// Counts the open descriptors in `/proc/self/fd` (numbers above the limit included: they take
-  /// no place below it, but a parent that leaves many open rarely leaves only those); without
-  /// `/proc`, the lowest free number stands for the count.
+  /// limit (after raising it as ``isKept()`` does), as a sentence for the start-up error; `nil`
+  /// when it has them, or when the limit is unlimited or the count cannot be read.
   public static func shortage(needing needed: Int32) -> String? {
-    guard let soft = softLimit() else { return nil }
-    let probe = open("/dev/null", O_RDONLY | O_CLOEXEC)
-    guard probe >= 0 else {
-      return "no file descriptor is free (\(SystemError(errno))) under the limit of \(soft)"
-        + Self.advice(needed)
-    }
-    close(probe)
-    let inUse = openDescriptorCount() ?? Int64(probe)
-    guard soft - inUse < Int64(needed) else { return nil }
-    return "\(inUse) file descriptors are open at start and the limit is \(soft)" + Self.advice(needed)
-  }
-
-  private static func advice(_ needed: Int32) -> String {
-    ": locationd needs \(needed) free; raise the limit (ulimit -n, LimitNOFILE= in the unit) or "
-      + "close the descriptors the program that starts locationd leaves open"
-  }
-
-  /// The number of open descriptors: the entries of `/proc/self/fd`, less `.`, `..` (procfs
-  /// lists both) and the one reading it.
-  private static func openDescriptorCount() -> Int64? {
-    guard let directory = opendir("/proc/self/fd") else { return nil }
-    defer { closedir(directory) }
-    var entries: Int64 = 0
-    while readdir(directory) != nil { entries += 1 }
-    return max(0, entries - 3)
+    let available = locationd_free_descriptors(needed)
+    guard available < Int(needed), let soft = softLimit() else { return nil }
+    let open = Int(locationd_open_descriptor_count())
+    return "only \(max(0, available)) file descriptors are free (\(open) open, its own and any the program "
+      + "that started it left open, under the limit of \(soft)); locationd needs \(needed) free: raise "
+      + "the limit (ulimit -n, LimitNOFILE= in the unit)"
   }
 
   /// The soft `RLIMIT_NOFILE` limit, or `nil` when it is unlimited or cannot be read.
