@@ -177,7 +177,7 @@ extension EndToEnd.LocationClientEndToEndTests {
     for _ in 0..<5 {
       let run = try await runTool(ctl, ["--socket", daemon.socketPath, "status"], timeout: 60)
       #expect(run.status != 0, "\(run)")
-      #expect(run.stderr.contains("already serves 1 clients"), "\(run)")
+      #expect(run.stderr.contains("already serves 1 clients"), "\(run)\n\(daemon.log)")
       #expect(!run.stderr.contains("Broken pipe"), "\(run)")
     }
     for _ in 0..<5 {

@@ -445,6 +445,24 @@ final class DaemonProcess {
   }
 }
 
+extension DaemonProcess {
+  /// A daemon (`--backend simulate`, the socket `socket`, the state directory `state` in
+  /// `scratch`) started by a Python parent that runs `setUp` first (with `os`, `resource`,
+  /// `signal` imported) and then execs it: a parent that leaves descriptors open, sets a limit or
+  /// blocks signals, as some programs that start daemons do.
+  static func startedByPython(_ setUp: String, scratch: Scratch, socket: String) throws -> DaemonProcess {
+    let script = "import os, resource, signal, sys\n" + setUp + "\nos.execv(sys.argv[1], sys.argv[1:])\n"
+    return try DaemonProcess(
+      executable: "/usr/bin/python3",
+      arguments: [
+        "-c", script, try Products.path("locationd"), "--socket", socket, "--state-dir", scratch.file("state"),
+        "--group", "", "--backend", "simulate",
+      ],
+      environment: nil, logPath: scratch.file("locationd.log"), socketPath: socket,
+      stateDirectory: scratch.file("state"))
+  }
+}
+
 /// What `/proc` tells of a process that does not respond: each descriptor's target and each
 /// thread's name, state and kernel wait (`wchan`).
 func processDiagnosis(_ pid: pid_t) -> String {

@@ -208,19 +208,9 @@ extension EndToEnd {
       // A parent whose thread blocks the three signals, as a Dispatch thread does; exec keeps the
       // mask. Before, only the pool thread that installed the handlers had them unblocked, and
       // once Dispatch ended that idle thread no thread took SIGTERM.
-      let blockAndExec = """
-        import os, signal, sys
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
-        os.execv(sys.argv[1], sys.argv[1:])
-        """
-      let daemon = try DaemonProcess(
-        executable: "/usr/bin/python3",
-        arguments: [
-          "-c", blockAndExec, try Products.path("locationd"), "--socket", socket, "--state-dir",
-          scratch.file("state"), "--group", "", "--backend", "simulate",
-        ],
-        environment: nil, logPath: scratch.file("locationd.log"), socketPath: socket,
-        stateDirectory: scratch.file("state"))
+      let daemon = try DaemonProcess.startedByPython(
+        "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT, signal.SIGHUP})",
+        scratch: scratch, socket: socket)
       defer { daemon.cleanUp() }
       try await daemon.waitUntilReady()
       let status = try String(contentsOfFile: "/proc/\(daemon.pid)/task/\(daemon.pid)/status", encoding: .utf8)

@@ -149,6 +149,26 @@ struct PersistenceTests {
     #expect(info.st_mode & S_IFMT == S_IFSOCK)
   }
 
+  /// The same for the state file every other store loads through (StateFile: the regions file).
+  @Test func aStateFileThatCannotBeOpenedIsSetAsideNotReplaced() throws {
+    let directory = try temporaryDirectory()
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let listener = try #require(bindUnixSocket(at: directory + "/regions.json"))
+    defer { close(listener) }
+    let log = LogCollector()
+    let file = StateFile(
+      directory: directory, fileName: "regions.json", subject: "regions", fallback: "starting with no regions",
+      maxFileSize: 1 << 20, log: log.sink)
+    #expect(file.load() == .unusable)
+    #expect(log.all.count == 1, "\(log.all)")
+    #expect(log.all.first?.hasPrefix("regions file unreadable, starting with no regions") == true, "\(log.all)")
+    #expect(log.all.first?.hasSuffix("keptAs=regions.json.rejected") == true, "\(log.all)")
+    try file.save(Array("{}".utf8))
+    var info = stat()
+    #expect(lstat(directory + "/regions.json.rejected", &info) == 0)
+    #expect(info.st_mode & S_IFMT == S_IFSOCK)
+  }
+
   /// Found by fuzzing the loader: the corrupt-file message quoted the file's bad value verbatim,
   /// so a newline in it split the message into two log lines (a forged second line).
   @Test func valuesFromACorruptFileStayOnOneLogLine() throws {

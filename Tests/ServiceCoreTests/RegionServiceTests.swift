@@ -306,27 +306,6 @@ struct RegionServiceTests {
     directory.remove()
   }
 
-  @Test("a regions file that cannot be opened (a socket: ENXIO) is set aside, so a save does not replace it")
-  func unopenableFile() async throws {
-    let directory = try TemporaryDirectory()
-    let state = directory.path + "/state"
-    mkdir(state, 0o700)
-    let listener = try #require(bindUnixSocket(at: state + "/regions.json"))
-    defer { close(listener) }
-    let logged = Recorder<String>()
-    let regions = RegionService(store: RegionStore(directory: state) { logged.append($0) })
-    #expect(await regions.count == 0)
-    #expect(logged.values.count == 1, "\(logged.values)")
-    #expect(
-      logged.values.first?.hasPrefix("regions file unreadable, starting with no regions path=\(state)/regions.json")
-        == true, "\(logged.values)")
-    #expect(logged.values.first?.hasSuffix("keptAs=regions.json.rejected") == true, "\(logged.values)")
-    var info = stat()
-    #expect(lstat(state + "/regions.json.rejected", &info) == 0 && info.st_mode & S_IFMT == S_IFSOCK)
-    #expect(access(state + "/regions.json", F_OK) != 0)
-    directory.remove()
-  }
-
   @Test("a second bad start keeps the first rejected file: each gets its own name, at most 10")
   func rejectedFilesAreKept() async throws {
     let directory = try TemporaryDirectory()
@@ -420,16 +399,4 @@ struct RegionServiceTests {
 private func openFile(_ path: String) -> Int32? {
   let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
   return fd >= 0 ? fd : nil
-}
-
-/// A Unix stream socket bound at `path` (its descriptor), or `nil`.
-private func bindUnixSocket(at path: String) -> Int32? {
-  guard var address = UnixAddress(path: path) else { return nil }
-  let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-  guard fd >= 0 else { return nil }
-  guard address.withSockaddr({ bind(fd, $0, $1) }) == 0 else {
-    close(fd)
-    return nil
-  }
-  return fd
 }
