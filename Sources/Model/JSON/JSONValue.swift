@@ -321,35 +321,40 @@ extension JSONValue {
   /// `\r`, `\t`; every other control character below U+0020 as `\u00hh` (lower-case hex).
   /// Everything else, `/` and non-ASCII included, is copied as UTF-8.
   public static func writeString(_ string: String, to buffer: inout [UInt8]) {
-    buffer.append(UInt8(ascii: "\""))
-    // Most strings need no escape: copy them whole (one memcpy for a native string).
-    if !string.utf8.contains(where: needsEscape) {
-      buffer.append(contentsOf: string.utf8)
+    var string = string
+    // One pass over the contiguous UTF-8 (native strings are; others are made so once), not
+    // over String.UTF8View, whose index arithmetic costs more than the copy itself.
+    string.withUTF8 { bytes in
       buffer.append(UInt8(ascii: "\""))
-      return
-    }
-    buffer.reserveCapacity(buffer.count + string.utf8.count + 8)
-    for byte in string.utf8 {
-      guard needsEscape(byte) else {
-        buffer.append(byte)
-        continue
+      // Most strings need no escape: copy them whole (one memcpy).
+      if !bytes.contains(where: needsEscape) {
+        buffer.append(contentsOf: bytes)
+        buffer.append(UInt8(ascii: "\""))
+        return
       }
-      buffer.append(UInt8(ascii: "\\"))
-      switch byte {
-      case UInt8(ascii: "\""), UInt8(ascii: "\\"): buffer.append(byte)
-      case UInt8(ascii: "\n"): buffer.append(UInt8(ascii: "n"))
-      case UInt8(ascii: "\r"): buffer.append(UInt8(ascii: "r"))
-      case UInt8(ascii: "\t"): buffer.append(UInt8(ascii: "t"))
-      default:
-        // The other control characters, U+0000 to U+001F, as \u00XX with lower-case hex digits.
-        buffer.append(UInt8(ascii: "u"))
-        buffer.append(UInt8(ascii: "0"))
-        buffer.append(UInt8(ascii: "0"))
-        buffer.append(hexDigit(byte >> 4))
-        buffer.append(hexDigit(byte & 0xF))
+      buffer.reserveCapacity(buffer.count + bytes.count + 8)
+      for byte in bytes {
+        guard needsEscape(byte) else {
+          buffer.append(byte)
+          continue
+        }
+        buffer.append(UInt8(ascii: "\\"))
+        switch byte {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"): buffer.append(byte)
+        case UInt8(ascii: "\n"): buffer.append(UInt8(ascii: "n"))
+        case UInt8(ascii: "\r"): buffer.append(UInt8(ascii: "r"))
+        case UInt8(ascii: "\t"): buffer.append(UInt8(ascii: "t"))
+        default:
+          // The other control characters, U+0000 to U+001F, as \u00XX with lower-case hex digits.
+          buffer.append(UInt8(ascii: "u"))
+          buffer.append(UInt8(ascii: "0"))
+          buffer.append(UInt8(ascii: "0"))
+          buffer.append(hexDigit(byte >> 4))
+          buffer.append(hexDigit(byte & 0xF))
+        }
       }
+      buffer.append(UInt8(ascii: "\""))
     }
-    buffer.append(UInt8(ascii: "\""))
   }
 
   /// Whether RFC 8259 requires `byte` (a UTF-8 code unit) to be escaped in a string: the
