@@ -74,15 +74,33 @@ struct CorpusInput: CustomTestStringConvertible, Sendable {
   }
 
   @Test func requestRepliesAreCheckedForTheirID() {
+    var checked = Set<[UInt8]>()
     #expect(throws: FuzzFailure.self) {
-      try RequestHarness.checkReply(Reply.error(.internal, message: "x").json(id: .string("a")), id: .string("b"), line: [])
+      try RequestHarness.checkReply(Reply.error(.internal, message: "x").json(id: .string("a")), id: .string("b"), line: [], checked: &checked)
     }
     #expect(throws: FuzzFailure.self) {
-      try RequestHarness.checkReply(.object([JSONMember("id", 1), JSONMember("class", "OK")]), id: nil, line: [])
+      try RequestHarness.checkReply(.object([JSONMember("id", 1), JSONMember("class", "OK")]), id: nil, line: [], checked: &checked)
     }
     #expect(throws: Never.self) {
-      try RequestHarness.checkReply(Reply.ok(.status).json(id: .number(7)), id: .number(7), line: [])
+      try RequestHarness.checkReply(Reply.ok(.status).json(id: .number(7)), id: .number(7), line: [], checked: &checked)
     }
+    // A reply already checked for this input is checked again for the line's own id.
+    #expect(checked.contains(Reply.ok(.status).json(id: .number(7)).encoded))
+    #expect(throws: FuzzFailure.self) {
+      try RequestHarness.checkReply(Reply.ok(.status).json(id: .number(7)), id: .number(8), line: [], checked: &checked)
+    }
+  }
+
+  /// A reply that is not JSON fails every time it is met, not only the first.
+  @Test func requestReplyTextIsCheckedUntilItPasses() {
+    var checked = Set<[UInt8]>()
+    let broken = JSONValue.object([JSONMember("class", "ERROR"), JSONMember("n", .raw(Array("01".utf8)))])
+    for _ in 0..<2 {
+      #expect(throws: FuzzFailure.self) {
+        try RequestHarness.checkReply(broken, id: nil, line: [], checked: &checked)
+      }
+    }
+    #expect(!checked.contains(broken.encoded))
   }
 
   @Test func strictJSONRejectsWhatJSONForbids() {
