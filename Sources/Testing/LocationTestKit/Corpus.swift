@@ -76,9 +76,16 @@ public enum BuiltProducts {
 /// Read in place, never copied into the package. As for ``NMEACorpus``, a missing directory is a
 /// failure when the environment has `CI=true` and a skip elsewhere.
 public enum GPSDRegressionCorpus {
-  /// `../shared/gpsd-regress` relative to the package root.
-  public static let directory: URL = NMEACorpus.packageRoot.deletingLastPathComponent()
-    .appendingPathComponent("shared").appendingPathComponent("gpsd-regress")
+  /// `../shared/gpsd-regress` relative to the package root, or the directory that the
+  /// environment's `LOCATIOND_GPSD_REGRESS` names (another gpsd's `test/daemon/`, for instance,
+  /// with the `.chk` files of that gpsd).
+  public static let directory: URL = {
+    if let other = ProcessInfo.processInfo.environment["LOCATIOND_GPSD_REGRESS"], !other.isEmpty {
+      return URL(fileURLWithPath: other, isDirectory: true)
+    }
+    return NMEACorpus.packageRoot.deletingLastPathComponent()
+      .appendingPathComponent("shared").appendingPathComponent("gpsd-regress")
+  }()
 
   /// Whether the directory exists.
   public static var isAvailable: Bool {
