@@ -155,6 +155,12 @@ extension EndToEnd {
         #expect(
           missing.stderr.contains("mqtt-credentials") && !missing.stderr.contains("mapState"),
           "\(missing.stderr)")
+        // So is a directory where the file should be (as a --config directory is).
+        let directory = try await self.run(
+          base + ["--socket", socket, "--mqtt", "mqtt://127.0.0.1:1", "--mqtt-credentials", scratch.path],
+          environment: noBus)
+        #expect(directory.status == 66, "\(directory.stderr)")
+        #expect(directory.stderr.contains("a directory: give the file"), "\(directory.stderr)")
         #expect(gone(socket) && gone(nmea), "a socket file was left behind")
         #expect(!Self.accepts(port: freePort), "the web page still answers")
         if let bus, let address = bus.address {

@@ -55,14 +55,21 @@ public enum Daemon {
       return 0
     }
 
-    // An MQTT credentials file that is missing or that the daemon may not read is missing input
-    // (66), as a --config file is, found before anything is opened; its owner, mode and form are
-    // checked when the MQTT front-end starts (78).
-    if let path = configuration.mqtt?.credentialsFile, access(path, R_OK) != 0 {
-      writeStandardError(
-        "locationd: " + configuration.prefix(for: "mqtt-credentials")
-          + "invalid mqtt-credentials \"\(TextRules.quoted(path))\": cannot read it: \(String(cString: strerror(errno)))\n")
-      return ExitCode.noInput.rawValue
+    // An MQTT credentials file that is missing, that the daemon may not read, or that is a
+    // directory is missing input (66), as a --config file is, found before anything is opened;
+    // its owner, mode and form are checked when the MQTT front-end starts (78).
+    if let path = configuration.mqtt?.credentialsFile {
+      var info = stat()
+      let problem: String? =
+        access(path, R_OK) != 0
+        ? "cannot read it: \(String(cString: strerror(errno)))"
+        : stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR ? "a directory: give the file" : nil
+      if let problem {
+        writeStandardError(
+          "locationd: " + configuration.prefix(for: "mqtt-credentials")
+            + "invalid mqtt-credentials \"\(TextRules.quoted(path))\": \(problem)\n")
+        return ExitCode.noInput.rawValue
+      }
     }
 
     // Its own files, sockets and threads take about as many descriptors as it keeps in reserve:
