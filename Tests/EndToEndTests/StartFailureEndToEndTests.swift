@@ -161,6 +161,14 @@ extension EndToEnd {
           environment: noBus)
         #expect(directory.status == 66, "\(directory.stderr)")
         #expect(directory.stderr.contains("a directory: give the file"), "\(directory.stderr)")
+        // And the CA certificates of an mqtts broker, missing or a directory.
+        for caFile in [scratch.file("no-ca.pem"), scratch.path] {
+          let noCA = try await self.run(
+            base + ["--socket", socket, "--mqtt", "mqtts://127.0.0.1:1", "--mqtt-ca-file", caFile],
+            environment: noBus)
+          #expect(noCA.status == 66, "\(noCA.stderr)")
+          #expect(noCA.stderr.contains("invalid mqtt-ca-file"), "\(noCA.stderr)")
+        }
         #expect(gone(socket) && gone(nmea), "a socket file was left behind")
         #expect(!Self.accepts(port: freePort), "the web page still answers")
         if let bus, let address = bus.address {

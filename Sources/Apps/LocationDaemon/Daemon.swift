@@ -58,7 +58,12 @@ public enum Daemon {
     // An MQTT credentials file that is missing, that the daemon may not read, or that is a
     // directory is missing input (66), as a --config file is, found before anything is opened;
     // its owner, mode and form are checked when the MQTT front-end starts (78).
-    if let path = configuration.mqtt?.credentialsFile {
+    // The CA certificates of an mqtts broker likewise: without them it could never connect.
+    let inputFiles = [
+      ("mqtt-credentials", configuration.mqtt?.credentialsFile),
+      ("mqtt-ca-file", configuration.mqtt?.broker.tls == true ? configuration.mqtt?.caFile : nil),
+    ]
+    for case let (key, path?) in inputFiles {
       var info = stat()
       let problem: String? =
         access(path, R_OK) != 0
@@ -66,8 +71,7 @@ public enum Daemon {
         : stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR ? "a directory: give the file" : nil
       if let problem {
         writeStandardError(
-          "locationd: " + configuration.prefix(for: "mqtt-credentials")
-            + "invalid mqtt-credentials \"\(TextRules.quoted(path))\": \(problem)\n")
+          "locationd: " + configuration.prefix(for: key) + "invalid \(key) \"\(TextRules.quoted(path))\": \(problem)\n")
         return ExitCode.noInput.rawValue
       }
     }

@@ -11,7 +11,7 @@ extension ExitCode {
       64  bad command line: unknown option, option without value or followed by another option
           (write --option=--value for a value that starts with --; usage follows)
       66  missing or unreadable input: --config file, replay log, GPX route, mqtt-credentials
-          file (each also when a directory is given)
+          file, mqtt-ca-file of an mqtts broker (each also when a directory is given)
       69  unavailable: another server listens at the socket path, or libxml2 is missing
       71  a system call failed (socket, bind, listen)
       73  cannot create the socket's directory or the state directory (missing parent, a file or
