@@ -74,7 +74,7 @@ struct CorpusInput: CustomTestStringConvertible, Sendable {
   }
 
   @Test func requestRepliesAreCheckedForTheirID() {
-    var checked = Set<[UInt8]>()
+    var checked = Set<ReplyText>()
     #expect(throws: FuzzFailure.self) {
       try RequestHarness.checkReply(Reply.error(.internal, message: "x").json(id: .string("a")), id: .string("b"), line: [], checked: &checked)
     }
@@ -85,7 +85,7 @@ struct CorpusInput: CustomTestStringConvertible, Sendable {
       try RequestHarness.checkReply(Reply.ok(.status).json(id: .number(7)), id: .number(7), line: [], checked: &checked)
     }
     // A reply already checked for this input is checked again for the line's own id.
-    #expect(checked.contains(Reply.ok(.status).json(id: .number(7)).encoded))
+    #expect(checked.contains(ReplyText(Reply.ok(.status).json(id: .number(7)).encoded)))
     #expect(throws: FuzzFailure.self) {
       try RequestHarness.checkReply(Reply.ok(.status).json(id: .number(7)), id: .number(8), line: [], checked: &checked)
     }
@@ -93,14 +93,14 @@ struct CorpusInput: CustomTestStringConvertible, Sendable {
 
   /// A reply that is not JSON fails every time it is met, not only the first.
   @Test func requestReplyTextIsCheckedUntilItPasses() {
-    var checked = Set<[UInt8]>()
+    var checked = Set<ReplyText>()
     let broken = JSONValue.object([JSONMember("class", "ERROR"), JSONMember("n", .raw(Array("01".utf8)))])
     for _ in 0..<2 {
       #expect(throws: FuzzFailure.self) {
         try RequestHarness.checkReply(broken, id: nil, line: [], checked: &checked)
       }
     }
-    #expect(!checked.contains(broken.encoded))
+    #expect(!checked.contains(ReplyText(broken.encoded)))
   }
 
   @Test func strictJSONRejectsWhatJSONForbids() {
