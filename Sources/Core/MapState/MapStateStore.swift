@@ -394,6 +394,14 @@ public struct MapStateStore: Sendable {
   /// `text` with line breaks and other control characters (C0, DEL, C1, U+2028, U+2029)
   /// written as `\n`, `\r`, `\t` or `\u{XX}`, so a log call stays one line.
   static func oneLine(_ text: String) -> String {
+    // Most lines have nothing to escape: return them as they are, not rebuilt scalar by scalar.
+    let plain = !text.unicodeScalars.contains { scalar in
+      switch scalar.value {
+      case 0x00..<0x20, 0x7F...0x9F, 0x2028, 0x2029: true
+      default: false
+      }
+    }
+    if plain { return text }
     var result = ""
     result.unicodeScalars.reserveCapacity(text.unicodeScalars.count)
     for scalar in text.unicodeScalars {

@@ -25,7 +25,7 @@ enum ConfigHarness {
     let text = String(decoding: rest, as: UTF8.self)
     switch first % 3 {
     case 0:
-      guard !text.contains("simulate:") else { return }
+      guard !text.containsBytes("simulate:") else { return }
       try parseAndCheck(["--config", "/fuzz.conf"], file: text)
       do {
         for (key, _) in try Configuration.parseFile(text, path: "/fuzz.conf") {
@@ -39,7 +39,7 @@ enum ConfigHarness {
     case 1:
       try checkURI(text)
     default:
-      guard !text.contains("simulate:") else { return }
+      guard !text.containsBytes("simulate:") else { return }
       let arguments = rest.split(separator: 0, omittingEmptySubsequences: false).map {
         String(decoding: $0, as: UTF8.self)
       }

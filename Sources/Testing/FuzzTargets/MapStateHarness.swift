@@ -52,15 +52,15 @@ enum MapStateHarness {
       try require(lines.count == 1, "\(lines.count) log lines for one unusable file: \(lines)")
       let line = lines[0]
       try require(
-        line.contains("starting with an empty map") && line.contains(path) && !line.contains("\n"),
+        line.containsBytes("starting with an empty map") && line.containsBytes(path) && !line.utf8.contains(0x0A),
         "unclear log line: \(line)")
       return
     }
     // Annotations the rules refuse are left out of a loaded state, with one line saying so.
     try require(
       lines.isEmpty
-        || (lines.count == 1 && lines[0].contains("map state file holds annotations beyond the limits or invalid ones")
-          && lines[0].contains(path) && !lines[0].contains("\n")),
+        || (lines.count == 1 && lines[0].containsBytes("map state file holds annotations beyond the limits or invalid ones")
+          && lines[0].containsBytes(path) && !lines[0].utf8.contains(0x0A)),
       "a loaded state logged: \(lines)")
     let center = state.viewport.center
     try require(

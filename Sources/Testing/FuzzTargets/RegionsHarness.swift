@@ -46,7 +46,7 @@ enum RegionsHarness {
     guard let monitor else {
       try require(lines.count == 1, "\(lines.count) log lines for one unusable file: \(lines)")
       try require(
-        lines[0].contains("starting with no regions") && lines[0].contains(path) && !lines[0].contains("\n"),
+        lines[0].containsBytes("starting with no regions") && lines[0].containsBytes(path) && !lines[0].utf8.contains(0x0A),
         "unclear log line: \(lines[0])")
       return
     }
