@@ -507,7 +507,9 @@ public struct Configuration: Sendable, Hashable {
   }
 
   private static func trim(_ text: Substring) -> String {
-    String(text.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+    let start = text.drop { $0 == " " || $0 == "\t" }
+    guard let last = start.lastIndex(where: { $0 != " " && $0 != "\t" }) else { return "" }
+    return String(start[...last])
   }
 
   /// Reads a UTF-8 text file of at most 1 MiB. Opened with `O_NONBLOCK` and read only when it

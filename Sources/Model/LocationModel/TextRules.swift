@@ -31,6 +31,8 @@ public enum TextRules {
   /// line or the journal's, nor pass for another (`\u{FEFF}max-clients` is not `max-clients`).
   public static func escapingInvisibles(_ text: String) -> String {
     func hidden(_ scalar: Unicode.Scalar) -> Bool {
+      // ASCII's only such characters are the controls (Cc): no table lookup for them.
+      if scalar.isASCII { return scalar.value < 0x20 || scalar.value == 0x7F }
       switch scalar.properties.generalCategory {
       case .control, .format, .lineSeparator, .paragraphSeparator: return true
       case .spaceSeparator: return scalar != " "
