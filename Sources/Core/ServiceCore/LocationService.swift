@@ -474,7 +474,11 @@ public actor LocationService: AnnotationBatchHandler {
     for recorder in fixRecorders { recorder.yield(location) }
   }
 
+  /// Manager events dispatched to the watchers, the regions and the map so far (tests wait on it).
+  private(set) var dispatchedEvents = 0
+
   private func dispatch(_ event: ManagerEvent) async {
+    defer { dispatchedEvents += 1 }
     // After SHUTDOWN the watchers, the map and the regions hear nothing more.
     if draining {
       if case .location(let location, _) = event { record(location) }
@@ -502,7 +506,12 @@ public actor LocationService: AnnotationBatchHandler {
       // Its REGION events follow the fix's TPV.
       let outcome = await regions.update(with: location)
       if outcome.statesChanged || !outcome.transitions.isEmpty { await regionsChanged(outcome.transitions) }
-      await map.update(fix: location.fix)  // a fix without a position clears the location
+      // A fix without a position clears the location. Tracking may stop while this fix waits
+      // (a client's `stop` is served between these awaits): the manager has forgotten the fix
+      // then, and so must the map, whichever of the two map updates it runs first.
+      guard wasTracking || !location.fix.mode.hasPosition else { return }
+      await map.update(fix: location.fix)
+      if !wasTracking { await map.update(fix: nil) }
     case .status(let status, let detail):
       if status != lastLoggedStatus {
         lastLoggedStatus = status
