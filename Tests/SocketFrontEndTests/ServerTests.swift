@@ -108,6 +108,26 @@ struct ServerTests {
     await fixture.stop()
   }
 
+  @Test("clients that connected and closed at once do not keep the next one out")
+  func goneClientsFreeTheirPlaces() async throws {
+    var options = ServerOptions()
+    options.maxClients = 2
+    let fixture = try ServerFixture(options: options)
+    for round in 0..<20 {
+      // A burst of connects that close at once, most before the server accepts them: each
+      // one admitted holds a place until its hang-up is read.
+      for _ in 0..<8 {
+        let gone = try TestClient(path: fixture.path)
+        _ = gone
+      }
+      let client = try fixture.connect()
+      let reply = try await client.roundTrip(#"{"cmd":"status"}"#)
+      #expect(reply?["class"] == "STATUS", "round \(round): \(String(describing: reply))")
+      if reply?["class"] != "STATUS" { break }
+    }
+    await fixture.stop()
+  }
+
   @Test("commands other than status and request need authorization; root is authorized")
   func authorizationGate() async throws {
     let fixture = try await ServiceFixture(group: nil)

@@ -47,7 +47,7 @@ extension ServerCore {
         let flags = events[index].events
         switch token {
         case listenToken:
-          if !acceptClients(&clients, spareFD: &spareFD, shortage: &shortage) {
+          if !acceptClients(&clients, chunk: &chunk, spareFD: &spareFD, shortage: &shortage) {
             acceptPausedUntil = ContinuousClock.now + .milliseconds(100)
             setListening(false)
           }
@@ -129,7 +129,7 @@ extension ServerCore {
   /// and refused alike. `shortage` logs each shortage's start and end (throttled).
   private func acceptClients(
     _ clients: inout [UInt64: (connection: ClientConnection, reader: LineReader)],
-    spareFD: inout Int32, shortage: inout AcceptShortage
+    chunk: inout [UInt8], spareFD: inout Int32, shortage: inout AcceptShortage
   ) -> Bool {
     while true {
       let fd = accept(socket.fd, nil, nil)
@@ -161,14 +161,20 @@ extension ServerCore {
       let peer =
         PeerCredentials.read(socket: fd)
         ?? PeerCredentials(pid: 0, uid: UInt32.max, gid: UInt32.max)
-      let admitted = registry.withLock { registry -> ClientConnection? in
-        guard registry.clients.count < registry.maxClients else { return nil }
-        let id = ConnectionNumber.next()
-        let slot = ClientSlot(id: id, fd: fd, peer: peer, epollFD: epollFD, options: options)
-        let connection = ClientConnection(slot: slot, core: self)
-        registry.clients[id] = connection
-        return connection
+      let admit = { [self] () -> ClientConnection? in
+        registry.withLock { registry -> ClientConnection? in
+          guard registry.clients.count < registry.maxClients else { return nil }
+          let id = ConnectionNumber.next()
+          let slot = ClientSlot(id: id, fd: fd, peer: peer, epollFD: epollFD, options: options)
+          let connection = ClientConnection(slot: slot, core: self)
+          registry.clients[id] = connection
+          return connection
+        }
       }
+      var admitted = admit()
+      // Clients that have gone (connected and closed, often before they were even accepted)
+      // still hold places until their hang-up is read: read it now rather than refuse someone.
+      if admitted == nil, closeHungUp(&clients, chunk: &chunk) > 0 { admitted = admit() }
       guard let connection = admitted else {
         let (max, refusals) = registry.withLock { registry -> (Int, Int) in
           registry.refusedFull += 1
@@ -209,6 +215,26 @@ extension ServerCore {
           "gid": String(peer.gid),
         ])
     }
+  }
+
+  /// Reads the hang-up of every client whose peer has closed its socket (`POLLHUP`, which poll
+  /// reports unasked: both directions shut; a client that only shut down its sending side still
+  /// waits for replies and stays), as its `EPOLLHUP` would: what it sent is still answered, and it
+  /// is closed. Returns how many were closed.
+  private func closeHungUp(
+    _ clients: inout [UInt64: (connection: ClientConnection, reader: LineReader)], chunk: inout [UInt8]
+  ) -> Int {
+    let ids = Array(clients.keys)
+    var polled = ids.compactMap { id in
+      clients[id].map { pollfd(fd: $0.connection.slot.fd, events: 0, revents: 0) }
+    }
+    guard polled.count == ids.count, poll(&polled, nfds_t(polled.count), 0) > 0 else { return 0 }
+    var closed = 0
+    for (id, entry) in zip(ids, polled) where entry.revents & Int16(POLLHUP | POLLERR) != 0 {
+      readClient(id, chunk: &chunk, clients: &clients, hangUp: true)
+      if clients[id] == nil { closed += 1 }
+    }
+    return closed
   }
 
   /// Reads what the client sent (at most four chunks, fewer once enough requests wait) and
