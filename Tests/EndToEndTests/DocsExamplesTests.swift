@@ -305,6 +305,23 @@ extension EndToEnd {
       return messages
     }
 
+    @Test("the LocationClient example of README.md and docs/client.md is the one the outside package builds")
+    func clientExampleIsBuilt() throws {
+      let built = try String(
+        contentsOfFile: DocExamples.root + "/Tests/OutsidePackage/Sources/readme-example/main.swift", encoding: .utf8)
+      for file in ["README.md", "docs/client.md"] {
+        let text = try String(contentsOfFile: DocExamples.root + "/" + file, encoding: .utf8)
+        let blocks = text.components(separatedBy: "```swift\n").dropFirst().compactMap {
+          $0.components(separatedBy: "```").first
+        }
+        let example = try #require(blocks.first { $0.contains("import LocationClient") }, "\(file) has no example")
+        // A first comment line naming the file (docs/client.md) is not part of the code.
+        let code = example.split(separator: "\n", omittingEmptySubsequences: false)
+          .filter { !$0.hasPrefix("// Sources/") }.joined(separator: "\n")
+        #expect(code == built, "\(file)'s example differs from Tests/OutsidePackage/Sources/readme-example/main.swift")
+      }
+    }
+
     @Test(
       "every example command and JSON exchange in README.md and docs/*.md runs and has the documented shape",
       .timeLimit(.minutes(3)))

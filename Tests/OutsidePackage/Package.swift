@@ -13,6 +13,10 @@ let package = Package(
   dependencies: [.package(path: "../..")],
   targets: [
     .executableTarget(
-      name: "client-check", dependencies: [.product(name: "LocationClient", package: root)])
+      name: "client-check", dependencies: [.product(name: "LocationClient", package: root)]),
+    // The example of README.md and docs/client.md, as written there (a test compares them):
+    // built, not run (it waits for locations from a daemon).
+    .executableTarget(
+      name: "readme-example", dependencies: [.product(name: "LocationClient", package: root)]),
   ]
 )

@@ -101,6 +101,9 @@ public actor MapStateService {
     } else {
       viewport = .default
       mode = .none
+      // The default state is what an absent file means: nothing to write until it changes (a
+      // daemon that changed nothing leaves the directory as it found it, as the regions do).
+      if store != nil { lastSubmitted = PersistedMapState(viewport: .default, mode: .none, annotations: []) }
     }
   }
 
