@@ -438,6 +438,18 @@ extension EndToEnd {
           run.stderr.contains("usage: locationd") == (status == 64),
           "\(arguments): usage shown wrongly: \(run.stderr)")
       }
+      // A log the daemon's user may not read is missing input too (as nobody: root reads all).
+      if geteuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") {
+        let secret = scratch.file("secret.nmea")
+        #expect(FileManager.default.createFile(atPath: secret, contents: Data("$GPRMC\n".utf8)))
+        #expect(chmod(secret, 0o600) == 0 && chmod(scratch.path, 0o755) == 0)
+        let unreadable = try await runTool(
+          "/usr/bin/setpriv",
+          ["--reuid=65534", "--regid=65534", "--clear-groups", try Products.path("locationd"), "--backend", "replay:\(secret)"]
+            + base + socket)
+        #expect(unreadable.status == 66, "\(unreadable.stderr)")
+        #expect(unreadable.stderr.contains("Permission denied"), "\(unreadable.stderr)")
+      }
       // Another server at the socket path: 69.
       let daemon = try DaemonProcess(scratch: scratch, backend: "simulate")
       defer { daemon.cleanUp() }

@@ -108,6 +108,12 @@ public enum LocalBackendFactory {
               "\(options.path) is not a regular file (a pipe or device has no end to replay): give an NMEA log file, or read a live receiver with serial:\(options.path)"
           )
         }
+        // A log the daemon may not read (its user lacks permission) is missing input too.
+        guard access(options.path, R_OK) == 0 else {
+          throw BackendCreationError(
+            uri: uri, reason: "cannot open \(options.path): \(String(cString: strerror(errno)))",
+            kind: .missingInput)
+        }
       }
       return ReplayBackend(options: options, clock: clock, uri: uri)
     }
