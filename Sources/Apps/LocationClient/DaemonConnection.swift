@@ -74,7 +74,7 @@ enum DaemonSocket {
     case ENOENT:
       throw LocationClientError(
         .noDaemon,
-        "socket \(path) does not exist: is locationd running? (systemctl start locationd, or give --socket PATH)"
+        "socket \(path) does not exist: is locationd running? (systemctl start locationd; or give the path of its --socket)"
       )
     case ECONNREFUSED:
       if let kind = notASocket(path) {
@@ -88,7 +88,7 @@ enum DaemonSocket {
     case ENOTDIR:
       throw LocationClientError(
         .noDaemon,
-        "socket \(path) cannot exist: a part of the path before it is not a directory (give --socket PATH)"
+        "socket \(path) cannot exist: a part of the path before it is not a directory (give the path of locationd's --socket)"
       )
     case EACCES, EPERM:
       throw LocationClientError(

@@ -13,7 +13,8 @@ extension ExitCode {
       66  missing or unreadable input: --config file, replay log, GPX route, mqtt-credentials
           file, mqtt-ca-file of an mqtts broker (each also when a directory is given)
       69  unavailable: another server listens at the socket path, or libxml2 is missing
-      71  a system call failed (socket, bind, listen)
+      71  a system call failed (socket, bind, listen), or too few file descriptors are free:
+          locationd needs 32 below its limit (ulimit -n, LimitNOFILE=)
       73  cannot create the socket's directory or the state directory (missing parent, a file or
           dangling link in the way, permission), or another locationd holds the state directory
           (its PID is named)
