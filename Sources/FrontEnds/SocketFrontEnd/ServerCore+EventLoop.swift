@@ -121,7 +121,10 @@ extension ServerCore {
     _ = epoll_ctl(epollFD, EPOLL_CTL_MOD, socket.fd, &event)
   }
 
-  /// Accepts every pending connection; `false` when out of descriptors (pause accepting).
+  /// Accepts the pending connections, at most ``acceptBatch`` of them: the listening socket
+  /// stays readable for the rest, which the next round of the loop accepts after it has read
+  /// the clients already connected (a connect storm cannot starve their requests). `false`
+  /// when out of descriptors (pause accepting).
   ///
   /// A client accepted while fewer than ``DescriptorReserve/count`` descriptors are free is
   /// told `unavailable` and closed, so that it does not hang. Out of descriptors all the same
@@ -131,7 +134,7 @@ extension ServerCore {
     _ clients: inout [UInt64: (connection: ClientConnection, reader: LineReader)],
     chunk: inout [UInt8], spareFD: inout Int32, shortage: inout AcceptShortage
   ) -> Bool {
-    while true {
+    for _ in 0..<Self.acceptBatch {
       let fd = accept(socket.fd, nil, nil)
       if fd < 0 {
         let code = errno
@@ -215,7 +218,11 @@ extension ServerCore {
           "gid": String(peer.gid),
         ])
     }
+    return true
   }
+
+  /// Most connections accepted in one round of the event loop.
+  static var acceptBatch: Int { 32 }
 
   /// Reads the hang-up of every client whose peer has closed its socket (`POLLHUP`, which poll
   /// reports unasked: both directions shut; a client that only shut down its sending side still
