@@ -41,6 +41,18 @@ struct MQTTConfigurationTests {
     ) { try Configuration.parse(arguments: ["--mqtt", "mqtts://broker.example"]) }
     #expect(try Configuration.parse(arguments: ["--mqtt", "mqtts://broker.example", "--mqtt-ca-file", "/etc/ssl/ca.pem"]).mqtt?.caFile == "/etc/ssl/ca.pem")
     #expect(throws: ConfigurationError.self) { try Configuration.parse(arguments: ["--mqtt", "mqtt://u:p@h"]) }
+    // CA certificates with a plain broker: TLS was meant and would not happen.
+    let plainWithCA = ConfigurationError.invalidValue(
+      key: "mqtt-ca-file", value: "/etc/ssl/ca.pem",
+      reason: "is for an mqtts broker, and mqtt://broker.example:1883 is plain mqtt: write the broker as mqtts://HOST[:PORT], or leave mqtt-ca-file out")
+    #expect(throws: plainWithCA) {
+      try Configuration.parse(arguments: ["--mqtt", "mqtt://broker.example", "--mqtt-ca-file", "/etc/ssl/ca.pem"])
+    }
+    // In a file, the error names the mqtt-ca-file line.
+    let plainFile = "mqtt = mqtt://broker.example\nmqtt-ca-file = /etc/ssl/ca.pem\n"
+    #expect(throws: ConfigurationError.inFile(file: "/c", line: 2, plainWithCA)) {
+      try Configuration.parse(arguments: ["--config", "/c"], readFile: files(["/c": plainFile]))
+    }
   }
 
   @Test("a topic the broker reserves ($SYS/..., $share...) is refused: the broker would drop every message")

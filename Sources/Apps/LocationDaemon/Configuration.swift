@@ -317,6 +317,15 @@ public struct Configuration: Sendable, Hashable {
           reason: "mqtts needs the CA certificates of the broker: give mqtt-ca-file = PATH (--mqtt-ca-file PATH)"),
         key: "mqtt")
     }
+    // CA certificates for a plain broker: the user meant TLS and would get none, so say so rather
+    // than send the fixes in clear text.
+    if let mqtt, !mqtt.broker.tls, let caFile = mqtt.caFile {
+      throw placed(
+        .invalidValue(
+          key: "mqtt-ca-file", value: caFile,
+          reason: "is for an mqtts broker, and \(mqtt.broker.description) is plain mqtt: write the broker as mqtts://HOST[:PORT], or leave mqtt-ca-file out"),
+        key: "mqtt-ca-file")
+    }
     // One socket path for two servers: the second would find the first listening there.
     if let nmea = nmeaSocketPath, Self.samePath(nmea, socketPath) {
       throw placed(
