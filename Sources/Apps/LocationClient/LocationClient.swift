@@ -228,7 +228,9 @@ public final class LocationClient: Sendable {
     get async throws { try await call("location")["initial"].flatMap(Wire.location) }
   }
 
-  /// The newest location with a position; `nil` before one (never a made-up coordinate).
+  /// The newest location with a position; `nil` before one (never a made-up coordinate). While
+  /// the receiver reports no fix it stays the last one known: ``status`` says whether it is
+  /// stale (``ServiceStatus/isStale``).
   ///
   /// - Throws: ``LocationClientError``.
   public var currentLocation: Location? {

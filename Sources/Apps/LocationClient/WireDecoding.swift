@@ -116,7 +116,9 @@ public struct ServiceStatus: Sendable, Hashable {
   public var currentLocation: Location?
   /// Seconds since the current location arrived, on the daemon's monotonic clock; `nil` without one.
   public var age: Double?
-  /// Whether the current location is older than 5 s.
+  /// Whether the current location is stale: the source's newest epoch had no position (the
+  /// receiver says it has no fix; ``currentLocation`` is the last one known), or it is older
+  /// than 5 s.
   public var isStale: Bool
   /// Connected clients.
   public var clients: Int

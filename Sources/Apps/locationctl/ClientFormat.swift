@@ -66,9 +66,14 @@ enum Format {
       initial: \(fix(reply["initial"]))
       current: \(fix(reply["current"]))
       """ + (reply["age"]?.doubleValue.map {
-        "\nage: \($0) s since the current fix arrived" + (reply["stale"] == true ? " (stale)" : "")
+        "\nage: \($0) s since the current fix arrived" + staleText(reply)
       } ?? "")
     return text + storage(reply["storage"])
+  }
+
+  /// " (stale: ...)" for a `STATUS` or `LOCATION` reply whose current location is stale, else "".
+  static func staleText(_ reply: JSONValue) -> String {
+    reply["stale"] == true ? " (stale)" : ""
   }
 
   /// `status`'s `storage` as lines: "track store: failing, 0 fixes recorded this run, 12 lost to
@@ -136,6 +141,8 @@ enum Format {
 
   static func location(_ reply: JSONValue) -> String {
     "initial: \(fix(reply["initial"]))\ncurrent: \(fix(reply["current"]))"
+      + (reply["stale"] == true ? "\nage: " + (reply["age"]?.doubleValue.map { "\($0)" } ?? "?")
+        + " s since the current fix arrived" + staleText(reply) : "")
   }
 
   /// A `MAP` event on one line: the view and how many annotations, and which ones changed (at

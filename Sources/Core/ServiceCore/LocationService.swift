@@ -65,6 +65,10 @@ public actor LocationService: AnnotationBatchHandler {
   var lastFixInstant: Duration?
   /// Whether watchers were told that the current location is stale (until the next fix).
   var staleReported = false
+  /// Whether the newest location from the source had no position: the current location is then
+  /// stale at once, whatever its age, as the map's `location` annotation is gone (until the next
+  /// fix with a position).
+  var sourceReportsNoFix = false
   /// The backend state last written to the log.
   var lastLoggedStatus: BackendStatus?
   let backend: any LocationBackend
@@ -316,9 +320,10 @@ public actor LocationService: AnnotationBatchHandler {
       await trackingChanged()
       return .tracking(false, backendActive: await manager.isTracking)
     case .location:
-      return .location(
-        initial: await manager.initialLocation.map(EventEncoding.tpv),
-        current: await manager.currentLocation.map(EventEncoding.tpv))
+      let initial = await manager.initialLocation.map(EventEncoding.tpv)
+      let current = await manager.currentLocation.map(EventEncoding.tpv)
+      let age = await currentAge()
+      return .location(initial: initial, current: current, age: age, stale: isStale(age: age))
     case .watch(let enable, let coalesce, let options):
       return try await watch(enable: enable, lossless: !coalesce, options: options, client)
     case .centerOnLocation:
@@ -412,7 +417,8 @@ public actor LocationService: AnnotationBatchHandler {
       clients: frontEnds.reduce(0) { $0 + $1.clientCount },
       http: frontEnds.lazy.compactMap(\.endpoint).first.map {
         .object([JSONMember("url", .string($0.url)), JSONMember("tokenFile", .string($0.tokenFile))])
-      }, storage: authorized ? storageReport?() : nil, age: authorized ? age : nil)
+      }, storage: authorized ? storageReport?() : nil, age: authorized ? age : nil,
+      stale: authorized && isStale(age: age))
   }
 
   /// Starts (or ends) streaming events to the connection, with connection-scoped tracking.
@@ -464,6 +470,7 @@ public actor LocationService: AnnotationBatchHandler {
       // "center" cannot center on a stale fix.
       await map.update(fix: nil)
       await map.trackingStopped()
+      sourceReportsNoFix = false
     }
   }
 
@@ -490,14 +497,21 @@ public actor LocationService: AnnotationBatchHandler {
       // let the MAP event of the previous fix (a write per watcher, about 2 ms for 1000) slip in
       // ahead of this TPV. The next manager event is dispatched only after the map has this
       // fix, so a client that waits for, say, endOfData sees a map state that knows every fix.
-      if location.fix.mode.hasPosition {
+      let positioned = location.fix.mode.hasPosition
+      if positioned {
         lastFixInstant = regions.clock.now
+        sourceReportsNoFix = false
         if staleReported {
           staleReported = false
           broadcastToWatchers(.stale(false, age: 0))
         }
       }
       if !watchers.isEmpty { broadcast(location) }
+      // An epoch without a position: the current location is no longer where the source is.
+      if !positioned, wasTracking {
+        sourceReportsNoFix = true
+        await reportStale(reason: "noFix")
+      }
       // The recorders' tasks are woken after the watchers' sockets are written, and a receiver's
       // thread that wrote them goes back to its source: the regions and the map take the fix on a
       // thread of the pool.

@@ -89,13 +89,14 @@ public enum Reply: Sendable, Hashable {
   ///     memory); left out when not authorized or when the daemon keeps nothing on disk.
   ///   - age: seconds since the current location arrived, on the daemon's monotonic clock (not
   ///     the fix's own time, which is on its source's timeline); `null` without one.
-  ///   - stale: whether `age` exceeds ``StaleLimit/seconds``.
+  ///   - stale: whether the current location is stale: the source's newest location had no
+  ///     position, or `age` exceeds ``StaleLimit/seconds``; `nil` = the age rule alone.
   public static func status(
     authorization: AuthorizationStatus, tracking: Bool, userTracking: JSONValue? = nil, backendActive: Bool,
     backendURI: String,
     backendState: BackendStatus,
     detail: String? = nil, initial: JSONValue?, current: JSONValue?, clients: Int, http: JSONValue? = nil,
-    storage: JSONValue? = nil, age: Double? = nil
+    storage: JSONValue? = nil, age: Double? = nil, stale: Bool? = nil
   ) -> Reply {
     .object(
       class: "STATUS",
@@ -113,17 +114,22 @@ public enum Reply: Sendable, Hashable {
         JSONMember("initial", initial ?? .null),
         JSONMember("current", current ?? .null),
         JSONMember("age", .number(age.map { ($0 * 10).rounded() / 10 })),
-        JSONMember("stale", .bool(age.map { $0 > StaleLimit.seconds } ?? false)),
+        JSONMember("stale", .bool(stale ?? age.map { $0 > StaleLimit.seconds } ?? false)),
         JSONMember("clients", .int(Int64(clients))),
       ] + (http.map { [JSONMember("http", $0)] } ?? [])
         + (storage.map { [JSONMember("storage", $0)] } ?? []))
   }
 
-  /// `{"class":"LOCATION","initial":TPV|null,"current":TPV|null}`: the answer to `location`.
-  public static func location(initial: JSONValue?, current: JSONValue?) -> Reply {
+  /// `{"class":"LOCATION","initial":TPV|null,"current":TPV|null,"age":S|null,"stale":BOOL}`: the
+  /// answer to `location`; `age` and `stale` as in ``status(authorization:tracking:userTracking:backendActive:backendURI:backendState:detail:initial:current:clients:http:storage:age:stale:)``.
+  public static func location(initial: JSONValue?, current: JSONValue?, age: Double? = nil, stale: Bool? = nil) -> Reply {
     .object(
       class: "LOCATION",
-      members: [JSONMember("initial", initial ?? .null), JSONMember("current", current ?? .null)])
+      members: [
+        JSONMember("initial", initial ?? .null), JSONMember("current", current ?? .null),
+        JSONMember("age", .number(age.map { ($0 * 10).rounded() / 10 })),
+        JSONMember("stale", .bool(stale ?? age.map { $0 > StaleLimit.seconds } ?? false)),
+      ])
   }
 
   /// `{"class":"WATCH","enable":BOOL}`: the answer to `watch`.
@@ -268,7 +274,8 @@ public enum EventEncoding {
   }
 }
 
-/// When a current fix counts as stale: no newer fix with a position arrived for this long.
+/// When a current fix counts as stale by age: no newer fix with a position arrived for this long
+/// (it is stale at once when the source reports an epoch without a position).
 public enum StaleLimit {
   /// Seconds, on the daemon's monotonic clock: 5 (five epochs of a 1 Hz receiver, as gpsd's
   /// own no-fix timer).
