@@ -51,4 +51,45 @@ struct LogThrottleTests {
     withExtendedLifetime(held) {}
     await fixture.stop()
   }
+
+  @Test("a client that sends only bad lines gets every error reply, and the log a few lines per connection with the count so far")
+  func badLineFlood() async throws {
+    let fixture = try ServerFixture()
+    // Each connection's number on the server, from its watch (the handler keeps its channel).
+    func connectAndWatch() async throws -> (client: TestClient, id: UInt64) {
+      let before = Set(fixture.handler.watchers.withLock { $0.map(\.id) })
+      let client = try fixture.connect()
+      #expect(try await client.roundTrip(#"{"cmd":"watch"}"#)?["class"] == "WATCH")
+      let id = fixture.handler.watchers.withLock { $0.map(\.id) }.first { !before.contains($0) }
+      return (client, try #require(id))
+    }
+    let (flooder, flooderID) = try await connectAndWatch()
+    let (other, otherID) = try await connectAndWatch()
+    let lines = Mutex<[String]>([])
+    let observer = Log.addObserver { line in
+      if line.contains(" client=\(flooderID) ") || line.contains(" client=\(otherID) ") {
+        lines.withLock { $0.append(line) }
+      }
+    }
+    defer { Log.removeObserver(observer) }
+    // 300 lines that are not JSON, then 5 too long (1 MiB over the 64 KiB limit in all).
+    try await flooder.send(String(repeating: "x\n", count: 300))
+    for _ in 0..<300 { #expect(await flooder.readJSON()?["code"] == "malformedJSON") }
+    let long = String(repeating: "y", count: 70_000) + "\n"
+    try await flooder.send(String(repeating: long, count: 5))
+    for _ in 0..<5 { #expect(await flooder.readJSON()?["code"] == "lineTooLong") }
+    // Still served, and another connection's first bad line is logged: the count is per connection.
+    #expect(try await flooder.roundTrip(#"{"cmd":"status"}"#)?["class"] == "STATUS")
+    try await other.send("{\n")
+    #expect(await other.readJSON()?["code"] == "malformedJSON")
+    func counts(_ event: String, _ client: UInt64) -> [Int] {
+      lines.withLock { $0 }.filter { $0.contains(" \(event) ") && $0.contains(" client=\(client) ") }.compactMap { line in
+        line.split(separator: " ").first { $0.hasPrefix("count=") }.flatMap { Int($0.dropFirst(6)) }
+      }
+    }
+    #expect(counts("badRequest", flooderID) == [1, 2, 4, 8, 16, 32, 64, 128, 256])
+    #expect(counts("lineTooLong", flooderID) == [1, 2, 4])
+    #expect(counts("badRequest", otherID) == [1])
+    await fixture.stop()
+  }
 }

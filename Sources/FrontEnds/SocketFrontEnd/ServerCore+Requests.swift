@@ -85,8 +85,14 @@ extension ServerCore {
     let request: Request
     switch item {
     case .tooLong:
-      Log.event(
-        "lineTooLong", ["client": String(connection.id), "max": String(options.maxLineLength)])
+      // A client that sends nothing but bad lines costs a few log lines, not one per line; the
+      // count says how many there were.
+      let count = connection.slot.tooLongLines.add(1, ordering: .relaxed).newValue
+      if LogThrottle.powersOfTwo.logs(count) {
+        Log.event(
+          "lineTooLong",
+          ["client": String(connection.id), "max": String(options.maxLineLength), "count": String(count)])
+      }
       return Reply.error(
         .lineTooLong,
         message:
@@ -96,7 +102,10 @@ extension ServerCore {
       do {
         request = try Request.parse(bytes)
       } catch {
-        Log.event("badRequest", ["client": String(connection.id), "code": error.code.rawValue])
+        let count = connection.slot.badRequests.add(1, ordering: .relaxed).newValue
+        if LogThrottle.powersOfTwo.logs(count) {
+          Log.event("badRequest", ["client": String(connection.id), "code": error.code.rawValue, "count": String(count)])
+        }
         return Reply.error(error.code, message: error.message).json(id: error.id)
       }
     }
