@@ -61,10 +61,12 @@ final class ClientSlot: Sendable {
   let fd: Int32
   let peer: PeerCredentials
   let state: Mutex<ClientState>
-  /// Lines refused as malformed JSON or requests (`badRequest`) and as too long (`lineTooLong`)
-  /// so far: their log lines are throttled per connection (``LogThrottle/powersOfTwo``).
+  /// Lines refused as malformed JSON or requests (`badRequest`) and as too long (`lineTooLong`),
+  /// and replies replaced for their size (`replyTooLarge`), so far: their log lines are
+  /// throttled per connection (``LogThrottle/powersOfTwo``).
   let badRequests = Atomic<Int>(0)
   let tooLongLines = Atomic<Int>(0)
+  let tooLargeReplies = Atomic<Int>(0)
   private let epollFD: Int32
   private let options: ServerOptions
 

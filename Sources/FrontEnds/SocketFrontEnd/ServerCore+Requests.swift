@@ -52,8 +52,12 @@ extension ServerCore {
         var body = json.encoded
         if body.count >= options.maxBacklogBytes {
           // A client could never receive it (its backlog bound): say so instead.
-          Log.event(
-            "replyTooLarge", ["client": String(connection.id), "bytes": String(body.count)])
+          let count = connection.slot.tooLargeReplies.add(1, ordering: .relaxed).newValue
+          if LogThrottle.powersOfTwo.logs(count) {
+            Log.event(
+              "replyTooLarge",
+              ["client": String(connection.id), "bytes": String(body.count), "count": String(count)])
+          }
           body = Reply.error(
             .limitExceeded,
             message:
