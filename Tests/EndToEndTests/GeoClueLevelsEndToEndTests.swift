@@ -77,6 +77,12 @@ extension EndToEnd.GeoClueEndToEndTests {
     environment["LOCATIOND"] = try Products.path("locationd")
     // A system bus address that must not be used: the script gives where-am-i its own.
     environment["DBUS_SYSTEM_BUS_ADDRESS"] = "unix:path=/nonexistent/system_bus_socket"
+    // Its scratch directory goes where TMPDIR says, and is gone when the command ends.
+    let scratch = FileManager.default.temporaryDirectory
+      .appendingPathComponent("try-geoclue-test-\(getpid())-\(UInt64.random(in: 0...UInt64.max))").path
+    try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: false)
+    defer { try? FileManager.default.removeItem(atPath: scratch) }
+    environment["TMPDIR"] = scratch
     let exact = try await runTool(
       root + "/scripts/try-geoclue", [], environment: environment, timeout: 60)
     #expect(exact.status == 0, "\(exact.stdout) \(exact.stderr)")
@@ -94,5 +100,10 @@ extension EndToEnd.GeoClueEndToEndTests {
       line.dropFirst("Accuracy:".count).trimmingCharacters(in: .whitespaces).split(separator: " ")
         .first ?? "")
     #expect((metres ?? 0) >= 7_500, "\(city.stdout)")
+    // The command's exit status is the script's, and nothing is left behind either way.
+    let failing = try await runTool(
+      root + "/scripts/try-geoclue", ["--", "/bin/sh", "-c", "exit 3"], environment: environment, timeout: 60)
+    #expect(failing.status == 3, "\(failing.stdout) \(failing.stderr)")
+    #expect(try FileManager.default.contentsOfDirectory(atPath: scratch) == [], "scratch left in \(scratch)")
   }
 }
