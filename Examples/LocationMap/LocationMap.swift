@@ -40,10 +40,12 @@ func text(_ coordinate: Coordinate?) -> String {
   return "\(fixed(coordinate.latitude)), \(fixed(coordinate.longitude))"
 }
 
-/// Prints a line at once (the output may be a pipe).
+/// Prints a line at once (the output may be a pipe), written straight to the descriptor: going
+/// through stdio, `fflush(nil)` would wait for standard input's lock, which the thread blocked in
+/// `readLine()` holds until the next key, and so hold up the main actor and every change printed
+/// on it.
 func say(_ line: String) {
-  print(line)
-  fflush(nil)
+  try? SystemIO.writeAll(STDOUT_FILENO, line + "\n")
 }
 
 /// Prints the coordinates each time one of them changes, through Observation.

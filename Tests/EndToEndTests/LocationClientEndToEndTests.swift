@@ -333,3 +333,40 @@ extension EndToEnd.LocationClientEndToEndTests {
     #expect(await daemon.stop() == 0, "\(daemon.log)")
   }
 }
+
+extension EndToEnd.LocationClientEndToEndTests {
+  @Test(
+    "location-map at its keys: after r and s, each fix is printed as it comes while standard input is idle"
+  )
+  func locationMapPrintsWhileWaitingForKeys() async throws {
+    let scratch = try Scratch()
+    defer { scratch.remove() }
+    let daemon = try DaemonProcess(scratch: scratch, backend: "simulate?rate=10")
+    defer { daemon.cleanUp() }
+    try await daemon.waitUntilReady()
+    let keys = scratch.file("keys")
+    try #require(mkfifo(keys, 0o600) == 0)
+    let output = scratch.file("out")
+    let child = try Child(
+      try Products.path("location-map"), ["--socket", daemon.socketPath], stdin: keys, stdout: output,
+      stderr: output)
+    // The keys' writing end stays open, so standard input is idle after "s" until "q".
+    let writer = open(keys, O_WRONLY)
+    try #require(writer >= 0)
+    defer { if writer >= 0 { close(writer) } }
+    _ = "r\ns\n".withCString { write(writer, $0, strlen($0)) }
+    func currents() -> Set<String> {
+      let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+      return Set(
+        text.split(separator: "\n").filter { $0.hasPrefix("initial: ") }.compactMap {
+          $0.components(separatedBy: "  current: ").last?.components(separatedBy: "  centre: ").first
+        })
+    }
+    // Three different current coordinates printed without another key.
+    let moved = try await waitUntil(timeout: 60) { currents().count >= 3 }
+    #expect(moved, "\((try? String(contentsOfFile: output, encoding: .utf8)) ?? "")")
+    _ = "q\n".withCString { write(writer, $0, strlen($0)) }
+    #expect(await child.waitForExit(timeout: 30) == 0)
+    #expect(await daemon.stop() == 0, "\(daemon.log)")
+  }
+}

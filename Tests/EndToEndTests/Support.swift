@@ -111,17 +111,20 @@ final class Child: @unchecked Sendable {
   private let lock = NSLock()
   private var exitStatus: Int32?
 
-  /// Starts `executable` with `arguments`, standard input from /dev/null, standard output to
-  /// `stdout` and standard error to `stderr` (files, created or truncated), no other descriptor
-  /// of this process, signal mask empty and SIGPIPE, SIGTERM, SIGINT, SIGHUP at their defaults.
+  /// Starts `executable` with `arguments`, standard input from `stdin` (/dev/null by default,
+  /// read-only; another path, such as a FIFO the test writes keys into, is opened read-write so
+  /// that the open does not wait for a writer while `posix_spawn` waits for the child), standard
+  /// output to `stdout` and standard error to `stderr` (files, created or truncated), no other
+  /// descriptor of this process, signal mask empty and SIGPIPE, SIGTERM, SIGINT, SIGHUP at their
+  /// defaults.
   init(
     _ executable: String, _ arguments: [String], environment: [String: String]? = nil,
-    stdout: String, stderr: String
+    stdin: String = "/dev/null", stdout: String, stderr: String
   ) throws {
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 0, stdin, stdin == "/dev/null" ? O_RDONLY : O_RDWR, 0)
     posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_APPEND, 0o644)
     if stderr == stdout {
       posix_spawn_file_actions_adddup2(&actions, 1, 2)
