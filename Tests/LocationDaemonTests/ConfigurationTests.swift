@@ -127,6 +127,19 @@ struct ConfigurationTests {
     #expect(configuration.maxClients == 8)
     #expect(configuration.group == nil)
     #expect(configuration.configFile == "/etc/locationd.conf")
+    // A value the file gets wrong is overridden by its flag, not judged; without the flag it is
+    // refused at its line. MQTT keys too.
+    let bad = "max-clients = 5000\nmqtt = mqtt://broker.example\nmqtt-qos = 7\n"
+    let overridden = try Configuration.parse(
+      arguments: ["--config", "/c", "--max-clients=5", "--mqtt-qos", "1"], readFile: files(["/c": bad]))
+    #expect(overridden.maxClients == 5)
+    #expect(overridden.mqtt?.qos == 1)
+    #expect(throws: ConfigurationError.self) {
+      try Configuration.parse(arguments: ["--config", "/c", "--mqtt-qos", "1"], readFile: files(["/c": bad]))
+    }
+    #expect(throws: ConfigurationError.self) {
+      try Configuration.parse(arguments: ["--config", "/c", "--max-clients=5"], readFile: files(["/c": bad]))
+    }
   }
 
   @Test("reload re-reads the file and keeps the flags")

@@ -273,6 +273,10 @@ public struct Configuration: Sendable, Hashable {
       } catch { throw .unreadableFile(path, reason: "\(error)") }
       for entry in try Self.parseFileLines(text, path: path) {
         fileLines[entry.key] = entry.line
+        // A flag wins over the file's value, which is then not used, and so not judged either:
+        // a flag is how a bad value in a file one cannot edit is overridden. (The key itself
+        // is known: the flag has it.)
+        if flags[entry.key] != nil { continue }
         if MQTTSettings.keys.contains(entry.key) {
           mqttEntries.append((entry.key, entry.value, entry.line))
         } else {
