@@ -77,7 +77,8 @@ extension Configuration {
         "backend", synopsis: "[--backend URI]",
         help: """
             --backend URI     simulate[:ROUTE.gpx] | replay:PATH[?speed=10&loop=true] |
-                              gpsd://HOST:PORT[/DEVICE]          (default simulate)
+                              gpsd://HOST:PORT[/DEVICE] | serial:PATH[?baud=RATE] |
+                              tcp://HOST:PORT | udp://ADDR:PORT  (default simulate)
 
           """, reload: .restart("backend"),
         apply: { configuration, value throws(ConfigurationError) in
