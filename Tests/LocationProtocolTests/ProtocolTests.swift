@@ -136,6 +136,23 @@ struct ProtocolTests {
     }
   }
 
+  @Test("range errors write numbers as people do: no \".0\" on whole numbers, no exponent below 1e15")
+  func rangeErrorsReadPlainly() {
+    let cases = [
+      (#"{"cmd":"replay","action":"seek","value":-5}"#, #""value" must be within 0...1000000000 seconds (got -5)"#),
+      (#"{"cmd":"replay","action":"step","value":0}"#, #""value" must be within 1...10000 epochs (got 0)"#),
+      (#"{"cmd":"zoom","zoom":30.5}"#, #""zoom" must be within 0...22 zoom level (got 30.5)"#),
+    ]
+    for (text, message) in cases {
+      do {
+        _ = try parse(text)
+        Issue.record("\(text) parsed")
+      } catch {
+        #expect(error.message == message)
+      }
+    }
+  }
+
   @Test(
     "a repeated member is called a duplicate, not unknown",
     arguments: [

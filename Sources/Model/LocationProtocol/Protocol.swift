@@ -380,10 +380,15 @@ struct ArgumentReader {
     // number".
     guard number.isFinite, range.contains(number) else {
       throw error(
-        "\"\(context)\(key)\" must be within \(range.lowerBound)...\(range.upperBound) \(unit) (got \(number))"
+        "\"\(context)\(key)\" must be within \(Self.text(range.lowerBound))...\(Self.text(range.upperBound)) \(unit) (got \(Self.text(number)))"
       )
     }
     return number
+  }
+
+  /// A number as a person writes it in a message: `-5`, `1000000000`, `0.5`, `1e+300`.
+  static func text(_ number: Double) -> String {
+    number.isFinite && number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) : "\(number)"
   }
 
   mutating func number(_ key: String, in range: ClosedRange<Double>, unit: String)
@@ -391,7 +396,7 @@ struct ArgumentReader {
   {
     guard let number = try optionalNumber(key, in: range, unit: unit) else {
       throw error(
-        "missing \"\(context)\(key)\": a number (\(unit)) within \(range.lowerBound)...\(range.upperBound)"
+        "missing \"\(context)\(key)\": a number (\(unit)) within \(Self.text(range.lowerBound))...\(Self.text(range.upperBound))"
       )
     }
     return number
