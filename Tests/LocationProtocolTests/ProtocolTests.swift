@@ -136,13 +136,18 @@ struct ProtocolTests {
     }
   }
 
-  @Test("range errors write numbers as people do: no \".0\" on whole numbers, no exponent below 1e15")
+  @Test("range errors write numbers as people do (no \".0\" on whole numbers, no exponent below 1e15); an empty string is called empty")
   func rangeErrorsReadPlainly() {
     let cases = [
       (#"{"cmd":"replay","action":"seek","value":-5}"#, #""value" must be within 0...1000000000 seconds (got -5)"#),
       (#"{"cmd":"replay","action":"step","value":0}"#, #""value" must be within 1...10000 epochs (got 0)"#),
       (#"{"cmd":"zoom","zoom":30.5}"#, #""zoom" must be within 0...22 zoom level (got 30.5)"#),
     ]
+      // An empty id is said to be empty, not missing.
+      + [
+        (#"{"cmd":"remove","annotation":""}"#, #""annotation" is empty: give a non-empty string (annotation id)"#),
+        (#"{"cmd":"remove"}"#, #"missing "annotation": a non-empty string (annotation id)"#),
+      ]
     for (text, message) in cases {
       do {
         _ = try parse(text)

@@ -427,10 +427,11 @@ struct ArgumentReader {
   mutating func string(_ key: String, maxBytes: Int, key name: String? = nil) throws(ProtocolError)
     -> String
   {
-    guard let string = try optionalString(key, maxBytes: maxBytes), !string.isEmpty else {
-      throw error(
-        "missing \"\(context)\(key)\": a non-empty string\(name.map { " (\($0))" } ?? "")")
+    let detail = name.map { " (\($0))" } ?? ""
+    guard let string = try optionalString(key, maxBytes: maxBytes) else {
+      throw error("missing \"\(context)\(key)\": a non-empty string\(detail)")
     }
+    guard !string.isEmpty else { throw error("\"\(context)\(key)\" is empty: give a non-empty string\(detail)") }
     return string
   }
 
