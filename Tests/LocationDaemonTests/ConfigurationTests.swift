@@ -142,6 +142,23 @@ struct ConfigurationTests {
     }
   }
 
+  @Test("a socket error's advice names the setting where it was given: the file's key at its line, or the flag")
+  func socketAdviceNamesTheSetting() throws {
+    let fromFile = try Configuration.parse(
+      arguments: ["--config", "/c"], readFile: files(["/c": "socket = /tmp/x.sock\ngroup = nosuch\n"]))
+    #expect(
+      fromFile.placed(.noSuchGroup("nosuch"), for: "group")
+        == "/c:2: group nosuch does not exist: create it (groupadd nosuch) or change group")
+    #expect(
+      fromFile.placed(.notASocket("/tmp/x.sock"), for: "socket")
+        == "/c:1: /tmp/x.sock exists and is not a socket: remove it or choose another socket path")
+    let fromFlag = try Configuration.parse(
+      arguments: ["--config", "/c", "--group", "nosuch"], readFile: files(["/c": "group = other\n"]))
+    #expect(
+      fromFlag.placed(.noSuchGroup("nosuch"), for: "group")
+        == "group nosuch does not exist: create it (groupadd nosuch) or change --group")
+  }
+
   @Test("reload re-reads the file and keeps the flags")
   func reload() throws {
     let first = try Configuration.parse(

@@ -193,6 +193,16 @@ public struct Configuration: Sendable, Hashable {
   /// `FILE:LINE: ` to begin a message about `key` when the config file set it, else nothing.
   public func prefix(for key: String) -> String { place(of: key).map { "\($0): " } ?? "" }
 
+  /// How advice names the setting `key`: `group` when the config file gave its value (the
+  /// line to change), `--group` otherwise.
+  public func settingName(_ key: String) -> String { place(of: key) == nil ? "--" + key : key }
+
+  /// A socket error about `key` placed where its value came from: after ``prefix(for:)``, with
+  /// its advice naming the setting as ``settingName(_:)`` does.
+  public func placed(_ error: ListenError, for key: String) -> String {
+    prefix(for: key) + TextRules.escapingInvisibles(error.description(naming: settingName))
+  }
+
   /// `FILE:LINE` of the config file line that set `key`, or `nil` when a flag or the default gave
   /// its value.
   public func place(of key: String) -> String? {

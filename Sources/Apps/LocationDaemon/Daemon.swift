@@ -172,8 +172,7 @@ public enum Daemon {
       let key: String
       if case .noSuchGroup = error { key = "group" } else { key = "socket" }
       writeStandardError(
-        "locationd: " + configuration.prefix(for: key)
-          + TextRules.escapingInvisibles("\(error)") + "\n")
+        "locationd: " + configuration.placed(error, for: key) + "\n")
       return error.exitCode.rawValue
     }
     let server = SocketServer(
@@ -259,7 +258,7 @@ public enum Daemon {
         // Refused as at start: a group that does not exist would shut every member out.
         if let group = reloaded.group, !group.isEmpty, GroupDatabase.groupID(named: group) == nil {
           throw ReloadError(
-            message: reloaded.prefix(for: "group") + "\(ListenError.noSuchGroup(group))")
+            message: reloaded.placed(ListenError.noSuchGroup(group), for: "group"))
         }
         state.configuration = reloaded
         // Each part applies what it can at once: the service core decides every client again

@@ -20,24 +20,28 @@ public enum ListenError: Error, Sendable, Hashable, CustomStringConvertible {
   /// `$LISTEN_FDS` passed a descriptor that is not a listening Unix stream socket.
   case invalidActivatedSocket(fd: Int32)
 
-  /// A message for the log that says what to do.
-  public var description: String {
+  /// A message for the log that says what to do, naming the settings as flags (`--group`).
+  public var description: String { description(naming: { "--" + $0 }) }
+
+  /// A message for the log that says what to do, naming each setting (`socket`, `group`) as
+  /// `naming` writes it: `--group` for a flag, `group` for a config file line.
+  public func description(naming setting: (String) -> String) -> String {
     switch self {
     case .pathTooLong(let path):
-      return "socket path \(path) is longer than 107 bytes: choose a shorter --socket path"
+      return "socket path \(path) is longer than 107 bytes: choose a shorter \(setting("socket")) path"
     case .cannotCreateDirectory(let path, let code):
       return
-        "cannot create directory \(path): \(String(cString: strerror(code))); locationd creates the socket's directory but not its parents: create them or choose another --socket path"
+        "cannot create directory \(path): \(String(cString: strerror(code))); locationd creates the socket's directory but not its parents: create them or choose another \(setting("socket")) path"
     case .alreadyListening(let path):
       return
-        "another server is listening at \(path): stop it (systemctl stop locationd) or choose another --socket path"
+        "another server is listening at \(path): stop it (systemctl stop locationd) or choose another \(setting("socket")) path"
     case .notASocket(let path):
-      return "\(path) exists and is not a socket: remove it or choose another --socket path"
+      return "\(path) exists and is not a socket: remove it or choose another \(setting("socket")) path"
     case .systemCall(let call, let path, let code):
       return "\(call) failed for \(path): \(String(cString: strerror(code)))"
     case .noSuchGroup(let name):
       let name = TextRules.escapingInvisibles(name)
-      return "group \(name) does not exist: create it (groupadd \(name)) or change --group"
+      return "group \(name) does not exist: create it (groupadd \(name)) or change \(setting("group"))"
     case .invalidActivatedSocket(let fd):
       return
         "file descriptor \(fd) passed by systemd is not a listening Unix stream socket: check locationd.socket (ListenStream=)"
