@@ -163,7 +163,8 @@ extension EndToEnd {
         (["circle", "3.14", "101.6", "10", "--dwell", "-1"], 1, "invalid dwell time"),
         (["polygon", bowTie], 1, "intersects itself"),
         (["polygon", notJSON], 1, "invalid GeoJSON"),
-        (["polygon", scratch.file("missing.geojson")], 1, "No such file or directory"),
+        (["polygon", scratch.file("missing.geojson")], 66, "No such file or directory"),
+        (["polygon", scratch.path], 66, "not a regular file"),
         (["polygon", huge], 1, "at most 10485760 bytes"),
         (["polygon", long], 1, "locationd reads request lines of at most 65536 bytes"),
         (["triangle", "1", "2"], 64, "region takes add ID circle"),
@@ -174,6 +175,10 @@ extension EndToEnd {
         #expect(run.stderr.contains(message), "\(arguments): \(run.stderr)")
         #expect(try await Self.regionIDs(socket) == ["kept"], "\(arguments) changed the regions")
       }
+      // An id too long for one request line is never sent: a usage error.
+      let longID = try await locationctl(socket, ["region", "state", String(repeating: "i", count: 70_000)])
+      #expect(longID.status == 64, "\(longID.status) \(longID.stderr)")
+      #expect(longID.stderr.contains("nothing was sent"), "\(longID.stderr)")
       let state = try await locationctl(socket, ["region", "state", "kept"])
       #expect(
         (((parseObject(state.stdout)?["region"] as? JSONObject)?["circle"]) as? JSONObject)?[

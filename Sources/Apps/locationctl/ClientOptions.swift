@@ -82,7 +82,8 @@ let usageText = """
                     (default 30; 0 waits for ever); events of watch are not bounded
     --              end of options: what follows are operands (center -- -33.9 151.2)
   COMMAND --help prints that command's usage.
-  exit status: 0 success, 1 error reply or daemon unreachable, 64 bad usage
+  exit status: 0 success, 1 error reply or daemon unreachable, 64 bad usage (also
+  arguments too long for one request), 66 a polygon file that cannot be read
 
   """
 
@@ -152,10 +153,11 @@ func dispatch(_ arguments: [String]) -> Int32 {
     return ExitCode.usage.rawValue
   } catch let error as ClientError {
     writeError("locationctl: \(error.message)")
-    return ExitCode.failure.rawValue
+    return error.exitCode.rawValue
   } catch let error as LocationClientError {
     writeError("locationctl: \(error.message)")
-    return ExitCode.failure.rawValue
+    // Arguments too long for one request line were never sent: the command line is at fault.
+    return (error.code == .lineTooLong ? ExitCode.usage : ExitCode.failure).rawValue
   } catch {
     writeError("locationctl: \(error)")
     return ExitCode.failure.rawValue
@@ -293,5 +295,11 @@ func parseNumber(_ text: String, _ name: String) throws -> Double {
 /// says what to do. Failures talking to locationd are ``LocationClientError``s.
 struct ClientError: Error {
   var message: String
-  init(_ message: String) { self.message = message }
+  /// The exit status: 1 by default; 66 (`noInput`) for a file named on the command line that
+  /// cannot be read.
+  var exitCode: ExitCode
+  init(_ message: String, exitCode: ExitCode = .failure) {
+    self.message = message
+    self.exitCode = exitCode
+  }
 }

@@ -170,12 +170,12 @@ private func polygonGeometry(file: String) throws -> JSONValue {
       let fd = open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
       guard fd >= 0 else {
         throw ClientError(
-          "cannot read \(name): \(String(cString: strerror(errno))); nothing was added")
+          "cannot read \(name): \(String(cString: strerror(errno))); nothing was added", exitCode: .noInput)
       }
       defer { close(fd) }
       var info = stat()
       guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
-        throw ClientError("cannot read \(name): not a regular file; nothing was added")
+        throw ClientError("cannot read \(name): not a regular file; nothing was added", exitCode: .noInput)
       }
       guard Int(info.st_size) <= limit else {
         throw ClientError(
@@ -193,7 +193,7 @@ private func polygonGeometry(file: String) throws -> JSONValue {
         "\(name) has more than \(limit) bytes: a polygon file may have at most \(limit) bytes; nothing was added"
       )
     case .system(let error):
-      throw ClientError("cannot read \(name): \(error); nothing was added")
+      throw ClientError("cannot read \(name): \(error); nothing was added", exitCode: .noInput)
     }
   }
   let shape: RegionShape
