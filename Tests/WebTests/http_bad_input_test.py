@@ -103,7 +103,12 @@ class BadInputTests(unittest.TestCase):
             self.assertEqual(result[0], 400, body)
             self.assertEqual(json.loads(body_of(result[1]))["class"], "ERROR")
         self.assertError(self.api(b'{"cmd":"mode","mode":"sideways"}'), 400, "invalidArgument")
-        self.assertError(self.api(b'{"cmd":"fly"}'), 400, "unknownCommand")
+        fly = self.api(b'{"cmd":"fly"}')
+        self.assertError(fly, 400, "unknownCommand")
+        # The commands listed are those HTTP takes, not the socket's (request, start... are 403).
+        message = json.loads(body_of(fly[1]))["message"]
+        self.assertTrue(message.startswith('unknown command "fly": over HTTP use one of '), message)
+        self.assertNotIn("request", message.split("use one of ")[1].split(", "))
         self.assertError(self.api(b'{"cmd":"mode","mode":"follow"}', "text/plain"), 415, "unsupportedMediaType")
         self.assertError(self.api(b'{"cmd":"stop"}'), 403, "notAllowed")
         self.assertStillServing()

@@ -214,7 +214,13 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
       do {
         parsed = try Request.parse(request.body)
       } catch {
-        return Self.error(400, error.code.rawValue, error.message)
+        // An unknown command is told the commands this endpoint takes, not the socket's.
+        var message = error.message
+        if error.code == .unknownCommand, let cut = message.firstRange(of: ": use one of ") {
+          message = message[..<cut.lowerBound] + ": over HTTP use one of "
+            + Self.apiCommands.sorted().joined(separator: ", ")
+        }
+        return Self.error(400, error.code.rawValue, message)
       }
       guard Self.apiCommands.contains(parsed.command.name) else {
         return Self.error(
