@@ -151,6 +151,8 @@ class BadInputTests(unittest.TestCase):
         result = exchange(self.port, b"GET http://attacker.example/map.js HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
                           b"Connection: close\r\n\r\n" % self.port)
         self.assertError(result, 421, "misdirectedRequest")
+        # The message names what was wrong: the target here, not the (correct) Host header.
+        self.assertIn("request target", json.loads(body_of(result[1]))["message"])
         self.assertError(self.request("GET", "/events", headers={"Authorization": "Basic abc"}, token=False),
                          401, "notAuthorized")
         # Headers larger than the connection's memory: libmicrohttpd answers 431 and closes; the

@@ -158,7 +158,8 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
     var request = request
     // The absolute form of the target (`GET http://HOST:PORT/map.js`): its authority stands for
     // the Host header, which is then ignored (RFC 9112 3.2.2).
-    if request.path.utf8.count > 7, request.path.prefix(7).lowercased() == "http://" {
+    let absoluteForm = request.path.utf8.count > 7 && request.path.prefix(7).lowercased() == "http://"
+    if absoluteForm {
       let rest = request.path.dropFirst(7)
       let slash = rest.firstIndex(of: "/") ?? rest.endIndex
       request.host = String(rest[..<slash])
@@ -175,7 +176,9 @@ public final class WebFrontEnd: FrontEnd, HTTPServerDelegate, Sendable {
     guard isAllowedHost(host) else {
       return Self.error(
         421, "misdirectedRequest",
-        "the Host header must name this server by address or as localhost")
+        absoluteForm
+          ? "the request target must name this server by address or as localhost"
+          : "the Host header must name this server by address or as localhost")
     }
     let reads = ["GET", "HEAD"]
     switch request.path {
