@@ -413,7 +413,7 @@ extension EndToEnd {
         ),
         (base + socket + ["--max-clients", "lots"], 78, "max-clients"),
         (
-          ["--state-dir", scratch.file("state"), "--group", "no-such-group-xyz"] + socket, 78,
+          ["--state-dir", scratch.file("nogroup-state"), "--group", "no-such-group-xyz"] + socket, 78,
           "group no-such-group-xyz does not exist"
         ),
         (base + ["--socket", file], 78, "is not a socket"),
@@ -438,6 +438,8 @@ extension EndToEnd {
           run.stderr.contains("usage: locationd") == (status == 64),
           "\(arguments): usage shown wrongly: \(run.stderr)")
       }
+      // An unknown group is found before anything is created.
+      #expect(access(scratch.file("nogroup-state"), F_OK) != 0, "a refused start created its state directory")
       // A log the daemon's user may not read is missing input too (as nobody: root reads all).
       if geteuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") {
         let secret = scratch.file("secret.nmea")

@@ -76,6 +76,13 @@ public enum Daemon {
       }
     }
 
+    // A group that does not exist is a configuration error (78) found before anything is
+    // created: the socket, which it would own, is opened after the state directory.
+    if let group = configuration.group, !group.isEmpty, GroupDatabase.groupID(named: group) == nil {
+      writeStandardError("locationd: " + configuration.placed(ListenError.noSuchGroup(group), for: "group") + "\n")
+      return ExitCode.configuration.rawValue
+    }
+
     // Its own files, sockets and threads take about as many descriptors as it keeps in reserve:
     // without both free, a state file could not be read and the map would start empty.
     if let shortage = DescriptorReserve.shortage(needing: 2 * DescriptorReserve.count) {
