@@ -486,7 +486,7 @@ extension EndToEnd {
           "\(config):5: invalid mqtt-credentials"
         ),
         (socket + state + "group = \"\"\nnmea-socket = \(file)\n", 78, "\(config):4: "),
-        ("# start\n" + socket + "state-dir = \(file)\n", 78, "\(config):3: state-dir \(file) cannot be used"),
+        ("# start\n" + socket + "group = \"\"\nstate-dir = \(file)\n", 78, "\(config):4: state-dir \(file) cannot be used"),
         (socket + state + "group = no-such-group-xyz\n", 78, "\(config):3: group no-such-group-xyz does not exist"),
         (state + "group = \"\"\nsocket = \(file)\n", 78, "\(config):3: \(file) exists and is not a socket"),
         (socket + state + "group = \"\"\nnmea-socket = \(scratch.file("l.sock"))\n", 78, "\(config):4: invalid nmea-socket"),
