@@ -254,14 +254,22 @@ struct NMEAStreamBackendTests {
     )
     defer { receiver.stop() }
     try receiver.start(rate: 5) { elapsed in TestRoute.fix(Int((elapsed * 10).rounded())) }
-    let backend = try NMEAStreamBackend(uri: "serial:" + link + "?baud=115200")
+    // The no-fix timeout comes long before 4 KiB of garbage: the state's detail must still
+    // become the "no NMEA" text, not stay "no fix for 200 ms".
+    var options = NMEAStreamBackend.Options()
+    options.noFixTimeout = .milliseconds(200)
+    let backend = try NMEAStreamBackend(uri: "serial:" + link + "?baud=115200", options: options)
     let events = StreamEvents(backend)
     try await backend.start()
     #expect(await events.wait { $0.errors.contains { $0.contains("no NMEA 0183") } })
+    #expect(await events.wait { $0.statuses.last?.detail?.hasPrefix("no NMEA 0183") == true })
     await backend.stop()
     let text = try #require(events.errors.first { $0.contains("no NMEA 0183") })
     #expect(text.hasPrefix("no NMEA 0183 from \(link): ") && text.contains("0 valid"), "\(text)")
     #expect(events.locations.isEmpty)
+    let noFix = events.statuses.filter { $0.status == .noFix }.compactMap(\.detail)
+    #expect(noFix.first?.hasPrefix("no fix from") == true, "\(noFix)")
+    #expect(noFix.contains(text), "\(noFix)")
   }
 
   /// The `unplug` fault three times in a row: `deviceRemoved` each time, then the path returns
@@ -433,6 +441,28 @@ struct NMEAStreamBackendTests {
     }
     await backend.stop()
     #expect(backend.statistics.opens == 3 && backend.statistics.losses == 3)
+  }
+
+  /// Nothing listens: each refused attempt that waits longer than the one before says so, so the
+  /// state's detail names the delay in force; the same delay again is not repeated.
+  @Test func refusedTCPConnectionsReportTheirGrowingDelay() async throws {
+    var options = NMEAStreamBackend.Options()
+    options.reconnectInitialDelay = .milliseconds(10)
+    options.reconnectMaximumDelay = .milliseconds(40)
+    let backend = try NMEAStreamBackend(uri: "tcp://127.0.0.1:1", options: options)
+    let events = StreamEvents(backend)
+    try await backend.start()
+    #expect(
+      await events.wait {
+        $0.statuses.contains { $0.status == .disconnected && ($0.detail ?? "").hasSuffix("retrying in 40 ms") }
+      })
+    // Several more attempts at 40 ms.
+    try await Task.sleep(for: .milliseconds(300))
+    await backend.stop()
+    let delays = events.statuses.filter { $0.status == .disconnected }.compactMap(\.detail).map {
+      String($0.split(separator: ";").last ?? "")
+    }
+    #expect(delays == [" retrying in 10 ms", " retrying in 20 ms", " retrying in 40 ms"], "\(delays)")
   }
 
   /// A TCP peer that stops sending without closing (half-open): reconnected after the idle

@@ -16,6 +16,7 @@ final class NMEAStreamReader: @unchecked Sendable {
   private let counters: NMEAStreamCounterBox
 
   private var lastStatus: BackendStatus?
+  private var lastDetail: String?
   private var decoder = NMEADecoder()
   private var noFixDeadline: UInt64?
   /// Statistics of the decoders of earlier connections, and what the warnings already told.
@@ -554,13 +555,17 @@ final class NMEAStreamReader: @unchecked Sendable {
     return nil
   }
 
+  /// Posts a state change. The same trouble said again in the same words is not repeated; said
+  /// with news (a longer retry delay, "no NMEA" after "no fix"), it is, so that the state's
+  /// detail is always the latest.
   private func report(_ status: BackendStatus, _ detail: String?) {
-    if status == lastStatus
-      && (status == .disconnected || status == .deviceRemoved || status == .noFix)
+    if status == lastStatus, detail == lastDetail,
+      status == .disconnected || status == .deviceRemoved || status == .noFix
     {
       return
     }
     lastStatus = status
+    lastDetail = detail
     queue.post(.status(status, detail: detail))
   }
 }
