@@ -141,6 +141,11 @@ struct NMEAStreamBackendTests {
       try NMEAStreamEndpoint(uri: "serial:/dev/ttyS0?baud=1200")
     }
     #expect(throws: BackendURIError.self) { try NMEAStreamEndpoint(uri: "tcp://host") }
+    // A serial URI without its device is told to give one (standard input is a replay's only).
+    #expect(
+      BackendURIError.missingPath(uri: "serial:").description
+        == "backend URI 'serial:' names no device: give its path, such as serial:/dev/ttyUSB0")
+    #expect(throws: BackendURIError.missingPath(uri: "serial:")) { try NMEAStreamEndpoint(uri: "serial:") }
     #expect(throws: BackendURIError.self) { try NMEAStreamEndpoint(uri: "udp://host:0") }
     #expect(throws: BackendURIError.self) { try NMEAStreamEndpoint(uri: "tcp://host:1?baud=9600") }
     #expect(

@@ -20,7 +20,10 @@ public enum BackendURIError: Error, Hashable, Sendable, CustomStringConvertible 
     case .wrongScheme(let expected, let uri):
       return "backend URI '\(uri)' does not start with '\(expected)'"
     case .missingPath(let uri):
-      return "backend URI '\(uri)' names no file (use '-' for standard input)"
+      // Only a replay reads standard input; a receiver needs its device.
+      return uri.hasPrefix("replay:")
+        ? "backend URI '\(uri)' names no file (use '-' for standard input)"
+        : "backend URI '\(uri)' names no device: give its path, such as serial:/dev/ttyUSB0"
     case .malformedParameter(let item):
       return "query item '\(item)' is not key=value"
     case .unknownParameter(let key, let allowed):
