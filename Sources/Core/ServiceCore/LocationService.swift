@@ -151,10 +151,14 @@ public actor LocationService: AnnotationBatchHandler {
     // The service's tasks resume on the service's executor: a manager event, a map change or a
     // tick reaches the service without waking another thread of the pool.
     let executor = manager.executor
+    // The ticks count from this call, not from when the task first runs: a clock that moves on
+    // before then (a virtual clock in a test, a loaded machine) is caught up by the first tick
+    // instead of moving the whole schedule after it.
+    let clock = regions.clock
+    let origin = clock.now
     tasks.append(
       Task(executorPreference: executor.taskExecutor) { [weak self] in
-        let clock = regions.clock
-        var deadline = clock.now
+        var deadline = origin
         while !Task.isCancelled {
           deadline += .seconds(1)
           do { try await clock.sleep(until: deadline) } catch { return }
