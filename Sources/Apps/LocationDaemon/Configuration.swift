@@ -203,6 +203,14 @@ public struct Configuration: Sendable, Hashable {
     prefix(for: key) + TextRules.escapingInvisibles(error.description(naming: settingName))
   }
 
+  /// Why ``group`` cannot be used, placed as ``placed(_:for:)`` places it, or `nil` when it is
+  /// off (empty or `nil`) or names a group of the system's group database. The start and a
+  /// reload both refuse a group that does not exist: it would shut every member out.
+  public func missingGroupMessage() -> String? {
+    guard let group, !group.isEmpty, GroupDatabase.groupID(named: group) == nil else { return nil }
+    return placed(ListenError.noSuchGroup(group), for: "group")
+  }
+
   /// `FILE:LINE` of the config file line that set `key`, or `nil` when a flag or the default gave
   /// its value.
   public func place(of key: String) -> String? {

@@ -78,8 +78,8 @@ public enum Daemon {
 
     // A group that does not exist is a configuration error (78) found before anything is
     // created: the socket, which it would own, is opened after the state directory.
-    if let group = configuration.group, !group.isEmpty, GroupDatabase.groupID(named: group) == nil {
-      writeStandardError("locationd: " + configuration.placed(ListenError.noSuchGroup(group), for: "group") + "\n")
+    if let message = configuration.missingGroupMessage() {
+      writeStandardError("locationd: " + message + "\n")
       return ExitCode.configuration.rawValue
     }
 
@@ -263,10 +263,7 @@ public enum Daemon {
       do {
         let reloaded = try state.configuration.reloaded()
         // Refused as at start: a group that does not exist would shut every member out.
-        if let group = reloaded.group, !group.isEmpty, GroupDatabase.groupID(named: group) == nil {
-          throw ReloadError(
-            message: reloaded.placed(ListenError.noSuchGroup(group), for: "group"))
-        }
+        if let message = reloaded.missingGroupMessage() { throw ReloadError(message: message) }
         state.configuration = reloaded
         // Each part applies what it can at once: the service core decides every client again
         // under the new group (one that lost it loses its watch and tracking and is told), the

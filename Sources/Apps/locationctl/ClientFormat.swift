@@ -65,15 +65,15 @@ enum Format {
       clients: \(reply["clients"]?.intValue.map(String.init) ?? "?")
       initial: \(fix(reply["initial"]))
       current: \(fix(reply["current"]))
-      """ + (reply["age"]?.doubleValue.map {
-        "\nage: \($0) s since the current fix arrived" + staleText(reply)
-      } ?? "")
+      """ + ageLine(reply)
     return text + storage(reply["storage"])
   }
 
-  /// " (stale: ...)" for a `STATUS` or `LOCATION` reply whose current location is stale, else "".
-  static func staleText(_ reply: JSONValue) -> String {
-    reply["stale"] == true ? " (stale)" : ""
+  /// "\nage: 6.2 s since the current fix arrived", with " (stale)" when the current location is
+  /// stale, for a `STATUS` or `LOCATION` reply with an `age`; "" when it has none (no fix yet).
+  static func ageLine(_ reply: JSONValue) -> String {
+    guard let age = reply["age"]?.doubleValue else { return "" }
+    return "\nage: \(age) s since the current fix arrived" + (reply["stale"] == true ? " (stale)" : "")
   }
 
   /// `status`'s `storage` as lines: "track store: failing, 0 fixes recorded this run, 12 lost to
@@ -140,9 +140,9 @@ enum Format {
   }
 
   static func location(_ reply: JSONValue) -> String {
+    // The age is shown only when it matters: a fresh location prints as it always has.
     "initial: \(fix(reply["initial"]))\ncurrent: \(fix(reply["current"]))"
-      + (reply["stale"] == true ? "\nage: " + (reply["age"]?.doubleValue.map { "\($0)" } ?? "?")
-        + " s since the current fix arrived" + staleText(reply) : "")
+      + (reply["stale"] == true ? ageLine(reply) : "")
   }
 
   /// A `MAP` event on one line: the view and how many annotations, and which ones changed (at

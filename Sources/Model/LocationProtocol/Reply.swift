@@ -113,8 +113,7 @@ public enum Reply: Sendable, Hashable {
           ]),
         JSONMember("initial", initial ?? .null),
         JSONMember("current", current ?? .null),
-        JSONMember("age", .number(age.map { ($0 * 10).rounded() / 10 })),
-        JSONMember("stale", .bool(stale ?? age.map { $0 > StaleLimit.seconds } ?? false)),
+      ] + StaleLimit.members(age: age, stale: stale) + [
         JSONMember("clients", .int(Int64(clients))),
       ] + (http.map { [JSONMember("http", $0)] } ?? [])
         + (storage.map { [JSONMember("storage", $0)] } ?? []))
@@ -127,9 +126,7 @@ public enum Reply: Sendable, Hashable {
       class: "LOCATION",
       members: [
         JSONMember("initial", initial ?? .null), JSONMember("current", current ?? .null),
-        JSONMember("age", .number(age.map { ($0 * 10).rounded() / 10 })),
-        JSONMember("stale", .bool(stale ?? age.map { $0 > StaleLimit.seconds } ?? false)),
-      ])
+      ] + StaleLimit.members(age: age, stale: stale))
   }
 
   /// `{"class":"WATCH","enable":BOOL}`: the answer to `watch`.
@@ -280,4 +277,13 @@ public enum StaleLimit {
   /// Seconds, on the daemon's monotonic clock: 5 (five epochs of a 1 Hz receiver, as gpsd's
   /// own no-fix timer).
   public static let seconds: Double = 5
+
+  /// `"age":S|null,"stale":BOOL` as `STATUS` and `LOCATION` give them: `age` in seconds to a
+  /// tenth, `stale` as given or, when `nil`, by the age rule alone.
+  static func members(age: Double?, stale: Bool?) -> [JSONMember] {
+    [
+      JSONMember("age", .number(age.map { ($0 * 10).rounded() / 10 })),
+      JSONMember("stale", .bool(stale ?? age.map { $0 > seconds } ?? false)),
+    ]
+  }
 }
