@@ -178,6 +178,47 @@ extension EndToEnd {
     }
 
     @Test(
+      "after epochs without a position, location and status print the last fix with its age, marked stale"
+    )
+    func staleLocationText() async throws {
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      // Three epochs with a position, then the receiver loses it.
+      let encoder = NMEAEncoder()
+      var text = ""
+      for index in 0..<600 {
+        var fix = TestRoute.fix(index, periodMilliseconds: 1000)
+        if index >= 3 { fix.mode = .noFix }
+        for sentence in encoder.encode(fix) {
+          text += sentence.hasSuffix("\r\n") ? sentence : sentence + "\r\n"
+        }
+      }
+      let log = scratch.file("lost.nmea")
+      try text.write(toFile: log, atomically: true, encoding: .utf8)
+      let daemon = try DaemonProcess(scratch: scratch, backend: "replay:\(log)?speed=10")
+      defer { daemon.cleanUp() }
+      try await daemon.waitUntilReady()
+      #expect(try await locationctl(daemon.socketPath, ["start"]).status == 0)
+      var location = try await locationctl(daemon.socketPath, ["location"], json: false)
+      #expect(
+        await waitUntil(timeout: 30) {
+          location = (try? await locationctl(daemon.socketPath, ["location"], json: false)) ?? location
+          return location.stdout.contains("(stale)")
+        }, "\(location.stdout)")
+      // The last position, never a made-up one, and how old it is.
+      let lines = location.lines
+      #expect(lines.count == 3, "\(location.stdout)")
+      #expect(lines.first { $0.hasPrefix("current: ") }?.contains(" N ") == true, "\(location.stdout)")
+      let age = lines.first { $0.hasPrefix("age: ") }
+      #expect(age?.hasSuffix(" s since the current fix arrived (stale)") == true, "\(location.stdout)")
+      let status = try await locationctl(daemon.socketPath, ["status"], json: false)
+      #expect(
+        status.lines.contains { $0.hasPrefix("age: ") && $0.hasSuffix(" s since the current fix arrived (stale)") },
+        "\(status.stdout)")
+      #expect(await daemon.stop() == 0, "\(daemon.log)")
+    }
+
+    @Test(
       "location --wait S: tracks for one fix, prints it and stops; exit 1 when none comes in time")
     func oneShotLocation() async throws {
       let scratch = try Scratch()
