@@ -92,6 +92,9 @@ public actor LocationService: AnnotationBatchHandler {
   private var wasTracking = false
   /// Whether the last `deviceRemoved` was logged and the device has not come back since.
   private var lastLoggedRemoval = false
+  /// The backend's warnings since its last run began (a journal line for the first ten, then
+  /// every hundredth: each is already a summary, a looping log with bad lines repeats them).
+  private var backendWarnings = 0
   private var tasks: [Task<Void, Never>] = []
   /// The task that dispatches the manager's events (one of ``tasks``): shutdown lets it finish.
   private var hub: Task<Void, Never>?
@@ -535,6 +538,7 @@ public actor LocationService: AnnotationBatchHandler {
         lastLoggedStatus = status
         Log.event("backendState", ["backend": backend.uri, "state": status.rawValue, "detail": detail ?? ""])
       }
+      if status == .stopped { backendWarnings = 0 }
       if status == .stopped, await !manager.isTracking {
         await trackingChanged()
       }
@@ -549,6 +553,12 @@ public actor LocationService: AnnotationBatchHandler {
         || (lastLoggedRemoval && status != .connected && status != .stopped)
       broadcastToWatchers(.backend(uri: backend.uri, state: status, detail: detail))
     case .error(let message):
+      backendWarnings += 1
+      if LogThrottle.firstThenEvery(first: 10, every: 100).logs(backendWarnings) {
+        Log.event(
+          "backendWarning",
+          ["backend": backend.uri, "message": message, "count": String(backendWarnings)])
+      }
       broadcastToWatchers(.warning(message))
     }
   }
