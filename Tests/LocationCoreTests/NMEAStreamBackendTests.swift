@@ -249,6 +249,24 @@ struct NMEAStreamBackendTests {
     #expect(events.locations.prefix(5).allSatisfy { $0.fix.coordinate != nil })
   }
 
+  /// A path that is not a terminal (an NMEA log, a FIFO) is named as such, with the backend that
+  /// reads it, not only as the system's "Inappropriate ioctl for device".
+  @Test func aPathThatIsNotATerminalIsNamedAsSuch() async throws {
+    let directory = try privateDirectory()
+    let log = directory + "/drive.nmea"
+    try "$GPGGA,,,,,,0,,,,,,,,*66\r\n".write(toFile: log, atomically: true, encoding: .utf8)
+    let backend = try NMEAStreamBackend(uri: "serial:" + log + "?baud=4800")
+    let events = StreamEvents(backend)
+    try await backend.start()
+    #expect(await events.wait { $0.statuses.contains { $0.status == .deviceRemoved } })
+    await backend.stop()
+    let detail = events.statuses.first { $0.status == .deviceRemoved }?.detail
+    #expect(
+      detail == "\(log): Inappropriate ioctl for device: not a serial device (a terminal); an NMEA "
+        + "log file or a FIFO is read with replay:\(log); waiting for a device at this path",
+      "\(detail ?? "nil")")
+  }
+
   /// A line read at a fixed rate that is not the receiver's: reported as no NMEA, with what was
   /// seen, not as silence.
   @Test func aWrongFixedRateIsReportedAsNoNMEA() async throws {

@@ -66,12 +66,13 @@ final class NMEAStreamReader: @unchecked Sendable {
     while !thread.isStopping {
       let fd: Int32
       do throws(SystemError) { fd = try SerialPort.open(path) } catch {
-        let reason =
-          error.code == EBUSY ? "\(error) (another program has it open)" : error.description
+        let reason = Self.openFailure(error, path: path)
         // Said once per absence, not at every change in the directory.
         if reason != lastReason || lastStatus != .deviceRemoved {
           lastReason = reason
-          report(.deviceRemoved, "\(path): \(reason); waiting for it to appear")
+          // A path that is there but not a device waits for one to take its place.
+          let waiting = error.code == ENOTTY ? "a device at this path" : "it to appear"
+          report(.deviceRemoved, "\(path): \(reason); waiting for \(waiting)")
         }
         waitForPath(thread, watch)
         continue
@@ -218,6 +219,21 @@ final class NMEAStreamReader: @unchecked Sendable {
   }
 
   /// Whether `path` still names the device open on `fd`.
+  /// Why `path` could not be opened as a serial device, with what to do about the usual causes:
+  /// another program holds it (`EBUSY`), this user may not open it (`EACCES`: the `dialout`
+  /// group), or it is not a terminal (`ENOTTY`: a log file or a FIFO, which `replay:` reads).
+  static func openFailure(_ error: SystemError, path: String) -> String {
+    switch error.code {
+    case EBUSY: return "\(error) (another program has it open)"
+    case EACCES, EPERM:
+      return "\(error) (serial devices belong to group dialout: run locationd as a member)"
+    case ENOTTY:
+      return "\(error): not a serial device (a terminal); an NMEA log file or a FIFO is read with "
+        + "replay:\(path)"
+    default: return error.description
+    }
+  }
+
   /// Why the open device no longer is `path`'s: its node was removed, or replaced by another.
   static func lossOfNode(_ path: String) -> String {
     namesANode(path) ? "node replaced by another device" : "node removed"
