@@ -177,6 +177,40 @@ extension EndToEnd {
       #expect(await daemon.stop() == 0, "\(daemon.log)")
     }
 
+    @Test("watch | head -1: the watch ends by SIGPIPE once its reader has gone, without a message")
+    func watchIntoAClosedPipe() async throws {
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      let log = scratch.file("drive.nmea")
+      try Self.writeLog(log)
+      let daemon = try DaemonProcess(scratch: scratch, backend: "replay:\(log)?speed=10&loop=true")
+      defer { daemon.cleanUp() }
+      try await daemon.waitUntilReady()
+      // The watch's standard output is a FIFO this test reads, as head reads a pipe.
+      // Its read end is opened first: posix_spawn waits for the child's open of the write end.
+      let fifo = scratch.file("out")
+      try #require(mkfifo(fifo, 0o600) == 0)
+      let reader = open(fifo, O_RDONLY | O_NONBLOCK)
+      try #require(reader >= 0)
+      let watch = try Child(
+        try Products.path("locationctl"), ["--socket", daemon.socketPath, "watch"], stdout: fifo,
+        stderr: scratch.file("err"))
+      var buffer = [UInt8](repeating: 0, count: 4096)
+      var received = 0
+      #expect(
+        await waitUntil(timeout: 30) {
+          let count = read(reader, &buffer, buffer.count)
+          if count > 0 { received += count }
+          return received > 0
+        })
+      close(reader)
+      let status = await watch.waitForExit(timeout: 30)
+      #expect(status == SIGPIPE, "\(String(describing: status))")
+      let message = (try? String(contentsOfFile: scratch.file("err"), encoding: .utf8)) ?? "?"
+      #expect(message.isEmpty, "\(message)")
+      #expect(await daemon.stop() == 0, "\(daemon.log)")
+    }
+
     @Test(
       "after epochs without a position, location and status print the last fix with its age, marked stale"
     )

@@ -34,6 +34,33 @@ import LocationModel
     #expect(toOutput.output.components(separatedBy: "<trkpt ").count - 1 == 10)
   }
 
+  /// `locationctl track export | head -1`: the export ends as `cat` would, by SIGPIPE, without
+  /// a "Broken pipe" message, once its reader has gone.
+  @Test func exportToAPipeWhoseReaderLeftEndsQuietly() throws {
+    let directory = try temporaryDirectory()
+    let store = try TrackStore(path: directory + "/" + TrackStore.fileName)
+    // Well over a pipe's 64 KiB of GPX, so that the export is still writing when the reader goes.
+    try store.append(syntheticTrack(count: 5_000, start: 1_556_712_000_000))
+    store.close()
+    let output = Pipe()
+    let error = Pipe()
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: Self.locationctl)
+    process.arguments = ["track", "export", "--state-dir", directory]
+    process.standardOutput = output
+    process.standardError = error
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    let first = output.fileHandleForReading.availableData
+    #expect(String(decoding: first, as: UTF8.self).hasPrefix("<?xml"))
+    try output.fileHandleForReading.close()
+    process.waitUntilExit()
+    let message = String(decoding: error.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    #expect(process.terminationReason == .uncaughtSignal, "\(message)")
+    #expect(process.terminationStatus == SIGPIPE, "\(message)")
+    #expect(message.isEmpty, "\(message)")
+  }
+
   @Test func selectsBySource() throws {
     // The synthetic track alternates: even fixes replayed or simulated, odd ones live.
     let directory = try storeDirectory()

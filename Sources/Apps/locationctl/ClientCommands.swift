@@ -170,7 +170,7 @@ func runWatch(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
     } else {
       print(Format.event(event.value))
     }
-    fflush(nil)
+    flushOutput()
     if event["class"] == "BACKEND", event["state"] == "endOfData" { return ExitCode.success.rawValue }
     if event["class"] == "SHUTDOWN" {
       // A stop by signal is the daemon's clean shutdown (systemctl stop, a restart): not a

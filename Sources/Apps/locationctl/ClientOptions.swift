@@ -208,6 +208,34 @@ func commandUsage(_ command: String) -> String {
   return lines.joined(separator: "\n") + "\n"
 }
 
+/// Flushes standard output. When its reader has gone (`EPIPE`: `locationctl watch | head -1`),
+/// ends the program as `SIGPIPE` ends `cat`: a watch would otherwise go on with nobody reading,
+/// and the pipeline would never end.
+func flushOutput() {
+  guard fflush(nil) != 0 else { return }
+  if errno == EPIPE { endForBrokenPipe() }
+}
+
+/// Writes `bytes` to standard output: a reader that has gone ends the program as ``flushOutput()``
+/// does.
+///
+/// - Throws: ``ClientError`` naming any other write error (`ENOSPC` on a full disk).
+func writeOutput(_ bytes: [UInt8]) throws(ClientError) {
+  do throws(SystemError) { try SystemIO.writeAll(1, bytes) } catch {
+    if error.code == EPIPE { endForBrokenPipe() }
+    throw ClientError("cannot write the output: \(error)")
+  }
+}
+
+/// Ends the program by `SIGPIPE`, without a message (locationctl ignores the signal so that a
+/// daemon that closes its socket gives an error instead of a silent death). Its status is what
+/// shells show for `yes | head -1`: 141.
+func endForBrokenPipe() -> Never {
+  signal(SIGPIPE, SIG_DFL)
+  raise(SIGPIPE)
+  _exit(128 + SIGPIPE)
+}
+
 /// Writes a line to standard error, with ``terminalSafe(_:)`` applied: every error locationctl
 /// prints (its own, and the daemon's messages, which may quote what a client sent) goes through
 /// here, so none can move the cursor, recolour the terminal, forge a line or reorder text.

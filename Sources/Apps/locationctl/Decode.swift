@@ -121,12 +121,18 @@ func runDecode(arguments: [String]) -> Int32 {
     bytesRead += n
     chunk.withUnsafeBytes { decoder.feed(UnsafeRawBufferPointer(rebasing: $0.prefix(n)), emit) }
     if output.count >= 1 << 16 {
-      guard (try? SystemIO.writeAll(1, output)) != nil else { return 1 }
+      do { try writeOutput(output) } catch {
+        writeError("locationctl decode: \(error.message)")
+        return 1
+      }
       output.removeAll(keepingCapacity: true)
     }
   }
   decoder.finish(emit)
-  guard (try? SystemIO.writeAll(1, output)) != nil else { return 1 }
+  do { try writeOutput(output) } catch {
+    writeError("locationctl decode: \(error.message)")
+    return 1
+  }
   writeError("locationctl decode: \(decoder.statistics.summary)")
   if decoder.statistics.accepted == 0 {
     let name = path.map { $0 == "-" ? "standard input" : $0 } ?? "standard input"

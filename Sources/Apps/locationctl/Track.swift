@@ -87,6 +87,8 @@ func runTrack(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
     let target = list.positional.first ?? "-"
     if let descriptor = target == "-" ? 1 : openDescriptor(named: target) {
       do { try TrackExporter.export(from: store, options: exportOptions, to: descriptor) } catch {
+        // `track export | head`: the reader has what it wanted.
+        if descriptor == 1, case .output(let cause) = error, cause.code == EPIPE { endForBrokenPipe() }
         throw ClientError(error.description)
       }
     } else {
