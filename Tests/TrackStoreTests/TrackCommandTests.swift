@@ -61,6 +61,20 @@ import LocationModel
     #expect(message.isEmpty, "\(message)")
   }
 
+  /// `--store` and `--state-dir` both name the store: given together, one would be ignored.
+  @Test func storeAndStateDirectoryTogetherAreRefused() throws {
+    let directory = try storeDirectory()
+    for action in [["stats"], ["export", "-"], ["clear"]] {
+      let both = try run(
+        [Self.locationctl, "track"] + action + ["--store", directory + "/track.sqlite", "--state-dir", "/nonexistent"])
+      #expect(both.status == 64, "\(action): \(both.error)")
+      #expect(both.error.contains("give --store FILE or --state-dir DIR, not both"), "\(both.error)")
+    }
+    // Nothing was cleared.
+    let stats = try run([Self.locationctl, "--json", "track", "stats", "--state-dir", directory])
+    #expect(stats.output.contains(#""points":60"#), "\(stats.output)")
+  }
+
   @Test func selectsBySource() throws {
     // The synthetic track alternates: even fixes replayed or simulated, odd ones live.
     let directory = try storeDirectory()

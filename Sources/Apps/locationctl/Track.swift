@@ -12,8 +12,15 @@ import TrackStore
 
 /// The store's path: `--store FILE`, else `--state-dir DIR` (or `$LOCATIOND_STATE_DIR`, or
 /// /var/lib/locationd) plus `track.sqlite`.
-private func storePath(_ list: ArgumentList) -> String {
-  if let file = list.values["--store"] { return file }
+///
+/// - Throws: ``UsageError`` when both `--store` and `--state-dir` are given: one would be ignored.
+private func storePath(_ list: ArgumentList) throws -> String {
+  if let file = list.values["--store"] {
+    guard list.values["--state-dir"] == nil else {
+      throw UsageError("give --store FILE or --state-dir DIR, not both")
+    }
+    return file
+  }
   let directory =
     list.values["--state-dir"] ?? getenv("LOCATIOND_STATE_DIR").map { String(cString: $0) } ?? "/var/lib/locationd"
   return directory + "/" + TrackStore.fileName
@@ -83,7 +90,7 @@ func runTrack(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
     if let since = exportOptions.since, let until = exportOptions.until, until <= since {
       throw UsageError("--until must be later than --since")
     }
-    let store = try openForReading(storePath(list))
+    let store = try openForReading(try storePath(list))
     let target = list.positional.first ?? "-"
     if let descriptor = target == "-" ? 1 : openDescriptor(named: target) {
       do { try TrackExporter.export(from: store, options: exportOptions, to: descriptor) } catch {
@@ -92,7 +99,7 @@ func runTrack(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
         throw ClientError(error.description)
       }
     } else {
-      try exportToFile(store, exportOptions, target: target, storePath: storePath(list))
+      try exportToFile(store, exportOptions, target: target, storePath: try storePath(list))
     }
     reportInvalidRows(store, since: exportOptions.since, until: exportOptions.until)
     return ExitCode.success.rawValue
@@ -105,7 +112,7 @@ func runTrack(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
     if let since, let until, until <= since { throw UsageError("--until must be later than --since") }
     // The MQTT outbox has its own file beside the store (an earlier version kept it in the
     // store: both are counted).
-    let storeFile = storePath(list)
+    let storeFile = try storePath(list)
     let directory = storeFile.lastIndex(of: "/").map { String(storeFile[..<$0]) } ?? "."
     let outboxPath = directory + "/" + TrackStore.outboxFileName
     var statistics = TrackStatistics.empty
@@ -160,7 +167,7 @@ func runTrack(_ arguments: [String], _ options: ClientOptions) throws -> Int32 {
   case "clear":
     let list = try ArgumentList(rest, valued: ["--state-dir", "--store"])
     try expectNoArguments(list.positional, "track clear")
-    let path = storePath(list)
+    let path = try storePath(list)
     if let error = unreachableStore(path, whenMissing: "") { throw error }
     do {
       // Only an existing store is cleared: opened read-only first, so that an empty or foreign
