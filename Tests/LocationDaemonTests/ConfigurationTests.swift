@@ -104,6 +104,8 @@ struct ConfigurationTests {
     #expect(try Configuration.parse(arguments: ["--track-max-age", "3600"]).trackMaxAge == 3_600_000)
     #expect(try Configuration.parse(arguments: ["--track-max-age", "0"]).trackMaxAge == 0)
     #expect(try Configuration.parse(arguments: ["--track-max-size", "500k"]).trackMaxSize == 500 * 1024)
+    #expect(try Configuration.parse(arguments: ["--track-max-size", "64K"]).trackMaxSize == 65_536)
+    #expect(try Configuration.parse(arguments: ["--track-max-size", "0"]).trackMaxSize == 0)
   }
 
   @Test("flags win over the config file; --key=value works")
@@ -196,6 +198,8 @@ struct ConfigurationTests {
       (["--track-max-age", "-1d"], "90d, 12h, 30m or 3600s"),
       (["--track-max-size", "huge"], "256M, 2G or 500K"),
       (["--track-max-size", "2P"], "256M, 2G or 500K"),
+      (["--track-max-size", "32K"], "use at least 64K (an empty track store takes 32K); 0 for no cap"),
+      (["--track-max-size", "65535"], "use at least 64K"),
     ])
   func errors(arguments: [String], fragment: String) {
     do {

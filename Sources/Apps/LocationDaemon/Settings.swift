@@ -235,8 +235,8 @@ extension Configuration {
       Setting(
         "track-max-size", synopsis: "[--track-max-size SIZE]",
         help: """
-            --track-max-size SIZE keep the track under SIZE: 256M, 2G, 500K, 1T or bytes, at
-                              most 1T; 0 for no cap                (default 256M)
+            --track-max-size SIZE keep the track under SIZE: 256M, 2G, 500K, 1T or bytes,
+                              from 64K to 1T; 0 for no cap         (default 256M)
 
           """, reload: .restart("track"),
         apply: { configuration, value throws(ConfigurationError) in
@@ -244,6 +244,13 @@ extension Configuration {
             throw .invalidValue(
               key: "track-max-size", value: value,
               reason: "use a size such as 256M, 2G or 500K, at most 1T; 0 for no cap")
+          }
+          // The store's tables and index take 32 KiB before the first fix: a smaller cap would
+          // delete every fix as it is recorded.
+          guard bytes == 0 || bytes >= Self.minimumTrackSize else {
+            throw .invalidValue(
+              key: "track-max-size", value: value,
+              reason: "use at least 64K (an empty track store takes 32K); 0 for no cap")
           }
           configuration.trackMaxSize = bytes
         }, differs: { $0.trackMaxSize != $1.trackMaxSize }),
@@ -365,6 +372,9 @@ extension Configuration {
   ]
 
   /// The settings by key.
+  /// The smallest `track-max-size` other than 0, in bytes: 64 KiB, twice an empty store.
+  static let minimumTrackSize: Int64 = 64 * 1024
+
   static let settingsByKey: [String: Setting] = Dictionary(settings.map { ($0.key, $0) }) {
     first, _ in first
   }
