@@ -57,6 +57,36 @@ extension EndToEnd {
         try Products.path("locationd"), arguments, environment: environment, timeout: 30)
     }
 
+    @Test(
+      "a socket another daemon serves (69) or the root directory as state directory (78): refused, nothing is created"
+    )
+    func busySocketAndRootStateDirectory() async throws {
+      let scratch = try Scratch()
+      defer { scratch.remove() }
+      let first = try DaemonProcess(scratch: scratch, backend: "simulate")
+      defer { first.cleanUp() }
+      try await first.waitUntilReady()
+      let state = scratch.file("second-state")
+      let busy = try await run([
+        "--socket", first.socketPath, "--state-dir", state, "--group", "", "--backend", "simulate",
+      ])
+      #expect(busy.status == 69, "\(busy.stderr)")
+      #expect(access(state, F_OK) != 0, "the refused start left its new state directory")
+      // The running daemon is untouched.
+      #expect(try await locationctl(first.socketPath, ["status"]).status == 0)
+
+      let root = try await run([
+        "--socket", scratch.file("root.sock"), "--state-dir", "/", "--group", "", "--backend", "simulate",
+      ])
+      #expect(root.status == 78, "\(root.stderr)")
+      #expect(
+        root.stderr.contains(
+          "cannot be used (it is the root directory): give a directory of its own, such as /var/lib/locationd"),
+        "\(root.stderr)")
+      #expect(access("/" + "locationd.lock", F_OK) != 0)
+      #expect(await first.stop() == 0, "\(first.log)")
+    }
+
     /// The front-end made to fail, each in a test of its own.
     enum Failing: String, CaseIterable, Sendable {
       case socket, nmeaFeed, web, geoClue, mqtt
@@ -90,6 +120,7 @@ extension EndToEnd {
         #expect(run.stderr.contains("is not a socket"), "\(run.stderr)")
         #expect(gone(nmea), "the NMEA socket was created after the main socket failed")
         #expect(!run.stderr.contains("httpReady"), "\(run.stderr)")
+        #expect(gone(state), "the state directory this start created was left behind")
       case .nmeaFeed:
         // A regular file at its path; the main socket (bound) is removed again.
         let run = try await run(base + ["--socket", socket, "--nmea-socket", file, "--http", "0"])

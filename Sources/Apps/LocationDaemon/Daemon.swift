@@ -107,12 +107,20 @@ public enum Daemon {
     let createHint = "give a directory whose parent exists, which locationd may create or write"
     var stateProblem: (reason: String, code: ExitCode, hint: String?)?
     var info = stat()
+    var root = stat()
+    // Whether this start made the directory: a start refused later (a busy socket) removes it.
+    var createdStateDirectory = false
     // Its parents first: a directory that is refused is not created either.
-    if let (ancestor, reason) = SecurePath.unsafeAncestor(of: configuration.stateDirectory) {
+    if stat(configuration.stateDirectory, &info) == 0, stat("/", &root) == 0,
+      info.st_dev == root.st_dev, info.st_ino == root.st_ino
+    {
+      // Its files would land in / among the system's.
+      stateProblem = ("it is the root directory", .configuration, "give a directory of its own, such as /var/lib/locationd")
+    } else if let (ancestor, reason) = SecurePath.unsafeAncestor(of: configuration.stateDirectory) {
       let named = ancestor.hasSuffix("/") ? String(ancestor.dropLast()) : ancestor
       let given = String(configuration.stateDirectory.reversed().drop { $0 == "/" }.reversed())
       stateProblem = (named == given ? "\(ancestor) is \(reason)" : "\(ancestor), above it, is \(reason)", .configuration, nil)
-    } else if mkdir(configuration.stateDirectory, 0o750) != 0 && errno != EEXIST {
+    } else if !Self.makeDirectory(configuration.stateDirectory, created: &createdStateDirectory) {
       stateProblem = (String(cString: strerror(errno)), .cannotCreate, createHint)
     } else if stat(configuration.stateDirectory, &info) != 0 {
       stateProblem = (String(cString: strerror(errno)), .cannotCreate, createHint)
@@ -168,6 +176,7 @@ public enum Daemon {
       writeStandardError(
         "locationd: \(configuration.named("socket")) \(TextRules.quoted(configuration.socketPath)) cannot be used: "
           + "\(TextRules.quoted(ancestor)) is \(reason)\n")
+      if createdStateDirectory { Self.removeCreatedStateDirectory(configuration.stateDirectory, lock: stateLock) }
       return ExitCode.configuration.rawValue
     }
     let socket: ListeningSocket
@@ -180,6 +189,7 @@ public enum Daemon {
       if case .noSuchGroup = error { key = "group" } else { key = "socket" }
       writeStandardError(
         "locationd: " + configuration.placed(error, for: key) + "\n")
+      if createdStateDirectory { Self.removeCreatedStateDirectory(configuration.stateDirectory, lock: stateLock) }
       return error.exitCode.rawValue
     }
     let server = SocketServer(
@@ -398,6 +408,24 @@ public enum Daemon {
   /// Moves the messages an earlier version queued in `track.sqlite`'s outbox to `store`, once;
   /// logs `mqttQueueMoved` with the count, or `mqttQueueNotMoved` with the reason (they stay
   /// where they were, for the next start).
+  /// Creates `path` (mode 0750, one level) unless it exists. `created` tells which; `false` with
+  /// `errno` set when it could not be created.
+  static func makeDirectory(_ path: String, created: inout Bool) -> Bool {
+    if mkdir(path, 0o750) == 0 {
+      created = true
+      return true
+    }
+    return errno == EEXIST
+  }
+
+  /// Removes a state directory this start created, with its lock file, when the start is
+  /// refused before any state was written there (a busy socket): a refused start leaves nothing
+  /// behind. A directory that holds anything else is left (`rmdir` fails).
+  static func removeCreatedStateDirectory(_ path: String, lock: DirectoryLock) {
+    unlink(lock.path)
+    rmdir(path)
+  }
+
   static func moveEarlierOutbox(to store: TrackStore, recording: TrackStore?, stateDirectory: String) {
     let path = stateDirectory + "/" + TrackStore.fileName
     var info = stat()
