@@ -63,6 +63,15 @@ struct SimulatedNetworkTests {
     #expect(SimulatedTransport(uri: "tcp://example.org:1") == nil)
     #expect(SimulatedTransport(uri: "tcp://127.0.0.1") == nil)
     #expect(SimulatedTransport(uri: "serial:///dev/ttyS0") == nil)
+    // Each refusal says which part is wrong.
+    #expect(SimulatedTransport.problem(with: "tcp://127.0.0.1:2947") == nil)
+    #expect(SimulatedTransport.problem(with: "serial:///dev/ttyS0") == "use tcp://HOST:PORT or udp://HOST:PORT (IPv4)")
+    #expect(SimulatedTransport.problem(with: "tcp://127.0.0.1") == "give a port: tcp://HOST:PORT")
+    #expect(SimulatedTransport.problem(with: "udp://127.0.0.1:70000") == "the port must be a number from 0 to 65535, got \"70000\"")
+    #expect(SimulatedTransport.problem(with: "tcp://example.org:1") == "the host must be an IPv4 address or localhost, got \"example.org\"")
+    #expect(SimulatedTransport.problem(with: "udp://127.0.0.1:0")?.hasPrefix("udp:// needs a port above 0") == true)
+    #expect(SimulatedTransport(uri: "udp://127.0.0.1:0") == nil)
+    #expect(SimulatedTransport(uri: "tcp://127.0.0.1:0") == .tcp(host: "127.0.0.1", port: 0))
   }
 
   /// TCP: a client receives the epochs and decodes them back; an unplug window closes the

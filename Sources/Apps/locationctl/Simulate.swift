@@ -87,7 +87,8 @@ func runSimulate(arguments: [String]) -> Int32 {
     case "--output":
       guard let text = value(argument) else { return ExitCode.usage.rawValue }
       guard let transport = SimulatedTransport(uri: text) else {
-        writeError("locationctl simulate: --output must be tcp://HOST:PORT or udp://HOST:PORT (IPv4)")
+        let problem = SimulatedTransport.problem(with: text) ?? ""
+        writeError("locationctl simulate: --output \(text): \(problem)")
         return ExitCode.usage.rawValue
       }
       network = transport

@@ -15,18 +15,48 @@ public enum SimulatedTransport: Sendable, Hashable, CustomStringConvertible {
   case udp(host: String, port: UInt16)
 
   /// Parses `tcp://HOST:PORT` or `udp://HOST:PORT` (HOST an IPv4 address or `localhost`);
-  /// `nil` for anything else.
+  /// `nil` for anything else (``problem(with:)`` says why).
   public init?(uri: String) {
+    guard case .success(let transport) = Self.parse(uri) else { return nil }
+    self = transport
+  }
+
+  /// Why `uri` is not a transport, in words for a person: the scheme, the port (a number from 0
+  /// to 65535; above 0 for UDP, whose datagrams sent to port 0 reach no reader) or the host (an
+  /// IPv4 address or `localhost`); `nil` when it is one.
+  public static func problem(with uri: String) -> String? {
+    guard case .failure(let problem) = parse(uri) else { return nil }
+    return problem.text
+  }
+
+  /// Why a transport URI was refused (``problem(with:)``).
+  struct Problem: Error {
+    var text: String
+  }
+
+  static func parse(_ uri: String) -> Result<SimulatedTransport, Problem> {
     let isTCP = uri.hasPrefix("tcp://")
-    guard isTCP || uri.hasPrefix("udp://") else { return nil }
+    guard isTCP || uri.hasPrefix("udp://") else {
+      return .failure(Problem(text: "use tcp://HOST:PORT or udp://HOST:PORT (IPv4)"))
+    }
     let rest = uri.dropFirst(6)
-    guard let colon = rest.lastIndex(of: ":"), let port = UInt16(rest[rest.index(after: colon)...])
-    else { return nil }
+    guard let colon = rest.lastIndex(of: ":") else {
+      return .failure(Problem(text: "give a port: \(uri.prefix(6))HOST:PORT"))
+    }
+    let portText = rest[rest.index(after: colon)...]
+    guard let port = UInt16(portText) else {
+      return .failure(Problem(text: "the port must be a number from 0 to 65535, got \"\(portText)\""))
+    }
     let host = String(rest[..<colon])
-    guard SimulatedTransport.ipv4(host) != nil else { return nil }
+    guard SimulatedTransport.ipv4(host) != nil else {
+      return .failure(Problem(text: "the host must be an IPv4 address or localhost, got \"\(host)\""))
+    }
     // UDP sends to the port: 0 reaches no reader (TCP port 0 listens on a free port instead).
-    guard isTCP || port != 0 else { return nil }
-    self = isTCP ? .tcp(host: host, port: port) : .udp(host: host, port: port)
+    guard isTCP || port != 0 else {
+      return .failure(
+        Problem(text: "udp:// needs a port above 0: datagrams sent to port 0 reach no reader (tcp://HOST:0 listens on a free port)"))
+    }
+    return .success(isTCP ? .tcp(host: host, port: port) : .udp(host: host, port: port))
   }
 
   /// `tcp://HOST:PORT` or `udp://HOST:PORT`.
