@@ -368,7 +368,11 @@ public final class SimulatedBackend: LocationBackend {
   public func start() async throws {
     runTask.withLock { task in
       guard task == nil else { return }
-      task = Task { [self] in await run() }
+      // The run's timeline begins now, not when its task first runs: a clock that moves on in
+      // between (a virtual clock in a test, a loaded machine) finds the epochs already due.
+      let startInstant = clock.now
+      let startTime = parameters.startTime ?? clock.wallTimeMilliseconds
+      task = Task { [self] in await run(startInstant: startInstant, startTime: startTime) }
     }
   }
 
@@ -386,12 +390,10 @@ public final class SimulatedBackend: LocationBackend {
     queue.post(.status(.stopped, detail: nil))
   }
 
-  private func run() async {
-    let startInstant = clock.now
+  private func run(startInstant: Duration, startTime: Int64) async {
     // One run is one segment of the simulation's own timeline (its start time and clock).
     let segment = Provenance.nextTimelineSegment()
-    var generator = SimulatedFixGenerator(
-      parameters: parameters, startTime: parameters.startTime ?? clock.wallTimeMilliseconds)
+    var generator = SimulatedFixGenerator(parameters: parameters, startTime: startTime)
     var lastStatus = BackendStatus.connected
     // A route of one point (or one point repeated) stands still whatever the speed.
     let speed = parameters.route.length > 0 ? parameters.speed : 0
