@@ -10,11 +10,14 @@ extension EndToEnd {
   @Suite("End to end: the command line", .serialized, .timeLimit(.minutes(3)))
   struct CommandLineEndToEndTests {
     /// A generated NMEA log of `epochs` epochs at 1 Hz (RMC, GGA, GSA, GSV, VTG).
-    static func writeLog(_ path: String, epochs: Int = 600) throws {
+    /// From epoch `lostFrom` on, the receiver has no position (mode no fix).
+    static func writeLog(_ path: String, epochs: Int = 600, lostFrom: Int? = nil) throws {
       let encoder = NMEAEncoder()
       var text = ""
       for index in 0..<epochs {
-        for sentence in encoder.encode(TestRoute.fix(index, periodMilliseconds: 1000)) {
+        var fix = TestRoute.fix(index, periodMilliseconds: 1000)
+        if let lostFrom, index >= lostFrom { fix.mode = .noFix }
+        for sentence in encoder.encode(fix) {
           text += sentence.hasSuffix("\r\n") ? sentence : sentence + "\r\n"
         }
       }
@@ -218,17 +221,8 @@ extension EndToEnd {
       let scratch = try Scratch()
       defer { scratch.remove() }
       // Three epochs with a position, then the receiver loses it.
-      let encoder = NMEAEncoder()
-      var text = ""
-      for index in 0..<600 {
-        var fix = TestRoute.fix(index, periodMilliseconds: 1000)
-        if index >= 3 { fix.mode = .noFix }
-        for sentence in encoder.encode(fix) {
-          text += sentence.hasSuffix("\r\n") ? sentence : sentence + "\r\n"
-        }
-      }
       let log = scratch.file("lost.nmea")
-      try text.write(toFile: log, atomically: true, encoding: .utf8)
+      try Self.writeLog(log, lostFrom: 3)
       let daemon = try DaemonProcess(scratch: scratch, backend: "replay:\(log)?speed=10")
       defer { daemon.cleanUp() }
       try await daemon.waitUntilReady()
