@@ -163,6 +163,29 @@ private func fix(_ mode: FixMode, time: Int64?, latitude: Double = 1) -> Fix {
     #expect(fix.quality == .gps)
   }
 
+  /// gpsd prints `altHAE` and `altMSL` to 4 decimals and `geoidSep` to 3: its height above the
+  /// ellipsoid is passed on as it is, not rebuilt from the rounded parts.
+  @Test func gpsdsOwnHeightAboveTheEllipsoidIsKept() {
+    var tpv = GPSDTPV(mode: 3)
+    tpv.latitude = 52.1
+    tpv.longitude = 5.2
+    tpv.altitudeMSL = 12.3456
+    tpv.geoidSeparation = 43.123
+    tpv.altitudeHAE = 55.4690
+    let fix = GPSDMapping.fix(from: tpv, sky: nil, gst: nil)
+    #expect(fix.altitudeMSL == 12.3456)
+    #expect(fix.geoidSeparation == 43.123)
+    #expect(fix.altitudeHAE == 55.4690)
+    // Without gpsd's figure, the sum of the parts.
+    tpv.altitudeHAE = nil
+    let summed = GPSDMapping.fix(from: tpv, sky: nil, gst: nil)
+    #expect(summed.altitudeHAE == 12.3456 + 43.123)
+    // A 2D fix has no height.
+    tpv.mode = 2
+    tpv.altitudeHAE = 55.4690
+    #expect(GPSDMapping.fix(from: tpv, sky: nil, gst: nil).altitudeHAE == nil)
+  }
+
   @Test func fullTPVAndSkyMapIntoTheFix() {
     var tpv = GPSDTPV(mode: 3)
     tpv.time = 1_773_489_600_000

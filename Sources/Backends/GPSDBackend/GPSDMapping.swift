@@ -35,6 +35,8 @@ public enum GPSDMapping {
     fix.quality = quality(status: tpv.status, mode: fix.mode)
     if fix.mode == .fix3D {
       fix.geoidSeparation = tpv.geoidSeparation
+      // gpsd's own height, not the sum of its rounded parts.
+      fix.reportedHAE = tpv.altitudeHAE
       if let msl = tpv.altitudeMSL {
         fix.altitudeMSL = msl
       } else if let hae = tpv.altitudeHAE, let separation = tpv.geoidSeparation {

@@ -257,6 +257,11 @@ public struct Fix: Sendable, Hashable, Codable {
   /// holding 95% of errors, `>= 0`; ``epv`` returns it instead of gpsd's VDOP model. `nil` for
   /// fixes decoded from NMEA 0183.
   public var reportedEPV: Double?
+  /// Height above the WGS84 ellipsoid the producer states itself, metres; ``altitudeHAE`` returns
+  /// it instead of ``altitudeMSL`` plus ``geoidSeparation``. Set from gpsd's own `altHAE` (gpsd
+  /// prints `geoidSep` to 3 decimals and the heights to 4: their sum is not gpsd's figure); `nil`
+  /// for fixes decoded from NMEA 0183, whose GGA gives the two parts.
+  public var reportedHAE: Double?
 
   /// Creates a fix; only the mode is required, everything else defaults to unknown.
   public init(mode: FixMode = .unknown) {
@@ -264,9 +269,11 @@ public struct Fix: Sendable, Hashable, Codable {
     self.satellites = []
   }
 
-  /// Altitude above the WGS84 ellipsoid (height above ellipsoid), metres: MSL + geoid separation.
-  /// gpsd `altHAE`. `nil` unless both parts are known.
+  /// Altitude above the WGS84 ellipsoid (height above ellipsoid), metres: ``reportedHAE`` when
+  /// the producer stated it, else MSL + geoid separation. gpsd `altHAE`. `nil` unless one of
+  /// them is known.
   public var altitudeHAE: Double? {
+    if let reportedHAE, reportedHAE.isFinite { return reportedHAE }
     guard let msl = altitudeMSL, let separation = geoidSeparation else { return nil }
     return msl + separation
   }
