@@ -413,14 +413,44 @@ func waitUntil(timeout: Double, _ condition: () -> Bool) async -> Bool {
     return (fd, UInt16(bigEndian: address.sin_port))
   }
 
+  /// A socket bound to [::1]:`port`, or -1 when the port is taken there.
+  private func reserveIPv6Loopback(port: UInt16) throws -> Int32 {
+    let fd = socket(AF_INET6, Int32(SOCK_STREAM.rawValue), 0)
+    try #require(fd >= 0)
+    var address = sockaddr_in6()
+    address.sin6_family = sa_family_t(AF_INET6)
+    address.sin6_addr = in6addr_loopback
+    address.sin6_port = port.bigEndian
+    let bound = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) == 0
+      }
+    }
+    if bound { return fd }
+    close(fd)
+    return -1
+  }
+
   /// With hundreds of sockets in `/proc/net/tcp` (as in a parallel test run), every connection
   /// to gpsd's port is counted, not only those in the table's first 4 KiB.
   @Test func countsConnectionsBeyondTheFirstPageOfTheTable() throws {
     var descriptors: [Int32] = []
     defer { for fd in descriptors { close(fd) } }
     for _ in 0..<300 { descriptors.append(try listener().fd) }
-    let server = try listener()
+    // The port is held on ::1 too: a gpsd of a test running beside this one, started on a port
+    // that was free a moment before, listens on whichever loopback address it can get, and its
+    // clients there would be counted.
+    var server = try listener()
     descriptors.append(server.fd)
+    while true {
+      let reserved = try reserveIPv6Loopback(port: server.port)
+      if reserved >= 0 {
+        descriptors.append(reserved)
+        break
+      }
+      server = try listener()
+      descriptors.append(server.fd)
+    }
     for _ in 0..<5 {
       let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
       try #require(client >= 0)

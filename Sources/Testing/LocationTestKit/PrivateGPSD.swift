@@ -167,7 +167,13 @@ public final class PrivateGPSD: @unchecked Sendable {
   }
 
   /// Number of established TCP client connections gpsd holds on its port (from `/proc/net/tcp*`).
+  /// Only connections whose local end is a loopback address count: gpsd listens there, and a
+  /// connection of another program may have the same port number on another address.
   public func clientConnectionCount() -> Int {
+    // 127.0.0.1, ::1 and ::ffff:127.0.0.1 as the tables write them (32-bit words, host order).
+    let loopback: Set<Substring> = [
+      "0100007F", "00000000000000000000000001000000", "0000000000000000FFFF00000100007F",
+    ]
     var count = 0
     for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
       guard let text = Self.procText(table) else { continue }
@@ -176,10 +182,8 @@ public final class PrivateGPSD: @unchecked Sendable {
         guard columns.count > 3 else { continue }
         // local_address is HEXADDR:HEXPORT; state 01 is ESTABLISHED.
         let local = columns[1].split(separator: ":")
-        guard let portText = local.last, let localPort = UInt16(portText, radix: 16) else {
-          continue
-        }
-        if localPort == port && columns[3] == "01" { count += 1 }
+        guard local.count == 2, let localPort = UInt16(local[1], radix: 16) else { continue }
+        if localPort == port && columns[3] == "01" && loopback.contains(local[0]) { count += 1 }
       }
     }
     return count
