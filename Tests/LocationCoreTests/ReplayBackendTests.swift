@@ -432,7 +432,19 @@ struct ReplayRejectionTests {
     let warning = try #require(warnings.first)
     #expect(warning.contains("2 sentences rejected and skipped"), "\(warning)")
     #expect(warning.contains("checksumMismatch=2"), "\(warning)")
-    #expect(warning.hasPrefix("LOG lines 1-"), "\(warning)")
+    #expect(warning.hasPrefix("LOG lines 1-\(lines.count): "), "\(warning)")
+  }
+
+  /// A log cut off in the middle of its last sentence: the warning names that line, which has
+  /// no line end, once (it used to say "lines 49-48").
+  @Test func aSentenceCutOffAtTheEndOfTheLogIsReportedOnItsLine() async throws {
+    let encoder = NMEAEncoder()
+    let lines = (0..<3).flatMap { encoder.encode(TestRoute.fix($0 * 10)) }
+    let (latitudes, warnings) = try await replayToEnd(lines, name: "cut", unterminated: "$GPGGA,1200")
+    #expect(latitudes.count == 3)
+    #expect(
+      warnings == ["LOG line \(lines.count + 1): 1 sentence rejected and skipped (truncated=1)"],
+      "\(warnings)")
   }
 }
 

@@ -7,11 +7,13 @@ import LocationModel
 
 /// Writes `lines` (CR LF added where missing) to a temporary log, replays it at speed 0 to its
 /// end, and returns the latitude of each location (NaN without one) and the warnings it sent.
-func replayToEnd(_ lines: [String], name: String) async throws -> (latitudes: [Double], warnings: [String]) {
+func replayToEnd(_ lines: [String], name: String, unterminated last: String? = nil) async throws
+  -> (latitudes: [Double], warnings: [String])
+{
   let path = "/tmp/locationd-\(name)-\(getpid()).nmea"
-  #expect(
-    FileManager.default.createFile(
-      atPath: path, contents: Data(lines.map { $0.hasSuffix("\r\n") ? $0 : $0 + "\r\n" }.joined().utf8)))
+  // `last`, when given, ends the log without a line end (a log cut off mid-sentence).
+  let text = lines.map { $0.hasSuffix("\r\n") ? $0 : $0 + "\r\n" }.joined() + (last ?? "")
+  #expect(FileManager.default.createFile(atPath: path, contents: Data(text.utf8)))
   defer { try? FileManager.default.removeItem(atPath: path) }
   let replay = ReplayBackend(
     source: NMEAFileSource(path: path), options: .init(path: path, speed: 0),

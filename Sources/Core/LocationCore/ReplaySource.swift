@@ -122,9 +122,10 @@ final class NMEAFileCursor: ReplayCursor {
   private var pending: [DecodedFix] = []
   private var index = 0
   private var atEnd = false
-  /// Rejections already reported, and the line the last report reached.
+  /// Rejections already reported, and the line the decoder was reading at the last report (the
+  /// first line the next chunk's report can be about).
   private var reported: [NMEARejection: Int] = [:]
-  private var reportedLine = 0
+  private var reportedLine = 1
   private var report: String?
 
   init(fd: Int32, name: String, owned: Bool, rolloverFloor: Int? = nil) {
@@ -184,8 +185,12 @@ final class NMEAFileCursor: ReplayCursor {
       reportedLine = line
     }
     guard total > 0 else { return }
+    // A sentence is judged at its line end, after which the decoder reads the next line; only
+    // at the end of the input was the line being read itself judged (a last line without one).
+    let last = max(reportedLine, atEnd ? line : line - 1)
+    let lines = last == reportedLine ? "line \(last)" : "lines \(reportedLine)-\(last)"
     let text =
-      "\(name) lines \(reportedLine + 1)-\(line): \(total) sentence\(total == 1 ? "" : "s") rejected and skipped ("
+      "\(name) \(lines): \(total) sentence\(total == 1 ? "" : "s") rejected and skipped ("
       + parts.joined(separator: " ") + ")"
     report = report.map { $0 + "; " + text } ?? text
   }
