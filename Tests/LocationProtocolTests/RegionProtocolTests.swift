@@ -59,7 +59,16 @@ struct RegionProtocolTests {
       (#"{"cmd":"region","action":"add","region":{"id":"x"}}"#, "missing \"region.circle\""),
       (
         #"{"cmd":"region","action":"add","region":{"id":"x","circle":{"lat":1,"lon":2}}}"#,
-        "missing \"region.circle.radius\""
+        "missing \"region.circle.radius\": a finite radius in (0, 1000000] metres"
+      ),
+      // Beyond a Double's range: the rule the engine applies, not the range of a Double.
+      (
+        #"{"cmd":"region","action":"add","region":{"id":"x","circle":{"lat":1,"lon":2,"radius":1e999}}}"#,
+        "\"region.circle.radius\" must be a finite radius in (0, 1000000] metres (got inf)"
+      ),
+      (
+        #"{"cmd":"region","action":"add","region":{"id":"x","circle":{"lat":1,"lon":2,"radius":5},"dwell":-1e999}}"#,
+        "\"region.dwell\" must be a finite time in (0, 604800] seconds (got -inf)"
       ),
       (
         #"{"cmd":"region","action":"add","region":{"id":"x","circle":{"lat":1,"lon":2,"radius":0}}}"#,

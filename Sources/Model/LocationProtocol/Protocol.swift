@@ -391,6 +391,30 @@ struct ArgumentReader {
     number.isFinite && number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) : "\(number)"
   }
 
+  /// A number whose range another part checks (the region engine), read as any finite value:
+  /// a missing or non-finite one is refused with `rule`, what that part allows ("a finite radius
+  /// in (0, 1000000] metres"), not with the whole range of a Double.
+  mutating func optionalNumber(_ key: String, unit: String, rule: String) throws(ProtocolError)
+    -> Double?
+  {
+    guard let value = take(key), value != .null else { return nil }
+    guard let number = value.doubleValue else {
+      throw error("\"\(context)\(key)\" must be a number (\(unit))")
+    }
+    guard number.isFinite else {
+      throw error("\"\(context)\(key)\" must be \(rule) (got \(Self.text(number)))")
+    }
+    return number
+  }
+
+  /// ``optionalNumber(_:unit:rule:)`` for a member that must be there.
+  mutating func number(_ key: String, unit: String, rule: String) throws(ProtocolError) -> Double {
+    guard let number = try optionalNumber(key, unit: unit, rule: rule) else {
+      throw error("missing \"\(context)\(key)\": \(rule)")
+    }
+    return number
+  }
+
   mutating func number(_ key: String, in range: ClosedRange<Double>, unit: String)
     throws(ProtocolError) -> Double
   {

@@ -71,9 +71,10 @@ public enum RegionWire {
   static func parseRegion(_ reader: inout ArgumentReader) throws(ProtocolError) -> Region {
     let regionID = try reader.string("id", maxBytes: maximumIDBytes, key: "region id")
     let title = try reader.optionalString("title", maxBytes: maximumTitleBytes)
-    let any = -Double.greatestFiniteMagnitude...Double.greatestFiniteMagnitude
-    // Ranges are the engine's to check, so that its one message says what is allowed.
-    let dwell = try reader.optionalNumber("dwell", in: any, unit: "seconds")
+    // Ranges are the engine's to check, so that its one message says what is allowed; a value
+    // that is no finite number is refused here in the same words.
+    let dwell = try reader.optionalNumber(
+      "dwell", unit: "seconds", rule: "a finite time in (0, \(ArgumentReader.text(Region.maxDwell))] seconds")
     let notifyOnEntry = try reader.optionalBool("notifyOnEntry") ?? true
     let notifyOnExit = try reader.optionalBool("notifyOnExit") ?? true
     let circle = reader.take("circle")
@@ -87,7 +88,8 @@ public enum RegionWire {
       }
       var inner = ArgumentReader(members: members, id: reader.id, context: "region.circle.")
       let center = try inner.coordinate()
-      let radius = try inner.number("radius", in: any, unit: "metres")
+      let radius = try inner.number(
+        "radius", unit: "metres", rule: "a finite radius in (0, \(ArgumentReader.text(RegionShape.maxRadius))] metres")
       try inner.rejectLeftovers(command: "region")
       shape = .circle(center: center, radius: radius)
     case (nil, let polygon?):
