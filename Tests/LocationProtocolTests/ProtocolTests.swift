@@ -63,7 +63,22 @@ struct ProtocolTests {
 
   @Test("ids are strings or numbers and echo unchanged")
   func ids() throws {
-    #expect(try parse(#"{"cmd":"status","id":"abc"}"#).id == .string("abc"))
+    #expect(try parse(#"{"cmd":"status","id":"abc"}"#).id == .stringText(#""abc""#))
+    // A string id comes back with the escapes the client wrote, not re-encoded.
+    for written in [#""a\/b""#, #""\u0041\u00e9""#, #""tab\there""#, #""\ud83d\ude00""#] {
+      let request = try parse(#"{"cmd":"status","id":"# + written + "}")
+      #expect(request.id == .stringText(written))
+      #expect(
+        Reply.ok(.stop).json(id: request.id).jsonString == #"{"class":"OK","id":"# + written + #","cmd":"stop"}"#)
+    }
+    // 256 bytes as written: 256 plain letters pass, 256 letters written as \u0041 do not.
+    #expect(try parse(#"{"cmd":"status","id":""# + String(repeating: "A", count: 256) + #""}"#).id != nil)
+    do {
+      _ = try parse(#"{"cmd":"status","id":""# + String(repeating: #"\u0041"#, count: 256) + #""}"#)
+      Issue.record("a 1,536-byte id accepted")
+    } catch {
+      #expect(error.message == "\"id\" must be a string or a number, at most 256 bytes as written")
+    }
     #expect(try parse(#"{"cmd":"status","id":12}"#).id == .numberText("12"))
     #expect(try parse(#"{"cmd":"status"}"#).id == nil)
     // null is no id (docs/PROTOCOL.md); other kinds of value are refused.
@@ -207,7 +222,8 @@ struct ProtocolTests {
   func validUTF8() throws {
     let text = "é€😀\u{10FFFF}\u{E000}\u{D7FF}"
     let line = Array(#"{"cmd":"status","id":""#.utf8) + Array(text.utf8) + Array(#""}"#.utf8)
-    #expect(try Request.parse(line).id == .string(text))
+    #expect(try JSONValue.parse(line)["id"] == .string(text))
+    #expect(try Request.parse(line).id == .stringText("\"" + text + "\""))
   }
 
   @Test("the error carries the id of an otherwise bad request")
@@ -217,7 +233,7 @@ struct ProtocolTests {
       Issue.record("parsed")
     } catch {
       #expect(error.code == .unknownCommand)
-      #expect(error.id == .string("r1"))
+      #expect(error.id == .stringText(#""r1""#))
     }
   }
 }

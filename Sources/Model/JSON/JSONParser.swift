@@ -18,17 +18,18 @@ enum JSONParser {
   static let maximumDepth = 64
 
   static func parse(_ bytes: [UInt8]) throws(JSONSyntaxError) -> JSONValue {
-    try parse(bytes, numberTextOfMember: nil).value
+    try parse(bytes, textOfMember: nil).value
   }
 
-  /// Parses `bytes`; when the value is an object whose first member named `key` is a number,
-  /// also returns that number's text exactly as written (for ids that must come back byte for
-  /// byte: a `Double` cannot hold every integer above 2^53).
-  static func parse(_ bytes: [UInt8], numberTextOfMember key: String?, refusingUnderflow: Bool = false)
-    throws(JSONSyntaxError) -> (value: JSONValue, numberText: [UInt8]?)
+  /// Parses `bytes`; when the value is an object whose first member named `key` is a number or
+  /// a string, also returns that value's text exactly as written, a string with its quotes and
+  /// escapes (for ids that must come back byte for byte: a `Double` cannot hold every integer
+  /// above 2^53, and `"a\/b"` decodes to the same string as `"a/b"`).
+  static func parse(_ bytes: [UInt8], textOfMember key: String?, refusingUnderflow: Bool = false)
+    throws(JSONSyntaxError) -> (value: JSONValue, text: [UInt8]?)
   {
     try bytes.withUnsafeBufferPointer {
-      (buffer) throws(JSONSyntaxError) -> (value: JSONValue, numberText: [UInt8]?) in
+      (buffer) throws(JSONSyntaxError) -> (value: JSONValue, text: [UInt8]?) in
       var parser = Cursor(bytes: buffer)
       parser.capturedKey = key
       parser.refusingUnderflow = refusingUnderflow
@@ -43,7 +44,7 @@ enum JSONParser {
   private struct Cursor {
     let bytes: UnsafeBufferPointer<UInt8>
     var index = 0
-    /// The top-level member whose number text is kept, and that text.
+    /// The top-level member whose number or string text is kept, and that text.
     var capturedKey: String?
     var captured: [UInt8]?
     var capturedSeen = false
@@ -115,7 +116,7 @@ enum JSONParser {
         if depth == 0, !capturedSeen, let capturedKey, key == capturedKey {
           capturedSeen = true
           switch member {
-          case .int, .double: captured = Array(bytes[start..<index])
+          case .int, .double, .string: captured = Array(bytes[start..<index])
           default: break
           }
         }

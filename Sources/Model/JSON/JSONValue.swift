@@ -301,18 +301,19 @@ extension JSONValue {
   ///
   /// - Throws: ``JSONSyntaxError`` with the byte offset of the first problem.
   public static func parse(_ bytes: [UInt8], refusingUnderflow: Bool) throws(JSONSyntaxError) -> JSONValue {
-    try JSONParser.parse(bytes, numberTextOfMember: nil, refusingUnderflow: refusingUnderflow).value
+    try JSONParser.parse(bytes, textOfMember: nil, refusingUnderflow: refusingUnderflow).value
   }
 
-  /// As ``parse(_:)``; when the value is an object whose member `key` is a number, also returns
-  /// that number's text exactly as written (a request `"id"` must come back byte for byte, and
-  /// a `Double` cannot hold every integer above 2^53).
+  /// As ``parse(_:)``; when the value is an object whose member `key` is a number or a string,
+  /// also returns that value's text exactly as written, a string with its quotes and escapes (a
+  /// request `"id"` must come back byte for byte: a `Double` cannot hold every integer above
+  /// 2^53, and `"a\/b"` decodes to the same string as `"a/b"`).
   ///
   /// - Throws: ``JSONSyntaxError`` with the byte offset of the first problem.
-  public static func parse(_ bytes: [UInt8], numberTextOfMember key: String) throws(JSONSyntaxError)
-    -> (value: JSONValue, numberText: [UInt8]?)
+  public static func parse(_ bytes: [UInt8], textOfMember key: String) throws(JSONSyntaxError)
+    -> (value: JSONValue, text: [UInt8]?)
   {
-    try JSONParser.parse(bytes, numberTextOfMember: key)
+    try JSONParser.parse(bytes, textOfMember: key)
   }
 
   /// `string` as a JSON string literal, quotes included: the one JSON string escaper.

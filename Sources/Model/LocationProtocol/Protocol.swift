@@ -3,8 +3,9 @@ import LocationModel
 
 /// The identifier a client may put in a request as `"id"`; the reply echoes it unchanged.
 ///
-/// A JSON string or number. A numeric id read from a request line keeps the client's text
-/// (``numberText(_:)``), so it comes back byte for byte even beyond 2^53 or with an exponent.
+/// A JSON string or number. An id read from a request line keeps the client's text
+/// (``numberText(_:)``, ``stringText(_:)``), so it comes back byte for byte: a number beyond 2^53
+/// or with an exponent, a string with the escapes the client chose (`"a\/b"`, `"\u0041"`).
 public enum RequestID: Sendable, Hashable {
   /// A string id, e.g. `"a7"`.
   case string(String)
@@ -13,13 +14,16 @@ public enum RequestID: Sendable, Hashable {
   /// A numeric id exactly as the request wrote it (valid JSON number text, e.g.
   /// `9007199254740993` or `1.50e3`), echoed unchanged.
   case numberText(String)
+  /// A string id exactly as the request wrote it: the JSON string literal with its quotes and
+  /// escapes (valid JSON, e.g. `"a\/b"`), echoed unchanged.
+  case stringText(String)
 
   /// The id as a JSON value.
   public var json: JSONValue {
     switch self {
     case .string(let value): return .string(value)
     case .number(let value): return .number(value)
-    case .numberText(let text): return .raw(Array(text.utf8))
+    case .numberText(let text), .stringText(let text): return .raw(Array(text.utf8))
     }
   }
 
@@ -29,7 +33,9 @@ public enum RequestID: Sendable, Hashable {
     case .string(let value): self = .string(value)
     case .int(let value): self = .number(Double(value))
     case .double(let value): self = .number(value)
-    case .raw(let bytes): self = .numberText(String(decoding: bytes, as: UTF8.self))
+    case .raw(let bytes):
+      let text = String(decoding: bytes, as: UTF8.self)
+      self = bytes.first == UInt8(ascii: "\"") ? .stringText(text) : .numberText(text)
     default: return nil
     }
   }
@@ -205,7 +211,7 @@ extension Request {
     let value: JSONValue
     let idText: [UInt8]?
     do {
-      (value, idText) = try JSONValue.parse(bytes, numberTextOfMember: "id")
+      (value, idText) = try JSONValue.parse(bytes, textOfMember: "id")
     } catch {
       throw ProtocolError(
         .malformedJSON,
@@ -229,8 +235,8 @@ extension Request {
     try parse(value, idText: nil)
   }
 
-  /// As ``parse(_:)-(JSONValue)``; `idText` is the text of a numeric `"id"` as the line wrote
-  /// it, which then becomes the id (``RequestID/numberText(_:)``).
+  /// As ``parse(_:)-(JSONValue)``; `idText` is the text of the `"id"` as the line wrote it,
+  /// which then becomes the id (``RequestID/numberText(_:)``, ``RequestID/stringText(_:)``).
   static func parse(_ value: JSONValue, idText: [UInt8]?) throws(ProtocolError) -> Request {
     guard let members = value.objectMembers else {
       throw ProtocolError(
@@ -238,11 +244,16 @@ extension Request {
     }
     var reader = ArgumentReader(members: members)
     var id = try reader.readID()
-    if case .number = id, let idText {
-      guard idText.count <= 256 else {
-        throw ProtocolError(.invalidArgument, "\"id\" must be a string or a number, at most 256 bytes")
+    if let idText, let given = id {
+      // The limit is on the text as written (a string's without its quotes): that is what comes
+      // back in the reply.
+      let isString: Bool
+      if case .string = given { isString = true } else { isString = false }
+      guard idText.count - (isString ? 2 : 0) <= 256 else {
+        throw ProtocolError(.invalidArgument, "\"id\" must be a string or a number, at most 256 bytes as written")
       }
-      id = .numberText(String(decoding: idText, as: UTF8.self))
+      let text = String(decoding: idText, as: UTF8.self)
+      id = isString ? .stringText(text) : .numberText(text)
       reader.id = id
     }
     if case .number(let number) = id, !number.isFinite {
