@@ -302,3 +302,24 @@ final class LockedList: @unchecked Sendable {
   func add(_ item: String) { lock.withLock { list.append(item) } }
   var items: [String] { lock.withLock { list } }
 }
+
+/// The same replayed log recorded again (after a daemon restart) adds nothing; a live
+/// receiver's fixes are all kept.
+@Suite struct ReplayRecordedOnceTests {
+  @Test func aReplayedFixTheStoreHoldsIsNotStoredAgain() throws {
+    let directory = try temporaryDirectory()
+    let store = try TrackStore(path: directory + "/" + TrackStore.fileName)
+    defer { store.close() }
+    // Every second point is simulated (replayed), the others live.
+    let track = syntheticTrack(count: 100)
+    #expect(try store.append(track) == 100)
+    // The same fixes again: the 50 live ones are stored, the 50 replayed ones are not.
+    #expect(try store.append(track) == 50)
+    #expect(try store.statistics(since: nil, until: nil, sources: .simulated).points == 50)
+    #expect(try store.statistics(since: nil, until: nil, sources: .live).points == 100)
+    // Another log (another source) at the same times is its own history.
+    let other = syntheticTrack(count: 100, backend: "replay:/other.nmea")
+    #expect(try store.append(other) == 100)
+    #expect(try store.statistics(since: nil, until: nil, sources: .simulated).points == 100)
+  }
+}

@@ -131,12 +131,13 @@ public final class TrackRecorder: Sendable {
       }
       guard !batch.isEmpty else { return }
       do {
-        try store.append(batch)
+        // A replayed fix the store already holds (the same log after a restart) is not stored.
+        let stored = try store.append(batch)
         var expired = 0
         var retentionError: TrackStoreError?
         do { expired = try store.enforceRetention() } catch { retentionError = error }
         let recovered = state.withLock { state -> (TrackStoreError, Int)? in
-          state.counters.recorded += batch.count
+          state.counters.recorded += stored
           state.counters.expired += expired
           state.counters.lastCommittedTime = max(state.counters.lastCommittedTime ?? .min, batch.map(\.time).max() ?? .min)
           defer { state.counters.lastError = retentionError }

@@ -17,9 +17,19 @@ extension TrackStore {
       satellites_used, mode, quality, source_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
     """
 
-  /// Stores `points` in one transaction: all of them or, on error, none.
+  /// A replayed or simulated fix is stored unless the store has one of its source at its time:
+  /// replaying a log again after a restart records nothing twice (a live receiver's fixes are
+  /// all kept, whatever their times do).
+  static let insertSimulatedFix = """
+    INSERT INTO fixes(time_ms, lat, lon, alt_msl, geoid_sep, speed, course, climb, eph, epv, hdop, vdop, pdop,
+      satellites_used, mode, quality, source_id) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17
+      WHERE NOT EXISTS (SELECT 1 FROM fixes WHERE time_ms = ?1 AND source_id = ?17)
+    """
+
+  /// Stores `points` in one transaction: all of them or, on error, none. A replayed or simulated
+  /// point (``TrackPoint/isSimulated``) whose source already has a fix at its time is left out.
   ///
-  /// - Returns: the number stored (`points.count`).
+  /// - Returns: the number stored (`points.count` less the simulated points left out).
   /// - Throws: ``TrackStoreError/diskFull(path:message:)`` when the disk or the page cap is full
   ///   (nothing of the batch is kept), other ``TrackStoreError`` cases for other failures.
   @discardableResult
@@ -29,9 +39,12 @@ extension TrackStore {
       let connection = state.connection
       try connection.beginImmediate()
       do throws(TrackStoreError) {
-        let insert = try connection.statement(Self.insertFix)
+        let insertLive = try connection.statement(Self.insertFix)
+        let insertSimulated = try connection.statement(Self.insertSimulatedFix)
+        var stored = 0
         for point in points {
           let source = try Self.sourceID(for: point, &state)
+          let insert = point.isSimulated ? insertSimulated : insertLive
           try insert.bind(1, point.time)
           try insert.bind(2, point.coordinate.latitude)
           try insert.bind(3, point.coordinate.longitude)
@@ -50,15 +63,16 @@ extension TrackStore {
           try insert.bind(16, point.quality.map { Int64($0.rawValue) })
           try insert.bind(17, source)
           try insert.run()
+          stored += connection.changes
         }
         try connection.execute("COMMIT")
+        return stored
       } catch {
         try? connection.execute("ROLLBACK")
         // Source ids created in the rolled-back transaction are gone too.
         state.sources.removeAll()
         throw error
       }
-      return points.count
     }
   }
 
