@@ -109,10 +109,12 @@ public actor RegionService {
   private let store: RegionStore?
   /// The clock the monitor's `now` comes from.
   public nonisolated let clock: any LocationClock
-  private let saver: StateSaver<[UInt8]>?
+  /// Saves a copy of the monitor (its arrays are shared until this actor changes them): the
+  /// whole file is encoded on the saver's thread, not here, so that with thousands of regions
+  /// an `add` does not hold up the fixes and requests behind it while megabytes of JSON are
+  /// written, and a burst of changes is encoded once for the newest of them.
+  private let saver: StateSaver<RegionMonitor>?
   private var lastTicket: UInt64 = 0
-  /// The regions could not be encoded (never on disk then): the last attempt's error.
-  private var encodingFailure: MapStoreError?
   /// How long a reply waits for its change's save (``unsavedChanges``).
   public nonisolated let replyWait: Duration
   /// Transitions changed states that are not saved yet (saved by the next ``advance()``).
@@ -139,7 +141,10 @@ public actor RegionService {
     self.replyWait = replyWait
     saver = store.map { store in
       StateSaver(
-        label: "locationd.region-saves", save: { (bytes: [UInt8]) throws(MapStoreError) in try store.file.save(bytes) },
+        label: "locationd.region-saves",
+        save: { (monitor: RegionMonitor) throws(MapStoreError) in
+          try store.file.save(try RegionStore.encode(monitor))
+        },
         report: { failure, _ in
           // Once per run of the same failure, and once when saving works again.
           if let failure {
@@ -171,7 +176,6 @@ public actor RegionService {
   /// change's own save (a stalled disk answers with the save before); `nil` when it is on disk.
   public var unsavedChanges: MapStoreError? {
     get async {
-      if let encodingFailure { return encodingFailure }
       guard let saver else { return nil }
       _ = await saver.wait(for: lastTicket, timeout: replyWait)
       return saver.failure
@@ -179,7 +183,7 @@ public actor RegionService {
   }
 
   /// Whether the last save failed (encoding or disk).
-  private var lastSaveFailed: Bool { encodingFailure != nil || saver?.failure != nil }
+  private var lastSaveFailed: Bool { saver?.failure != nil }
 
   /// Adds `region`, or replaces the region with its id (whose state starts again at
   /// `unknown`), and saves.
@@ -259,22 +263,14 @@ public actor RegionService {
   @discardableResult public func saveIfNeeded(timeout: Duration = .seconds(10)) async -> MapStoreError? {
     guard let saver, let store else { return nil }
     if statesChanged || lastSaveFailed { save() }
-    if let encodingFailure { return encodingFailure }
     return await saver.outcome(of: lastTicket, timeout: timeout, path: store.path)
   }
 
-  /// Hands the regions' file to the saver (encoded here: the monitor is this actor's).
+  /// Hands a copy of the monitor to the saver, which encodes and writes it (an encoding failure
+  /// is a failed save: logged as `regionsNotSaved`, reported by ``unsavedChanges``).
   private func save() {
-    guard let saver, let store else { return }
+    guard let saver else { return }
     statesChanged = false
-    do {
-      lastTicket = saver.submit(try RegionStore.encode(monitor))
-      encodingFailure = nil
-    } catch {
-      if encodingFailure != error {
-        Log.event("regionsNotSaved", ["path": store.path, "error": error.description])
-      }
-      encodingFailure = error
-    }
+    lastTicket = saver.submit(monitor)
   }
 }
