@@ -211,6 +211,18 @@ extension EndToEnd {
       #expect(status == SIGPIPE, "\(String(describing: status))")
       let message = (try? String(contentsOfFile: scratch.file("err"), encoding: .utf8)) ?? "?"
       #expect(message.isEmpty, "\(message)")
+
+      // Output that cannot be written (a full disk) is an error, for a watch (which used to go
+      // on for ever) and for a one-reply command (which used to exit 0).
+      for (arguments, name) in [(["watch"], "watch"), (["status"], "status"), (["--json", "status"], "json")] {
+        let full = try Child(
+          try Products.path("locationctl"), ["--socket", daemon.socketPath] + arguments, stdout: "/dev/full",
+          stderr: scratch.file("full-\(name).err"))
+        let status = await full.waitForExit(timeout: 30)
+        let error = (try? String(contentsOfFile: scratch.file("full-\(name).err"), encoding: .utf8)) ?? "?"
+        #expect(status == 1, "\(arguments): \(String(describing: status)) \(error)")
+        #expect(error == "locationctl: cannot write the output: No space left on device\n", "\(arguments): \(error)")
+      }
       #expect(await daemon.stop() == 0, "\(daemon.log)")
     }
 

@@ -210,10 +210,14 @@ func commandUsage(_ command: String) -> String {
 
 /// Flushes standard output. When its reader has gone (`EPIPE`: `locationctl watch | head -1`),
 /// ends the program as `SIGPIPE` ends `cat`: a watch would otherwise go on with nobody reading,
-/// and the pipeline would never end.
+/// and the pipeline would never end. Any other lost output (`ENOSPC`: `watch > log` on a full
+/// disk, `status > /dev/full`) ends it with a message and status 1, never 0.
 func flushOutput() {
-  guard fflush(nil) != 0 else { return }
-  if errno == EPIPE { endForBrokenPipe() }
+  let code = StandardOutput.flush()
+  guard code != 0 else { return }
+  if code == EPIPE { endForBrokenPipe() }
+  writeError("locationctl: cannot write the output: \(String(cString: strerror(code)))")
+  exit(ExitCode.failure.rawValue)
 }
 
 /// Writes `bytes` to standard output: a reader that has gone ends the program as ``flushOutput()``

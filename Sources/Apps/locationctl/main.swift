@@ -7,4 +7,7 @@ import SystemIO
 SignalSequence.resetSignalMask()
 SignalSequence.ignoreSIGPIPE()
 let arguments = Array(CommandLine.arguments.dropFirst())
-exit(dispatch(arguments))
+let status = dispatch(arguments)
+// What print buffered is written now: output that was lost is an error, whatever the command.
+flushOutput()
+exit(status)

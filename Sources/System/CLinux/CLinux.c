@@ -2,6 +2,9 @@
 #include "CLinux.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
 #include <limits.h>
 #include <sys/resource.h>
 #include <sys/select.h>
@@ -37,4 +40,19 @@ long locationd_free_descriptors(int wanted) {
   struct rlimit raised = {target, limit.rlim_max};
   if (setrlimit(RLIMIT_NOFILE, &raised) != 0) return available;
   return (long)target - open;
+}
+
+int locationd_flush_standard_output(void) {
+  errno = 0;
+  if (fflush(stdout) != 0) {
+    int code = errno != 0 ? errno : EIO;
+    clearerr(stdout);
+    return code;
+  }
+  if (!ferror(stdout)) return 0;
+  clearerr(stdout);
+  /* The failed write's errno is gone: a pipe whose reader has closed polls as an error. */
+  struct pollfd output = {.fd = fileno(stdout), .events = POLLOUT, .revents = 0};
+  if (poll(&output, 1, 0) == 1 && (output.revents & POLLERR)) return EPIPE;
+  return EIO;
 }

@@ -3,6 +3,7 @@
 #elseif canImport(Darwin)
   import Darwin
 #endif
+import CLinux
 
 /// A failed system call: its `errno` value.
 public struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -202,4 +203,12 @@ public enum SystemIO {
       Darwin.read(fd, base, count)
     #endif
   }
+}
+
+/// Standard output as a command-line program writes it through `print`.
+public enum StandardOutput {
+  /// Flushes standard output's buffer and says whether anything written to it since the last
+  /// call was lost: `0`, or an `errno` value (`EPIPE` when the reader of a pipe has gone, `ENOSPC`
+  /// on a full disk; `EIO` when an earlier flush failed and its cause is no longer known).
+  public static func flush() -> Int32 { locationd_flush_standard_output() }
 }

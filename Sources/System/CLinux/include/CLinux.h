@@ -20,4 +20,9 @@ int locationd_open_descriptor_count(void);
  * library that waits with select(2) never gets a number it cannot watch). LONG_MAX when the
  * limit is unlimited or the count cannot be read. See SystemIO's DescriptorReserve. */
 long locationd_free_descriptors(int wanted);
+
+/* Flushes standard output and says whether anything written to it was lost: 0, or an errno
+ * value. A stream whose error flag an earlier implicit flush set gives EPIPE when its reader has
+ * gone (a pipe with no reader polls as an error), else EIO. Clears the flag. */
+int locationd_flush_standard_output(void);
 #endif
