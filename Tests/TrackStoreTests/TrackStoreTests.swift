@@ -317,8 +317,13 @@ final class LockedList: @unchecked Sendable {
     #expect(try store.append(track) == 50)
     #expect(try store.statistics(since: nil, until: nil, sources: .simulated).points == 50)
     #expect(try store.statistics(since: nil, until: nil, sources: .live).points == 100)
-    // Another log (another source) at the same times is its own history.
-    let other = syntheticTrack(count: 100, backend: "replay:/other.nmea")
+    // The same log with other options in its URI (another speed) is still the same log.
+    let faster = syntheticTrack(count: 100, backend: "replay:/log.nmea?speed=50")
+    #expect(try store.append(faster) == 50)
+    #expect(try store.statistics(since: nil, until: nil, sources: .simulated).points == 50)
+    // Another log at the same times is its own history.
+    var other = syntheticTrack(count: 100, backend: "replay:/other.nmea")
+    for index in other.indices { other[index].source = "/other.nmea" }
     #expect(try store.append(other) == 100)
     #expect(try store.statistics(since: nil, until: nil, sources: .simulated).points == 100)
   }

@@ -17,13 +17,17 @@ extension TrackStore {
       satellites_used, mode, quality, source_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)
     """
 
-  /// A replayed or simulated fix is stored unless the store has one of its source at its time:
-  /// replaying a log again after a restart records nothing twice (a live receiver's fixes are
-  /// all kept, whatever their times do).
+  /// A replayed or simulated fix is stored unless the store has a replayed or simulated fix of
+  /// the same source file at its time, whatever the backend URI's options (`speed`, their
+  /// order): replaying a log again after a restart records nothing twice (a live receiver's
+  /// fixes are all kept, whatever their times do).
   static let insertSimulatedFix = """
     INSERT INTO fixes(time_ms, lat, lon, alt_msl, geoid_sep, speed, course, climb, eph, epv, hdop, vdop, pdop,
       satellites_used, mode, quality, source_id) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17
-      WHERE NOT EXISTS (SELECT 1 FROM fixes WHERE time_ms = ?1 AND source_id = ?17)
+      WHERE NOT EXISTS (
+        SELECT 1 FROM fixes JOIN sources ON sources.id = fixes.source_id
+        WHERE fixes.time_ms = ?1 AND sources.simulated = 1
+          AND sources.source = (SELECT source FROM sources WHERE id = ?17))
     """
 
   /// Stores `points` in one transaction: all of them or, on error, none. A replayed or simulated
