@@ -61,6 +61,23 @@ import LocationModel
     #expect(message.isEmpty, "\(message)")
   }
 
+  /// The store's `-wal`, `-shm` and `-journal` names are refused also when those files do not
+  /// exist (the daemon stopped): SQLite would read an export written there as the store's log.
+  @Test func exportOntoTheStoresCompanionNamesIsRefused() throws {
+    let directory = try storeDirectory()
+    for suffix in ["-wal", "-shm", "-journal"] {
+      let target = directory + "/track.sqlite" + suffix
+      try? FileManager.default.removeItem(atPath: target)
+      let run = try run([Self.locationctl, "track", "export", "--state-dir", directory, target])
+      #expect(run.status == 1, "\(suffix): \(run.error)")
+      #expect(run.error.contains("refusing to export onto the track store's \(suffix) file"), "\(run.error)")
+      #expect(!FileManager.default.fileExists(atPath: target + ".partial"), "\(suffix): a partial export was left")
+    }
+    // Another name in the same directory is fine.
+    let fine = try run([Self.locationctl, "track", "export", "--state-dir", directory, directory + "/trip.gpx"])
+    #expect(fine.status == 0, "\(fine.error)")
+  }
+
   /// `--store` and `--state-dir` both name the store: given together, one would be ignored.
   @Test func storeAndStateDirectoryTogetherAreRefused() throws {
     let directory = try storeDirectory()

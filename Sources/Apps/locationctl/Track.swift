@@ -234,8 +234,23 @@ private func fileType(_ mode: UInt32) -> UInt32 { mode & UInt32(S_IFMT) }
 ///   replaced (the names of open descriptors, /dev/stdout, /dev/fd/N, are handled before:
 ///   ``openDescriptor(named:)``);
 /// - a symbolic link, a directory, a socket, a block device, and the store itself or its -wal and
-///   -shm files (same device and inode) are refused before anything is written.
+///   -shm files (same device and inode; the companion names beside the store also when they do
+///   not exist) are refused before anything is written.
 private func exportToFile(_ store: TrackStore, _ options: TrackExportOptions, target: String, storePath: String) throws {
+  // The names SQLite gives the store's companion files, also while they do not exist (the
+  // daemon stopped): an export written there would be read as the store's log at the next open.
+  func split(_ path: String) -> (directory: String, name: String) {
+    guard let slash = path.lastIndex(of: "/") else { return (".", path) }
+    return (slash == path.startIndex ? "/" : String(path[..<slash]), String(path[path.index(after: slash)...]))
+  }
+  let (targetDirectory, targetName) = split(target)
+  let (storeDirectory, storeName) = split(storePath)
+  if [storeName + "-wal", storeName + "-shm", storeName + "-journal"].contains(targetName),
+    let one = identity(targetDirectory, following: true), let two = identity(storeDirectory, following: true),
+    one.device == two.device, one.inode == two.inode
+  {
+    throw ClientError("refusing to export onto the track store's \(targetName.dropFirst(storeName.count)) file (\(target))")
+  }
   let existing = identity(target)
   if let existing {
     for file in [storePath, storePath + "-wal", storePath + "-shm"] {
