@@ -42,16 +42,18 @@ struct StalenessTests {
     }
 
     /// Sends `fix` and waits until the service has dispatched it (a hang guard, not a timing
-    /// assertion).
+    /// assertion). It counts locations, not events: the backend's `connected` status, posted
+    /// when tracking began, may still be on its way, and counting it as this fix let the test
+    /// move the clock before the fix arrived.
     func send(_ fix: Fix) async throws {
-      let before = await service.dispatchedEvents
+      let before = await service.dispatchedLocations
       _ = backend.send(fix: fix)
       var waited = 0
-      while await service.dispatchedEvents <= before, waited < 10_000 {
+      while await service.dispatchedLocations <= before, waited < 10_000 {
         try await Task.sleep(for: .milliseconds(1))
         waited += 1
       }
-      #expect(await service.dispatchedEvents > before, "the fix was not dispatched")
+      #expect(await service.dispatchedLocations > before, "the fix was not dispatched")
     }
 
     /// Waits until the watcher has `count` events of class `name` (hang guard as above).

@@ -490,9 +490,15 @@ public actor LocationService: AnnotationBatchHandler {
 
   /// Manager events dispatched to the watchers, the regions and the map so far (tests wait on it).
   private(set) var dispatchedEvents = 0
+  /// Of those, the locations: a test that sends one fix waits on this, as a status event of the
+  /// backend's start may be dispatched in between.
+  private(set) var dispatchedLocations = 0
 
   private func dispatch(_ event: ManagerEvent) async {
-    defer { dispatchedEvents += 1 }
+    defer {
+      dispatchedEvents += 1
+      if case .location = event { dispatchedLocations += 1 }
+    }
     // After SHUTDOWN the watchers, the map and the regions hear nothing more.
     if draining {
       if case .location(let location, _) = event { record(location) }
