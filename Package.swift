@@ -384,4 +384,11 @@ if Context.environment["LOCATIOND_FUZZ"] == "1" {
       name: "locationd-fuzz", dependencies: ["CLibFuzzer", "FuzzTargets"], path: "Fuzz/locationd-fuzz",
       swiftSettings: swiftSettings),
   ]
+  // The harness's own comparisons (its reply checks, StrictJSON, the line-count reference) are not
+  // what the fuzzer explores, yet with trace-cmp they cost a callback per byte compared: its
+  // module keeps edge coverage only. The code under test keeps trace-cmp.
+  for target in package.targets where target.name == "FuzzTargets" {
+    target.swiftSettings = (target.swiftSettings ?? [])
+      + [.unsafeFlags(["-sanitize-coverage=edge,inline-8bit-counters,pc-table"])]
+  }
 }
