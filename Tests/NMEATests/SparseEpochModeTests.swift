@@ -90,4 +90,44 @@ struct SparseEpochModeTests {
     for second in 5...7 { text += Self.rmc(second) }
     #expect(decode(text).0.map(\.mode) == Array(repeating: .fix3D, count: 8))
   }
+
+  /// A void GGA without a position, then a valid RMC of the same second. gpsd 3.22: processGGA sets
+  /// MODE_NO_FIX, gpsd_error_model saves that fix as lastfix, so processRMC's "MODE_2D >=
+  /// lastfix.mode" makes the fix 2D at the RMC's position, and the fix (cleared when the GGA began
+  /// the cycle) holds no altitude to make it 3D. The report at the RMC prints it.
+  @Test("a void GGA then a valid RMC of one second: a 2D fix at the RMC's position, as gpsd's last sentence says")
+  func voidGGAThenValidRMC() throws {
+    var text = Self.ggaEpoch(0) + Self.ggaEpoch(1)
+    text += sentence("GPGGA,120002.00,,,,,0,00,,,M,,M,,")
+    text += sentence("GPRMC,120002.00,A,4807.100,N,01131.000,E,1.0,45.0,\(Self.date),,,A")
+    text += Self.ggaEpoch(3)
+    let (fixes, stats) = decode(text)
+    #expect(stats.rejectedTotal == 0)
+    #expect(fixes.map(\.mode) == [.fix3D, .fix3D, .fix2D, .fix3D])
+    let mixed = try #require(fixes.dropFirst(2).first)
+    let coordinate = try #require(mixed.coordinate)
+    #expect(abs(coordinate.latitude - (48 + 7.1 / 60)) < 1e-9)
+    #expect(mixed.speedOverGround.map { abs($0 - 1852.0 / 3600) < 1e-9 } == true)
+    #expect(mixed.courseOverGround == 45)
+    #expect(mixed.quality != .invalid)
+    #expect(mixed.altitudeMSL == nil)
+  }
+
+  /// Epochs sent RMC first, then GGA, so that GGA ends gpsd's cycles and reports them. Second 1:
+  /// the valid RMC makes a fix, then processGGA, with no position, sets MODE_NO_FIX, and the
+  /// report at the GGA prints no fix.
+  @Test("a valid RMC then a void GGA of one second, reported at the GGA: no fix, as gpsd's last sentence says")
+  func validRMCThenVoidGGA() throws {
+    func gga(_ second: Int) -> String {
+      sentence("GPGGA,1200\(String(format: "%02d", second)).00,4807.038,N,01131.000,E,1,08,1.0,545.4,M,46.9,M,,")
+    }
+    var text = Self.rmc(0) + gga(0)
+    text += sentence("GPRMC,120001.00,A,4807.100,N,01131.000,E,1.0,45.0,\(Self.date),,,A")
+    text += sentence("GPGGA,120001.00,,,,,0,00,,,M,,M,,")
+    text += Self.rmc(2) + gga(2)
+    let (fixes, stats) = decode(text)
+    #expect(stats.rejectedTotal == 0)
+    #expect(fixes.map(\.mode) == [.fix3D, .noFix, .fix3D])
+    #expect(fixes.dropFirst().first?.coordinate == nil)
+  }
 }

@@ -34,7 +34,9 @@ extension FixAssembler {
     } else if valid && !invalid {
       mode = altitudeMSL != nil && (quality != nil || seen & (1 << 7) != 0) && !ggaSays2D ? .fix3D : .fix2D
     } else if valid || invalid {
-      mode = invalid ? .noFix : .fix2D
+      // gpsd's processGGA, processRMC, processGLL and processGNS each set the mode, so when the
+      // epoch's flags disagree the last one says whether there is a fix.
+      mode = invalid && (!valid || lastSaidVoid) ? .noFix : .fix2D
     } else {
       mode = .unknown
     }
@@ -63,6 +65,8 @@ extension FixAssembler {
     }
     if usedSeen { previousUsedCount = used.count }
     fix.quality = quality ?? modeQuality ?? (invalid && !valid ? .invalid : nil)
+    // A void GGA before the valid sentence that made the fix: its quality is not the fix's.
+    if fix.quality == .invalid, mode >= .fix2D { fix.quality = modeQuality ?? .gps }
     if let n = navigationalStatus { fix.navigationalStatus = String(UnicodeScalar(n)) }
 
     if mode >= .fix2D {

@@ -63,15 +63,22 @@ extension FixAssembler {
           if firstCoordinate == nil { firstCoordinate = c }
         }
       }
+      // gpsd processRMC reads the fix as it stands: the previous epoch's while the RMC is the
+      // epoch's first timed sentence, else this epoch's so far (its first sentence cleared it).
+      let firstTimed = seen & ~(1 << 1) & (Self.fixTypes | 1 << 6) == 0
       // gpsd processRMC: a valid position is 3D when the last GSA listed more than three
-      // satellites or an altitude is known (the previous epoch's, or this epoch's GGA).
-      if s.isValid == true, s.coordinate != nil, previousUsedCount > 3 || previousHadAltitude || altitudeMSL != nil {
+      // satellites or the fix holds an altitude (the previous epoch's, or this epoch's GGA).
+      let altitudeKnown = firstTimed ? previousHadAltitude || altitudeMSL != nil : altitudeMSL != nil
+      if s.isValid == true, s.coordinate != nil, previousUsedCount > 3 || altitudeKnown {
         positionSays3D = true
         rmcOrGLLSays3D = true
       }
       // gpsd processRMC: a valid position keeps the last fix's 3D ("this may be cycle starter"),
-      // unless a GLL earlier in this epoch made gpsd's last fix 2D.
-      if s.isValid == true, s.coordinate != nil, previousMode == .fix3D, !gllSays2D { rmcKeeps3D = true }
+      // unless a GLL earlier in this epoch made gpsd's last fix 2D, or a void sentence earlier in
+      // it left gpsd's last fix without one.
+      if s.isValid == true, s.coordinate != nil, previousMode == .fix3D, !gllSays2D, firstTimed || !invalid {
+        rmcKeeps3D = true
+      }
       if let v = s.speedOverGroundKnots { speedKnots = v }
       if let c = s.courseOverGround { course = c }
       if s.isValid == true {

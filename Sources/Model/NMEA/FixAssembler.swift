@@ -19,7 +19,8 @@ import LocationModel
 ///   forward in 1024-week steps.
 /// - Mode: GSA's fix mode, reconciled with the validity flags (RMC/GLL status, GGA quality, GNS
 ///   mode letters): a receiver that says "void" everywhere has no fix whatever GSA says; without
-///   GSA, a valid GGA with altitude is 3D, any other valid position 2D, except that a GGA from
+///   GSA, flags that disagree leave the mode to the last of them (a void GGA, then a valid RMC:
+///   a fix), and a valid GGA with altitude is 3D, any other valid position 2D, except that a GGA from
 ///   three satellites after a 3D RMC or GLL makes the epoch 2D unless gpsd's last timed fix had
 ///   an altitude. As in gpsd, GGA or GNS
 ///   with an altitude from four or more satellites makes the fix 3D, RMC and GLL do when the last
@@ -68,8 +69,11 @@ public struct FixAssembler: Sendable {
   var rmcKeeps3D = false
   var gllKeeps3D = false
   var gllSays2D = false
-  var valid = false
-  var invalid = false
+  var valid = false { didSet { if valid { lastSaidVoid = false } } }
+  var invalid = false { didSet { if invalid { lastSaidVoid = true } } }
+  // Whether the epoch's last validity flag said void: gpsd's sentences each set the mode, so when
+  // an epoch's flags disagree the last one wins.
+  var lastSaidVoid = false
   var altitudeMSL: Double?
   var geoidSeparation: Double?
   var speedKnots: Double?
@@ -330,6 +334,7 @@ public struct FixAssembler: Sendable {
     gllSays2D = false
     valid = false
     invalid = false
+    lastSaidVoid = false
     altitudeMSL = nil
     geoidSeparation = nil
     speedKnots = nil
