@@ -180,6 +180,37 @@ struct SentenceTests {
     #expect(r4.date == CivilDate.days(year: 2019, month: 4, day: 12))
   }
 
+  @Test(
+    "RMC: a variation that is not a number, or beyond 180 degrees, is an invalid field like any other; a direction other than E or W leaves it out",
+    arguments: ["abc", "inf", "nan", "1e3", "1e309", "99999999999999999999999", "200.0", "-3.0", "3..0"])
+  func rmcInvalidVariation(_ variation: String) {
+    let body = "GPRMC,120000.00,A,3000.000,N,06000.000,E,1.0,45.0,010125,\(variation),W,A"
+    do {
+      _ = try NMEAParser.parse(sentence(body))
+      Issue.record("accepted \(body)")
+    } catch {
+      guard case .invalidField(let type, let index, let name, _) = error else {
+        Issue.record("wrong error \(error)")
+        return
+      }
+      #expect(type == .rmc)
+      #expect(index == 10)
+      #expect(name == "magnetic variation")
+    }
+  }
+
+  @Test("RMC: variation 180.0 W is -180; with direction N (Motorola T805) or none it is left out")
+  func rmcVariationLimits() throws {
+    for (fields, expected) in [("180.0,W", -180.0), ("0.5,E", 0.5), ("3.0,N", nil), ("3.0,", nil), (",W", nil)] as [(String, Double?)] {
+      let parsed = try NMEAParser.parse(sentence("GPRMC,120000.00,A,3000.000,N,06000.000,E,1.0,45.0,010125,\(fields),A"))
+      guard case .rmc(let r) = parsed.payload else {
+        Issue.record("not RMC")
+        return
+      }
+      #expect(r.magneticVariation == expected, "\(fields)")
+    }
+  }
+
   @Test("RMC status V and an all-empty RMC give no fix and no position")
   func rmcVoid() throws {
     let (fixes, stats) = decode(

@@ -77,6 +77,8 @@ struct FieldReader {
 
   /// Courses and azimuths, degrees true (360 is north as 0 is).
   static let compass = 0.0...360.0
+  /// A magnetic variation's magnitude, degrees (its direction, E or W, is a field of its own).
+  static let variation = 0.0...180.0
   /// Speeds, which are never negative.
   static let nonNegative = 0.0...Double.greatestFiniteMagnitude
 

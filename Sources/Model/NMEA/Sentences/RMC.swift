@@ -23,7 +23,8 @@ public struct RMC: Sendable, Hashable {
   public var courseOverGround: Double?
   /// Field 9: UTC date, days since 1970-01-01.
   public var date: Int?
-  /// Fields 10-11: magnetic variation, degrees, east positive.
+  /// Fields 10-11: magnetic variation, degrees, east positive, -180...180 (a field beyond 180
+  /// degrees, or not a number, rejects the sentence).
   public var magneticVariation: Double?
   /// Field 12 (NMEA 2.3+): mode indicator `A` autonomous, `D` differential, `E` estimated,
   /// `F` float RTK, `M` manual, `N` not valid, `P` precise, `R` RTK, `S` simulator.
@@ -43,10 +44,13 @@ public struct RMC: Sendable, Hashable {
     speedOverGroundKnots = try f.double(7, "speed over ground", in: FieldReader.nonNegative)
     courseOverGround = try f.double(8, "course over ground", in: FieldReader.compass)
     date = try f.date(9)
-    // A letter other than E or W (Motorola T805 sends "0,N": the direction left out before the
-    // mode indicator) means no usable variation, as in gpsd's processRMC.
+    // The variation is a number like every other field (text that is not one, or a magnitude
+    // beyond 180 degrees, rejects the sentence); a letter other than E or W (Motorola T805 sends
+    // "0,N": the direction left out before the mode indicator) means no usable variation, as in
+    // gpsd's processRMC.
+    let variation = try f.double(10, "magnetic variation", in: FieldReader.variation)
     let direction = try f.letter(11, "variation direction")
-    if let variation = try? f.double(10, "magnetic variation"), direction == 0x45 || direction == 0x57 {
+    if let variation, direction == 0x45 || direction == 0x57 {
       magneticVariation = direction == 0x57 ? -variation : variation
     }
     modeIndicator = try f.letter(12, "mode indicator")
