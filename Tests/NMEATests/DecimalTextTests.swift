@@ -1,3 +1,4 @@
+import Foundation
 import LocationModel
 import LocationProtocol
 import NMEA
@@ -57,23 +58,33 @@ struct DecimalTextTests {
     #expect(NMEAEncoder.decimal(-12.25, places: 1) == "-12.3")
   }
 
-  /// The gpsd TPV writer rounds by adding a half too: both texts agree on every finite value.
-  @Test func addHalfAgreesWithTheTPVWriter() {
+  /// gpsd writes its TPV and SKY numbers with printf's `%.Nf`: the TPV writer writes the same
+  /// text for random values of every magnitude and for exact halves (`20.5625` at 3 places is
+  /// `20.562`), but for the sign of a value that rounds to zero.
+  @Test func theTPVWriterWritesWhatPrintfWrites() {
     var generator = SplitMix(seed: 24)
+    var cases: [(Double, Int)] = [(20.5625, 3), (-14.8325, 3), (2.675, 2), (0.0005, 3), (0.125, 2), (0.375, 2), (2.5, 0), (3.5, 0)]
     for _ in 0..<20_000 {
       let places = Int(generator.next() % 10)
-      let exponent = Double(Int(generator.next() % 15) - 8)  // 1e-8 ... 1e6: below 9e15 units at 9 places
-      let value = (Double(generator.next() % 2_000_001) - 1_000_000) / 1_000_000 * pow10(exponent)
+      let exponent = Double(Int(generator.next() % 27) - 8)  // 1e-8 ... 1e18
+      cases.append(((Double(generator.next() % 2_000_001) - 1_000_000) / 1_000_000 * pow10(exponent), places))
+      // An exact half at `places`: a multiple of 1/16 written to 3 places or fewer ends in 5 there.
+      let sixteenths = Double(Int(generator.next() % 2_000_001) - 1_000_000) / 16
+      cases.append((sixteenths, Int(generator.next() % 4)))
+    }
+    // Beyond 9 × 10^18 once scaled the writer falls back to Swift's shortest form (its own test).
+    for (value, places) in cases where abs(value) * pow10(Double(places)) < 9e18 {
       var tpv: [UInt8] = []
       GPSDJSON.appendFixed(value, decimals: places, to: &tpv)
-      let text = DecimalText.fixed(value, places: places, rounding: .addHalf)
-      #expect(text == String(decoding: tpv, as: UTF8.self), "\(value) at \(places) places")
+      var printf = String(format: "%.\(places)f", value)
+      if printf.hasPrefix("-"), printf.allSatisfy({ $0 == "-" || $0 == "0" || $0 == "." }) { printf.removeFirst() }
+      #expect(String(decoding: tpv, as: UTF8.self) == printf, "\(value) at \(places) places")
     }
   }
 
-  /// The TPV writer and the track exports now write through ``DecimalText/digits``; their texts
-  /// are those of the writers it replaced (kept here as references) for every value, huge and
-  /// non-finite ones included.
+  /// The TPV writer and the track exports write through ``DecimalText/digits``: the TPV's texts
+  /// are printf's (gpsd's) and the exports' those of the writer it replaced (kept here as a
+  /// reference) for every value, huge and non-finite ones included.
   @Test func digitsWriteWhatTheReplacedWritersWrote() {
     var generator = SplitMix(seed: 2412)
     var values: [Double] = [
@@ -174,16 +185,10 @@ private enum Reference {
     let d = min(max(decimals, 0), 9)
     var scale = 1.0
     for _ in 0..<d { scale *= 10 }
-    let scaled = abs(value) * scale + 0.5
-    guard scaled < 9.0e18 else { return value.description }
-    let n = UInt64(scaled)
-    let divisor = UInt64(scale)
-    var text = value < 0 && n != 0 ? "-" : ""
-    text += String(n / divisor)
-    if d > 0 {
-      let fraction = String(n % divisor)
-      text += "." + String(repeating: "0", count: d - fraction.count) + fraction
-    }
+    guard abs(value) * scale < 9.0e18 else { return value.description }
+    // printf's text (gpsd's), without the sign of a value that rounds to zero.
+    var text = String(format: "%.\(d)f", value)
+    if text.hasPrefix("-"), text.allSatisfy({ $0 == "-" || $0 == "0" || $0 == "." }) { text.removeFirst() }
     return text
   }
 

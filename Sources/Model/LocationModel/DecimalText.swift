@@ -13,10 +13,16 @@ public enum DecimalText {
     /// `Double.rounded()` of the scaled magnitude: the nearest integer, halves away from zero,
     /// decided on the exact scaled value (`0.49999999999999994` stays 0).
     case halfAwayFromZero
-    /// The scaled magnitude plus 0.5, truncated (the C idiom `(long)(x + 0.5)`, as gpsd and the
-    /// NMEA encoder round): the same but for values within half an ulp below a half, where the
+    /// The scaled magnitude plus 0.5, truncated (the C idiom `(long)(x + 0.5)`, as the NMEA
+    /// encoder and the track exports round): the same but for values within half an ulp below a half, where the
     /// addition itself rounds up (`0.49999999999999994` becomes 1).
     case addHalf
+    /// C's `printf("%.Nf")` (glibc): the value's exact binary expansion rounded to the nearest,
+    /// an exact half to the even neighbour (`20.5625` to 3 places is `20.562`, `2.675`, stored
+    /// as 2.67499999999999982236431605997495353221893310546875, is `2.67`), decided without the
+    /// rounding error of the scaling (an error-free product by fused multiply-add). gpsd writes
+    /// its JSON so. Unlike printf, a value that rounds to zero is written without its sign.
+    case nearestEven
   }
 
   /// The largest `limit` of the text form: below 9 × 10^15 every rounded scaled value is an
@@ -82,6 +88,7 @@ public enum DecimalText {
     switch rounding {
     case .halfAwayFromZero: units = UInt64(magnitude.rounded())
     case .addHalf: units = UInt64(magnitude + 0.5)
+    case .nearestEven: units = nearestEvenUnits(abs(value), scale: Double(powerOfTen(places)), product: magnitude)
     }
     return Digits(negative: value < 0 && units != 0, units: units, places: places)
   }
@@ -98,6 +105,36 @@ public enum DecimalText {
     bytes.reserveCapacity(28)
     digits.write { bytes.append($0) }
     return String(decoding: bytes, as: UTF8.self)
+  }
+
+  /// `x` × `scale` (`x` ≥ 0 and finite, `scale` a power of ten up to 10^9, `product` their
+  /// rounded product, below ``integerLimit``) rounded to the nearest integer, an exact half to
+  /// even. The exact product is `product + error`, where `error` (from a fused multiply-add, and
+  /// exact) is at most half a unit in the last place of `product`. Below 2^52 every half-integer
+  /// is a multiple of that unit, so the distance of `product` from the candidate midpoint is exact
+  /// and, when not zero, at least one unit: `error` decides only when `product` is the midpoint.
+  /// From 2^52 up `product` is a whole number and `error` is rounded onto it.
+  @inlinable static func nearestEvenUnits(_ x: Double, scale: Double, product: Double) -> UInt64 {
+    let error = (-product).addingProduct(x, scale)  // fused: exact
+    guard product < 4_503_599_627_370_496 else {  // 2^52
+      let whole = error.rounded(.down)
+      let fraction = error - whole  // exact: 0 ≤ fraction < 1
+      var units = Int64(product) + Int64(whole)
+      if fraction > 0.5 || (fraction == 0.5 && units % 2 != 0) { units += 1 }
+      return UInt64(max(units, 0))
+    }
+    var floor = product.rounded(.down)
+    if floor == product && error < 0 { floor -= 1 }
+    let fromMidpoint = product - (floor + 0.5)  // exact: multiples of the unit of product
+    let above: Bool
+    if fromMidpoint != 0 {
+      above = fromMidpoint > 0
+    } else if error != 0 {
+      above = error > 0
+    } else {
+      above = floor.truncatingRemainder(dividingBy: 2) == 1  // a tie: to the even neighbour
+    }
+    return UInt64(max(floor, 0)) + (above ? 1 : 0)
   }
 
   /// 10^`exponent` for 0...9 (1 otherwise): a switch, so that an inlined call with a constant

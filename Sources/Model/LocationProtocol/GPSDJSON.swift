@@ -171,14 +171,14 @@ struct ByteWriter {
   }
 
   /// `value` with exactly `decimals` (0-9) digits after the point (``DecimalText``, rounded as
-  /// gpsd's `%.Nf` after `+ 0.5`: ``DecimalText/Rounding/addHalf``); `null` for a non-finite
+  /// gpsd's `printf("%.Nf")`: ``DecimalText/Rounding/nearestEven``); `null` for a non-finite
   /// value, Swift's shortest form for a magnitude of 9 × 10^18 or more once scaled.
   mutating func fixed(_ value: Double, _ decimals: Int) {
     guard value.isFinite else {
       write("null")
       return
     }
-    guard let digits = DecimalText.digits(value, places: decimals, rounding: .addHalf) else {
+    guard let digits = DecimalText.digits(value, places: decimals, rounding: .nearestEven) else {
       for b in value.description.utf8 { byte(b) }
       return
     }
