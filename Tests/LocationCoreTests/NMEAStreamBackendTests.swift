@@ -310,12 +310,14 @@ struct NMEAStreamBackendTests {
     let events = StreamEvents(backend)
     try await backend.start()
     try receiver.start(rate: 10) { elapsed in TestRoute.fix(Int((elapsed * 10).rounded())) }
-    // Until the third loss has been followed by a reopening and a fix. (Counting deviceRemoved
-    // statuses would not do: one unplug may give two, its hang-up and then the failed open's
-    // reason, so three could come from two unplugs while the third was still being noticed.)
+    // Until the third unplug has been followed by a reopening and a fix: four opens (the first
+    // and three reopenings, each after a loss; the schedule has no fourth unplug). Counting
+    // deviceRemoved statuses or losses would not do: one unplug may give two, its hang-up and
+    // then the failed open's reason, so three could come from two unplugs while the third was
+    // still to come.
     #expect(
       await events.wait { seen in
-        guard backend.statistics.losses >= 3 else { return false }
+        guard backend.statistics.losses >= 3, backend.statistics.opens >= 4 else { return false }
         let all = seen.all
         guard
           let last = all.lastIndex(where: {
