@@ -178,6 +178,12 @@ private func fields(_ line: String) -> [String] {
       #expect(gns[6] == letters)
       #expect(gns[7] == String(fix.satellitesUsed ?? 0))
       #expect(gns.last == "S")
+      // HDOP, altitude and separation as GGA writes them: gpsd reads the altitude from GNS.
+      let gga = fields(try #require(lines.first { $0.hasPrefix("$GNGGA") }))
+      #expect(gns[8] == gga[8] && gns[8] == "0.71")
+      #expect(gns[9] == gga[9] && gns[9] == "34.50")
+      #expect(gns[10] == gga[11] && gns[10] == "39.42")
+      #expect(lines.allSatisfy { $0.utf8.count <= NMEAEncoder.maximumSentenceLength })
       let rmc = fields(try #require(lines.first { $0.hasPrefix("$GNRMC") }))
       #expect(rmc.count == 14 && rmc.last == "S")
     }

@@ -137,17 +137,26 @@ struct SentenceTests {
       ("GPGGA,120000,4404.1306,N,12118.8515,W,1,10,0.98,11x7.7,M,-19.6,M,,", 9, "altitude"),
     ])
   func ggaInvalid(_ body: String, _ index: Int, _ name: String) {
+    expectInvalidField(body, .gga, index, name)
+  }
+
+  /// Parses `body` (a sentence without `$` and checksum) and expects `NMEAError.invalidField` for
+  /// the field at `index` (1-based, as the standard counts) named `name`.
+  private func expectInvalidField(
+    _ body: String, _ type: SentenceType, _ index: Int, _ name: String,
+    sourceLocation: SourceLocation = #_sourceLocation
+  ) {
     do {
       _ = try NMEAParser.parse(sentence(body))
-      Issue.record("accepted \(body)")
+      Issue.record("accepted \(body)", sourceLocation: sourceLocation)
     } catch {
-      guard case .invalidField(let type, let i, let n, _) = error else {
-        Issue.record("wrong error \(error)")
+      guard case .invalidField(let t, let i, let n, _) = error else {
+        Issue.record("wrong error \(error)", sourceLocation: sourceLocation)
         return
       }
-      #expect(type == .gga)
-      #expect(i == index)
-      #expect(n == name)
+      #expect(t == type, sourceLocation: sourceLocation)
+      #expect(i == index, sourceLocation: sourceLocation)
+      #expect(n == name, sourceLocation: sourceLocation)
     }
   }
 
@@ -184,19 +193,9 @@ struct SentenceTests {
     "RMC: a variation that is not a number, or beyond 180 degrees, is an invalid field like any other; a direction other than E or W leaves it out",
     arguments: ["abc", "inf", "nan", "1e3", "1e309", "99999999999999999999999", "200.0", "-3.0", "3..0"])
   func rmcInvalidVariation(_ variation: String) {
-    let body = "GPRMC,120000.00,A,3000.000,N,06000.000,E,1.0,45.0,010125,\(variation),W,A"
-    do {
-      _ = try NMEAParser.parse(sentence(body))
-      Issue.record("accepted \(body)")
-    } catch {
-      guard case .invalidField(let type, let index, let name, _) = error else {
-        Issue.record("wrong error \(error)")
-        return
-      }
-      #expect(type == .rmc)
-      #expect(index == 10)
-      #expect(name == "magnetic variation")
-    }
+    expectInvalidField(
+      "GPRMC,120000.00,A,3000.000,N,06000.000,E,1.0,45.0,010125,\(variation),W,A", .rmc, 10,
+      "magnetic variation")
   }
 
   @Test("RMC: variation 180.0 W is -180; with direction N (Motorola T805) or none it is left out")

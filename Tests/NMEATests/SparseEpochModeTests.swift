@@ -130,4 +130,62 @@ struct SparseEpochModeTests {
     #expect(fixes.map(\.mode) == [.fix3D, .noFix, .fix3D])
     #expect(fixes.dropFirst().first?.coordinate == nil)
   }
+
+  /// A GGA of `second` from `satellites` satellites, with an altitude or without one.
+  static func gga(_ second: Int, altitude: Bool, satellites: Int = 8) -> String {
+    let alt = altitude ? "545.4" : ""
+    return sentence(
+      "GPGGA,\(String(format: "1200%02d.00", second)),4807.038,N,01131.000,E,1,"
+        + "\(String(format: "%02d", satellites)),1.0,\(alt),M,,M,,")
+  }
+
+  @Test(
+    "RMC then a GGA without an altitude each second: 3D while gpsd's oldfix has an altitude, then 2D (processGGA, nmea_parse)"
+  )
+  func rmcThenGGAWithoutAltitude() {
+    // Second 1: the RMC keeps the last 3D; the GGA says 2D, but oldfix (second 0) has an
+    // altitude, so the end of nmea_parse keeps the 3D. Second 2: lastfix (this second's RMC) and
+    // oldfix (second 1) have none: the GGA makes it 2D, and the RMCs after it stay 2D.
+    var text = Self.rmc(0) + Self.gga(0, altitude: true)
+    for second in 1...3 { text += Self.rmc(second) + Self.gga(second, altitude: false) }
+    let (fixes, _) = decode(text)
+    #expect(fixes.map(\.mode) == [.fix3D, .fix3D, .fix2D, .fix2D])
+  }
+
+  @Test(
+    "GGA first each second, then RMC: a GGA without an altitude keeps the 3D twice, as gpsd's lastfix then oldfix had one"
+  )
+  func ggaFirstWithoutAltitude() {
+    // The GGA is the epoch's first timed sentence: gpsd's fix, lastfix and oldfix are still the
+    // last epochs'. Second 1: lastfix (second 0) has an altitude; second 2: oldfix (second 0)
+    // has one; second 3: neither, 2D, and the RMC after it reads lastfix's 2D.
+    var text = ""
+    for second in 0...4 { text += Self.gga(second, altitude: second == 0) + Self.rmc(second) }
+    let (fixes, _) = decode(text)
+    #expect(fixes.map(\.mode) == [.fix3D, .fix3D, .fix3D, .fix2D, .fix2D])
+  }
+
+  @Test(
+    "a GGA from three satellites after RMC-only epochs without an altitude is 2D; the RMC after it is 3D again (processGGA, processRMC)"
+  )
+  func threeSatelliteGGAAfterRMCOnlyEpochs() {
+    // Seconds 1 and 2 keep the 3D (processRMC, lastfix.mode); at second 3 neither lastfix (the
+    // RMC of second 3) nor oldfix (second 2) has an altitude, so the GGA's 2D stands. At second
+    // 4 the RMC finds second 3's altitude in gpsd's fix and says 3D again.
+    var text = Self.rmc(0) + Self.gga(0, altitude: true)
+    text += Self.rmc(1) + Self.rmc(2)
+    text += Self.rmc(3) + Self.gga(3, altitude: true, satellites: 3)
+    text += Self.rmc(4)
+    let (fixes, _) = decode(text)
+    #expect(fixes.map(\.mode) == [.fix3D, .fix3D, .fix3D, .fix2D, .fix3D])
+  }
+
+  @Test("a timed GGA with every other field empty reports no fix, not an unknown mode (processGGA)")
+  func emptyGGAIsNoFix() {
+    let text = Self.ggaEpoch(0) + sentence("GPGGA,120001.00,,,,,,,,,,,,,") + Self.ggaEpoch(2)
+    let (fixes, stats) = decode(text)
+    #expect(stats.rejectedTotal == 0)
+    #expect(fixes.map(\.mode) == [.fix3D, .noFix, .fix3D])
+    #expect(fixes.dropFirst().first?.coordinate == nil)
+  }
 }

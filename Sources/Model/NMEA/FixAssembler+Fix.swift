@@ -37,6 +37,10 @@ extension FixAssembler {
       // gpsd's processGGA, processRMC, processGLL and processGNS each set the mode, so when the
       // epoch's flags disagree the last one says whether there is a fix.
       mode = invalid && (!valid || lastSaidVoid) ? .noFix : .fix2D
+    } else if seen & 1 << 0 != 0 {
+      // gpsd processGGA sets the mode whatever the quality field says: a GGA without a position
+      // (an all-empty one, or one with no quality) reports no fix, not an unknown mode.
+      mode = .noFix
     } else {
       mode = .unknown
     }
@@ -46,7 +50,7 @@ extension FixAssembler {
     // Without GSA in the epoch, gpsd's processRMC/processGLL call a fix 3D by their rule above
     // (the last GSA listed four or more satellites, or an altitude is known) even when this
     // epoch sends no altitude.
-    let satellites3D = (rmcOrGLLSays3D || rmcKeeps3D || gllKeeps3D) && gsaMode == nil
+    let satellites3D = (rmcOrGLLSays3D || rmcKeeps3D || gllKeeps3D || ggaKeeps3D) && gsaMode == nil
     if mode == .fix2D,
       satellites3D || (altitudeMSL != nil && (positionSays3D || (previousMode == .fix3D && previousHadAltitude)))
     {

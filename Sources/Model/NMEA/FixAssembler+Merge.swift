@@ -2,6 +2,12 @@ import LocationModel
 
 // Merging one sentence into the epoch in progress, and accepting its date.
 extension FixAssembler {
+  /// Whether the sentence of `bit` (already in `seen`) is the epoch's first with a time (GGA,
+  /// RMC, GLL, GNS or ZDA): gpsd's fix, `lastfix` and `oldfix` are then still the last epoch's.
+  func isFirstTimed(_ bit: UInt16) -> Bool {
+    seen & ~bit & (Self.fixTypes | 1 << 6) == 0
+  }
+
   mutating func merge(_ sentence: NMEASentence) {
     switch sentence.payload {
     case .gga(let s):
@@ -19,16 +25,28 @@ extension FixAssembler {
       }
       if let n = s.satellitesUsed { satellitesUsed = n }
       // gpsd processGGA calls a position from three satellites, or without an altitude, 2D; the
-      // end of nmea_parse keeps an earlier 3D of the cycle (RMC, GLL) against it only when gpsd's
-      // last timed fix (this cycle's so far, or the last one with a time) had an altitude.
+      // end of nmea_parse keeps the 3D of the fix so far against it only while gpsd's lastfix or
+      // oldfix has an altitude. While the GGA is the epoch's first timed sentence, the fix so far
+      // and lastfix are the last timed epoch's and oldfix the one before; after another timed
+      // sentence of the epoch, they are this epoch's so far and oldfix the last timed epoch.
       let ggaSatellites = s.satellitesUsed ?? 0
       if s.coordinate != nil, let q = s.quality, q != .invalid, ggaSatellites >= 3,
-        !(s.altitudeMSL != nil && ggaSatellites >= 4),
-        !((rmcOrGLLSays3D || positionSays3D) && (altitudeMSL != nil || lastTimedHadAltitude))
+        !(s.altitudeMSL != nil && ggaSatellites >= 4)
       {
-        rmcOrGLLSays3D = false
-        positionSays3D = false
-        ggaSays2D = true
+        let first = isFirstTimed(1 << 0)
+        let fix3D = first ? previousMode == .fix3D : rmcOrGLLSays3D || positionSays3D || rmcKeeps3D || gllKeeps3D || ggaKeeps3D
+        let altitudeKnown =
+          first ? lastTimedHadAltitude || olderTimedHadAltitude : altitudeMSL != nil || lastTimedHadAltitude
+        if fix3D && altitudeKnown {
+          ggaKeeps3D = true
+        } else {
+          rmcOrGLLSays3D = false
+          positionSays3D = false
+          rmcKeeps3D = false
+          gllKeeps3D = false
+          ggaKeeps3D = false
+          ggaSays2D = true
+        }
       }
       // gpsd processGGA: a position with an altitude from at least four satellites is 3D.
       if s.coordinate != nil, s.altitudeMSL != nil, let q = s.quality, q != .invalid, (s.satellitesUsed ?? 0) >= 4 {
@@ -65,7 +83,7 @@ extension FixAssembler {
       }
       // gpsd processRMC reads the fix as it stands: the previous epoch's while the RMC is the
       // epoch's first timed sentence, else this epoch's so far (its first sentence cleared it).
-      let firstTimed = seen & ~(1 << 1) & (Self.fixTypes | 1 << 6) == 0
+      let firstTimed = isFirstTimed(1 << 1)
       // gpsd processRMC: a valid position is 3D when the last GSA listed more than three
       // satellites or the fix holds an altitude (the previous epoch's, or this epoch's GGA).
       let altitudeKnown = firstTimed ? previousHadAltitude || altitudeMSL != nil : altitudeMSL != nil
@@ -74,9 +92,11 @@ extension FixAssembler {
         rmcOrGLLSays3D = true
       }
       // gpsd processRMC: a valid position keeps the last fix's 3D ("this may be cycle starter"),
-      // unless a GLL earlier in this epoch made gpsd's last fix 2D, or a void sentence earlier in
-      // it left gpsd's last fix without one.
-      if s.isValid == true, s.coordinate != nil, previousMode == .fix3D, !gllSays2D, firstTimed || !invalid {
+      // unless a GLL or GGA earlier in this epoch made gpsd's last fix 2D, or a void sentence
+      // earlier in it left gpsd's last fix without one.
+      if s.isValid == true, s.coordinate != nil, previousMode == .fix3D, !gllSays2D,
+        firstTimed || (!invalid && !ggaSays2D)
+      {
         rmcKeeps3D = true
       }
       if let v = s.speedOverGroundKnots { speedKnots = v }
@@ -120,7 +140,7 @@ extension FixAssembler {
         // epoch before the last one while the GLL is the epoch's first timed sentence, and the
         // last epoch once another timed sentence of this epoch came first. So GLL epochs after a
         // 3D epoch with an altitude stay 3D twice, and the third is 2D.
-        let first = seen & ~(1 << 2) & (Self.fixTypes | 1 << 6) == 0
+        let first = isFirstTimed(1 << 2)
         let fix3D = first ? previousMode == .fix3D : (rmcKeeps3D || positionSays3D || gllKeeps3D)
         let oldfixHadAltitude = first ? olderTimedHadAltitude : lastTimedHadAltitude
         if fix3D && oldfixHadAltitude {
@@ -128,6 +148,7 @@ extension FixAssembler {
         } else {
           gllSays2D = true
           gllKeeps3D = false
+          ggaKeeps3D = false
           rmcKeeps3D = false
           rmcOrGLLSays3D = false
         }

@@ -68,6 +68,7 @@ public struct FixAssembler: Sendable {
   var ggaSays2D = false
   var rmcKeeps3D = false
   var gllKeeps3D = false
+  var ggaKeeps3D = false
   var gllSays2D = false
   var valid = false { didSet { if valid { lastSaidVoid = false } } }
   var invalid = false { didSet { if invalid { lastSaidVoid = true } } }
@@ -331,6 +332,7 @@ public struct FixAssembler: Sendable {
     ggaSays2D = false
     rmcKeeps3D = false
     gllKeeps3D = false
+    ggaKeeps3D = false
     gllSays2D = false
     valid = false
     invalid = false

@@ -139,7 +139,7 @@ extension NMEAEncoder {
   /// The GNS body (NMEA 4.10+):
   /// `xxGNS,time,lat,N/S,lon,E/W,modes,used,hdop,alt,sep,age,station,navstatus`.
   ///
-  /// Sent after GGA, whose altitude and HDOP decoders (this package's and gpsd's) keep.
+  /// Sent after GGA, with GGA's altitude: this package's decoder keeps GGA's, gpsd the last one.
   ///
   /// `modes` has one letter per system (GPS, GLONASS, Galileo, BeiDou; QZSS and NavIC too in
   /// 4.11): the fix's mode indicator for a system with satellites used, `N` for the others (all
@@ -163,17 +163,24 @@ extension NMEAEncoder {
       }.joined())
     let used = fix.satellitesUsed ?? fix.satellites.filter(\.used).count
     fields.append(padded(used, width: 2))
-    // HDOP, altitude and geoid separation with one decimal (NMEA's x.x) keep the sentence within
-    // 82 characters with seven decimals of position; GGA, sent before, carries them with two.
-    let places = min(1, precision.heightPlaces)
-    fields.append(fix.hdop.map { decimal($0, places: min(1, precision.hdopPlaces)) } ?? "")
+    // HDOP, altitude and geoid separation with GGA's decimals, since gpsd takes the altitude of
+    // the epoch's last sentence (GNS); when that passes 82 characters, one decimal (NMEA's x.x)
+    // before the position loses any.
     let altitude = fix.mode == .fix3D && position != nil ? fix.altitudeMSL : nil
-    fields.append(altitude.map { decimal($0, places: places) } ?? "")
-    fields.append(fix.geoidSeparation.map { decimal($0, places: places) } ?? "")
-    fields.append(fix.dgpsAge.map { decimal($0, places: places) } ?? "")
-    fields.append(fix.dgpsStation.map { padded($0, width: 4) } ?? "")
-    fields.append(navigationalStatus(fix))
-    return fields.joined(separator: ",")
+    func tail(_ places: Int, _ hdopPlaces: Int) -> [String] {
+      [
+        fix.hdop.map { decimal($0, places: hdopPlaces) } ?? "",
+        altitude.map { decimal($0, places: places) } ?? "",
+        fix.geoidSeparation.map { decimal($0, places: places) } ?? "",
+        fix.dgpsAge.map { decimal($0, places: places) } ?? "",
+        fix.dgpsStation.map { padded($0, width: 4) } ?? "",
+        navigationalStatus(fix),
+      ]
+    }
+    let body = (fields + tail(precision.heightPlaces, precision.hdopPlaces)).joined(separator: ",")
+    if frame(body).utf8.count <= maximumSentenceLength { return body }
+    return (fields + tail(min(1, precision.heightPlaces), min(1, precision.hdopPlaces)))
+      .joined(separator: ",")
   }
 
   /// The GST body: `xxGST,time,rms,semiMajor,semiMinor,orientation,latSigma,lonSigma,altSigma`
