@@ -188,4 +188,29 @@ struct SparseEpochModeTests {
     #expect(fixes.map(\.mode) == [.fix3D, .noFix, .fix3D])
     #expect(fixes.dropFirst().first?.coordinate == nil)
   }
+
+  static func gsa2D(_ satellites: Int) -> String {
+    let ids = (1...12).map { $0 <= satellites ? String(format: "%02d", $0) : "" }
+    return sentence("GPGSA,A,2,\(ids.joined(separator: ",")),1.8,0.9,1.5")
+  }
+
+  @Test(
+    "RMC and GLL after a GSA of their own epoch read its satellites: more than three make the fix 3D though the GSA said 2D (processRMC, processGLL satellites_used)"
+  )
+  func satellitesOfThisEpochsGSA() {
+    // GGA without an altitude (2D), GSA 2D listing five, then RMC: gpsd_data.satellites_used is
+    // already five, so processRMC says 3D. With three listed the RMC stays 2D.
+    var text = ""
+    for (second, count) in [(0, 5), (1, 5), (2, 3), (3, 3)] {
+      text += Self.gga(second, altitude: false, satellites: count) + Self.gsa2D(count) + Self.rmc(second)
+    }
+    #expect(decode(text).0.map(\.mode) == [.fix3D, .fix3D, .fix2D, .fix2D])
+    // RMC, GSA 2D, GLL each second, no altitude anywhere: the GLL reads the GSA before it (five:
+    // 3D; three: 2D), and the RMC of the next second keeps only a 3D that GLL left.
+    text = ""
+    for (second, count) in [(0, 5), (1, 3), (2, 3), (3, 5)] {
+      text += Self.rmc(second) + Self.gsa2D(count) + Self.gll(second)
+    }
+    #expect(decode(text).0.map(\.mode) == [.fix3D, .fix2D, .fix2D, .fix3D])
+  }
 }

@@ -8,6 +8,10 @@ extension FixAssembler {
     seen & ~bit & (Self.fixTypes | 1 << 6) == 0
   }
 
+  /// gpsd's `satellites_used` as a sentence finds it: the count of this epoch's GSAs so far, or
+  /// the last epoch's with a GSA.
+  var satellitesUsedSoFar: Int { usedSeen ? used.count : previousUsedCount }
+
   mutating func merge(_ sentence: NMEASentence) {
     switch sentence.payload {
     case .gga(let s):
@@ -87,7 +91,7 @@ extension FixAssembler {
       // gpsd processRMC: a valid position is 3D when the last GSA listed more than three
       // satellites or the fix holds an altitude (the previous epoch's, or this epoch's GGA).
       let altitudeKnown = firstTimed ? previousHadAltitude || altitudeMSL != nil : altitudeMSL != nil
-      if s.isValid == true, s.coordinate != nil, previousUsedCount > 3 || altitudeKnown {
+      if s.isValid == true, s.coordinate != nil, satellitesUsedSoFar > 3 || altitudeKnown {
         positionSays3D = true
         rmcOrGLLSays3D = true
       }
@@ -131,7 +135,7 @@ extension FixAssembler {
       }
       if s.modeIndicator.map({ FixQuality(modeIndicator: $0) }) == .invalid { invalid = true }
       // gpsd processGLL: the same rule as RMC's.
-      if s.isValid == true, s.coordinate != nil, previousUsedCount > 3 || previousHadAltitude || altitudeMSL != nil {
+      if s.isValid == true, s.coordinate != nil, satellitesUsedSoFar > 3 || previousHadAltitude || altitudeMSL != nil {
         positionSays3D = true
         rmcOrGLLSays3D = true
       } else if s.isValid == true, s.coordinate != nil, s.modeIndicator != 0x4E {
@@ -186,6 +190,16 @@ extension FixAssembler {
       }
     case .gsa(let s):
       if let m = s.mode { gsaMode = max(gsaMode ?? .unknown, m) }
+      // gpsd processGSA sets the mode GSA says; the end of nmea_parse keeps the 3D that RMC, GLL
+      // or GGA gave the fix so far against a 2D only while lastfix or oldfix has an altitude.
+      if s.mode == .fix2D, rmcOrGLLSays3D || rmcKeeps3D || gllKeeps3D || ggaKeeps3D,
+        altitudeMSL == nil && !lastTimedHadAltitude
+      {
+        rmcOrGLLSays3D = false
+        rmcKeeps3D = false
+        gllKeeps3D = false
+        ggaKeeps3D = false
+      }
       if let p = s.pdop { pdop = p }
       if let h = s.hdop { hdop = h }
       if let v = s.vdop { vdop = v }
