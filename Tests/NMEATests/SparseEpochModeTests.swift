@@ -213,4 +213,19 @@ struct SparseEpochModeTests {
     }
     #expect(decode(text).0.map(\.mode) == [.fix3D, .fix2D, .fix2D, .fix3D])
   }
+
+  @Test(
+    "GLL, GSA saying 2D, RMC each second: the GSA ends the GLL's 3D once no altitude is known, and the RMC reads its 2D (processGSA, nmea_parse, processRMC lastfix)"
+  )
+  func gsa2DBetweenGLLAndRMC() {
+    // Second 1: the GLL is 3D (the fix held second 0's altitude); the GSA's 2D does not end it,
+    // as oldfix (second 0) has an altitude. Second 2: the GLL is 3D by the eight satellites of
+    // the last GSA; the GSA lists three and no altitude is known, so the fix is 2D, and the RMC
+    // after it keeps lastfix's 2D. Second 3: 2D throughout.
+    var text = Self.rmc(0) + Self.gga(0, altitude: true)
+    for (second, count) in [(1, 8), (2, 3), (3, 3)] {
+      text += Self.gll(second) + Self.gsa2D(count) + Self.rmc(second)
+    }
+    #expect(decode(text).0.map(\.mode) == [.fix3D, .fix3D, .fix2D, .fix2D])
+  }
 }

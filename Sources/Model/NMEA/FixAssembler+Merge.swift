@@ -96,10 +96,10 @@ extension FixAssembler {
         rmcOrGLLSays3D = true
       }
       // gpsd processRMC: a valid position keeps the last fix's 3D ("this may be cycle starter"),
-      // unless a GLL or GGA earlier in this epoch made gpsd's last fix 2D, or a void sentence
+      // unless a GLL, GGA or GSA earlier in this epoch made gpsd's last fix 2D, or a void sentence
       // earlier in it left gpsd's last fix without one.
       if s.isValid == true, s.coordinate != nil, previousMode == .fix3D, !gllSays2D,
-        firstTimed || (!invalid && !ggaSays2D)
+        firstTimed || (!invalid && !ggaSays2D && !gsaSays2D)
       {
         rmcKeeps3D = true
       }
@@ -192,13 +192,17 @@ extension FixAssembler {
       if let m = s.mode { gsaMode = max(gsaMode ?? .unknown, m) }
       // gpsd processGSA sets the mode GSA says; the end of nmea_parse keeps the 3D that RMC, GLL
       // or GGA gave the fix so far against a 2D only while lastfix or oldfix has an altitude.
-      if s.mode == .fix2D, rmcOrGLLSays3D || rmcKeeps3D || gllKeeps3D || ggaKeeps3D,
-        altitudeMSL == nil && !lastTimedHadAltitude
+      // Otherwise the fix is 2D, and an RMC after it reads that 2D as lastfix's mode.
+      if s.mode == .fix2D,
+        !((rmcOrGLLSays3D || rmcKeeps3D || gllKeeps3D || ggaKeeps3D)
+          && (altitudeMSL != nil || lastTimedHadAltitude))
       {
         rmcOrGLLSays3D = false
         rmcKeeps3D = false
         gllKeeps3D = false
         ggaKeeps3D = false
+        if altitudeMSL == nil { positionSays3D = false }
+        gsaSays2D = true
       }
       if let p = s.pdop { pdop = p }
       if let h = s.hdop { hdop = h }

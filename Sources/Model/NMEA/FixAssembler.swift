@@ -66,6 +66,7 @@ public struct FixAssembler: Sendable {
   var positionSays3D = false
   var rmcOrGLLSays3D = false
   var ggaSays2D = false
+  var gsaSays2D = false
   var rmcKeeps3D = false
   var gllKeeps3D = false
   var ggaKeeps3D = false
@@ -330,6 +331,7 @@ public struct FixAssembler: Sendable {
     positionSays3D = false
     rmcOrGLLSays3D = false
     ggaSays2D = false
+    gsaSays2D = false
     rmcKeeps3D = false
     gllKeeps3D = false
     ggaKeeps3D = false
