@@ -278,6 +278,12 @@ struct SimulatedBackendTests {
       try SimulatedBackend.Options.parse("simulate?outage=10-2099999999999999999999999999999")
     }
     #expect(throws: BackendURIError.self) { try SimulatedBackend.Options.parse("simulate?outage=1e300-1e301") }
+    // END above START by less than a Duration's resolution: an outage that would end where it
+    // begins (found by the config fuzz harness).
+    #expect(throws: BackendURIError.self) { try SimulatedBackend.Options.parse("simulate?outage=0-0.00000000000000000004") }
+    #expect(throws: BackendURIError.self) { try SimulatedBackend.Options.parse("simulate?outage=1-1.0000000000000000001") }
+    let shortest = try SimulatedBackend.Options.parse("simulate?outage=0-0.000000001").outages
+    #expect(shortest.map { $0.end > $0.start } == [true])
     #expect(throws: BackendURIError.self) { try SimulatedBackend.Options.parse("simulate?mode=1e300:2d") }
     #expect(throws: BackendURIError.self) { try SimulatedBackend.Options.parse("simulate?outage=0-1000000001") }
     #expect(
