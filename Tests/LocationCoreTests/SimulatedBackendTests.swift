@@ -282,6 +282,9 @@ struct SimulatedBackendTests {
     // begins (found by the config fuzz harness).
     #expect(throws: BackendURIError.self) { try SimulatedBackend.Options.parse("simulate?outage=0-0.00000000000000000004") }
     #expect(throws: BackendURIError.self) { try SimulatedBackend.Options.parse("simulate?outage=1-1.0000000000000000001") }
+    // A START far beyond END and the limit is refused before it becomes a Duration (which traps).
+    #expect(throws: BackendURIError.self) { try SimulatedBackend.Options.parse("simulate?outage=1e300-5") }
+    #expect(throws: BackendURIError.self) { try SimulatedBackend.Options.parse("simulate?outage=100000000000000000000-5") }
     let shortest = try SimulatedBackend.Options.parse("simulate?outage=0-0.000000001").outages
     #expect(shortest.map { $0.end > $0.start } == [true])
     #expect(throws: BackendURIError.self) { try SimulatedBackend.Options.parse("simulate?mode=1e300:2d") }

@@ -199,10 +199,11 @@ public final class SimulatedBackend: LocationBackend {
         case "outage":
           for range in value.split(separator: ",") {
             let bounds = range.split(separator: "-", omittingEmptySubsequences: false)
-            // START < END is checked on the Durations kept: seconds closer than their resolution
-            // (1e-18 s) would make an outage that ends where it begins.
+            // START < END is checked again on the Durations kept (within range, so converting
+            // cannot trap): seconds closer than their resolution (1e-18 s) would make an outage
+            // that ends where it begins.
             guard bounds.count == 2, let start = DecimalText.number(bounds[0]), let end = DecimalText.number(bounds[1]),
-              start.isFinite, end.isFinite, start >= 0, end <= maximumScheduleSeconds,
+              start.isFinite, end.isFinite, start >= 0, end > start, end <= maximumScheduleSeconds,
               Duration.seconds(end) > Duration.seconds(start)
             else {
               throw .invalidValue(
