@@ -137,6 +137,8 @@ struct SimulatedReceiverTests {
     // after it opened the device, never a stale one.
     let firstLine = try #require(completeLines(second).first)
     let sentence = String(decoding: firstLine, as: UTF8.self) + "\n"
+    // onWrite runs on the writer thread after the write, so the reader may see the bytes first.
+    #expect(await waitUntil { written.withLock { $0.contains { $0.sentences.contains(sentence) } } })
     let epoch = try #require(
       written.withLock { $0.first { $0.sentences.contains(sentence) } }, "\(sentence)")
     #expect((epoch.fix.time ?? .min) > lastWrittenBeforeReopen, "a stale epoch was read")
