@@ -187,6 +187,10 @@ enum DocExamples {
       "profiles a release build under valgrind for a minute and rewrites link/locationd.order"
     ),
     ("scripts/geoclue-memory", "a measurement of minutes: prints figures"),
+    (
+      "scripts/compare-profiles",
+      "a measurement against gpsd through gpsfake (gpsd-clients), minutes per hundred logs: prints figures"
+    ),
     (".build/release/mqtt-bench", "a benchmark: prints figures"),
     ("locationd --mqtt", "needs a broker; MQTTEndToEndTests run locationd against a private mosquitto"),
     (
