@@ -279,7 +279,7 @@ struct SimulatedBackendTests {
     }
     #expect(throws: BackendURIError.self) { try SimulatedBackend.Options.parse("simulate?outage=1e300-1e301") }
     // END above START by less than a Duration's resolution: an outage that would end where it
-    // begins (found by the config fuzz harness).
+    // begins (found by the config fuzz harness). The second END is START itself as a Double.
     #expect(throws: BackendURIError.self) { try SimulatedBackend.Options.parse("simulate?outage=0-0.00000000000000000004") }
     #expect(throws: BackendURIError.self) { try SimulatedBackend.Options.parse("simulate?outage=1-1.0000000000000000001") }
     // A START far beyond END and the limit is refused before it becomes a Duration (which traps).

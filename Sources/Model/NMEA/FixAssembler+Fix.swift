@@ -50,7 +50,7 @@ extension FixAssembler {
     // Without GSA in the epoch, gpsd's processRMC/processGLL call a fix 3D by their rule above
     // (the last GSA listed four or more satellites, or an altitude is known) even when this
     // epoch sends no altitude.
-    let satellites3D = (rmcOrGLLSays3D || rmcKeeps3D || gllKeeps3D || ggaKeeps3D) && (gsaMode == nil || gsaMode == .fix2D)
+    let satellites3D = carries3D && (gsaMode == nil || gsaMode == .fix2D)
     if mode == .fix2D,
       satellites3D || (altitudeMSL != nil && (positionSays3D || (previousMode == .fix3D && previousHadAltitude)))
     {

@@ -12,6 +12,18 @@ extension FixAssembler {
   /// the last epoch's with a GSA.
   var satellitesUsedSoFar: Int { usedSeen ? used.count : previousUsedCount }
 
+  /// Whether RMC, GLL or GGA made or kept the epoch's fix 3D without an altitude of its own (the
+  /// 3D the end of gpsd's nmea_parse keeps against a later 2D while an altitude is known).
+  var carries3D: Bool { rmcOrGLLSays3D || rmcKeeps3D || gllKeeps3D || ggaKeeps3D }
+
+  /// Drops the 3D that ``carries3D`` reports, when a sentence's 2D ends it.
+  mutating func dropCarried3D() {
+    rmcOrGLLSays3D = false
+    rmcKeeps3D = false
+    gllKeeps3D = false
+    ggaKeeps3D = false
+  }
+
   mutating func merge(_ sentence: NMEASentence) {
     switch sentence.payload {
     case .gga(let s):
@@ -38,17 +50,14 @@ extension FixAssembler {
         !(s.altitudeMSL != nil && ggaSatellites >= 4)
       {
         let first = isFirstTimed(1 << 0)
-        let fix3D = first ? previousMode == .fix3D : rmcOrGLLSays3D || positionSays3D || rmcKeeps3D || gllKeeps3D || ggaKeeps3D
+        let fix3D = first ? previousMode == .fix3D : carries3D || positionSays3D
         let altitudeKnown =
           first ? lastTimedHadAltitude || olderTimedHadAltitude : altitudeMSL != nil || lastTimedHadAltitude
         if fix3D && altitudeKnown {
           ggaKeeps3D = true
         } else {
-          rmcOrGLLSays3D = false
+          dropCarried3D()
           positionSays3D = false
-          rmcKeeps3D = false
-          gllKeeps3D = false
-          ggaKeeps3D = false
           ggaSays2D = true
         }
       }
@@ -151,10 +160,7 @@ extension FixAssembler {
           gllKeeps3D = true
         } else {
           gllSays2D = true
-          gllKeeps3D = false
-          ggaKeeps3D = false
-          rmcKeeps3D = false
-          rmcOrGLLSays3D = false
+          dropCarried3D()
         }
       }
     case .gns(let s):
@@ -193,14 +199,8 @@ extension FixAssembler {
       // gpsd processGSA sets the mode GSA says; the end of nmea_parse keeps the 3D that RMC, GLL
       // or GGA gave the fix so far against a 2D only while lastfix or oldfix has an altitude.
       // Otherwise the fix is 2D, and an RMC after it reads that 2D as lastfix's mode.
-      if s.mode == .fix2D,
-        !((rmcOrGLLSays3D || rmcKeeps3D || gllKeeps3D || ggaKeeps3D)
-          && (altitudeMSL != nil || lastTimedHadAltitude))
-      {
-        rmcOrGLLSays3D = false
-        rmcKeeps3D = false
-        gllKeeps3D = false
-        ggaKeeps3D = false
+      if s.mode == .fix2D, !(carries3D && (altitudeMSL != nil || lastTimedHadAltitude)) {
+        dropCarried3D()
         if altitudeMSL == nil { positionSays3D = false }
         gsaSays2D = true
       }
