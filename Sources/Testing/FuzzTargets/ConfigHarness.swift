@@ -16,8 +16,9 @@ import LocationModel
 /// block). The route reader has its own target (`gpx`).
 ///
 /// Invariants: a parse either throws its documented error with a non-empty description or
-/// returns values within the documented ranges and free of U+FFFD; a gpsd endpoint written back as a URI parses
-/// to the same endpoint.
+/// returns values within the documented ranges and free of U+FFFD; a configuration reloaded from
+/// the same flags and file (SIGHUP) parses again and needs no restart; a gpsd endpoint written
+/// back as a URI parses to the same endpoint.
 enum ConfigHarness {
   static func check(_ input: [UInt8]) throws(FuzzFailure) {
     guard let first = input.first else { return }
@@ -56,6 +57,19 @@ enum ConfigHarness {
       return
     }
     try checkConfiguration(configuration)
+    // SIGHUP: the same flags over the same file give the same configuration, so nothing needs a
+    // restart; against the built-in defaults every setting's comparison runs.
+    let reloaded: Configuration
+    do throws(ConfigurationError) {
+      reloaded = try configuration.reloaded(readFile: { _ in file })
+    } catch {
+      throw FuzzFailure("\(arguments) parsed once but not on reload: \(error)")
+    }
+    let restart = reloaded.needsRestart(comparedWith: configuration)
+    try require(restart.isEmpty, "reloading the same file needs a restart of \(restart)")
+    if let defaults = try? Configuration.parse(arguments: [], readFile: { _ in "" }) {
+      _ = configuration.needsRestart(comparedWith: defaults)
+    }
   }
 
   static func checkConfiguration(_ c: Configuration) throws(FuzzFailure) {
