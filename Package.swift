@@ -352,7 +352,7 @@ let package = Package(
     .target(
       name: "FuzzTargets", dependencies: [
         "NMEA", "LocationModel", "LocationProtocol", "LocationCore", "LocationDaemon", "MapState", "GPSDBackend",
-        "Regions", "ServiceCore", "SystemIO", "OwnTracks", "MQTTFrontEnd",
+        "Regions", "ServiceCore", "SystemIO", "OwnTracks", "MQTTFrontEnd", "GNSSSky",
       ],
       path: "Sources/Testing/FuzzTargets",
       swiftSettings: swiftSettings),

@@ -1,3 +1,4 @@
+import GNSSSky
 import LocationCore
 import NMEA
 import LocationModel
@@ -8,7 +9,8 @@ import LocationModel
 /// - the reader returns at least one point or throws a ``GPXError`` (never an empty route);
 /// - every point has a finite latitude in [-90, 90] and longitude in [-180, 180], and a finite
 ///   elevation when it has one;
-/// - the points written back as a GPX route read back to exactly the same points.
+/// - the points written back as a GPX route (elevations and obstructions included) read back to
+///   exactly the same points.
 enum GPXHarness {
   static func check(_ input: [UInt8]) throws(FuzzFailure) {
     let points: [GPXPoint]
@@ -34,6 +36,9 @@ enum GPXHarness {
     for point in points {
       document += "<rtept lat=\"\(plainDecimal(point.coordinate.latitude))\" lon=\"\(plainDecimal(point.coordinate.longitude))\">"
       if let e = point.elevation { document += "<ele>\(plainDecimal(e))</ele>" }
+      if let obstruction = point.obstruction {
+        document += "<extensions><obstruction>\(obstructionText(obstruction))</obstruction></extensions>"
+      }
       document += "</rtept>"
     }
     document += "</rte></gpx>"
@@ -42,6 +47,16 @@ enum GPXHarness {
       throw FuzzFailure("points written back do not read back: \(error)")
     }
     try require(reread == points, "points changed when written back and read again")
+  }
+
+  /// An obstruction as the route file names it (docs/simulator.md): `open`, `tunnel` or
+  /// `canyon:DEG` (a point's canyon has street azimuth 0, the route fills it in later).
+  static func obstructionText(_ obstruction: Obstruction) -> String {
+    switch obstruction {
+    case .openSky: return "open"
+    case .tunnel: return "tunnel"
+    case .urbanCanyon(_, let wallElevation): return "canyon:\(plainDecimal(wallElevation))"
+    }
   }
 
   /// `value` as an `xsd:decimal` (the GPX schema's type for coordinates and elevations): the
