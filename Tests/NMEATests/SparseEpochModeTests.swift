@@ -228,4 +228,30 @@ struct SparseEpochModeTests {
     }
     #expect(decode(text).0.map(\.mode) == [.fix3D, .fix3D, .fix2D, .fix2D])
   }
+
+  @Test(
+    "a void RMC alone in its second gives gpsd no time: its fix keeps the last altitude, and the RMCs after it are 3D (processRMC, gpsd_error_model)"
+  )
+  func voidRMCBetweenValidRMCs() throws {
+    // processRMC merges no time from a void RMC, so gpsd starts no cycle: it merges the void's
+    // no-fix mode into the fix of second 1, which keeps second 1's altitude. Second 3's RMC finds
+    // that altitude in gpsd's fix and says 3D; seconds 4 and 5 keep lastfix's 3D.
+    var text = Self.rmc(0) + Self.gga(0, altitude: true) + Self.rmc(1) + Self.gga(1, altitude: true)
+    text += sentence("GPRMC,120002.00,V,4807.038,N,01131.000,E,0.0,,\(Self.date),,,N")
+    for second in 3...5 { text += Self.rmc(second) }
+    let (fixes, stats) = decode(text)
+    #expect(stats.rejectedTotal == 0)
+    #expect(fixes.map(\.mode) == [.fix3D, .fix3D, .noFix, .fix3D, .fix3D, .fix3D])
+    #expect(fixes.dropFirst(3).allSatisfy { $0.altitudeMSL == nil && $0.coordinate != nil })
+    // An empty void RMC does the same; a void GLL gives gpsd a time, so after it the RMCs find
+    // no altitude and the 3D ends.
+    text = Self.rmc(0) + Self.gga(0, altitude: true) + Self.rmc(1) + Self.gga(1, altitude: true)
+    text += sentence("GPRMC,120002.00,V,,,,,,,\(Self.date),,,N")
+    for second in 3...5 { text += Self.rmc(second) }
+    #expect(decode(text).0.map(\.mode) == [.fix3D, .fix3D, .noFix, .fix3D, .fix3D, .fix3D])
+    text = Self.rmc(0) + Self.gga(0, altitude: true) + Self.rmc(1) + Self.gga(1, altitude: true)
+    text += sentence("GPGLL,4807.038,N,01131.000,E,120002.00,V,N")
+    for second in 3...5 { text += Self.rmc(second) }
+    #expect(decode(text).0.map(\.mode) == [.fix3D, .fix3D, .noFix, .fix2D, .fix2D, .fix2D])
+  }
 }

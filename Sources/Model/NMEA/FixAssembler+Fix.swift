@@ -62,8 +62,10 @@ extension FixAssembler {
     if mode == .fix3D && altitudeMSL == nil && gsaMode != .fix3D && !satellites3D { mode = .fix2D }
     fix.mode = mode
     previousMode = mode
-    previousHadAltitude = altitudeMSL != nil
-    if gpsdDateKnown && timeOfDay != nil {
+    // An epoch that gave gpsd no time (a void RMC alone) was merged into gpsd's last fix, whose
+    // altitude, lastfix and oldfix it leaves as they were.
+    previousHadAltitude = altitudeMSL != nil || (!gpsdTimed && previousHadAltitude)
+    if gpsdDateKnown && timeOfDay != nil && gpsdTimed {
       olderTimedHadAltitude = lastTimedHadAltitude
       lastTimedHadAltitude = altitudeMSL != nil
     }

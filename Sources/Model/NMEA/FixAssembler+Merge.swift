@@ -12,6 +12,20 @@ extension FixAssembler {
   /// the last epoch's with a GSA.
   var satellitesUsedSoFar: Int { usedSeen ? used.count : previousUsedCount }
 
+  /// Whether gpsd merges a time from the sentence (driver_nmea0183.c: processGGA, processGLL,
+  /// processGNS and processZDA whenever the time field is there; processRMC only for status A or
+  /// D with a time and a date, since a void RMC's clock may be anything).
+  static func givesGPSDTime(_ payload: NMEASentence.Payload) -> Bool {
+    switch payload {
+    case .gga(let s): return s.timeOfDay != nil
+    case .gll(let s): return s.timeOfDay != nil
+    case .gns(let s): return s.timeOfDay != nil
+    case .zda(let s): return s.timeOfDay != nil
+    case .rmc(let s): return s.isValid == true && s.timeOfDay != nil && s.date != nil
+    default: return false
+    }
+  }
+
   /// Whether RMC, GLL or GGA made or kept the epoch's fix 3D without an altitude of its own (the
   /// 3D the end of gpsd's nmea_parse keeps against a later 2D while an altitude is known).
   var carries3D: Bool { rmcOrGLLSays3D || rmcKeeps3D || gllKeeps3D || ggaKeeps3D }
@@ -25,6 +39,7 @@ extension FixAssembler {
   }
 
   mutating func merge(_ sentence: NMEASentence) {
+    if Self.givesGPSDTime(sentence.payload) { gpsdTimed = true }
     switch sentence.payload {
     case .gga(let s):
       if let c = s.coordinate {

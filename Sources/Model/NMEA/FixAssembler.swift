@@ -124,6 +124,11 @@ public struct FixAssembler: Sendable {
   var olderTimedHadAltitude = false
   var previousMode: FixMode = .unknown
   var previousUsedCount = 0
+  // Whether a sentence of this epoch gave gpsd a time (driver_nmea0183.c: GGA, GLL, GNS and ZDA
+  // with a time; RMC only with status A or D, a time and a date). An epoch without one (a void
+  // RMC alone) starts no gpsd cycle: gpsd merges it into the last fix, which keeps its time and
+  // altitude.
+  var gpsdTimed = false
   // The last epoch with a time (gpsd's oldfix): its time, mode and position.
   var previousTimed: (time: Int64, mode: FixMode, coordinate: Coordinate?)?
 
@@ -338,6 +343,7 @@ public struct FixAssembler: Sendable {
     gllSays2D = false
     valid = false
     invalid = false
+    gpsdTimed = false
     lastSaidVoid = false
     altitudeMSL = nil
     geoidSeparation = nil
