@@ -477,6 +477,63 @@ struct NMEAStreamBackendTests {
     #expect(backend.statistics.opens == 3 && backend.statistics.losses == 3)
   }
 
+  /// RMC and GGA, then RMC alone: no sentence kind ends two epochs in a row, so the stream's
+  /// cycle end is never learned and each epoch waits for the next one to begin.
+  static let sparseGGAStream: [UInt8] = {
+    func line(_ body: String) -> String {
+      String(format: "$%@*%02X\r\n", body, body.utf8.reduce(UInt8(0), ^))
+    }
+    var text = ""
+    for second in 0..<6 {
+      let time = String(format: "1200%02d.00", second)
+      text += line("GPRMC,\(time),A,4807.038,N,01131.000,E,1.0,45.0,071020,,,A")
+      if second % 2 == 0 { text += line("GPGGA,\(time),4807.038,N,01131.000,E,1,08,1.0,545.4,M,46.9,M,,") }
+    }
+    return Array(text.utf8)
+  }()
+
+  /// The times of day (ms) `decode` gives the stream: every epoch, the last one at the end of
+  /// the input.
+  static func decodedTimes(_ bytes: [UInt8]) -> [Int32?] {
+    var decoder = NMEADecoder(liveWithRolloverFloor: nil)
+    var times: [Int32?] = []
+    decoder.feed(bytes) { times.append($0.fix.timeOfDay) }
+    decoder.finish { times.append($0.fix.timeOfDay) }
+    return times
+  }
+
+  /// A receiver that stops sending: its last epoch is reported once the source stays silent
+  /// (``NMEAStreamBackend/Options/epochSilence``), with the connection still open; one that
+  /// closes the connection gets it reported at the loss, whatever the silence setting.
+  @Test(arguments: [true, false])
+  func theLastEpochIsReportedWhenTheSourceFallsSilentOrCloses(_ silence: Bool) async throws {
+    let peer = try TCPPeer()
+    var options = NMEAStreamBackend.Options()
+    options.epochSilence = silence ? .milliseconds(200) : .seconds(3600)
+    let backend = try NMEAStreamBackend(uri: "tcp://127.0.0.1:\(peer.port)", options: options)
+    let events = StreamEvents(backend)
+    try await backend.start()
+    let connection = peer.accept()
+    try #require(connection >= 0)
+    try SystemIO.writeAll(connection, Self.sparseGGAStream)
+    let expected = Self.decodedTimes(Self.sparseGGAStream)
+    #expect(expected.count == 6 && expected.last == 43_205_000)
+    if silence {
+      #expect(await events.wait { $0.locations.count == expected.count })
+      close(connection)
+    } else {
+      #expect(await events.wait { $0.locations.count == expected.count - 1 })
+      close(connection)
+      #expect(await events.wait { $0.locations.count == expected.count })
+    }
+    #expect(await events.wait { $0.statuses.contains { $0.status == .disconnected } })
+    await backend.stop()
+    // Each epoch once, as decode gives it: the loss does not report the silent epoch again.
+    #expect(events.locations.map(\.fix.timeOfDay) == expected)
+    #expect(events.locations.last?.fix.mode == .fix3D)
+    #expect(backend.statistics.locations == expected.count)
+  }
+
   /// Nothing listens: each refused attempt that waits longer than the one before says so, so the
   /// state's detail names the delay in force; the same delay again is not repeated.
   @Test func refusedTCPConnectionsReportTheirGrowingDelay() async throws {

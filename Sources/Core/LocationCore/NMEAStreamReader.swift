@@ -28,6 +28,8 @@ final class NMEAStreamReader: @unchecked Sendable {
   private var toldNoNMEA = false
   /// The epoch reported at its end of cycle, until the decoder emits it in the ordinary way.
   private var earlyEpoch: DecodedFix?
+  /// When the epoch in progress, not yet reported, ends for silence (``Options/epochSilence``).
+  private var epochSilenceDeadline: UInt64?
   private var buffer = [UInt8](repeating: 0, count: 1 << 16)
 
   init(
@@ -138,7 +140,7 @@ final class NMEAStreamReader: @unchecked Sendable {
   }
 
   private func lose(path: String, reason: String) {
-    finishConnection()
+    finishConnection(endingEpoch: true)
     counters.value.withLock { $0.losses += 1 }
     report(.deviceRemoved, "\(path) removed (\(reason)); waiting for it to return")
   }
@@ -301,7 +303,7 @@ final class NMEAStreamReader: @unchecked Sendable {
         thread, fd: fd, watch: nil, path: nil, idle: Self.nanoseconds(options.idleTimeout))
       close(fd)
       guard let reason else { return }
-      finishConnection()
+      finishConnection(endingEpoch: true)
       counters.value.withLock { $0.losses += 1 }
       report(
         .disconnected,
@@ -336,7 +338,7 @@ final class NMEAStreamReader: @unchecked Sendable {
       let reason = readDatagrams(thread, fd: fd)
       close(fd)
       guard let reason else { return }
-      finishConnection()
+      finishConnection(endingEpoch: true)
       report(.disconnected, "\(name): \(reason); retrying in \(delay / 1_000_000) ms")
       thread.sleep(nanoseconds: delay)
       delay = min(delay * 2, maximum)
@@ -416,16 +418,17 @@ final class NMEAStreamReader: @unchecked Sendable {
     return nil
   }
 
-  /// Nanoseconds until the next timer (the no-fix deadline, the next rejection report).
+  /// Nanoseconds until the next timer (the no-fix deadline, the end of a silent epoch).
   private func timerWait() -> UInt64? {
     let now = MonotonicClock.nanoseconds()
-    guard let deadline = noFixDeadline else { return nil }
+    guard let deadline = [noFixDeadline, epochSilenceDeadline].compactMap({ $0 }).min() else { return nil }
     return deadline > now ? deadline - now : 0
   }
 
   private func beginConnection() {
     decoder = NMEADecoder(liveWithRolloverFloor: endpoint.rolloverFloor)
     earlyEpoch = nil
+    epochSilenceDeadline = nil
     reportedRejections = [:]
     connectionBytes = 0
     firstBytes = []
@@ -433,9 +436,19 @@ final class NMEAStreamReader: @unchecked Sendable {
     noFixDeadline = MonotonicClock.nanoseconds() + Self.nanoseconds(options.noFixTimeout)
   }
 
-  /// Adds the connection's decoder counters to the totals; its partial epoch is dropped (a
-  /// sentence cut by the loss cannot be completed).
-  private func finishConnection() {
+  /// Adds the connection's decoder counters to the totals. When the connection broke
+  /// (`endingEpoch`), the epoch its whole sentences began is reported first; a sentence the loss
+  /// cut is not decoded. A stop drops it.
+  private func finishConnection(endingEpoch: Bool = false) {
+    if endingEpoch {
+      var emitted = 0
+      decoder.endEpoch { decoded in
+        if deliver(decoded) { emitted += 1 }
+      }
+      counters.value.withLock { $0.locations += emitted }
+    }
+    earlyEpoch = nil
+    epochSilenceDeadline = nil
     reportRejections(force: true)
     let statistics = decoder.statistics
     counters.value.withLock { totals in
@@ -458,13 +471,7 @@ final class NMEAStreamReader: @unchecked Sendable {
     if firstBytes.count < 32 { firstBytes.append(contentsOf: bytes.prefix(32 - firstBytes.count)) }
     var emitted = 0
     decoder.feed(bytes) { decoded in
-      // Already reported at its end of cycle, with this very value.
-      if let early = earlyEpoch {
-        earlyEpoch = nil
-        if early == decoded { return }
-      }
-      emitted += 1
-      emit(decoded)
+      if deliver(decoded) { emitted += 1 }
     }
     // The receiver's cycle ended (learned as gpsd learns it): report the epoch now rather than
     // when the next one begins, one epoch interval later.
@@ -473,6 +480,10 @@ final class NMEAStreamReader: @unchecked Sendable {
       emitted += 1
       emit(early)
     }
+    // An epoch still unreported ends if the source then stays silent.
+    epochSilenceDeadline =
+      earlyEpoch == nil && decoder.epochInProgress() != nil
+      ? MonotonicClock.nanoseconds() + Self.nanoseconds(options.epochSilence) : nil
     counters.value.withLock {
       $0.bytes += bytes.count
       $0.locations += emitted
@@ -486,6 +497,17 @@ final class NMEAStreamReader: @unchecked Sendable {
       report(.noFix, text)
     }
     reportRejections(force: false)
+  }
+
+  /// Emits an epoch the decoder ended, unless it was already reported early with this very
+  /// value; whether it was emitted.
+  private func deliver(_ decoded: DecodedFix) -> Bool {
+    if let early = earlyEpoch {
+      earlyEpoch = nil
+      if early == decoded { return false }
+    }
+    emit(decoded)
+    return true
   }
 
   private func emit(_ decoded: DecodedFix) {
@@ -504,6 +526,14 @@ final class NMEAStreamReader: @unchecked Sendable {
   }
 
   private func handleTimers() {
+    if let deadline = epochSilenceDeadline, MonotonicClock.nanoseconds() >= deadline {
+      epochSilenceDeadline = nil
+      if earlyEpoch == nil, let pending = decoder.epochInProgress() {
+        earlyEpoch = pending
+        emit(pending)
+        counters.value.withLock { $0.locations += 1 }
+      }
+    }
     if let deadline = noFixDeadline, MonotonicClock.nanoseconds() >= deadline {
       noFixDeadline = nil
       if lastStatus != .noFix {

@@ -276,6 +276,17 @@ public struct FixAssembler: Sendable {
     return result
   }
 
+  /// The epoch in progress as ``flush(_:)`` would emit it now, wherever its cycle stands; `nil`
+  /// when nothing of an epoch has come. Nothing changes: a live source that went silent reports
+  /// the epoch with it rather than when the next epoch begins.
+  public func epochInProgress() -> DecodedFix? {
+    guard started, timeOfDay != nil || seen & Self.fixTypes != 0 else { return nil }
+    var copy = self
+    var result: DecodedFix?
+    copy.flush { result = $0 }
+    return result
+  }
+
   /// Emits the epoch in progress, if it holds a time or a fix sentence.
   public mutating func flush(_ emit: (DecodedFix) -> Void) {
     defer { resetEpoch() }

@@ -94,6 +94,16 @@ public struct NMEADecoder: Sendable {
   /// ``finish(_:)``, normally with the same value.
   public func epochAtCycleEnd() -> DecodedFix? { assembler.epochAtCycleEnd() }
 
+  /// The epoch being assembled as it would end now (see ``FixAssembler/epochInProgress()``);
+  /// `nil` when no sentence of one has come. Nothing changes.
+  public func epochInProgress() -> DecodedFix? { assembler.epochInProgress() }
+
+  /// Emits the epoch being assembled, if any, and starts the next; a line still without its line
+  /// end stays in the framer (a connection that broke cut it: it is not decoded).
+  public mutating func endEpoch(_ onFix: (DecodedFix) -> Void) {
+    assembler.flush(onFix)
+  }
+
   /// Ends the input: decodes a last line that lacks a line end and emits the epoch still being
   /// assembled, if any.
   public mutating func finish(_ onFix: (DecodedFix) -> Void) {
