@@ -178,8 +178,11 @@ private func fields(_ line: String) -> [String] {
       #expect(gns[6] == letters)
       #expect(gns[7] == String(fix.satellitesUsed ?? 0))
       #expect(gns.last == "S")
-      // HDOP, altitude and separation as GGA writes them: gpsd reads the altitude from GNS.
+      // HDOP, altitude and separation as GGA writes them, and GGA after GNS: gpsd reads the
+      // altitude of the epoch's last sentence with one.
       let gga = fields(try #require(lines.first { $0.hasPrefix("$GNGGA") }))
+      let order = lines.map { String($0.dropFirst(3).prefix(3)) }
+      #expect(Array(order.prefix(4)) == ["RMC", "VTG", "GNS", "GGA"])
       #expect(gns[8] == gga[8] && gns[8] == "0.71")
       #expect(gns[9] == gga[9] && gns[9] == "34.50")
       #expect(gns[10] == gga[11] && gns[10] == "39.42")
@@ -204,6 +207,35 @@ private func fields(_ line: String) -> [String] {
     let (decoded, statistics) = decodeAll(empty.flatMap { Array($0.utf8) })
     #expect(statistics.rejectedTotal == 0)
     #expect(decoded.first?.mode == .noFix && decoded.first?.coordinate == nil)
+  }
+
+  /// At 6-decimal minutes an altitude of 1000 m or more with a negative separation does not fit
+  /// 4.11's GNS: its position drops a decimal of the minutes and its altitude and separation keep
+  /// GGA's (gpsd computes altHAE from them), the GGA after it keeps everything, and the decode
+  /// (as gpsd, which reads the last sentence's position and altitude) has GGA's values.
+  @Test(arguments: [NMEAVersion.v4_10, .v4_11])
+  func aGNSThatDropsADecimalIsFollowedByTheGGAThatKeepsIt(_ version: NMEAVersion) throws {
+    var fix = multiGNSSFix()
+    fix.coordinate = Coordinate(latitude: -33.8567844, longitude: -151.2152967)
+    fix.altitudeMSL = 1543.78
+    fix.geoidSeparation = -61.86
+    let lines = NMEAEncoder(version: version).encode(fix)
+    let gns = try #require(lines.firstIndex { $0.hasPrefix("$GNGNS") })
+    let gga = try #require(lines.firstIndex { $0.hasPrefix("$GNGGA") })
+    #expect(gns < gga)
+    // 4.11's six mode letters make the line two characters longer than 4.10's four.
+    let latitude = fields(lines[gns])[2]
+    #expect(latitude == (version == .v4_11 ? "3351.40706" : "3351.407064"))
+    #expect(fields(lines[gns])[9] == "1543.78" && fields(lines[gns])[10] == "-61.86")
+    #expect(fields(lines[gga])[2] == "3351.407064")
+    #expect(fields(lines[gga])[9] == "1543.78" && fields(lines[gga])[11] == "-61.86")
+    #expect(lines.allSatisfy { $0.utf8.count <= NMEAEncoder.maximumSentenceLength })
+    var decoder = NMEADecoder()
+    var decoded: [Fix] = []
+    decoder.feed(Array(lines.joined().utf8)) { decoded.append($0.fix) }
+    decoder.finish { decoded.append($0.fix) }
+    let back = try #require(decoded.first)
+    #expect(decoded.count == 1 && back.altitudeMSL == 1543.78 && back.geoidSeparation == -61.86)
   }
 
   @Test(arguments: NMEAVersion.allCases)

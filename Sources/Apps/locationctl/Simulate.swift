@@ -17,7 +17,7 @@ let simulateUsage = """
                     or UDP datagrams to HOST:PORT, one sentence each (gpsd -N -n udp://HOST:PORT)
     --backend URI   where the fixes come from: simulate[...] (default simulate?rate=HZ) or
                     replay:LOG.nmea[?speed=1&loop=true]
-    --nmea VERSION  the NMEA 0183 version followed (default 4.11): RMC, VTG, GGA, GNS (4.10+),
+    --nmea VERSION  the NMEA 0183 version followed (default 4.11): RMC, VTG, GNS (4.10+), GGA,
                     GSA per system, GSV per system, GST, ZDA; see docs/simulator.md
     --baud RATE     pace the bytes as a serial line at RATE (8N1) carries them; an epoch that
                     does not fit loses its last sentences (one warning). Default: unpaced

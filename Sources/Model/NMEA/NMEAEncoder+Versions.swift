@@ -112,13 +112,16 @@ extension NMEAEncoder {
         })
     }
     if sentences.contains(.vtg) { lines.append(Self.fitted { copy.vtgBody(fix, precision: $0) }) }
+    // GNS before GGA: gpsd takes position and altitude from the epoch's last fix sentence, and
+    // GGA, which carries them with the most decimals, is then that sentence for gpsd too.
+    if sentences.contains(.gns), version.hasSystemIDs {
+      lines.append(
+        Self.fitted(steps: Precision.gnsSteps) { Self.gnsBody(fix, talker: talker, version: version, precision: $0) })
+    }
     if sentences.contains(.gga) {
       var gga = fix
       if version == .v2_3, let used = gga.satellitesUsed { gga.satellitesUsed = min(used, 12) }
       lines.append(Self.fitted { copy.ggaBody(gga, precision: $0) })
-    }
-    if sentences.contains(.gns), version.hasSystemIDs {
-      lines.append(Self.fitted { Self.gnsBody(fix, talker: talker, version: version, precision: $0) })
     }
     if sentences.contains(.gsa) { lines += Self.gsaBodies(fix, version: version).map(Self.frame) }
     if sentences.contains(.gsv) { lines += Self.gsvBodies(fix, version: version).map(Self.frame) }
@@ -139,7 +142,10 @@ extension NMEAEncoder {
   /// The GNS body (NMEA 4.10+):
   /// `xxGNS,time,lat,N/S,lon,E/W,modes,used,hdop,alt,sep,age,station,navstatus`.
   ///
-  /// Sent after GGA, with GGA's altitude: this package's decoder keeps GGA's, gpsd the last one.
+  /// Sent before GGA, with GGA's altitude: gpsd takes the last fix sentence's position and
+  /// altitude, this package's decoder GGA's, so both read GGA's even where GNS's position had to
+  /// drop decimals (``Precision/gnsSteps``); gpsd's `altHAE` comes from GNS's altitude and
+  /// separation, which keep GGA's decimals.
   ///
   /// `modes` has one letter per system (GPS, GLONASS, Galileo, BeiDou; QZSS and NavIC too in
   /// 4.11): the fix's mode indicator for a system with satellites used, `N` for the others (all
@@ -163,9 +169,8 @@ extension NMEAEncoder {
       }.joined())
     let used = fix.satellitesUsed ?? fix.satellites.filter(\.used).count
     fields.append(padded(used, width: 2))
-    // HDOP, altitude and geoid separation with GGA's decimals, since gpsd takes the altitude of
-    // the epoch's last sentence (GNS); when that passes 82 characters, one decimal (NMEA's x.x)
-    // before the position loses any.
+    // HDOP, altitude and geoid separation with the decimals of `precision` (GGA's unless the
+    // line cannot hold them even with 4-decimal minutes).
     let altitude = fix.mode == .fix3D && position != nil ? fix.altitudeMSL : nil
     func tail(_ places: Int, _ hdopPlaces: Int) -> [String] {
       [
@@ -177,10 +182,7 @@ extension NMEAEncoder {
         navigationalStatus(fix),
       ]
     }
-    let body = (fields + tail(precision.heightPlaces, precision.hdopPlaces)).joined(separator: ",")
-    if frame(body).utf8.count <= maximumSentenceLength { return body }
-    return (fields + tail(min(1, precision.heightPlaces), min(1, precision.hdopPlaces)))
-      .joined(separator: ",")
+    return (fields + tail(precision.heightPlaces, precision.hdopPlaces)).joined(separator: ",")
   }
 
   /// The GST body: `xxGST,time,rms,semiMajor,semiMinor,orientation,latSigma,lonSigma,altSigma`

@@ -77,7 +77,7 @@ public struct NMEAEncoder: Sendable, Hashable {
   ///
   /// - Parameters:
   ///   - version: 2.3, 4.10 or 4.11.
-  ///   - sentences: the sentence types to write; ``SentenceSet/receiver`` (RMC, VTG, GGA, GNS,
+  ///   - sentences: the sentence types to write; ``SentenceSet/receiver`` (RMC, VTG, GNS, GGA,
   ///     GSA, GSV, GST, ZDA) by default. GNS is left out for 2.3, which does not define it.
   public init(version: NMEAVersion, sentences: SentenceSet = .receiver) {
     self.talker = .gps
@@ -136,13 +136,25 @@ public struct NMEAEncoder: Sendable, Hashable {
       Precision(minuteDecimals: 4, heightPlaces: 0, hdopPlaces: 1, speedPlaces: 1),
       Precision(minuteDecimals: 4, heightPlaces: 0, hdopPlaces: 0, speedPlaces: 0),
     ]
+    /// GNS's steps: the minutes of position first, then the heights and HDOP. GNS comes before
+    /// GGA, whose position wins, while gpsd computes `altHAE` from GNS's own altitude and
+    /// separation (`processGNS`), which therefore keep GGA's decimals as long as they can.
+    public static let gnsSteps: [Precision] = [
+      full,
+      Precision(minuteDecimals: 5, heightPlaces: 2, hdopPlaces: 2, speedPlaces: 3),
+      Precision(minuteDecimals: 4, heightPlaces: 2, hdopPlaces: 2, speedPlaces: 3),
+      Precision(minuteDecimals: 4, heightPlaces: 1, hdopPlaces: 1, speedPlaces: 3),
+      Precision(minuteDecimals: 4, heightPlaces: 0, hdopPlaces: 1, speedPlaces: 3),
+      Precision(minuteDecimals: 4, heightPlaces: 0, hdopPlaces: 0, speedPlaces: 3),
+    ]
   }
 
-  /// The framed sentence `body` makes at the first of ``Precision/steps`` whose sentence fits in
-  /// ``maximumSentenceLength``; at the last step when none does (fields the fix cannot shorten).
-  public static func fitted(_ body: (Precision) -> String) -> String {
+  /// The framed sentence `body` makes at the first of `steps` (by default ``Precision/steps``)
+  /// whose sentence fits in ``maximumSentenceLength``; at the last step when none does (fields the
+  /// fix cannot shorten).
+  public static func fitted(steps: [Precision] = Precision.steps, _ body: (Precision) -> String) -> String {
     var framed = ""
-    for precision in Precision.steps {
+    for precision in steps {
       framed = frame(body(precision))
       if framed.utf8.count <= maximumSentenceLength { return framed }
     }
