@@ -82,6 +82,18 @@ struct GeoClueRulesTests {
     #expect(values.description == "GPS fix from gpsd://localhost:2947")
   }
 
+  @Test(arguments: [
+    ("replay:/var/log/drive.nmea?speed=10", true, "replayed GPS fix from replay:/var/log/drive.nmea?speed=10"),
+    ("simulate?rate=1", true, "simulated GPS fix from simulate?rate=1"),
+    ("serial:/dev/ttyACM0", false, "GPS fix from serial:/dev/ttyACM0"),
+  ])
+  func theDescriptionNamesWhereTheFixCameFrom(_ backend: String, _ simulated: Bool, _ expected: String) throws {
+    var location = Self.location { _ in }
+    location.provenance = Provenance(backend: backend, isSimulated: simulated)
+    let values = try #require(GeoClueLocationValues(location, receivedAt: 0))
+    #expect(values.description == expected)
+  }
+
   @Test func knownValuesComeFromTheFix() throws {
     let location = Self.location { fix in
       fix.time = 1_419_995_239_250

@@ -55,8 +55,10 @@ public struct GeoClueLocationValues: Sendable, Hashable {
     altitude = location.altitudeMSL.flatMap { $0.isFinite ? $0 : nil } ?? Self.unknownAltitude
     speed = fix.speedOverGround.flatMap { $0.isFinite && $0 >= 0 ? $0 : nil } ?? -1
     heading = fix.courseOverGround.flatMap { $0.isFinite && $0 >= 0 ? $0 : nil } ?? -1
-    let source = location.provenance.isSimulated ? "simulated GPS fix" : "GPS fix"
-    description = "\(source) from \(location.provenance.backend)"
+    let backend = location.provenance.backend
+    let source =
+      !location.provenance.isSimulated ? "GPS fix" : backend.hasPrefix("replay:") ? "replayed GPS fix" : "simulated GPS fix"
+    description = "\(source) from \(backend)"
     let milliseconds = max(0, fix.time ?? receivedAt)
     seconds = UInt64(milliseconds / 1000)
     microseconds = UInt64(milliseconds % 1000) * 1000
