@@ -174,4 +174,25 @@ struct FieldRangeTests {
       #expect(throws: Never.self, "\(body)") { try NMEAParser.parse(sentence(body)) }
     }
   }
+
+  @Test("minutes of 60 or more, a latitude beyond 90 or a longitude beyond 180 reject the sentence (where gpsd makes 49.25 degrees of 4875.0)")
+  func positionsThatAreNotPositions() throws {
+    for body in [
+      "GPGGA,120000.00,4875.0000,N,01131.000,E,1,08,1.0,545.4,M,46.9,M,,",
+      "GPGGA,120000.00,4807.038,N,01160.000,E,1,08,1.0,545.4,M,46.9,M,,",
+      "GPGGA,120000.00,9100.000,N,01131.000,E,1,08,1.0,545.4,M,46.9,M,,",
+      "GPRMC,120000.00,A,4807.038,N,18100.000,W,0.0,,230394,,,A",
+      "GPGLL,4807.038,S,18000.001,E,120000.00,A,A",
+    ] {
+      let (fixes, statistics) = decode(sentence(body))
+      #expect(statistics.rejected[.invalidField] == 1, "\(body)")
+      #expect(fixes.allSatisfy { $0.coordinate == nil }, "\(body)")
+    }
+    // The edges are positions: the poles and the antimeridian.
+    let (fixes, statistics) = decode(
+      sentence("GPGGA,120000.00,9000.000,S,18000.000,W,1,08,1.0,545.4,M,46.9,M,,"))
+    #expect(statistics.rejectedTotal == 0)
+    let pole = try #require(fixes.first?.coordinate)
+    #expect(pole.latitude == -90 && pole.longitude == -180)
+  }
 }
