@@ -39,6 +39,10 @@ import LocationModel
     ("gpsd://user@host", .invalidHost("user@host")),
     ("gpsd://[::1%eth0 x]:2947", .invalidHost("::1%eth0 x")),
     ("gpsd://[gps.example]", .invalidHost("gps.example")),
+    // All-digit last labels are IPv4 addresses or nothing: a resolver would take these as names.
+    ("gpsd://1.2.3.4.5:2947", .invalidHost("1.2.3.4.5")),
+    ("gpsd://10.0.0.256", .invalidHost("10.0.0.256")),
+    ("gpsd://gps..example:2947", .invalidHost("gps..example")),
     // Longer than a DNS name can be; device paths that can name no device gpsd reports.
     ("gpsd://" + String(repeating: "a", count: 254) + ":2947", .invalidHost(String(repeating: "a", count: 64))),
     ("gpsd://localhost:2947/../../etc/passwd", .invalidDevice("/../../etc/passwd")),

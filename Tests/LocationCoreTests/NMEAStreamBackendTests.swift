@@ -147,6 +147,15 @@ struct NMEAStreamBackendTests {
         == "backend URI 'serial:' names no device: give its path, such as serial:/dev/ttyUSB0")
     #expect(throws: BackendURIError.missingPath(uri: "serial:")) { try NMEAStreamEndpoint(uri: "serial:") }
     #expect(throws: BackendURIError.self) { try NMEAStreamEndpoint(uri: "udp://host:0") }
+    // Hosts are checked as gpsd:// checks them, without a lookup: a dotted address with five
+    // parts or an octet over 255 is no address, and names take no spaces.
+    for uri in ["udp://1.2.3.4.5:10", "tcp://10.0.0.256:10110", "tcp://bad host:10110", "udp://[::1:10", "tcp://[boat]:1"] {
+      #expect(throws: BackendURIError.self, "\(uri)") { try NMEAStreamEndpoint(uri: uri) }
+    }
+    #expect(try NMEAStreamEndpoint(uri: "udp://0.0.0.0:10110").kind == .udp(host: "0.0.0.0", port: 10110))
+    #expect(try NMEAStreamEndpoint(uri: "tcp://::1:10110").kind == .tcp(host: "::1", port: 10110))
+    #expect(
+      try NMEAStreamEndpoint(uri: "udp://[fe80::1%eth0]:10110").kind == .udp(host: "fe80::1%eth0", port: 10110))
     #expect(throws: BackendURIError.self) { try NMEAStreamEndpoint(uri: "tcp://host:1?baud=9600") }
     #expect(
       LocalBackendFactory.names("serial:/dev/ttyACM0") && LocalBackendFactory.names("/dev/ttyACM0"))

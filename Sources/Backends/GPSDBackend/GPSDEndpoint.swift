@@ -1,3 +1,4 @@
+import LocationCore
 import LocationModel
 
 /// Why a `gpsd://` URI was rejected.
@@ -98,7 +99,7 @@ public struct GPSDEndpoint: Sendable, Hashable {
     if authority.hasPrefix("[") {
       guard let close = authority.firstIndex(of: "]") else { throw .missingHost(uri) }
       host = authority[authority.index(after: authority.startIndex)..<close]
-      guard Self.isIPv6Literal(host) else { throw .invalidHost(String(host)) }
+      guard host.isEmpty || HostSyntax.isIPv6Literal(host) else { throw .invalidHost(String(host)) }
       let after = authority[authority.index(after: close)...]
       if after.hasPrefix(":") {
         portText = after.dropFirst()
@@ -112,7 +113,7 @@ public struct GPSDEndpoint: Sendable, Hashable {
       host = authority
     }
     // A DNS name is at most 253 characters (RFC 1035 section 2.3.4).
-    if host.utf8.count > 253 || (!authority.hasPrefix("[") && !Self.isHostName(host)) {
+    if host.utf8.count > 253 || (!authority.hasPrefix("[") && !host.isEmpty && !HostSyntax.isHostName(host)) {
       throw .invalidHost(String(host.prefix(64)))
     }
     if host.isEmpty { host = "localhost" }
@@ -132,33 +133,6 @@ public struct GPSDEndpoint: Sendable, Hashable {
       throw .invalidDevice(device)
     }
     self.init(host: String(host), port: port, device: device)
-  }
-
-  /// RFC 3986 reg-name or IPv4address as gpsd hosts use them: letters, digits, `-`, `.`, `_`
-  /// (empty means localhost).
-  static func isHostName(_ host: Substring) -> Bool {
-    host.utf8.allSatisfy { b in
-      (b >= 0x30 && b <= 0x39) || (b | 0x20 >= 0x61 && b | 0x20 <= 0x7A) || b == 0x2D || b == 0x2E || b == 0x5F
-    }
-  }
-
-  /// An IPv6 address as written in brackets (RFC 3986 IP-literal, RFC 6874 zone): hexadecimal
-  /// digits, `:` and `.` (an embedded IPv4 address), at least one `:`, then an optional `%` and a
-  /// zone of letters, digits, `-`, `.`, `_`. Empty means localhost.
-  static func isIPv6Literal(_ host: Substring) -> Bool {
-    if host.isEmpty { return true }
-    let address: Substring
-    if let percent = host.firstIndex(of: "%") {
-      let zone = host[host.index(after: percent)...]
-      guard !zone.isEmpty, isHostName(zone) else { return false }
-      address = host[..<percent]
-    } else {
-      address = host
-    }
-    return address.contains(":")
-      && address.utf8.allSatisfy { b in
-        (b >= 0x30 && b <= 0x39) || (b | 0x20 >= 0x61 && b | 0x20 <= 0x66) || b == 0x3A || b == 0x2E
-      }
   }
 
   /// Creates an endpoint from its parts.

@@ -94,3 +94,53 @@ struct BackendURIParts {
     return number
   }
 }
+
+/// The syntax of a host in a backend URI (`tcp://HOST:PORT`, `udp://ADDR:PORT`,
+/// `gpsd://HOST:PORT`), checked without a name lookup.
+public enum HostSyntax {
+  /// Whether `host` can name a host: a DNS name of letters, digits, `-`, `_` and `.` (at most 253
+  /// bytes, RFC 1035 section 2.3.4) whose last label is not all digits (no top-level domain is:
+  /// RFC 3696 section 2), or else a dotted IPv4 address of four decimal octets 0-255 (so
+  /// `1.2.3.4.5` and `10.0.0.256` are refused, where a resolver would take them as names and
+  /// fail only when the backend starts). IPv6 literals are checked by ``isIPv6Literal(_:)``.
+  public static func isHostName<S: StringProtocol>(_ host: S) -> Bool {
+    guard !host.isEmpty, host.utf8.count <= 253,
+      host.utf8.allSatisfy({ b in
+        (b >= 0x30 && b <= 0x39) || (b | 0x20 >= 0x61 && b | 0x20 <= 0x7A) || b == 0x2D || b == 0x2E || b == 0x5F
+      })
+    else { return false }
+    let labels = host.split(separator: ".", omittingEmptySubsequences: false)
+    guard let last = labels.last(where: { !$0.isEmpty }) else { return false }
+    guard last.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+      // A name: no empty label inside it (a trailing dot, the root, is allowed).
+      return !labels.dropLast().contains { $0.isEmpty } && labels.allSatisfy { $0.utf8.count <= 63 }
+    }
+    return labels.count == 4
+      && labels.allSatisfy { label in
+        (1...3).contains(label.utf8.count) && label.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
+          && (Int(label) ?? 256) <= 255
+      }
+  }
+
+  /// An IPv6 address as written in brackets (RFC 3986 IP-literal, RFC 6874 zone): hexadecimal
+  /// digits, `:` and `.` (an embedded IPv4 address), at least one `:`, then an optional `%` and a
+  /// zone of letters, digits, `-`, `.`, `_`.
+  public static func isIPv6Literal<S: StringProtocol>(_ host: S) -> Bool {
+    let address: S.SubSequence
+    if let percent = host.firstIndex(of: "%") {
+      let zone = host[host.index(after: percent)...]
+      guard !zone.isEmpty,
+        zone.utf8.allSatisfy({ b in
+          (b >= 0x30 && b <= 0x39) || (b | 0x20 >= 0x61 && b | 0x20 <= 0x7A) || b == 0x2D || b == 0x2E || b == 0x5F
+        })
+      else { return false }
+      address = host[..<percent]
+    } else {
+      address = host[...]
+    }
+    return address.contains(":")
+      && address.utf8.allSatisfy { b in
+        (b >= 0x30 && b <= 0x39) || (b | 0x20 >= 0x61 && b | 0x20 <= 0x66) || b == 0x3A || b == 0x2E
+      }
+  }
+}

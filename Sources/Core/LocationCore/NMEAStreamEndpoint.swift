@@ -103,7 +103,13 @@ public struct NMEAStreamEndpoint: Sendable, Hashable {
       throw .invalidValue(key: "address", value: path, expected: "HOST:PORT")
     }
     var host = String(path[..<colon])
-    if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+    let bracketed = host.hasPrefix("[") && host.hasSuffix("]")
+    if bracketed { host = String(host.dropFirst().dropLast()) }
+    guard bracketed || host.contains(":") ? HostSyntax.isIPv6Literal(host) : HostSyntax.isHostName(host) else {
+      throw .invalidValue(
+        key: "address", value: path,
+        expected: "HOST:PORT, HOST a name, an IPv4 address such as 10.0.0.5 or an IPv6 address in brackets")
+    }
     guard !host.isEmpty, let port = DecimalText.wholeNumber(path[path.index(after: colon)...], as: UInt16.self), port > 0 else {
       throw .invalidValue(
         key: "address", value: path, expected: "HOST:PORT with a port in 1...65535")
