@@ -363,7 +363,7 @@ let package = Package(
       swiftSettings: swiftSettings),
     // Schema/ holds the GPX 1.1 schema the export tests validate with xmllint (read by path).
     .testTarget(
-      name: "TrackStoreTests", dependencies: ["TrackStore", "LocationModel"],
+      name: "TrackStoreTests", dependencies: ["TrackStore", "LocationModel", "LocationProtocol"],
       path: "Tests/TrackStoreTests", exclude: ["Schema"],
       swiftSettings: swiftSettings),
     .testTarget(

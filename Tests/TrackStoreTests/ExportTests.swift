@@ -1,6 +1,7 @@
 import Foundation
 import FoundationXML
 import LocationModel
+import LocationProtocol
 import Testing
 import TrackStore
 
@@ -46,6 +47,28 @@ import TrackStore
     try exportText(empty, TrackExportOptions(format: .gpx)).write(
       toFile: directory + "/empty.gpx", atomically: false, encoding: .utf8)
     #expect(try run(["/usr/bin/xmllint", "--noout", "--schema", Self.schema, directory + "/empty.gpx"]).status == 0)
+  }
+
+  /// Exact halves at the last decimal round as the TPV rounds them (gpsd's printf, half to
+  /// even on the exact binary value), so a fix's export and its TPV give the same digits.
+  @Test func halvesRoundAsTheTPVRoundsThem() throws {
+    var points = syntheticTrack(count: 1, start: 1_556_712_000_000)
+    points[0].altitudeMSL = 1.0625
+    points[0].geoidSeparation = 20.5625
+    let (store, _) = try store(points)
+    let gpx = try exportText(store, TrackExportOptions(format: .gpx))
+    #expect(gpx.contains("<ele>1.062</ele>"), "\(gpx)")
+    #expect(gpx.contains("<geoidheight>20.562</geoidheight>"), "\(gpx)")
+    let csv = try exportText(store, TrackExportOptions(format: .csv))
+    #expect(csv.contains(",1.062,21.625,20.562,"), "\(csv)")
+    var fix = Fix(mode: .fix3D)
+    fix.coordinate = points[0].coordinate
+    fix.altitudeMSL = 1.0625
+    fix.geoidSeparation = 20.5625
+    var bytes: [UInt8] = []
+    GPSDJSON.appendTPV(fix, to: &bytes)
+    let tpv = String(decoding: bytes, as: UTF8.self)
+    #expect(tpv.contains("\"altMSL\":1.062") && tpv.contains("\"geoidSep\":20.562"), "\(tpv)")
   }
 
   /// GPX with Garmin's TrackPointExtension v2 known, so that xmllint checks speed and course too.

@@ -382,12 +382,13 @@ struct ByteOutput {
   }
 
   /// `value` in fixed notation with at most `digits` (0...9) decimals, trailing zeros trimmed
-  /// (xsd:decimal and JSON number alike: never an exponent; ``DecimalText``, halves away from
-  /// zero as `+ 0.5`). Non-finite values and magnitudes of 1e9 or more write `0`: the store keeps
-  /// only finite values, and no field reaches 1e9.
+  /// (xsd:decimal and JSON number alike: never an exponent; ``DecimalText``, rounded as the TPV
+  /// and gpsd's printf round, so a fix's export gives the digits its TPV gives, 20.5625 m as
+  /// 20.562). Non-finite values and magnitudes of 1e9 or more write `0`: the store keeps only
+  /// finite values, and no field reaches 1e9.
   @inline(__always)
   mutating func fixed(_ value: Double, _ digits: Int) {
-    guard abs(value) < 1e9, let text = DecimalText.digits(value, places: digits, rounding: .addHalf) else {
+    guard abs(value) < 1e9, let text = DecimalText.digits(value, places: digits, rounding: .nearestEven) else {
       bytes.append(UInt8(ascii: "0"))
       return
     }

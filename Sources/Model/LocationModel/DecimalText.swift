@@ -14,7 +14,7 @@ public enum DecimalText {
     /// decided on the exact scaled value (`0.49999999999999994` stays 0).
     case halfAwayFromZero
     /// The scaled magnitude plus 0.5, truncated (the C idiom `(long)(x + 0.5)`, as the NMEA
-    /// encoder and the track exports round): the same but for values within half an ulp below a half, where the
+    /// encoder rounds): the same but for values within half an ulp below a half, where the
     /// addition itself rounds up (`0.49999999999999994` becomes 1).
     case addHalf
     /// C's `printf("%.Nf")` (glibc): the value's exact binary expansion rounded to the nearest,
