@@ -482,7 +482,7 @@ final class NMEAStreamReader: @unchecked Sendable {
     }
     // An epoch still unreported ends if the source then stays silent.
     epochSilenceDeadline =
-      earlyEpoch == nil && decoder.epochInProgress() != nil
+      earlyEpoch == nil && decoder.hasEpochInProgress
       ? MonotonicClock.nanoseconds() + Self.nanoseconds(options.epochSilence) : nil
     counters.value.withLock {
       $0.bytes += bytes.count

@@ -276,11 +276,14 @@ public struct FixAssembler: Sendable {
     return result
   }
 
+  /// Whether ``epochInProgress()`` has an epoch to give (cheap: nothing is built).
+  public var hasEpochInProgress: Bool { started && (timeOfDay != nil || seen & Self.fixTypes != 0) }
+
   /// The epoch in progress as ``flush(_:)`` would emit it now, wherever its cycle stands; `nil`
   /// when nothing of an epoch has come. Nothing changes: a live source that went silent reports
   /// the epoch with it rather than when the next epoch begins.
   public func epochInProgress() -> DecodedFix? {
-    guard started, timeOfDay != nil || seen & Self.fixTypes != 0 else { return nil }
+    guard hasEpochInProgress else { return nil }
     var copy = self
     var result: DecodedFix?
     copy.flush { result = $0 }

@@ -98,6 +98,9 @@ public struct NMEADecoder: Sendable {
   /// `nil` when no sentence of one has come. Nothing changes.
   public func epochInProgress() -> DecodedFix? { assembler.epochInProgress() }
 
+  /// Whether an epoch is being assembled (``epochInProgress()`` without building it).
+  public var hasEpochInProgress: Bool { assembler.hasEpochInProgress }
+
   /// Emits the epoch being assembled, if any, and starts the next; a line still without its line
   /// end stays in the framer (a connection that broke cut it: it is not decoded).
   public mutating func endEpoch(_ onFix: (DecodedFix) -> Void) {
