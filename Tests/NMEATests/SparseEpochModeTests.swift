@@ -254,4 +254,24 @@ struct SparseEpochModeTests {
     for second in 3...5 { text += Self.rmc(second) }
     #expect(decode(text).0.map(\.mode) == [.fix3D, .fix3D, .noFix, .fix2D, .fix2D, .fix2D])
   }
+
+  @Test(
+    "a void RMC without its date or time zeroes gpsd's fix time, so lastfix keeps the RMCs' 3D (processRMC forced report, gpsd_error_model)"
+  )
+  func voidRMCWithoutDateOrTime() {
+    // Second 0 is 3D with an altitude; seconds 1 and 2 keep it (lastfix.mode). The void RMC of
+    // second 3 lacks its date (or its time): processRMC zeroes the date and forces a report of a
+    // fix whose time is 0, which gpsd_error_model does not copy to lastfix. Seconds 4-6 still
+    // find lastfix 3D. A void RMC with both (second 3 of the test above) leaves lastfix no fix.
+    for void in [
+      "GPRMC,120003.00,V,,,,,,,,,,N", "GPRMC,,V,,,,,,,\(Self.date),,,N", "GPRMC,,V,,,,,,,,,,N",
+    ] {
+      var text = Self.gga(0, altitude: true) + Self.rmc(0)
+      for second in 1...2 { text += Self.rmc(second) }
+      text += sentence(void)
+      for second in 4...6 { text += Self.rmc(second) }
+      let modes = decode(text).0.map(\.mode)
+      #expect(modes.prefix(3) == [.fix3D, .fix3D, .fix3D] && modes.suffix(3) == [.fix3D, .fix3D, .fix3D], "\(void): \(modes)")
+    }
+  }
 }

@@ -61,9 +61,10 @@ extension FixAssembler {
     // sends RMC and GSA only): gpsd keeps GSA's mode, and so does NMEA 0183 (GSA field 2).
     if mode == .fix3D && altitudeMSL == nil && gsaMode != .fix3D && !satellites3D { mode = .fix2D }
     fix.mode = mode
-    previousMode = mode
     // An epoch that gave gpsd no time (a void RMC alone) was merged into gpsd's last fix, whose
-    // altitude, lastfix and oldfix it leaves as they were.
+    // altitude, lastfix and oldfix it leaves as they were; when a void RMC without its time or
+    // date zeroed gpsd's fix time, lastfix keeps its mode too.
+    if gpsdTimed || !gpsdZeroedTime { previousMode = mode }
     previousHadAltitude = altitudeMSL != nil || (!gpsdTimed && previousHadAltitude)
     if gpsdDateKnown && timeOfDay != nil && gpsdTimed {
       olderTimedHadAltitude = lastTimedHadAltitude

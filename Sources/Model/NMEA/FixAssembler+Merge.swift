@@ -40,6 +40,9 @@ extension FixAssembler {
 
   mutating func merge(_ sentence: NMEASentence) {
     if Self.givesGPSDTime(sentence.payload) { gpsdTimed = true }
+    if case .rmc(let s) = sentence.payload, s.isValid != true, s.timeOfDay == nil || s.date == nil {
+      gpsdZeroedTime = true
+    }
     switch sentence.payload {
     case .gga(let s):
       if let c = s.coordinate {

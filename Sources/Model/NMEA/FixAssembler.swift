@@ -129,6 +129,10 @@ public struct FixAssembler: Sendable {
   // RMC alone) starts no gpsd cycle: gpsd merges it into the last fix, which keeps its time and
   // altitude.
   var gpsdTimed = false
+  // Whether a void RMC of this epoch lacked its time or its date: gpsd's processRMC then forces
+  // a report with the time zeroed, and a fix without a time is not copied to `lastfix`
+  // (gpsd_error_model), so the last fix's mode stays gpsd's `lastfix.mode`.
+  var gpsdZeroedTime = false
   // The last epoch with a time (gpsd's oldfix): its time, mode and position.
   var previousTimed: (time: Int64, mode: FixMode, coordinate: Coordinate?)?
 
@@ -358,6 +362,7 @@ public struct FixAssembler: Sendable {
     valid = false
     invalid = false
     gpsdTimed = false
+    gpsdZeroedTime = false
     lastSaidVoid = false
     altitudeMSL = nil
     geoidSeparation = nil
