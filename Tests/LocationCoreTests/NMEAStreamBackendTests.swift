@@ -543,6 +543,34 @@ struct NMEAStreamBackendTests {
     #expect(backend.statistics.locations == expected.count)
   }
 
+  /// Bytes that complete no sentence (line ends, the start of a sentence) do not put off the end
+  /// of a silent epoch: it is reported while they keep coming.
+  @Test func bytesThatCompleteNoSentenceDoNotHoldTheLastEpoch() async throws {
+    let peer = try TCPPeer()
+    var options = NMEAStreamBackend.Options()
+    options.epochSilence = .milliseconds(200)
+    let backend = try NMEAStreamBackend(uri: "tcp://127.0.0.1:\(peer.port)", options: options)
+    let events = StreamEvents(backend)
+    try await backend.start()
+    let connection = peer.accept()
+    try #require(connection >= 0)
+    try SystemIO.writeAll(connection, Self.sparseGGAStream)
+    let expected = Self.decodedTimes(Self.sparseGGAStream)
+    // A line end, then a sentence's first bytes, a byte every 20 ms until the last epoch comes.
+    let trickle = Array("\r\n$GPGGA,1200".utf8)
+    var sent = 0
+    let deadline = MonotonicClock.nanoseconds() + 60_000_000_000
+    while events.locations.count < expected.count, MonotonicClock.nanoseconds() < deadline {
+      try SystemIO.writeAll(connection, [trickle[sent % trickle.count]])
+      sent += 1
+      try await Task.sleep(for: .milliseconds(20))
+    }
+    #expect(events.locations.map(\.fix.timeOfDay) == expected)
+    #expect(!events.statuses.contains { $0.status == .noFix }, "\(events.statuses)")
+    close(connection)
+    await backend.stop()
+  }
+
   /// Nothing listens: each refused attempt that waits longer than the one before says so, so the
   /// state's detail names the delay in force; the same delay again is not repeated.
   @Test func refusedTCPConnectionsReportTheirGrowingDelay() async throws {

@@ -38,10 +38,11 @@ public final class NMEAStreamBackend: LocationBackend {
     /// A TCP connection that carries nothing for this long is taken as half-open and
     /// reconnected; default 10 s.
     public var idleTimeout: Duration = .seconds(10)
-    /// A source silent this long after sentences of an epoch ends that epoch: the last epoch
-    /// before a receiver stops or pauses is reported then, not when the next one begins (a
-    /// receiver's burst of sentences has no gap this long); default 1.5 s. A connection that
-    /// breaks ends its epoch at once.
+    /// A source that sends no further sentence this long after sentences of an epoch ends that
+    /// epoch (line ends, noise or a sentence's start do not count): the last epoch before a
+    /// receiver stops or pauses is reported then, not when the next one begins (a receiver's
+    /// burst of sentences has no gap this long); default 1.5 s. A connection that breaks ends
+    /// its epoch at once.
     public var epochSilence: Duration = .milliseconds(1500)
     /// How long `baud=auto` listens at each rate; default 1.5 s (a 1 Hz receiver sends at least
     /// one sentence in that time).

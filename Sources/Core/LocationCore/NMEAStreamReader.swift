@@ -470,6 +470,7 @@ final class NMEAStreamReader: @unchecked Sendable {
     connectionBytes += bytes.count
     if firstBytes.count < 32 { firstBytes.append(contentsOf: bytes.prefix(32 - firstBytes.count)) }
     var emitted = 0
+    let sentencesBefore = decoder.statistics.accepted + decoder.statistics.unchecked
     decoder.feed(bytes) { decoded in
       if deliver(decoded) { emitted += 1 }
     }
@@ -480,10 +481,15 @@ final class NMEAStreamReader: @unchecked Sendable {
       emitted += 1
       emit(early)
     }
-    // An epoch still unreported ends if the source then stays silent.
-    epochSilenceDeadline =
-      earlyEpoch == nil && decoder.hasEpochInProgress
-      ? MonotonicClock.nanoseconds() + Self.nanoseconds(options.epochSilence) : nil
+    // An epoch still unreported ends if the source then sends no further sentence: bytes that
+    // complete none (line ends, noise, the start of a sentence) do not put the deadline off.
+    if earlyEpoch != nil || !decoder.hasEpochInProgress {
+      epochSilenceDeadline = nil
+    } else if epochSilenceDeadline == nil
+      || decoder.statistics.accepted + decoder.statistics.unchecked != sentencesBefore
+    {
+      epochSilenceDeadline = MonotonicClock.nanoseconds() + Self.nanoseconds(options.epochSilence)
+    }
     counters.value.withLock {
       $0.bytes += bytes.count
       $0.locations += emitted
