@@ -71,6 +71,21 @@ import TrackStore
     #expect(tpv.contains("\"altMSL\":1.062") && tpv.contains("\"geoidSep\":20.562"), "\(tpv)")
   }
 
+  /// A course that rounds to 360 is north, 0, in CSV as in GPX (0 up to, not including, 360).
+  @Test func aCourseThatRoundsTo360IsWrittenAs0() throws {
+    var points = syntheticTrack(count: 3, start: 1_556_712_000_000)
+    for (index, course) in [359.996, 359.994, 360.0].enumerated() { points[index].course = course }
+    let (store, _) = try store(points)
+    let csv = try exportText(store, TrackExportOptions(format: .csv))
+    let rows = csv.split(separator: "\n").dropFirst()
+    let courseColumn = try #require(csv.split(separator: "\n").first?.split(separator: ",").firstIndex(of: "course"))
+    let courses = rows.map { String($0.split(separator: ",", omittingEmptySubsequences: false)[courseColumn]) }
+    #expect(courses == ["0", "359.99", "0"], "\(csv)")
+    let gpx = try exportText(store, TrackExportOptions(format: .gpx))
+    #expect(gpx.components(separatedBy: "<gpxtpx:course>0</gpxtpx:course>").count - 1 == 2)
+    #expect(gpx.contains("<gpxtpx:course>359.99</gpxtpx:course>"))
+  }
+
   /// GPX with Garmin's TrackPointExtension v2 known, so that xmllint checks speed and course too.
   static let garminSchema = packageRoot + "/Tests/TrackStoreTests/Schema/gpx-garmin.xsd"
 

@@ -209,13 +209,14 @@ public enum TrackExporter {
     return (longitude * 1e8).rounded() >= 180e8 ? longitude - 360 : longitude
   }
 
-  /// A course over ground for `gpxtpx:course` (DegreesTrue_t: 0 up to, not including, 360) as
-  /// written with 2 decimals: a value that rounds to 360 is written as 0; `nil` when not finite.
+  /// A course over ground for `gpxtpx:course` (DegreesTrue_t: 0 up to, not including, 360) and
+  /// the CSV `course` column, as written with 2 decimals: a value that rounds to 360 is written
+  /// as 0, as the TPV's `track` is; `nil` when not finite.
   static func gpxCourse(_ course: Double) -> Double? {
     guard course.isFinite else { return nil }
     var degrees = course.truncatingRemainder(dividingBy: 360)
     if degrees < 0 { degrees += 360 }
-    return (degrees * 100).rounded() >= 36_000 ? 0 : degrees
+    return (degrees * 100).rounded(.toNearestOrEven) >= 36_000 ? 0 : degrees
   }
 
   static func writeGPX(_ point: TrackPoint, _ out: inout ByteOutput) {
@@ -293,7 +294,7 @@ public enum TrackExporter {
     out.optional(point.altitudeHAE, 3)
     out.optional(point.geoidSeparation, 3)
     out.optional(point.speed, 3)
-    out.optional(point.course, 2)
+    out.optional(point.course.flatMap(gpxCourse), 2)
     out.optional(point.climb, 3)
     out.optional(point.eph, 2)
     out.optional(point.epv, 2)
