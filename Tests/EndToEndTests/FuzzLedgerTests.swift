@@ -51,6 +51,8 @@ struct FuzzLedgerTests {
     (run(1, target: "nmea "), "unknown target \"nmea \""),
     (run(1, target: "bogus"), "unknown target \"bogus\""),
     (run(0), "repeats line 2"),
+    (run(1, executions: "99999999999999999999999"), "field 4 \"99999999999999999999999\" is not a whole number of at most 15 digits"),
+    (run(1) + "\r", "the line ends with CR"),
   ])
   func aLineThatIsNotARunStopsTheSummary(_ line: String, _ reason: String) async throws {
     let result = try await Self.summary([Self.run(0), line, Self.run(2)])
@@ -70,5 +72,13 @@ struct FuzzLedgerTests {
     let fresh = try await Self.summary([])
     #expect(fresh.status == 0)
     #expect(fresh.stdout.contains("(no runs yet)"))
+    // Blank lines carry nothing and are skipped.
+    let blank = try await Self.summary([Self.run(0), "", Self.run(1), ""])
+    #expect(blank.status == 0, "\(blank.stderr)")
+    #expect(blank.stdout.contains("nmea          2      300000000"), "\(blank.stdout)")
+    // Totals of 2^53 or more are not summed exactly by awk: refused.
+    let huge = try await Self.summary((0..<10).map { Self.run($0, executions: "999999999999999") })
+    #expect(huge.status == 65)
+    #expect(huge.stderr.contains("nmea totals 2^53 executions or more"), "\(huge.stderr)")
   }
 }
