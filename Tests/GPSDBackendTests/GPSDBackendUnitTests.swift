@@ -43,6 +43,8 @@ import LocationModel
     ("gpsd://1.2.3.4.5:2947", .invalidHost("1.2.3.4.5")),
     ("gpsd://10.0.0.256", .invalidHost("10.0.0.256")),
     ("gpsd://gps..example:2947", .invalidHost("gps..example")),
+    ("gpsd://010.0.0.1:2947", .invalidHost("010.0.0.1")),
+    ("gpsd://-gps.example:2947", .invalidHost("-gps.example")),
     // Longer than a DNS name can be; device paths that can name no device gpsd reports.
     ("gpsd://" + String(repeating: "a", count: 254) + ":2947", .invalidHost(String(repeating: "a", count: 64))),
     ("gpsd://localhost:2947/../../etc/passwd", .invalidDevice("/../../etc/passwd")),

@@ -149,7 +149,10 @@ struct NMEAStreamBackendTests {
     #expect(throws: BackendURIError.self) { try NMEAStreamEndpoint(uri: "udp://host:0") }
     // Hosts are checked as gpsd:// checks them, without a lookup: a dotted address with five
     // parts or an octet over 255 is no address, and names take no spaces.
-    for uri in ["udp://1.2.3.4.5:10", "tcp://10.0.0.256:10110", "tcp://bad host:10110", "udp://[::1:10", "tcp://[boat]:1"] {
+    for uri in [
+      "udp://1.2.3.4.5:10", "tcp://10.0.0.256:10110", "tcp://bad host:10110", "udp://[::1:10", "tcp://[boat]:1",
+      "tcp://010.0.0.1:1", "tcp://-boat:1", "tcp://boat-.local:1",
+    ] {
       #expect(throws: BackendURIError.self, "\(uri)") { try NMEAStreamEndpoint(uri: uri) }
     }
     #expect(try NMEAStreamEndpoint(uri: "udp://0.0.0.0:10110").kind == .udp(host: "0.0.0.0", port: 10110))

@@ -102,7 +102,8 @@ public enum HostSyntax {
   /// bytes, RFC 1035 section 2.3.4) whose last label is not all digits (no top-level domain is:
   /// RFC 3696 section 2), or else a dotted IPv4 address of four decimal octets 0-255 (so
   /// `1.2.3.4.5` and `10.0.0.256` are refused, where a resolver would take them as names and
-  /// fail only when the backend starts). IPv6 literals are checked by ``isIPv6Literal(_:)``.
+  /// fail only when the backend starts), and an octet with a leading zero (`010`, which the C
+  /// library reads as octal). IPv6 literals are checked by ``isIPv6Literal(_:)``.
   public static func isHostName<S: StringProtocol>(_ host: S) -> Bool {
     guard !host.isEmpty, host.utf8.count <= 253,
       host.utf8.allSatisfy({ b in
@@ -112,13 +113,17 @@ public enum HostSyntax {
     let labels = host.split(separator: ".", omittingEmptySubsequences: false)
     guard let last = labels.last(where: { !$0.isEmpty }) else { return false }
     guard last.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
-      // A name: no empty label inside it (a trailing dot, the root, is allowed).
-      return !labels.dropLast().contains { $0.isEmpty } && labels.allSatisfy { $0.utf8.count <= 63 }
+      // A name: no empty label inside it (a trailing dot, the root, is allowed), and no label
+      // that begins or ends with a hyphen (RFC 1123 section 2.1).
+      return !labels.dropLast().contains { $0.isEmpty }
+        && labels.allSatisfy { $0.utf8.count <= 63 && $0.first != "-" && $0.last != "-" }
     }
+    // An octet with a leading zero is refused: inet_aton(3), which getaddrinfo uses, reads
+    // 010.0.0.1 as octal, 8.0.0.1.
     return labels.count == 4
       && labels.allSatisfy { label in
         (1...3).contains(label.utf8.count) && label.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
-          && (Int(label) ?? 256) <= 255
+          && (Int(label) ?? 256) <= 255 && (label.utf8.count == 1 || label.first != "0")
       }
   }
 

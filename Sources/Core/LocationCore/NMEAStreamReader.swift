@@ -287,7 +287,10 @@ final class NMEAStreamReader: @unchecked Sendable {
           break
         }
       } catch {
-        failure = "cannot resolve \(host): \(error)"
+        // NetworkSocket.resolve reports a name the resolver gave no address for as EHOSTUNREACH.
+        failure =
+          error.code == EHOSTUNREACH
+          ? "cannot resolve \(host): the resolver gives no address for it" : "cannot resolve \(host): \(error)"
       }
       guard let fd = connected else {
         report(.disconnected, "\(name): \(failure); retrying in \(delay / 1_000_000) ms")
