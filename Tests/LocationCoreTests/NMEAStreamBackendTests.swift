@@ -517,18 +517,28 @@ struct NMEAStreamBackendTests {
   /// A receiver that stops sending: its last epoch is reported once the source stays silent
   /// (``NMEAStreamBackend/Options/epochSilence``), with the connection still open; one that
   /// closes the connection gets it reported at the loss, whatever the silence setting.
-  @Test(arguments: [true, false])
-  func theLastEpochIsReportedWhenTheSourceFallsSilentOrCloses(_ silence: Bool) async throws {
+  /// A TCP backend with `epochSilence` that has read ``sparseGGAStream`` from a peer whose
+  /// connection stays open; the times decode gives the stream.
+  private static func servingSparseStream(epochSilence: Duration) async throws
+    -> (peer: TCPPeer, backend: NMEAStreamBackend, events: StreamEvents, connection: Int32, expected: [Int32?])
+  {
     let peer = try TCPPeer()
     var options = NMEAStreamBackend.Options()
-    options.epochSilence = silence ? .milliseconds(200) : .seconds(3600)
+    options.epochSilence = epochSilence
     let backend = try NMEAStreamBackend(uri: "tcp://127.0.0.1:\(peer.port)", options: options)
     let events = StreamEvents(backend)
     try await backend.start()
     let connection = peer.accept()
     try #require(connection >= 0)
-    try SystemIO.writeAll(connection, Self.sparseGGAStream)
-    let expected = Self.decodedTimes(Self.sparseGGAStream)
+    try SystemIO.writeAll(connection, sparseGGAStream)
+    return (peer, backend, events, connection, decodedTimes(sparseGGAStream))
+  }
+
+  @Test(arguments: [true, false])
+  func theLastEpochIsReportedWhenTheSourceFallsSilentOrCloses(_ silence: Bool) async throws {
+    let (peer, backend, events, connection, expected) = try await Self.servingSparseStream(
+      epochSilence: silence ? .milliseconds(200) : .seconds(3600))
+    defer { _ = peer }
     #expect(expected.count == 6 && expected.last == 43_205_000)
     if silence {
       #expect(await events.wait { $0.locations.count == expected.count })
@@ -549,16 +559,9 @@ struct NMEAStreamBackendTests {
   /// Bytes that complete no sentence (line ends, the start of a sentence) do not put off the end
   /// of a silent epoch: it is reported while they keep coming.
   @Test func bytesThatCompleteNoSentenceDoNotHoldTheLastEpoch() async throws {
-    let peer = try TCPPeer()
-    var options = NMEAStreamBackend.Options()
-    options.epochSilence = .milliseconds(200)
-    let backend = try NMEAStreamBackend(uri: "tcp://127.0.0.1:\(peer.port)", options: options)
-    let events = StreamEvents(backend)
-    try await backend.start()
-    let connection = peer.accept()
-    try #require(connection >= 0)
-    try SystemIO.writeAll(connection, Self.sparseGGAStream)
-    let expected = Self.decodedTimes(Self.sparseGGAStream)
+    let (peer, backend, events, connection, expected) = try await Self.servingSparseStream(
+      epochSilence: .milliseconds(200))
+    defer { _ = peer }
     // A line end, then a sentence's first bytes, a byte every 20 ms until the last epoch comes.
     let trickle = Array("\r\n$GPGGA,1200".utf8)
     var sent = 0
