@@ -157,6 +157,7 @@ enum DocExamples {
     ("scripts/sanitize", "rebuilds the tests under the sanitizers; CI runs it as a step of its own"),
     ("scripts/tsan-suppressions.txt", "a file the sanitizer script reads, not a command"),
     (".build/fuzz/release/locationd-fuzz", "exists after scripts/fuzz; FuzzTargetsTests replay the same corpus"),
+    (".build/fuzz-asan/release/", "exists after FUZZ_SANITIZER=address scripts/fuzz"),
     (
       "scripts/run",
       "installs packages and builds before it runs locationd on the simulated backend with locationctl watch, which this test runs directly"
