@@ -145,6 +145,10 @@ struct FuzzLedgerTests {
     Setting(arguments: ["gpx", "-5"], reason: "SECONDS \"-5\" is not a whole number of seconds"),
     Setting(arguments: ["gpx", "1m"], reason: "SECONDS \"1m\" is not a whole number of seconds"),
     Setting(arguments: ["gpx", "0"], reason: "SECONDS 0 (no time limit) needs FUZZ_RUNS"),
+    Setting(arguments: ["gpx", "00"], reason: "SECONDS 0 (no time limit) needs FUZZ_RUNS"),
+    Setting(
+      arguments: ["gpx", "8"], environment: ["FUZZ_KEEP": "/dev/null"], status: 73,
+      reason: "FUZZ_KEEP /dev/null is not a directory"),
     Setting(arguments: [""], reason: "unknown target \"\""),
     Setting(
       arguments: ["gpx", "8"], environment: ["FUZZ_RUNS": "1e8"],
