@@ -115,6 +115,23 @@ if command == "thresholds":
                     stamps[new] = get_prop(new, LOCATION, "Timestamp")[0]
                 except GLib.Error:
                     stamps[new] = None
+    # A fix's LocationUpdated goes out before the PropertiesChanged it implies (as GeoClue's GDBus
+    # skeletons send them): wait for the last fix's, then keep the events up to the next fix's
+    # LocationUpdated, so every count below is of the same fixes.
+    n = len(updates(every))
+    def cut():
+        seen = 0
+        for i, e in enumerate(events):
+            if e["member"] == "LocationUpdated" and e["path"] == every:
+                seen += 1
+                if seen > n:
+                    return i
+        return len(events)
+    def location_changes(upto):
+        return len([e for e in events[:upto] if e["member"] == "PropertiesChanged" and e["path"] == every
+                    and "Location" in e["args"][1]])
+    pump(2, until=lambda: location_changes(cut()) >= n)
+    del events[cut():]
     result["every"] = updates(every)
     result["timed"] = updates(timed)
     result["far"] = updates(far)
