@@ -11,8 +11,10 @@ private let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathCompon
 struct FuzzLedgerTests {
   static let header = "date,commit,target,executions,cov,ft,crashes,seconds,sanitizer"
 
-  /// Runs `scripts/fuzz ledger` on a ledger holding `lines` after `header`.
-  static func summary(_ lines: [String], header: String? = FuzzLedgerTests.header) async throws -> ToolRun {
+  /// Runs `scripts/fuzz ARGUMENTS` (by default `ledger`) on a ledger holding `lines` after `header`.
+  static func summary(
+    _ lines: [String], header: String? = FuzzLedgerTests.header, arguments: [String] = ["ledger"]
+  ) async throws -> ToolRun {
     let scratch = try Scratch()
     defer { scratch.remove() }
     let file = scratch.file("ledger.csv")
@@ -20,7 +22,7 @@ struct FuzzLedgerTests {
       .write(toFile: file, atomically: true, encoding: .utf8)
     var environment = ProcessInfo.processInfo.environment
     environment["FUZZ_LEDGER"] = file
-    return try await runTool(packageRoot + "/scripts/fuzz", ["ledger"], environment: environment)
+    return try await runTool(packageRoot + "/scripts/fuzz", arguments, environment: environment)
   }
 
   static func run(
@@ -174,13 +176,7 @@ struct FuzzLedgerTests {
   }
 
   @Test func aRunRefusesABadLedgerBeforeTheBuild() async throws {
-    let scratch = try Scratch()
-    defer { scratch.remove() }
-    let file = scratch.file("ledger.csv")
-    try (Self.header + "\n" + Self.run(0, crashes: 3) + "\n").write(toFile: file, atomically: true, encoding: .utf8)
-    var environment = ProcessInfo.processInfo.environment
-    environment["FUZZ_LEDGER"] = file
-    let result = try await runTool(packageRoot + "/scripts/fuzz", ["gpx", "5"], environment: environment)
+    let result = try await Self.summary([Self.run(0, crashes: 3)], arguments: ["gpx", "5"])
     #expect(result.status == 65)
     #expect(result.stderr.contains("ledger.csv:2: crashes \"3\" is not 0 or 1"), "\(result.stderr)")
     #expect(!result.stderr.contains("building"), "\(result.stderr)")

@@ -149,7 +149,7 @@ if command == "thresholds":
     result["farLocation"] = farPath
     result["farLocationChanges"] = len([e for e in events if e["member"] == "PropertiesChanged" and e["path"] == farPath])
     result["activeChanges"] = [e["args"] for e in events if e["member"] == "PropertiesChanged" and e["path"] == every and "Active" in e["args"][1]]
-    result["locationChanges"] = len([e for e in events if e["member"] == "PropertiesChanged" and e["path"] == every and "Location" in e["args"][1]])
+    result["locationChanges"] = location_changes(len(events))
     result["current"] = location(get_prop(every, CLIENT, "Location"))
     result["inUse"] = get_prop(MANAGER, "org.freedesktop.GeoClue2.Manager", "InUse")
     # Stop: Active goes false (PropertiesChanged) and no more LocationUpdated for that client.
